@@ -1,0 +1,162 @@
+//! Buffer reference counts and the free-buffer allocator (volatile; rebuilt
+//! at recovery from the records that name buffers).
+//!
+//! Invariant: a buffer is free exactly when its count is zero, and then it
+//! is found in exactly one of two places: the free stack (buffers released
+//! below the sweep cursor) or at or above the sweep cursor. Allocation pops
+//! the stack, else advances the cursor over referenced buffers. So a fresh
+//! `Buffers` costs O(1) (the counts start as untouched zero pages) and
+//! recovery touches only the buffers that live records name: its cost is
+//! bounded by the live data, not by the size of the pool.
+//!
+//! A buffer with a nonzero count is never handed out: the log's promise
+//! never to reuse a live buffer rests on this.
+
+use crate::error::BufferError;
+use crate::limits::BUFFER_REFS_MAX;
+
+pub struct Buffers {
+    counts: Vec<u16>,
+    free_stack: Vec<u32>,
+    sweep_cursor: u32,
+    free_count: u32,
+}
+
+impl Buffers {
+    /// `count` buffers, all free.
+    pub fn new(count: u32) -> Buffers {
+        Buffers { counts: vec![0; count as usize], free_stack: Vec::new(), sweep_cursor: 0, free_count: count }
+    }
+
+    pub fn count(&self) -> u32 {
+        self.counts.len() as u32
+    }
+
+    pub fn free_count(&self) -> u32 {
+        self.free_count
+    }
+
+    pub fn refs(&self, index: u32) -> u16 {
+        self.counts[index as usize]
+    }
+
+    /// Takes a free buffer; its count becomes 1 (the caller's reference).
+    pub fn allocate(&mut self) -> Result<u32, BufferError> {
+        let index = match self.free_stack.pop() {
+            Some(index) => index,
+            None => loop {
+                if self.sweep_cursor as usize >= self.counts.len() {
+                    assert_eq!(self.free_count, 0, "free buffers lost: stack empty, sweep done");
+                    return Err(BufferError::PoolFull { count: self.count() });
+                }
+                let index = self.sweep_cursor;
+                self.sweep_cursor += 1;
+                if self.counts[index as usize] == 0 {
+                    break index;
+                }
+            },
+        };
+        assert_eq!(self.counts[index as usize], 0, "buffer {index} handed out while referenced");
+        self.counts[index as usize] = 1;
+        self.free_count -= 1;
+        Ok(index)
+    }
+
+    /// Adds a reference to a buffer; a free buffer becomes referenced (as
+    /// recovery does for buffers named by records).
+    pub fn retain(&mut self, index: u32) -> Result<(), BufferError> {
+        let count = self.counts.get_mut(index as usize).ok_or(BufferError::OutOfRange(index))?;
+        if *count == BUFFER_REFS_MAX {
+            return Err(BufferError::TooManyRefs(index));
+        }
+        *count += 1;
+        if *count == 1 {
+            // It was free: take it out of where free buffers are kept.
+            self.free_count -= 1;
+            if index < self.sweep_cursor {
+                let at = self.free_stack.iter().rposition(|&i| i == index).expect("a free buffer below the cursor");
+                self.free_stack.swap_remove(at);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops a reference; at zero the buffer is free again. Returns whether
+    /// it became free.
+    pub fn release(&mut self, index: u32) -> Result<bool, BufferError> {
+        let count = self.counts.get_mut(index as usize).ok_or(BufferError::OutOfRange(index))?;
+        if *count == 0 {
+            return Err(BufferError::NotReferenced(index));
+        }
+        *count -= 1;
+        if *count > 0 {
+            return Ok(false);
+        }
+        self.free_count += 1;
+        if index < self.sweep_cursor {
+            self.free_stack.push(index);
+        }
+        Ok(true)
+    }
+
+    /// Checks the invariant in full: O(buffers), for tests.
+    pub fn check_invariants(&self) {
+        let free = self.counts.iter().filter(|&&c| c == 0).count() as u32;
+        assert_eq!(free, self.free_count, "free count");
+        let below: usize = self.counts[..self.sweep_cursor as usize].iter().filter(|&&c| c == 0).count();
+        assert_eq!(below, self.free_stack.len(), "free buffers below the cursor are exactly the stack");
+        for &index in &self.free_stack {
+            assert!(index < self.sweep_cursor && self.counts[index as usize] == 0, "stack holds buffer {index}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    #[test]
+    fn never_hands_out_a_referenced_buffer() {
+        let mut buffers = Buffers::new(64);
+        let mut rng = SplitMix64::new(5);
+        let mut held: Vec<u32> = Vec::new();
+        for _ in 0..20_000 {
+            match rng.below(4) {
+                0 | 1 => match buffers.allocate() {
+                    Ok(index) => {
+                        assert!(!held.contains(&index), "buffer {index} handed out twice");
+                        held.push(index);
+                    }
+                    Err(BufferError::PoolFull { .. }) => assert_eq!(held.len(), 64),
+                    Err(e) => panic!("{e}"),
+                },
+                2 if !held.is_empty() => {
+                    let index = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    assert!(buffers.release(index).unwrap());
+                }
+                _ => {
+                    // A reference taken on a free buffer (as recovery does).
+                    let index = rng.below(64) as u32;
+                    if buffers.refs(index) == 0 {
+                        buffers.retain(index).unwrap();
+                        held.push(index);
+                    }
+                }
+            }
+            buffers.check_invariants();
+            assert_eq!(buffers.free_count() as usize, 64 - held.len());
+        }
+    }
+
+    #[test]
+    fn errors() {
+        let mut buffers = Buffers::new(16);
+        assert_eq!(buffers.release(3), Err(BufferError::NotReferenced(3)));
+        assert_eq!(buffers.retain(16), Err(BufferError::OutOfRange(16)));
+        for _ in 0..16 {
+            buffers.allocate().unwrap();
+        }
+        assert_eq!(buffers.allocate(), Err(BufferError::PoolFull { count: 16 }));
+    }
+}

@@ -1,0 +1,262 @@
+//! The pool file's layout: the geometry, the header that records it, and the
+//! offsets of every region, all pure functions of the header.
+//!
+//! Invariant: the layout of a pool is computed only from its header, so the
+//! same file always opens to the same buffers (PASTE's deterministic Ppool).
+//! The header is written once, at creation, and never modified afterwards:
+//! there is no mutable state in it to tear. See `docs/format.md`.
+//!
+//! ```text
+//! 0          4096                4096+log_size (rounded up to 4 KiB)
+//! | header   | log region         | buffer 0 | buffer 1 | ... | buffer n-1 |
+//! ```
+
+use crate::limits::*;
+
+pub const POOL_MAGIC: [u8; 8] = *b"PKTSTPOL";
+pub const FORMAT_VERSION: u32 = 1;
+
+// Header field offsets, chained so that a change to one moves the rest.
+pub const HDR_MAGIC: usize = 0;
+pub const HDR_VERSION: usize = HDR_MAGIC + 8;
+pub const HDR_HEADER_SIZE: usize = HDR_VERSION + 4;
+pub const HDR_BUFFER_SIZE: usize = HDR_HEADER_SIZE + 4;
+pub const HDR_BUFFER_COUNT: usize = HDR_BUFFER_SIZE + 4;
+pub const HDR_LOG_OFFSET: usize = HDR_BUFFER_COUNT + 4;
+pub const HDR_LOG_SIZE: usize = HDR_LOG_OFFSET + 8;
+pub const HDR_BUFFERS_OFFSET: usize = HDR_LOG_SIZE + 8;
+pub const HDR_FILE_SIZE: usize = HDR_BUFFERS_OFFSET + 8;
+pub const HDR_CREATION_ID: usize = HDR_FILE_SIZE + 8;
+pub const HDR_CREATED_UNIX_NS: usize = HDR_CREATION_ID + 16;
+pub const HDR_RESERVED: usize = HDR_CREATED_UNIX_NS + 8;
+pub const HDR_CRC: usize = 124;
+/// Bytes of the header that carry meaning; the rest of its page is zero.
+pub const HDR_SIZE: usize = HDR_CRC + 4;
+
+const _: () = assert!(HDR_RESERVED <= HDR_CRC);
+const _: () = assert!(HDR_SIZE as u64 <= HEADER_REGION_SIZE);
+const _: () = assert!(HDR_CREATION_ID % 8 == 0 && HDR_LOG_OFFSET % 8 == 0);
+
+/// What a caller chooses when creating a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub buffer_size: u32,
+    pub buffer_count: u32,
+    pub log_size: u64,
+}
+
+impl Geometry {
+    /// The geometry that fills a file of `file_size` bytes with buffers of
+    /// `buffer_size` after a log of `log_size`.
+    pub fn for_file_size(file_size: u64, buffer_size: u32, log_size: u64) -> Result<Geometry, String> {
+        let buffers_offset = buffers_offset(log_size);
+        if file_size <= buffers_offset {
+            return Err(format!("{file_size} bytes leave no room for buffers after a {log_size}-byte log"));
+        }
+        if buffer_size == 0 {
+            return Err("buffer size 0".into());
+        }
+        let count = (file_size - buffers_offset) / u64::from(buffer_size);
+        let buffer_count = u32::try_from(count).map_err(|_| format!("{count} buffers exceed the 32-bit index"))?;
+        let geometry = Geometry { buffer_size, buffer_count, log_size };
+        geometry.validate()?;
+        Ok(geometry)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.buffer_size.is_power_of_two() || !(BUFFER_SIZE_MIN..=BUFFER_SIZE_MAX).contains(&self.buffer_size) {
+            return Err(format!(
+                "buffer size {} is not a power of two in {BUFFER_SIZE_MIN}..={BUFFER_SIZE_MAX}",
+                self.buffer_size
+            ));
+        }
+        if self.buffer_count < BUFFER_COUNT_MIN {
+            return Err(format!("{} buffers is fewer than {BUFFER_COUNT_MIN}", self.buffer_count));
+        }
+        if self.log_size % PAGE_SIZE != 0 || !(LOG_SIZE_MIN..=LOG_SIZE_MAX).contains(&self.log_size) {
+            return Err(format!(
+                "log size {} is not a multiple of {PAGE_SIZE} in {LOG_SIZE_MIN}..={LOG_SIZE_MAX}",
+                self.log_size
+            ));
+        }
+        let file_size = self.file_size();
+        if file_size > POOL_SIZE_MAX {
+            return Err(format!("pool of {file_size} bytes exceeds the {POOL_SIZE_MAX}-byte limit"));
+        }
+        Ok(())
+    }
+
+    pub fn log_offset(&self) -> u64 {
+        HEADER_REGION_SIZE
+    }
+
+    pub fn buffers_offset(&self) -> u64 {
+        buffers_offset(self.log_size)
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.buffers_offset() + u64::from(self.buffer_size) * u64::from(self.buffer_count)
+    }
+
+    /// The file offset of buffer `index`.
+    #[inline]
+    pub fn buffer_offset(&self, index: u32) -> u64 {
+        debug_assert!(index < self.buffer_count);
+        self.buffers_offset() + u64::from(index) * u64::from(self.buffer_size)
+    }
+}
+
+impl std::fmt::Display for Geometry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} buffers of {} B, log {} B", self.buffer_count, self.buffer_size, self.log_size)
+    }
+}
+
+fn buffers_offset(log_size: u64) -> u64 {
+    (HEADER_REGION_SIZE + log_size).div_ceil(PAGE_SIZE) * PAGE_SIZE
+}
+
+/// The decoded pool header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub geometry: Geometry,
+    pub creation_id: u128,
+    pub created_unix_ns: u64,
+}
+
+/// Why a header was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HeaderError {
+    BadMagic,
+    UnsupportedVersion(u32),
+    BadChecksum { stored: u32, computed: u32 },
+    BadGeometry(String),
+}
+
+impl Header {
+    pub fn encode(&self) -> [u8; HDR_SIZE] {
+        let g = &self.geometry;
+        let mut b = [0u8; HDR_SIZE];
+        b[HDR_MAGIC..HDR_MAGIC + 8].copy_from_slice(&POOL_MAGIC);
+        put_u32(&mut b, HDR_VERSION, FORMAT_VERSION);
+        put_u32(&mut b, HDR_HEADER_SIZE, HEADER_REGION_SIZE as u32);
+        put_u32(&mut b, HDR_BUFFER_SIZE, g.buffer_size);
+        put_u32(&mut b, HDR_BUFFER_COUNT, g.buffer_count);
+        put_u64(&mut b, HDR_LOG_OFFSET, g.log_offset());
+        put_u64(&mut b, HDR_LOG_SIZE, g.log_size);
+        put_u64(&mut b, HDR_BUFFERS_OFFSET, g.buffers_offset());
+        put_u64(&mut b, HDR_FILE_SIZE, g.file_size());
+        b[HDR_CREATION_ID..HDR_CREATION_ID + 16].copy_from_slice(&self.creation_id.to_le_bytes());
+        put_u64(&mut b, HDR_CREATED_UNIX_NS, self.created_unix_ns);
+        let crc = crc32c::crc32c(&b[..HDR_CRC]);
+        put_u32(&mut b, HDR_CRC, crc);
+        b
+    }
+
+    /// Decodes and checks a header: magic, version, checksum, then that the
+    /// stored derived offsets agree with those computed from the geometry.
+    pub fn decode(b: &[u8]) -> Result<Header, HeaderError> {
+        if b.len() < HDR_SIZE || b[HDR_MAGIC..HDR_MAGIC + 8] != POOL_MAGIC {
+            return Err(HeaderError::BadMagic);
+        }
+        let stored = get_u32(b, HDR_CRC);
+        let computed = crc32c::crc32c(&b[..HDR_CRC]);
+        // The version is checked first so a future format with another
+        // checksum is reported as a version problem, not as corruption.
+        let version = get_u32(b, HDR_VERSION);
+        if version != FORMAT_VERSION {
+            return Err(HeaderError::UnsupportedVersion(version));
+        }
+        if stored != computed {
+            return Err(HeaderError::BadChecksum { stored, computed });
+        }
+        let geometry = Geometry {
+            buffer_size: get_u32(b, HDR_BUFFER_SIZE),
+            buffer_count: get_u32(b, HDR_BUFFER_COUNT),
+            log_size: get_u64(b, HDR_LOG_SIZE),
+        };
+        geometry.validate().map_err(HeaderError::BadGeometry)?;
+        let derived = [
+            (u64::from(get_u32(b, HDR_HEADER_SIZE)), HEADER_REGION_SIZE, "header size"),
+            (get_u64(b, HDR_LOG_OFFSET), geometry.log_offset(), "log offset"),
+            (get_u64(b, HDR_BUFFERS_OFFSET), geometry.buffers_offset(), "buffers offset"),
+            (get_u64(b, HDR_FILE_SIZE), geometry.file_size(), "file size"),
+        ];
+        for (stored, computed, name) in derived {
+            if stored != computed {
+                return Err(HeaderError::BadGeometry(format!("{name} {stored} disagrees with the geometry ({computed})")));
+            }
+        }
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&b[HDR_CREATION_ID..HDR_CREATION_ID + 16]);
+        Ok(Header {
+            geometry,
+            creation_id: u128::from_le_bytes(id),
+            created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS),
+        })
+    }
+}
+
+#[inline]
+pub(crate) fn put_u16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn get_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
+}
+#[inline]
+pub(crate) fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+#[inline]
+pub(crate) fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            geometry: Geometry { buffer_size: 2048, buffer_count: 1000, log_size: LOG_SIZE_MIN },
+            creation_id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+            created_unix_ns: 42,
+        }
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let h = header();
+        assert_eq!(Header::decode(&h.encode()), Ok(h));
+    }
+
+    #[test]
+    fn every_flipped_bit_is_refused() {
+        let bytes = header().encode();
+        for bit in 0..HDR_SIZE * 8 {
+            let mut b = bytes;
+            b[bit / 8] ^= 1 << (bit % 8);
+            assert!(Header::decode(&b).is_err(), "flipping bit {bit} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn geometry_limits() {
+        assert!(Geometry { buffer_size: 3000, buffer_count: 100, log_size: LOG_SIZE_MIN }.validate().is_err());
+        assert!(Geometry { buffer_size: 2048, buffer_count: 1, log_size: LOG_SIZE_MIN }.validate().is_err());
+        assert!(Geometry { buffer_size: 2048, buffer_count: 100, log_size: 1000 }.validate().is_err());
+        let g = Geometry::for_file_size(64 << 30, 2048, LOG_SIZE_DEFAULT).unwrap();
+        assert!(g.file_size() <= 64 << 30 && g.file_size() > (64 << 30) - 2048);
+        assert_eq!(g.buffers_offset() % PAGE_SIZE, 0);
+    }
+}

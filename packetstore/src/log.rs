@@ -1,0 +1,589 @@
+//! The log (PASTE's Plog): records naming extents of retained buffers, in a
+//! ring inside the pool's log region, committed in batches.
+//!
+//! # The commit path, step by step
+//!
+//! 1. `append`: the caller's data is already in pool buffers (received
+//!    there, or written and declared). The log takes a reference on each
+//!    buffer, computes the data CRC, writes the record at the tail and
+//!    *flushes* the record's lines and the data's lines at once, so their
+//!    write-back overlaps with the rest of the batch (paper, appendix A.2).
+//! 2. `release`: writes the record's 8-byte release mark (atomic) and
+//!    flushes it. Its buffers are not freed yet.
+//! 3. `commit`: if the head moved or the batch appended anything, writes the
+//!    anchor's `head_lsn` and `committed_lsn` (the end of the *previous*
+//!    commit, which is already durable) and flushes the anchor's line.
+//! 4. `commit`: one fence (sfence, or fdatasync/msync). Only now is the
+//!    batch durable; the caller may acknowledge it.
+//! 5. `commit`: the buffers of records released in the batch lose their
+//!    references, and log space behind the new head becomes reusable.
+//!
+//! # Why one fence suffices
+//!
+//! A record is valid only if its lsn matches its position, both CRCs match
+//! and its release mark is zero or exactly `lsn ^ RELEASE_MAGIC`. If power
+//! fails before step 4, any subset of the batch's lines may have reached
+//! the media, torn at 8-byte words: a record whose own lines or whose
+//! data's lines are incomplete fails its CRCs. Recovery stops at the first
+//! invalid record, which is always in the last, unacknowledged batch.
+//!
+//! # Recovery (`Log::recover`), referring to the steps
+//!
+//! | scan finds at lsn L                         | meaning               | action                         |
+//! |---------------------------------------------|-----------------------|--------------------------------|
+//! | valid record, release mark zero             | live                  | keep; reference its buffers    |
+//! | valid record, release mark = L ^ magic      | released (step 2)     | skip                           |
+//! | padding record                              | end of a lap          | skip to the next lap           |
+//! | invalid, L >= anchor.committed_lsn          | torn batch (before 4) | end of log                     |
+//! | invalid, L < anchor.committed_lsn           | corruption            | error, no repair               |
+//! | past the end, valid, commit_lsn > end       | corruption            | error, no repair               |
+//! | past the end, any header whose lsn fits     | torn batch remnant    | erase, so it never resurfaces  |
+//!
+//! The scan starts at the anchor's head and stops at the end, so it costs
+//! the size of the live log (plus at most `LOG_BATCH_SIZE_MAX` of lookahead
+//! past the end), not the size of the pool. What recovery found is then made
+//! durable (records of the last batch re-flushed, fence, anchor, fence),
+//! because after a process crash the page cache may hold records that never
+//! reached the disk, and the next commit would otherwise vouch for them.
+//!
+//! Invariants: the log never writes over a record at or after the durable
+//! head; a buffer named by a live record keeps a reference (so the
+//! allocator never hands it out); records are 64-byte aligned and never
+//! straddle the end of the ring.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::buffers::Buffers;
+use crate::error::LogError;
+use crate::layout::{get_u64, put_u64};
+use crate::limits::{KEY_SIZE_MAX, LOG_BATCH_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
+use crate::pool::Pool;
+use crate::record::{self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC};
+
+pub const ANCHOR_MAGIC: u64 = u64::from_le_bytes(*b"PSLOGANC");
+/// The anchor: one cache line at the start of the log region.
+pub const ANCHOR_SIZE: u64 = 64;
+pub const ANCHOR_OFF_MAGIC: u64 = 0;
+pub const ANCHOR_OFF_HEAD_LSN: u64 = 8;
+pub const ANCHOR_OFF_COMMITTED_LSN: u64 = 16;
+
+/// The anchor of a fresh log: magic, head 0, committed 0.
+pub(crate) fn encode_initial_anchor(out: &mut [u8]) {
+    out[..ANCHOR_SIZE as usize].fill(0);
+    put_u64(out, ANCHOR_OFF_MAGIC as usize, ANCHOR_MAGIC);
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    lsn: u64,
+    len: u32,
+    extent_count: u32,
+    released: bool,
+}
+
+/// What recovery found and how long it took.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub head_lsn: u64,
+    pub end_lsn: u64,
+    pub anchor_committed_lsn: u64,
+    pub live_records: u64,
+    pub live_data_bytes: u64,
+    pub released_records: u64,
+    pub log_bytes_scanned: u64,
+    /// Headers of the interrupted batch found past the end and erased.
+    pub torn_records_erased: u64,
+    pub referenced_buffers: u64,
+    pub duration: Duration,
+}
+
+impl std::fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "recovered {} live records ({} data bytes, {} buffers referenced), skipped {} released, \
+             scanned {} log bytes [{}, {}), erased {} torn records, in {:.3} ms",
+            self.live_records,
+            self.live_data_bytes,
+            self.referenced_buffers,
+            self.released_records,
+            self.log_bytes_scanned,
+            self.head_lsn,
+            self.end_lsn,
+            self.torn_records_erased,
+            self.duration.as_secs_f64() * 1e3
+        )
+    }
+}
+
+/// What one commit made durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitSummary {
+    pub records: u64,
+    pub releases: u64,
+    pub log_bytes: u64,
+    pub fenced: bool,
+}
+
+/// A live record, read back from the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordView {
+    pub lsn: u64,
+    pub kind: u16,
+    pub tag: u64,
+    pub key: Vec<u8>,
+    pub extents: Vec<Extent>,
+    pub data_len: u64,
+}
+
+/// Space accounting of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogUsage {
+    pub ring_size: u64,
+    pub head_lsn: u64,
+    pub tail_lsn: u64,
+    pub durable_head_lsn: u64,
+    pub live_records: u64,
+    pub live_data_bytes: u64,
+    /// Bytes an append may still use (before padding).
+    pub free_bytes: u64,
+}
+
+pub struct Log {
+    anchor_offset: u64,
+    ring_offset: u64,
+    ring_size: u64,
+    buffer_size: u32,
+    buffer_count: u32,
+    /// The oldest record not released (or the tail).
+    head: u64,
+    /// The head as the anchor durably says: space before it is reusable.
+    durable_head: u64,
+    tail: u64,
+    /// The end of the last commit: everything before it is durable.
+    durable_end: u64,
+    /// What the anchor says (or will, after the next fence) of `durable_end`.
+    anchor_committed: u64,
+    slots: VecDeque<Slot>,
+    unref_at_commit: Vec<u32>,
+    releases_in_batch: u64,
+    records_in_batch: u64,
+    live_records: u64,
+    live_data_bytes: u64,
+    poisoned: bool,
+    scratch: Vec<u8>,
+}
+
+impl Log {
+    /// Opens the pool's log: scans it from the anchor's head, rebuilds the
+    /// tail and the references it holds on buffers (added to `buffers`,
+    /// which must be fresh), and makes what it found durable.
+    pub fn recover(pool: &Pool, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
+        let start = Instant::now();
+        let geometry = pool.geometry();
+        assert_eq!(buffers.count(), geometry.buffer_count, "buffers of another pool");
+        assert_eq!(buffers.free_count(), geometry.buffer_count, "recovery needs fresh buffers");
+        let anchor_offset = geometry.log_offset();
+        let ring_offset = anchor_offset + ANCHOR_SIZE;
+        let ring_size = geometry.log_size - ANCHOR_SIZE;
+        let mut anchor = [0u8; ANCHOR_SIZE as usize];
+        pool.read(anchor_offset, &mut anchor);
+        if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
+            return Err(LogError::Corrupt { lsn: 0, reason: "the log anchor has a bad magic".into() });
+        }
+        let head = get_u64(&anchor, ANCHOR_OFF_HEAD_LSN as usize);
+        let committed = get_u64(&anchor, ANCHOR_OFF_COMMITTED_LSN as usize);
+        if head % 64 != 0 || committed % 64 != 0 {
+            return Err(LogError::Corrupt { lsn: head, reason: format!("unaligned anchor (head {head}, committed {committed})") });
+        }
+        let mut log = Log {
+            anchor_offset,
+            ring_offset,
+            ring_size,
+            buffer_size: geometry.buffer_size,
+            buffer_count: geometry.buffer_count,
+            head,
+            durable_head: head,
+            tail: head,
+            durable_end: head,
+            anchor_committed: committed,
+            slots: VecDeque::new(),
+            unref_at_commit: Vec::new(),
+            releases_in_batch: 0,
+            records_in_batch: 0,
+            live_records: 0,
+            live_data_bytes: 0,
+            poisoned: false,
+            scratch: Vec::with_capacity(RECORD_SIZE_MAX),
+        };
+        let mut report = RecoveryReport { head_lsn: head, anchor_committed_lsn: committed, ..Default::default() };
+        log.scan(pool, buffers, &mut report)?;
+        let end = log.tail;
+        if end < committed {
+            return Err(LogError::Corrupt {
+                lsn: end,
+                reason: format!("invalid record, but the log was committed up to lsn {committed}"),
+            });
+        }
+        report.torn_records_erased = log.erase_past_end(pool)?;
+        log.make_recovered_durable(pool, committed)?;
+        report.end_lsn = end;
+        report.live_records = log.live_records;
+        report.live_data_bytes = log.live_data_bytes;
+        report.log_bytes_scanned = end - head;
+        report.referenced_buffers = u64::from(buffers.count() - buffers.free_count());
+        report.duration = start.elapsed();
+        Ok((log, report))
+    }
+
+    fn position(&self, lsn: u64) -> u64 {
+        self.ring_offset + lsn % self.ring_size
+    }
+
+    /// Reads and fully validates the record at `lsn` into `self.scratch`:
+    /// header, lsn, length within the lap, header CRC. Data is not checked.
+    fn read_record(&mut self, pool: &Pool, lsn: u64) -> Option<RecordHeader> {
+        let room = self.ring_size - lsn % self.ring_size;
+        let mut line = [0u8; HEADER_SIZE];
+        pool.read(self.position(lsn), &mut line);
+        let header = record::decode_header(&line).ok()?;
+        if header.lsn != lsn || u64::from(header.record_len) > room {
+            return None;
+        }
+        self.scratch.resize(header.record_len as usize, 0);
+        pool.read(self.position(lsn), &mut self.scratch);
+        (record::header_crc(&self.scratch) == header.header_crc).then_some(header)
+    }
+
+    fn scan(&mut self, pool: &Pool, buffers: &mut Buffers, report: &mut RecoveryReport) -> Result<(), LogError> {
+        let mut lsn = self.head;
+        while lsn - self.head < self.ring_size {
+            let Some(header) = self.read_record(pool, lsn) else { break };
+            let released = header.kind == KIND_PAD || header.release_mark == lsn ^ RELEASE_MAGIC;
+            if !released && header.release_mark != 0 {
+                break; // a mark that is neither: treated as an invalid record
+            }
+            let slot = Slot {
+                lsn,
+                len: header.record_len,
+                extent_count: header.extent_count,
+                released,
+            };
+            if released {
+                report.released_records += u64::from(header.kind != KIND_PAD);
+            } else {
+                let extents: Vec<Extent> = record::extents(&self.scratch, &header).collect();
+                if !self.data_is_intact(pool, &header, &extents) {
+                    break;
+                }
+                for extent in &extents {
+                    buffers.retain(extent.buffer).map_err(|_| LogError::Corrupt {
+                        lsn,
+                        reason: format!("buffer {} is named by too many records", extent.buffer),
+                    })?;
+                }
+                self.live_records += 1;
+                self.live_data_bytes += header.data_len;
+            }
+            self.slots.push_back(slot);
+            lsn += u64::from(header.record_len);
+        }
+        self.tail = lsn;
+        self.durable_end = lsn;
+        self.advance_head();
+        self.durable_head = self.head;
+        Ok(())
+    }
+
+    fn data_is_intact(&self, pool: &Pool, header: &RecordHeader, extents: &[Extent]) -> bool {
+        if extents.iter().any(|e| e.check(self.buffer_count, self.buffer_size).is_err()) {
+            return false;
+        }
+        let length: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
+        length == header.data_len && self.data_crc(pool, extents) == header.data_crc
+    }
+
+    fn data_crc(&self, pool: &Pool, extents: &[Extent]) -> u32 {
+        extents.iter().fold(0, |crc, extent| {
+            let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+            // SAFETY: the buffer is referenced (by the caller in `append`,
+            // by nobody else during recovery) and nothing stores into a
+            // referenced buffer while a record naming it is being checked.
+            let bytes = unsafe { pool.bytes(offset, extent.len as usize) };
+            crc32c::crc32c_append(crc, bytes)
+        })
+    }
+
+    /// Looks past the end for headers of the interrupted batch: one whose
+    /// commit lsn says the end was committed proves corruption; the others
+    /// are erased so that a later crash cannot bring them back.
+    fn erase_past_end(&mut self, pool: &Pool) -> Result<u64, LogError> {
+        let end = self.tail;
+        let limit = (end + LOG_BATCH_SIZE_MAX).min(self.durable_head + self.ring_size);
+        let mut erased = 0;
+        let mut lsn = end;
+        while lsn < limit {
+            let mut line = [0u8; HEADER_SIZE];
+            let at = self.position(lsn);
+            pool.read(at, &mut line);
+            if let Ok(header) = record::decode_header(&line) {
+                if header.lsn == lsn {
+                    if self.read_record(pool, lsn).is_some() && header.commit_lsn > end {
+                        return Err(LogError::Corrupt {
+                            lsn: end,
+                            reason: format!("invalid record, but the record at lsn {lsn} says it was committed"),
+                        });
+                    }
+                    pool.store_u64(at, 0);
+                    pool.flush(at, 8);
+                    erased += 1;
+                }
+            }
+            lsn += 64;
+        }
+        Ok(erased)
+    }
+
+    /// Makes everything recovery accepted durable, then records it in the
+    /// anchor (two fences: the anchor must not vouch for records first).
+    fn make_recovered_durable(&mut self, pool: &Pool, committed: u64) -> Result<(), LogError> {
+        let uncertain: Vec<Slot> = self.slots.iter().filter(|s| s.lsn + u64::from(s.len) > committed).copied().collect();
+        for slot in uncertain {
+            pool.flush(self.position(slot.lsn), u64::from(slot.len));
+            if !slot.released && slot.extent_count > 0 {
+                for extent in self.view(pool, slot.lsn).extents {
+                    pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+                }
+            }
+        }
+        pool.fence().map_err(LogError::CommitFailed)?;
+        self.write_anchor(pool, self.tail);
+        pool.fence().map_err(LogError::CommitFailed)?;
+        self.anchor_committed = self.tail;
+        Ok(())
+    }
+
+    fn write_anchor(&mut self, pool: &Pool, committed: u64) {
+        pool.store_u64(self.anchor_offset + ANCHOR_OFF_HEAD_LSN, self.head);
+        pool.store_u64(self.anchor_offset + ANCHOR_OFF_COMMITTED_LSN, committed);
+        pool.flush(self.anchor_offset, ANCHOR_SIZE);
+    }
+
+    fn advance_head(&mut self) {
+        while self.slots.front().is_some_and(|s| s.released) {
+            self.slots.pop_front();
+        }
+        self.head = self.slots.front().map_or(self.tail, |s| s.lsn);
+    }
+
+    /// Appends a record of application `kind` (1..) naming `extents`, whose
+    /// bytes must already be in the pool; the caller holds a reference on
+    /// each buffer. Returns the record's lsn. Durable after `commit`.
+    pub fn append(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        kind: u16,
+        tag: u64,
+        key: &[u8],
+        extents: &[Extent],
+    ) -> Result<u64, LogError> {
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        if kind == KIND_PAD {
+            return Err(LogError::InvalidRecord("kind 0 is reserved".into()));
+        }
+        if key.len() > KEY_SIZE_MAX {
+            return Err(LogError::InvalidRecord(format!("key of {} bytes exceeds {KEY_SIZE_MAX}", key.len())));
+        }
+        if extents.len() > RECORD_EXTENTS_MAX {
+            return Err(LogError::InvalidRecord(format!("{} extents exceed {RECORD_EXTENTS_MAX}", extents.len())));
+        }
+        for extent in extents {
+            extent.check(self.buffer_count, self.buffer_size).map_err(LogError::InvalidRecord)?;
+            if buffers.refs(extent.buffer) == 0 {
+                return Err(LogError::InvalidRecord(format!("buffer {} is not held by the caller", extent.buffer)));
+            }
+        }
+        let len = record::record_len(extents.len(), key.len()) as u64;
+        let room = self.ring_size - self.tail % self.ring_size;
+        let padding = if room < len { room } else { 0 };
+        self.reserve(padding + len)?;
+        let mut retained = 0;
+        for extent in extents {
+            if let Err(error) = buffers.retain(extent.buffer) {
+                for undo in &extents[..retained] {
+                    buffers.release(undo.buffer).expect("just retained");
+                }
+                debug_assert!(matches!(error, crate::error::BufferError::TooManyRefs(_)));
+                return Err(LogError::TooManyRefs { buffer: extent.buffer });
+            }
+            retained += 1;
+        }
+        if padding > 0 {
+            self.write_padding(pool, padding);
+        }
+        let lsn = self.tail;
+        let data_len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
+        let data_crc = self.data_crc(pool, extents);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
+        let at = self.position(lsn);
+        pool.write(at, &scratch);
+        pool.flush(at, len);
+        self.scratch = scratch;
+        for extent in extents {
+            pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+        }
+        self.slots.push_back(Slot { lsn, len: len as u32, extent_count: extents.len() as u32, released: false });
+        self.tail += len;
+        self.records_in_batch += 1;
+        self.live_records += 1;
+        self.live_data_bytes += data_len;
+        Ok(lsn)
+    }
+
+    /// Checks that `needed` bytes fit: behind the durable head, and within
+    /// the batch limit.
+    fn reserve(&self, needed: u64) -> Result<(), LogError> {
+        let batch = self.tail + needed - self.durable_end;
+        if batch > LOG_BATCH_SIZE_MAX {
+            return Err(LogError::BatchFull { size: self.tail - self.durable_end, limit: LOG_BATCH_SIZE_MAX });
+        }
+        let free = self.ring_size - (self.tail - self.durable_head);
+        if needed > free {
+            return Err(LogError::LogFull { needed, free });
+        }
+        Ok(())
+    }
+
+    fn write_padding(&mut self, pool: &Pool, len: u64) {
+        let lsn = self.tail;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        record::encode(&mut scratch, KIND_PAD, lsn, self.durable_end, 0, &[], &[], 0, 0);
+        // The padding's length is the rest of the lap, not its encoded size.
+        put_u32_record_len(&mut scratch, len as u32);
+        let at = self.position(lsn);
+        pool.write(at, &scratch);
+        pool.flush(at, HEADER_SIZE as u64);
+        self.scratch = scratch;
+        self.slots.push_back(Slot { lsn, len: len as u32, extent_count: 0, released: true });
+        self.tail += len;
+    }
+
+    /// Releases the live record at `lsn`: durable at the next commit, after
+    /// which its buffers lose its references and its log space is reusable.
+    pub fn release(&mut self, pool: &Pool, lsn: u64) -> Result<(), LogError> {
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        let index = self.slot_index(lsn).ok_or(LogError::NoSuchRecord(lsn))?;
+        let view = self.view(pool, lsn);
+        let at = self.position(lsn) + OFF_RELEASE_MARK as u64;
+        pool.store_u64(at, lsn ^ RELEASE_MAGIC);
+        pool.flush(at, 8);
+        self.unref_at_commit.extend(view.extents.iter().map(|e| e.buffer));
+        self.slots[index].released = true;
+        self.live_records -= 1;
+        self.live_data_bytes -= view.data_len;
+        self.releases_in_batch += 1;
+        self.advance_head();
+        Ok(())
+    }
+
+    fn slot_index(&self, lsn: u64) -> Option<usize> {
+        let index = self.slots.binary_search_by_key(&lsn, |s| s.lsn).ok()?;
+        (!self.slots[index].released).then_some(index)
+    }
+
+    /// Makes every append and release since the last commit durable with one
+    /// fence (steps 3-5). After an error nothing more is accepted.
+    pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<CommitSummary, LogError> {
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        let summary = CommitSummary {
+            records: self.records_in_batch,
+            releases: self.releases_in_batch,
+            log_bytes: self.tail - self.durable_end,
+            fenced: true,
+        };
+        if summary.records == 0 && summary.releases == 0 && summary.log_bytes == 0 {
+            return Ok(CommitSummary { fenced: false, ..summary });
+        }
+        if self.head != self.durable_head || self.anchor_committed != self.durable_end {
+            self.write_anchor(pool, self.durable_end);
+        }
+        if let Err(error) = pool.fence() {
+            self.poisoned = true;
+            return Err(LogError::CommitFailed(error));
+        }
+        self.anchor_committed = self.durable_end;
+        self.durable_end = self.tail;
+        self.durable_head = self.head;
+        for buffer in self.unref_at_commit.drain(..) {
+            buffers.release(buffer).expect("a released record's buffer was referenced");
+        }
+        self.records_in_batch = 0;
+        self.releases_in_batch = 0;
+        Ok(summary)
+    }
+
+    /// Reads the record at `lsn` (live or released but not yet reclaimed).
+    pub fn view(&self, pool: &Pool, lsn: u64) -> RecordView {
+        let index = self.slots.binary_search_by_key(&lsn, |s| s.lsn).expect("a record of this log");
+        let slot = self.slots[index];
+        let mut bytes = vec![0u8; slot.len as usize];
+        pool.read(self.position(lsn), &mut bytes);
+        let header = record::decode_header(&bytes).expect("a record the log wrote");
+        RecordView {
+            lsn,
+            kind: header.kind,
+            tag: header.tag,
+            key: record::key(&bytes, &header).to_vec(),
+            extents: record::extents(&bytes, &header).collect(),
+            data_len: header.data_len,
+        }
+    }
+
+    /// The lsns of the live records, oldest first.
+    pub fn live_lsns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.slots.iter().filter(|s| !s.released).map(|s| s.lsn)
+    }
+
+    /// Copies the bytes a record's extents name, in order.
+    pub fn read_data(&self, pool: &Pool, view: &RecordView) -> Vec<u8> {
+        let mut data = Vec::with_capacity(view.data_len as usize);
+        for extent in &view.extents {
+            let start = data.len();
+            data.resize(start + extent.len as usize, 0);
+            pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut data[start..]);
+        }
+        data
+    }
+
+    pub fn usage(&self) -> LogUsage {
+        LogUsage {
+            ring_size: self.ring_size,
+            head_lsn: self.head,
+            tail_lsn: self.tail,
+            durable_head_lsn: self.durable_head,
+            live_records: self.live_records,
+            live_data_bytes: self.live_data_bytes,
+            free_bytes: self.ring_size - (self.tail - self.durable_head),
+        }
+    }
+
+    /// True after a failed commit: the log accepts nothing more.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+}
+
+fn put_u32_record_len(record: &mut [u8], len: u32) {
+    crate::layout::put_u32(record, record::OFF_RECORD_LEN, len);
+    let crc = record::header_crc(record);
+    crate::layout::put_u32(record, record::OFF_HEADER_CRC, crc);
+}

@@ -1,0 +1,537 @@
+//! The pool (PASTE's Ppool): one file holding a header, the log region and
+//! fixed-size buffers addressed by a `u32` index, mapped shared.
+//!
+//! Owns: the file, its lock, the mapping, and the persistence backend. All
+//! access to pool memory goes through this type, which bounds-checks every
+//! range and declares every store to the backend (so the crash simulator
+//! sees it). This file and `cpu.rs` hold the library's `unsafe` code.
+//!
+//! Guarantees:
+//! - A pool appears under its name only complete: it is built under a
+//!   temporary name, synced, and renamed into place without replacing.
+//! - The file is created 0600 and locked for as long as a `Pool` holds it;
+//!   a second opener, in this process or another, gets `PoolError::Locked`.
+//! - Opening never repairs: bad magic, version, checksum, size or geometry
+//!   is an error naming the file.
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::cpu::FlushInstruction;
+use crate::error::PoolError;
+use crate::layout::{Geometry, Header, HeaderError, HDR_SIZE};
+use crate::limits::{FENCE_LATENCY_NS_MAX, HEADER_REGION_SIZE};
+use crate::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence};
+use crate::sim::{SimDevice, SimMode};
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// An open pool.
+pub struct Pool {
+    base: *mut u8,
+    len: u64,
+    header: Header,
+    domain: DomainInfo,
+    persistence: Persistence,
+    stats: PersistStats,
+    path: PathBuf,
+    /// Holds the lock; None for a simulated pool.
+    file: Option<File>,
+    mapped: bool,
+}
+
+// SAFETY: the mapping is plain shared memory valid for the pool's life; all
+// mutation of the pool's own metadata goes through `&self` methods that use
+// raw-pointer copies or atomics. Which region a thread may write is a
+// protocol above this type (one writer per log, per buffer owner).
+unsafe impl Send for Pool {}
+// SAFETY: as above; the backend's own state is behind a Mutex or atomics.
+unsafe impl Sync for Pool {}
+
+impl Pool {
+    /// Creates a new pool file at `path`. Fails if `path` exists.
+    pub fn create(path: &Path, geometry: Geometry, options: &PersistOptions) -> Result<Pool, PoolError> {
+        let io_err = |source| PoolError::Io { path: path.to_path_buf(), source };
+        geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.to_path_buf(), reason })?;
+        if path.exists() {
+            return Err(PoolError::Exists { path: path.to_path_buf() });
+        }
+        let temporary = temporary_name(path);
+        let result = (|| {
+            let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
+            file.set_len(geometry.file_size())?;
+            file.write_all_at(&initial_metadata(&geometry), 0)?;
+            file.sync_all()?;
+            rename_no_replace(&temporary, path)?;
+            sync_parent_directory(path)
+        })();
+        if let Err(error) = result {
+            let _ = std::fs::remove_file(&temporary);
+            if error.kind() == io::ErrorKind::AlreadyExists {
+                return Err(PoolError::Exists { path: path.to_path_buf() });
+            }
+            return Err(io_err(error));
+        }
+        Self::open(path, options)
+    }
+
+    /// Opens an existing pool.
+    pub fn open(path: &Path, options: &PersistOptions) -> Result<Pool, PoolError> {
+        let pool_err = |source| PoolError::Io { path: path.to_path_buf(), source };
+        if options.fence_latency_ns > FENCE_LATENCY_NS_MAX {
+            return Err(PoolError::BadGeometry {
+                path: path.to_path_buf(),
+                reason: format!("fence latency {} ns exceeds {FENCE_LATENCY_NS_MAX}", options.fence_latency_ns),
+            });
+        }
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(pool_err)?;
+        lock(&file, path)?;
+        let actual = file.metadata().map_err(pool_err)?.len();
+        let mut bytes = vec![0u8; HDR_SIZE];
+        if actual < HDR_SIZE as u64 {
+            file.read_at(&mut bytes[..actual as usize], 0).map_err(pool_err)?;
+            return Err(if bytes[..actual as usize] == crate::layout::POOL_MAGIC[..(actual as usize).min(8)] {
+                PoolError::SizeMismatch { path: path.into(), expected: HEADER_REGION_SIZE, actual }
+            } else {
+                PoolError::BadMagic { path: path.into() }
+            });
+        }
+        file.read_exact_at(&mut bytes, 0).map_err(pool_err)?;
+        let header = decode_header(&bytes, path)?;
+        let expected = header.geometry.file_size();
+        if actual != expected {
+            return Err(PoolError::SizeMismatch { path: path.into(), expected, actual });
+        }
+        let (base, dax) = map(&file, expected, options).map_err(pool_err)?;
+        let domain = match choose_domain(&file, dax, options) {
+            Ok(domain) => domain,
+            Err((name, reason)) => {
+                // SAFETY: `base` is the mapping of `expected` bytes just made.
+                unsafe { libc::munmap(base.cast(), expected as usize) };
+                return Err(PoolError::DomainUnavailable { path: path.into(), domain: name, reason });
+            }
+        };
+        let persistence = Persistence::Hardware(Hardware {
+            domain: domain.domain,
+            instruction: domain.instruction,
+            page_sync: domain.page_sync,
+            fence_latency_ns: domain.fence_latency_ns,
+            fd: file.as_raw_fd(),
+            base,
+            dirty_ranges: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+        });
+        Ok(Pool {
+            base,
+            len: expected,
+            header,
+            domain,
+            persistence,
+            stats: PersistStats::default(),
+            path: path.to_path_buf(),
+            file: Some(file),
+            mapped: true,
+        })
+    }
+
+    /// Opens `path`, creating it with `geometry` if it does not exist. An
+    /// existing pool must have exactly that geometry.
+    pub fn open_or_create(path: &Path, geometry: Geometry, options: &PersistOptions) -> Result<Pool, PoolError> {
+        match Self::create(path, geometry, options) {
+            Err(PoolError::Exists { .. }) => {
+                let pool = Self::open(path, options)?;
+                if pool.geometry() != geometry {
+                    return Err(PoolError::GeometryMismatch {
+                        path: path.into(),
+                        found: pool.geometry().to_string(),
+                        wanted: geometry.to_string(),
+                    });
+                }
+                Ok(pool)
+            }
+            other => other,
+        }
+    }
+
+    /// Formats a fresh simulated device as a pool (durably, like `create`).
+    pub fn create_simulated(device: Arc<SimDevice>, geometry: Geometry) -> Result<Pool, PoolError> {
+        let path = PathBuf::from("<simulated>");
+        geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.clone(), reason })?;
+        assert!(device.len() >= geometry.file_size(), "the device is smaller than the pool");
+        let metadata = initial_metadata(&geometry);
+        let pool = Self::simulated_unchecked(device, Header::decode(&metadata).expect("a fresh header decodes"));
+        pool.write(0, &metadata);
+        pool.flush(0, metadata.len() as u64);
+        pool.fence().map_err(|source| PoolError::Io { path, source })?;
+        Ok(pool)
+    }
+
+    /// Opens the pool on a simulated device (after a simulated crash, built
+    /// with `SimDevice::from_image`), checking it as `open` checks a file.
+    pub fn open_simulated(device: Arc<SimDevice>) -> Result<Pool, PoolError> {
+        let path = PathBuf::from("<simulated>");
+        let len = device.len();
+        if len < HDR_SIZE as u64 {
+            return Err(PoolError::SizeMismatch { path, expected: HEADER_REGION_SIZE, actual: len });
+        }
+        // SAFETY: the device holds `len` >= HDR_SIZE initialised bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(device.memory_ptr(), HDR_SIZE) }.to_vec();
+        let header = decode_header(&bytes, &path)?;
+        if header.geometry.file_size() > len {
+            return Err(PoolError::SizeMismatch { path, expected: header.geometry.file_size(), actual: len });
+        }
+        Ok(Self::simulated_unchecked(device, header))
+    }
+
+    fn simulated_unchecked(device: Arc<SimDevice>, header: Header) -> Pool {
+        let domain = DomainInfo {
+            domain: match device.mode() {
+                SimMode::CacheLine => Domain::CacheLine,
+                SimMode::Page => Domain::Page,
+            },
+            durable: false,
+            detected_by: "the crash simulator".into(),
+            instruction: None,
+            page_sync: crate::persist::PageSync::Fdatasync,
+            fence_latency_ns: 0,
+            simulated: true,
+        };
+        Pool {
+            base: device.memory_ptr(),
+            len: header.geometry.file_size(),
+            header,
+            domain,
+            persistence: Persistence::Simulated(device),
+            stats: PersistStats::default(),
+            path: PathBuf::from("<simulated>"),
+            file: None,
+            mapped: false,
+        }
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.header.geometry
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn domain(&self) -> &DomainInfo {
+        &self.domain
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn stats(&self) -> &PersistStats {
+        &self.stats
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn check(&self, offset: u64, len: u64) {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "pool access [{offset}, +{len}) beyond the pool ({} bytes)",
+            self.len
+        );
+    }
+
+    /// Copies `data` into the pool at `offset` and declares the store.
+    #[inline]
+    pub fn write(&self, offset: u64, data: &[u8]) {
+        self.check(offset, data.len() as u64);
+        // SAFETY: the range is inside the mapping (checked above) and `data`
+        // cannot overlap it: `data` is a shared borrow, and no shared
+        // borrow of pool memory outlives the `unsafe` contract of `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(offset as usize), data.len()) };
+        self.persistence.note_written(offset, data.len() as u64);
+    }
+
+    /// Copies pool bytes at `offset` into `out`.
+    #[inline]
+    pub fn read(&self, offset: u64, out: &mut [u8]) {
+        self.check(offset, out.len() as u64);
+        // SAFETY: the range is inside the mapping; `out` is exclusively ours.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset as usize), out.as_mut_ptr(), out.len()) };
+    }
+
+    /// Stores an aligned 8-byte word atomically (it cannot tear).
+    #[inline]
+    pub fn store_u64(&self, offset: u64, value: u64) {
+        assert_eq!(offset % 8, 0, "atomic stores are 8-byte aligned");
+        self.check(offset, 8);
+        // SAFETY: aligned (asserted), in bounds (checked), and the mapping is
+        // valid for the pool's life; AtomicU64 has the layout of u64.
+        let word = unsafe { &*(self.base.add(offset as usize) as *const AtomicU64) };
+        word.store(value.to_le(), Ordering::Release);
+        self.persistence.note_written(offset, 8);
+    }
+
+    /// Loads an aligned 8-byte word.
+    #[inline]
+    pub fn load_u64(&self, offset: u64) -> u64 {
+        assert_eq!(offset % 8, 0, "atomic loads are 8-byte aligned");
+        self.check(offset, 8);
+        // SAFETY: as in `store_u64`.
+        let word = unsafe { &*(self.base.add(offset as usize) as *const AtomicU64) };
+        u64::from_le(word.load(Ordering::Acquire))
+    }
+
+    /// Borrows pool bytes without copying.
+    ///
+    /// # Safety
+    /// Nobody may store into the range while the slice lives: the caller
+    /// holds a reference to every buffer it covers (so no one else may
+    /// reuse them), and does not write them itself meanwhile.
+    #[inline]
+    pub unsafe fn bytes(&self, offset: u64, len: usize) -> &[u8] {
+        self.check(offset, len as u64);
+        // SAFETY: in bounds (checked); immutability is the caller's promise.
+        unsafe { std::slice::from_raw_parts(self.base.add(offset as usize), len) }
+    }
+
+    /// The address of pool byte `offset`, for the kernel to receive into
+    /// (a provided-buffer ring entry). Whoever stores through it must call
+    /// `note_written` for the bytes stored before flushing them.
+    pub fn address(&self, offset: u64) -> *mut u8 {
+        self.check(offset, 0);
+        self.base.wrapping_add(offset as usize)
+    }
+
+    /// Declares a store made without `write` (by the kernel, say).
+    #[inline]
+    pub fn note_written(&self, offset: u64, len: u64) {
+        self.check(offset, len);
+        self.persistence.note_written(offset, len);
+    }
+
+    /// Starts making `[offset, offset + len)` durable; done at the next fence.
+    #[inline]
+    pub fn flush(&self, offset: u64, len: u64) {
+        self.check(offset, len);
+        self.persistence.flush(offset, len, &self.stats);
+    }
+
+    /// Makes every earlier flush durable: one sfence, or one sync.
+    pub fn fence(&self) -> io::Result<()> {
+        self.persistence.fence(&self.stats)
+    }
+
+    /// The file offset of buffer `index`.
+    #[inline]
+    pub fn buffer_offset(&self, index: u32) -> u64 {
+        assert!(index < self.header.geometry.buffer_count, "buffer {index} out of range");
+        self.header.geometry.buffer_offset(index)
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if self.mapped {
+            // SAFETY: `base` is our mapping of `len` bytes; nothing borrowed
+            // from it outlives `self` (borrows are tied to `&self`).
+            unsafe { libc::munmap(self.base.cast(), self.len as usize) };
+        }
+        // The file (and with it the lock) closes after this.
+        let _ = self.file.take();
+    }
+}
+
+/// The header page and the initial log anchor, written once at creation.
+fn initial_metadata(geometry: &Geometry) -> Vec<u8> {
+    let header = Header { geometry: *geometry, creation_id: creation_id(), created_unix_ns: unix_ns() };
+    let mut bytes = vec![0u8; (HEADER_REGION_SIZE + crate::log::ANCHOR_SIZE) as usize];
+    bytes[..HDR_SIZE].copy_from_slice(&header.encode());
+    crate::log::encode_initial_anchor(&mut bytes[HEADER_REGION_SIZE as usize..]);
+    bytes
+}
+
+fn decode_header(bytes: &[u8], path: &Path) -> Result<Header, PoolError> {
+    Header::decode(bytes).map_err(|error| match error {
+        HeaderError::BadMagic => PoolError::BadMagic { path: path.into() },
+        HeaderError::UnsupportedVersion(found) => {
+            PoolError::UnsupportedVersion { path: path.into(), found, supported: crate::layout::FORMAT_VERSION }
+        }
+        HeaderError::BadChecksum { stored, computed } => PoolError::BadChecksum { path: path.into(), stored, computed },
+        HeaderError::BadGeometry(reason) => PoolError::BadGeometry { path: path.into(), reason },
+    })
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn creation_id() -> u128 {
+    let mut bytes = [0u8; 16];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into `bytes`.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got != bytes.len() as isize {
+        // Uniqueness, not secrecy, is what matters: fall back to time and pid.
+        bytes[..8].copy_from_slice(&unix_ns().to_le_bytes());
+        bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    u128::from_le_bytes(bytes)
+}
+
+fn temporary_name(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".creating-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
+}
+
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    let (from, to) = (c_path(from)?, c_path(to)?);
+    // SAFETY: both are valid NUL-terminated paths.
+    let rc = unsafe {
+        libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_NOREPLACE)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn sync_parent_directory(path: &Path) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(parent)?.sync_all()
+}
+
+/// Takes an open-file-description lock on byte 0 (exclusive even within
+/// this process) and a process lock on byte 1, which only serves to let a
+/// refused opener learn the holder's pid (OFD locks do not report it).
+fn lock(file: &File, path: &Path) -> Result<(), PoolError> {
+    let fd = file.as_raw_fd();
+    let mut request = flock_request(libc::F_WRLCK as i16, 0);
+    // SAFETY: fd is open; `request` is a valid struct flock.
+    if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &request) } != 0 {
+        let error = io::Error::last_os_error();
+        if matches!(error.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) {
+            let mut probe = flock_request(libc::F_WRLCK as i16, 1);
+            // SAFETY: as above; F_GETLK writes into `probe`.
+            let holder = (unsafe { libc::fcntl(fd, libc::F_GETLK, &mut probe) } == 0
+                && probe.l_type != libc::F_UNLCK as i16
+                && probe.l_pid > 0)
+                .then_some(probe.l_pid);
+            return Err(PoolError::Locked { path: path.into(), holder });
+        }
+        return Err(PoolError::Io { path: path.into(), source: error });
+    }
+    request = flock_request(libc::F_WRLCK as i16, 1);
+    // SAFETY: as above. Failure only loses the pid in others' error messages.
+    unsafe { libc::fcntl(fd, libc::F_SETLK, &request) };
+    Ok(())
+}
+
+fn flock_request(kind: i16, start: i64) -> libc::flock {
+    // SAFETY: struct flock is plain data; all-zero is a valid value.
+    let mut request: libc::flock = unsafe { std::mem::zeroed() };
+    request.l_type = kind;
+    request.l_whence = libc::SEEK_SET as i16;
+    request.l_start = start;
+    request.l_len = 1;
+    request
+}
+
+/// Maps the file shared; tries MAP_SYNC first, which succeeds only on DAX.
+fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, bool)> {
+    let fd = file.as_raw_fd();
+    let protection = libc::PROT_READ | libc::PROT_WRITE;
+    let try_sync = !matches!(options.domain, Some(Domain::Page) | Some(Domain::None));
+    if try_sync {
+        // SAFETY: a fresh mapping chosen by the kernel; the fd is open.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len as usize,
+                protection,
+                libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC,
+                fd,
+                0,
+            )
+        };
+        if base != libc::MAP_FAILED {
+            return Ok((base.cast(), true));
+        }
+    }
+    // SAFETY: as above.
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, protection, libc::MAP_SHARED, fd, 0) };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((base.cast(), false))
+}
+
+fn on_tmpfs(file: &File) -> bool {
+    // SAFETY: struct statfs is plain data; fstatfs fills it for an open fd.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) } == 0) && stat.f_type as i64 == TMPFS_MAGIC
+}
+
+/// True when every NVDIMM region reports that CPU caches are persistent.
+fn platform_has_eadr() -> bool {
+    let Ok(entries) = std::fs::read_dir("/sys/bus/nd/devices") else { return false };
+    let domains: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("persistence_domain")).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    !domains.is_empty() && domains.iter().all(|d| d == "cpu_cache")
+}
+
+/// Picks the domain: the caller's override, else detection.
+fn choose_domain(file: &File, dax: bool, options: &PersistOptions) -> Result<DomainInfo, (&'static str, String)> {
+    let instruction = FlushInstruction::detect();
+    let tmpfs = on_tmpfs(file);
+    let medium = if dax {
+        "a DAX file mapped with MAP_SYNC"
+    } else if tmpfs {
+        "tmpfs (DRAM)"
+    } else {
+        "a page-cache file"
+    };
+    let (domain, detected_by, durable) = match options.domain {
+        None if dax && platform_has_eadr() => (Domain::Byte, "MAP_SYNC and sysfs persistence_domain=cpu_cache".into(), true),
+        None if dax => (Domain::CacheLine, "MAP_SYNC mapping".to_string(), true),
+        None if tmpfs => (Domain::CacheLine, "tmpfs file (emulated persistent memory)".to_string(), false),
+        None => (Domain::Page, "an ordinary file (no MAP_SYNC)".to_string(), true),
+        Some(Domain::Page) => (Domain::Page, format!("override, on {medium}"), !tmpfs),
+        Some(Domain::None) => (Domain::None, format!("override, on {medium}"), false),
+        Some(d @ (Domain::CacheLine | Domain::Byte)) => (d, format!("override, on {medium}"), dax),
+    };
+    if domain == Domain::CacheLine && instruction.is_none() {
+        return Err(("cache-line", "this CPU has no cache-line write-back instruction".into()));
+    }
+    Ok(DomainInfo {
+        domain,
+        durable,
+        detected_by,
+        instruction: (domain == Domain::CacheLine).then_some(instruction).flatten(),
+        page_sync: options.page_sync,
+        fence_latency_ns: if matches!(domain, Domain::CacheLine | Domain::Byte) { options.fence_latency_ns } else { 0 },
+        simulated: false,
+    })
+}

@@ -1,0 +1,362 @@
+//! The crash simulator: a persistence backend for tests that records what
+//! was made durable, and produces the image a power failure would leave.
+//!
+//! It keeps three views of a small in-memory pool:
+//! - `memory`: what the program sees (the CPU caches and DRAM);
+//! - `durable`: what has certainly reached the persistence domain;
+//! - `pending`: per cache line, the content captured by a flush that no
+//!   fence has committed yet.
+//!
+//! `flush` snapshots lines into `pending`; `fence` commits them to `durable`
+//! (in the page mode, a fence commits every written line, as fdatasync
+//! writes every dirty page). Every store must be declared (`note_written`):
+//! the pool's own writes are, and a test declares what it stores "as the
+//! kernel". `crash` then builds the power-failure image: every committed
+//! line, plus, for each written-but-uncommitted line, a seeded random choice
+//! between its durable content, its flushed snapshot and its current
+//! content, whole or torn at aligned 8-byte words (the only atomic unit).
+//!
+//! Faults the image may contain, all of which recovery must survive:
+//! - a line written but never flushed, persisted early (eviction);
+//! - a flushed line whose fence never ran, persisted or not;
+//! - any of those torn between two 8-byte words;
+//! - any interleaving of the above across lines (no order is kept).
+//!
+//! A crash can also be armed at the n-th fence: the image is taken after
+//! every flush of the batch and before its fence (the worst moment), and
+//! the device is then dead: fences fail with "power lost".
+//!
+//! Invariant (asserted at every crash): every line whose memory differs
+//! from the durable image was declared. An undeclared store is a bug in the
+//! code under test, reported with its offset.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::sync::Mutex;
+
+use crate::limits::CACHE_LINE_SIZE;
+use crate::rng::SplitMix64;
+
+const LINE: u64 = CACHE_LINE_SIZE as u64;
+const WORDS_PER_LINE: usize = CACHE_LINE_SIZE / 8;
+
+/// Which persistence domain the simulator imitates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimMode {
+    /// Only flushed lines are committed by a fence.
+    CacheLine,
+    /// A fence commits every line written so far (fdatasync).
+    Page,
+}
+
+struct State {
+    durable: Vec<u8>,
+    pending: BTreeMap<u64, [u8; CACHE_LINE_SIZE]>,
+    dirty: BTreeSet<u64>,
+    fences: u64,
+    crash_at_fence: Option<(u64, u64)>,
+    crash_image: Option<Vec<u8>>,
+    dead: bool,
+}
+
+/// A simulated persistent device. Shared (`Arc`) between the pool that
+/// writes to it and the test that crashes it.
+pub struct SimDevice {
+    mode: SimMode,
+    /// The program's view; `u64` elements keep it 8-byte aligned. Written
+    /// through the raw pointer the pool holds, never through this field.
+    memory: Box<[u64]>,
+    len: u64,
+    state: Mutex<State>,
+}
+
+impl SimDevice {
+    /// A device of `len` zero bytes (rounded up to a cache line).
+    pub fn new(len: u64, mode: SimMode) -> SimDevice {
+        Self::from_image(vec![0; len as usize], mode)
+    }
+
+    /// A device whose memory and durable content both equal `image`: the
+    /// state in which a machine reboots after a power failure.
+    pub fn from_image(mut image: Vec<u8>, mode: SimMode) -> SimDevice {
+        let len = (image.len() as u64).div_ceil(LINE) * LINE;
+        image.resize(len as usize, 0);
+        let mut memory = vec![0u64; len as usize / 8].into_boxed_slice();
+        for (word, bytes) in memory.iter_mut().zip(image.chunks_exact(8)) {
+            *word = u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
+        }
+        SimDevice {
+            mode,
+            memory,
+            len,
+            state: Mutex::new(State {
+                durable: image,
+                pending: BTreeMap::new(),
+                dirty: BTreeSet::new(),
+                fences: 0,
+                crash_at_fence: None,
+                crash_image: None,
+                dead: false,
+            }),
+        }
+    }
+
+    pub fn mode(&self) -> SimMode {
+        self.mode
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The base of the program's view, for the pool.
+    pub(crate) fn memory_ptr(&self) -> *mut u8 {
+        self.memory.as_ptr() as *mut u8
+    }
+
+    fn current(&self) -> &[u8] {
+        // SAFETY: `memory` is `len` initialised bytes that live as long as
+        // `self`. Tests are single-threaded with respect to one device, so
+        // no store runs while the simulator reads (it is called between
+        // the pool's operations, never during one).
+        unsafe { std::slice::from_raw_parts(self.memory.as_ptr() as *const u8, self.len as usize) }
+    }
+
+    fn lines(&self, offset: u64, len: u64) -> std::ops::Range<u64> {
+        assert!(offset + len <= self.len, "access [{offset}, +{len}) beyond the device ({})", self.len);
+        offset / LINE..(offset + len).div_ceil(LINE)
+    }
+
+    pub(crate) fn note_written(&self, offset: u64, len: u64) {
+        let mut state = self.state.lock().expect("sim lock");
+        if state.dead {
+            return;
+        }
+        state.dirty.extend(self.lines(offset, len));
+    }
+
+    pub(crate) fn flush(&self, offset: u64, len: u64) {
+        let mut state = self.state.lock().expect("sim lock");
+        if state.dead {
+            return;
+        }
+        let current = self.current();
+        for line in self.lines(offset, len) {
+            let at = (line * LINE) as usize;
+            let snapshot: [u8; CACHE_LINE_SIZE] = current[at..at + CACHE_LINE_SIZE].try_into().expect("a line");
+            state.pending.insert(line, snapshot);
+        }
+    }
+
+    pub(crate) fn fence(&self) -> io::Result<()> {
+        let mut state = self.state.lock().expect("sim lock");
+        if state.dead {
+            return Err(power_lost());
+        }
+        state.fences += 1;
+        if let Some((at_fence, seed)) = state.crash_at_fence {
+            if state.fences == at_fence {
+                let image = self.image(&state, seed);
+                state.crash_image = Some(image);
+                state.dead = true;
+                return Err(power_lost());
+            }
+        }
+        let current = self.current();
+        let pending = std::mem::take(&mut state.pending);
+        match self.mode {
+            SimMode::CacheLine => {
+                for (line, snapshot) in pending {
+                    let at = (line * LINE) as usize;
+                    state.durable[at..at + CACHE_LINE_SIZE].copy_from_slice(&snapshot);
+                }
+            }
+            SimMode::Page => {
+                let dirty: Vec<u64> = state.dirty.iter().copied().chain(pending.into_keys()).collect();
+                for line in dirty {
+                    let at = (line * LINE) as usize;
+                    state.durable[at..at + CACHE_LINE_SIZE].copy_from_slice(&current[at..at + CACHE_LINE_SIZE]);
+                }
+            }
+        }
+        // A line stays dirty while the program's view differs from durable.
+        let durable = std::mem::take(&mut state.durable);
+        state.dirty.retain(|&line| {
+            let at = (line * LINE) as usize;
+            durable[at..at + CACHE_LINE_SIZE] != current[at..at + CACHE_LINE_SIZE]
+        });
+        state.durable = durable;
+        Ok(())
+    }
+
+    /// Number of fences so far (the successful ones and a fatal one).
+    pub fn fences(&self) -> u64 {
+        self.state.lock().expect("sim lock").fences
+    }
+
+    /// Arms a power failure at the `fence_number`-th fence (counting from
+    /// 1 over the device's life): that fence captures the crash image with
+    /// `seed`, commits nothing, and fails; the device is dead afterwards.
+    pub fn crash_at_fence(&self, fence_number: u64, seed: u64) {
+        self.state.lock().expect("sim lock").crash_at_fence = Some((fence_number, seed));
+    }
+
+    /// The image captured by an armed crash, once it happened.
+    pub fn take_crash_image(&self) -> Option<Vec<u8>> {
+        self.state.lock().expect("sim lock").crash_image.take()
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.state.lock().expect("sim lock").dead
+    }
+
+    /// Cuts the power now: returns the image that survives, and kills the
+    /// device. The same seed gives the same image.
+    pub fn crash(&self, seed: u64) -> Vec<u8> {
+        let mut state = self.state.lock().expect("sim lock");
+        let image = self.image(&state, seed);
+        state.dead = true;
+        image
+    }
+
+    /// The durable image plus a random choice for each uncommitted line.
+    fn image(&self, state: &State, seed: u64) -> Vec<u8> {
+        let current = self.current();
+        self.assert_every_store_declared(state, current);
+        let mut rng = SplitMix64::new(seed);
+        let mut image = state.durable.clone();
+        let candidates: BTreeSet<u64> = state.dirty.iter().chain(state.pending.keys()).copied().collect();
+        for line in candidates {
+            let at = (line * LINE) as usize;
+            let durable = &state.durable[at..at + CACHE_LINE_SIZE];
+            let flushed = state.pending.get(&line).map(|s| &s[..]);
+            let now = &current[at..at + CACHE_LINE_SIZE];
+            let out = &mut image[at..at + CACHE_LINE_SIZE];
+            match rng.below(4) {
+                0 => {} // never reached the media
+                1 => out.copy_from_slice(now),
+                2 => out.copy_from_slice(flushed.unwrap_or(now)),
+                _ => {
+                    for word in 0..WORDS_PER_LINE {
+                        let source = match rng.below(3) {
+                            0 => durable,
+                            1 => flushed.unwrap_or(now),
+                            _ => now,
+                        };
+                        out[word * 8..word * 8 + 8].copy_from_slice(&source[word * 8..word * 8 + 8]);
+                    }
+                }
+            }
+        }
+        image
+    }
+
+    fn assert_every_store_declared(&self, state: &State, current: &[u8]) {
+        for (line, (now, durable)) in
+            current.chunks_exact(CACHE_LINE_SIZE).zip(state.durable.chunks_exact(CACHE_LINE_SIZE)).enumerate()
+        {
+            let line = line as u64;
+            if now != durable && !state.dirty.contains(&line) && !state.pending.contains_key(&line) {
+                panic!("crash simulator: an undeclared store changed the line at offset {}", line * LINE);
+            }
+        }
+    }
+}
+
+fn power_lost() -> io::Error {
+    io::Error::other("simulated power failure: the device is gone")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(device: &SimDevice, offset: u64, bytes: &[u8]) {
+        // SAFETY: the test owns the device and stays within its length.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), device.memory_ptr().add(offset as usize), bytes.len())
+        };
+        device.note_written(offset, bytes.len() as u64);
+    }
+
+    #[test]
+    fn fenced_lines_survive_every_crash() {
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        store(&device, 100, &[0xAB; 200]);
+        device.flush(100, 200);
+        device.fence().unwrap();
+        store(&device, 1000, &[0xCD; 64]);
+        for seed in 0..100 {
+            let image = device.image(&device.state.lock().unwrap(), seed);
+            assert!(image[100..300].iter().all(|&b| b == 0xAB));
+        }
+    }
+
+    #[test]
+    fn unfenced_lines_may_or_may_not_survive_and_tear_at_words() {
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        store(&device, 0, &[0xFF; 64]);
+        device.flush(0, 64);
+        let (mut none, mut all, mut torn) = (0, 0, 0);
+        for seed in 0..400 {
+            let image = device.image(&device.state.lock().unwrap(), seed);
+            for word in image[..64].chunks_exact(8) {
+                assert!(word == [0; 8] || word == [0xFF; 8], "a word tore inside itself");
+            }
+            match image[..64].iter().filter(|&&b| b == 0xFF).count() {
+                0 => none += 1,
+                64 => all += 1,
+                _ => torn += 1,
+            }
+        }
+        assert!(none > 0 && all > 0 && torn > 0, "none {none} all {all} torn {torn}");
+    }
+
+    #[test]
+    fn page_mode_fence_commits_unflushed_writes() {
+        let device = SimDevice::new(4096, SimMode::Page);
+        store(&device, 128, &[9; 8]);
+        device.fence().unwrap();
+        assert_eq!(&device.crash(1)[128..136], &[9; 8]);
+    }
+
+    #[test]
+    fn cache_line_fence_commits_only_flushed_lines_as_flushed() {
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        store(&device, 0, &[1; 8]);
+        device.flush(0, 8);
+        store(&device, 0, &[2; 8]); // after the flush: not covered by it
+        device.fence().unwrap();
+        let state = device.state.lock().unwrap();
+        assert_eq!(&state.durable[..8], &[1; 8]);
+        assert!(state.dirty.contains(&0), "the line still differs and must stay dirty");
+    }
+
+    #[test]
+    fn armed_crash_happens_at_that_fence() {
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        device.crash_at_fence(2, 7);
+        store(&device, 0, &[1; 8]);
+        device.flush(0, 8);
+        device.fence().unwrap();
+        store(&device, 64, &[2; 8]);
+        device.flush(64, 8);
+        assert!(device.fence().is_err());
+        let image = device.take_crash_image().expect("an image");
+        assert_eq!(&image[..8], &[1; 8]);
+        assert!(device.is_dead() && device.fence().is_err());
+    }
+
+    #[test]
+    #[should_panic(expected = "undeclared store")]
+    fn undeclared_store_is_caught() {
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        // SAFETY: in bounds; deliberately not declared.
+        unsafe { *device.memory_ptr().add(70) = 1 };
+        device.crash(0);
+    }
+}
