@@ -24,7 +24,7 @@ pub const BUFFER_SIZE_DEFAULT: u32 = 2048;
 pub const BUFFER_COUNT_MIN: u32 = 16;
 
 /// The log region: a multiple of the page size within these bounds.
-pub const LOG_SIZE_MIN: u64 = 64 * 1024;
+pub const LOG_SIZE_MIN: u64 = 16 * 1024;
 pub const LOG_SIZE_MAX: u64 = 64 * 1024 * 1024 * 1024;
 pub const LOG_SIZE_DEFAULT: u64 = 64 * 1024 * 1024;
 

@@ -95,6 +95,8 @@ pub struct RecoveryReport {
     /// Headers of the interrupted batch found past the end and erased.
     pub torn_records_erased: u64,
     pub referenced_buffers: u64,
+    /// Why the scan stopped where it did.
+    pub end_reason: &'static str,
     pub duration: Duration,
 }
 
@@ -103,7 +105,7 @@ impl std::fmt::Display for RecoveryReport {
         write!(
             f,
             "recovered {} live records ({} data bytes, {} buffers referenced), skipped {} released, \
-             scanned {} log bytes [{}, {}), erased {} torn records, in {:.3} ms",
+             scanned {} log bytes [{}, {}) (end: {}), erased {} torn records, in {:.3} ms",
             self.live_records,
             self.live_data_bytes,
             self.referenced_buffers,
@@ -111,6 +113,7 @@ impl std::fmt::Display for RecoveryReport {
             self.log_bytes_scanned,
             self.head_lsn,
             self.end_lsn,
+            self.end_reason,
             self.torn_records_erased,
             self.duration.as_secs_f64() * 1e3
         )
@@ -223,7 +226,7 @@ impl Log {
         if end < committed {
             return Err(LogError::Corrupt {
                 lsn: end,
-                reason: format!("invalid record, but the log was committed up to lsn {committed}"),
+                reason: format!("invalid record ({}), but the log was committed up to lsn {committed}", report.end_reason),
             });
         }
         report.torn_records_erased = log.erase_past_end(pool)?;
@@ -243,26 +246,39 @@ impl Log {
 
     /// Reads and fully validates the record at `lsn` into `self.scratch`:
     /// header, lsn, length within the lap, header CRC. Data is not checked.
-    fn read_record(&mut self, pool: &Pool, lsn: u64) -> Option<RecordHeader> {
+    fn read_record(&mut self, pool: &Pool, lsn: u64) -> Result<RecordHeader, &'static str> {
         let room = self.ring_size - lsn % self.ring_size;
         let mut line = [0u8; HEADER_SIZE];
         pool.read(self.position(lsn), &mut line);
-        let header = record::decode_header(&line).ok()?;
-        if header.lsn != lsn || u64::from(header.record_len) > room {
-            return None;
+        let header = record::decode_header(&line)?;
+        if header.lsn != lsn {
+            return Err("lsn does not match the position");
         }
-        self.scratch.resize(header.record_len as usize, 0);
+        if u64::from(header.record_len) > room {
+            return Err("record runs past the end of the ring");
+        }
+        self.scratch.resize(record::checked_len(&header), 0);
         pool.read(self.position(lsn), &mut self.scratch);
-        (record::header_crc(&self.scratch) == header.header_crc).then_some(header)
+        if record::header_crc(&self.scratch) != header.header_crc {
+            return Err("header checksum mismatch");
+        }
+        Ok(header)
     }
 
     fn scan(&mut self, pool: &Pool, buffers: &mut Buffers, report: &mut RecoveryReport) -> Result<(), LogError> {
         let mut lsn = self.head;
         while lsn - self.head < self.ring_size {
-            let Some(header) = self.read_record(pool, lsn) else { break };
+            let header = match self.read_record(pool, lsn) {
+                Ok(header) => header,
+                Err(reason) => {
+                    report.end_reason = reason;
+                    break;
+                }
+            };
             let released = header.kind == KIND_PAD || header.release_mark == lsn ^ RELEASE_MAGIC;
             if !released && header.release_mark != 0 {
-                break; // a mark that is neither: treated as an invalid record
+                report.end_reason = "release mark is neither zero nor this record's";
+                break;
             }
             let slot = Slot {
                 lsn,
@@ -275,6 +291,7 @@ impl Log {
             } else {
                 let extents: Vec<Extent> = record::extents(&self.scratch, &header).collect();
                 if !self.data_is_intact(pool, &header, &extents) {
+                    report.end_reason = "data checksum mismatch";
                     break;
                 }
                 for extent in &extents {
@@ -329,7 +346,7 @@ impl Log {
             pool.read(at, &mut line);
             if let Ok(header) = record::decode_header(&line) {
                 if header.lsn == lsn {
-                    if self.read_record(pool, lsn).is_some() && header.commit_lsn > end {
+                    if self.read_record(pool, lsn).is_ok() && header.commit_lsn > end {
                         return Err(LogError::Corrupt {
                             lsn: end,
                             reason: format!("invalid record, but the record at lsn {lsn} says it was committed"),
@@ -347,7 +364,15 @@ impl Log {
 
     /// Makes everything recovery accepted durable, then records it in the
     /// anchor (two fences: the anchor must not vouch for records first).
+    /// Records before `committed` were fenced by an earlier commit; those
+    /// after it (the last batches) may exist only in the page cache.
     fn make_recovered_durable(&mut self, pool: &Pool, committed: u64) -> Result<(), LogError> {
+        // A release mark recovery honours may exist only in memory (after a
+        // process crash): make it durable before its buffers can be reused,
+        // or a power failure would bring the record back over reused data.
+        for slot in self.slots.iter().filter(|s| s.released) {
+            pool.flush(self.position(slot.lsn), HEADER_SIZE as u64);
+        }
         let uncertain: Vec<Slot> = self.slots.iter().filter(|s| s.lsn + u64::from(s.len) > committed).copied().collect();
         for slot in uncertain {
             pool.flush(self.position(slot.lsn), u64::from(slot.len));

@@ -177,6 +177,16 @@ pub fn decode_header(line: &[u8]) -> Result<RecordHeader, &'static str> {
     Ok(header)
 }
 
+/// How many bytes from the record's start its header CRC covers: all of a
+/// record, but only the header of padding (the rest of the lap is not its).
+pub fn checked_len(header: &RecordHeader) -> usize {
+    if header.kind == KIND_PAD {
+        HEADER_SIZE
+    } else {
+        header.record_len as usize
+    }
+}
+
 /// The extents of a full, CRC-checked record.
 pub fn extents<'a>(record: &'a [u8], header: &RecordHeader) -> impl Iterator<Item = Extent> + 'a {
     let count = header.extent_count as usize;

@@ -205,6 +205,11 @@ impl SimDevice {
         self.state.lock().expect("sim lock").crash_at_fence = Some((fence_number, seed));
     }
 
+    /// Cancels an armed crash that has not happened.
+    pub fn disarm(&self) {
+        self.state.lock().expect("sim lock").crash_at_fence = None;
+    }
+
     /// The image captured by an armed crash, once it happened.
     pub fn take_crash_image(&self) -> Option<Vec<u8>> {
         self.state.lock().expect("sim lock").crash_image.take()
@@ -221,6 +226,30 @@ impl SimDevice {
         let image = self.image(&state, seed);
         state.dead = true;
         image
+    }
+
+    /// Kills the process, not the machine: returns the device the restarted
+    /// process finds. Its memory is everything stored so far (the page
+    /// cache, or persistent memory's caches, survive), but only what was
+    /// committed is durable: a later power failure can still lose the rest.
+    pub fn after_process_crash(&self) -> SimDevice {
+        let mut state = self.state.lock().expect("sim lock");
+        let current = self.current().to_vec();
+        self.assert_every_store_declared(&state, &current);
+        state.dead = true;
+        let device = SimDevice::from_image(current, self.mode);
+        {
+            let mut next = device.state.lock().expect("sim lock");
+            let memory = device.current();
+            next.dirty = (0..self.len / LINE)
+                .filter(|&line| {
+                    let at = (line * LINE) as usize;
+                    memory[at..at + CACHE_LINE_SIZE] != state.durable[at..at + CACHE_LINE_SIZE]
+                })
+                .collect();
+            next.durable = state.durable.clone();
+        }
+        device
     }
 
     /// The durable image plus a random choice for each uncommitted line.
@@ -349,6 +378,17 @@ mod tests {
         let image = device.take_crash_image().expect("an image");
         assert_eq!(&image[..8], &[1; 8]);
         assert!(device.is_dead() && device.fence().is_err());
+    }
+
+    #[test]
+    fn process_crash_keeps_memory_but_not_durability() {
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        store(&device, 0, &[3; 8]);
+        let restarted = device.after_process_crash();
+        assert!(device.is_dead());
+        assert_eq!(&restarted.current()[..8], &[3; 8]);
+        let lost = (0..100).any(|seed| restarted.image(&restarted.state.lock().unwrap(), seed)[..8] == [0; 8]);
+        assert!(lost, "an unflushed store must be losable after the restart");
     }
 
     #[test]
