@@ -59,7 +59,9 @@ use crate::error::LogError;
 use crate::layout::{get_u64, put_u64};
 use crate::limits::{KEY_SIZE_MAX, LOG_BATCH_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
 use crate::pool::Pool;
-use crate::record::{self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC};
+use crate::record::{
+    self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC,
+};
 
 pub const ANCHOR_MAGIC: u64 = u64::from_le_bytes(*b"PSLOGANC");
 /// The anchor: one cache line at the start of the log region.
@@ -92,7 +94,8 @@ pub struct RecoveryReport {
     pub live_data_bytes: u64,
     pub released_records: u64,
     pub log_bytes_scanned: u64,
-    /// Headers of the interrupted batch found past the end and erased.
+    /// Headers of the interrupted batch found past the end and erased (by
+    /// `inspect`: found, left in place).
     pub torn_records_erased: u64,
     pub referenced_buffers: u64,
     /// Why the scan stopped where it did.
@@ -175,6 +178,7 @@ pub struct Log {
     live_records: u64,
     live_data_bytes: u64,
     poisoned: bool,
+    read_only: bool,
     scratch: Vec<u8>,
 }
 
@@ -183,22 +187,50 @@ impl Log {
     /// tail and the references it holds on buffers (added to `buffers`,
     /// which must be fresh), and makes what it found durable.
     pub fn recover(pool: &Pool, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
+        Self::open(pool, buffers, false)
+    }
+
+    /// Scans and checks the log as `recover` does, but writes nothing: for
+    /// `inspect`. The log it returns refuses appends, releases and commits.
+    pub fn inspect(pool: &Pool, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
+        Self::open(pool, buffers, true)
+    }
+
+    fn open(
+        pool: &Pool,
+        buffers: &mut Buffers,
+        read_only: bool,
+    ) -> Result<(Log, RecoveryReport), LogError> {
         let start = Instant::now();
         let geometry = pool.geometry();
-        assert_eq!(buffers.count(), geometry.buffer_count, "buffers of another pool");
-        assert_eq!(buffers.free_count(), geometry.buffer_count, "recovery needs fresh buffers");
+        assert_eq!(
+            buffers.count(),
+            geometry.buffer_count,
+            "buffers of another pool"
+        );
+        assert_eq!(
+            buffers.free_count(),
+            geometry.buffer_count,
+            "recovery needs fresh buffers"
+        );
         let anchor_offset = geometry.log_offset();
         let ring_offset = anchor_offset + ANCHOR_SIZE;
         let ring_size = geometry.log_size - ANCHOR_SIZE;
         let mut anchor = [0u8; ANCHOR_SIZE as usize];
         pool.read(anchor_offset, &mut anchor);
         if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
-            return Err(LogError::Corrupt { lsn: 0, reason: "the log anchor has a bad magic".into() });
+            return Err(LogError::Corrupt {
+                lsn: 0,
+                reason: "the log anchor has a bad magic".into(),
+            });
         }
         let head = get_u64(&anchor, ANCHOR_OFF_HEAD_LSN as usize);
         let committed = get_u64(&anchor, ANCHOR_OFF_COMMITTED_LSN as usize);
         if head % 64 != 0 || committed % 64 != 0 {
-            return Err(LogError::Corrupt { lsn: head, reason: format!("unaligned anchor (head {head}, committed {committed})") });
+            return Err(LogError::Corrupt {
+                lsn: head,
+                reason: format!("unaligned anchor (head {head}, committed {committed})"),
+            });
         }
         let mut log = Log {
             anchor_offset,
@@ -218,19 +250,29 @@ impl Log {
             live_records: 0,
             live_data_bytes: 0,
             poisoned: false,
+            read_only,
             scratch: Vec::with_capacity(RECORD_SIZE_MAX),
         };
-        let mut report = RecoveryReport { head_lsn: head, anchor_committed_lsn: committed, ..Default::default() };
+        let mut report = RecoveryReport {
+            head_lsn: head,
+            anchor_committed_lsn: committed,
+            ..Default::default()
+        };
         log.scan(pool, buffers, &mut report)?;
         let end = log.tail;
         if end < committed {
             return Err(LogError::Corrupt {
                 lsn: end,
-                reason: format!("invalid record ({}), but the log was committed up to lsn {committed}", report.end_reason),
+                reason: format!(
+                    "invalid record ({}), but the log was committed up to lsn {committed}",
+                    report.end_reason
+                ),
             });
         }
-        report.torn_records_erased = log.erase_past_end(pool)?;
-        log.make_recovered_durable(pool, committed)?;
+        report.torn_records_erased = log.erase_past_end(pool, !read_only)?;
+        if !read_only {
+            log.make_recovered_durable(pool, committed)?;
+        }
         report.end_lsn = end;
         report.live_records = log.live_records;
         report.live_data_bytes = log.live_data_bytes;
@@ -265,7 +307,12 @@ impl Log {
         Ok(header)
     }
 
-    fn scan(&mut self, pool: &Pool, buffers: &mut Buffers, report: &mut RecoveryReport) -> Result<(), LogError> {
+    fn scan(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        report: &mut RecoveryReport,
+    ) -> Result<(), LogError> {
         let mut lsn = self.head;
         while lsn - self.head < self.ring_size {
             let header = match self.read_record(pool, lsn) {
@@ -295,10 +342,15 @@ impl Log {
                     break;
                 }
                 for extent in &extents {
-                    buffers.retain(extent.buffer).map_err(|_| LogError::Corrupt {
-                        lsn,
-                        reason: format!("buffer {} is named by too many records", extent.buffer),
-                    })?;
+                    buffers
+                        .retain(extent.buffer)
+                        .map_err(|_| LogError::Corrupt {
+                            lsn,
+                            reason: format!(
+                                "buffer {} is named by too many records",
+                                extent.buffer
+                            ),
+                        })?;
                 }
                 self.live_records += 1;
                 self.live_data_bytes += header.data_len;
@@ -314,7 +366,10 @@ impl Log {
     }
 
     fn data_is_intact(&self, pool: &Pool, header: &RecordHeader, extents: &[Extent]) -> bool {
-        if extents.iter().any(|e| e.check(self.buffer_count, self.buffer_size).is_err()) {
+        if extents
+            .iter()
+            .any(|e| e.check(self.buffer_count, self.buffer_size).is_err())
+        {
             return false;
         }
         let length: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
@@ -335,7 +390,7 @@ impl Log {
     /// Looks past the end for headers of the interrupted batch: one whose
     /// commit lsn says the end was committed proves corruption; the others
     /// are erased so that a later crash cannot bring them back.
-    fn erase_past_end(&mut self, pool: &Pool) -> Result<u64, LogError> {
+    fn erase_past_end(&mut self, pool: &Pool, erase: bool) -> Result<u64, LogError> {
         let end = self.tail;
         let limit = (end + LOG_BATCH_SIZE_MAX).min(self.durable_head + self.ring_size);
         let mut erased = 0;
@@ -349,11 +404,15 @@ impl Log {
                     if self.read_record(pool, lsn).is_ok() && header.commit_lsn > end {
                         return Err(LogError::Corrupt {
                             lsn: end,
-                            reason: format!("invalid record, but the record at lsn {lsn} says it was committed"),
+                            reason: format!(
+                                "invalid record, but the record at lsn {lsn} says it was committed"
+                            ),
                         });
                     }
-                    pool.store_u64(at, 0);
-                    pool.flush(at, 8);
+                    if erase {
+                        pool.store_u64(at, 0);
+                        pool.flush(at, 8);
+                    }
                     erased += 1;
                 }
             }
@@ -373,12 +432,20 @@ impl Log {
         for slot in self.slots.iter().filter(|s| s.released) {
             pool.flush(self.position(slot.lsn), HEADER_SIZE as u64);
         }
-        let uncertain: Vec<Slot> = self.slots.iter().filter(|s| s.lsn + u64::from(s.len) > committed).copied().collect();
+        let uncertain: Vec<Slot> = self
+            .slots
+            .iter()
+            .filter(|s| s.lsn + u64::from(s.len) > committed)
+            .copied()
+            .collect();
         for slot in uncertain {
             pool.flush(self.position(slot.lsn), u64::from(slot.len));
             if !slot.released && slot.extent_count > 0 {
                 for extent in self.view(pool, slot.lsn).extents {
-                    pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+                    pool.flush(
+                        pool.buffer_offset(extent.buffer) + u64::from(extent.offset),
+                        u64::from(extent.len),
+                    );
                 }
             }
         }
@@ -414,22 +481,31 @@ impl Log {
         key: &[u8],
         extents: &[Extent],
     ) -> Result<u64, LogError> {
-        if self.poisoned {
-            return Err(LogError::Poisoned);
-        }
+        self.check_writable()?;
         if kind == KIND_PAD {
             return Err(LogError::InvalidRecord("kind 0 is reserved".into()));
         }
         if key.len() > KEY_SIZE_MAX {
-            return Err(LogError::InvalidRecord(format!("key of {} bytes exceeds {KEY_SIZE_MAX}", key.len())));
+            return Err(LogError::InvalidRecord(format!(
+                "key of {} bytes exceeds {KEY_SIZE_MAX}",
+                key.len()
+            )));
         }
         if extents.len() > RECORD_EXTENTS_MAX {
-            return Err(LogError::InvalidRecord(format!("{} extents exceed {RECORD_EXTENTS_MAX}", extents.len())));
+            return Err(LogError::InvalidRecord(format!(
+                "{} extents exceed {RECORD_EXTENTS_MAX}",
+                extents.len()
+            )));
         }
         for extent in extents {
-            extent.check(self.buffer_count, self.buffer_size).map_err(LogError::InvalidRecord)?;
+            extent
+                .check(self.buffer_count, self.buffer_size)
+                .map_err(LogError::InvalidRecord)?;
             if buffers.refs(extent.buffer) == 0 {
-                return Err(LogError::InvalidRecord(format!("buffer {} is not held by the caller", extent.buffer)));
+                return Err(LogError::InvalidRecord(format!(
+                    "buffer {} is not held by the caller",
+                    extent.buffer
+                )));
             }
         }
         let len = record::record_len(extents.len(), key.len()) as u64;
@@ -443,7 +519,9 @@ impl Log {
                     buffers.release(undo.buffer).expect("just retained");
                 }
                 debug_assert!(matches!(error, crate::error::BufferError::TooManyRefs(_)));
-                return Err(LogError::TooManyRefs { buffer: extent.buffer });
+                return Err(LogError::TooManyRefs {
+                    buffer: extent.buffer,
+                });
             }
             retained += 1;
         }
@@ -454,15 +532,33 @@ impl Log {
         let data_len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
         let data_crc = self.data_crc(pool, extents);
         let mut scratch = std::mem::take(&mut self.scratch);
-        record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
+        record::encode(
+            &mut scratch,
+            kind,
+            lsn,
+            self.durable_end,
+            tag,
+            key,
+            extents,
+            data_len,
+            data_crc,
+        );
         let at = self.position(lsn);
         pool.write(at, &scratch);
         pool.flush(at, len);
         self.scratch = scratch;
         for extent in extents {
-            pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+            pool.flush(
+                pool.buffer_offset(extent.buffer) + u64::from(extent.offset),
+                u64::from(extent.len),
+            );
         }
-        self.slots.push_back(Slot { lsn, len: len as u32, extent_count: extents.len() as u32, released: false });
+        self.slots.push_back(Slot {
+            lsn,
+            len: len as u32,
+            extent_count: extents.len() as u32,
+            released: false,
+        });
         self.tail += len;
         self.records_in_batch += 1;
         self.live_records += 1;
@@ -475,7 +571,10 @@ impl Log {
     fn reserve(&self, needed: u64) -> Result<(), LogError> {
         let batch = self.tail + needed - self.durable_end;
         if batch > LOG_BATCH_SIZE_MAX {
-            return Err(LogError::BatchFull { size: self.tail - self.durable_end, limit: LOG_BATCH_SIZE_MAX });
+            return Err(LogError::BatchFull {
+                size: self.tail - self.durable_end,
+                limit: LOG_BATCH_SIZE_MAX,
+            });
         }
         let free = self.ring_size - (self.tail - self.durable_head);
         if needed > free {
@@ -487,29 +586,43 @@ impl Log {
     fn write_padding(&mut self, pool: &Pool, len: u64) {
         let lsn = self.tail;
         let mut scratch = std::mem::take(&mut self.scratch);
-        record::encode(&mut scratch, KIND_PAD, lsn, self.durable_end, 0, &[], &[], 0, 0);
+        record::encode(
+            &mut scratch,
+            KIND_PAD,
+            lsn,
+            self.durable_end,
+            0,
+            &[],
+            &[],
+            0,
+            0,
+        );
         // The padding's length is the rest of the lap, not its encoded size.
         put_u32_record_len(&mut scratch, len as u32);
         let at = self.position(lsn);
         pool.write(at, &scratch);
         pool.flush(at, HEADER_SIZE as u64);
         self.scratch = scratch;
-        self.slots.push_back(Slot { lsn, len: len as u32, extent_count: 0, released: true });
+        self.slots.push_back(Slot {
+            lsn,
+            len: len as u32,
+            extent_count: 0,
+            released: true,
+        });
         self.tail += len;
     }
 
     /// Releases the live record at `lsn`: durable at the next commit, after
     /// which its buffers lose its references and its log space is reusable.
     pub fn release(&mut self, pool: &Pool, lsn: u64) -> Result<(), LogError> {
-        if self.poisoned {
-            return Err(LogError::Poisoned);
-        }
+        self.check_writable()?;
         let index = self.slot_index(lsn).ok_or(LogError::NoSuchRecord(lsn))?;
         let view = self.view(pool, lsn);
         let at = self.position(lsn) + OFF_RELEASE_MARK as u64;
         pool.store_u64(at, lsn ^ RELEASE_MAGIC);
         pool.flush(at, 8);
-        self.unref_at_commit.extend(view.extents.iter().map(|e| e.buffer));
+        self.unref_at_commit
+            .extend(view.extents.iter().map(|e| e.buffer));
         self.slots[index].released = true;
         self.live_records -= 1;
         self.live_data_bytes -= view.data_len;
@@ -525,10 +638,12 @@ impl Log {
 
     /// Makes every append and release since the last commit durable with one
     /// fence (steps 3-5). After an error nothing more is accepted.
-    pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<CommitSummary, LogError> {
-        if self.poisoned {
-            return Err(LogError::Poisoned);
-        }
+    pub fn commit(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+    ) -> Result<CommitSummary, LogError> {
+        self.check_writable()?;
         let summary = CommitSummary {
             records: self.records_in_batch,
             releases: self.releases_in_batch,
@@ -536,7 +651,10 @@ impl Log {
             fenced: true,
         };
         if summary.records == 0 && summary.releases == 0 && summary.log_bytes == 0 {
-            return Ok(CommitSummary { fenced: false, ..summary });
+            return Ok(CommitSummary {
+                fenced: false,
+                ..summary
+            });
         }
         if self.head != self.durable_head || self.anchor_committed != self.durable_end {
             self.write_anchor(pool, self.durable_end);
@@ -549,16 +667,39 @@ impl Log {
         self.durable_end = self.tail;
         self.durable_head = self.head;
         for buffer in self.unref_at_commit.drain(..) {
-            buffers.release(buffer).expect("a released record's buffer was referenced");
+            buffers
+                .release(buffer)
+                .expect("a released record's buffer was referenced");
         }
         self.records_in_batch = 0;
         self.releases_in_batch = 0;
         Ok(summary)
     }
 
+    /// Vouches for the last commit in the anchor (one more fence), so that
+    /// recovery treats nothing as a possibly torn batch: damage to the last
+    /// record is then reported as corruption instead of being dropped as a
+    /// torn write. For a clean shutdown, or an idle log.
+    pub fn checkpoint(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), LogError> {
+        self.commit(pool, buffers)?;
+        if self.anchor_committed == self.durable_end && self.head == self.durable_head {
+            return Ok(());
+        }
+        self.write_anchor(pool, self.durable_end);
+        if let Err(error) = pool.fence() {
+            self.poisoned = true;
+            return Err(LogError::CommitFailed(error));
+        }
+        self.anchor_committed = self.durable_end;
+        Ok(())
+    }
+
     /// Reads the record at `lsn` (live or released but not yet reclaimed).
     pub fn view(&self, pool: &Pool, lsn: u64) -> RecordView {
-        let index = self.slots.binary_search_by_key(&lsn, |s| s.lsn).expect("a record of this log");
+        let index = self
+            .slots
+            .binary_search_by_key(&lsn, |s| s.lsn)
+            .expect("a record of this log");
         let slot = self.slots[index];
         let mut bytes = vec![0u8; slot.len as usize];
         pool.read(self.position(lsn), &mut bytes);
@@ -584,7 +725,10 @@ impl Log {
         for extent in &view.extents {
             let start = data.len();
             data.resize(start + extent.len as usize, 0);
-            pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut data[start..]);
+            pool.read(
+                pool.buffer_offset(extent.buffer) + u64::from(extent.offset),
+                &mut data[start..],
+            );
         }
         data
     }
@@ -599,6 +743,16 @@ impl Log {
             live_data_bytes: self.live_data_bytes,
             free_bytes: self.ring_size - (self.tail - self.durable_head),
         }
+    }
+
+    fn check_writable(&self) -> Result<(), LogError> {
+        if self.read_only {
+            return Err(LogError::ReadOnly);
+        }
+        if self.poisoned {
+            return Err(LogError::Poisoned);
+        }
+        Ok(())
     }
 
     /// True after a failed commit: the log accepts nothing more.

@@ -1,0 +1,60 @@
+//! The `packetstore` command: a thin layer over the library. Each
+//! subcommand lives in its own file; this one parses arguments and reports
+//! errors (what was wrong and what to do), exiting non-zero.
+
+mod bench_log;
+mod crash_writer;
+mod demo;
+mod inspect;
+mod options;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "packetstore",
+    version,
+    about = "PASTE rebuilt on io_uring: a durable network storage engine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Append records to a pool's log, commit them, and show what recovery
+    /// finds: run it twice to see the first run's records come back.
+    Demo(demo::Args),
+    /// Show a pool's geometry, persistence domain and log, without
+    /// modifying it.
+    Inspect(inspect::Args),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Test helper: append and commit forever, reporting each commit (for
+    /// the kill -9 test).
+    #[command(name = "crash-writer", hide = true)]
+    CrashWriter(crash_writer::Args),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Log commits per second and latency, per domain, record size and
+    /// batch size, zero-copy against copy, side by side.
+    Log(bench_log::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Bench(BenchCommand::Log(args)) => bench_log::run(args),
+        Command::CrashWriter(args) => crash_writer::run(args),
+    };
+    if let Err(error) = result {
+        eprintln!("packetstore: error: {error:#}");
+        std::process::exit(1);
+    }
+}

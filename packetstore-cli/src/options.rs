@@ -1,0 +1,81 @@
+//! Command-line options shared by subcommands: sizes with units, and the
+//! persistence options of a pool.
+
+use anyhow::{bail, Context};
+use packetstore::{Domain, PageSync, PersistOptions};
+
+/// Parses "4096", "64KiB", "64K", "1GiB", "2g": binary units.
+pub fn parse_size(text: &str) -> anyhow::Result<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .with_context(|| format!("'{text}' is not a size (try 64MiB)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => bail!("unknown size unit '{other}' in '{text}' (use KiB, MiB, GiB or TiB)"),
+    };
+    number
+        .checked_mul(1 << shift)
+        .with_context(|| format!("size '{text}' overflows"))
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct PersistArgs {
+    /// Persistence domain: auto, cache-line, byte, page or none (benchmarks
+    /// only). auto: MAP_SYNC -> cache-line, tmpfs -> cache-line (emulated),
+    /// otherwise page.
+    #[arg(long, default_value = "auto")]
+    pub domain: String,
+    /// How the page domain syncs a batch: fdatasync or msync.
+    #[arg(long, default_value = "fdatasync")]
+    pub page_sync: String,
+    /// Emulated latency added to every fence of the cache-line and byte
+    /// domains, in nanoseconds (the paper's slow-PM case is 10000).
+    #[arg(long, default_value_t = 0)]
+    pub fence_latency_ns: u64,
+}
+
+impl PersistArgs {
+    pub fn options(&self) -> anyhow::Result<PersistOptions> {
+        let domain = match self.domain.as_str() {
+            "auto" => None,
+            other => Some(Domain::parse(other).with_context(|| {
+                format!("unknown domain '{other}': use auto, cache-line, byte, page or none")
+            })?),
+        };
+        let page_sync = PageSync::parse(&self.page_sync).with_context(|| {
+            format!(
+                "unknown page sync '{}': use fdatasync or msync",
+                self.page_sync
+            )
+        })?;
+        Ok(PersistOptions {
+            domain,
+            page_sync,
+            fence_latency_ns: self.fence_latency_ns,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("64KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999TiB").is_err());
+    }
+}
