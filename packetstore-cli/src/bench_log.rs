@@ -28,11 +28,7 @@ pub struct Args {
     #[arg(long, default_value = "packetstore-data/bench")]
     pub disk_dir: PathBuf,
     /// Domains: pm, pm-10us, page-fdatasync, page-msync, none.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "pm,pm-10us,page-fdatasync,page-msync"
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "pm,pm-10us,page-fdatasync,page-msync")]
     pub domains: Vec<String>,
     /// Record payload sizes in bytes.
     #[arg(long, value_delimiter = ',', default_value = "64,1024,4096")]
@@ -64,44 +60,20 @@ struct Setup {
 }
 
 fn setup(name: &str, args: &Args) -> anyhow::Result<Setup> {
-    let pm = |latency| PersistOptions {
-        domain: Some(Domain::CacheLine),
-        fence_latency_ns: latency,
-        ..Default::default()
-    };
-    let page = |sync| PersistOptions {
-        domain: Some(Domain::Page),
-        page_sync: sync,
-        fence_latency_ns: 0,
-    };
+    let pm =
+        |latency| PersistOptions { domain: Some(Domain::CacheLine), fence_latency_ns: latency, ..Default::default() };
+    let page = |sync| PersistOptions { domain: Some(Domain::Page), page_sync: sync, fence_latency_ns: 0 };
     Ok(match name {
-        "pm" => Setup {
-            name: "pm (cache-line, tmpfs)",
-            dir: args.shm_dir.clone(),
-            options: pm(0),
-        },
-        "pm-10us" => Setup {
-            name: "pm +10us/fence",
-            dir: args.shm_dir.clone(),
-            options: pm(10_000),
-        },
-        "page-fdatasync" => Setup {
-            name: "page (fdatasync)",
-            dir: args.disk_dir.clone(),
-            options: page(PageSync::Fdatasync),
-        },
-        "page-msync" => Setup {
-            name: "page (msync)",
-            dir: args.disk_dir.clone(),
-            options: page(PageSync::Msync),
-        },
+        "pm" => Setup { name: "pm (cache-line, tmpfs)", dir: args.shm_dir.clone(), options: pm(0) },
+        "pm-10us" => Setup { name: "pm +10us/fence", dir: args.shm_dir.clone(), options: pm(10_000) },
+        "page-fdatasync" => {
+            Setup { name: "page (fdatasync)", dir: args.disk_dir.clone(), options: page(PageSync::Fdatasync) }
+        }
+        "page-msync" => Setup { name: "page (msync)", dir: args.disk_dir.clone(), options: page(PageSync::Msync) },
         "none" => Setup {
             name: "none",
             dir: args.shm_dir.clone(),
-            options: PersistOptions {
-                domain: Some(Domain::None),
-                ..Default::default()
-            },
+            options: PersistOptions { domain: Some(Domain::None), ..Default::default() },
         },
         other => bail!("unknown domain '{other}' (pm, pm-10us, page-fdatasync, page-msync, none)"),
     })
@@ -125,40 +97,18 @@ struct RunResult {
 impl Bench {
     fn open(path: &Path, options: &PersistOptions) -> anyhow::Result<Bench> {
         let _ = std::fs::remove_file(path);
-        let geometry = Geometry {
-            buffer_size: 2048,
-            buffer_count: 65536,
-            log_size: 16 << 20,
-        };
-        let pool = Pool::create(path, geometry, options)
-            .with_context(|| format!("creating {}", path.display()))?;
+        let geometry = Geometry { buffer_size: 2048, buffer_count: 65536, log_size: 16 << 20 };
+        let pool = Pool::create(path, geometry, options).with_context(|| format!("creating {}", path.display()))?;
         let mut buffers = Buffers::new(geometry.buffer_count);
         let (log, _) = Log::recover(&pool, &mut buffers)?;
         let mut source = vec![0u8; 64 * 1024];
         SplitMix64::new(3).fill(&mut source);
-        Ok(Bench {
-            pool,
-            buffers,
-            log,
-            window: VecDeque::new(),
-            source,
-            private: vec![0; 64 * 1024],
-        })
+        Ok(Bench { pool, buffers, log, window: VecDeque::new(), source, private: vec![0; 64 * 1024] })
     }
 
-    fn run(
-        &mut self,
-        mode: Mode,
-        size: usize,
-        batch: usize,
-        seconds: f64,
-    ) -> anyhow::Result<RunResult> {
+    fn run(&mut self, mode: Mode, size: usize, batch: usize, seconds: f64) -> anyhow::Result<RunResult> {
         let buffer_size = self.pool.geometry().buffer_size as usize;
-        let fences_before = self
-            .pool
-            .stats()
-            .fences
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let fences_before = self.pool.stats().fences.load(std::sync::atomic::Ordering::Relaxed);
         let mut latencies = Vec::new();
         let mut records = 0u64;
         let mut extents = Vec::with_capacity(size.div_ceil(buffer_size));
@@ -182,14 +132,7 @@ impl Bench {
                     self.pool.write(self.pool.buffer_offset(buffer), chunk);
                     extents.push(Extent::new(buffer, 0, chunk.len()));
                 }
-                let lsn = self.log.append(
-                    &self.pool,
-                    &mut self.buffers,
-                    1,
-                    records,
-                    b"bench-key",
-                    &extents,
-                )?;
+                let lsn = self.log.append(&self.pool, &mut self.buffers, 1, records, b"bench-key", &extents)?;
                 for extent in &extents {
                     self.buffers.release(extent.buffer)?;
                 }
@@ -203,12 +146,7 @@ impl Bench {
             self.log.commit(&self.pool, &mut self.buffers)?;
             latencies.push(batch_start.elapsed().as_nanos() as u64);
         }
-        let fences = self
-            .pool
-            .stats()
-            .fences
-            .load(std::sync::atomic::Ordering::Relaxed)
-            - fences_before;
+        let fences = self.pool.stats().fences.load(std::sync::atomic::Ordering::Relaxed) - fences_before;
         Ok(RunResult {
             records_per_second: records as f64 / started.elapsed().as_secs_f64(),
             batch_latencies_ns: latencies,
@@ -235,10 +173,7 @@ struct Cell {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.rounds >= 1 && args.seconds > 0.0,
-        "--rounds must be >= 1 and --seconds > 0"
-    );
+    anyhow::ensure!(args.rounds >= 1 && args.seconds > 0.0, "--rounds must be >= 1 and --seconds > 0");
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut table = String::new();
     writeln!(table, "| domain | record B | batch | zero-copy rec/s | copy rec/s | zero-copy / copy | zc p50 us | zc p99 us | copy p50 us | copy p99 us |")?;
@@ -246,22 +181,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("{}", table.trim_end());
     for name in &args.domains {
         let setup = setup(name, &args)?;
-        std::fs::create_dir_all(&setup.dir)
-            .with_context(|| format!("creating {}", setup.dir.display()))?;
-        let path = setup
-            .dir
-            .join(format!("packetstore-bench-{}.pool", std::process::id()));
+        std::fs::create_dir_all(&setup.dir).with_context(|| format!("creating {}", setup.dir.display()))?;
+        let path = setup.dir.join(format!("packetstore-bench-{}.pool", std::process::id()));
         let mut bench = Bench::open(&path, &setup.options)?;
         eprintln!("# {}: {}", setup.name, bench.pool.domain());
         // Warm up: touch the pool's blocks and the log before measuring.
         bench.run(Mode::ZeroCopy, 4096, 64, args.seconds.min(0.5))?;
         for &size in &args.sizes {
             for &batch in &args.batches {
-                let mut cells = [(); 2].map(|_| Cell {
-                    rates: Vec::new(),
-                    latencies: Vec::new(),
-                    fences: 0,
-                });
+                let mut cells = [(); 2].map(|_| Cell { rates: Vec::new(), latencies: Vec::new(), fences: 0 });
                 for _ in 0..args.rounds {
                     for (i, mode) in [Mode::ZeroCopy, Mode::Copy].into_iter().enumerate() {
                         let result = bench.run(mode, size, batch, args.seconds)?;

@@ -17,11 +17,7 @@ use packetstore::{Buffers, Extent, Geometry, Log, LogError, PersistOptions, Pool
 
 /// A writer runs at most this long, so a test that forgets it cannot leak it.
 const RUN_TIME_MAX: Duration = Duration::from_secs(60);
-const GEOMETRY: Geometry = Geometry {
-    buffer_size: 1024,
-    buffer_count: 2048,
-    log_size: 128 * 1024,
-};
+const GEOMETRY: Geometry = Geometry { buffer_size: 1024, buffer_count: 2048, log_size: 128 * 1024 };
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -48,16 +44,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (mut log, _) = Log::recover(&pool, &mut buffers)?;
     let mut live = Vec::new();
     for lsn in log.live_lsns().collect::<Vec<_>>() {
-        let view = log.view(&pool, lsn);
+        let view = log.view(&pool, lsn)?;
         let number = view.tag;
-        ensure!(
-            view.key == number.to_le_bytes(),
-            "record at lsn {lsn}: key does not match its number {number}"
-        );
-        ensure!(
-            log.read_data(&pool, &view) == payload(number),
-            "record {number} (lsn {lsn}) has the wrong data"
-        );
+        ensure!(view.key == number.to_le_bytes(), "record at lsn {lsn}: key does not match its number {number}");
+        ensure!(log.read_data(&pool, &view) == payload(number), "record {number} (lsn {lsn}) has the wrong data");
         live.push(number);
     }
     let mut out = std::io::stdout().lock();
@@ -81,9 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             loop {
                 match log.append(&pool, &mut buffers, 1, next, &next.to_le_bytes(), &extents) {
                     Ok(_) => break,
-                    Err(LogError::LogFull { .. }) => {
-                        release_oldest(&pool, &mut buffers, &mut log, &mut out)?
-                    }
+                    Err(LogError::LogFull { .. }) => release_oldest(&pool, &mut buffers, &mut log, &mut out)?,
                     Err(error) => bail!(error),
                 }
             }
@@ -116,15 +104,10 @@ fn receive(pool: &Pool, buffers: &mut Buffers, data: &[u8]) -> Option<Vec<Extent
     Some(extents)
 }
 
-fn release_oldest(
-    pool: &Pool,
-    buffers: &mut Buffers,
-    log: &mut Log,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
+fn release_oldest(pool: &Pool, buffers: &mut Buffers, log: &mut Log, out: &mut impl Write) -> anyhow::Result<()> {
     let victims: Vec<u64> = log.live_lsns().take(16).collect();
     ensure!(!victims.is_empty(), "nothing to release");
-    let numbers: Vec<u64> = victims.iter().map(|&lsn| log.view(pool, lsn).tag).collect();
+    let numbers = victims.iter().map(|&lsn| Ok(log.view(pool, lsn)?.tag)).collect::<anyhow::Result<Vec<u64>>>()?;
     writeln!(out, "releasing {}", join(&numbers))?;
     out.flush()?;
     for lsn in victims {
@@ -135,9 +118,5 @@ fn release_oldest(
 }
 
 fn join(numbers: &[u64]) -> String {
-    numbers
-        .iter()
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
+    numbers.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
 }

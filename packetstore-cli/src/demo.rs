@@ -36,8 +36,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let options = args.persist.options()?;
     if let Some(parent) = args.pool.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
     let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, 4 << 20)
         .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
@@ -57,14 +56,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let first = log.live_lsns().next();
     let last = log.live_lsns().last();
     if let (Some(first), Some(last)) = (first, last) {
-        let (a, b) = (log.view(&pool, first), log.view(&pool, last));
-        println!(
-            "  oldest record {:?}, newest {:?}",
-            String::from_utf8_lossy(&a.key),
-            String::from_utf8_lossy(&b.key)
-        );
+        let (a, b) = (log.view(&pool, first)?, log.view(&pool, last)?);
+        println!("  oldest record {:?}, newest {:?}", String::from_utf8_lossy(&a.key), String::from_utf8_lossy(&b.key));
     }
-    let start_number = last.map_or(0, |lsn| log.view(&pool, lsn).tag + 1);
+    let start_number = match last {
+        Some(lsn) => log.view(&pool, lsn)?.tag + 1,
+        None => 0,
+    };
     let started = Instant::now();
     let mut released = 0;
     let buffer_size = pool.geometry().buffer_size as usize;
@@ -103,20 +101,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "appended {} records of {} bytes in batches of {} ({:.0} records/s), released {} old ones; {} live records, {} free buffers",
         args.records, args.record_size, args.batch, args.records as f64 / seconds, released, usage.live_records, buffers.free_count()
     );
-    println!(
-        "run again to see them recovered; `packetstore inspect {}` shows the pool",
-        args.pool.display()
-    );
+    println!("run again to see them recovered; `packetstore inspect {}` shows the pool", args.pool.display());
     Ok(())
 }
 
 /// Writes `payload` into fresh buffers, as the kernel will receive it.
-fn receive(
-    pool: &Pool,
-    buffers: &mut Buffers,
-    payload: &[u8],
-    buffer_size: usize,
-) -> Option<Vec<Extent>> {
+fn receive(pool: &Pool, buffers: &mut Buffers, payload: &[u8], buffer_size: usize) -> Option<Vec<Extent>> {
     let mut extents = Vec::new();
     for chunk in payload.chunks(buffer_size) {
         match buffers.allocate() {

@@ -22,16 +22,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let pool = Pool::open(&args.pool, &args.persist.options()?).with_context(|| {
-        "cannot open the pool (is a server using it? inspect takes the lock too)"
-    })?;
+    let pool = Pool::open(&args.pool, &args.persist.options()?)
+        .with_context(|| "cannot open the pool (is a server using it? inspect takes the lock too)")?;
     let geometry = pool.geometry();
     let mut buffers = Buffers::new(geometry.buffer_count);
     let (log, report) = Log::inspect(&pool, &mut buffers).context("the log does not validate")?;
     let usage = log.usage();
     let header = pool.header();
-    let records: Vec<_> = if args.records {
-        log.live_lsns().map(|lsn| log.view(&pool, lsn)).collect()
+    let records = if args.records {
+        log.live_lsns().map(|lsn| log.view(&pool, lsn)).collect::<Result<Vec<_>, _>>()?
     } else {
         Vec::new()
     };
@@ -86,21 +85,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("domain      {}", pool.domain());
     println!(
         "log         {} live records, {} data bytes; lsn [{}, {}); {} of {} ring bytes free",
-        usage.live_records,
-        usage.live_data_bytes,
-        usage.head_lsn,
-        usage.tail_lsn,
-        usage.free_bytes,
-        usage.ring_size
+        usage.live_records, usage.live_data_bytes, usage.head_lsn, usage.tail_lsn, usage.free_bytes, usage.ring_size
     );
     if report.torn_records_erased > 0 {
-        println!("            {} records of an interrupted batch past the end (will be erased at the next open)", report.torn_records_erased);
+        println!(
+            "            {} records of an interrupted batch past the end (will be erased at the next open)",
+            report.torn_records_erased
+        );
     }
-    println!(
-        "buffers     {} referenced, {} free",
-        geometry.buffer_count - buffers.free_count(),
-        buffers.free_count()
-    );
+    println!("buffers     {} referenced, {} free", geometry.buffer_count - buffers.free_count(), buffers.free_count());
     println!("scan        {report}");
     for r in &records {
         println!(

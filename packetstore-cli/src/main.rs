@@ -11,11 +11,7 @@ mod options;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "packetstore",
-    version,
-    about = "PASTE rebuilt on io_uring: a durable network storage engine"
-)]
+#[command(name = "packetstore", version, about = "PASTE rebuilt on io_uring: a durable network storage engine")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

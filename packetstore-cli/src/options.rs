@@ -7,13 +7,9 @@ use packetstore::{Domain, PageSync, PersistOptions};
 /// Parses "4096", "64KiB", "64K", "1GiB", "2g": binary units.
 pub fn parse_size(text: &str) -> anyhow::Result<u64> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .with_context(|| format!("'{text}' is not a size (try 64MiB)"))?;
+    let number: u64 = number.parse().with_context(|| format!("'{text}' is not a size (try 64MiB)"))?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
@@ -22,9 +18,7 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
         "t" | "tb" | "tib" => 40,
         other => bail!("unknown size unit '{other}' in '{text}' (use KiB, MiB, GiB or TiB)"),
     };
-    number
-        .checked_mul(1 << shift)
-        .with_context(|| format!("size '{text}' overflows"))
+    number.checked_mul(1 << shift).with_context(|| format!("size '{text}' overflows"))
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -47,21 +41,14 @@ impl PersistArgs {
     pub fn options(&self) -> anyhow::Result<PersistOptions> {
         let domain = match self.domain.as_str() {
             "auto" => None,
-            other => Some(Domain::parse(other).with_context(|| {
-                format!("unknown domain '{other}': use auto, cache-line, byte, page or none")
-            })?),
+            other => Some(
+                Domain::parse(other)
+                    .with_context(|| format!("unknown domain '{other}': use auto, cache-line, byte, page or none"))?,
+            ),
         };
-        let page_sync = PageSync::parse(&self.page_sync).with_context(|| {
-            format!(
-                "unknown page sync '{}': use fdatasync or msync",
-                self.page_sync
-            )
-        })?;
-        Ok(PersistOptions {
-            domain,
-            page_sync,
-            fence_latency_ns: self.fence_latency_ns,
-        })
+        let page_sync = PageSync::parse(&self.page_sync)
+            .with_context(|| format!("unknown page sync '{}': use fdatasync or msync", self.page_sync))?;
+        Ok(PersistOptions { domain, page_sync, fence_latency_ns: self.fence_latency_ns })
     }
 }
 

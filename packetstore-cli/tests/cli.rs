@@ -39,7 +39,9 @@ impl Drop for TempDir {
 }
 
 fn numbers(line: &str, word: &str) -> Vec<u64> {
-    line.strip_prefix(word).map(|rest| rest.split_whitespace().map(|n| n.parse().unwrap()).collect()).unwrap_or_default()
+    line.strip_prefix(word)
+        .map(|rest| rest.split_whitespace().map(|n| n.parse().unwrap()).collect())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -58,7 +60,8 @@ fn kill_9_never_loses_a_reported_commit() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
+        let reader =
+            std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
         std::thread::sleep(Duration::from_millis(20 + rng.below(150)));
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
@@ -71,7 +74,8 @@ fn kill_9_never_loses_a_reported_commit() {
                 must.remove(&released);
             }
         }
-        let verify = packetstore().args(["crash-writer", "--verify", "--pool", pool.to_str().unwrap()]).output().unwrap();
+        let verify =
+            packetstore().args(["crash-writer", "--verify", "--pool", pool.to_str().unwrap()]).output().unwrap();
         let stderr = String::from_utf8_lossy(&verify.stderr);
         assert!(verify.status.success(), "round {round}: recovery or data check failed: {stderr}");
         let stdout = String::from_utf8_lossy(&verify.stdout);
@@ -112,7 +116,8 @@ fn demo_then_inspect_json() {
     let pool = dir.0.join("demo.pool");
     let pool = pool.to_str().unwrap();
     for _ in 0..2 {
-        let output = packetstore().args(["demo", "--pool", pool, "--records", "50", "--pool-size", "16MiB"]).output().unwrap();
+        let output =
+            packetstore().args(["demo", "--pool", pool, "--records", "50", "--pool-size", "16MiB"]).output().unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     }
     let output = packetstore().args(["inspect", "--json", "--records", pool]).output().unwrap();

@@ -25,12 +25,7 @@ pub struct Buffers {
 impl Buffers {
     /// `count` buffers, all free.
     pub fn new(count: u32) -> Buffers {
-        Buffers {
-            counts: vec![0; count as usize],
-            free_stack: Vec::new(),
-            sweep_cursor: 0,
-            free_count: count,
-        }
+        Buffers { counts: vec![0; count as usize], free_stack: Vec::new(), sweep_cursor: 0, free_count: count }
     }
 
     pub fn count(&self) -> u32 {
@@ -51,13 +46,8 @@ impl Buffers {
             Some(index) => index,
             None => loop {
                 if self.sweep_cursor as usize >= self.counts.len() {
-                    assert_eq!(
-                        self.free_count, 0,
-                        "free buffers lost: stack empty, sweep done"
-                    );
-                    return Err(BufferError::PoolFull {
-                        count: self.count(),
-                    });
+                    assert_eq!(self.free_count, 0, "free buffers lost: stack empty, sweep done");
+                    return Err(BufferError::PoolFull { count: self.count() });
                 }
                 let index = self.sweep_cursor;
                 self.sweep_cursor += 1;
@@ -66,10 +56,7 @@ impl Buffers {
                 }
             },
         };
-        assert_eq!(
-            self.counts[index as usize], 0,
-            "buffer {index} handed out while referenced"
-        );
+        assert_eq!(self.counts[index as usize], 0, "buffer {index} handed out while referenced");
         self.counts[index as usize] = 1;
         self.free_count -= 1;
         Ok(index)
@@ -78,10 +65,7 @@ impl Buffers {
     /// Adds a reference to a buffer; a free buffer becomes referenced (as
     /// recovery does for buffers named by records).
     pub fn retain(&mut self, index: u32) -> Result<(), BufferError> {
-        let count = self
-            .counts
-            .get_mut(index as usize)
-            .ok_or(BufferError::OutOfRange(index))?;
+        let count = self.counts.get_mut(index as usize).ok_or(BufferError::OutOfRange(index))?;
         if *count == BUFFER_REFS_MAX {
             return Err(BufferError::TooManyRefs(index));
         }
@@ -90,11 +74,7 @@ impl Buffers {
             // It was free: take it out of where free buffers are kept.
             self.free_count -= 1;
             if index < self.sweep_cursor {
-                let at = self
-                    .free_stack
-                    .iter()
-                    .rposition(|&i| i == index)
-                    .expect("a free buffer below the cursor");
+                let at = self.free_stack.iter().rposition(|&i| i == index).expect("a free buffer below the cursor");
                 self.free_stack.swap_remove(at);
             }
         }
@@ -104,10 +84,7 @@ impl Buffers {
     /// Drops a reference; at zero the buffer is free again. Returns whether
     /// it became free.
     pub fn release(&mut self, index: u32) -> Result<bool, BufferError> {
-        let count = self
-            .counts
-            .get_mut(index as usize)
-            .ok_or(BufferError::OutOfRange(index))?;
+        let count = self.counts.get_mut(index as usize).ok_or(BufferError::OutOfRange(index))?;
         if *count == 0 {
             return Err(BufferError::NotReferenced(index));
         }
@@ -126,20 +103,10 @@ impl Buffers {
     pub fn check_invariants(&self) {
         let free = self.counts.iter().filter(|&&c| c == 0).count() as u32;
         assert_eq!(free, self.free_count, "free count");
-        let below: usize = self.counts[..self.sweep_cursor as usize]
-            .iter()
-            .filter(|&&c| c == 0)
-            .count();
-        assert_eq!(
-            below,
-            self.free_stack.len(),
-            "free buffers below the cursor are exactly the stack"
-        );
+        let below: usize = self.counts[..self.sweep_cursor as usize].iter().filter(|&&c| c == 0).count();
+        assert_eq!(below, self.free_stack.len(), "free buffers below the cursor are exactly the stack");
         for &index in &self.free_stack {
-            assert!(
-                index < self.sweep_cursor && self.counts[index as usize] == 0,
-                "stack holds buffer {index}"
-            );
+            assert!(index < self.sweep_cursor && self.counts[index as usize] == 0, "stack holds buffer {index}");
         }
     }
 }

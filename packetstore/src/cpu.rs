@@ -31,13 +31,9 @@ impl FlushInstruction {
     /// The best instruction this CPU has, in the order clwb, clflushopt,
     /// clflush. None when it has none (or is not x86_64).
     pub fn detect() -> Option<FlushInstruction> {
-        [
-            FlushInstruction::Clwb,
-            FlushInstruction::Clflushopt,
-            FlushInstruction::Clflush,
-        ]
-        .into_iter()
-        .find(|i| i.available())
+        [FlushInstruction::Clwb, FlushInstruction::Clflushopt, FlushInstruction::Clflush]
+            .into_iter()
+            .find(|i| i.available())
     }
 
     /// Reads CPUID: leaf 7 EBX bit 24 is CLWB, bit 23 CLFLUSHOPT; leaf 1 EDX
@@ -46,11 +42,7 @@ impl FlushInstruction {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::__cpuid_count;
-            let leaf7_ebx = if __cpuid_count(0, 0).eax >= 7 {
-                __cpuid_count(7, 0).ebx
-            } else {
-                0
-            };
+            let leaf7_ebx = if __cpuid_count(0, 0).eax >= 7 { __cpuid_count(7, 0).ebx } else { 0 };
             match self {
                 FlushInstruction::Clwb => leaf7_ebx & (1 << 24) != 0,
                 FlushInstruction::Clflushopt => leaf7_ebx & (1 << 23) != 0,
@@ -144,11 +136,7 @@ mod tests {
     #[test]
     fn every_instruction_runs_on_unaligned_ranges() {
         let data = vec![7u8; 4096 + 13];
-        for instruction in [
-            FlushInstruction::Clwb,
-            FlushInstruction::Clflushopt,
-            FlushInstruction::Clflush,
-        ] {
+        for instruction in [FlushInstruction::Clwb, FlushInstruction::Clflushopt, FlushInstruction::Clflush] {
             // Only run what this CPU has: an absent one would fault.
             if instruction.available() {
                 instruction.flush_range(data[5..].as_ptr(), 4096);

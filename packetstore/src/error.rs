@@ -7,10 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: already exists; open it, or remove it to create a new pool")]
     Exists { path: PathBuf },
     #[error("{path}: locked by another opener{}", holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
@@ -18,51 +15,25 @@ pub enum PoolError {
     #[error("{path}: not a packetstore pool (bad magic)")]
     BadMagic { path: PathBuf },
     #[error("{path}: pool format version {found} is not supported (this build reads version {supported})")]
-    UnsupportedVersion {
-        path: PathBuf,
-        found: u32,
-        supported: u32,
-    },
+    UnsupportedVersion { path: PathBuf, found: u32, supported: u32 },
     #[error("{path}: pool header checksum mismatch (stored {stored:#010x}, computed {computed:#010x}); the header is corrupt")]
-    BadChecksum {
-        path: PathBuf,
-        stored: u32,
-        computed: u32,
-    },
-    #[error(
-        "{path}: file is {actual} bytes but its header says {expected}: truncated or extended"
-    )]
-    SizeMismatch {
-        path: PathBuf,
-        expected: u64,
-        actual: u64,
-    },
+    BadChecksum { path: PathBuf, stored: u32, computed: u32 },
+    #[error("{path}: file is {actual} bytes but its header says {expected}: truncated or extended")]
+    SizeMismatch { path: PathBuf, expected: u64, actual: u64 },
     #[error("{path}: invalid geometry: {reason}")]
     BadGeometry { path: PathBuf, reason: String },
     #[error("{path}: geometry mismatch: the pool has {found}, the caller asked for {wanted}")]
-    GeometryMismatch {
-        path: PathBuf,
-        found: String,
-        wanted: String,
-    },
+    GeometryMismatch { path: PathBuf, found: String, wanted: String },
     #[error("{path}: persistence domain {domain} is not available here: {reason}")]
-    DomainUnavailable {
-        path: PathBuf,
-        domain: &'static str,
-        reason: String,
-    },
+    DomainUnavailable { path: PathBuf, domain: &'static str, reason: String },
 }
 
 /// Errors from the log: appends, releases, commits and recovery.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
-    #[error(
-        "log full: {needed} bytes needed, {free} free; commit and release records, or compact"
-    )]
+    #[error("log full: {needed} bytes needed, {free} free; commit and release records, or compact")]
     LogFull { needed: u64, free: u64 },
-    #[error(
-        "batch full: {size} bytes appended since the last commit (limit {limit}); commit first"
-    )]
+    #[error("batch full: {size} bytes appended since the last commit (limit {limit}); commit first")]
     BatchFull { size: u64, limit: u64 },
     #[error("invalid record: {0}")]
     InvalidRecord(String),

@@ -48,49 +48,32 @@ pub struct Geometry {
 impl Geometry {
     /// The geometry that fills a file of `file_size` bytes with buffers of
     /// `buffer_size` after a log of `log_size`.
-    pub fn for_file_size(
-        file_size: u64,
-        buffer_size: u32,
-        log_size: u64,
-    ) -> Result<Geometry, String> {
+    pub fn for_file_size(file_size: u64, buffer_size: u32, log_size: u64) -> Result<Geometry, String> {
         let buffers_offset = buffers_offset(log_size);
         if file_size <= buffers_offset {
-            return Err(format!(
-                "{file_size} bytes leave no room for buffers after a {log_size}-byte log"
-            ));
+            return Err(format!("{file_size} bytes leave no room for buffers after a {log_size}-byte log"));
         }
         if buffer_size == 0 {
             return Err("buffer size 0".into());
         }
         let count = (file_size - buffers_offset) / u64::from(buffer_size);
-        let buffer_count =
-            u32::try_from(count).map_err(|_| format!("{count} buffers exceed the 32-bit index"))?;
-        let geometry = Geometry {
-            buffer_size,
-            buffer_count,
-            log_size,
-        };
+        let buffer_count = u32::try_from(count).map_err(|_| format!("{count} buffers exceed the 32-bit index"))?;
+        let geometry = Geometry { buffer_size, buffer_count, log_size };
         geometry.validate()?;
         Ok(geometry)
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if !self.buffer_size.is_power_of_two()
-            || !(BUFFER_SIZE_MIN..=BUFFER_SIZE_MAX).contains(&self.buffer_size)
-        {
+        if !self.buffer_size.is_power_of_two() || !(BUFFER_SIZE_MIN..=BUFFER_SIZE_MAX).contains(&self.buffer_size) {
             return Err(format!(
                 "buffer size {} is not a power of two in {BUFFER_SIZE_MIN}..={BUFFER_SIZE_MAX}",
                 self.buffer_size
             ));
         }
         if self.buffer_count < BUFFER_COUNT_MIN {
-            return Err(format!(
-                "{} buffers is fewer than {BUFFER_COUNT_MIN}",
-                self.buffer_count
-            ));
+            return Err(format!("{} buffers is fewer than {BUFFER_COUNT_MIN}", self.buffer_count));
         }
-        if self.log_size % PAGE_SIZE != 0 || !(LOG_SIZE_MIN..=LOG_SIZE_MAX).contains(&self.log_size)
-        {
+        if self.log_size % PAGE_SIZE != 0 || !(LOG_SIZE_MIN..=LOG_SIZE_MAX).contains(&self.log_size) {
             return Err(format!(
                 "log size {} is not a multiple of {PAGE_SIZE} in {LOG_SIZE_MIN}..={LOG_SIZE_MAX}",
                 self.log_size
@@ -98,9 +81,7 @@ impl Geometry {
         }
         let file_size = self.file_size();
         if file_size > POOL_SIZE_MAX {
-            return Err(format!(
-                "pool of {file_size} bytes exceeds the {POOL_SIZE_MAX}-byte limit"
-            ));
+            return Err(format!("pool of {file_size} bytes exceeds the {POOL_SIZE_MAX}-byte limit"));
         }
         Ok(())
     }
@@ -127,11 +108,7 @@ impl Geometry {
 
 impl std::fmt::Display for Geometry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} buffers of {} B, log {} B",
-            self.buffer_count, self.buffer_size, self.log_size
-        )
+        write!(f, "{} buffers of {} B, log {} B", self.buffer_count, self.buffer_size, self.log_size)
     }
 }
 
@@ -200,21 +177,9 @@ impl Header {
         };
         geometry.validate().map_err(HeaderError::BadGeometry)?;
         let derived = [
-            (
-                u64::from(get_u32(b, HDR_HEADER_SIZE)),
-                HEADER_REGION_SIZE,
-                "header size",
-            ),
-            (
-                get_u64(b, HDR_LOG_OFFSET),
-                geometry.log_offset(),
-                "log offset",
-            ),
-            (
-                get_u64(b, HDR_BUFFERS_OFFSET),
-                geometry.buffers_offset(),
-                "buffers offset",
-            ),
+            (u64::from(get_u32(b, HDR_HEADER_SIZE)), HEADER_REGION_SIZE, "header size"),
+            (get_u64(b, HDR_LOG_OFFSET), geometry.log_offset(), "log offset"),
+            (get_u64(b, HDR_BUFFERS_OFFSET), geometry.buffers_offset(), "buffers offset"),
             (get_u64(b, HDR_FILE_SIZE), geometry.file_size(), "file size"),
         ];
         for (stored, computed, name) in derived {
@@ -226,11 +191,7 @@ impl Header {
         }
         let mut id = [0u8; 16];
         id.copy_from_slice(&b[HDR_CREATION_ID..HDR_CREATION_ID + 16]);
-        Ok(Header {
-            geometry,
-            creation_id: u128::from_le_bytes(id),
-            created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS),
-        })
+        Ok(Header { geometry, creation_id: u128::from_le_bytes(id), created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS) })
     }
 }
 
@@ -265,11 +226,7 @@ mod tests {
 
     fn header() -> Header {
         Header {
-            geometry: Geometry {
-                buffer_size: 2048,
-                buffer_count: 1000,
-                log_size: LOG_SIZE_MIN,
-            },
+            geometry: Geometry { buffer_size: 2048, buffer_count: 1000, log_size: LOG_SIZE_MIN },
             creation_id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
             created_unix_ns: 42,
         }
@@ -287,36 +244,15 @@ mod tests {
         for bit in 0..HDR_SIZE * 8 {
             let mut b = bytes;
             b[bit / 8] ^= 1 << (bit % 8);
-            assert!(
-                Header::decode(&b).is_err(),
-                "flipping bit {bit} went unnoticed"
-            );
+            assert!(Header::decode(&b).is_err(), "flipping bit {bit} went unnoticed");
         }
     }
 
     #[test]
     fn geometry_limits() {
-        assert!(Geometry {
-            buffer_size: 3000,
-            buffer_count: 100,
-            log_size: LOG_SIZE_MIN
-        }
-        .validate()
-        .is_err());
-        assert!(Geometry {
-            buffer_size: 2048,
-            buffer_count: 1,
-            log_size: LOG_SIZE_MIN
-        }
-        .validate()
-        .is_err());
-        assert!(Geometry {
-            buffer_size: 2048,
-            buffer_count: 100,
-            log_size: 1000
-        }
-        .validate()
-        .is_err());
+        assert!(Geometry { buffer_size: 3000, buffer_count: 100, log_size: LOG_SIZE_MIN }.validate().is_err());
+        assert!(Geometry { buffer_size: 2048, buffer_count: 1, log_size: LOG_SIZE_MIN }.validate().is_err());
+        assert!(Geometry { buffer_size: 2048, buffer_count: 100, log_size: 1000 }.validate().is_err());
         let g = Geometry::for_file_size(64 << 30, 2048, LOG_SIZE_DEFAULT).unwrap();
         assert!(g.file_size() <= 64 << 30 && g.file_size() > (64 << 30) - 2048);
         assert_eq!(g.buffers_offset() % PAGE_SIZE, 0);

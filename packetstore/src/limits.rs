@@ -51,10 +51,7 @@ pub const BUFFER_REFS_MAX: u16 = u16::MAX;
 /// The emulated fence latency an operator may ask for (10 ms).
 pub const FENCE_LATENCY_NS_MAX: u64 = 10_000_000;
 
-const _: () = assert!(
-    BUFFER_SIZE_MAX <= 1 << 15,
-    "extent offsets and lengths are 16-bit"
-);
+const _: () = assert!(BUFFER_SIZE_MAX <= 1 << 15, "extent offsets and lengths are 16-bit");
 const _: () = assert!(BUFFER_SIZE_MIN.is_power_of_two() && BUFFER_SIZE_MAX.is_power_of_two());
 const _: () = assert!(LOG_SIZE_MIN % PAGE_SIZE == 0 && LOG_SIZE_DEFAULT % PAGE_SIZE == 0);
 const _: () = assert!((RECORD_SIZE_MAX as u64) * 2 <= LOG_BATCH_SIZE_MAX);

@@ -59,9 +59,7 @@ use crate::error::LogError;
 use crate::layout::{get_u64, put_u64};
 use crate::limits::{KEY_SIZE_MAX, LOG_BATCH_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
 use crate::pool::Pool;
-use crate::record::{
-    self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC,
-};
+use crate::record::{self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC};
 
 pub const ANCHOR_MAGIC: u64 = u64::from_le_bytes(*b"PSLOGANC");
 /// The anchor: one cache line at the start of the log region.
@@ -196,33 +194,18 @@ impl Log {
         Self::open(pool, buffers, true)
     }
 
-    fn open(
-        pool: &Pool,
-        buffers: &mut Buffers,
-        read_only: bool,
-    ) -> Result<(Log, RecoveryReport), LogError> {
+    fn open(pool: &Pool, buffers: &mut Buffers, read_only: bool) -> Result<(Log, RecoveryReport), LogError> {
         let start = Instant::now();
         let geometry = pool.geometry();
-        assert_eq!(
-            buffers.count(),
-            geometry.buffer_count,
-            "buffers of another pool"
-        );
-        assert_eq!(
-            buffers.free_count(),
-            geometry.buffer_count,
-            "recovery needs fresh buffers"
-        );
+        assert_eq!(buffers.count(), geometry.buffer_count, "buffers of another pool");
+        assert_eq!(buffers.free_count(), geometry.buffer_count, "recovery needs fresh buffers");
         let anchor_offset = geometry.log_offset();
         let ring_offset = anchor_offset + ANCHOR_SIZE;
         let ring_size = geometry.log_size - ANCHOR_SIZE;
         let mut anchor = [0u8; ANCHOR_SIZE as usize];
         pool.read(anchor_offset, &mut anchor);
         if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
-            return Err(LogError::Corrupt {
-                lsn: 0,
-                reason: "the log anchor has a bad magic".into(),
-            });
+            return Err(LogError::Corrupt { lsn: 0, reason: "the log anchor has a bad magic".into() });
         }
         let head = get_u64(&anchor, ANCHOR_OFF_HEAD_LSN as usize);
         let committed = get_u64(&anchor, ANCHOR_OFF_COMMITTED_LSN as usize);
@@ -253,11 +236,7 @@ impl Log {
             read_only,
             scratch: Vec::with_capacity(RECORD_SIZE_MAX),
         };
-        let mut report = RecoveryReport {
-            head_lsn: head,
-            anchor_committed_lsn: committed,
-            ..Default::default()
-        };
+        let mut report = RecoveryReport { head_lsn: head, anchor_committed_lsn: committed, ..Default::default() };
         log.scan(pool, buffers, &mut report)?;
         let end = log.tail;
         if end < committed {
@@ -307,12 +286,7 @@ impl Log {
         Ok(header)
     }
 
-    fn scan(
-        &mut self,
-        pool: &Pool,
-        buffers: &mut Buffers,
-        report: &mut RecoveryReport,
-    ) -> Result<(), LogError> {
+    fn scan(&mut self, pool: &Pool, buffers: &mut Buffers, report: &mut RecoveryReport) -> Result<(), LogError> {
         let mut lsn = self.head;
         while lsn - self.head < self.ring_size {
             let header = match self.read_record(pool, lsn) {
@@ -327,12 +301,7 @@ impl Log {
                 report.end_reason = "release mark is neither zero nor this record's";
                 break;
             }
-            let slot = Slot {
-                lsn,
-                len: header.record_len,
-                extent_count: header.extent_count,
-                released,
-            };
+            let slot = Slot { lsn, len: header.record_len, extent_count: header.extent_count, released };
             if released {
                 report.released_records += u64::from(header.kind != KIND_PAD);
             } else {
@@ -342,15 +311,10 @@ impl Log {
                     break;
                 }
                 for extent in &extents {
-                    buffers
-                        .retain(extent.buffer)
-                        .map_err(|_| LogError::Corrupt {
-                            lsn,
-                            reason: format!(
-                                "buffer {} is named by too many records",
-                                extent.buffer
-                            ),
-                        })?;
+                    buffers.retain(extent.buffer).map_err(|_| LogError::Corrupt {
+                        lsn,
+                        reason: format!("buffer {} is named by too many records", extent.buffer),
+                    })?;
                 }
                 self.live_records += 1;
                 self.live_data_bytes += header.data_len;
@@ -366,10 +330,7 @@ impl Log {
     }
 
     fn data_is_intact(&self, pool: &Pool, header: &RecordHeader, extents: &[Extent]) -> bool {
-        if extents
-            .iter()
-            .any(|e| e.check(self.buffer_count, self.buffer_size).is_err())
-        {
+        if extents.iter().any(|e| e.check(self.buffer_count, self.buffer_size).is_err()) {
             return false;
         }
         let length: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
@@ -404,9 +365,7 @@ impl Log {
                     if self.read_record(pool, lsn).is_ok() && header.commit_lsn > end {
                         return Err(LogError::Corrupt {
                             lsn: end,
-                            reason: format!(
-                                "invalid record, but the record at lsn {lsn} says it was committed"
-                            ),
+                            reason: format!("invalid record, but the record at lsn {lsn} says it was committed"),
                         });
                     }
                     if erase {
@@ -432,20 +391,13 @@ impl Log {
         for slot in self.slots.iter().filter(|s| s.released) {
             pool.flush(self.position(slot.lsn), HEADER_SIZE as u64);
         }
-        let uncertain: Vec<Slot> = self
-            .slots
-            .iter()
-            .filter(|s| s.lsn + u64::from(s.len) > committed)
-            .copied()
-            .collect();
+        let uncertain: Vec<Slot> =
+            self.slots.iter().filter(|s| s.lsn + u64::from(s.len) > committed).copied().collect();
         for slot in uncertain {
             pool.flush(self.position(slot.lsn), u64::from(slot.len));
             if !slot.released && slot.extent_count > 0 {
-                for extent in self.view(pool, slot.lsn).extents {
-                    pool.flush(
-                        pool.buffer_offset(extent.buffer) + u64::from(extent.offset),
-                        u64::from(extent.len),
-                    );
+                for extent in self.view_slot(pool, slot).extents {
+                    pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
                 }
             }
         }
@@ -486,44 +438,29 @@ impl Log {
             return Err(LogError::InvalidRecord("kind 0 is reserved".into()));
         }
         if key.len() > KEY_SIZE_MAX {
-            return Err(LogError::InvalidRecord(format!(
-                "key of {} bytes exceeds {KEY_SIZE_MAX}",
-                key.len()
-            )));
+            return Err(LogError::InvalidRecord(format!("key of {} bytes exceeds {KEY_SIZE_MAX}", key.len())));
         }
         if extents.len() > RECORD_EXTENTS_MAX {
-            return Err(LogError::InvalidRecord(format!(
-                "{} extents exceed {RECORD_EXTENTS_MAX}",
-                extents.len()
-            )));
+            return Err(LogError::InvalidRecord(format!("{} extents exceed {RECORD_EXTENTS_MAX}", extents.len())));
         }
         for extent in extents {
-            extent
-                .check(self.buffer_count, self.buffer_size)
-                .map_err(LogError::InvalidRecord)?;
+            extent.check(self.buffer_count, self.buffer_size).map_err(LogError::InvalidRecord)?;
             if buffers.refs(extent.buffer) == 0 {
-                return Err(LogError::InvalidRecord(format!(
-                    "buffer {} is not held by the caller",
-                    extent.buffer
-                )));
+                return Err(LogError::InvalidRecord(format!("buffer {} is not held by the caller", extent.buffer)));
             }
         }
         let len = record::record_len(extents.len(), key.len()) as u64;
         let room = self.ring_size - self.tail % self.ring_size;
         let padding = if room < len { room } else { 0 };
         self.reserve(padding + len)?;
-        let mut retained = 0;
-        for extent in extents {
+        for (retained, extent) in extents.iter().enumerate() {
             if let Err(error) = buffers.retain(extent.buffer) {
                 for undo in &extents[..retained] {
                     buffers.release(undo.buffer).expect("just retained");
                 }
                 debug_assert!(matches!(error, crate::error::BufferError::TooManyRefs(_)));
-                return Err(LogError::TooManyRefs {
-                    buffer: extent.buffer,
-                });
+                return Err(LogError::TooManyRefs { buffer: extent.buffer });
             }
-            retained += 1;
         }
         if padding > 0 {
             self.write_padding(pool, padding);
@@ -532,33 +469,15 @@ impl Log {
         let data_len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
         let data_crc = self.data_crc(pool, extents);
         let mut scratch = std::mem::take(&mut self.scratch);
-        record::encode(
-            &mut scratch,
-            kind,
-            lsn,
-            self.durable_end,
-            tag,
-            key,
-            extents,
-            data_len,
-            data_crc,
-        );
+        record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
         let at = self.position(lsn);
         pool.write(at, &scratch);
         pool.flush(at, len);
         self.scratch = scratch;
         for extent in extents {
-            pool.flush(
-                pool.buffer_offset(extent.buffer) + u64::from(extent.offset),
-                u64::from(extent.len),
-            );
+            pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
         }
-        self.slots.push_back(Slot {
-            lsn,
-            len: len as u32,
-            extent_count: extents.len() as u32,
-            released: false,
-        });
+        self.slots.push_back(Slot { lsn, len: len as u32, extent_count: extents.len() as u32, released: false });
         self.tail += len;
         self.records_in_batch += 1;
         self.live_records += 1;
@@ -571,10 +490,7 @@ impl Log {
     fn reserve(&self, needed: u64) -> Result<(), LogError> {
         let batch = self.tail + needed - self.durable_end;
         if batch > LOG_BATCH_SIZE_MAX {
-            return Err(LogError::BatchFull {
-                size: self.tail - self.durable_end,
-                limit: LOG_BATCH_SIZE_MAX,
-            });
+            return Err(LogError::BatchFull { size: self.tail - self.durable_end, limit: LOG_BATCH_SIZE_MAX });
         }
         let free = self.ring_size - (self.tail - self.durable_head);
         if needed > free {
@@ -586,29 +502,14 @@ impl Log {
     fn write_padding(&mut self, pool: &Pool, len: u64) {
         let lsn = self.tail;
         let mut scratch = std::mem::take(&mut self.scratch);
-        record::encode(
-            &mut scratch,
-            KIND_PAD,
-            lsn,
-            self.durable_end,
-            0,
-            &[],
-            &[],
-            0,
-            0,
-        );
+        record::encode(&mut scratch, KIND_PAD, lsn, self.durable_end, 0, &[], &[], 0, 0);
         // The padding's length is the rest of the lap, not its encoded size.
         put_u32_record_len(&mut scratch, len as u32);
         let at = self.position(lsn);
         pool.write(at, &scratch);
         pool.flush(at, HEADER_SIZE as u64);
         self.scratch = scratch;
-        self.slots.push_back(Slot {
-            lsn,
-            len: len as u32,
-            extent_count: 0,
-            released: true,
-        });
+        self.slots.push_back(Slot { lsn, len: len as u32, extent_count: 0, released: true });
         self.tail += len;
     }
 
@@ -617,12 +518,11 @@ impl Log {
     pub fn release(&mut self, pool: &Pool, lsn: u64) -> Result<(), LogError> {
         self.check_writable()?;
         let index = self.slot_index(lsn).ok_or(LogError::NoSuchRecord(lsn))?;
-        let view = self.view(pool, lsn);
+        let view = self.view_slot(pool, self.slots[index]);
         let at = self.position(lsn) + OFF_RELEASE_MARK as u64;
         pool.store_u64(at, lsn ^ RELEASE_MAGIC);
         pool.flush(at, 8);
-        self.unref_at_commit
-            .extend(view.extents.iter().map(|e| e.buffer));
+        self.unref_at_commit.extend(view.extents.iter().map(|e| e.buffer));
         self.slots[index].released = true;
         self.live_records -= 1;
         self.live_data_bytes -= view.data_len;
@@ -638,11 +538,7 @@ impl Log {
 
     /// Makes every append and release since the last commit durable with one
     /// fence (steps 3-5). After an error nothing more is accepted.
-    pub fn commit(
-        &mut self,
-        pool: &Pool,
-        buffers: &mut Buffers,
-    ) -> Result<CommitSummary, LogError> {
+    pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<CommitSummary, LogError> {
         self.check_writable()?;
         let summary = CommitSummary {
             records: self.records_in_batch,
@@ -651,10 +547,7 @@ impl Log {
             fenced: true,
         };
         if summary.records == 0 && summary.releases == 0 && summary.log_bytes == 0 {
-            return Ok(CommitSummary {
-                fenced: false,
-                ..summary
-            });
+            return Ok(CommitSummary { fenced: false, ..summary });
         }
         if self.head != self.durable_head || self.anchor_committed != self.durable_end {
             self.write_anchor(pool, self.durable_end);
@@ -667,9 +560,7 @@ impl Log {
         self.durable_end = self.tail;
         self.durable_head = self.head;
         for buffer in self.unref_at_commit.drain(..) {
-            buffers
-                .release(buffer)
-                .expect("a released record's buffer was referenced");
+            buffers.release(buffer).expect("a released record's buffer was referenced");
         }
         self.records_in_batch = 0;
         self.releases_in_batch = 0;
@@ -694,13 +585,15 @@ impl Log {
         Ok(())
     }
 
-    /// Reads the record at `lsn` (live or released but not yet reclaimed).
-    pub fn view(&self, pool: &Pool, lsn: u64) -> RecordView {
-        let index = self
-            .slots
-            .binary_search_by_key(&lsn, |s| s.lsn)
-            .expect("a record of this log");
-        let slot = self.slots[index];
+    /// Reads the live record at `lsn`.
+    pub fn view(&self, pool: &Pool, lsn: u64) -> Result<RecordView, LogError> {
+        let index = self.slot_index(lsn).ok_or(LogError::NoSuchRecord(lsn))?;
+        Ok(self.view_slot(pool, self.slots[index]))
+    }
+
+    /// Reads a record this log holds (live, or released and not reclaimed).
+    fn view_slot(&self, pool: &Pool, slot: Slot) -> RecordView {
+        let lsn = slot.lsn;
         let mut bytes = vec![0u8; slot.len as usize];
         pool.read(self.position(lsn), &mut bytes);
         let header = record::decode_header(&bytes).expect("a record the log wrote");
@@ -725,10 +618,7 @@ impl Log {
         for extent in &view.extents {
             let start = data.len();
             data.resize(start + extent.len as usize, 0);
-            pool.read(
-                pool.buffer_offset(extent.buffer) + u64::from(extent.offset),
-                &mut data[start..],
-            );
+            pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut data[start..]);
         }
         data
     }

@@ -104,11 +104,7 @@ pub struct PersistOptions {
 
 impl Default for PersistOptions {
     fn default() -> Self {
-        PersistOptions {
-            domain: None,
-            page_sync: PageSync::Fdatasync,
-            fence_latency_ns: 0,
-        }
+        PersistOptions { domain: None, page_sync: PageSync::Fdatasync, fence_latency_ns: 0 }
     }
 }
 
@@ -138,11 +134,7 @@ impl std::fmt::Display for DomainInfo {
             Domain::Byte | Domain::None => {}
         }
         if self.fence_latency_ns > 0 {
-            write!(
-                f,
-                ", +{} ns emulated latency per fence",
-                self.fence_latency_ns
-            )?;
+            write!(f, ", +{} ns emulated latency per fence", self.fence_latency_ns)?;
         }
         write!(f, ", detected by {}", self.detected_by)?;
         if self.simulated {
@@ -224,9 +216,7 @@ impl Hardware {
     fn flush(&self, offset: u64, len: u64, stats: &PersistStats) {
         match self.domain {
             Domain::CacheLine => {
-                let instruction = self
-                    .instruction
-                    .expect("the cache-line domain has an instruction");
+                let instruction = self.instruction.expect("the cache-line domain has an instruction");
                 let lines = (offset + len).div_ceil(64) - offset / 64;
                 stats.lines_flushed.fetch_add(lines, Ordering::Relaxed);
                 // `base + offset` stays inside the mapping: the pool checks
@@ -251,9 +241,7 @@ impl Hardware {
 
     fn fence(&self) -> io::Result<()> {
         if self.failed.load(Ordering::Acquire) {
-            return Err(io::Error::other(
-                "an earlier sync failed; this pool can no longer make writes durable",
-            ));
+            return Err(io::Error::other("an earlier sync failed; this pool can no longer make writes durable"));
         }
         let result = match self.domain {
             Domain::CacheLine | Domain::Byte => {
@@ -281,8 +269,7 @@ impl Hardware {
                 Ok(())
             }
             PageSync::Msync => {
-                let mut ranges =
-                    std::mem::take(&mut *self.dirty_ranges.lock().expect("dirty ranges lock"));
+                let mut ranges = std::mem::take(&mut *self.dirty_ranges.lock().expect("dirty ranges lock"));
                 ranges.sort_unstable();
                 let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
                 for (start, end) in ranges {
@@ -296,11 +283,7 @@ impl Hardware {
                     // mapping (flush ranges are checked against its length
                     // and rounded to pages that the mapping covers in full).
                     let rc = unsafe {
-                        libc::msync(
-                            self.base.add(start as usize).cast(),
-                            (end - start) as usize,
-                            libc::MS_SYNC,
-                        )
+                        libc::msync(self.base.add(start as usize).cast(), (end - start) as usize, libc::MS_SYNC)
                     };
                     if rc != 0 {
                         return Err(io::Error::last_os_error());

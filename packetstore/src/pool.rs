@@ -36,8 +36,7 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// Where the holder of the lock writes its pid: in the header page, outside
 /// the checksummed header. Advisory, never synced.
 const HDR_HOLDER_PID: u64 = 256;
-const _: () =
-    assert!(HDR_HOLDER_PID >= HDR_SIZE as u64 && HDR_HOLDER_PID + 4 <= HEADER_REGION_SIZE);
+const _: () = assert!(HDR_HOLDER_PID >= HDR_SIZE as u64 && HDR_HOLDER_PID + 4 <= HEADER_REGION_SIZE);
 
 /// An open pool.
 pub struct Pool {
@@ -63,34 +62,15 @@ unsafe impl Sync for Pool {}
 
 impl Pool {
     /// Creates a new pool file at `path`. Fails if `path` exists.
-    pub fn create(
-        path: &Path,
-        geometry: Geometry,
-        options: &PersistOptions,
-    ) -> Result<Pool, PoolError> {
-        let io_err = |source| PoolError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        geometry
-            .validate()
-            .map_err(|reason| PoolError::BadGeometry {
-                path: path.to_path_buf(),
-                reason,
-            })?;
+    pub fn create(path: &Path, geometry: Geometry, options: &PersistOptions) -> Result<Pool, PoolError> {
+        let io_err = |source| PoolError::Io { path: path.to_path_buf(), source };
+        geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.to_path_buf(), reason })?;
         if path.exists() {
-            return Err(PoolError::Exists {
-                path: path.to_path_buf(),
-            });
+            return Err(PoolError::Exists { path: path.to_path_buf() });
         }
         let temporary = temporary_name(path);
         let result = (|| {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temporary)?;
+            let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
             file.set_len(geometry.file_size())?;
             file.write_all_at(&initial_metadata(&geometry), 0)?;
             file.sync_all()?;
@@ -100,9 +80,7 @@ impl Pool {
         if let Err(error) = result {
             let _ = std::fs::remove_file(&temporary);
             if error.kind() == io::ErrorKind::AlreadyExists {
-                return Err(PoolError::Exists {
-                    path: path.to_path_buf(),
-                });
+                return Err(PoolError::Exists { path: path.to_path_buf() });
             }
             return Err(io_err(error));
         }
@@ -111,52 +89,30 @@ impl Pool {
 
     /// Opens an existing pool.
     pub fn open(path: &Path, options: &PersistOptions) -> Result<Pool, PoolError> {
-        let pool_err = |source| PoolError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let pool_err = |source| PoolError::Io { path: path.to_path_buf(), source };
         if options.fence_latency_ns > FENCE_LATENCY_NS_MAX {
             return Err(PoolError::BadGeometry {
                 path: path.to_path_buf(),
-                reason: format!(
-                    "fence latency {} ns exceeds {FENCE_LATENCY_NS_MAX}",
-                    options.fence_latency_ns
-                ),
+                reason: format!("fence latency {} ns exceeds {FENCE_LATENCY_NS_MAX}", options.fence_latency_ns),
             });
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(pool_err)?;
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(pool_err)?;
         lock(&file, path)?;
         let actual = file.metadata().map_err(pool_err)?.len();
         let mut bytes = vec![0u8; HDR_SIZE];
         if actual < HDR_SIZE as u64 {
-            file.read_at(&mut bytes[..actual as usize], 0)
-                .map_err(pool_err)?;
-            return Err(
-                if bytes[..actual as usize] == crate::layout::POOL_MAGIC[..(actual as usize).min(8)]
-                {
-                    PoolError::SizeMismatch {
-                        path: path.into(),
-                        expected: HEADER_REGION_SIZE,
-                        actual,
-                    }
-                } else {
-                    PoolError::BadMagic { path: path.into() }
-                },
-            );
+            file.read_at(&mut bytes[..actual as usize], 0).map_err(pool_err)?;
+            return Err(if bytes[..actual as usize] == crate::layout::POOL_MAGIC[..(actual as usize).min(8)] {
+                PoolError::SizeMismatch { path: path.into(), expected: HEADER_REGION_SIZE, actual }
+            } else {
+                PoolError::BadMagic { path: path.into() }
+            });
         }
         file.read_exact_at(&mut bytes, 0).map_err(pool_err)?;
         let header = decode_header(&bytes, path)?;
         let expected = header.geometry.file_size();
         if actual != expected {
-            return Err(PoolError::SizeMismatch {
-                path: path.into(),
-                expected,
-                actual,
-            });
+            return Err(PoolError::SizeMismatch { path: path.into(), expected, actual });
         }
         record_holder(&file);
         let (base, dax) = map(&file, expected, options).map_err(pool_err)?;
@@ -165,11 +121,7 @@ impl Pool {
             Err((name, reason)) => {
                 // SAFETY: `base` is the mapping of `expected` bytes just made.
                 unsafe { libc::munmap(base.cast(), expected as usize) };
-                return Err(PoolError::DomainUnavailable {
-                    path: path.into(),
-                    domain: name,
-                    reason,
-                });
+                return Err(PoolError::DomainUnavailable { path: path.into(), domain: name, reason });
             }
         };
         let persistence = Persistence::Hardware(Hardware {
@@ -197,11 +149,7 @@ impl Pool {
 
     /// Opens `path`, creating it with `geometry` if it does not exist. An
     /// existing pool must have exactly that geometry.
-    pub fn open_or_create(
-        path: &Path,
-        geometry: Geometry,
-        options: &PersistOptions,
-    ) -> Result<Pool, PoolError> {
+    pub fn open_or_create(path: &Path, geometry: Geometry, options: &PersistOptions) -> Result<Pool, PoolError> {
         match Self::create(path, geometry, options) {
             Err(PoolError::Exists { .. }) => {
                 let pool = Self::open(path, options)?;
@@ -221,25 +169,13 @@ impl Pool {
     /// Formats a fresh simulated device as a pool (durably, like `create`).
     pub fn create_simulated(device: Arc<SimDevice>, geometry: Geometry) -> Result<Pool, PoolError> {
         let path = PathBuf::from("<simulated>");
-        geometry
-            .validate()
-            .map_err(|reason| PoolError::BadGeometry {
-                path: path.clone(),
-                reason,
-            })?;
-        assert!(
-            device.len() >= geometry.file_size(),
-            "the device is smaller than the pool"
-        );
+        geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.clone(), reason })?;
+        assert!(device.len() >= geometry.file_size(), "the device is smaller than the pool");
         let metadata = initial_metadata(&geometry);
-        let pool = Self::simulated_unchecked(
-            device,
-            Header::decode(&metadata).expect("a fresh header decodes"),
-        );
+        let pool = Self::simulated_unchecked(device, Header::decode(&metadata).expect("a fresh header decodes"));
         pool.write(0, &metadata);
         pool.flush(0, metadata.len() as u64);
-        pool.fence()
-            .map_err(|source| PoolError::Io { path, source })?;
+        pool.fence().map_err(|source| PoolError::Io { path, source })?;
         Ok(pool)
     }
 
@@ -249,21 +185,13 @@ impl Pool {
         let path = PathBuf::from("<simulated>");
         let len = device.len();
         if len < HDR_SIZE as u64 {
-            return Err(PoolError::SizeMismatch {
-                path,
-                expected: HEADER_REGION_SIZE,
-                actual: len,
-            });
+            return Err(PoolError::SizeMismatch { path, expected: HEADER_REGION_SIZE, actual: len });
         }
         // SAFETY: the device holds `len` >= HDR_SIZE initialised bytes.
         let bytes = unsafe { std::slice::from_raw_parts(device.memory_ptr(), HDR_SIZE) }.to_vec();
         let header = decode_header(&bytes, &path)?;
         if header.geometry.file_size() > len {
-            return Err(PoolError::SizeMismatch {
-                path,
-                expected: header.geometry.file_size(),
-                actual: len,
-            });
+            return Err(PoolError::SizeMismatch { path, expected: header.geometry.file_size(), actual: len });
         }
         Ok(Self::simulated_unchecked(device, header))
     }
@@ -338,9 +266,7 @@ impl Pool {
         // SAFETY: the range is inside the mapping (checked above) and `data`
         // cannot overlap it: `data` is a shared borrow, and no shared
         // borrow of pool memory outlives the `unsafe` contract of `bytes`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(offset as usize), data.len())
-        };
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(offset as usize), data.len()) };
         self.persistence.note_written(offset, data.len() as u64);
     }
 
@@ -349,13 +275,7 @@ impl Pool {
     pub fn read(&self, offset: u64, out: &mut [u8]) {
         self.check(offset, out.len() as u64);
         // SAFETY: the range is inside the mapping; `out` is exclusively ours.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.base.add(offset as usize),
-                out.as_mut_ptr(),
-                out.len(),
-            )
-        };
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset as usize), out.as_mut_ptr(), out.len()) };
     }
 
     /// Stores an aligned 8-byte word atomically (it cannot tear).
@@ -423,10 +343,7 @@ impl Pool {
     /// The file offset of buffer `index`.
     #[inline]
     pub fn buffer_offset(&self, index: u32) -> u64 {
-        assert!(
-            index < self.header.geometry.buffer_count,
-            "buffer {index} out of range"
-        );
+        assert!(index < self.header.geometry.buffer_count, "buffer {index} out of range");
         self.header.geometry.buffer_offset(index)
     }
 }
@@ -445,11 +362,7 @@ impl Drop for Pool {
 
 /// The header page and the initial log anchor, written once at creation.
 fn initial_metadata(geometry: &Geometry) -> Vec<u8> {
-    let header = Header {
-        geometry: *geometry,
-        creation_id: creation_id(),
-        created_unix_ns: unix_ns(),
-    };
+    let header = Header { geometry: *geometry, creation_id: creation_id(), created_unix_ns: unix_ns() };
     let mut bytes = vec![0u8; (HEADER_REGION_SIZE + crate::log::ANCHOR_SIZE) as usize];
     bytes[..HDR_SIZE].copy_from_slice(&header.encode());
     crate::log::encode_initial_anchor(&mut bytes[HEADER_REGION_SIZE as usize..]);
@@ -459,27 +372,16 @@ fn initial_metadata(geometry: &Geometry) -> Vec<u8> {
 fn decode_header(bytes: &[u8], path: &Path) -> Result<Header, PoolError> {
     Header::decode(bytes).map_err(|error| match error {
         HeaderError::BadMagic => PoolError::BadMagic { path: path.into() },
-        HeaderError::UnsupportedVersion(found) => PoolError::UnsupportedVersion {
-            path: path.into(),
-            found,
-            supported: crate::layout::FORMAT_VERSION,
-        },
-        HeaderError::BadChecksum { stored, computed } => PoolError::BadChecksum {
-            path: path.into(),
-            stored,
-            computed,
-        },
-        HeaderError::BadGeometry(reason) => PoolError::BadGeometry {
-            path: path.into(),
-            reason,
-        },
+        HeaderError::UnsupportedVersion(found) => {
+            PoolError::UnsupportedVersion { path: path.into(), found, supported: crate::layout::FORMAT_VERSION }
+        }
+        HeaderError::BadChecksum { stored, computed } => PoolError::BadChecksum { path: path.into(), stored, computed },
+        HeaderError::BadGeometry(reason) => PoolError::BadGeometry { path: path.into(), reason },
     })
 }
 
 fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
 fn creation_id() -> u128 {
@@ -495,31 +397,20 @@ fn creation_id() -> u128 {
 }
 
 fn temporary_name(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(format!(".creating-{}", std::process::id()));
     path.with_file_name(name)
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
 }
 
 fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     let (from, to) = (c_path(from)?, c_path(to)?);
     // SAFETY: both are valid NUL-terminated paths.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
+    let rc =
+        unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_NOREPLACE) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -545,25 +436,16 @@ fn lock(file: &File, path: &Path) -> Result<(), PoolError> {
     // SAFETY: fd is open; `request` is a valid struct flock.
     if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &request) } != 0 {
         let error = io::Error::last_os_error();
-        if matches!(
-            error.raw_os_error(),
-            Some(libc::EAGAIN) | Some(libc::EACCES)
-        ) {
+        if matches!(error.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) {
             let mut pid = [0u8; 4];
             let holder = file
                 .read_exact_at(&mut pid, HDR_HOLDER_PID)
                 .ok()
                 .map(|_| i32::from_le_bytes(pid))
                 .filter(|&pid| pid > 0);
-            return Err(PoolError::Locked {
-                path: path.into(),
-                holder,
-            });
+            return Err(PoolError::Locked { path: path.into(), holder });
         }
-        return Err(PoolError::Io {
-            path: path.into(),
-            source: error,
-        });
+        return Err(PoolError::Io { path: path.into(), source: error });
     }
     Ok(())
 }
@@ -607,16 +489,7 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
         }
     }
     // SAFETY: as above.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len as usize,
-            protection,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, protection, libc::MAP_SHARED, fd, 0) };
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -626,8 +499,8 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
 fn on_tmpfs(file: &File) -> bool {
     // SAFETY: struct statfs is plain data; fstatfs fills it for an open fd.
     let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) } == 0)
-        && stat.f_type as i64 == TMPFS_MAGIC
+    // SAFETY: the descriptor is open and `stat` is a valid out-parameter.
+    (unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) } == 0) && stat.f_type as i64 == TMPFS_MAGIC
 }
 
 /// True when every NVDIMM region reports that CPU caches are persistent.
@@ -644,11 +517,7 @@ fn platform_has_eadr() -> bool {
 }
 
 /// Picks the domain: the caller's override, else detection.
-fn choose_domain(
-    file: &File,
-    dax: bool,
-    options: &PersistOptions,
-) -> Result<DomainInfo, (&'static str, String)> {
+fn choose_domain(file: &File, dax: bool, options: &PersistOptions) -> Result<DomainInfo, (&'static str, String)> {
     let instruction = FlushInstruction::detect();
     let tmpfs = on_tmpfs(file);
     let medium = if dax {
@@ -659,45 +528,26 @@ fn choose_domain(
         "a page-cache file"
     };
     let (domain, detected_by, durable) = match options.domain {
-        None if dax && platform_has_eadr() => (
-            Domain::Byte,
-            "MAP_SYNC and sysfs persistence_domain=cpu_cache".into(),
-            true,
-        ),
+        None if dax && platform_has_eadr() => {
+            (Domain::Byte, "MAP_SYNC and sysfs persistence_domain=cpu_cache".into(), true)
+        }
         None if dax => (Domain::CacheLine, "MAP_SYNC mapping".to_string(), true),
-        None if tmpfs => (
-            Domain::CacheLine,
-            "tmpfs file (emulated persistent memory)".to_string(),
-            false,
-        ),
-        None => (
-            Domain::Page,
-            "an ordinary file (no MAP_SYNC)".to_string(),
-            true,
-        ),
+        None if tmpfs => (Domain::CacheLine, "tmpfs file (emulated persistent memory)".to_string(), false),
+        None => (Domain::Page, "an ordinary file (no MAP_SYNC)".to_string(), true),
         Some(Domain::Page) => (Domain::Page, format!("override, on {medium}"), !tmpfs),
         Some(Domain::None) => (Domain::None, format!("override, on {medium}"), false),
         Some(d @ (Domain::CacheLine | Domain::Byte)) => (d, format!("override, on {medium}"), dax),
     };
     if domain == Domain::CacheLine && instruction.is_none() {
-        return Err((
-            "cache-line",
-            "this CPU has no cache-line write-back instruction".into(),
-        ));
+        return Err(("cache-line", "this CPU has no cache-line write-back instruction".into()));
     }
     Ok(DomainInfo {
         domain,
         durable,
         detected_by,
-        instruction: (domain == Domain::CacheLine)
-            .then_some(instruction)
-            .flatten(),
+        instruction: (domain == Domain::CacheLine).then_some(instruction).flatten(),
         page_sync: options.page_sync,
-        fence_latency_ns: if matches!(domain, Domain::CacheLine | Domain::Byte) {
-            options.fence_latency_ns
-        } else {
-            0
-        },
+        fence_latency_ns: if matches!(domain, Domain::CacheLine | Domain::Byte) { options.fence_latency_ns } else { 0 },
         simulated: false,
     })
 }

@@ -56,10 +56,7 @@ impl Extent {
     /// Valid in a pool of `buffer_count` buffers of `buffer_size` bytes.
     pub fn check(&self, buffer_count: u32, buffer_size: u32) -> Result<(), String> {
         if self.buffer >= buffer_count {
-            return Err(format!(
-                "extent names buffer {} of {buffer_count}",
-                self.buffer
-            ));
+            return Err(format!("extent names buffer {} of {buffer_count}", self.buffer));
         }
         if self.len == 0 || u32::from(self.offset) + u32::from(self.len) > buffer_size {
             return Err(format!(
@@ -165,9 +162,7 @@ pub fn decode_header(line: &[u8]) -> Result<RecordHeader, &'static str> {
         return Err("bad record length");
     }
     if header.kind != KIND_PAD {
-        if header.key_len as usize > KEY_SIZE_MAX
-            || header.extent_count as usize > RECORD_EXTENTS_MAX
-        {
+        if header.key_len as usize > KEY_SIZE_MAX || header.extent_count as usize > RECORD_EXTENTS_MAX {
             return Err("key or extent count over the limit");
         }
         if len != record_len(header.extent_count as usize, header.key_len as usize) {
@@ -197,11 +192,7 @@ pub fn extents<'a>(record: &'a [u8], header: &RecordHeader) -> impl Iterator<Ite
     let count = header.extent_count as usize;
     (0..count).map(move |i| {
         let at = HEADER_SIZE + i * EXTENT_SIZE;
-        Extent {
-            buffer: get_u32(record, at),
-            offset: get_u16(record, at + 4),
-            len: get_u16(record, at + 6),
-        }
+        Extent { buffer: get_u32(record, at), offset: get_u16(record, at + 4), len: get_u16(record, at + 6) }
     })
 }
 
@@ -217,11 +208,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn arbitrary_extent() -> impl Strategy<Value = Extent> {
-        (any::<u32>(), any::<u16>(), 1..=u16::MAX).prop_map(|(buffer, offset, len)| Extent {
-            buffer,
-            offset,
-            len,
-        })
+        (any::<u32>(), any::<u16>(), 1..=u16::MAX).prop_map(|(buffer, offset, len)| Extent { buffer, offset, len })
     }
 
     proptest! {

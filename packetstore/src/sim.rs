@@ -127,11 +127,7 @@ impl SimDevice {
     }
 
     fn lines(&self, offset: u64, len: u64) -> std::ops::Range<u64> {
-        assert!(
-            offset + len <= self.len,
-            "access [{offset}, +{len}) beyond the device ({})",
-            self.len
-        );
+        assert!(offset + len <= self.len, "access [{offset}, +{len}) beyond the device ({})", self.len);
         offset / LINE..(offset + len).div_ceil(LINE)
     }
 
@@ -151,9 +147,7 @@ impl SimDevice {
         let current = self.current();
         for line in self.lines(offset, len) {
             let at = (line * LINE) as usize;
-            let snapshot: [u8; CACHE_LINE_SIZE] = current[at..at + CACHE_LINE_SIZE]
-                .try_into()
-                .expect("a line");
+            let snapshot: [u8; CACHE_LINE_SIZE] = current[at..at + CACHE_LINE_SIZE].try_into().expect("a line");
             state.pending.insert(line, snapshot);
         }
     }
@@ -182,16 +176,10 @@ impl SimDevice {
                 }
             }
             SimMode::Page => {
-                let dirty: Vec<u64> = state
-                    .dirty
-                    .iter()
-                    .copied()
-                    .chain(pending.into_keys())
-                    .collect();
+                let dirty: Vec<u64> = state.dirty.iter().copied().chain(pending.into_keys()).collect();
                 for line in dirty {
                     let at = (line * LINE) as usize;
-                    state.durable[at..at + CACHE_LINE_SIZE]
-                        .copy_from_slice(&current[at..at + CACHE_LINE_SIZE]);
+                    state.durable[at..at + CACHE_LINE_SIZE].copy_from_slice(&current[at..at + CACHE_LINE_SIZE]);
                 }
             }
         }
@@ -270,12 +258,7 @@ impl SimDevice {
         self.assert_every_store_declared(state, current);
         let mut rng = SplitMix64::new(seed);
         let mut image = state.durable.clone();
-        let candidates: BTreeSet<u64> = state
-            .dirty
-            .iter()
-            .chain(state.pending.keys())
-            .copied()
-            .collect();
+        let candidates: BTreeSet<u64> = state.dirty.iter().chain(state.pending.keys()).copied().collect();
         for line in candidates {
             let at = (line * LINE) as usize;
             let durable = &state.durable[at..at + CACHE_LINE_SIZE];
@@ -293,8 +276,7 @@ impl SimDevice {
                             1 => flushed.unwrap_or(now),
                             _ => now,
                         };
-                        out[word * 8..word * 8 + 8]
-                            .copy_from_slice(&source[word * 8..word * 8 + 8]);
+                        out[word * 8..word * 8 + 8].copy_from_slice(&source[word * 8..word * 8 + 8]);
                     }
                 }
             }
@@ -303,18 +285,12 @@ impl SimDevice {
     }
 
     fn assert_every_store_declared(&self, state: &State, current: &[u8]) {
-        for (line, (now, durable)) in current
-            .chunks_exact(CACHE_LINE_SIZE)
-            .zip(state.durable.chunks_exact(CACHE_LINE_SIZE))
-            .enumerate()
+        for (line, (now, durable)) in
+            current.chunks_exact(CACHE_LINE_SIZE).zip(state.durable.chunks_exact(CACHE_LINE_SIZE)).enumerate()
         {
             let line = line as u64;
-            if now != durable && !state.dirty.contains(&line) && !state.pending.contains_key(&line)
-            {
-                panic!(
-                    "crash simulator: an undeclared store changed the line at offset {}",
-                    line * LINE
-                );
+            if now != durable && !state.dirty.contains(&line) && !state.pending.contains_key(&line) {
+                panic!("crash simulator: an undeclared store changed the line at offset {}", line * LINE);
             }
         }
     }
@@ -330,13 +306,7 @@ mod tests {
 
     fn store(device: &SimDevice, offset: u64, bytes: &[u8]) {
         // SAFETY: the test owns the device and stays within its length.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                device.memory_ptr().add(offset as usize),
-                bytes.len(),
-            )
-        };
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), device.memory_ptr().add(offset as usize), bytes.len()) };
         device.note_written(offset, bytes.len() as u64);
     }
 
@@ -362,10 +332,7 @@ mod tests {
         for seed in 0..400 {
             let image = device.image(&device.state.lock().unwrap(), seed);
             for word in image[..64].chunks_exact(8) {
-                assert!(
-                    word == [0; 8] || word == [0xFF; 8],
-                    "a word tore inside itself"
-                );
+                assert!(word == [0; 8] || word == [0xFF; 8], "a word tore inside itself");
             }
             match image[..64].iter().filter(|&&b| b == 0xFF).count() {
                 0 => none += 1,
@@ -373,10 +340,7 @@ mod tests {
                 _ => torn += 1,
             }
         }
-        assert!(
-            none > 0 && all > 0 && torn > 0,
-            "none {none} all {all} torn {torn}"
-        );
+        assert!(none > 0 && all > 0 && torn > 0, "none {none} all {all} torn {torn}");
     }
 
     #[test]
@@ -396,10 +360,7 @@ mod tests {
         device.fence().unwrap();
         let state = device.state.lock().unwrap();
         assert_eq!(&state.durable[..8], &[1; 8]);
-        assert!(
-            state.dirty.contains(&0),
-            "the line still differs and must stay dirty"
-        );
+        assert!(state.dirty.contains(&0), "the line still differs and must stay dirty");
     }
 
     #[test]
@@ -424,8 +385,7 @@ mod tests {
         let restarted = device.after_process_crash();
         assert!(device.is_dead());
         assert_eq!(&restarted.current()[..8], &[3; 8]);
-        let lost = (0..100)
-            .any(|seed| restarted.image(&restarted.state.lock().unwrap(), seed)[..8] == [0; 8]);
+        let lost = (0..100).any(|seed| restarted.image(&restarted.state.lock().unwrap(), seed)[..8] == [0; 8]);
         assert!(lost, "an unflushed store must be losable after the restart");
     }
 

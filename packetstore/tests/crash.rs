@@ -12,6 +12,7 @@
 //!   of the interrupted batch, only a prefix can be recovered;
 //! - buffer reference counts equal the references of the recovered records;
 //! - recovery always succeeds.
+//!
 //! A quarter of the failures are process crashes instead (memory survives,
 //! durability does not), and a third of all recoveries are themselves cut
 //! by a power failure at one of their fences, then recovered again.
@@ -67,17 +68,12 @@ fn geometry(rng: &mut SplitMix64) -> Geometry {
 impl Harness {
     fn new(seed: u64) -> Harness {
         let mut rng = SplitMix64::new(seed);
-        let mode = if rng.chance(1, 2) {
-            SimMode::CacheLine
-        } else {
-            SimMode::Page
-        };
+        let mode = if rng.chance(1, 2) { SimMode::CacheLine } else { SimMode::Page };
         let geometry = geometry(&mut rng);
         let device = Arc::new(SimDevice::new(geometry.file_size(), mode));
         let pool = Pool::create_simulated(device.clone(), geometry).expect("create");
         let mut buffers = Buffers::new(geometry.buffer_count);
-        let (log, _) = Log::recover(&pool, &mut buffers)
-            .unwrap_or_else(|e| panic!("seed {seed}: fresh log: {e}"));
+        let (log, _) = Log::recover(&pool, &mut buffers).unwrap_or_else(|e| panic!("seed {seed}: fresh log: {e}"));
         Harness {
             seed,
             rng,
@@ -118,9 +114,7 @@ impl Harness {
             let at = self.pool.buffer_offset(buffer) + fill as u64;
             // The "kernel" stores through the raw address and declares it.
             // SAFETY: in bounds of a buffer this harness holds exclusively.
-            unsafe {
-                std::ptr::copy_nonoverlapping(data[done..].as_ptr(), self.pool.address(at), take)
-            };
+            unsafe { std::ptr::copy_nonoverlapping(data[done..].as_ptr(), self.pool.address(at), take) };
             self.pool.note_written(at, take as u64);
             extents.push(Extent::new(buffer, fill, take));
             self.receive = Some((buffer, fill + take));
@@ -140,23 +134,12 @@ impl Harness {
         self.rng.fill(&mut data);
         let mut key = vec![0u8; self.rng.below(64) as usize];
         self.rng.fill(&mut key);
-        let expected = Expected {
-            kind: 1 + self.rng.below(3) as u16,
-            tag: self.rng.next_u64(),
-            key,
-            data,
-        };
+        let expected = Expected { kind: 1 + self.rng.below(3) as u16, tag: self.rng.next_u64(), key, data };
         let Some(extents) = self.receive(&expected.data) else {
             return self.make_room();
         };
-        let result = self.log.append(
-            &self.pool,
-            &mut self.buffers,
-            expected.kind,
-            expected.tag,
-            &expected.key,
-            &extents,
-        );
+        let result =
+            self.log.append(&self.pool, &mut self.buffers, expected.kind, expected.tag, &expected.key, &extents);
         for buffer in self.retired.drain(..) {
             self.buffers.release(buffer).unwrap();
         }
@@ -187,17 +170,11 @@ impl Harness {
     }
 
     fn release(&mut self, lsn: u64) {
-        self.log
-            .release(&self.pool, lsn)
-            .unwrap_or_else(|e| panic!("seed {}: release {lsn}: {e}", self.seed));
+        self.log.release(&self.pool, lsn).unwrap_or_else(|e| panic!("seed {}: release {lsn}: {e}", self.seed));
         if let Some(expected) = self.durable.remove(&lsn) {
             self.released_in_batch.insert(lsn, expected);
         } else {
-            let entry = self
-                .batch
-                .iter_mut()
-                .find(|(l, _, _)| *l == lsn)
-                .expect("a batch record");
+            let entry = self.batch.iter_mut().find(|(l, _, _)| *l == lsn).expect("a batch record");
             entry.2 = true;
         }
     }
@@ -207,12 +184,7 @@ impl Harness {
             .durable
             .keys()
             .copied()
-            .chain(
-                self.batch
-                    .iter()
-                    .filter(|(_, _, released)| !released)
-                    .map(|(lsn, _, _)| *lsn),
-            )
+            .chain(self.batch.iter().filter(|(_, _, released)| !released).map(|(lsn, _, _)| *lsn))
             .collect();
         if !live.is_empty() {
             let lsn = live[self.rng.below(live.len() as u64) as usize];
@@ -269,13 +241,9 @@ impl Harness {
             let last = step + 1 == steps;
             if last && at_fence {
                 let crash_seed = self.rng.next_u64();
-                self.device
-                    .crash_at_fence(self.device.fences() + 1, crash_seed);
+                self.device.crash_at_fence(self.device.fences() + 1, crash_seed);
                 if !self.commit() {
-                    return self
-                        .device
-                        .take_crash_image()
-                        .expect("the armed crash took an image");
+                    return self.device.take_crash_image().expect("the armed crash took an image");
                 }
                 // Nothing to commit: no fence ran; fail right here instead.
                 return self.device.crash(crash_seed);
@@ -294,8 +262,7 @@ impl Harness {
             if self.rng.chance(1, 3) {
                 device.crash_at_fence(device.fences() + 1 + self.rng.below(2), self.rng.next_u64());
             }
-            let pool = Pool::open_simulated(device.clone())
-                .unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
+            let pool = Pool::open_simulated(device.clone()).unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
             let mut buffers = Buffers::new(pool.geometry().buffer_count);
             match Log::recover(&pool, &mut buffers) {
                 Ok((log, report)) => {
@@ -303,9 +270,7 @@ impl Harness {
                     break (pool, buffers, log, report);
                 }
                 Err(LogError::CommitFailed(_)) if device.is_dead() => {
-                    let image = device
-                        .take_crash_image()
-                        .expect("an image of the failed recovery");
+                    let image = device.take_crash_image().expect("an image of the failed recovery");
                     device = Arc::new(SimDevice::from_image(image, device.mode()));
                 }
                 Err(e) => panic!("seed {seed}: recovery failed: {e}"),
@@ -314,27 +279,16 @@ impl Harness {
         let mut recovered = BTreeMap::new();
         let mut expected_refs: BTreeMap<u32, u16> = BTreeMap::new();
         for lsn in log.live_lsns() {
-            let view = log.view(&pool, lsn);
+            let view = log.view(&pool, lsn).unwrap();
             for extent in &view.extents {
                 *expected_refs.entry(extent.buffer).or_default() += 1;
             }
             let data = log.read_data(&pool, &view);
-            recovered.insert(
-                lsn,
-                Expected {
-                    kind: view.kind,
-                    tag: view.tag,
-                    key: view.key,
-                    data,
-                },
-            );
+            recovered.insert(lsn, Expected { kind: view.kind, tag: view.tag, key: view.key, data });
         }
         for (lsn, expected) in &self.durable {
             match recovered.get(lsn) {
-                Some(found) => assert_eq!(
-                    found, expected,
-                    "seed {seed}: committed record {lsn} changed"
-                ),
+                Some(found) => assert_eq!(found, expected, "seed {seed}: committed record {lsn} changed"),
                 None => panic!("seed {seed}: committed record {lsn} lost ({report})"),
             }
         }
@@ -342,14 +296,8 @@ impl Harness {
         for (lsn, expected, released) in &self.batch {
             match recovered.get(lsn) {
                 Some(found) => {
-                    assert!(
-                        !gap,
-                        "seed {seed}: record {lsn} recovered after a lost one of its batch"
-                    );
-                    assert_eq!(
-                        found, expected,
-                        "seed {seed}: uncommitted record {lsn} recovered with other bytes"
-                    );
+                    assert!(!gap, "seed {seed}: record {lsn} recovered after a lost one of its batch");
+                    assert_eq!(found, expected, "seed {seed}: uncommitted record {lsn} recovered with other bytes");
                 }
                 None if !released => gap = true,
                 None => {}
@@ -360,26 +308,13 @@ impl Harness {
                 .durable
                 .get(lsn)
                 .or_else(|| self.released_in_batch.get(lsn))
-                .or_else(|| {
-                    self.batch
-                        .iter()
-                        .find(|(l, _, _)| l == lsn)
-                        .map(|(_, e, _)| e)
-                });
-            assert_eq!(
-                known,
-                Some(found),
-                "seed {seed}: record {lsn} was never written like this"
-            );
+                .or_else(|| self.batch.iter().find(|(l, _, _)| l == lsn).map(|(_, e, _)| e));
+            assert_eq!(known, Some(found), "seed {seed}: record {lsn} was never written like this");
         }
         buffers.check_invariants();
         for buffer in 0..buffers.count() {
             let want = expected_refs.get(&buffer).copied().unwrap_or(0);
-            assert_eq!(
-                buffers.refs(buffer),
-                want,
-                "seed {seed}: buffer {buffer} reference count"
-            );
+            assert_eq!(buffers.refs(buffer), want, "seed {seed}: buffer {buffer} reference count");
         }
         self.device = device;
         self.pool = pool;
@@ -394,10 +329,7 @@ impl Harness {
 }
 
 fn failure_points() -> u64 {
-    std::env::var("PACKETSTORE_CRASH_POINTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000)
+    std::env::var("PACKETSTORE_CRASH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000)
 }
 
 fn run_seed(seed: u64) {
@@ -410,10 +342,7 @@ fn run_seed(seed: u64) {
 
 #[test]
 fn committed_records_survive_power_failure() {
-    if let Some(seed) = std::env::var("PACKETSTORE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(seed) = std::env::var("PACKETSTORE_SEED").ok().and_then(|v| v.parse().ok()) {
         eprintln!("replaying seed {seed}");
         return run_seed(seed);
     }
@@ -459,10 +388,7 @@ fn ring_wraps_and_space_is_reused() {
     harness.commit();
     let image = harness.device.crash(1);
     let durable = harness.durable.len();
-    harness.recover_and_check(Arc::new(SimDevice::from_image(
-        image,
-        harness.device.mode(),
-    )));
+    harness.recover_and_check(Arc::new(SimDevice::from_image(image, harness.device.mode())));
     assert_eq!(harness.durable.len(), durable);
     assert!(harness.log.usage().tail_lsn >= 5 * ring);
 }

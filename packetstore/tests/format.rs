@@ -56,7 +56,7 @@ fn version_1_pool_opens() {
     let found: Vec<(Vec<u8>, Vec<u8>, u16, u64)> = log
         .live_lsns()
         .map(|lsn| {
-            let view = log.view(&pool, lsn);
+            let view = log.view(&pool, lsn).unwrap();
             let data = log.read_data(&pool, &view);
             (view.key, data, view.kind, view.tag)
         })

@@ -11,16 +11,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use packetstore::rng::SplitMix64;
-use packetstore::{
-    Buffers, Domain, Extent, Geometry, Log, LogError, PersistOptions, Pool, PoolError,
-};
+use packetstore::{Buffers, Domain, Extent, Geometry, Log, LogError, PersistOptions, Pool, PoolError};
 use proptest::prelude::*;
 
-const GEOMETRY: Geometry = Geometry {
-    buffer_size: 2048,
-    buffer_count: 256,
-    log_size: 64 * 1024,
-};
+const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 256, log_size: 64 * 1024 };
 
 struct TempDir(PathBuf);
 
@@ -48,13 +42,7 @@ fn disk_dir() -> String {
 }
 
 /// Appends one record of `data` (in fresh buffers) and commits.
-fn append_committed(
-    pool: &Pool,
-    buffers: &mut Buffers,
-    log: &mut Log,
-    key: &[u8],
-    data: &[u8],
-) -> u64 {
+fn append_committed(pool: &Pool, buffers: &mut Buffers, log: &mut Log, key: &[u8], data: &[u8]) -> u64 {
     let size = pool.geometry().buffer_size as usize;
     let mut extents = Vec::new();
     for chunk in data.chunks(size) {
@@ -73,7 +61,7 @@ fn append_committed(
 fn records(pool: &Pool, log: &Log) -> Vec<(Vec<u8>, Vec<u8>)> {
     log.live_lsns()
         .map(|lsn| {
-            let view = log.view(pool, lsn);
+            let view = log.view(pool, lsn).unwrap();
             let data = log.read_data(pool, &view);
             (view.key, data)
         })
@@ -98,24 +86,10 @@ fn created_0600_and_reopens_to_the_same_buffers() {
         let mut buffers = Buffers::new(GEOMETRY.buffer_count);
         let (log, report) = Log::recover(&pool, &mut buffers).unwrap();
         assert_eq!(report.live_records, 1);
-        assert_eq!(
-            records(&pool, &log),
-            vec![(b"k".to_vec(), vec![42u8; 5000])]
-        );
-        assert!(matches!(
-            Pool::create(&path, GEOMETRY, &PersistOptions::default()),
-            Err(PoolError::Exists { .. })
-        ));
-        let leftovers: Vec<_> = std::fs::read_dir(&dir.0)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
-        assert_eq!(
-            leftovers.len(),
-            1,
-            "temporary files left behind: {leftovers:?}"
-        );
+        assert_eq!(records(&pool, &log), vec![(b"k".to_vec(), vec![42u8; 5000])]);
+        assert!(matches!(Pool::create(&path, GEOMETRY, &PersistOptions::default()), Err(PoolError::Exists { .. })));
+        let leftovers: Vec<_> = std::fs::read_dir(&dir.0).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(leftovers.len(), 1, "temporary files left behind: {leftovers:?}");
     }
 }
 
@@ -124,49 +98,22 @@ fn detects_the_domain_from_the_file() {
     let shm = TempDir::new("/dev/shm", "domain");
     let pool = Pool::create(&shm.path("p"), GEOMETRY, &PersistOptions::default()).unwrap();
     assert_eq!(pool.domain().domain, Domain::CacheLine);
-    assert!(
-        !pool.domain().durable,
-        "tmpfs must be labelled as emulation"
-    );
-    assert!(
-        pool.domain()
-            .to_string()
-            .contains("EMULATED: not durable across power loss"),
-        "{}",
-        pool.domain()
-    );
+    assert!(!pool.domain().durable, "tmpfs must be labelled as emulation");
+    assert!(pool.domain().to_string().contains("EMULATED: not durable across power loss"), "{}", pool.domain());
 
     let disk = TempDir::new(&disk_dir(), "domain");
     let pool = Pool::create(&disk.path("p"), GEOMETRY, &PersistOptions::default()).unwrap();
-    assert_eq!(
-        pool.domain().domain,
-        Domain::Page,
-        "an ordinary file is the page domain: {}",
-        pool.domain()
-    );
+    assert_eq!(pool.domain().domain, Domain::Page, "an ordinary file is the page domain: {}", pool.domain());
     assert!(pool.domain().durable);
     drop(pool);
-    let forced = PersistOptions {
-        domain: Some(Domain::CacheLine),
-        ..Default::default()
-    };
+    let forced = PersistOptions { domain: Some(Domain::CacheLine), ..Default::default() };
     let pool = Pool::open(&disk.path("p"), &forced).unwrap();
     assert_eq!(pool.domain().domain, Domain::CacheLine);
-    assert!(
-        !pool.domain().durable,
-        "cache-line flushes of a page-cache file are not durable"
-    );
+    assert!(!pool.domain().durable, "cache-line flushes of a page-cache file are not durable");
     drop(pool);
-    let none = PersistOptions {
-        domain: Some(Domain::None),
-        ..Default::default()
-    };
+    let none = PersistOptions { domain: Some(Domain::None), ..Default::default() };
     let pool = Pool::open(&disk.path("p"), &none).unwrap();
-    assert!(
-        pool.domain().to_string().contains("NONE"),
-        "{}",
-        pool.domain()
-    );
+    assert!(pool.domain().to_string().contains("NONE"), "{}", pool.domain());
 }
 
 #[test]
@@ -174,29 +121,11 @@ fn every_domain_commits_and_recovers() {
     use packetstore::PageSync;
     let dir = TempDir::new(&disk_dir(), "domains");
     let options = [
-        PersistOptions {
-            domain: Some(Domain::Page),
-            page_sync: PageSync::Fdatasync,
-            fence_latency_ns: 0,
-        },
-        PersistOptions {
-            domain: Some(Domain::Page),
-            page_sync: PageSync::Msync,
-            fence_latency_ns: 0,
-        },
-        PersistOptions {
-            domain: Some(Domain::CacheLine),
-            fence_latency_ns: 10_000,
-            ..Default::default()
-        },
-        PersistOptions {
-            domain: Some(Domain::Byte),
-            ..Default::default()
-        },
-        PersistOptions {
-            domain: Some(Domain::None),
-            ..Default::default()
-        },
+        PersistOptions { domain: Some(Domain::Page), page_sync: PageSync::Fdatasync, fence_latency_ns: 0 },
+        PersistOptions { domain: Some(Domain::Page), page_sync: PageSync::Msync, fence_latency_ns: 0 },
+        PersistOptions { domain: Some(Domain::CacheLine), fence_latency_ns: 10_000, ..Default::default() },
+        PersistOptions { domain: Some(Domain::Byte), ..Default::default() },
+        PersistOptions { domain: Some(Domain::None), ..Default::default() },
     ];
     for (i, option) in options.iter().enumerate() {
         let path = dir.path(&format!("p{i}"));
@@ -205,31 +134,17 @@ fn every_domain_commits_and_recovers() {
             let mut buffers = Buffers::new(GEOMETRY.buffer_count);
             let (mut log, _) = Log::recover(&pool, &mut buffers).unwrap();
             append_committed(&pool, &mut buffers, &mut log, b"x", b"hello");
-            let fences = pool
-                .stats()
-                .fences
-                .load(std::sync::atomic::Ordering::Relaxed);
+            let fences = pool.stats().fences.load(std::sync::atomic::Ordering::Relaxed);
             assert!(fences >= 3, "{}: {fences} fences", pool.domain());
             if option.fence_latency_ns > 0 {
-                let max = pool
-                    .stats()
-                    .fence_ns_max
-                    .load(std::sync::atomic::Ordering::Relaxed);
-                assert!(
-                    max >= option.fence_latency_ns,
-                    "emulated latency not applied: {max} ns"
-                );
+                let max = pool.stats().fence_ns_max.load(std::sync::atomic::Ordering::Relaxed);
+                assert!(max >= option.fence_latency_ns, "emulated latency not applied: {max} ns");
             }
         }
         let pool = Pool::open(&path, option).unwrap();
         let mut buffers = Buffers::new(GEOMETRY.buffer_count);
         let (log, _) = Log::recover(&pool, &mut buffers).unwrap();
-        assert_eq!(
-            records(&pool, &log),
-            vec![(b"x".to_vec(), b"hello".to_vec())],
-            "{}",
-            pool.domain()
-        );
+        assert_eq!(records(&pool, &log), vec![(b"x".to_vec(), b"hello".to_vec())], "{}", pool.domain());
     }
 }
 
@@ -246,24 +161,12 @@ fn a_second_opener_is_refused() {
     // Another process learns our pid: flock(1) cannot take the OFD lock
     // range semantics, so use a tiny shell-free child: ourselves.
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "lock_probe_child",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
+        .args(["--exact", "lock_probe_child", "--nocapture", "--test-threads", "1"])
         .env("PACKETSTORE_LOCK_PROBE", &path)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        text.contains(&format!(
-            "locked by another opener (pid {})",
-            std::process::id()
-        )),
-        "child said: {text}"
-    );
+    assert!(text.contains(&format!("locked by another opener (pid {})", std::process::id())), "child said: {text}");
     drop(pool);
     Pool::open(&path, &PersistOptions::default()).expect("the lock is released on drop");
 }
@@ -278,9 +181,7 @@ fn lock_probe_child() {
             Ok(_) => println!("child: opened a locked pool"),
         },
         None => {
-            let error = Pool::open(Path::new("/nonexistent/pool"), &PersistOptions::default())
-                .err()
-                .unwrap();
+            let error = Pool::open(Path::new("/nonexistent/pool"), &PersistOptions::default()).err().unwrap();
             assert!(error.to_string().contains("/nonexistent/pool"), "{error}");
         }
     }
@@ -295,19 +196,14 @@ fn damaged_files_are_refused_or_recovered_never_a_panic() {
         let mut buffers = Buffers::new(GEOMETRY.buffer_count);
         let (mut log, _) = Log::recover(&pool, &mut buffers).unwrap();
         for i in 0..20u8 {
-            append_committed(
-                &pool,
-                &mut buffers,
-                &mut log,
-                &[i],
-                &vec![i; 100 + 300 * i as usize],
-            );
+            append_committed(&pool, &mut buffers, &mut log, &[i], &vec![i; 100 + 300 * i as usize]);
         }
         log.checkpoint(&pool, &mut buffers).unwrap();
     }
     let bytes = std::fs::read(&pristine).unwrap();
     let damaged = dir.path("damaged");
-    let attempt = |image: &[u8]| -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    type Records = Vec<(Vec<u8>, Vec<u8>)>;
+    let attempt = |image: &[u8]| -> Result<Records, String> {
         let _ = std::fs::remove_file(&damaged);
         std::fs::write(&damaged, image).unwrap();
         let pool = Pool::open(&damaged, &PersistOptions::default()).map_err(|e| e.to_string())?;
@@ -321,16 +217,11 @@ fn damaged_files_are_refused_or_recovered_never_a_panic() {
     // Truncation anywhere: refused with the sizes.
     for len in [0, 7, 100, 4096, bytes.len() / 2, bytes.len() - 1] {
         let error = attempt(&bytes[..len]).unwrap_err();
-        assert!(
-            error.contains("truncated") || error.contains("not a packetstore pool"),
-            "len {len}: {error}"
-        );
+        assert!(error.contains("truncated") || error.contains("not a packetstore pool"), "len {len}: {error}");
     }
     let mut extended = bytes.clone();
     extended.extend_from_slice(&[0; 4096]);
-    assert!(attempt(&extended)
-        .unwrap_err()
-        .contains("truncated or extended"));
+    assert!(attempt(&extended).unwrap_err().contains("truncated or extended"));
 
     // Any flipped bit of the header: refused.
     let mut rng = SplitMix64::new(11);
@@ -347,7 +238,7 @@ fn damaged_files_are_refused_or_recovered_never_a_panic() {
     let log_region = 4096..4096 + GEOMETRY.log_size as usize;
     let used_log = 4096 + 64..4096 + 64 + 20 * 128;
     let buffer_region = GEOMETRY.buffers_offset() as usize..bytes.len();
-    let mut outcomes = [0usize; 3]; // harmless, (unused), corrupt
+    let (mut harmless, mut corrupt) = (0, 0);
     for round in 0..600 {
         let region = match round % 3 {
             0 => log_region.clone(),
@@ -360,42 +251,26 @@ fn damaged_files_are_refused_or_recovered_never_a_panic() {
         match attempt(&image) {
             Ok(found) => {
                 for record in &found {
-                    assert!(
-                        good.contains(record),
-                        "flip at {at}: a record came back altered"
-                    );
+                    assert!(good.contains(record), "flip at {at}: a record came back altered");
                 }
                 let lost = good.len() - found.len();
                 assert_eq!(lost, 0, "flip at {at}: {lost} records silently dropped");
-                outcomes[0] += 1;
+                harmless += 1;
             }
             Err(error) => {
-                assert!(
-                    error.contains("corrupt"),
-                    "flip at {at}: unclear error {error}"
-                );
-                outcomes[2] += 1;
+                assert!(error.contains("corrupt"), "flip at {at}: unclear error {error}");
+                corrupt += 1;
             }
         }
     }
-    eprintln!(
-        "bit flips: {} harmless, {} reported corrupt",
-        outcomes[0], outcomes[2]
-    );
-    assert!(
-        outcomes[2] > 0,
-        "no flip was ever detected: the test is not reaching the records"
-    );
+    eprintln!("bit flips: {harmless} harmless, {corrupt} reported corrupt");
+    assert!(corrupt > 0, "no flip was ever detected: the test is not reaching the records");
 }
 
 #[test]
 fn full_log_and_full_pool_are_clear_errors() {
     let dir = TempDir::new("/dev/shm", "full");
-    let geometry = Geometry {
-        buffer_size: 512,
-        buffer_count: 16,
-        log_size: 16 * 1024,
-    };
+    let geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024 };
     let pool = Pool::create(&dir.path("p"), geometry, &PersistOptions::default()).unwrap();
     let mut buffers = Buffers::new(geometry.buffer_count);
     let (mut log, _) = Log::recover(&pool, &mut buffers).unwrap();
@@ -404,14 +279,7 @@ fn full_log_and_full_pool_are_clear_errors() {
     let key = [7u8; 400];
     let mut appended = 0;
     let error = loop {
-        match log.append(
-            &pool,
-            &mut buffers,
-            1,
-            0,
-            &key,
-            &[Extent::new(buffer, 0, 8)],
-        ) {
+        match log.append(&pool, &mut buffers, 1, 0, &key, &[Extent::new(buffer, 0, 8)]) {
             Ok(_) => appended += 1,
             Err(error) => break error,
         }
@@ -419,64 +287,28 @@ fn full_log_and_full_pool_are_clear_errors() {
     };
     assert!(matches!(error, LogError::LogFull { .. }), "{error}");
     assert!(appended > 10);
-    assert_eq!(
-        buffers.refs(buffer) as usize,
-        appended + 1,
-        "each record holds a reference"
-    );
+    assert_eq!(buffers.refs(buffer) as usize, appended + 1, "each record holds a reference");
     for _ in 0..15 {
         buffers.allocate().unwrap();
     }
-    assert!(buffers
-        .allocate()
-        .unwrap_err()
-        .to_string()
-        .contains("pool full"));
+    assert!(buffers.allocate().unwrap_err().to_string().contains("pool full"));
     // Errors do not poison the log: release, commit, and appending works.
     let oldest = log.live_lsns().next().unwrap();
     log.release(&pool, oldest).unwrap();
     assert!(
         matches!(
-            log.append(
-                &pool,
-                &mut buffers,
-                1,
-                0,
-                &key,
-                &[Extent::new(buffer, 0, 8)]
-            ),
+            log.append(&pool, &mut buffers, 1, 0, &key, &[Extent::new(buffer, 0, 8)]),
             Err(LogError::LogFull { .. })
         ),
         "space is reusable only after the release commits"
     );
     log.commit(&pool, &mut buffers).unwrap();
-    log.append(
-        &pool,
-        &mut buffers,
-        1,
-        0,
-        &key,
-        &[Extent::new(buffer, 0, 8)],
-    )
-    .unwrap();
+    log.append(&pool, &mut buffers, 1, 0, &key, &[Extent::new(buffer, 0, 8)]).unwrap();
     // Invalid input is refused without side effects.
     assert!(log.append(&pool, &mut buffers, 0, 0, b"", &[]).is_err());
-    assert!(log
-        .append(&pool, &mut buffers, 1, 0, &[0; 513], &[])
-        .is_err());
-    assert!(log
-        .append(&pool, &mut buffers, 1, 0, b"", &[Extent::new(99, 0, 1)])
-        .is_err());
-    assert!(log
-        .append(
-            &pool,
-            &mut buffers,
-            1,
-            0,
-            b"",
-            &[Extent::new(buffer, 500, 100)]
-        )
-        .is_err());
+    assert!(log.append(&pool, &mut buffers, 1, 0, &[0; 513], &[]).is_err());
+    assert!(log.append(&pool, &mut buffers, 1, 0, b"", &[Extent::new(99, 0, 1)]).is_err());
+    assert!(log.append(&pool, &mut buffers, 1, 0, b"", &[Extent::new(buffer, 500, 100)]).is_err());
     assert!(log.release(&pool, 12345).is_err());
 }
 
@@ -485,17 +317,9 @@ fn geometry_mismatch_is_refused() {
     let dir = TempDir::new("/dev/shm", "geometry");
     let path = dir.path("p");
     drop(Pool::open_or_create(&path, GEOMETRY, &PersistOptions::default()).unwrap());
-    let other = Geometry {
-        buffer_count: 512,
-        ..GEOMETRY
-    };
-    let error = Pool::open_or_create(&path, other, &PersistOptions::default())
-        .err()
-        .unwrap();
-    assert!(
-        matches!(error, PoolError::GeometryMismatch { .. }),
-        "{error}"
-    );
+    let other = Geometry { buffer_count: 512, ..GEOMETRY };
+    let error = Pool::open_or_create(&path, other, &PersistOptions::default()).err().unwrap();
+    assert!(matches!(error, PoolError::GeometryMismatch { .. }), "{error}");
 }
 
 #[test]
@@ -510,15 +334,11 @@ fn a_64_gib_pool_is_sparse_and_opens() {
     let last = geometry.buffer_count - 1;
     buffers.retain(last).unwrap();
     pool.write(pool.buffer_offset(last), b"far away");
-    log.append(&pool, &mut buffers, 1, 0, b"", &[Extent::new(last, 0, 8)])
-        .unwrap();
+    log.append(&pool, &mut buffers, 1, 0, b"", &[Extent::new(last, 0, 8)]).unwrap();
     log.commit(&pool, &mut buffers).unwrap();
     use std::os::unix::fs::MetadataExt;
     let allocated = std::fs::metadata(dir.path("big")).unwrap().blocks() * 512;
-    assert!(
-        allocated < 64 << 20,
-        "a 64 GiB pool allocated {allocated} bytes"
-    );
+    assert!(allocated < 64 << 20, "a 64 GiB pool allocated {allocated} bytes");
 }
 
 proptest! {
