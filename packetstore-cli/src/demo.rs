@@ -17,7 +17,7 @@ pub struct Args {
     /// The pool file (created if missing).
     #[arg(long, default_value = "packetstore-data/demo.pool")]
     pub pool: PathBuf,
-    /// Size of a new pool.
+    /// Size of a new pool (an existing pool keeps its size).
     #[arg(long, default_value = "64MiB")]
     pub pool_size: String,
     /// Records to append.
@@ -38,10 +38,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(parent) = args.pool.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, 4 << 20)
-        .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
+    // The size applies to a new pool only; an existing pool opens as it is.
     let existed = args.pool.exists();
-    let pool = Pool::open_or_create(&args.pool, geometry, &options)?;
+    let pool = if existed {
+        Pool::open(&args.pool, &options)?
+    } else {
+        let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, 4 << 20)
+            .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
+        Pool::create(&args.pool, geometry, &options)?
+    };
     println!(
         "{} pool {} ({:.1} MiB, {})",
         if existed { "opened" } else { "created" },
