@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use packetstore::rng::SplitMix64;
-use packetstore::{Buffers, Domain, Extent, Geometry, Log, PageSync, PersistOptions, Pool};
+use packetstore::{Buffers, Domain, Geometry, Log, PageSync, PersistOptions, Pool};
 
 /// Records kept live while benchmarking; older ones are released, so the
 /// log and the pool reach a steady state with reclamation included.
@@ -127,15 +127,9 @@ impl Bench {
                     }
                 };
                 extents.clear();
-                for chunk in received.chunks(buffer_size) {
-                    let buffer = self.buffers.allocate()?;
-                    self.pool.write(self.pool.buffer_offset(buffer), chunk);
-                    extents.push(Extent::new(buffer, 0, chunk.len()));
-                }
+                self.buffers.copy_in(&self.pool, received, &mut extents)?;
                 let lsn = self.log.append(&self.pool, &mut self.buffers, 1, records, b"bench-key", &extents)?;
-                for extent in &extents {
-                    self.buffers.release(extent.buffer)?;
-                }
+                self.buffers.release_extents(&extents)?;
                 self.window.push_back(lsn);
                 if self.window.len() > LIVE_RECORDS {
                     let oldest = self.window.pop_front().expect("nonempty");

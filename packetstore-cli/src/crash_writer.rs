@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure};
 use packetstore::rng::SplitMix64;
-use packetstore::{Buffers, Extent, Geometry, Log, LogError, PersistOptions, Pool};
+use packetstore::{Buffers, Geometry, Log, LogError, PersistOptions, Pool};
 
 /// A writer runs at most this long, so a test that forgets it cannot leak it.
 const RUN_TIME_MAX: Duration = Duration::from_secs(60);
@@ -62,12 +62,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut batch = Vec::new();
         for _ in 0..1 + rng.below(8) {
             let data = payload(next);
-            let extents = loop {
-                if let Some(extents) = receive(&pool, &mut buffers, &data) {
-                    break extents;
-                }
+            let mut extents = Vec::new();
+            while buffers.copy_in(&pool, &data, &mut extents).is_err() {
                 release_oldest(&pool, &mut buffers, &mut log, &mut out)?;
-            };
+            }
             loop {
                 match log.append(&pool, &mut buffers, 1, next, &next.to_le_bytes(), &extents) {
                     Ok(_) => break,
@@ -75,9 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Err(error) => bail!(error),
                 }
             }
-            for extent in &extents {
-                buffers.release(extent.buffer)?;
-            }
+            buffers.release_extents(&extents)?;
             batch.push(next);
             next += 1;
         }
@@ -86,22 +82,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out.flush()?;
     }
     Ok(())
-}
-
-fn receive(pool: &Pool, buffers: &mut Buffers, data: &[u8]) -> Option<Vec<Extent>> {
-    let size = pool.geometry().buffer_size as usize;
-    let mut extents: Vec<Extent> = Vec::new();
-    for chunk in data.chunks(size) {
-        let Ok(buffer) = buffers.allocate() else {
-            for extent in extents {
-                buffers.release(extent.buffer).expect("allocated above");
-            }
-            return None;
-        };
-        pool.write(pool.buffer_offset(buffer), chunk);
-        extents.push(Extent::new(buffer, 0, chunk.len()));
-    }
-    Some(extents)
 }
 
 fn release_oldest(pool: &Pool, buffers: &mut Buffers, log: &mut Log, out: &mut impl Write) -> anyhow::Result<()> {

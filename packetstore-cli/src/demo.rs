@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
-use packetstore::{Buffers, Extent, Geometry, Log, LogError, Pool};
+use packetstore::{Buffers, Geometry, Log, LogError, Pool};
 
 use crate::options::{parse_size, PersistArgs};
 
@@ -70,19 +70,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let started = Instant::now();
     let mut released = 0;
-    let buffer_size = pool.geometry().buffer_size as usize;
     let mut payload = vec![0u8; args.record_size.max(1)];
     for number in start_number..start_number + args.records {
         for (i, byte) in payload.iter_mut().enumerate() {
             *byte = (number as usize).wrapping_mul(31).wrapping_add(i) as u8;
         }
         let key = format!("demo-{number}");
-        let extents = loop {
-            match receive(&pool, &mut buffers, &payload, buffer_size) {
-                Some(extents) => break extents,
-                None => released += release_oldest(&pool, &mut buffers, &mut log)?,
-            }
-        };
+        // Written into pool buffers, as the network engine receives it.
+        let mut extents = Vec::new();
+        while buffers.copy_in(&pool, &payload, &mut extents).is_err() {
+            released += release_oldest(&pool, &mut buffers, &mut log)?;
+        }
         loop {
             match log.append(&pool, &mut buffers, 1, number, key.as_bytes(), &extents) {
                 Ok(_) => break,
@@ -92,9 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 Err(error) => return Err(error.into()),
             }
         }
-        for extent in &extents {
-            buffers.release(extent.buffer)?; // the log holds its own reference now
-        }
+        buffers.release_extents(&extents)?; // the log holds its own references now
         if (number + 1 - start_number) % args.batch.max(1) == 0 {
             log.commit(&pool, &mut buffers)?;
         }
@@ -108,26 +104,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     println!("run again to see them recovered; `packetstore inspect {}` shows the pool", args.pool.display());
     Ok(())
-}
-
-/// Writes `payload` into fresh buffers, as the kernel will receive it.
-fn receive(pool: &Pool, buffers: &mut Buffers, payload: &[u8], buffer_size: usize) -> Option<Vec<Extent>> {
-    let mut extents = Vec::new();
-    for chunk in payload.chunks(buffer_size) {
-        match buffers.allocate() {
-            Ok(buffer) => {
-                pool.write(pool.buffer_offset(buffer), chunk);
-                extents.push(Extent::new(buffer, 0, chunk.len()));
-            }
-            Err(_) => {
-                for extent in extents {
-                    buffers.release(extent.buffer).expect("allocated above");
-                }
-                return None;
-            }
-        }
-    }
-    Some(extents)
 }
 
 /// Releases the oldest quarter of the live records and commits.

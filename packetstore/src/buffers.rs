@@ -14,6 +14,8 @@
 
 use crate::error::BufferError;
 use crate::limits::BUFFER_REFS_MAX;
+use crate::pool::Pool;
+use crate::record::Extent;
 
 pub struct Buffers {
     counts: Vec<u16>,
@@ -99,6 +101,40 @@ impl Buffers {
         Ok(true)
     }
 
+    /// Copies `data` into freshly allocated buffers of `pool`, filling each
+    /// from offset 0, and appends their extents to `extents`. The caller
+    /// holds one reference on each buffer. On a full pool nothing is kept:
+    /// the buffers taken so far are released and `extents` is unchanged.
+    /// This is the copy path (data received elsewhere); zero copy receives
+    /// straight into pool buffers instead.
+    pub fn copy_in(&mut self, pool: &Pool, data: &[u8], extents: &mut Vec<Extent>) -> Result<(), BufferError> {
+        let size = pool.geometry().buffer_size as usize;
+        let first = extents.len();
+        for chunk in data.chunks(size) {
+            match self.allocate() {
+                Ok(buffer) => {
+                    pool.write(pool.buffer_offset(buffer), chunk);
+                    extents.push(Extent::new(buffer, 0, chunk.len()));
+                }
+                Err(error) => {
+                    for extent in extents.drain(first..) {
+                        self.release(extent.buffer).expect("allocated above");
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the caller's reference on each extent's buffer.
+    pub fn release_extents(&mut self, extents: &[Extent]) -> Result<(), BufferError> {
+        for extent in extents {
+            self.release(extent.buffer)?;
+        }
+        Ok(())
+    }
+
     /// Checks the invariant in full: O(buffers), for tests.
     pub fn check_invariants(&self) {
         let free = self.counts.iter().filter(|&&c| c == 0).count() as u32;
@@ -147,6 +183,31 @@ mod tests {
             buffers.check_invariants();
             assert_eq!(buffers.free_count() as usize, 64 - held.len());
         }
+    }
+
+    #[test]
+    fn copy_in_keeps_nothing_when_the_pool_fills() {
+        use crate::{Geometry, Pool, SimDevice, SimMode};
+        let geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024 };
+        let device = std::sync::Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
+        let pool = Pool::create_simulated(device, geometry).unwrap();
+        let mut buffers = Buffers::new(16);
+        let mut extents = vec![Extent::new(0, 0, 1)]; // the caller's earlier extent stays
+        buffers.retain(0).unwrap();
+        let data: Vec<u8> = (0..1300u32).map(|i| i as u8).collect();
+        buffers.copy_in(&pool, &data, &mut extents).unwrap();
+        assert_eq!(extents.len(), 4, "1300 bytes take three 512-byte buffers");
+        let mut read = vec![0u8; 1300];
+        for (i, extent) in extents[1..].iter().enumerate() {
+            pool.read(pool.buffer_offset(extent.buffer), &mut read[i * 512..i * 512 + extent.len as usize]);
+        }
+        assert_eq!(read, data);
+        assert_eq!(buffers.free_count(), 12);
+        let too_big = vec![1u8; 512 * 13];
+        assert_eq!(buffers.copy_in(&pool, &too_big, &mut extents), Err(BufferError::PoolFull { count: 16 }));
+        assert_eq!(extents.len(), 4, "a failed copy leaves the extents as they were");
+        assert_eq!(buffers.free_count(), 12, "a failed copy keeps no buffer");
+        buffers.check_invariants();
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use packetstore::{Buffers, Extent, Geometry, Log, PersistOptions, Pool};
+use packetstore::{Buffers, Geometry, Log, PersistOptions, Pool};
 
 const GEOMETRY: Geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024 };
 const RECORDS: [(&[u8], &[u8]); 4] =
@@ -26,15 +26,9 @@ fn write_fixture(path: &Path) {
     let mut lsns = Vec::new();
     for (key, data) in RECORDS {
         let mut extents = Vec::new();
-        for chunk in data.chunks(512) {
-            let buffer = buffers.allocate().unwrap();
-            pool.write(pool.buffer_offset(buffer), chunk);
-            extents.push(Extent::new(buffer, 0, chunk.len()));
-        }
+        buffers.copy_in(&pool, data, &mut extents).unwrap();
         lsns.push(log.append(&pool, &mut buffers, 2, key.len() as u64, key, &extents).unwrap());
-        for extent in extents {
-            buffers.release(extent.buffer).unwrap();
-        }
+        buffers.release_extents(&extents).unwrap();
     }
     log.commit(&pool, &mut buffers).unwrap();
     log.release(&pool, lsns[1]).unwrap();

@@ -43,17 +43,10 @@ fn disk_dir() -> String {
 
 /// Appends one record of `data` (in fresh buffers) and commits.
 fn append_committed(pool: &Pool, buffers: &mut Buffers, log: &mut Log, key: &[u8], data: &[u8]) -> u64 {
-    let size = pool.geometry().buffer_size as usize;
     let mut extents = Vec::new();
-    for chunk in data.chunks(size) {
-        let buffer = buffers.allocate().unwrap();
-        pool.write(pool.buffer_offset(buffer), chunk);
-        extents.push(Extent::new(buffer, 0, chunk.len()));
-    }
+    buffers.copy_in(pool, data, &mut extents).unwrap();
     let lsn = log.append(pool, buffers, 1, 0, key, &extents).unwrap();
-    for extent in &extents {
-        buffers.release(extent.buffer).unwrap();
-    }
+    buffers.release_extents(&extents).unwrap();
     log.commit(pool, buffers).unwrap();
     lsn
 }
