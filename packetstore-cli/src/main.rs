@@ -7,6 +7,7 @@ mod crash_writer;
 mod demo;
 mod inspect;
 mod options;
+mod wal;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,9 @@ enum Command {
     /// Append records to a pool's log, commit them, and show what recovery
     /// finds: run it twice to see the first run's records come back.
     Demo(demo::Args),
+    /// The paper's WAL server: POST bodies are logged durably where they
+    /// landed and acknowledged with X-Seq; GET /log/<seq> reads them back.
+    Wal(wal::Args),
     /// Show a pool's geometry, persistence domain and log, without
     /// modifying it.
     Inspect(inspect::Args),
@@ -46,6 +50,7 @@ fn main() {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Wal(args) => wal::run(args),
         Command::Bench(BenchCommand::Log(args)) => bench_log::run(args),
         Command::CrashWriter(args) => crash_writer::run(args),
     };

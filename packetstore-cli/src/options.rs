@@ -33,7 +33,7 @@ pub struct PersistArgs {
     pub page_sync: String,
     /// Emulated latency added to every fence of the cache-line and byte
     /// domains, in nanoseconds (the paper's slow-PM case is 10000).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, alias = "fence-delay-ns")]
     pub fence_latency_ns: u64,
 }
 

@@ -13,16 +13,23 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod buffers;
+pub mod bufring;
 pub mod cpu;
+pub mod engine;
+pub mod epoll;
 pub mod error;
+pub mod http;
 pub mod layout;
 pub mod limits;
 pub mod log;
+pub mod net;
 pub mod persist;
 pub mod pool;
 pub mod record;
 pub mod rng;
 pub mod sim;
+pub mod stream;
+pub mod wal;
 
 pub use buffers::Buffers;
 pub use error::{BufferError, LogError, PoolError};

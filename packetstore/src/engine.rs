@@ -1,0 +1,628 @@
+//! The PASTE engine on io_uring: many TCP connections multiplexed over one
+//! provided-buffer ring whose buffers are pool buffers, one system call per
+//! loop turn, replies held until the turn's commit.
+//!
+//! # One loop turn
+//!
+//! 1. `io_uring_enter` submits everything queued in the previous turn and
+//!    waits for at least one completion (or, busy polling, does not wait).
+//! 2. Reap every completion: accepts (arm a multishot receive for the new
+//!    connection), received segments (append to the connection's stream;
+//!    swap a fresh buffer in under the same bid), send completions.
+//! 3. Give each connection with new bytes to the application (the WAL),
+//!    which parses requests, logs mutating ones where they landed, and
+//!    queues replies. Nothing is sent yet.
+//! 4. Commit: one fence (or one sync) for every record of the turn.
+//! 5. Queue the sends of the replies, re-provide buffers, re-arm receives
+//!    stopped by -ENOBUFS; they are submitted by the next turn's enter.
+//!
+//! # Buffers
+//!
+//! Zero copy: every ring entry points at a pool buffer with one reference
+//! (the ring's). A completion moves that reference to the connection's
+//! stream, and the bid is provided again at once with a freshly allocated
+//! pool buffer (PASTE's swap). A request whose body is logged takes its own
+//! references; when the stream has consumed a segment, it drops its
+//! reference, so a buffer returns to the free list exactly when no record,
+//! request or stream needs it. If the pool has no free buffer, the bid waits
+//! (`starved`) and is provided when one frees up.
+//!
+//! Copy and off: the ring's entries point at private memory; a consumed
+//! segment's bid is provided again with the same memory.
+//!
+//! Invariant: every buffer is in exactly one place: the ring, a stream, a
+//! starved bid's absence, or the free list (plus record and request
+//! references); a closed connection releases all of its stream's segments
+//! and abandons its request.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use crate::buffers::Buffers;
+use crate::bufring::BufRing;
+use crate::pool::Pool;
+use crate::stream::{Segment, Source, Stream};
+use crate::wal::{ConnState, Persist, Wal};
+
+const OP_ACCEPT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const BUFFER_GROUP: u16 = 0;
+/// io_uring_enter flag: wait for (and run the task work of) completions.
+const IORING_ENTER_GETEVENTS: u32 = 1;
+/// Size of a private receive buffer (copy and off modes).
+const PRIVATE_BUFFER_SIZE: u32 = 2048;
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub listen: SocketAddr,
+    /// Provided buffers in the ring (a power of two, at most 32768).
+    pub ring_entries: u16,
+    /// Submission queue entries.
+    pub queue_entries: u32,
+    pub connections_max: usize,
+    pub busy_poll: bool,
+    pub reuse_port: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            listen: "127.0.0.1:8080".parse().expect("a socket address"),
+            ring_entries: 4096,
+            queue_entries: 4096,
+            connections_max: 16_384,
+            busy_poll: false,
+            reuse_port: false,
+        }
+    }
+}
+
+/// Counters of the engine, for metrics and tests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineStats {
+    pub turns: u64,
+    pub completions: u64,
+    pub accepted: u64,
+    pub refused: u64,
+    pub closed: u64,
+    pub received_bytes: u64,
+    pub enobufs: u64,
+    pub starved_bids_max: u64,
+}
+
+struct Conn {
+    fd: RawFd,
+    generation: u32,
+    stream: Stream,
+    state: ConnState,
+    /// Replies queued and not yet handed to the kernel.
+    out: Vec<u8>,
+    /// Replies being sent, and how much of them is done.
+    sending: Vec<u8>,
+    sent: usize,
+    send_in_flight: bool,
+    recv_armed: bool,
+    /// Stop reading: the peer closed, failed, or the protocol said so.
+    closing: bool,
+    shut_down: bool,
+    dirty: bool,
+}
+
+/// Where the ring's buffers live.
+enum Backing {
+    /// Zero copy: `table[bid]` is the pool buffer provided under `bid`.
+    Pool { table: Vec<u32>, starved: Vec<u16> },
+    /// Copy and off: bid `b` is `memory[b * size..]`.
+    Private { memory: *mut u8, len: usize },
+}
+
+pub struct Engine<'a> {
+    pool: &'a Pool,
+    buffers: &'a mut Buffers,
+    wal: &'a mut Wal,
+    config: EngineConfig,
+    // Field order matters for drop: the ring goes before the buffer ring.
+    ring: IoUring,
+    bufring: BufRing,
+    backing: Backing,
+    listener: OwnedFd,
+    conns: Vec<Option<Conn>>,
+    free_slots: Vec<u32>,
+    generation: u32,
+    dirty: Vec<u32>,
+    /// Connections that may have something to send or to close.
+    pending: Vec<u32>,
+    rearm: Vec<u32>,
+    /// Connections whose receive stopped with -ENOBUFS: re-armed once the
+    /// ring holds buffers again.
+    out_of_buffers: Vec<u32>,
+    /// Entries provided to the ring and not yet used by the kernel.
+    ring_available: u32,
+    stats: EngineStats,
+}
+
+fn user_data(op: u64, slot: u32, generation: u32) -> u64 {
+    op << 56 | u64::from(generation & 0xFF_FFFF) << 32 | u64::from(slot)
+}
+
+fn decode(user_data: u64) -> (u64, u32, u32) {
+    (user_data >> 56, ((user_data >> 32) & 0xFF_FFFF) as u32, user_data as u32)
+}
+
+impl<'a> Engine<'a> {
+    /// Binds the listener and sets up the rings. With `Persist::ZeroCopy`
+    /// the ring's buffers are pool buffers; otherwise private memory.
+    pub fn new(pool: &'a Pool, buffers: &'a mut Buffers, wal: &'a mut Wal, config: EngineConfig) -> io::Result<Self> {
+        let ring = setup_ring(&config)?;
+        let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP)?;
+        let entries = config.ring_entries;
+        let backing = if wal.config().persist == Persist::ZeroCopy {
+            let size = pool.geometry().buffer_size;
+            let mut table = Vec::with_capacity(entries as usize);
+            for bid in 0..entries {
+                let buffer = buffers
+                    .allocate()
+                    .map_err(|e| io::Error::other(format!("the pool cannot fill the receive ring: {e}")))?;
+                table.push(buffer);
+                // SAFETY: the buffer is ours (one reference, the ring's)
+                // until the kernel returns this bid.
+                unsafe { bufring.provide(bid, pool.address(pool.buffer_offset(buffer)), size) };
+            }
+            Backing::Pool { table, starved: Vec::new() }
+        } else {
+            let len = entries as usize * PRIVATE_BUFFER_SIZE as usize;
+            // SAFETY: an anonymous private mapping, owned by the engine.
+            let memory = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_ANONYMOUS | libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                    -1,
+                    0,
+                )
+            };
+            if memory == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let memory = memory.cast::<u8>();
+            for bid in 0..entries {
+                // SAFETY: inside our mapping, which outlives the ring.
+                unsafe {
+                    bufring.provide(bid, memory.add(bid as usize * PRIVATE_BUFFER_SIZE as usize), PRIVATE_BUFFER_SIZE)
+                };
+            }
+            Backing::Private { memory, len }
+        };
+        bufring.publish();
+        let listener = crate::net::listen(config.listen, config.reuse_port, false)?;
+        let mut engine = Engine {
+            pool,
+            buffers,
+            wal,
+            config,
+            ring,
+            bufring,
+            backing,
+            listener,
+            conns: Vec::new(),
+            free_slots: Vec::new(),
+            generation: 0,
+            dirty: Vec::new(),
+            pending: Vec::new(),
+            rearm: Vec::new(),
+            out_of_buffers: Vec::new(),
+            ring_available: u32::from(entries),
+            stats: EngineStats::default(),
+        };
+        engine.arm_accept()?;
+        Ok(engine)
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        crate::net::local_addr(&self.listener)
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// Runs turns until `stop` is set (checked once per turn) or a commit
+    /// fails (fatal: replies waiting for it are never sent).
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        let mut completions = Vec::with_capacity(4096);
+        while !stop.load(Ordering::Relaxed) {
+            self.enter()?;
+            completions.clear();
+            completions.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+            self.stats.turns += 1;
+            self.stats.completions += completions.len() as u64;
+            for &(data, result, flags) in &completions {
+                self.complete(data, result, flags)?;
+            }
+            self.end_turn()?;
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self) -> io::Result<()> {
+        let result = if self.config.busy_poll {
+            let pending = self.ring.submission().len() as u32;
+            // SAFETY: no argument; GETEVENTS runs deferred task work.
+            unsafe { self.ring.submitter().enter::<libc::sigset_t>(pending, 0, IORING_ENTER_GETEVENTS, None) }
+        } else {
+            self.ring.submit_and_wait(1)
+        };
+        match result {
+            Ok(_) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::EINTR) || error.raw_os_error() == Some(libc::EBUSY) => {
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    fn push(&mut self, entry: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: every buffer an entry names (send buffers, the
+            // listener) stays valid until its completion, see `Conn`.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return Ok(());
+            }
+            self.ring.submit()?;
+        }
+    }
+
+    fn arm_accept(&mut self) -> io::Result<()> {
+        let entry = opcode::AcceptMulti::new(types::Fd(self.listener.as_raw_fd()))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(user_data(OP_ACCEPT, 0, 0));
+        self.push(entry)
+    }
+
+    fn arm_recv(&mut self, slot: u32) -> io::Result<()> {
+        let conn = self.conns[slot as usize].as_mut().expect("a live connection");
+        debug_assert!(!conn.recv_armed);
+        conn.recv_armed = true;
+        let entry = opcode::RecvMulti::new(types::Fd(conn.fd), BUFFER_GROUP).build().user_data(user_data(
+            OP_RECV,
+            slot,
+            conn.generation,
+        ));
+        self.push(entry)
+    }
+
+    fn complete(&mut self, data: u64, result: i32, flags: u32) -> io::Result<()> {
+        let (op, generation, slot) = decode(data);
+        match op {
+            OP_ACCEPT => {
+                if result >= 0 {
+                    self.accept(result);
+                }
+                if !cqueue::more(flags) {
+                    self.arm_accept()?;
+                }
+            }
+            OP_RECV => self.received(slot, generation, result, flags),
+            OP_SEND => self.sent(slot, result),
+            _ => unreachable!("unknown operation {op}"),
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, fd: RawFd) {
+        let live = self.conns.len() - self.free_slots.len();
+        if live >= self.config.connections_max {
+            // SAFETY: a descriptor the kernel just gave us and nobody uses.
+            unsafe { libc::close(fd) };
+            self.stats.refused += 1;
+            return;
+        }
+        crate::net::set_nodelay(fd);
+        self.generation = self.generation.wrapping_add(1) & 0xFF_FFFF;
+        let conn = Conn {
+            fd,
+            generation: self.generation,
+            stream: Stream::new(),
+            state: ConnState::default(),
+            out: Vec::new(),
+            sending: Vec::new(),
+            sent: 0,
+            send_in_flight: false,
+            recv_armed: false,
+            closing: false,
+            shut_down: false,
+            dirty: false,
+        };
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.conns[slot as usize] = Some(conn);
+                slot
+            }
+            None => {
+                self.conns.push(Some(conn));
+                (self.conns.len() - 1) as u32
+            }
+        };
+        self.stats.accepted += 1;
+        self.rearm.push(slot);
+    }
+
+    fn received(&mut self, slot: u32, generation: u32, result: i32, flags: u32) {
+        let bid = cqueue::buffer_select(flags);
+        let more = cqueue::more(flags);
+        let live = self.conns.get(slot as usize).and_then(|c| c.as_ref()).is_some_and(|c| c.generation == generation);
+        assert!(live, "a receive completion for a connection that is gone (slot {slot})");
+        if result > 0 {
+            let bid = bid.expect("a receive with data names its buffer");
+            let segment = self.take_buffer(bid, result as u32);
+            self.stats.received_bytes += result as u64;
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            if conn.closing {
+                // Reading stopped: drop the bytes (and the buffer).
+                self.ring_available += release_segment(segment, self.buffers, &mut self.bufring, &self.backing);
+            } else {
+                conn.stream.push(segment);
+                if !conn.dirty {
+                    conn.dirty = true;
+                    self.dirty.push(slot);
+                }
+            }
+        } else if result == -libc::ENOBUFS {
+            self.stats.enobufs += 1;
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            conn.recv_armed = false;
+            self.out_of_buffers.push(slot);
+            return;
+        } else {
+            // 0: the peer closed its side; < 0: an error (reset, ...).
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            conn.closing = true;
+            self.pending.push(slot);
+            if !conn.dirty {
+                conn.dirty = true;
+                self.dirty.push(slot);
+            }
+        }
+        if !more {
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            conn.recv_armed = false;
+            if conn.closing {
+                self.pending.push(slot);
+            } else {
+                self.rearm.push(slot);
+            }
+        }
+    }
+
+    /// The segment received into `bid`; provides the bid again (zero copy:
+    /// with a fresh pool buffer; private: after the segment is consumed).
+    fn take_buffer(&mut self, bid: u16, len: u32) -> Segment {
+        self.ring_available -= 1;
+        match &mut self.backing {
+            Backing::Pool { table, starved } => {
+                let buffer = table[bid as usize];
+                let offset = self.pool.buffer_offset(buffer);
+                self.pool.note_written(offset, u64::from(len));
+                match self.buffers.allocate() {
+                    Ok(fresh) => {
+                        table[bid as usize] = fresh;
+                        let size = self.pool.geometry().buffer_size;
+                        // SAFETY: `fresh` was just allocated: its only
+                        // reference is the ring's until this bid returns.
+                        unsafe { self.bufring.provide(bid, self.pool.address(self.pool.buffer_offset(fresh)), size) };
+                        self.ring_available += 1;
+                    }
+                    Err(_) => {
+                        starved.push(bid);
+                        self.stats.starved_bids_max = self.stats.starved_bids_max.max(starved.len() as u64);
+                    }
+                }
+                // SAFETY: the stream now holds the ring's reference on
+                // `buffer`; nobody writes it until the stream releases it.
+                unsafe { Segment::new(Source::Pool(buffer), self.pool.address(offset), 0, len) }
+            }
+            Backing::Private { memory, .. } => {
+                // SAFETY: bid < entries, inside the mapping; the bid is out of
+                // the ring until the segment is released.
+                let ptr = unsafe { memory.add(bid as usize * PRIVATE_BUFFER_SIZE as usize) };
+                // SAFETY: as above.
+                unsafe { Segment::new(Source::Private(u32::from(bid)), ptr, 0, len) }
+            }
+        }
+    }
+
+    fn sent(&mut self, slot: u32, result: i32) {
+        let conn = self.conns[slot as usize].as_mut().expect("a send completion for a live connection");
+        conn.send_in_flight = false;
+        if result < 0 {
+            conn.closing = true;
+            conn.sending.clear();
+            conn.out.clear();
+        } else {
+            conn.sent += result as usize;
+            if conn.sent == conn.sending.len() {
+                conn.sending.clear();
+                conn.sent = 0;
+            }
+        }
+        self.pending.push(slot);
+    }
+
+    fn end_turn(&mut self) -> io::Result<()> {
+        self.serve_dirty();
+        self.wal.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+        self.flush_replies()?;
+        self.provide_starved();
+        self.bufring.publish();
+        if self.ring_available > 0 {
+            let waiting = std::mem::take(&mut self.out_of_buffers);
+            self.rearm.extend(waiting);
+        }
+        let rearm = std::mem::take(&mut self.rearm);
+        for slot in rearm {
+            let Some(conn) = self.conns[slot as usize].as_ref() else { continue };
+            if !conn.recv_armed && !conn.closing {
+                self.arm_recv(slot)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 3: the application parses and logs; replies are only queued.
+    fn serve_dirty(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &slot in &dirty {
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            conn.dirty = false;
+            let (buffers, bufring, backing) = (&mut *self.buffers, &mut self.bufring, &self.backing);
+            let available = &mut self.ring_available;
+            let mut release = |segment: Segment, buffers: &mut Buffers| {
+                *available += release_segment(segment, buffers, bufring, backing)
+            };
+            let progress = self.wal.on_input(
+                self.pool,
+                buffers,
+                &mut conn.state,
+                &mut conn.stream,
+                &mut conn.out,
+                usize::MAX,
+                &mut release,
+            );
+            if progress.close {
+                conn.closing = true;
+            }
+            self.pending.push(slot);
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+
+    /// Step 5: sends queued replies; closes connections that are done.
+    fn flush_replies(&mut self) -> io::Result<()> {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_unstable();
+        pending.dedup();
+        for &slot in &pending {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
+            if !conn.send_in_flight {
+                if conn.sending.is_empty() && !conn.out.is_empty() {
+                    std::mem::swap(&mut conn.sending, &mut conn.out);
+                    conn.sent = 0;
+                }
+                if conn.sending.len() > conn.sent {
+                    let rest = &conn.sending[conn.sent..];
+                    let entry = opcode::Send::new(types::Fd(conn.fd), rest.as_ptr(), rest.len() as u32)
+                        .flags(libc::MSG_NOSIGNAL)
+                        .build()
+                        .user_data(user_data(OP_SEND, slot, conn.generation));
+                    conn.send_in_flight = true;
+                    self.push(entry)?;
+                    continue;
+                }
+            }
+            self.maybe_close(slot);
+        }
+        pending.clear();
+        self.pending = pending;
+        Ok(())
+    }
+
+    /// Closes a connection marked closing once its replies are out and its
+    /// receive has ended: shutdown() ends the receive (completion 0).
+    fn maybe_close(&mut self, slot: u32) {
+        let conn = self.conns[slot as usize].as_mut().expect("live");
+        if !conn.closing || conn.send_in_flight || !conn.out.is_empty() || conn.sending.len() > conn.sent {
+            return;
+        }
+        if conn.recv_armed {
+            if !conn.shut_down {
+                conn.shut_down = true;
+                // SAFETY: our descriptor; the pending receive completes.
+                unsafe { libc::shutdown(conn.fd, libc::SHUT_RDWR) };
+            }
+            return;
+        }
+        let mut conn = self.conns[slot as usize].take().expect("live");
+        let (buffers, bufring, backing) = (&mut *self.buffers, &mut self.bufring, &self.backing);
+        let available = &mut self.ring_available;
+        conn.stream.clear(|segment| *available += release_segment(segment, buffers, bufring, backing));
+        self.wal.abandon(self.buffers, &mut conn.state);
+        // SAFETY: no operation on this descriptor is in flight any more.
+        unsafe { libc::close(conn.fd) };
+        self.free_slots.push(slot);
+        self.stats.closed += 1;
+    }
+
+    /// Provides starved bids with buffers freed since.
+    fn provide_starved(&mut self) {
+        let Backing::Pool { table, starved } = &mut self.backing else { return };
+        let size = self.pool.geometry().buffer_size;
+        while let Some(&bid) = starved.last() {
+            let Ok(fresh) = self.buffers.allocate() else { break };
+            starved.pop();
+            table[bid as usize] = fresh;
+            // SAFETY: freshly allocated; the ring's until the bid returns.
+            unsafe { self.bufring.provide(bid, self.pool.address(self.pool.buffer_offset(fresh)), size) };
+            self.ring_available += 1;
+        }
+    }
+}
+
+/// Gives a consumed segment's buffer back: a pool buffer loses the
+/// stream's reference; a private buffer returns to the ring. Returns the
+/// number of ring entries provided (0 or 1).
+fn release_segment(segment: Segment, buffers: &mut Buffers, bufring: &mut BufRing, backing: &Backing) -> u32 {
+    match (segment.source, backing) {
+        (Source::Pool(buffer), _) => {
+            buffers.release(buffer).expect("a stream segment holds a reference");
+            0
+        }
+        (Source::Private(bid), Backing::Private { memory, .. }) => {
+            // SAFETY: the bid's memory is back with us: the stream is done
+            // with it; it stays valid for the ring's life.
+            unsafe {
+                bufring.provide(
+                    bid as u16,
+                    memory.add(bid as usize * PRIVATE_BUFFER_SIZE as usize),
+                    PRIVATE_BUFFER_SIZE,
+                )
+            };
+            1
+        }
+        (Source::Private(_), Backing::Pool { .. }) => unreachable!("private segment in a zero-copy engine"),
+    }
+}
+
+fn setup_ring(config: &EngineConfig) -> io::Result<IoUring> {
+    let cq = config.queue_entries * 4;
+    match IoUring::builder().setup_single_issuer().setup_defer_taskrun().setup_cqsize(cq).build(config.queue_entries) {
+        Ok(ring) => Ok(ring),
+        Err(error) => {
+            eprintln!("io_uring: SINGLE_ISSUER | DEFER_TASKRUN unavailable ({error}); using a plain ring");
+            IoUring::builder().setup_cqsize(cq).build(config.queue_entries)
+        }
+    }
+}
+
+impl Drop for Engine<'_> {
+    fn drop(&mut self) {
+        for slot in 0..self.conns.len() {
+            if let Some(conn) = self.conns[slot].take() {
+                // SAFETY: our descriptor; the ring is about to go away.
+                unsafe { libc::close(conn.fd) };
+            }
+        }
+        let _ = self.ring.submitter().unregister_buf_ring(BUFFER_GROUP);
+        if let Backing::Private { memory, len } = self.backing {
+            // SAFETY: our mapping; the buffer ring is unregistered.
+            unsafe { libc::munmap(memory.cast(), len) };
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The baseline server loop: epoll, read() into private buffers, the same
+//! WAL logic (copying bodies into the pool), write(). With
+//! `CommitPolicy::PerRequest` every request is committed (one fence or one
+//! fdatasync) before its reply is written: the paper's "Linux" baseline.
+//! With `PerTurn`, one commit covers every request of an epoll_wait turn
+//! before the replies are written (Redis's group commit).
+//!
+//! Private buffers are 16 KiB chunks recycled through a free list; a
+//! stream segment names its chunk, and a consumed chunk returns to the list.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::buffers::Buffers;
+use crate::pool::Pool;
+use crate::stream::{Segment, Source, Stream};
+use crate::wal::{ConnState, Wal};
+
+const CHUNK_SIZE: usize = 16 * 1024;
+/// Bytes read from one connection per turn before moving on (fairness).
+const READ_PER_TURN_MAX: usize = 256 * 1024;
+const EVENTS_MAX: usize = 1024;
+const LISTENER_TOKEN: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitPolicy {
+    PerRequest,
+    PerTurn,
+}
+
+struct Conn {
+    fd: RawFd,
+    stream: Stream,
+    state: ConnState,
+    out: Vec<u8>,
+    sent: usize,
+    closing: bool,
+    /// The peer sent everything it will: close once it is all served.
+    eof: bool,
+    writable_wanted: bool,
+}
+
+/// Private receive chunks.
+#[derive(Default)]
+struct Chunks {
+    chunks: Vec<Box<[u8]>>,
+    free: Vec<u32>,
+}
+
+impl Chunks {
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.chunks.push(vec![0u8; CHUNK_SIZE].into_boxed_slice());
+            (self.chunks.len() - 1) as u32
+        })
+    }
+}
+
+pub struct EpollServer<'a> {
+    pool: &'a Pool,
+    buffers: &'a mut Buffers,
+    wal: &'a mut Wal,
+    policy: CommitPolicy,
+    epoll: OwnedFd,
+    listener: OwnedFd,
+    conns: Vec<Option<Conn>>,
+    free_slots: Vec<u32>,
+    chunks: Chunks,
+    touched: Vec<u32>,
+}
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+impl<'a> EpollServer<'a> {
+    pub fn new(
+        pool: &'a Pool,
+        buffers: &'a mut Buffers,
+        wal: &'a mut Wal,
+        listen: SocketAddr,
+        policy: CommitPolicy,
+    ) -> io::Result<Self> {
+        let listener = crate::net::listen(listen, false, true)?;
+        // SAFETY: creates a new descriptor, owned from here on.
+        let epoll = unsafe {
+            <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?)
+        };
+        let server = EpollServer {
+            pool,
+            buffers,
+            wal,
+            policy,
+            epoll,
+            listener,
+            conns: Vec::new(),
+            free_slots: Vec::new(),
+            chunks: Chunks::default(),
+            touched: Vec::new(),
+        };
+        server.control(libc::EPOLL_CTL_ADD, server.listener.as_raw_fd(), libc::EPOLLIN as u32, LISTENER_TOKEN)?;
+        Ok(server)
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        crate::net::local_addr(&self.listener)
+    }
+
+    fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: valid descriptors and event struct.
+        check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut event) }).map(drop)
+    }
+
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_MAX];
+        while !stop.load(Ordering::Relaxed) {
+            // SAFETY: `events` has EVENTS_MAX entries.
+            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS_MAX as i32, -1) };
+            if n < 0 {
+                let error = io::Error::last_os_error();
+                if error.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(error);
+            }
+            for event in &events[..n as usize] {
+                let (token, flags) = (event.u64, event.events);
+                if token == LISTENER_TOKEN {
+                    self.accept_all()?;
+                    continue;
+                }
+                let slot = token as u32;
+                if flags & libc::EPOLLOUT as u32 != 0 {
+                    self.write_out(slot)?;
+                }
+                if flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                    self.read_and_serve(slot)?;
+                }
+            }
+            if self.policy == CommitPolicy::PerTurn {
+                self.commit()?;
+            }
+            let touched = std::mem::take(&mut self.touched);
+            for &slot in &touched {
+                self.write_out(slot)?;
+            }
+            self.touched = touched;
+            self.touched.clear();
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> io::Result<()> {
+        self.wal.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))
+    }
+
+    fn accept_all(&mut self) -> io::Result<()> {
+        loop {
+            // SAFETY: no address wanted; flags make the socket non-blocking.
+            let fd = unsafe {
+                libc::accept4(
+                    self.listener.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                let error = io::Error::last_os_error();
+                return match error.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::ECONNABORTED) | Some(libc::EINTR) => Ok(()),
+                    Some(libc::EMFILE) | Some(libc::ENFILE) => Ok(()),
+                    _ => Err(error),
+                };
+            }
+            crate::net::set_nodelay(fd);
+            let conn = Conn {
+                fd,
+                stream: Stream::new(),
+                state: ConnState::default(),
+                out: Vec::new(),
+                sent: 0,
+                closing: false,
+                eof: false,
+                writable_wanted: false,
+            };
+            let slot = match self.free_slots.pop() {
+                Some(slot) => {
+                    self.conns[slot as usize] = Some(conn);
+                    slot
+                }
+                None => {
+                    self.conns.push(Some(conn));
+                    (self.conns.len() - 1) as u32
+                }
+            };
+            self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
+        }
+    }
+
+    fn read_and_serve(&mut self, slot: u32) -> io::Result<()> {
+        let Some(conn) = self.conns[slot as usize].as_mut() else { return Ok(()) };
+        let mut read_total = 0;
+        while read_total < READ_PER_TURN_MAX && !conn.closing && !conn.eof {
+            let id = self.chunks.take();
+            let chunk = &mut self.chunks.chunks[id as usize];
+            // SAFETY: reads at most CHUNK_SIZE bytes into our chunk.
+            let n = unsafe { libc::read(conn.fd, chunk.as_mut_ptr().cast(), CHUNK_SIZE) };
+            if n <= 0 {
+                self.chunks.free.push(id);
+                let error = io::Error::last_os_error();
+                if n < 0 && matches!(error.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) {
+                    break;
+                }
+                conn.eof = true; // EOF or error: serve what came, then close
+                break;
+            }
+            read_total += n as usize;
+            // SAFETY: the chunk stays allocated and unwritten until the
+            // stream releases the segment (it is off the free list).
+            conn.stream.push(unsafe { Segment::new(Source::Private(id), chunk.as_ptr(), 0, n as u32) });
+        }
+        self.serve(slot)
+    }
+
+    fn serve(&mut self, slot: u32) -> io::Result<()> {
+        let requests_max = if self.policy == CommitPolicy::PerRequest { 1 } else { usize::MAX };
+        loop {
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            let free = &mut self.chunks.free;
+            let mut release = |segment: Segment, buffers: &mut Buffers| match segment.source {
+                Source::Private(id) => free.push(id),
+                Source::Pool(buffer) => {
+                    buffers.release(buffer).expect("a referenced buffer");
+                }
+            };
+            let progress = self.wal.on_input(
+                self.pool,
+                self.buffers,
+                &mut conn.state,
+                &mut conn.stream,
+                &mut conn.out,
+                requests_max,
+                &mut release,
+            );
+            conn.closing |= progress.close;
+            if self.policy == CommitPolicy::PerRequest && progress.requests > 0 {
+                // The paper's baseline: durable, then the reply, per request.
+                self.commit()?;
+                self.write_out(slot)?;
+                if self.conns[slot as usize].is_some() && !progress.close {
+                    continue;
+                }
+            }
+            break;
+        }
+        if let Some(conn) = self.conns[slot as usize].as_mut() {
+            conn.closing |= conn.eof;
+            self.touched.push(slot);
+        }
+        Ok(())
+    }
+
+    /// Writes what is queued; closes the connection when it is done.
+    fn write_out(&mut self, slot: u32) -> io::Result<()> {
+        let Some(conn) = self.conns[slot as usize].as_mut() else { return Ok(()) };
+        while conn.sent < conn.out.len() {
+            let rest = &conn.out[conn.sent..];
+            // SAFETY: writes from our buffer; MSG_NOSIGNAL avoids SIGPIPE.
+            let n = unsafe { libc::send(conn.fd, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
+            if n < 0 {
+                let error = io::Error::last_os_error();
+                if error.raw_os_error() == Some(libc::EAGAIN) {
+                    if !conn.writable_wanted {
+                        conn.writable_wanted = true;
+                        let fd = conn.fd;
+                        self.control(
+                            libc::EPOLL_CTL_MOD,
+                            fd,
+                            (libc::EPOLLIN | libc::EPOLLOUT) as u32,
+                            u64::from(slot),
+                        )?;
+                    }
+                    return Ok(());
+                }
+                conn.closing = true;
+                conn.out.clear();
+                conn.sent = 0;
+                break;
+            }
+            conn.sent += n as usize;
+        }
+        conn.out.clear();
+        conn.sent = 0;
+        if conn.writable_wanted {
+            conn.writable_wanted = false;
+            let fd = conn.fd;
+            self.control(libc::EPOLL_CTL_MOD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
+        }
+        let conn = self.conns[slot as usize].as_mut().expect("live");
+        if conn.closing {
+            let mut conn = self.conns[slot as usize].take().expect("live");
+            let free = &mut self.chunks.free;
+            conn.stream.clear(|segment| {
+                if let Source::Private(id) = segment.source {
+                    free.push(id);
+                }
+            });
+            self.wal.abandon(self.buffers, &mut conn.state);
+            // SAFETY: our descriptor; closing also removes it from epoll.
+            unsafe { libc::close(conn.fd) };
+            self.free_slots.push(slot);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EpollServer<'_> {
+    fn drop(&mut self) {
+        for conn in self.conns.iter_mut().filter_map(Option::take) {
+            // SAFETY: our descriptor.
+            unsafe { libc::close(conn.fd) };
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! The WAL server's logic (PASTE's write-ahead log, paper section 4.3.1),
+//! independent of how bytes arrive (io_uring or epoll) and of when the
+//! engine commits.
+//!
+//! Protocol (HTTP/1.1, keep-alive, pipelining):
+//! - `POST <any path>` with a Content-Length body: the body becomes one log
+//!   record; the reply `200` carries `X-Seq: <seq>`. The engine sends it only
+//!   after the turn's commit, so an acknowledged body is durable.
+//! - `GET /log/<seq>`: the record's body, byte for byte (404 if absent);
+//!   `GET /log`: a JSON summary; `GET <other>`: 200, nothing persisted.
+//! - malformed: 400 (or 411, 413, 431, 501, 505) and close; log or pool
+//!   full: 503 with Retry-After, nothing acknowledged, the server goes on.
+//!
+//! Persistence modes: `ZeroCopy` logs the body where it was received (the
+//! stream's pool segments; each request holds its own buffer references
+//! while its body arrives); `Copy` copies the body into pool buffers as it
+//! arrives (the paper's copy baselines); `Off` persists nothing (ceiling).
+//!
+//! Invariant: every buffer reference a request takes is given back when the
+//! request ends, whether it was logged, refused, or its connection died.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+use crate::buffers::Buffers;
+use crate::error::LogError;
+use crate::http::{self, HeadError, Method};
+use crate::limits::RECORD_EXTENTS_MAX;
+use crate::log::{Log, RecoveryReport};
+use crate::pool::Pool;
+use crate::record::Extent;
+use crate::stream::{Segment, Stream};
+
+/// The record kind of a WAL entry.
+pub const KIND_WAL: u16 = 1;
+/// The default limit on a request body.
+pub const BODY_SIZE_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persist {
+    ZeroCopy,
+    Copy,
+    Off,
+}
+
+impl Persist {
+    pub fn parse(text: &str) -> Option<Persist> {
+        match text {
+            "zerocopy" | "zero-copy" => Some(Persist::ZeroCopy),
+            "copy" => Some(Persist::Copy),
+            "off" => Some(Persist::Off),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Persist::ZeroCopy => "zerocopy",
+            Persist::Copy => "copy",
+            Persist::Off => "off",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct WalConfig {
+    pub persist: Persist,
+    pub body_size_max: u64,
+    /// Free buffers kept for receiving: below this, bodies are refused
+    /// (503) rather than kept, so the receive ring can always be refilled
+    /// and the server can still answer. The engine sets it to its ring size.
+    pub buffers_reserve: u32,
+}
+
+/// Counters, for metrics and tests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalStats {
+    pub requests: u64,
+    pub records: u64,
+    pub bytes_zero_copy: u64,
+    pub bytes_copied: u64,
+    pub refused_full: u64,
+    pub refused_malformed: u64,
+    pub commits: u64,
+}
+
+/// A request whose body is still arriving.
+struct InFlight {
+    keep_alive: bool,
+    remaining: u64,
+    extents: Vec<Extent>,
+    /// Bytes used in the last extent's buffer (copy mode packs buffers).
+    copy_fill: usize,
+    /// Set when the body cannot be kept (pool full): drain it, answer 503.
+    refused: bool,
+}
+
+/// Per-connection state of the WAL protocol.
+#[derive(Default)]
+pub struct ConnState {
+    request: Option<InFlight>,
+}
+
+/// What `on_input` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub requests: usize,
+    /// Close the connection once its replies are sent.
+    pub close: bool,
+}
+
+pub struct Wal {
+    config: WalConfig,
+    log: Log,
+    /// lsn of record `first_seq + i`.
+    seqs: VecDeque<u64>,
+    first_seq: u64,
+    next_seq: u64,
+    appended_since_commit: bool,
+    stats: WalStats,
+    extents: Vec<Extent>,
+}
+
+impl Wal {
+    /// Recovers the pool's log and indexes its records by sequence number.
+    pub fn recover(pool: &Pool, buffers: &mut Buffers, config: WalConfig) -> Result<(Wal, RecoveryReport), LogError> {
+        let (log, report) = Log::recover(pool, buffers)?;
+        let mut seqs = VecDeque::new();
+        let mut first_seq = 1;
+        for lsn in log.live_lsns() {
+            let seq = log.view(pool, lsn)?.tag;
+            if seqs.is_empty() {
+                first_seq = seq;
+            }
+            // Sequence numbers are dense and increasing: the WAL never
+            // releases a record out of order.
+            if seq != first_seq + seqs.len() as u64 {
+                return Err(LogError::Corrupt { lsn, reason: format!("WAL sequence {seq} out of order") });
+            }
+            seqs.push_back(lsn);
+        }
+        let next_seq = first_seq + seqs.len() as u64;
+        let wal = Wal {
+            config,
+            log,
+            seqs,
+            first_seq,
+            next_seq,
+            appended_since_commit: false,
+            stats: WalStats::default(),
+            extents: Vec::new(),
+        };
+        Ok((wal, report))
+    }
+
+    pub fn stats(&self) -> WalStats {
+        self.stats
+    }
+
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    pub fn config(&self) -> WalConfig {
+        self.config
+    }
+
+    /// True when replies queued since the last commit acknowledge records.
+    pub fn needs_commit(&self) -> bool {
+        self.appended_since_commit
+    }
+
+    /// Makes the turn's records durable. An error is fatal: the replies
+    /// that wait for it must never be sent.
+    pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), LogError> {
+        if !self.appended_since_commit {
+            return Ok(());
+        }
+        self.log.commit(pool, buffers)?;
+        self.appended_since_commit = false;
+        self.stats.commits += 1;
+        Ok(())
+    }
+
+    /// Serves up to `requests_max` requests from `stream`, appending replies
+    /// to `out`. `release` gives back a fully consumed segment's buffer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_input(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut ConnState,
+        stream: &mut Stream,
+        out: &mut Vec<u8>,
+        requests_max: usize,
+        release: &mut dyn FnMut(Segment, &mut Buffers),
+    ) -> Progress {
+        let mut progress = Progress::default();
+        while progress.requests < requests_max && !progress.close {
+            if conn.request.is_some() {
+                if !self.take_body(pool, buffers, conn, stream, release) {
+                    break; // the body is still arriving
+                }
+                let request = conn.request.take().expect("checked");
+                progress.close |= !request.keep_alive;
+                self.finish_post(pool, buffers, request, out);
+                progress.requests += 1;
+                continue;
+            }
+            if stream.is_empty() {
+                break;
+            }
+            let prefix = stream.prefix(http::HEAD_SIZE_MAX);
+            let head = match http::parse_head(prefix, self.config.body_size_max) {
+                Ok(head) => head,
+                Err(HeadError::Incomplete) => break,
+                Err(HeadError::Refuse(status, why)) => {
+                    self.stats.refused_malformed += 1;
+                    respond(out, status, &[], why.as_bytes(), false);
+                    progress.close = true;
+                    break;
+                }
+            };
+            let target = prefix[head.target.clone()].to_vec();
+            stream.consume(head.head_len, |segment| release(segment, buffers));
+            self.stats.requests += 1;
+            match head.method {
+                Method::Post | Method::Put => {
+                    conn.request = Some(InFlight {
+                        keep_alive: head.keep_alive,
+                        remaining: head.content_length,
+                        extents: Vec::new(),
+                        copy_fill: 0,
+                        refused: false,
+                    });
+                }
+                Method::Get | Method::Head if head.content_length == 0 => {
+                    self.get(pool, &target, head.method == Method::Head, head.keep_alive, out);
+                    progress.close |= !head.keep_alive;
+                    progress.requests += 1;
+                }
+                _ => {
+                    respond(out, 405, &[], b"only GET, HEAD and POST (without a body on GET)", false);
+                    progress.close = true;
+                }
+            }
+        }
+        progress
+    }
+
+    /// Moves body bytes from the stream into the request; true when the
+    /// whole body is there.
+    fn take_body(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut ConnState,
+        stream: &mut Stream,
+        release: &mut dyn FnMut(Segment, &mut Buffers),
+    ) -> bool {
+        let request = conn.request.as_mut().expect("a request in flight");
+        let take = (request.remaining.min(stream.len() as u64)) as usize;
+        if take > 0 {
+            let low = buffers.free_count() < self.config.buffers_reserve;
+            if low && !request.refused && self.config.persist != Persist::Off {
+                request.refused = true;
+                buffers.release_extents(&request.extents).expect("the request's references");
+                request.extents.clear();
+            }
+            if request.refused || self.config.persist == Persist::Off {
+                // Drained, not kept.
+            } else if self.config.persist == Persist::ZeroCopy && stream.pool_extents(take, &mut self.extents) {
+                for extent in self.extents.drain(..) {
+                    buffers.retain(extent.buffer).expect("a received buffer takes another reference");
+                    request.extents.push(extent);
+                }
+                self.stats.bytes_zero_copy += take as u64;
+            } else if !copy_body(pool, buffers, request, stream, take) {
+                request.refused = true;
+                buffers.release_extents(&request.extents).expect("the request's references");
+                request.extents.clear();
+            } else {
+                self.stats.bytes_copied += take as u64;
+            }
+            stream.consume(take, |segment| release(segment, buffers));
+            request.remaining -= take as u64;
+        }
+        request.remaining == 0
+    }
+
+    fn finish_post(&mut self, pool: &Pool, buffers: &mut Buffers, mut request: InFlight, out: &mut Vec<u8>) {
+        let keep_alive = request.keep_alive;
+        if self.config.persist == Persist::Off {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            respond(out, 200, &[("X-Seq", seq)], b"ok\n", keep_alive);
+            return;
+        }
+        if !request.refused && request.extents.len() > RECORD_EXTENTS_MAX {
+            // Too fragmented to name in one record: repack by copying.
+            request = repack(pool, buffers, request);
+        }
+        let result = if request.refused { None } else { Some(self.append(pool, buffers, &request.extents)) };
+        buffers.release_extents(&request.extents).expect("the request's references");
+        match result {
+            Some(Ok(seq)) => respond(out, 200, &[("X-Seq", seq)], b"ok\n", keep_alive),
+            Some(Err(error)) => {
+                self.stats.refused_full += 1;
+                respond(out, 503, &[("Retry-After", 1)], error.to_string().as_bytes(), keep_alive)
+            }
+            None => {
+                self.stats.refused_full += 1;
+                respond(out, 503, &[("Retry-After", 1)], b"pool full: the body was not stored", keep_alive)
+            }
+        }
+    }
+
+    fn append(&mut self, pool: &Pool, buffers: &mut Buffers, extents: &[Extent]) -> Result<u64, LogError> {
+        let seq = self.next_seq;
+        let lsn = match self.log.append(pool, buffers, KIND_WAL, seq, &[], extents) {
+            Err(LogError::BatchFull { .. }) => {
+                // A very large turn: commit what it has, then go on.
+                self.log.commit(pool, buffers)?;
+                self.log.append(pool, buffers, KIND_WAL, seq, &[], extents)?
+            }
+            other => other?,
+        };
+        self.seqs.push_back(lsn);
+        self.next_seq += 1;
+        self.appended_since_commit = true;
+        self.stats.records += 1;
+        Ok(seq)
+    }
+
+    fn get(&mut self, pool: &Pool, target: &[u8], head_only: bool, keep_alive: bool, out: &mut Vec<u8>) {
+        let body_of = |out: &mut Vec<u8>, status, body: &[u8]| {
+            if head_only {
+                respond_head(out, status, &[], body.len(), keep_alive);
+            } else {
+                respond(out, status, &[], body, keep_alive);
+            }
+        };
+        if target == b"/log" {
+            let usage = self.log.usage();
+            let mut json = String::new();
+            let _ = write!(
+                json,
+                "{{\"first_seq\":{},\"last_seq\":{},\"records\":{},\"bytes\":{},\"log_free_bytes\":{},\"domain\":\"{}\",\"durable\":{},\"persist\":\"{}\"}}\n",
+                self.first_seq,
+                self.next_seq.saturating_sub(1),
+                self.seqs.len(),
+                usage.live_data_bytes,
+                usage.free_bytes,
+                pool.domain().domain.name(),
+                pool.domain().durable,
+                self.config.persist.name(),
+            );
+            return body_of(out, 200, json.as_bytes());
+        }
+        let Some(seq) = target.strip_prefix(b"/log/").and_then(|s| std::str::from_utf8(s).ok()?.parse::<u64>().ok())
+        else {
+            return body_of(out, 200, b"ok\n");
+        };
+        let lsn = seq.checked_sub(self.first_seq).and_then(|i| self.seqs.get(i as usize));
+        match lsn.and_then(|&lsn| self.log.view(pool, lsn).ok()) {
+            Some(view) => {
+                let data = self.log.read_data(pool, &view);
+                body_of(out, 200, &data)
+            }
+            None => body_of(out, 404, b"no such record\n"),
+        }
+    }
+
+    /// Gives back the references of a request cut short (its connection
+    /// closed mid-body): nothing is logged.
+    pub fn abandon(&mut self, buffers: &mut Buffers, conn: &mut ConnState) {
+        if let Some(request) = conn.request.take() {
+            buffers.release_extents(&request.extents).expect("the request's references");
+        }
+    }
+}
+
+/// Copies `take` leading bytes of `stream` into pool buffers, packing them
+/// after the request's last copied byte. False when the pool is full.
+fn copy_body(pool: &Pool, buffers: &mut Buffers, request: &mut InFlight, stream: &Stream, take: usize) -> bool {
+    let size = pool.geometry().buffer_size as usize;
+    let mut ok = true;
+    stream.for_each_slice(take, |mut bytes| {
+        while ok && !bytes.is_empty() {
+            if request.extents.is_empty() || request.copy_fill == size {
+                match buffers.allocate() {
+                    Ok(buffer) => {
+                        request.extents.push(Extent::new(buffer, 0, 0));
+                        request.copy_fill = 0;
+                    }
+                    Err(_) => {
+                        ok = false;
+                        return;
+                    }
+                }
+            }
+            let last = request.extents.last_mut().expect("just ensured");
+            let n = bytes.len().min(size - request.copy_fill);
+            pool.write(pool.buffer_offset(last.buffer) + request.copy_fill as u64, &bytes[..n]);
+            request.copy_fill += n;
+            *last = Extent::new(last.buffer, 0, request.copy_fill);
+            bytes = &bytes[n..];
+        }
+    });
+    ok
+}
+
+/// Copies a fragmented body into packed buffers (or refuses it).
+fn repack(pool: &Pool, buffers: &mut Buffers, request: InFlight) -> InFlight {
+    let mut data = Vec::new();
+    for extent in &request.extents {
+        let mut bytes = vec![0u8; extent.len as usize];
+        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut bytes);
+        data.extend_from_slice(&bytes);
+    }
+    buffers.release_extents(&request.extents).expect("the request's references");
+    let mut extents = Vec::new();
+    let refused = buffers.copy_in(pool, &data, &mut extents).is_err();
+    InFlight { extents, refused, ..request }
+}
+
+/// Appends a complete response with `body`.
+pub fn respond(out: &mut Vec<u8>, status: u16, headers: &[(&str, u64)], body: &[u8], keep_alive: bool) {
+    respond_head(out, status, headers, body.len(), keep_alive);
+    out.extend_from_slice(body);
+}
+
+fn respond_head(out: &mut Vec<u8>, status: u16, headers: &[(&str, u64)], body_len: usize, keep_alive: bool) {
+    let mut head = String::with_capacity(96);
+    let _ = write!(head, "HTTP/1.1 {status} {}\r\nContent-Length: {body_len}\r\n", http::reason(status));
+    for (name, value) in headers {
+        let _ = write!(head, "{name}: {value}\r\n");
+    }
+    if !keep_alive {
+        head.push_str("Connection: close\r\n");
+    }
+    head.push_str("\r\n");
+    out.extend_from_slice(head.as_bytes());
+}
