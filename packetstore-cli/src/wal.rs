@@ -62,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--threads {} is not supported yet: run one event loop (--threads 1)", args.threads);
     }
     let options = args.persist_args.options()?;
+    raise_open_file_limit();
     if let Some(parent) = args.pool.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
@@ -121,4 +122,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         other => bail!("unknown --io '{other}': use uring or epoll"),
     }
     Ok(())
+}
+
+/// Each connection is a descriptor: lift the soft limit to the hard one.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: valid out-parameter; then the same struct, adjusted, as input.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }

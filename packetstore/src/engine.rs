@@ -477,6 +477,8 @@ impl<'a> Engine<'a> {
 
     /// Step 3: the application parses and logs; replies are only queued.
     fn serve_dirty(&mut self) {
+        let connections = (self.conns.len() - self.free_slots.len()) as u64;
+        self.wal.set_io_counters(crate::wal::IoCounters { connections, enobufs: self.stats.enobufs });
         let dirty = std::mem::take(&mut self.dirty);
         for &slot in &dirty {
             let conn = self.conns[slot as usize].as_mut().expect("live");

@@ -108,7 +108,10 @@ pub fn parse_head(bytes: &[u8], body_size_max: u64) -> Result<RequestHead, HeadE
     Ok(RequestHead { method, target: target_start..target_start + target.len(), content_length, keep_alive, head_len })
 }
 
-fn split_request_line(line: &[u8]) -> Result<(&[u8], &[u8], &[u8]), HeadError> {
+/// Method, target and version of a request line.
+type RequestLine<'a> = (&'a [u8], &'a [u8], &'a [u8]);
+
+fn split_request_line(line: &[u8]) -> Result<RequestLine<'_>, HeadError> {
     let malformed = HeadError::Refuse(400, "malformed request line");
     let mut parts = line.split(|&b| b == b' ');
     let method = parts.next().filter(|m| !m.is_empty()).ok_or(malformed)?;

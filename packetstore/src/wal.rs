@@ -119,9 +119,23 @@ pub struct Wal {
     appended_since_commit: bool,
     stats: WalStats,
     extents: Vec<Extent>,
+    /// Counters of the I/O loop, reported by `GET /log`.
+    io_counters: IoCounters,
+}
+
+/// What the I/O loop tells the application about itself, for `GET /log`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IoCounters {
+    pub connections: u64,
+    pub enobufs: u64,
 }
 
 impl Wal {
+    /// Records the I/O loop's counters (called by the loop once per turn).
+    pub fn set_io_counters(&mut self, counters: IoCounters) {
+        self.io_counters = counters;
+    }
+
     /// Recovers the pool's log and indexes its records by sequence number.
     pub fn recover(pool: &Pool, buffers: &mut Buffers, config: WalConfig) -> Result<(Wal, RecoveryReport), LogError> {
         let (log, report) = Log::recover(pool, buffers)?;
@@ -149,6 +163,7 @@ impl Wal {
             appended_since_commit: false,
             stats: WalStats::default(),
             extents: Vec::new(),
+            io_counters: IoCounters::default(),
         };
         Ok((wal, report))
     }
@@ -235,7 +250,8 @@ impl Wal {
                     });
                 }
                 Method::Get | Method::Head if head.content_length == 0 => {
-                    self.get(pool, &target, head.method == Method::Head, head.keep_alive, out);
+                    let free = buffers.free_count();
+                    self.get(pool, free, &target, head.method == Method::Head, head.keep_alive, out);
                     progress.close |= !head.keep_alive;
                     progress.requests += 1;
                 }
@@ -332,7 +348,16 @@ impl Wal {
         Ok(seq)
     }
 
-    fn get(&mut self, pool: &Pool, target: &[u8], head_only: bool, keep_alive: bool, out: &mut Vec<u8>) {
+    #[allow(clippy::too_many_arguments)]
+    fn get(
+        &mut self,
+        pool: &Pool,
+        free_buffers: u32,
+        target: &[u8],
+        head_only: bool,
+        keep_alive: bool,
+        out: &mut Vec<u8>,
+    ) {
         let body_of = |out: &mut Vec<u8>, status, body: &[u8]| {
             if head_only {
                 respond_head(out, status, &[], body.len(), keep_alive);
@@ -343,9 +368,9 @@ impl Wal {
         if target == b"/log" {
             let usage = self.log.usage();
             let mut json = String::new();
-            let _ = write!(
+            let _ = writeln!(
                 json,
-                "{{\"first_seq\":{},\"last_seq\":{},\"records\":{},\"bytes\":{},\"log_free_bytes\":{},\"domain\":\"{}\",\"durable\":{},\"persist\":\"{}\"}}\n",
+                "{{\"first_seq\":{},\"last_seq\":{},\"records\":{},\"bytes\":{},\"log_free_bytes\":{},\"domain\":\"{}\",\"durable\":{},\"persist\":\"{}\",\"free_buffers\":{},\"connections\":{},\"enobufs\":{}}}",
                 self.first_seq,
                 self.next_seq.saturating_sub(1),
                 self.seqs.len(),
@@ -354,6 +379,9 @@ impl Wal {
                 pool.domain().domain.name(),
                 pool.domain().durable,
                 self.config.persist.name(),
+                free_buffers,
+                self.io_counters.connections,
+                self.io_counters.enobufs,
             );
             return body_of(out, 200, json.as_bytes());
         }
