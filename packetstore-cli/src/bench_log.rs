@@ -62,7 +62,7 @@ struct Setup {
 fn setup(name: &str, args: &Args) -> anyhow::Result<Setup> {
     let pm =
         |latency| PersistOptions { domain: Some(Domain::CacheLine), fence_latency_ns: latency, ..Default::default() };
-    let page = |sync| PersistOptions { domain: Some(Domain::Page), page_sync: sync, fence_latency_ns: 0 };
+    let page = |sync| PersistOptions { domain: Some(Domain::Page), page_sync: sync, ..Default::default() };
     Ok(match name {
         "pm" => Setup { name: "pm (cache-line, tmpfs)", dir: args.shm_dir.clone(), options: pm(0) },
         "pm-10us" => Setup { name: "pm +10us/fence", dir: args.shm_dir.clone(), options: pm(10_000) },

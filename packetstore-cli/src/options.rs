@@ -35,6 +35,9 @@ pub struct PersistArgs {
     /// domains, in nanoseconds (the paper's slow-PM case is 10000).
     #[arg(long, default_value_t = 0, alias = "fence-delay-ns")]
     pub fence_latency_ns: u64,
+    /// Map the whole pool at start (no page faults while serving).
+    #[arg(long)]
+    pub prefault: bool,
 }
 
 impl PersistArgs {
@@ -48,7 +51,7 @@ impl PersistArgs {
         };
         let page_sync = PageSync::parse(&self.page_sync)
             .with_context(|| format!("unknown page sync '{}': use fdatasync or msync", self.page_sync))?;
-        Ok(PersistOptions { domain, page_sync, fence_latency_ns: self.fence_latency_ns })
+        Ok(PersistOptions { domain, page_sync, fence_latency_ns: self.fence_latency_ns, prefault: self.prefault })
     }
 }
 

@@ -100,11 +100,14 @@ pub struct PersistOptions {
     /// Spin this long at every fence of the cache-line and byte domains, to
     /// emulate slow persistent memory (the paper used 10 us).
     pub fence_latency_ns: u64,
+    /// Map the whole pool up front (MAP_POPULATE): no page fault on the
+    /// data path, at the cost of memory (tmpfs) or reading the file.
+    pub prefault: bool,
 }
 
 impl Default for PersistOptions {
     fn default() -> Self {
-        PersistOptions { domain: None, page_sync: PageSync::Fdatasync, fence_latency_ns: 0 }
+        PersistOptions { domain: None, page_sync: PageSync::Fdatasync, fence_latency_ns: 0, prefault: false }
     }
 }
 

@@ -471,6 +471,7 @@ fn flock_request(kind: i16, start: i64) -> libc::flock {
 fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, bool)> {
     let fd = file.as_raw_fd();
     let protection = libc::PROT_READ | libc::PROT_WRITE;
+    let populate = if options.prefault { libc::MAP_POPULATE } else { 0 };
     let try_sync = !matches!(options.domain, Some(Domain::Page) | Some(Domain::None));
     if try_sync {
         // SAFETY: a fresh mapping chosen by the kernel; the fd is open.
@@ -479,7 +480,7 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
                 std::ptr::null_mut(),
                 len as usize,
                 protection,
-                libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC,
+                libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC | populate,
                 fd,
                 0,
             )
@@ -489,7 +490,7 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
         }
     }
     // SAFETY: as above.
-    let base = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, protection, libc::MAP_SHARED, fd, 0) };
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, protection, libc::MAP_SHARED | populate, fd, 0) };
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }

@@ -95,6 +95,18 @@ impl Stream {
         self.segments.len()
     }
 
+    /// The unconsumed bytes of the front segment, without copying.
+    pub fn front(&self) -> &[u8] {
+        match self.segments.front() {
+            Some(front) => {
+                let bytes = &front.bytes()[self.front_consumed as usize..];
+                // SAFETY: re-borrow with the stream's lifetime; see `Segment::new`.
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) }
+            }
+            None => &[],
+        }
+    }
+
     /// Up to `max` leading bytes, contiguous: borrowed from the front
     /// segment when it holds them all, otherwise gathered into a scratch
     /// buffer (bounded by `max`, the request-head limit).

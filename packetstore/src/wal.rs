@@ -225,8 +225,19 @@ impl Wal {
             if stream.is_empty() {
                 break;
             }
-            let prefix = stream.prefix(http::HEAD_SIZE_MAX);
-            let head = match http::parse_head(prefix, self.config.body_size_max) {
+            // Most heads sit whole in the front segment: parse them in place,
+            // and gather across segments (bounded) only when they straddle.
+            let front_len = stream.front().len();
+            let mut parsed = http::parse_head(stream.front(), self.config.body_size_max);
+            if parsed == Err(HeadError::Incomplete) && stream.len() > front_len {
+                parsed = http::parse_head(stream.prefix(http::HEAD_SIZE_MAX), self.config.body_size_max);
+            }
+            let prefix = if front_len >= parsed.as_ref().map_or(0, |h| h.head_len) {
+                stream.front()
+            } else {
+                stream.prefix(http::HEAD_SIZE_MAX)
+            };
+            let head = match parsed {
                 Ok(head) => head,
                 Err(HeadError::Incomplete) => break,
                 Err(HeadError::Refuse(status, why)) => {
@@ -459,14 +470,37 @@ pub fn respond(out: &mut Vec<u8>, status: u16, headers: &[(&str, u64)], body: &[
 }
 
 fn respond_head(out: &mut Vec<u8>, status: u16, headers: &[(&str, u64)], body_len: usize, keep_alive: bool) {
-    let mut head = String::with_capacity(96);
-    let _ = write!(head, "HTTP/1.1 {status} {}\r\nContent-Length: {body_len}\r\n", http::reason(status));
+    // Written by hand: this runs once per request, and core::fmt was 8% of
+    // the server's time in a profile.
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_decimal(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(http::reason(status).as_bytes());
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    push_decimal(out, body_len as u64);
+    out.extend_from_slice(b"\r\n");
     for (name, value) in headers {
-        let _ = write!(head, "{name}: {value}\r\n");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        push_decimal(out, *value);
+        out.extend_from_slice(b"\r\n");
     }
     if !keep_alive {
-        head.push_str("Connection: close\r\n");
+        out.extend_from_slice(b"Connection: close\r\n");
     }
-    head.push_str("\r\n");
-    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }

@@ -114,8 +114,8 @@ fn every_domain_commits_and_recovers() {
     use packetstore::PageSync;
     let dir = TempDir::new(&disk_dir(), "domains");
     let options = [
-        PersistOptions { domain: Some(Domain::Page), page_sync: PageSync::Fdatasync, fence_latency_ns: 0 },
-        PersistOptions { domain: Some(Domain::Page), page_sync: PageSync::Msync, fence_latency_ns: 0 },
+        PersistOptions { domain: Some(Domain::Page), page_sync: PageSync::Fdatasync, ..Default::default() },
+        PersistOptions { domain: Some(Domain::Page), page_sync: PageSync::Msync, ..Default::default() },
         PersistOptions { domain: Some(Domain::CacheLine), fence_latency_ns: 10_000, ..Default::default() },
         PersistOptions { domain: Some(Domain::Byte), ..Default::default() },
         PersistOptions { domain: Some(Domain::None), ..Default::default() },
