@@ -130,6 +130,15 @@ pub struct CommitSummary {
     pub fenced: bool,
 }
 
+/// A commit whose fence is in flight: what it will make durable.
+#[derive(Debug)]
+pub struct CommitTicket {
+    end: u64,
+    head: u64,
+    unref: Vec<u32>,
+    summary: CommitSummary,
+}
+
 /// A live record, read back from the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordView {
@@ -177,6 +186,7 @@ pub struct Log {
     live_data_bytes: u64,
     poisoned: bool,
     read_only: bool,
+    commit_in_flight: bool,
     scratch: Vec<u8>,
 }
 
@@ -234,6 +244,7 @@ impl Log {
             live_data_bytes: 0,
             poisoned: false,
             read_only,
+            commit_in_flight: false,
             scratch: Vec::with_capacity(RECORD_SIZE_MAX),
         };
         let mut report = RecoveryReport { head_lsn: head, anchor_committed_lsn: committed, ..Default::default() };
@@ -539,32 +550,68 @@ impl Log {
     /// Makes every append and release since the last commit durable with one
     /// fence (steps 3-5). After an error nothing more is accepted.
     pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<CommitSummary, LogError> {
-        self.check_writable()?;
-        let summary = CommitSummary {
-            records: self.records_in_batch,
-            releases: self.releases_in_batch,
-            log_bytes: self.tail - self.durable_end,
-            fenced: true,
+        let Some(ticket) = self.begin_commit(pool)? else {
+            return Ok(CommitSummary::default());
         };
-        if summary.records == 0 && summary.releases == 0 && summary.log_bytes == 0 {
-            return Ok(CommitSummary { fenced: false, ..summary });
+        if let Err(error) = pool.fence() {
+            self.fail_commit();
+            return Err(LogError::CommitFailed(error));
+        }
+        Ok(self.finish_commit(ticket, buffers))
+    }
+
+    /// Steps 3 of a commit whose fence the caller issues itself (an
+    /// asynchronous fdatasync through io_uring): writes and flushes the
+    /// anchor and returns what the fence will cover, or None when there is
+    /// nothing to commit. Appends and releases may go on while the fence
+    /// is in flight (they belong to the next commit); at most one ticket
+    /// is outstanding. Call `finish_commit` once the fence succeeded, or
+    /// `fail_commit` if it failed.
+    pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<CommitTicket>, LogError> {
+        self.check_writable()?;
+        assert!(!self.commit_in_flight, "one commit at a time");
+        let ticket = CommitTicket {
+            end: self.tail,
+            head: self.head,
+            unref: std::mem::take(&mut self.unref_at_commit),
+            summary: CommitSummary {
+                records: self.records_in_batch,
+                releases: self.releases_in_batch,
+                log_bytes: self.tail - self.durable_end,
+                fenced: true,
+            },
+        };
+        if ticket.summary.records == 0 && ticket.summary.releases == 0 && ticket.summary.log_bytes == 0 {
+            self.unref_at_commit = ticket.unref;
+            return Ok(None);
         }
         if self.head != self.durable_head || self.anchor_committed != self.durable_end {
             self.write_anchor(pool, self.durable_end);
         }
-        if let Err(error) = pool.fence() {
-            self.poisoned = true;
-            return Err(LogError::CommitFailed(error));
-        }
-        self.anchor_committed = self.durable_end;
-        self.durable_end = self.tail;
-        self.durable_head = self.head;
-        for buffer in self.unref_at_commit.drain(..) {
-            buffers.release(buffer).expect("a released record's buffer was referenced");
-        }
         self.records_in_batch = 0;
         self.releases_in_batch = 0;
-        Ok(summary)
+        self.commit_in_flight = true;
+        Ok(Some(ticket))
+    }
+
+    /// Steps 4-5 after the fence of `ticket` succeeded.
+    pub fn finish_commit(&mut self, ticket: CommitTicket, buffers: &mut Buffers) -> CommitSummary {
+        assert!(self.commit_in_flight, "finish without begin");
+        self.commit_in_flight = false;
+        self.anchor_committed = self.durable_end;
+        self.durable_end = ticket.end;
+        self.durable_head = ticket.head;
+        for buffer in ticket.unref {
+            buffers.release(buffer).expect("a released record's buffer was referenced");
+        }
+        ticket.summary
+    }
+
+    /// The fence of the ticket in flight failed: nothing after it may be
+    /// acknowledged, and the log accepts nothing more.
+    pub fn fail_commit(&mut self) {
+        self.commit_in_flight = false;
+        self.poisoned = true;
     }
 
     /// Vouches for the last commit in the anchor (one more fence), so that

@@ -214,6 +214,61 @@ impl Persistence {
     }
 }
 
+/// A sync begun and not yet completed (see `Pool::begin_sync`).
+pub struct SyncToken {
+    started: Instant,
+    covered: Option<crate::sim::SimSync>,
+}
+
+impl Persistence {
+    pub fn begin_sync(&self) -> SyncToken {
+        let covered = match self {
+            Persistence::Hardware(_) => None,
+            Persistence::Simulated(device) => Some(device.begin_sync()),
+        };
+        SyncToken { started: Instant::now(), covered }
+    }
+
+    /// `result` is the outcome of the caller's own sync (hardware page
+    /// domain); the other domains complete here.
+    pub fn complete_sync(&self, token: SyncToken, result: io::Result<()>, stats: &PersistStats) -> io::Result<()> {
+        let result = match (self, token.covered) {
+            (Persistence::Simulated(device), Some(covered)) => device.complete_sync(covered),
+            (Persistence::Hardware(hw), _) => {
+                if hw.failed.load(Ordering::Acquire) {
+                    Err(io::Error::other("an earlier sync failed; this pool can no longer make writes durable"))
+                } else if hw.domain == Domain::Page {
+                    result
+                } else {
+                    hw.fence()
+                }
+            }
+            (Persistence::Simulated(_), None) => unreachable!("a simulated sync has its snapshot"),
+        };
+        if let Persistence::Hardware(hw) = self {
+            if result.is_err() {
+                hw.failed.store(true, Ordering::Release);
+            }
+        }
+        let ns = token.started.elapsed().as_nanos() as u64;
+        stats.fences.fetch_add(1, Ordering::Relaxed);
+        stats.fence_ns_total.fetch_add(ns, Ordering::Relaxed);
+        stats.fence_ns_max.fetch_max(ns, Ordering::Relaxed);
+        result
+    }
+
+    /// The descriptor to sync asynchronously: only for the hardware page
+    /// domain with fdatasync, where a sync can run while the caller works.
+    pub fn async_sync_fd(&self) -> Option<RawFd> {
+        match self {
+            Persistence::Hardware(hw) if hw.domain == Domain::Page && hw.page_sync == PageSync::Fdatasync => {
+                Some(hw.fd)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Hardware {
     #[inline]
     fn flush(&self, offset: u64, len: u64, stats: &PersistStats) {

@@ -28,7 +28,7 @@ use crate::cpu::FlushInstruction;
 use crate::error::PoolError;
 use crate::layout::{Geometry, Header, HeaderError, HDR_SIZE};
 use crate::limits::{FENCE_LATENCY_NS_MAX, HEADER_REGION_SIZE};
-use crate::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence};
+use crate::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence, SyncToken};
 use crate::sim::{SimDevice, SimMode};
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -340,6 +340,26 @@ impl Pool {
         self.persistence.fence(&self.stats)
     }
 
+    /// Starts a sync that completes later: it covers every flush (in the
+    /// page domain, every write) made before this call. The caller either
+    /// runs the sync itself (an io_uring fdatasync on `async_sync_fd`) and
+    /// passes its result to `complete_sync`, or, in other domains, just
+    /// calls `complete_sync`, which fences.
+    pub fn begin_sync(&self) -> SyncToken {
+        self.persistence.begin_sync()
+    }
+
+    /// Completes a sync begun with `begin_sync`. An error is final, as for
+    /// `fence`.
+    pub fn complete_sync(&self, token: SyncToken, result: io::Result<()>) -> io::Result<()> {
+        self.persistence.complete_sync(token, result, &self.stats)
+    }
+
+    /// The file to fdatasync when syncs run asynchronously (page domain).
+    pub fn async_sync_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.persistence.async_sync_fd()
+    }
+
     /// The file offset of buffer `index`.
     #[inline]
     pub fn buffer_offset(&self, index: u32) -> u64 {
@@ -490,7 +510,8 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
         }
     }
     // SAFETY: as above.
-    let base = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, protection, libc::MAP_SHARED | populate, fd, 0) };
+    let base =
+        unsafe { libc::mmap(std::ptr::null_mut(), len as usize, protection, libc::MAP_SHARED | populate, fd, 0) };
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }

@@ -40,6 +40,12 @@ use crate::rng::SplitMix64;
 const LINE: u64 = CACHE_LINE_SIZE as u64;
 const WORDS_PER_LINE: usize = CACHE_LINE_SIZE / 8;
 
+/// A sync in flight: the lines it covers, and the last flush it covers.
+pub struct SimSync {
+    lines: Vec<(u64, [u8; CACHE_LINE_SIZE])>,
+    flushes: u64,
+}
+
 /// Which persistence domain the simulator imitates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SimMode {
@@ -51,7 +57,9 @@ pub enum SimMode {
 
 struct State {
     durable: Vec<u8>,
-    pending: BTreeMap<u64, [u8; CACHE_LINE_SIZE]>,
+    /// Per line, the content a flush captured, and the flush's sequence.
+    pending: BTreeMap<u64, ([u8; CACHE_LINE_SIZE], u64)>,
+    flushes: u64,
     dirty: BTreeSet<u64>,
     fences: u64,
     crash_at_fence: Option<(u64, u64)>,
@@ -92,6 +100,7 @@ impl SimDevice {
             state: Mutex::new(State {
                 durable: image,
                 pending: BTreeMap::new(),
+                flushes: 0,
                 dirty: BTreeSet::new(),
                 fences: 0,
                 crash_at_fence: None,
@@ -145,10 +154,12 @@ impl SimDevice {
             return;
         }
         let current = self.current();
+        state.flushes += 1;
+        let sequence = state.flushes;
         for line in self.lines(offset, len) {
             let at = (line * LINE) as usize;
             let snapshot: [u8; CACHE_LINE_SIZE] = current[at..at + CACHE_LINE_SIZE].try_into().expect("a line");
-            state.pending.insert(line, snapshot);
+            state.pending.insert(line, (snapshot, sequence));
         }
     }
 
@@ -170,7 +181,7 @@ impl SimDevice {
         let pending = std::mem::take(&mut state.pending);
         match self.mode {
             SimMode::CacheLine => {
-                for (line, snapshot) in pending {
+                for (line, (snapshot, _)) in pending {
                     let at = (line * LINE) as usize;
                     state.durable[at..at + CACHE_LINE_SIZE].copy_from_slice(&snapshot);
                 }
@@ -184,6 +195,60 @@ impl SimDevice {
             }
         }
         // A line stays dirty while the program's view differs from durable.
+        let durable = std::mem::take(&mut state.durable);
+        state.dirty.retain(|&line| {
+            let at = (line * LINE) as usize;
+            durable[at..at + CACHE_LINE_SIZE] != current[at..at + CACHE_LINE_SIZE]
+        });
+        state.durable = durable;
+        Ok(())
+    }
+
+    /// Starts a sync that completes later (an asynchronous fdatasync): it
+    /// covers exactly the lines as they are now: flushed ones (cache-line
+    /// mode), or every written one (page mode). Writes made after this call
+    /// are not covered, even if the sync completes after them.
+    pub(crate) fn begin_sync(&self) -> SimSync {
+        let state = self.state.lock().expect("sim lock");
+        let current = self.current();
+        let mut lines: BTreeMap<u64, [u8; CACHE_LINE_SIZE]> =
+            state.pending.iter().map(|(&line, &(snapshot, _))| (line, snapshot)).collect();
+        if self.mode == SimMode::Page {
+            for &line in &state.dirty {
+                let at = (line * LINE) as usize;
+                lines.insert(line, current[at..at + CACHE_LINE_SIZE].try_into().expect("a line"));
+            }
+        }
+        SimSync { lines: lines.into_iter().collect(), flushes: state.flushes }
+    }
+
+    /// Completes a sync begun with `begin_sync`: commits what it covered.
+    /// Counts as a fence (an armed crash can happen here).
+    pub(crate) fn complete_sync(&self, sync: SimSync) -> io::Result<()> {
+        let mut state = self.state.lock().expect("sim lock");
+        if state.dead {
+            return Err(power_lost());
+        }
+        state.fences += 1;
+        if let Some((at_fence, seed)) = state.crash_at_fence {
+            if state.fences == at_fence {
+                let image = self.image(&state, seed);
+                state.crash_image = Some(image);
+                state.dead = true;
+                return Err(power_lost());
+            }
+        }
+        let current = self.current();
+        for (line, snapshot) in sync.lines {
+            let at = (line * LINE) as usize;
+            state.durable[at..at + CACHE_LINE_SIZE].copy_from_slice(&snapshot);
+            // Still different in memory (written since): still dirty.
+            if current[at..at + CACHE_LINE_SIZE] != snapshot {
+                state.dirty.insert(line);
+            }
+        }
+        // Flushes the sync covered are done; later ones stay pending.
+        state.pending.retain(|_, &mut (_, sequence)| sequence > sync.flushes);
         let durable = std::mem::take(&mut state.durable);
         state.dirty.retain(|&line| {
             let at = (line * LINE) as usize;
@@ -262,7 +327,7 @@ impl SimDevice {
         for line in candidates {
             let at = (line * LINE) as usize;
             let durable = &state.durable[at..at + CACHE_LINE_SIZE];
-            let flushed = state.pending.get(&line).map(|s| &s[..]);
+            let flushed = state.pending.get(&line).map(|(s, _)| &s[..]);
             let now = &current[at..at + CACHE_LINE_SIZE];
             let out = &mut image[at..at + CACHE_LINE_SIZE];
             match rng.below(4) {

@@ -226,9 +226,67 @@ impl Harness {
         match self.rng.below(10) {
             0..=5 => self.append(),
             6 | 7 => self.release_random(),
-            _ => {
+            8 => {
                 self.commit();
             }
+            _ => {
+                self.commit_overlapped();
+            }
+        }
+    }
+
+    /// A commit whose fence is issued by the caller, with the next batch's
+    /// appends and releases made while it is in flight (as the engine does
+    /// with an asynchronous fdatasync). Returns false on a power failure.
+    fn commit_overlapped(&mut self) -> bool {
+        let ticket = match self.log.begin_commit(&self.pool) {
+            Ok(Some(ticket)) => ticket,
+            Ok(None) => return true,
+            Err(e) => panic!("seed {}: begin_commit: {e}", self.seed),
+        };
+        // The sync covers what was written so far, not what follows.
+        let sync = self.pool.begin_sync();
+        let covered = std::mem::take(&mut self.batch);
+        let covered_released = std::mem::take(&mut self.released_in_batch);
+        for _ in 0..self.rng.below(6) {
+            match self.rng.below(3) {
+                0 => self.append_no_room(),
+                1 => self.release_random(),
+                _ => self.release_oldest(), // moves the head while the sync runs
+            }
+        }
+        if self.pool.complete_sync(sync, Ok(())).is_err() {
+            assert!(self.device.is_dead(), "seed {}: a sync failed without a power failure", self.seed);
+            self.log.fail_commit();
+            // Both batches are in doubt, the covered one first in the log.
+            let newer = std::mem::replace(&mut self.batch, covered);
+            self.batch.extend(newer);
+            self.released_in_batch.extend(covered_released);
+            return false;
+        }
+        self.log.finish_commit(ticket, &mut self.buffers);
+        for (lsn, expected, released) in covered {
+            if !released {
+                self.durable.insert(lsn, expected);
+            }
+        }
+        true
+    }
+
+    /// Appends unless the log or pool is full (no commit may run while a
+    /// commit is in flight, so there is no making room here).
+    fn append_no_room(&mut self) {
+        let mut data = vec![0u8; 1 + self.rng.below(700) as usize];
+        self.rng.fill(&mut data);
+        let expected = Expected { kind: 1, tag: self.rng.next_u64(), key: b"overlap".to_vec(), data };
+        let Some(extents) = self.receive(&expected.data) else { return };
+        let result =
+            self.log.append(&self.pool, &mut self.buffers, expected.kind, expected.tag, &expected.key, &extents);
+        for buffer in self.retired.drain(..) {
+            self.buffers.release(buffer).unwrap();
+        }
+        if let Ok(lsn) = result {
+            self.batch.push((lsn, expected, false));
         }
     }
 
@@ -242,7 +300,8 @@ impl Harness {
             if last && at_fence {
                 let crash_seed = self.rng.next_u64();
                 self.device.crash_at_fence(self.device.fences() + 1, crash_seed);
-                if !self.commit() {
+                let survived = if self.rng.chance(1, 2) { self.commit() } else { self.commit_overlapped() };
+                if !survived {
                     return self.device.take_crash_image().expect("the armed crash took an image");
                 }
                 // Nothing to commit: no fence ran; fail right here instead.
@@ -333,10 +392,19 @@ fn failure_points() -> u64 {
 }
 
 fn run_seed(seed: u64) {
-    let mut harness = Harness::new(seed);
-    for _ in 0..CYCLES_PER_SEED {
-        let device = harness.run_until_failure();
-        harness.recover_and_check(device);
+    // Any failure, from the harness or from the simulator's own checks,
+    // names its seed so that PACKETSTORE_SEED can replay it.
+    let result = std::panic::catch_unwind(|| {
+        let mut harness = Harness::new(seed);
+        for _ in 0..CYCLES_PER_SEED {
+            let device = harness.run_until_failure();
+            harness.recover_and_check(device);
+        }
+    });
+    if let Err(panic) = result {
+        let message =
+            panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+        panic!("seed {seed} failed (replay with PACKETSTORE_SEED={seed}): {}", message.unwrap_or_default());
     }
 }
 
