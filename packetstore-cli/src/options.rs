@@ -38,6 +38,10 @@ pub struct PersistArgs {
     /// Map the whole pool at start (no page faults while serving).
     #[arg(long)]
     pub prefault: bool,
+    /// When creating a pool: write zeros over the whole file first, so the
+    /// page domain's syncs never allocate blocks (slower creation).
+    #[arg(long)]
+    pub preallocate: bool,
 }
 
 impl PersistArgs {
@@ -51,7 +55,13 @@ impl PersistArgs {
         };
         let page_sync = PageSync::parse(&self.page_sync)
             .with_context(|| format!("unknown page sync '{}': use fdatasync or msync", self.page_sync))?;
-        Ok(PersistOptions { domain, page_sync, fence_latency_ns: self.fence_latency_ns, prefault: self.prefault })
+        Ok(PersistOptions {
+            domain,
+            page_sync,
+            fence_latency_ns: self.fence_latency_ns,
+            prefault: self.prefault,
+            preallocate: self.preallocate,
+        })
     }
 }
 

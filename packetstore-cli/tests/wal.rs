@@ -64,8 +64,18 @@ impl Drop for Server {
 struct TempPool(PathBuf);
 
 impl TempPool {
+    /// On tmpfs: the cache-line domain (emulated persistent memory).
     fn new(name: &str) -> TempPool {
-        let path = PathBuf::from(format!("/dev/shm/packetstore-wal-{name}-{}.pool", std::process::id()));
+        Self::at("/dev/shm", name)
+    }
+
+    /// On the project's disk: the page domain (fdatasync through io_uring).
+    fn on_disk(name: &str) -> TempPool {
+        Self::at(concat!(env!("CARGO_MANIFEST_DIR"), "/../target"), name)
+    }
+
+    fn at(dir: &str, name: &str) -> TempPool {
+        let path = PathBuf::from(format!("{dir}/packetstore-wal-{name}-{}.pool", std::process::id()));
         let _ = std::fs::remove_file(&path);
         TempPool(path)
     }
@@ -147,7 +157,10 @@ const MODES: [&[&str]; 6] = [
 
 /// The functional checks every mode passes.
 fn functional(mode: &[&str]) {
-    let pool = TempPool::new(&mode.join("-").replace("--", ""));
+    functional_on(TempPool::new(&mode.join("-").replace("--", "")), mode, "cache-line");
+}
+
+fn functional_on(pool: TempPool, mode: &[&str], domain: &str) {
     let server = Server::start(&pool.0, mode);
     let persisting = !mode.contains(&"off");
 
@@ -196,7 +209,7 @@ fn functional(mode: &[&str]) {
         }
     }
     let summary = String::from_utf8(exchange(&server, &get_bytes("/log")).body).unwrap();
-    assert!(summary.contains("\"domain\":\"cache-line\""), "{summary}");
+    assert!(summary.contains(&format!("\"domain\":\"{domain}\"")), "{summary}");
 
     // Malformed input: 400 and close; too large: 413; chunked: 411.
     for (request, status) in [
@@ -223,6 +236,18 @@ fn functional(mode: &[&str]) {
 #[test]
 fn uring_zerocopy_functional() {
     functional(MODES[0]);
+}
+
+#[test]
+fn uring_zerocopy_page_domain_functional() {
+    // An ext4 pool: the page domain, whose fdatasync runs through io_uring
+    // while the next batch is received (replies wait for their sync).
+    functional_on(TempPool::on_disk("page-zerocopy"), MODES[0], "page");
+}
+
+#[test]
+fn epoll_copy_page_domain_functional() {
+    functional_on(TempPool::on_disk("page-epoll"), MODES[4], "page");
 }
 
 #[test]
@@ -380,10 +405,18 @@ fn a_full_pool_answers_503_and_keeps_serving() {
 
 #[test]
 fn kill_9_loses_no_acknowledged_body() {
+    kill_9(TempPool::new("kill"));
+}
+
+#[test]
+fn kill_9_loses_no_acknowledged_body_page_domain() {
+    kill_9(TempPool::on_disk("kill"));
+}
+
+fn kill_9(pool: TempPool) {
     // Writers POST distinct bodies and note every acknowledged X-Seq; the
     // server is killed at a random moment, restarted, and every noted
     // record must read back byte for byte.
-    let pool = TempPool::new("kill");
     let mut rng = SplitMix64::new(42);
     let mut acked: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for round in 0..5u64 {

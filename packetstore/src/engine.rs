@@ -51,6 +51,7 @@ use crate::wal::{ConnState, Persist, Wal};
 const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
+const OP_SYNC: u64 = 4;
 const BUFFER_GROUP: u16 = 0;
 /// io_uring_enter flag: wait for (and run the task work of) completions.
 const IORING_ENTER_GETEVENTS: u32 = 1;
@@ -100,8 +101,14 @@ struct Conn {
     generation: u32,
     stream: Stream,
     state: ConnState,
-    /// Replies queued and not yet handed to the kernel.
+    /// Replies of this turn, not yet classified (held or ready).
     out: Vec<u8>,
+    /// Replies cleared to go (their records are durable).
+    ready: Vec<u8>,
+    /// Replies waiting for a sync (asynchronous commits): bytes, and the
+    /// (epoch, end) marks saying which sync releases which prefix.
+    held: Vec<u8>,
+    held_marks: std::collections::VecDeque<(u64, usize)>,
     /// Replies being sent, and how much of them is done.
     sending: Vec<u8>,
     sent: usize,
@@ -143,6 +150,14 @@ pub struct Engine<'a> {
     out_of_buffers: Vec<u32>,
     /// Entries provided to the ring and not yet used by the kernel.
     ring_available: u32,
+    /// Page domain: the file to fdatasync through the ring, one batch in
+    /// flight while the next is received and parsed.
+    sync_fd: Option<RawFd>,
+    sync_in_flight: Option<(crate::log::CommitTicket, crate::persist::SyncToken, u64)>,
+    /// The epoch of the next sync to begin; replies tagged with an epoch
+    /// leave once that sync is done.
+    next_epoch: u64,
+    held_conns: Vec<u32>,
     stats: EngineStats,
 }
 
@@ -161,7 +176,8 @@ impl<'a> Engine<'a> {
         let ring = setup_ring(&config)?;
         let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP)?;
         let entries = config.ring_entries;
-        let backing = if wal.config().persist == Persist::ZeroCopy {
+        let persist = wal.config().persist;
+        let backing = if persist == Persist::ZeroCopy {
             let size = pool.geometry().buffer_size;
             let mut table = Vec::with_capacity(entries as usize);
             for bid in 0..entries {
@@ -218,6 +234,10 @@ impl<'a> Engine<'a> {
             rearm: Vec::new(),
             out_of_buffers: Vec::new(),
             ring_available: u32::from(entries),
+            sync_fd: if persist == Persist::Off { None } else { pool.async_sync_fd() },
+            sync_in_flight: None,
+            next_epoch: 1,
+            held_conns: Vec::new(),
             stats: EngineStats::default(),
         };
         engine.arm_accept()?;
@@ -311,6 +331,7 @@ impl<'a> Engine<'a> {
             }
             OP_RECV => self.received(slot, generation, result, flags),
             OP_SEND => self.sent(slot, result),
+            OP_SYNC => self.synced(result)?,
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
@@ -332,6 +353,9 @@ impl<'a> Engine<'a> {
             stream: Stream::new(),
             state: ConnState::default(),
             out: Vec::new(),
+            ready: Vec::new(),
+            held: Vec::new(),
+            held_marks: std::collections::VecDeque::new(),
             sending: Vec::new(),
             sent: 0,
             send_in_flight: false,
@@ -445,6 +469,9 @@ impl<'a> Engine<'a> {
             conn.closing = true;
             conn.sending.clear();
             conn.out.clear();
+            conn.ready.clear();
+            conn.held.clear();
+            conn.held_marks.clear();
         } else {
             conn.sent += result as usize;
             if conn.sent == conn.sending.len() {
@@ -457,7 +484,17 @@ impl<'a> Engine<'a> {
 
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
-        self.wal.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+        if self.sync_fd.is_some() {
+            self.hold_replies();
+            self.start_sync()?;
+        } else {
+            self.wal.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+            for &slot in &self.pending {
+                if let Some(conn) = self.conns[slot as usize].as_mut() {
+                    conn.ready.append(&mut conn.out);
+                }
+            }
+        }
         self.flush_replies()?;
         self.provide_starved();
         self.bufring.publish();
@@ -506,6 +543,87 @@ impl<'a> Engine<'a> {
         self.dirty.clear();
     }
 
+    /// Asynchronous commits: while any record is not yet durable, this
+    /// turn's replies wait for the sync that will cover everything appended
+    /// so far; so a reply never leaves before a record appended before it,
+    /// and a read never returns a record that could still be lost.
+    fn hold_replies(&mut self) {
+        let undurable = self.wal.needs_commit() || self.sync_in_flight.is_some();
+        let epoch = if self.wal.needs_commit() { self.next_epoch } else { self.next_epoch - 1 };
+        for &slot in &self.pending {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
+            if conn.out.is_empty() {
+                continue;
+            }
+            if !undurable && conn.held.is_empty() {
+                conn.ready.append(&mut conn.out);
+                continue;
+            }
+            let epoch = epoch.max(conn.held_marks.back().map_or(0, |&(e, _)| e));
+            if conn.held.is_empty() {
+                self.held_conns.push(slot);
+            }
+            conn.held.append(&mut conn.out);
+            match conn.held_marks.back_mut() {
+                Some(last) if last.0 == epoch => last.1 = conn.held.len(),
+                _ => conn.held_marks.push_back((epoch, conn.held.len())),
+            }
+        }
+    }
+
+    /// Begins a commit and submits its fdatasync, unless one is in flight.
+    fn start_sync(&mut self) -> io::Result<()> {
+        if self.sync_in_flight.is_some() || !self.wal.needs_commit() {
+            return Ok(());
+        }
+        let Some(ticket) = self.wal.begin_commit(self.pool).map_err(|e| io::Error::other(format!("commit: {e}")))?
+        else {
+            return Ok(());
+        };
+        let token = self.pool.begin_sync();
+        let fd = self.sync_fd.expect("asynchronous commits have a file");
+        let entry = opcode::Fsync::new(types::Fd(fd))
+            .flags(types::FsyncFlags::DATASYNC)
+            .build()
+            .user_data(user_data(OP_SYNC, 0, 0));
+        self.sync_in_flight = Some((ticket, token, self.next_epoch));
+        self.next_epoch += 1;
+        self.push(entry)
+    }
+
+    /// The sync in flight completed: its replies may leave.
+    fn synced(&mut self, result: i32) -> io::Result<()> {
+        let (ticket, token, epoch) = self.sync_in_flight.take().expect("a sync in flight");
+        let outcome = if result < 0 { Err(io::Error::from_raw_os_error(-result)) } else { Ok(()) };
+        if let Err(error) = self.pool.complete_sync(token, outcome) {
+            // Fatal: the replies waiting for this sync are never sent.
+            self.wal.fail_commit();
+            return Err(io::Error::other(format!("fdatasync failed, stopping: {error}")));
+        }
+        self.wal.finish_commit(ticket, self.buffers);
+        let mut held = std::mem::take(&mut self.held_conns);
+        held.sort_unstable();
+        held.dedup();
+        for slot in held {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
+            let mut released = 0;
+            while conn.held_marks.front().is_some_and(|&(e, _)| e <= epoch) {
+                released = conn.held_marks.pop_front().expect("checked").1;
+            }
+            if released > 0 {
+                conn.ready.extend(conn.held.drain(..released));
+                for mark in conn.held_marks.iter_mut() {
+                    mark.1 -= released;
+                }
+                self.pending.push(slot);
+            }
+            if !conn.held.is_empty() {
+                self.held_conns.push(slot);
+            }
+        }
+        Ok(())
+    }
+
     /// Step 5: sends queued replies; closes connections that are done.
     fn flush_replies(&mut self) -> io::Result<()> {
         let mut pending = std::mem::take(&mut self.pending);
@@ -514,8 +632,8 @@ impl<'a> Engine<'a> {
         for &slot in &pending {
             let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
             if !conn.send_in_flight {
-                if conn.sending.is_empty() && !conn.out.is_empty() {
-                    std::mem::swap(&mut conn.sending, &mut conn.out);
+                if conn.sending.is_empty() && !conn.ready.is_empty() {
+                    std::mem::swap(&mut conn.sending, &mut conn.ready);
                     conn.sent = 0;
                 }
                 if conn.sending.len() > conn.sent {
@@ -540,7 +658,9 @@ impl<'a> Engine<'a> {
     /// receive has ended: shutdown() ends the receive (completion 0).
     fn maybe_close(&mut self, slot: u32) {
         let conn = self.conns[slot as usize].as_mut().expect("live");
-        if !conn.closing || conn.send_in_flight || !conn.out.is_empty() || conn.sending.len() > conn.sent {
+        let unsent =
+            !conn.out.is_empty() || !conn.ready.is_empty() || !conn.held.is_empty() || conn.sending.len() > conn.sent;
+        if !conn.closing || conn.send_in_flight || unsent {
             return;
         }
         if conn.recv_armed {

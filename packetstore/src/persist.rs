@@ -103,11 +103,20 @@ pub struct PersistOptions {
     /// Map the whole pool up front (MAP_POPULATE): no page fault on the
     /// data path, at the cost of memory (tmpfs) or reading the file.
     pub prefault: bool,
+    /// At creation only: write zeros over the whole file, so that the page
+    /// domain's syncs never allocate blocks (no metadata to write per sync).
+    pub preallocate: bool,
 }
 
 impl Default for PersistOptions {
     fn default() -> Self {
-        PersistOptions { domain: None, page_sync: PageSync::Fdatasync, fence_latency_ns: 0, prefault: false }
+        PersistOptions {
+            domain: None,
+            page_sync: PageSync::Fdatasync,
+            fence_latency_ns: 0,
+            prefault: false,
+            preallocate: false,
+        }
     }
 }
 

@@ -72,6 +72,9 @@ impl Pool {
         let result = (|| {
             let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
             file.set_len(geometry.file_size())?;
+            if options.preallocate {
+                preallocate(&file, geometry.file_size())?;
+            }
             file.write_all_at(&initial_metadata(&geometry), 0)?;
             file.sync_all()?;
             rename_no_replace(&temporary, path)?;
@@ -378,6 +381,20 @@ impl Drop for Pool {
         // The file (and with it the lock) closes after this.
         let _ = self.file.take();
     }
+}
+
+/// Writes zeros over the whole file: every block is allocated and written
+/// once, so later syncs write data only.
+fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    const CHUNK: usize = 1 << 20;
+    let zeros = vec![0u8; CHUNK];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(CHUNK as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// The header page and the initial log anchor, written once at creation.

@@ -185,6 +185,26 @@ impl Wal {
         self.appended_since_commit
     }
 
+    /// Starts a commit whose sync the caller runs (see `Log::begin_commit`);
+    /// None when nothing waits to be committed.
+    pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<crate::log::CommitTicket>, LogError> {
+        let ticket = self.log.begin_commit(pool)?;
+        self.appended_since_commit = false;
+        Ok(ticket)
+    }
+
+    /// Finishes a commit begun with `begin_commit` whose sync succeeded.
+    pub fn finish_commit(&mut self, ticket: crate::log::CommitTicket, buffers: &mut Buffers) {
+        self.log.finish_commit(ticket, buffers);
+        self.stats.commits += 1;
+    }
+
+    /// The sync of the commit in flight failed: nothing is acknowledged
+    /// any more.
+    pub fn fail_commit(&mut self) {
+        self.log.fail_commit();
+    }
+
     /// Makes the turn's records durable. An error is fatal: the replies
     /// that wait for it must never be sent.
     pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), LogError> {
@@ -378,10 +398,12 @@ impl Wal {
         };
         if target == b"/log" {
             let usage = self.log.usage();
+            let fences = pool.stats().fences.load(std::sync::atomic::Ordering::Relaxed);
+            let fence_ns_total = pool.stats().fence_ns_total.load(std::sync::atomic::Ordering::Relaxed);
             let mut json = String::new();
             let _ = writeln!(
                 json,
-                "{{\"first_seq\":{},\"last_seq\":{},\"records\":{},\"bytes\":{},\"log_free_bytes\":{},\"domain\":\"{}\",\"durable\":{},\"persist\":\"{}\",\"free_buffers\":{},\"connections\":{},\"enobufs\":{}}}",
+                "{{\"first_seq\":{},\"last_seq\":{},\"records\":{},\"bytes\":{},\"log_free_bytes\":{},\"domain\":\"{}\",\"durable\":{},\"persist\":\"{}\",\"free_buffers\":{},\"connections\":{},\"enobufs\":{},\"fences\":{},\"fence_us_mean\":{:.1}}}",
                 self.first_seq,
                 self.next_seq.saturating_sub(1),
                 self.seqs.len(),
@@ -393,6 +415,8 @@ impl Wal {
                 free_buffers,
                 self.io_counters.connections,
                 self.io_counters.enobufs,
+                fences,
+                fence_ns_total as f64 / 1e3 / fences.max(1) as f64,
             );
             return body_of(out, 200, json.as_bytes());
         }
