@@ -97,7 +97,7 @@ struct RunResult {
 impl Bench {
     fn open(path: &Path, options: &PersistOptions) -> anyhow::Result<Bench> {
         let _ = std::fs::remove_file(path);
-        let geometry = Geometry { buffer_size: 2048, buffer_count: 65536, log_size: 16 << 20 };
+        let geometry = Geometry { buffer_size: 2048, buffer_count: 65536, log_size: 16 << 20, log_count: 1 };
         let pool = Pool::create(path, geometry, options).with_context(|| format!("creating {}", path.display()))?;
         let mut buffers = Buffers::new(geometry.buffer_count);
         let (log, _) = Log::recover(&pool, &mut buffers)?;

@@ -17,7 +17,7 @@ use packetstore::{Buffers, Geometry, Log, LogError, PersistOptions, Pool};
 
 /// A writer runs at most this long, so a test that forgets it cannot leak it.
 const RUN_TIME_MAX: Duration = Duration::from_secs(60);
-const GEOMETRY: Geometry = Geometry { buffer_size: 1024, buffer_count: 2048, log_size: 128 * 1024 };
+const GEOMETRY: Geometry = Geometry { buffer_size: 1024, buffer_count: 2048, log_size: 128 * 1024, log_count: 1 };
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -25,20 +25,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pool = Pool::open(&args.pool, &args.persist.options()?)
         .with_context(|| "cannot open the pool (is a server using it? inspect takes the lock too)")?;
     let geometry = pool.geometry();
-    let mut buffers = Buffers::new(geometry.buffer_count);
-    let (log, report) = Log::inspect(&pool, &mut buffers).context("the log does not validate")?;
-    let usage = log.usage();
     let header = pool.header();
-    let records = if args.records {
-        log.live_lsns().map(|lsn| log.view(&pool, lsn)).collect::<Result<Vec<_>, _>>()?
-    } else {
-        Vec::new()
-    };
+    // Every log, each with its share of the buffers; figures are summed.
+    let mut usage = Usage::default();
+    let mut records = Vec::new();
+    let mut scans = Vec::new();
+    for index in 0..geometry.log_count {
+        let (first, count) = geometry.buffer_range(index);
+        let mut buffers = Buffers::range(first, count);
+        let (log, report) =
+            Log::inspect(&pool, index, &mut buffers).with_context(|| format!("log {index} does not validate"))?;
+        let log_usage = log.usage();
+        usage.live_records += log_usage.live_records;
+        usage.live_data_bytes += log_usage.live_data_bytes;
+        usage.free_bytes += log_usage.free_bytes;
+        usage.ring_size += log_usage.ring_size;
+        usage.released += report.released_records;
+        usage.torn += report.torn_records_erased;
+        usage.free_buffers += buffers.free_count();
+        if args.records {
+            for lsn in log.live_lsns() {
+                records.push((index, log.view(&pool, lsn)?));
+            }
+        }
+        scans.push(report);
+    }
     if args.json {
         let json = serde_json::json!({
             "path": args.pool,
             "file_size": pool.len(),
-            "format_version": packetstore::layout::FORMAT_VERSION,
+            "format_version": header.version,
             "creation_id": format!("{:032x}", header.creation_id),
             "created_unix_ns": header.created_unix_ns,
             "geometry": {
@@ -55,19 +71,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "description": pool.domain().to_string(),
             },
             "log": {
-                "head_lsn": usage.head_lsn,
-                "tail_lsn": usage.tail_lsn,
+                "logs": geometry.log_count,
                 "ring_size": usage.ring_size,
                 "free_bytes": usage.free_bytes,
                 "live_records": usage.live_records,
                 "live_data_bytes": usage.live_data_bytes,
-                "released_records_not_reclaimed": report.released_records,
-                "torn_records_past_end": report.torn_records_erased,
-                "scan_ms": report.duration.as_secs_f64() * 1e3,
+                "released_records_not_reclaimed": usage.released,
+                "torn_records_past_end": usage.torn,
+                "scan_ms": scans.iter().map(|r| r.duration.as_secs_f64() * 1e3).sum::<f64>(),
             },
-            "buffers": { "referenced": geometry.buffer_count - buffers.free_count(), "free": buffers.free_count() },
-            "records": records.iter().map(|r| serde_json::json!({
-                "lsn": r.lsn, "kind": r.kind, "tag": r.tag,
+            "buffers": { "referenced": geometry.buffer_count - usage.free_buffers, "free": usage.free_buffers },
+            "records": records.iter().map(|(log, r)| serde_json::json!({
+                "log": log, "lsn": r.lsn, "kind": r.kind, "tag": r.tag,
                 "key": String::from_utf8_lossy(&r.key), "data_len": r.data_len, "extents": r.extents.len(),
             })).collect::<Vec<_>>(),
         });
@@ -79,25 +94,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "size        {} bytes ({:.1} MiB), format version {}",
         pool.len(),
         pool.len() as f64 / 1048576.0,
-        packetstore::layout::FORMAT_VERSION
+        header.version
     );
     println!("geometry    {geometry}");
     println!("domain      {}", pool.domain());
     println!(
-        "log         {} live records, {} data bytes; lsn [{}, {}); {} of {} ring bytes free",
-        usage.live_records, usage.live_data_bytes, usage.head_lsn, usage.tail_lsn, usage.free_bytes, usage.ring_size
+        "log         {} live records, {} data bytes in {} log(s); {} of {} ring bytes free",
+        usage.live_records, usage.live_data_bytes, geometry.log_count, usage.free_bytes, usage.ring_size
     );
-    if report.torn_records_erased > 0 {
-        println!(
-            "            {} records of an interrupted batch past the end (will be erased at the next open)",
-            report.torn_records_erased
-        );
+    if usage.torn > 0 {
+        println!("            {} records of an interrupted batch past the end (erased at the next open)", usage.torn);
     }
-    println!("buffers     {} referenced, {} free", geometry.buffer_count - buffers.free_count(), buffers.free_count());
-    println!("scan        {report}");
-    for r in &records {
+    println!("buffers     {} referenced, {} free", geometry.buffer_count - usage.free_buffers, usage.free_buffers);
+    for (index, report) in scans.iter().enumerate() {
+        println!("scan        log {index}: {report}");
+    }
+    for (log, r) in &records {
         println!(
-            "  lsn {:>10}  kind {:>3}  tag {:>20}  {:>8} bytes in {:>3} extents  key {:?}",
+            "  log {log} lsn {:>10}  kind {:>3}  tag {:>20}  {:>8} bytes in {:>3} extents  key {:?}",
             r.lsn,
             r.kind,
             r.tag,
@@ -107,4 +121,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Figures summed over a pool's logs.
+#[derive(Default)]
+struct Usage {
+    live_records: u64,
+    live_data_bytes: u64,
+    free_bytes: u64,
+    ring_size: u64,
+    released: u64,
+    torn: u64,
+    free_buffers: u32,
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{bail, Context};
 use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::{CommitPolicy, EpollServer};
-use packetstore::wal::{Persist, Wal, WalConfig};
+use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
 use packetstore::{Buffers, Geometry, Pool};
 
 use crate::options::{parse_size, PersistArgs};
@@ -58,8 +58,18 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let persist = Persist::parse(&args.persist)
         .with_context(|| format!("unknown --persist '{}': use zerocopy, copy or off", args.persist))?;
-    if args.threads != 1 {
-        bail!("--threads {} is not supported yet: run one event loop (--threads 1)", args.threads);
+    let threads =
+        u32::try_from(args.threads).ok().filter(|t| (1..=64).contains(t)).context("--threads must be 1..=64")?;
+    let io = args.io.as_str();
+    let policy = match (io, args.commit.as_str()) {
+        ("uring", _) => None,
+        ("epoll", "per-request") => Some(CommitPolicy::PerRequest),
+        ("epoll", "per-turn") => Some(CommitPolicy::PerTurn),
+        ("epoll", other) => bail!("unknown --commit '{other}': use per-request or per-turn"),
+        (other, _) => bail!("unknown --io '{other}': use uring or epoll"),
+    };
+    if policy.is_some() && persist == Persist::ZeroCopy {
+        bail!("--io epoll receives into private buffers: use --persist copy or off");
     }
     let options = args.persist_args.options()?;
     raise_open_file_limit();
@@ -69,57 +79,118 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pool = if args.pool.exists() {
         Pool::open(&args.pool, &options)?
     } else {
-        let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, parse_size(&args.log_size)?)
+        let mut geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, parse_size(&args.log_size)?)
             .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
+        geometry.log_count = threads;
+        geometry.validate().map_err(|e| anyhow::anyhow!("{} threads: {e}", threads))?;
         Pool::create(&args.pool, geometry, &options)?
     };
-    let mut buffers = Buffers::new(pool.geometry().buffer_count);
-    // Keep the receive ring refillable: twice its size stays free.
+    let geometry = pool.geometry();
+    if geometry.log_count != threads {
+        bail!(
+            "{} was created for {} event loop(s) ({} logs): run it with --threads {}",
+            args.pool.display(),
+            geometry.log_count,
+            geometry.log_count,
+            geometry.log_count
+        );
+    }
+    // Keep each loop's receive ring refillable: twice its size stays free.
     let buffers_reserve = u32::from(args.ring_entries) * 2;
+    let share = geometry.buffer_range(0).1;
+    if persist == Persist::ZeroCopy && share < u32::from(args.ring_entries) + buffers_reserve {
+        bail!("each event loop has {share} buffers, too few for a ring of {} (grow --pool-size)", args.ring_entries);
+    }
     let config = WalConfig { persist, body_size_max: parse_size(&args.body_size_max)?, buffers_reserve };
-    let (mut wal, report) = Wal::recover(&pool, &mut buffers, config)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "packetstore wal {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(out, "pool: {} ({:.1} MiB, {})", args.pool.display(), pool.len() as f64 / 1048576.0, pool.geometry())?;
+    writeln!(out, "pool: {} ({:.1} MiB, {})", args.pool.display(), pool.len() as f64 / 1048576.0, geometry)?;
     writeln!(out, "persistence domain: {}", pool.domain())?;
-    writeln!(out, "recovery: {report}")?;
+    drop(out);
+    // The first listener is bound here, so that an ephemeral port is known
+    // before the other loops bind it too (SO_REUSEPORT spreads connections).
+    let first = packetstore::net::listen(args.listen, threads > 1, policy.is_some())?;
+    let addr = packetstore::net::local_addr(&first)?;
+    let shared = SeqIndex::new(&pool);
     let stop = AtomicBool::new(false);
-    match args.io.as_str() {
-        "uring" => {
-            let engine_config = EngineConfig {
-                listen: args.listen,
-                ring_entries: args.ring_entries,
-                busy_poll: args.busy_poll,
-                ..EngineConfig::default()
+    let mut first = Some(first);
+    let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<String>>();
+    std::thread::scope(|scope| {
+        for index in 0..threads {
+            let listener = match first.take() {
+                Some(listener) => listener,
+                None => packetstore::net::listen(addr, true, policy.is_some())?,
             };
-            let mut engine = Engine::new(&pool, &mut buffers, &mut wal, engine_config)?;
-            writeln!(out, "listening on {} (io uring, persist {})", engine.local_addr()?, persist.name())?;
-            out.flush()?;
-            drop(out);
-            engine.run(&stop)?;
+            let (pool, shared, stop, ready) = (&pool, shared.clone(), &stop, ready.clone());
+            let ring_entries = args.ring_entries;
+            let busy_poll = args.busy_poll;
+            scope.spawn(move || {
+                let result =
+                    serve(pool, index, shared, config, policy, addr, ring_entries, busy_poll, listener, stop, &ready);
+                if let Err(error) = result {
+                    // A loop that stops (a failed sync, say) stops the process:
+                    // nothing it held back may be acknowledged by another.
+                    eprintln!("packetstore: error: event loop {index}: {error:#}");
+                    std::process::exit(1);
+                }
+            });
         }
-        "epoll" => {
-            if persist == Persist::ZeroCopy {
-                bail!("--io epoll receives into private buffers: use --persist copy or off");
+        drop(ready);
+        let mut out = std::io::stdout().lock();
+        for _ in 0..threads {
+            match started.recv() {
+                Ok(Ok(line)) => writeln!(out, "{line}")?,
+                Ok(Err(error)) => return Err(error),
+                Err(_) => bail!("an event loop failed to start"),
             }
-            let policy = match args.commit.as_str() {
-                "per-request" => CommitPolicy::PerRequest,
-                "per-turn" => CommitPolicy::PerTurn,
-                other => bail!("unknown --commit '{other}': use per-request or per-turn"),
-            };
-            let mut server = EpollServer::new(&pool, &mut buffers, &mut wal, args.listen, policy)?;
-            writeln!(
-                out,
-                "listening on {} (io epoll, persist {}, commit {})",
-                server.local_addr()?,
-                persist.name(),
-                args.commit
-            )?;
-            out.flush()?;
-            drop(out);
-            server.run(&stop)?;
         }
-        other => bail!("unknown --io '{other}': use uring or epoll"),
+        let kind = match policy {
+            None => "io uring".to_string(),
+            Some(_) => format!("io epoll, commit {}", args.commit),
+        };
+        writeln!(out, "listening on {addr} ({kind}, persist {}, threads {threads})", persist.name())?;
+        out.flush()?;
+        Ok(())
+    })
+}
+
+/// One event loop: recovers its log, then serves until stopped.
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    pool: &Pool,
+    index: u32,
+    shared: std::sync::Arc<SeqIndex>,
+    config: WalConfig,
+    policy: Option<CommitPolicy>,
+    addr: SocketAddr,
+    ring_entries: u16,
+    busy_poll: bool,
+    listener: std::os::fd::OwnedFd,
+    stop: &AtomicBool,
+    ready: &std::sync::mpsc::Sender<anyhow::Result<String>>,
+) -> anyhow::Result<()> {
+    let (first, count) = pool.geometry().buffer_range(index);
+    let mut buffers = Buffers::range(first, count);
+    let (mut wal, report) = match Wal::recover_log(pool, index, &mut buffers, config, shared) {
+        Ok(recovered) => recovered,
+        Err(error) => {
+            let _ = ready.send(Err(anyhow::anyhow!("log {index}: {error}")));
+            return Ok(());
+        }
+    };
+    let line = format!("recovery: log {index}: {report}");
+    match policy {
+        None => {
+            let engine_config = EngineConfig { listen: addr, ring_entries, busy_poll, ..EngineConfig::default() };
+            let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, Some(listener))?;
+            let _ = ready.send(Ok(line));
+            engine.run(stop)?;
+        }
+        Some(policy) => {
+            let mut server = EpollServer::new(pool, &mut buffers, &mut wal, addr, policy, Some(listener))?;
+            let _ = ready.send(Ok(line));
+            server.run(stop)?;
+        }
     }
     Ok(())
 }

@@ -18,6 +18,8 @@ use crate::pool::Pool;
 use crate::record::Extent;
 
 pub struct Buffers {
+    /// The first buffer index this allocator owns; it owns `counts.len()`.
+    first: u32,
     counts: Vec<u16>,
     free_stack: Vec<u32>,
     sweep_cursor: u32,
@@ -27,7 +29,18 @@ pub struct Buffers {
 impl Buffers {
     /// `count` buffers, all free.
     pub fn new(count: u32) -> Buffers {
-        Buffers { counts: vec![0; count as usize], free_stack: Vec::new(), sweep_cursor: 0, free_count: count }
+        Self::range(0, count)
+    }
+
+    /// Buffers `first..first + count` of a pool, all free: the share of one
+    /// event loop (`Geometry::buffer_range`), with its own free list.
+    pub fn range(first: u32, count: u32) -> Buffers {
+        Buffers { first, counts: vec![0; count as usize], free_stack: Vec::new(), sweep_cursor: 0, free_count: count }
+    }
+
+    /// The buffers owned: `first..first + count`.
+    pub fn owned(&self) -> std::ops::Range<u32> {
+        self.first..self.first + self.counts.len() as u32
     }
 
     pub fn count(&self) -> u32 {
@@ -39,7 +52,11 @@ impl Buffers {
     }
 
     pub fn refs(&self, index: u32) -> u16 {
-        self.counts[index as usize]
+        self.counts[(index - self.first) as usize]
+    }
+
+    fn slot(&self, index: u32) -> Option<usize> {
+        index.checked_sub(self.first).map(|i| i as usize).filter(|&i| i < self.counts.len())
     }
 
     /// Takes a free buffer; its count becomes 1 (the caller's reference).
@@ -61,15 +78,16 @@ impl Buffers {
         assert_eq!(self.counts[index as usize], 0, "buffer {index} handed out while referenced");
         self.counts[index as usize] = 1;
         self.free_count -= 1;
-        Ok(index)
+        Ok(self.first + index)
     }
 
     /// Adds a reference to a buffer; a free buffer becomes referenced (as
     /// recovery does for buffers named by records).
-    pub fn retain(&mut self, index: u32) -> Result<(), BufferError> {
-        let count = self.counts.get_mut(index as usize).ok_or(BufferError::OutOfRange(index))?;
+    pub fn retain(&mut self, buffer: u32) -> Result<(), BufferError> {
+        let index = self.slot(buffer).ok_or(BufferError::OutOfRange(buffer))? as u32;
+        let count = &mut self.counts[index as usize];
         if *count == BUFFER_REFS_MAX {
-            return Err(BufferError::TooManyRefs(index));
+            return Err(BufferError::TooManyRefs(buffer));
         }
         *count += 1;
         if *count == 1 {
@@ -85,10 +103,11 @@ impl Buffers {
 
     /// Drops a reference; at zero the buffer is free again. Returns whether
     /// it became free.
-    pub fn release(&mut self, index: u32) -> Result<bool, BufferError> {
-        let count = self.counts.get_mut(index as usize).ok_or(BufferError::OutOfRange(index))?;
+    pub fn release(&mut self, buffer: u32) -> Result<bool, BufferError> {
+        let index = self.slot(buffer).ok_or(BufferError::OutOfRange(buffer))? as u32;
+        let count = &mut self.counts[index as usize];
         if *count == 0 {
-            return Err(BufferError::NotReferenced(index));
+            return Err(BufferError::NotReferenced(buffer));
         }
         *count -= 1;
         if *count > 0 {
@@ -188,7 +207,7 @@ mod tests {
     #[test]
     fn copy_in_keeps_nothing_when_the_pool_fills() {
         use crate::{Geometry, Pool, SimDevice, SimMode};
-        let geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024 };
+        let geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024, log_count: 1 };
         let device = std::sync::Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
         let pool = Pool::create_simulated(device, geometry).unwrap();
         let mut buffers = Buffers::new(16);

@@ -170,9 +170,17 @@ fn decode(user_data: u64) -> (u64, u32, u32) {
 }
 
 impl<'a> Engine<'a> {
-    /// Binds the listener and sets up the rings. With `Persist::ZeroCopy`
-    /// the ring's buffers are pool buffers; otherwise private memory.
-    pub fn new(pool: &'a Pool, buffers: &'a mut Buffers, wal: &'a mut Wal, config: EngineConfig) -> io::Result<Self> {
+    /// Sets up the rings and listens: on `listener` if given (bound by the
+    /// caller, with SO_REUSEPORT when several loops share the port), else on
+    /// `config.listen`. With `Persist::ZeroCopy` the ring's buffers are pool
+    /// buffers (from `buffers`, this loop's share); otherwise private memory.
+    pub fn new(
+        pool: &'a Pool,
+        buffers: &'a mut Buffers,
+        wal: &'a mut Wal,
+        config: EngineConfig,
+        listener: Option<OwnedFd>,
+    ) -> io::Result<Self> {
         let ring = setup_ring(&config)?;
         let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP)?;
         let entries = config.ring_entries;
@@ -216,7 +224,10 @@ impl<'a> Engine<'a> {
             Backing::Private { memory, len }
         };
         bufring.publish();
-        let listener = crate::net::listen(config.listen, config.reuse_port, false)?;
+        let listener = match listener {
+            Some(listener) => listener,
+            None => crate::net::listen(config.listen, config.reuse_port, false)?,
+        };
         let mut engine = Engine {
             pool,
             buffers,

@@ -86,8 +86,14 @@ impl<'a> EpollServer<'a> {
         wal: &'a mut Wal,
         listen: SocketAddr,
         policy: CommitPolicy,
+        listener: Option<OwnedFd>,
     ) -> io::Result<Self> {
-        let listener = crate::net::listen(listen, false, true)?;
+        // A listener from the caller must be non-blocking (several loops
+        // share the port with SO_REUSEPORT).
+        let listener = match listener {
+            Some(listener) => listener,
+            None => crate::net::listen(listen, false, true)?,
+        };
         // SAFETY: creates a new descriptor, owned from here on.
         let epoll = unsafe {
             <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?)

@@ -14,7 +14,9 @@
 use crate::limits::*;
 
 pub const POOL_MAGIC: [u8; 8] = *b"PKTSTPOL";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest version this build opens (version 1 had one log, no log count).
+pub const FORMAT_VERSION_MIN: u32 = 1;
 
 // Header field offsets, chained so that a change to one moves the rest.
 pub const HDR_MAGIC: usize = 0;
@@ -28,7 +30,8 @@ pub const HDR_BUFFERS_OFFSET: usize = HDR_LOG_SIZE + 8;
 pub const HDR_FILE_SIZE: usize = HDR_BUFFERS_OFFSET + 8;
 pub const HDR_CREATION_ID: usize = HDR_FILE_SIZE + 8;
 pub const HDR_CREATED_UNIX_NS: usize = HDR_CREATION_ID + 16;
-pub const HDR_RESERVED: usize = HDR_CREATED_UNIX_NS + 8;
+pub const HDR_LOG_COUNT: usize = HDR_CREATED_UNIX_NS + 8;
+pub const HDR_RESERVED: usize = HDR_LOG_COUNT + 4;
 pub const HDR_CRC: usize = 124;
 /// Bytes of the header that carry meaning; the rest of its page is zero.
 pub const HDR_SIZE: usize = HDR_CRC + 4;
@@ -42,7 +45,11 @@ const _: () = assert!(HDR_CREATION_ID % 8 == 0 && HDR_LOG_OFFSET % 8 == 0);
 pub struct Geometry {
     pub buffer_size: u32,
     pub buffer_count: u32,
+    /// The whole log region, shared equally by `log_count` logs.
     pub log_size: u64,
+    /// Independent logs (one per event loop); each owns an equal slice of
+    /// the log region and of the buffers.
+    pub log_count: u32,
 }
 
 impl Geometry {
@@ -58,7 +65,7 @@ impl Geometry {
         }
         let count = (file_size - buffers_offset) / u64::from(buffer_size);
         let buffer_count = u32::try_from(count).map_err(|_| format!("{count} buffers exceed the 32-bit index"))?;
-        let geometry = Geometry { buffer_size, buffer_count, log_size };
+        let geometry = Geometry { buffer_size, buffer_count, log_size, log_count: 1 };
         geometry.validate()?;
         Ok(geometry)
     }
@@ -77,6 +84,21 @@ impl Geometry {
             return Err(format!(
                 "log size {} is not a multiple of {PAGE_SIZE} in {LOG_SIZE_MIN}..={LOG_SIZE_MAX}",
                 self.log_size
+            ));
+        }
+        if !(1..=LOG_COUNT_MAX).contains(&self.log_count) {
+            return Err(format!("{} logs is not in 1..={LOG_COUNT_MAX}", self.log_count));
+        }
+        if self.log_region_size() < LOG_SIZE_MIN {
+            return Err(format!(
+                "a {}-byte log region split {} ways leaves less than {LOG_SIZE_MIN} bytes per log",
+                self.log_size, self.log_count
+            ));
+        }
+        if self.buffer_count / self.log_count < BUFFER_COUNT_MIN {
+            return Err(format!(
+                "{} buffers split {} ways leaves fewer than {BUFFER_COUNT_MIN} each",
+                self.buffer_count, self.log_count
             ));
         }
         let file_size = self.file_size();
@@ -98,6 +120,24 @@ impl Geometry {
         self.buffers_offset() + u64::from(self.buffer_size) * u64::from(self.buffer_count)
     }
 
+    /// The bytes of each log: an equal share of the log region, in pages.
+    pub fn log_region_size(&self) -> u64 {
+        self.log_size / u64::from(self.log_count) / PAGE_SIZE * PAGE_SIZE
+    }
+
+    /// The file offset of log `index`.
+    pub fn log_region_offset(&self, index: u32) -> u64 {
+        assert!(index < self.log_count, "log {index} of {}", self.log_count);
+        self.log_offset() + u64::from(index) * self.log_region_size()
+    }
+
+    /// The buffers log `index` owns: `(first, count)`, an equal share.
+    pub fn buffer_range(&self, index: u32) -> (u32, u32) {
+        assert!(index < self.log_count, "log {index} of {}", self.log_count);
+        let share = |i: u32| (u64::from(self.buffer_count) * u64::from(i) / u64::from(self.log_count)) as u32;
+        (share(index), share(index + 1) - share(index))
+    }
+
     /// The file offset of buffer `index`.
     #[inline]
     pub fn buffer_offset(&self, index: u32) -> u64 {
@@ -108,7 +148,11 @@ impl Geometry {
 
 impl std::fmt::Display for Geometry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} buffers of {} B, log {} B", self.buffer_count, self.buffer_size, self.log_size)
+        write!(f, "{} buffers of {} B, log {} B", self.buffer_count, self.buffer_size, self.log_size)?;
+        if self.log_count > 1 {
+            write!(f, " in {} logs", self.log_count)?;
+        }
+        Ok(())
     }
 }
 
@@ -122,6 +166,9 @@ pub struct Header {
     pub geometry: Geometry,
     pub creation_id: u128,
     pub created_unix_ns: u64,
+    /// The format version the file was written with (this build writes
+    /// `FORMAT_VERSION`; it reads back to `FORMAT_VERSION_MIN`).
+    pub version: u32,
 }
 
 /// Why a header was refused.
@@ -148,6 +195,7 @@ impl Header {
         put_u64(&mut b, HDR_FILE_SIZE, g.file_size());
         b[HDR_CREATION_ID..HDR_CREATION_ID + 16].copy_from_slice(&self.creation_id.to_le_bytes());
         put_u64(&mut b, HDR_CREATED_UNIX_NS, self.created_unix_ns);
+        put_u32(&mut b, HDR_LOG_COUNT, g.log_count);
         let crc = crc32c::crc32c(&b[..HDR_CRC]);
         put_u32(&mut b, HDR_CRC, crc);
         b
@@ -164,7 +212,7 @@ impl Header {
         // The version is checked first so a future format with another
         // checksum is reported as a version problem, not as corruption.
         let version = get_u32(b, HDR_VERSION);
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
             return Err(HeaderError::UnsupportedVersion(version));
         }
         if stored != computed {
@@ -174,7 +222,12 @@ impl Header {
             buffer_size: get_u32(b, HDR_BUFFER_SIZE),
             buffer_count: get_u32(b, HDR_BUFFER_COUNT),
             log_size: get_u64(b, HDR_LOG_SIZE),
+            // Version 1 had one log; its bytes here were reserved (zero).
+            log_count: if version == 1 { 1 } else { get_u32(b, HDR_LOG_COUNT) },
         };
+        if version == 1 && get_u32(b, HDR_LOG_COUNT) != 0 {
+            return Err(HeaderError::BadGeometry("version 1 header with nonzero reserved bytes".into()));
+        }
         geometry.validate().map_err(HeaderError::BadGeometry)?;
         let derived = [
             (u64::from(get_u32(b, HDR_HEADER_SIZE)), HEADER_REGION_SIZE, "header size"),
@@ -191,7 +244,12 @@ impl Header {
         }
         let mut id = [0u8; 16];
         id.copy_from_slice(&b[HDR_CREATION_ID..HDR_CREATION_ID + 16]);
-        Ok(Header { geometry, creation_id: u128::from_le_bytes(id), created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS) })
+        Ok(Header {
+            geometry,
+            creation_id: u128::from_le_bytes(id),
+            created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS),
+            version,
+        })
     }
 }
 
@@ -226,9 +284,10 @@ mod tests {
 
     fn header() -> Header {
         Header {
-            geometry: Geometry { buffer_size: 2048, buffer_count: 1000, log_size: LOG_SIZE_MIN },
+            geometry: Geometry { buffer_size: 2048, buffer_count: 1000, log_size: LOG_SIZE_MIN, log_count: 1 },
             creation_id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
             created_unix_ns: 42,
+            version: FORMAT_VERSION,
         }
     }
 
@@ -250,9 +309,13 @@ mod tests {
 
     #[test]
     fn geometry_limits() {
-        assert!(Geometry { buffer_size: 3000, buffer_count: 100, log_size: LOG_SIZE_MIN }.validate().is_err());
-        assert!(Geometry { buffer_size: 2048, buffer_count: 1, log_size: LOG_SIZE_MIN }.validate().is_err());
-        assert!(Geometry { buffer_size: 2048, buffer_count: 100, log_size: 1000 }.validate().is_err());
+        assert!(Geometry { buffer_size: 3000, buffer_count: 100, log_size: LOG_SIZE_MIN, log_count: 1 }
+            .validate()
+            .is_err());
+        assert!(Geometry { buffer_size: 2048, buffer_count: 1, log_size: LOG_SIZE_MIN, log_count: 1 }
+            .validate()
+            .is_err());
+        assert!(Geometry { buffer_size: 2048, buffer_count: 100, log_size: 1000, log_count: 1 }.validate().is_err());
         let g = Geometry::for_file_size(64 << 30, 2048, LOG_SIZE_DEFAULT).unwrap();
         assert!(g.file_size() <= 64 << 30 && g.file_size() > (64 << 30) - 2048);
         assert_eq!(g.buffers_offset() % PAGE_SIZE, 0);

@@ -31,6 +31,9 @@ pub const LOG_SIZE_DEFAULT: u64 = 64 * 1024 * 1024;
 /// The largest pool file: 16 TiB. Larger pools are refused at creation.
 pub const POOL_SIZE_MAX: u64 = 16 * 1024 * 1024 * 1024 * 1024;
 
+/// Logs one pool may hold (one per event loop).
+pub const LOG_COUNT_MAX: u32 = 64;
+
 /// An application key stored inline in a log record.
 pub const KEY_SIZE_MAX: usize = 512;
 

@@ -195,23 +195,35 @@ impl Log {
     /// tail and the references it holds on buffers (added to `buffers`,
     /// which must be fresh), and makes what it found durable.
     pub fn recover(pool: &Pool, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
-        Self::open(pool, buffers, false)
+        Self::open(pool, 0, buffers, false)
     }
 
-    /// Scans and checks the log as `recover` does, but writes nothing: for
-    /// `inspect`. The log it returns refuses appends, releases and commits.
-    pub fn inspect(pool: &Pool, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
-        Self::open(pool, buffers, true)
+    /// Recovers log `index` of a pool with several (one per event loop);
+    /// `buffers` must be that log's share (`Geometry::buffer_range`).
+    pub fn recover_log(pool: &Pool, index: u32, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
+        Self::open(pool, index, buffers, false)
     }
 
-    fn open(pool: &Pool, buffers: &mut Buffers, read_only: bool) -> Result<(Log, RecoveryReport), LogError> {
+    /// Scans and checks log `index` as `recover` does, but writes nothing:
+    /// for `inspect`. The log it returns refuses appends, releases, commits.
+    pub fn inspect(pool: &Pool, index: u32, buffers: &mut Buffers) -> Result<(Log, RecoveryReport), LogError> {
+        Self::open(pool, index, buffers, true)
+    }
+
+    fn open(
+        pool: &Pool,
+        index: u32,
+        buffers: &mut Buffers,
+        read_only: bool,
+    ) -> Result<(Log, RecoveryReport), LogError> {
         let start = Instant::now();
         let geometry = pool.geometry();
-        assert_eq!(buffers.count(), geometry.buffer_count, "buffers of another pool");
-        assert_eq!(buffers.free_count(), geometry.buffer_count, "recovery needs fresh buffers");
-        let anchor_offset = geometry.log_offset();
+        let (first, count) = geometry.buffer_range(index);
+        assert_eq!(buffers.owned(), first..first + count, "the buffers of log {index}");
+        assert_eq!(buffers.free_count(), count, "recovery needs fresh buffers");
+        let anchor_offset = geometry.log_region_offset(index);
         let ring_offset = anchor_offset + ANCHOR_SIZE;
-        let ring_size = geometry.log_size - ANCHOR_SIZE;
+        let ring_size = geometry.log_region_size() - ANCHOR_SIZE;
         let mut anchor = [0u8; ANCHOR_SIZE as usize];
         pool.read(anchor_offset, &mut anchor);
         if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
@@ -322,9 +334,9 @@ impl Log {
                     break;
                 }
                 for extent in &extents {
-                    buffers.retain(extent.buffer).map_err(|_| LogError::Corrupt {
+                    buffers.retain(extent.buffer).map_err(|error| LogError::Corrupt {
                         lsn,
-                        reason: format!("buffer {} is named by too many records", extent.buffer),
+                        reason: format!("record names buffer {}: {error}", extent.buffer),
                     })?;
                 }
                 self.live_records += 1;
@@ -456,6 +468,9 @@ impl Log {
         }
         for extent in extents {
             extent.check(self.buffer_count, self.buffer_size).map_err(LogError::InvalidRecord)?;
+            if !buffers.owned().contains(&extent.buffer) {
+                return Err(LogError::InvalidRecord(format!("buffer {} belongs to another log", extent.buffer)));
+            }
             if buffers.refs(extent.buffer) == 0 {
                 return Err(LogError::InvalidRecord(format!("buffer {} is not held by the caller", extent.buffer)));
             }
@@ -661,13 +676,7 @@ impl Log {
 
     /// Copies the bytes a record's extents name, in order.
     pub fn read_data(&self, pool: &Pool, view: &RecordView) -> Vec<u8> {
-        let mut data = Vec::with_capacity(view.data_len as usize);
-        for extent in &view.extents {
-            let start = data.len();
-            data.resize(start + extent.len as usize, 0);
-            pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut data[start..]);
-        }
-        data
+        read_data(pool, view)
     }
 
     pub fn usage(&self) -> LogUsage {
@@ -696,6 +705,46 @@ impl Log {
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
     }
+}
+
+/// Copies the bytes a record's extents name, in order.
+pub fn read_data(pool: &Pool, view: &RecordView) -> Vec<u8> {
+    let mut data = Vec::with_capacity(view.data_len as usize);
+    for extent in &view.extents {
+        let start = data.len();
+        data.resize(start + extent.len as usize, 0);
+        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut data[start..]);
+    }
+    data
+}
+
+/// Reads the record at `lsn` of log `index` without its `Log`: for another
+/// event loop's published, immutable records. None if it does not
+/// validate there (not a record of this lsn).
+pub fn read_record_at(pool: &Pool, index: u32, lsn: u64) -> Option<RecordView> {
+    let geometry = pool.geometry();
+    let ring_offset = geometry.log_region_offset(index) + ANCHOR_SIZE;
+    let ring_size = geometry.log_region_size() - ANCHOR_SIZE;
+    let at = ring_offset + lsn % ring_size;
+    let mut line = [0u8; HEADER_SIZE];
+    pool.read(at, &mut line);
+    let header = record::decode_header(&line).ok()?;
+    if header.lsn != lsn || u64::from(header.record_len) > ring_size - lsn % ring_size {
+        return None;
+    }
+    let mut bytes = vec![0u8; record::checked_len(&header)];
+    pool.read(at, &mut bytes);
+    if record::header_crc(&bytes) != header.header_crc || header.kind == KIND_PAD {
+        return None;
+    }
+    Some(RecordView {
+        lsn,
+        kind: header.kind,
+        tag: header.tag,
+        key: record::key(&bytes, &header).to_vec(),
+        extents: record::extents(&bytes, &header).collect(),
+        data_len: header.data_len,
+    })
 }
 
 fn put_u32_record_len(record: &mut [u8], len: u32) {

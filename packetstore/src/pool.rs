@@ -399,10 +399,19 @@ fn preallocate(file: &File, len: u64) -> io::Result<()> {
 
 /// The header page and the initial log anchor, written once at creation.
 fn initial_metadata(geometry: &Geometry) -> Vec<u8> {
-    let header = Header { geometry: *geometry, creation_id: creation_id(), created_unix_ns: unix_ns() };
-    let mut bytes = vec![0u8; (HEADER_REGION_SIZE + crate::log::ANCHOR_SIZE) as usize];
+    let header = Header {
+        geometry: *geometry,
+        creation_id: creation_id(),
+        created_unix_ns: unix_ns(),
+        version: crate::layout::FORMAT_VERSION,
+    };
+    let last_anchor = geometry.log_region_offset(geometry.log_count - 1);
+    let mut bytes = vec![0u8; (last_anchor + crate::log::ANCHOR_SIZE) as usize];
     bytes[..HDR_SIZE].copy_from_slice(&header.encode());
-    crate::log::encode_initial_anchor(&mut bytes[HEADER_REGION_SIZE as usize..]);
+    for log in 0..geometry.log_count {
+        let at = geometry.log_region_offset(log) as usize;
+        crate::log::encode_initial_anchor(&mut bytes[at..]);
+    }
     bytes
 }
 

@@ -109,13 +109,70 @@ pub struct Progress {
     pub close: bool,
 }
 
+/// The sequence numbers of every log of a pool, shared by its event loops
+/// so that any of them can serve `GET /log/<seq>`. Log `i` of `n` numbers
+/// its k-th record `k * n + i + 1`. Each log publishes the lsn of a record
+/// once it is durable (a Release store of its count); readers on other
+/// threads see only published records, which are immutable (the WAL never
+/// releases), so they read them without a lock.
+pub struct SeqIndex {
+    logs: Vec<PublishedLog>,
+}
+
+struct PublishedLog {
+    /// lsn of the log's k-th record, for k = first_k + i.
+    lsns: Box<[std::sync::atomic::AtomicU64]>,
+    first_k: std::sync::atomic::AtomicU64,
+    published: std::sync::atomic::AtomicU64,
+}
+
+impl SeqIndex {
+    /// An index for every log of `pool`, sized to what each log can hold.
+    pub fn new(pool: &Pool) -> std::sync::Arc<SeqIndex> {
+        let geometry = pool.geometry();
+        let capacity = (geometry.log_region_size() / 64) as usize;
+        let logs = (0..geometry.log_count)
+            .map(|_| PublishedLog {
+                // Zeroed memory is a valid array of AtomicU64 (same layout as
+                // u64); calloc'd pages are only touched when published.
+                lsns: zeroed_atomics(capacity),
+                first_k: std::sync::atomic::AtomicU64::new(0),
+                published: std::sync::atomic::AtomicU64::new(0),
+            })
+            .collect();
+        std::sync::Arc::new(SeqIndex { logs })
+    }
+
+    fn lookup(&self, log: u32, k: u64) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        let entry = self.logs.get(log as usize)?;
+        let published = entry.published.load(Ordering::Acquire);
+        let i = k.checked_sub(entry.first_k.load(Ordering::Acquire))?;
+        (i < published).then(|| entry.lsns[i as usize].load(Ordering::Relaxed))
+    }
+}
+
+fn zeroed_atomics(count: usize) -> Box<[std::sync::atomic::AtomicU64]> {
+    let zeros = vec![0u64; count].into_boxed_slice();
+    // SAFETY: AtomicU64 has the size, alignment and bit validity of u64.
+    unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [std::sync::atomic::AtomicU64]) }
+}
+
 pub struct Wal {
     config: WalConfig,
     log: Log,
-    /// lsn of record `first_seq + i`.
-    seqs: VecDeque<u64>,
-    first_seq: u64,
-    next_seq: u64,
+    /// Which log of how many: sequence numbers are `k * logs + index + 1`.
+    index: u32,
+    logs: u32,
+    shared: std::sync::Arc<SeqIndex>,
+    /// lsn of this log's record `first_k + i` (committed or not).
+    local: VecDeque<u64>,
+    first_k: u64,
+    next_k: u64,
+    /// Local records published in the shared index (durable ones).
+    published: usize,
+    /// Local records covered by the commit in flight.
+    committing: usize,
     appended_since_commit: bool,
     stats: WalStats,
     extents: Vec<Extent>,
@@ -138,34 +195,74 @@ impl Wal {
 
     /// Recovers the pool's log and indexes its records by sequence number.
     pub fn recover(pool: &Pool, buffers: &mut Buffers, config: WalConfig) -> Result<(Wal, RecoveryReport), LogError> {
-        let (log, report) = Log::recover(pool, buffers)?;
-        let mut seqs = VecDeque::new();
-        let mut first_seq = 1;
+        Self::recover_log(pool, 0, buffers, config, SeqIndex::new(pool))
+    }
+
+    /// Recovers log `index` (with its share of the buffers) and publishes
+    /// its records in `shared`.
+    pub fn recover_log(
+        pool: &Pool,
+        index: u32,
+        buffers: &mut Buffers,
+        config: WalConfig,
+        shared: std::sync::Arc<SeqIndex>,
+    ) -> Result<(Wal, RecoveryReport), LogError> {
+        let logs = pool.geometry().log_count;
+        let (log, report) = Log::recover_log(pool, index, buffers)?;
+        let mut local = VecDeque::new();
+        let mut first_k = 0;
         for lsn in log.live_lsns() {
             let seq = log.view(pool, lsn)?.tag;
-            if seqs.is_empty() {
-                first_seq = seq;
+            let (owner, k) =
+                split_seq(seq, logs).ok_or(LogError::Corrupt { lsn, reason: format!("WAL sequence {seq}") })?;
+            if local.is_empty() {
+                first_k = k;
             }
-            // Sequence numbers are dense and increasing: the WAL never
-            // releases a record out of order.
-            if seq != first_seq + seqs.len() as u64 {
-                return Err(LogError::Corrupt { lsn, reason: format!("WAL sequence {seq} out of order") });
+            // Dense and increasing: the WAL never releases out of order.
+            if owner != index || k != first_k + local.len() as u64 {
+                return Err(LogError::Corrupt {
+                    lsn,
+                    reason: format!("WAL sequence {seq} out of order in log {index}"),
+                });
             }
-            seqs.push_back(lsn);
+            local.push_back(lsn);
         }
-        let next_seq = first_seq + seqs.len() as u64;
-        let wal = Wal {
+        let next_k = first_k + local.len() as u64;
+        shared.logs[index as usize].first_k.store(first_k, std::sync::atomic::Ordering::Release);
+        let mut wal = Wal {
             config,
             log,
-            seqs,
-            first_seq,
-            next_seq,
+            index,
+            logs,
+            shared,
+            local,
+            first_k,
+            next_k,
+            published: 0,
+            committing: 0,
             appended_since_commit: false,
             stats: WalStats::default(),
             extents: Vec::new(),
             io_counters: IoCounters::default(),
         };
+        // Recovery made every recovered record durable.
+        wal.publish(wal.local.len());
         Ok((wal, report))
+    }
+
+    fn seq(&self, k: u64) -> u64 {
+        k * u64::from(self.logs) + u64::from(self.index) + 1
+    }
+
+    /// Makes the first `count` local records visible to other loops.
+    fn publish(&mut self, count: usize) {
+        use std::sync::atomic::Ordering;
+        let entry = &self.shared.logs[self.index as usize];
+        for i in self.published..count {
+            entry.lsns[i].store(self.local[i], Ordering::Relaxed);
+        }
+        entry.published.store(count as u64, Ordering::Release);
+        self.published = count;
     }
 
     pub fn stats(&self) -> WalStats {
@@ -190,6 +287,7 @@ impl Wal {
     pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<crate::log::CommitTicket>, LogError> {
         let ticket = self.log.begin_commit(pool)?;
         self.appended_since_commit = false;
+        self.committing = self.local.len();
         Ok(ticket)
     }
 
@@ -197,6 +295,7 @@ impl Wal {
     pub fn finish_commit(&mut self, ticket: crate::log::CommitTicket, buffers: &mut Buffers) {
         self.log.finish_commit(ticket, buffers);
         self.stats.commits += 1;
+        self.publish(self.committing);
     }
 
     /// The sync of the commit in flight failed: nothing is acknowledged
@@ -214,6 +313,7 @@ impl Wal {
         self.log.commit(pool, buffers)?;
         self.appended_since_commit = false;
         self.stats.commits += 1;
+        self.publish(self.local.len());
         Ok(())
     }
 
@@ -338,8 +438,8 @@ impl Wal {
     fn finish_post(&mut self, pool: &Pool, buffers: &mut Buffers, mut request: InFlight, out: &mut Vec<u8>) {
         let keep_alive = request.keep_alive;
         if self.config.persist == Persist::Off {
-            let seq = self.next_seq;
-            self.next_seq += 1;
+            let seq = self.seq(self.next_k);
+            self.next_k += 1;
             respond(out, 200, &[("X-Seq", seq)], b"ok\n", keep_alive);
             return;
         }
@@ -363,7 +463,7 @@ impl Wal {
     }
 
     fn append(&mut self, pool: &Pool, buffers: &mut Buffers, extents: &[Extent]) -> Result<u64, LogError> {
-        let seq = self.next_seq;
+        let seq = self.seq(self.next_k);
         let lsn = match self.log.append(pool, buffers, KIND_WAL, seq, &[], extents) {
             Err(LogError::BatchFull { .. }) => {
                 // A very large turn: commit what it has, then go on.
@@ -372,8 +472,8 @@ impl Wal {
             }
             other => other?,
         };
-        self.seqs.push_back(lsn);
-        self.next_seq += 1;
+        self.local.push_back(lsn);
+        self.next_k += 1;
         self.appended_since_commit = true;
         self.stats.records += 1;
         Ok(seq)
@@ -404,9 +504,9 @@ impl Wal {
             let _ = writeln!(
                 json,
                 "{{\"first_seq\":{},\"last_seq\":{},\"records\":{},\"bytes\":{},\"log_free_bytes\":{},\"domain\":\"{}\",\"durable\":{},\"persist\":\"{}\",\"free_buffers\":{},\"connections\":{},\"enobufs\":{},\"fences\":{},\"fence_us_mean\":{:.1}}}",
-                self.first_seq,
-                self.next_seq.saturating_sub(1),
-                self.seqs.len(),
+                self.seq(self.first_k),
+                if self.next_k > self.first_k { self.seq(self.next_k - 1) } else { 0 },
+                self.local.len(),
                 usage.live_data_bytes,
                 usage.free_bytes,
                 pool.domain().domain.name(),
@@ -424,10 +524,24 @@ impl Wal {
         else {
             return body_of(out, 200, b"ok\n");
         };
-        let lsn = seq.checked_sub(self.first_seq).and_then(|i| self.seqs.get(i as usize));
-        match lsn.and_then(|&lsn| self.log.view(pool, lsn).ok()) {
+        let view = match split_seq(seq, self.logs) {
+            // Our own log: any record, committed or not (replies wait for
+            // the commit anyway).
+            Some((log, k)) if log == self.index => k
+                .checked_sub(self.first_k)
+                .and_then(|i| self.local.get(i as usize))
+                .and_then(|&lsn| self.log.view(pool, lsn).ok()),
+            // Another loop's log: its published (durable, immutable) records.
+            Some((log, k)) => self
+                .shared
+                .lookup(log, k)
+                .and_then(|lsn| crate::log::read_record_at(pool, log, lsn))
+                .filter(|view| view.tag == seq),
+            None => None,
+        };
+        match view {
             Some(view) => {
-                let data = self.log.read_data(pool, &view);
+                let data = crate::log::read_data(pool, &view);
                 body_of(out, 200, &data)
             }
             None => body_of(out, 404, b"no such record\n"),
@@ -441,6 +555,12 @@ impl Wal {
             buffers.release_extents(&request.extents).expect("the request's references");
         }
     }
+}
+
+/// The log and per-log number of a sequence number (1-based).
+fn split_seq(seq: u64, logs: u32) -> Option<(u32, u64)> {
+    let zero_based = seq.checked_sub(1)?;
+    Some(((zero_based % u64::from(logs)) as u32, zero_based / u64::from(logs)))
 }
 
 /// Copies `take` leading bytes of `stream` into pool buffers, packing them

@@ -40,6 +40,8 @@ struct Expected {
 struct Harness {
     seed: u64,
     rng: SplitMix64,
+    /// Which of the pool's logs this harness writes.
+    log_index: u32,
     device: Arc<SimDevice>,
     pool: Pool,
     buffers: Buffers,
@@ -58,10 +60,13 @@ struct Harness {
 }
 
 fn geometry(rng: &mut SplitMix64) -> Geometry {
+    // One log, or several (one per event loop) of which the harness uses one.
+    let log_count = 1 + rng.below(3) as u32;
     Geometry {
         buffer_size: if rng.chance(1, 2) { 512 } else { 1024 },
-        buffer_count: 64 + rng.below(96) as u32,
-        log_size: 16 * 1024 * (1 + rng.below(3)),
+        buffer_count: (64 + rng.below(96) as u32) * log_count,
+        log_size: 16 * 1024 * (1 + rng.below(3)) * u64::from(log_count),
+        log_count,
     }
 }
 
@@ -72,11 +77,15 @@ impl Harness {
         let geometry = geometry(&mut rng);
         let device = Arc::new(SimDevice::new(geometry.file_size(), mode));
         let pool = Pool::create_simulated(device.clone(), geometry).expect("create");
-        let mut buffers = Buffers::new(geometry.buffer_count);
-        let (log, _) = Log::recover(&pool, &mut buffers).unwrap_or_else(|e| panic!("seed {seed}: fresh log: {e}"));
+        let log_index = rng.below(u64::from(geometry.log_count)) as u32;
+        let (first, count) = geometry.buffer_range(log_index);
+        let mut buffers = Buffers::range(first, count);
+        let (log, _) =
+            Log::recover_log(&pool, log_index, &mut buffers).unwrap_or_else(|e| panic!("seed {seed}: fresh log: {e}"));
         Harness {
             seed,
             rng,
+            log_index,
             device,
             pool,
             buffers,
@@ -322,8 +331,9 @@ impl Harness {
                 device.crash_at_fence(device.fences() + 1 + self.rng.below(2), self.rng.next_u64());
             }
             let pool = Pool::open_simulated(device.clone()).unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
-            let mut buffers = Buffers::new(pool.geometry().buffer_count);
-            match Log::recover(&pool, &mut buffers) {
+            let (first, count) = pool.geometry().buffer_range(self.log_index);
+            let mut buffers = Buffers::range(first, count);
+            match Log::recover_log(&pool, self.log_index, &mut buffers) {
                 Ok((log, report)) => {
                     device.disarm();
                     break (pool, buffers, log, report);
@@ -371,7 +381,7 @@ impl Harness {
             assert_eq!(known, Some(found), "seed {seed}: record {lsn} was never written like this");
         }
         buffers.check_invariants();
-        for buffer in 0..buffers.count() {
+        for buffer in buffers.owned() {
             let want = expected_refs.get(&buffer).copied().unwrap_or(0);
             assert_eq!(buffers.refs(buffer), want, "seed {seed}: buffer {buffer} reference count");
         }

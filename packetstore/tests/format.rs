@@ -1,28 +1,31 @@
 //! Goal: pools written by earlier releases keep opening, byte for byte.
 //!
-//! Method: `fixtures/pool-v1.bin` is a format-version-1 pool committed to
-//! the repository (3 live records, 1 released, a checkpointed anchor). The
-//! test opens a copy and checks geometry, records and data. The fixture was
-//! written by this same test with PACKETSTORE_WRITE_FIXTURE=1, once; it must
-//! never be regenerated for a format change (add a new fixture instead).
+//! Method: `fixtures/pool-vN.bin` are pools of each format version committed
+//! to the repository (3 live records, 1 released, a checkpointed anchor;
+//! version 2 with two logs, the records in the second). The test opens a
+//! copy of each and checks geometry, records and data. A fixture is written
+//! by this test once, with PACKETSTORE_WRITE_FIXTURE=N for the current
+//! version N, and never regenerated afterwards: a format change adds one.
 
 use std::path::{Path, PathBuf};
 
 use packetstore::{Buffers, Geometry, Log, PersistOptions, Pool};
 
-const GEOMETRY: Geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024 };
+const GEOMETRY_V1: Geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024, log_count: 1 };
+const GEOMETRY_V2: Geometry = Geometry { buffer_size: 512, buffer_count: 32, log_size: 32 * 1024, log_count: 2 };
 const RECORDS: [(&[u8], &[u8]); 4] =
     [(b"alpha", b"first value"), (b"beta", b"released"), (b"gamma", &[7u8; 700]), (b"delta", b"")];
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pool-v1.bin")
+fn fixture(version: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/pool-v{version}.bin"))
 }
 
-fn write_fixture(path: &Path) {
+fn write_fixture(path: &Path, geometry: Geometry, log_index: u32) {
     let _ = std::fs::remove_file(path);
-    let pool = Pool::create(path, GEOMETRY, &PersistOptions::default()).unwrap();
-    let mut buffers = Buffers::new(GEOMETRY.buffer_count);
-    let (mut log, _) = Log::recover(&pool, &mut buffers).unwrap();
+    let pool = Pool::create(path, geometry, &PersistOptions::default()).unwrap();
+    let (first, count) = geometry.buffer_range(log_index);
+    let mut buffers = Buffers::range(first, count);
+    let (mut log, _) = Log::recover_log(&pool, log_index, &mut buffers).unwrap();
     let mut lsns = Vec::new();
     for (key, data) in RECORDS {
         let mut extents = Vec::new();
@@ -35,17 +38,15 @@ fn write_fixture(path: &Path) {
     log.checkpoint(&pool, &mut buffers).unwrap();
 }
 
-#[test]
-fn version_1_pool_opens() {
-    if std::env::var_os("PACKETSTORE_WRITE_FIXTURE").is_some() {
-        write_fixture(&fixture());
-    }
-    let copy = std::env::temp_dir().join(format!("packetstore-v1-{}.pool", std::process::id()));
-    std::fs::copy(fixture(), &copy).expect("the committed version-1 fixture");
+fn check_fixture(version: u32, geometry: Geometry, log_index: u32) {
+    let copy = std::env::temp_dir().join(format!("packetstore-v{version}-{}.pool", std::process::id()));
+    std::fs::copy(fixture(version), &copy).expect("the committed fixture");
     let pool = Pool::open(&copy, &PersistOptions::default()).unwrap();
-    assert_eq!(pool.geometry(), GEOMETRY);
-    let mut buffers = Buffers::new(GEOMETRY.buffer_count);
-    let (log, report) = Log::recover(&pool, &mut buffers).unwrap();
+    assert_eq!(pool.geometry(), geometry);
+    assert_eq!(pool.header().version, version);
+    let (first, count) = geometry.buffer_range(log_index);
+    let mut buffers = Buffers::range(first, count);
+    let (log, report) = Log::recover_log(&pool, log_index, &mut buffers).unwrap();
     assert_eq!(report.live_records, 3);
     let found: Vec<(Vec<u8>, Vec<u8>, u16, u64)> = log
         .live_lsns()
@@ -63,4 +64,17 @@ fn version_1_pool_opens() {
     assert_eq!(found, expected);
     drop(pool);
     let _ = std::fs::remove_file(copy);
+}
+
+#[test]
+fn version_1_pool_opens() {
+    check_fixture(1, GEOMETRY_V1, 0);
+}
+
+#[test]
+fn version_2_pool_opens() {
+    if std::env::var("PACKETSTORE_WRITE_FIXTURE").as_deref() == Ok("2") {
+        write_fixture(&fixture(2), GEOMETRY_V2, 1);
+    }
+    check_fixture(2, GEOMETRY_V2, 1);
 }

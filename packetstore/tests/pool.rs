@@ -14,7 +14,7 @@ use packetstore::rng::SplitMix64;
 use packetstore::{Buffers, Domain, Extent, Geometry, Log, LogError, PersistOptions, Pool, PoolError};
 use proptest::prelude::*;
 
-const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 256, log_size: 64 * 1024 };
+const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 256, log_size: 64 * 1024, log_count: 1 };
 
 struct TempDir(PathBuf);
 
@@ -263,7 +263,7 @@ fn damaged_files_are_refused_or_recovered_never_a_panic() {
 #[test]
 fn full_log_and_full_pool_are_clear_errors() {
     let dir = TempDir::new("/dev/shm", "full");
-    let geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024 };
+    let geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024, log_count: 1 };
     let pool = Pool::create(&dir.path("p"), geometry, &PersistOptions::default()).unwrap();
     let mut buffers = Buffers::new(geometry.buffer_count);
     let (mut log, _) = Log::recover(&pool, &mut buffers).unwrap();
