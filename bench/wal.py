@@ -43,13 +43,22 @@ def server_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
+def cpu_steal_ticks():
+    """(steal, total) jiffies of all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[7], sum(fields)
+
+
 def parse_wrk(text):
     def latency_us(label):
         m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
         if not m:
             return float("nan")
         scale = {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
-        return float(m.group(1)) * scale
+        value = float(m.group(1)) * scale
+        # wrk prints 0 for high percentiles of pipelined runs (a wrk bug).
+        return value if value > 0 else float("nan")
 
     requests = int(re.search(r"(\d+) requests in", text).group(1))
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
@@ -65,7 +74,27 @@ def parse_wrk(text):
     }
 
 
+def wait_for_free_port(port, timeout_s=20):
+    """A killed io_uring server's listening socket outlives the process for a
+    moment (the kernel tears the ring down asynchronously): wait it out."""
+    import socket
+    deadline = time.time() + timeout_s
+    while True:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.05)
+        finally:
+            probe.close()
+
+
 def run_one(mode, size, conns, args, pool_dir, extra=(), pipeline=1):
+    wait_for_free_port(args.port)
     pool = os.path.join(pool_dir, f"bench-{os.getpid()}.pool")
     if os.path.exists(pool):
         os.remove(pool)
@@ -73,20 +102,25 @@ def run_one(mode, size, conns, args, pool_dir, extra=(), pipeline=1):
                "--log-size", "1GiB", "--listen", f"127.0.0.1:{args.port}"] + MODES[mode] + list(extra)
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        seen = []
         for line in server.stdout:
+            seen.append(line)
             if line.startswith("listening on"):
                 break
         else:
-            raise RuntimeError(f"server did not start: {' '.join(command)}")
+            raise RuntimeError(f"server did not start: {' '.join(command)}\n{''.join(seen)}")
         env = dict(os.environ, BODY_SIZE=str(size), PIPELINE=str(pipeline))
         threads = min(conns, 1) if conns else 1
         cpu_before = server_cpu_seconds(server.pid)
+        steal_before, total_before = cpu_steal_ticks()
         wrk = subprocess.run(
             ["taskset", "-c", "0", "wrk", f"-t{threads}", f"-c{conns}", f"-d{args.seconds}s", "--latency",
              "-s", LUA, f"http://127.0.0.1:{args.port}/"],
             env=env, capture_output=True, text=True, timeout=args.seconds + 60)
         cpu = server_cpu_seconds(server.pid) - cpu_before
+        steal_after, total_after = cpu_steal_ticks()
         result = parse_wrk(wrk.stdout)
+        result["steal_pct"] = 100.0 * (steal_after - steal_before) / max(total_after - total_before, 1)
         # wrk parses and counts every response, pipelined or not.
         result["server_us_per_req"] = cpu * 1e6 / max(result["requests"], 1)
         return result
@@ -115,12 +149,14 @@ def series(name, modes, sizes, conns_list, args, pool_dir, extra=(), pipeline=1)
                     "p99_us": statistics.median(r["p99_us"] for r in runs),
                     "server_us_per_req": statistics.median(r["server_us_per_req"] for r in runs),
                     "non2xx": sum(r["non2xx"] for r in runs),
+                    "steal_pct": statistics.median(r["steal_pct"] for r in runs),
                     "rounds": len(runs),
                 }
                 rows.append(row)
                 print(f"{name:<14} {mode:<20} body {size:>5} conns {conns:>3}: {row['rps']:>10.0f} req/s "
                       f"p50 {row['p50_us']:>8.1f} us p99 {row['p99_us']:>8.1f} us "
-                      f"server {row['server_us_per_req']:.2f} us/req non-2xx {row['non2xx']}", flush=True)
+                      f"server {row['server_us_per_req']:.2f} us/req non-2xx {row['non2xx']} steal {row['steal_pct']:.0f}%",
+                      flush=True)
     return rows
 
 
@@ -152,6 +188,9 @@ def targets(rows):
     check("pipelined: zerocopy / epoll+copy", zc and ep and zc["rps"] / ep["rps"], ">= 1.5", lambda v: v >= 1.5)
     zc, ep = (find(rows, "pm 10us", m, 1024, 50) for m in ("zerocopy", "epoll+copy"))
     check("10 us fence: zerocopy / epoll+copy", zc and ep and zc["rps"] / ep["rps"], ">= 5", lambda v: v >= 5)
+    zc, ep = (find(rows, "pm 10us pipelined", m, 1024, 50) for m in ("zerocopy", "epoll+copy"))
+    check("10 us fence, pipelined: zerocopy / epoll+copy", zc and ep and zc["rps"] / ep["rps"], ">= 5",
+          lambda v: v >= 5)
     zc, ep = (find(rows, "ext4", m, 1024, 50) for m in ("zerocopy", "epoll+copy per-turn"))
     check("ext4: zerocopy / epoll+copy per-turn", zc and ep and zc["rps"] / ep["rps"], ">= 1.3", lambda v: v >= 1.3)
     return out
@@ -219,6 +258,8 @@ def main():
         rows += series("pm pipelined", four, [1024], [50], args, "/dev/shm", pipeline=16)
     if want("pm-10us"):
         rows += series("pm 10us", four, [1024], conns, args, "/dev/shm", extra=["--fence-delay-ns", "10000"])
+        rows += series("pm 10us pipelined", four, [1024], [50], args, "/dev/shm",
+                       extra=["--fence-delay-ns", "10000"], pipeline=16)
     if want("ext4"):
         rows += series("ext4", ["zerocopy", "epoll+copy per-turn", "epoll+copy"], [1024], conns, args,
                        args.disk_dir)
@@ -236,12 +277,13 @@ def main():
         "run divided by requests. Pools: /dev/shm (emulated PM, cache-line domain) unless the series is ext4 "
         "(page domain, fdatasync). Pipelined: 16 requests per write.",
         "",
-        "| series | mode | body B | conns | req/s | p50 us | p99 us | server us/req | non-2xx |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| series | mode | body B | conns | req/s | p50 us | p99 us | server us/req | non-2xx | steal % |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(f"| {r['series']} | {r['mode']} | {r['body']} | {r['conns']} | {r['rps']:.0f} | "
-                     f"{r['p50_us']:.1f} | {r['p99_us']:.1f} | {r['server_us_per_req']:.2f} | {r['non2xx']} |")
+                     f"{r['p50_us']:.1f} | {r['p99_us']:.1f} | {r['server_us_per_req']:.2f} | {r['non2xx']} | "
+                     f"{r['steal_pct']:.0f} |")
     lines += ["", "## Targets (1 KiB body, 50 connections)", "", "| ratio | measured | target | |", "|---|---:|---|---|"]
     lines += targets(rows)
     with open(os.path.join(RESULTS, "wal.md"), "w") as f:
