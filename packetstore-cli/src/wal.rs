@@ -51,6 +51,10 @@ pub struct Args {
     /// Poll for completions instead of sleeping in the kernel.
     #[arg(long)]
     pub busy_poll: bool,
+    /// Page domain (io uring): fdatasyncs kept in flight at once, each
+    /// covering everything appended before it (1..=16).
+    #[arg(long, default_value_t = 1)]
+    pub syncs_in_flight: usize,
     #[command(flatten)]
     pub persist_args: PersistArgs,
 }
@@ -124,9 +128,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let (pool, shared, stop, ready) = (&pool, shared.clone(), &stop, ready.clone());
             let ring_entries = args.ring_entries;
             let busy_poll = args.busy_poll;
+            let syncs_in_flight = args.syncs_in_flight;
             scope.spawn(move || {
-                let result =
-                    serve(pool, index, shared, config, policy, addr, ring_entries, busy_poll, listener, stop, &ready);
+                let loop_config =
+                    EngineConfig { listen: addr, ring_entries, busy_poll, syncs_in_flight, ..EngineConfig::default() };
+                let result = serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready);
                 if let Err(error) = result {
                     // A loop that stops (a failed sync, say) stops the process:
                     // nothing it held back may be acknowledged by another.
@@ -162,9 +168,7 @@ fn serve(
     shared: std::sync::Arc<SeqIndex>,
     config: WalConfig,
     policy: Option<CommitPolicy>,
-    addr: SocketAddr,
-    ring_entries: u16,
-    busy_poll: bool,
+    engine_config: EngineConfig,
     listener: std::os::fd::OwnedFd,
     stop: &AtomicBool,
     ready: &std::sync::mpsc::Sender<anyhow::Result<String>>,
@@ -181,13 +185,13 @@ fn serve(
     let line = format!("recovery: log {index}: {report}");
     match policy {
         None => {
-            let engine_config = EngineConfig { listen: addr, ring_entries, busy_poll, ..EngineConfig::default() };
             let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, Some(listener))?;
             let _ = ready.send(Ok(line));
             engine.run(stop)?;
         }
         Some(policy) => {
-            let mut server = EpollServer::new(pool, &mut buffers, &mut wal, addr, policy, Some(listener))?;
+            let mut server =
+                EpollServer::new(pool, &mut buffers, &mut wal, engine_config.listen, policy, Some(listener))?;
             let _ = ready.send(Ok(line));
             server.run(stop)?;
         }

@@ -53,6 +53,8 @@ const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
 const OP_SYNC: u64 = 4;
 const BUFFER_GROUP: u16 = 0;
+/// The most fdatasyncs in flight at once (page domain).
+pub const SYNCS_IN_FLIGHT_MAX: usize = 16;
 /// io_uring_enter flag: wait for (and run the task work of) completions.
 const IORING_ENTER_GETEVENTS: u32 = 1;
 /// Size of a private receive buffer (copy and off modes).
@@ -68,6 +70,9 @@ pub struct EngineConfig {
     pub connections_max: usize,
     pub busy_poll: bool,
     pub reuse_port: bool,
+    /// Page domain: fdatasyncs kept in flight at once (1..=16), each
+    /// covering everything appended before it began.
+    pub syncs_in_flight: usize,
 }
 
 impl Default for EngineConfig {
@@ -79,6 +84,7 @@ impl Default for EngineConfig {
             connections_max: 16_384,
             busy_poll: false,
             reuse_port: false,
+            syncs_in_flight: 1,
         }
     }
 }
@@ -94,6 +100,13 @@ pub struct EngineStats {
     pub received_bytes: u64,
     pub enobufs: u64,
     pub starved_bids_max: u64,
+}
+
+struct InFlightSync {
+    ticket: crate::log::CommitTicket,
+    token: crate::persist::SyncToken,
+    epoch: u64,
+    result: Option<i32>,
 }
 
 struct Conn {
@@ -153,7 +166,10 @@ pub struct Engine<'a> {
     /// Page domain: the file to fdatasync through the ring, one batch in
     /// flight while the next is received and parsed.
     sync_fd: Option<RawFd>,
-    sync_in_flight: Option<(crate::log::CommitTicket, crate::persist::SyncToken, u64)>,
+    /// Syncs in flight, oldest first: ticket, token, epoch, and the result
+    /// once its completion arrived (they may complete out of order; they
+    /// are applied in order).
+    syncs: std::collections::VecDeque<InFlightSync>,
     /// The epoch of the next sync to begin; replies tagged with an epoch
     /// leave once that sync is done.
     next_epoch: u64,
@@ -181,6 +197,7 @@ impl<'a> Engine<'a> {
         config: EngineConfig,
         listener: Option<OwnedFd>,
     ) -> io::Result<Self> {
+        assert!((1..=SYNCS_IN_FLIGHT_MAX).contains(&config.syncs_in_flight), "syncs in flight out of range");
         let ring = setup_ring(&config)?;
         let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP)?;
         let entries = config.ring_entries;
@@ -246,7 +263,7 @@ impl<'a> Engine<'a> {
             out_of_buffers: Vec::new(),
             ring_available: u32::from(entries),
             sync_fd: if persist == Persist::Off { None } else { pool.async_sync_fd() },
-            sync_in_flight: None,
+            syncs: std::collections::VecDeque::new(),
             next_epoch: 1,
             held_conns: Vec::new(),
             stats: EngineStats::default(),
@@ -342,7 +359,7 @@ impl<'a> Engine<'a> {
             }
             OP_RECV => self.received(slot, generation, result, flags),
             OP_SEND => self.sent(slot, result),
-            OP_SYNC => self.synced(result)?,
+            OP_SYNC => self.synced(u64::from(slot), result)?,
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
@@ -559,7 +576,7 @@ impl<'a> Engine<'a> {
     /// so far; so a reply never leaves before a record appended before it,
     /// and a read never returns a record that could still be lost.
     fn hold_replies(&mut self) {
-        let undurable = self.wal.needs_commit() || self.sync_in_flight.is_some();
+        let undurable = self.wal.needs_commit() || !self.syncs.is_empty();
         let epoch = if self.wal.needs_commit() { self.next_epoch } else { self.next_epoch - 1 };
         for &slot in &self.pending {
             let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
@@ -582,9 +599,10 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Begins a commit and submits its fdatasync, unless one is in flight.
+    /// Begins a commit and submits its fdatasync, unless enough are in
+    /// flight. Each sync covers everything appended before it began.
     fn start_sync(&mut self) -> io::Result<()> {
-        if self.sync_in_flight.is_some() || !self.wal.needs_commit() {
+        if self.syncs.len() >= self.config.syncs_in_flight || !self.wal.needs_commit() {
             return Ok(());
         }
         let Some(ticket) = self.wal.begin_commit(self.pool).map_err(|e| io::Error::other(format!("commit: {e}")))?
@@ -593,25 +611,40 @@ impl<'a> Engine<'a> {
         };
         let token = self.pool.begin_sync();
         let fd = self.sync_fd.expect("asynchronous commits have a file");
-        let entry = opcode::Fsync::new(types::Fd(fd))
-            .flags(types::FsyncFlags::DATASYNC)
-            .build()
-            .user_data(user_data(OP_SYNC, 0, 0));
-        self.sync_in_flight = Some((ticket, token, self.next_epoch));
+        let epoch = self.next_epoch;
+        let entry = opcode::Fsync::new(types::Fd(fd)).flags(types::FsyncFlags::DATASYNC).build().user_data(user_data(
+            OP_SYNC,
+            epoch as u32,
+            0,
+        ));
+        self.syncs.push_back(InFlightSync { ticket, token, epoch, result: None });
         self.next_epoch += 1;
         self.push(entry)
     }
 
-    /// The sync in flight completed: its replies may leave.
-    fn synced(&mut self, result: i32) -> io::Result<()> {
-        let (ticket, token, epoch) = self.sync_in_flight.take().expect("a sync in flight");
-        let outcome = if result < 0 { Err(io::Error::from_raw_os_error(-result)) } else { Ok(()) };
-        if let Err(error) = self.pool.complete_sync(token, outcome) {
-            // Fatal: the replies waiting for this sync are never sent.
-            self.wal.fail_commit();
-            return Err(io::Error::other(format!("fdatasync failed, stopping: {error}")));
+    /// A sync completed: apply every completed sync at the front, in
+    /// order, and release the replies they cover.
+    fn synced(&mut self, epoch_low: u64, result: i32) -> io::Result<()> {
+        let entry = self
+            .syncs
+            .iter_mut()
+            .find(|s| s.epoch as u32 == epoch_low as u32 && s.result.is_none())
+            .expect("a sync in flight");
+        entry.result = Some(result);
+        let mut done_epoch = None;
+        while self.syncs.front().is_some_and(|s| s.result.is_some()) {
+            let sync = self.syncs.pop_front().expect("checked");
+            let result = sync.result.expect("checked");
+            let outcome = if result < 0 { Err(io::Error::from_raw_os_error(-result)) } else { Ok(()) };
+            if let Err(error) = self.pool.complete_sync(sync.token, outcome) {
+                // Fatal: the replies waiting for this sync are never sent.
+                self.wal.fail_commit();
+                return Err(io::Error::other(format!("fdatasync failed, stopping: {error}")));
+            }
+            self.wal.finish_commit(sync.ticket, self.buffers);
+            done_epoch = Some(sync.epoch);
         }
-        self.wal.finish_commit(ticket, self.buffers);
+        let Some(epoch) = done_epoch else { return Ok(()) };
         let mut held = std::mem::take(&mut self.held_conns);
         held.sort_unstable();
         held.dedup();

@@ -133,6 +133,8 @@ pub struct CommitSummary {
 /// A commit whose fence is in flight: what it will make durable.
 #[derive(Debug)]
 pub struct CommitTicket {
+    /// Tickets finish in the order they began.
+    sequence: u64,
     end: u64,
     head: u64,
     unref: Vec<u32>,
@@ -186,7 +188,12 @@ pub struct Log {
     live_data_bytes: u64,
     poisoned: bool,
     read_only: bool,
-    commit_in_flight: bool,
+    /// Where the batch not yet covered by a commit begins.
+    batch_start: u64,
+    /// Commits begun and finished: those in between are in flight, and
+    /// finish in the order they began.
+    commits_begun: u64,
+    commits_finished: u64,
     scratch: Vec<u8>,
 }
 
@@ -256,7 +263,9 @@ impl Log {
             live_data_bytes: 0,
             poisoned: false,
             read_only,
-            commit_in_flight: false,
+            batch_start: head,
+            commits_begun: 0,
+            commits_finished: 0,
             scratch: Vec::with_capacity(RECORD_SIZE_MAX),
         };
         let mut report = RecoveryReport { head_lsn: head, anchor_committed_lsn: committed, ..Default::default() };
@@ -347,6 +356,7 @@ impl Log {
         }
         self.tail = lsn;
         self.durable_end = lsn;
+        self.batch_start = lsn;
         self.advance_head();
         self.durable_head = self.head;
         Ok(())
@@ -575,24 +585,24 @@ impl Log {
         Ok(self.finish_commit(ticket, buffers))
     }
 
-    /// Steps 3 of a commit whose fence the caller issues itself (an
+    /// Step 3 of a commit whose fence the caller issues itself (an
     /// asynchronous fdatasync through io_uring): writes and flushes the
     /// anchor and returns what the fence will cover, or None when there is
     /// nothing to commit. Appends and releases may go on while the fence
-    /// is in flight (they belong to the next commit); at most one ticket
-    /// is outstanding. Call `finish_commit` once the fence succeeded, or
-    /// `fail_commit` if it failed.
+    /// is in flight (they belong to the next commit), and further commits
+    /// may begin; tickets must finish in the order they began. Call
+    /// `finish_commit` once the fence succeeded, or `fail_commit` if not.
     pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<CommitTicket>, LogError> {
         self.check_writable()?;
-        assert!(!self.commit_in_flight, "one commit at a time");
         let ticket = CommitTicket {
+            sequence: self.commits_begun,
             end: self.tail,
             head: self.head,
             unref: std::mem::take(&mut self.unref_at_commit),
             summary: CommitSummary {
                 records: self.records_in_batch,
                 releases: self.releases_in_batch,
-                log_bytes: self.tail - self.durable_end,
+                log_bytes: self.tail - self.batch_start,
                 fenced: true,
             },
         };
@@ -605,14 +615,16 @@ impl Log {
         }
         self.records_in_batch = 0;
         self.releases_in_batch = 0;
-        self.commit_in_flight = true;
+        // The next ticket covers only what comes after this one.
+        self.batch_start = self.tail;
+        self.commits_begun += 1;
         Ok(Some(ticket))
     }
 
     /// Steps 4-5 after the fence of `ticket` succeeded.
     pub fn finish_commit(&mut self, ticket: CommitTicket, buffers: &mut Buffers) -> CommitSummary {
-        assert!(self.commit_in_flight, "finish without begin");
-        self.commit_in_flight = false;
+        assert_eq!(ticket.sequence, self.commits_finished, "commits finish in the order they began");
+        self.commits_finished += 1;
         self.anchor_committed = self.durable_end;
         self.durable_end = ticket.end;
         self.durable_head = ticket.head;
@@ -625,7 +637,6 @@ impl Log {
     /// The fence of the ticket in flight failed: nothing after it may be
     /// acknowledged, and the log accepts nothing more.
     pub fn fail_commit(&mut self) {
-        self.commit_in_flight = false;
         self.poisoned = true;
     }
 

@@ -171,8 +171,8 @@ pub struct Wal {
     next_k: u64,
     /// Local records published in the shared index (durable ones).
     published: usize,
-    /// Local records covered by the commit in flight.
-    committing: usize,
+    /// Per commit in flight, oldest first: the local records it covers.
+    committing: VecDeque<usize>,
     appended_since_commit: bool,
     stats: WalStats,
     extents: Vec<Extent>,
@@ -239,7 +239,7 @@ impl Wal {
             first_k,
             next_k,
             published: 0,
-            committing: 0,
+            committing: VecDeque::new(),
             appended_since_commit: false,
             stats: WalStats::default(),
             extents: Vec::new(),
@@ -287,7 +287,9 @@ impl Wal {
     pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<crate::log::CommitTicket>, LogError> {
         let ticket = self.log.begin_commit(pool)?;
         self.appended_since_commit = false;
-        self.committing = self.local.len();
+        if ticket.is_some() {
+            self.committing.push_back(self.local.len());
+        }
         Ok(ticket)
     }
 
@@ -295,7 +297,8 @@ impl Wal {
     pub fn finish_commit(&mut self, ticket: crate::log::CommitTicket, buffers: &mut Buffers) {
         self.log.finish_commit(ticket, buffers);
         self.stats.commits += 1;
-        self.publish(self.committing);
+        let covered = self.committing.pop_front().expect("a commit in flight");
+        self.publish(covered);
     }
 
     /// The sync of the commit in flight failed: nothing is acknowledged

@@ -244,39 +244,58 @@ impl Harness {
         }
     }
 
-    /// A commit whose fence is issued by the caller, with the next batch's
-    /// appends and releases made while it is in flight (as the engine does
-    /// with an asynchronous fdatasync). Returns false on a power failure.
+    /// Commits whose syncs the caller runs (as the engine does with
+    /// asynchronous fdatasyncs): the next batch's appends and releases go
+    /// on while a sync is in flight, and sometimes a second commit begins
+    /// before the first completes; they complete in order. Each sync covers
+    /// only what was written before it began. Returns false on a power
+    /// failure (at either sync).
     fn commit_overlapped(&mut self) -> bool {
-        let ticket = match self.log.begin_commit(&self.pool) {
-            Ok(Some(ticket)) => ticket,
-            Ok(None) => return true,
-            Err(e) => panic!("seed {}: begin_commit: {e}", self.seed),
-        };
-        // The sync covers what was written so far, not what follows.
-        let sync = self.pool.begin_sync();
-        let covered = std::mem::take(&mut self.batch);
-        let covered_released = std::mem::take(&mut self.released_in_batch);
-        for _ in 0..self.rng.below(6) {
-            match self.rng.below(3) {
-                0 => self.append_no_room(),
-                1 => self.release_random(),
-                _ => self.release_oldest(), // moves the head while the sync runs
+        let mut in_flight = Vec::new();
+        for round in 0..2 {
+            if round == 1 && self.rng.chance(1, 2) {
+                break;
+            }
+            let ticket = match self.log.begin_commit(&self.pool) {
+                Ok(Some(ticket)) => ticket,
+                Ok(None) => break,
+                Err(e) => panic!("seed {}: begin_commit: {e}", self.seed),
+            };
+            let sync = self.pool.begin_sync();
+            let covered = std::mem::take(&mut self.batch);
+            let covered_released = std::mem::take(&mut self.released_in_batch);
+            in_flight.push((ticket, sync, covered, covered_released));
+            for _ in 0..self.rng.below(6) {
+                match self.rng.below(3) {
+                    0 => self.append_no_room(),
+                    1 => self.release_random(),
+                    _ => self.release_oldest(), // moves the head while syncs run
+                }
             }
         }
-        if self.pool.complete_sync(sync, Ok(())).is_err() {
-            assert!(self.device.is_dead(), "seed {}: a sync failed without a power failure", self.seed);
-            self.log.fail_commit();
-            // Both batches are in doubt, the covered one first in the log.
-            let newer = std::mem::replace(&mut self.batch, covered);
-            self.batch.extend(newer);
-            self.released_in_batch.extend(covered_released);
-            return false;
-        }
-        self.log.finish_commit(ticket, &mut self.buffers);
-        for (lsn, expected, released) in covered {
-            if !released {
-                self.durable.insert(lsn, expected);
+        let mut in_flight = in_flight.into_iter();
+        while let Some((ticket, sync, covered, covered_released)) = in_flight.next() {
+            if self.pool.complete_sync(sync, Ok(())).is_err() {
+                assert!(self.device.is_dead(), "seed {}: a sync failed without a power failure", self.seed);
+                self.log.fail_commit();
+                // Every batch not yet durable is in doubt, oldest first.
+                let mut doubt = covered;
+                let mut released = covered_released;
+                for (_, _, later, later_released) in in_flight {
+                    doubt.extend(later);
+                    released.extend(later_released);
+                }
+                doubt.append(&mut self.batch);
+                released.append(&mut self.released_in_batch);
+                self.batch = doubt;
+                self.released_in_batch = released;
+                return false;
+            }
+            self.log.finish_commit(ticket, &mut self.buffers);
+            for (lsn, expected, released) in covered {
+                if !released {
+                    self.durable.insert(lsn, expected);
+                }
             }
         }
         true
