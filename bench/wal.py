@@ -31,6 +31,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 MODES = {
     "off": ["--io", "uring", "--persist", "off"],
     "zerocopy": ["--io", "uring", "--persist", "zerocopy"],
+    "zerocopy whole-buffers": ["--io", "uring", "--persist", "zerocopy", "--whole-buffers"],
     "uring+copy": ["--io", "uring", "--persist", "copy"],
     "epoll+copy": ["--io", "epoll", "--persist", "copy", "--commit", "per-request"],
     "epoll+copy per-turn": ["--io", "epoll", "--persist", "copy", "--commit", "per-turn"],
@@ -261,8 +262,8 @@ def main():
         rows += series("pm 10us pipelined", four, [1024], [50], args, "/dev/shm",
                        extra=["--fence-delay-ns", "10000"], pipeline=16)
     if want("ext4"):
-        rows += series("ext4", ["zerocopy", "epoll+copy per-turn", "epoll+copy"], [1024], conns, args,
-                       args.disk_dir)
+        rows += series("ext4", ["zerocopy", "zerocopy whole-buffers", "epoll+copy per-turn", "epoll+copy"], [1024],
+                       conns, args, args.disk_dir)
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "wal.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))

@@ -55,6 +55,12 @@ pub struct Args {
     /// covering everything appended before it (1..=16).
     #[arg(long, default_value_t = 1)]
     pub syncs_in_flight: usize,
+    /// Zero copy: give each receive whole pool buffers, instead of the
+    /// default incremental consumption (IOU_PBUF_RING_INC), where requests
+    /// pack into shared buffers (fewer pages per request and per sync:
+    /// +10-28% on ext4 here, neutral on /dev/shm).
+    #[arg(long)]
+    pub whole_buffers: bool,
     #[command(flatten)]
     pub persist_args: PersistArgs,
 }
@@ -129,9 +135,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let ring_entries = args.ring_entries;
             let busy_poll = args.busy_poll;
             let syncs_in_flight = args.syncs_in_flight;
+            let incremental = persist == Persist::ZeroCopy && policy.is_none() && !args.whole_buffers;
             scope.spawn(move || {
-                let loop_config =
-                    EngineConfig { listen: addr, ring_entries, busy_poll, syncs_in_flight, ..EngineConfig::default() };
+                let loop_config = EngineConfig {
+                    listen: addr,
+                    ring_entries,
+                    busy_poll,
+                    syncs_in_flight,
+                    incremental,
+                    ..EngineConfig::default()
+                };
                 let result = serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready);
                 if let Err(error) = result {
                     // A loop that stops (a failed sync, say) stops the process:

@@ -17,6 +17,9 @@
 use std::io;
 
 use io_uring::types::BufRingEntry;
+
+/// The kernel's flag for incremental buffer consumption (linux 6.12+).
+const IOU_PBUF_RING_INC: u16 = 2;
 use io_uring::IoUring;
 
 pub struct BufRing {
@@ -30,8 +33,11 @@ pub struct BufRing {
 
 impl BufRing {
     /// Maps and registers a ring of `entries` (power of two, <= 32768) as
-    /// buffer group `group` of `ring`.
-    pub fn register(ring: &IoUring, entries: u16, group: u16) -> io::Result<BufRing> {
+    /// buffer group `group` of `ring`. With `incremental`
+    /// (IOU_PBUF_RING_INC), the kernel fills a buffer across several
+    /// receives, possibly of different sockets, reporting `BUF_MORE` while
+    /// it keeps the buffer; the caller tracks how much of each is used.
+    pub fn register(ring: &IoUring, entries: u16, group: u16, incremental: bool) -> io::Result<BufRing> {
         assert!(entries.is_power_of_two() && entries <= 32768, "ring entries must be a power of two <= 32768");
         let map_len = (entries as usize * std::mem::size_of::<BufRingEntry>()).div_ceil(4096) * 4096;
         // SAFETY: an anonymous private mapping chosen by the kernel.
@@ -52,7 +58,9 @@ impl BufRing {
         // SAFETY: the mapping is page-aligned, zeroed (tail 0), `map_len`
         // long, and lives until `self` is dropped, after the ring that uses
         // it (the caller drops the ring first, see the engine).
-        if let Err(error) = unsafe { ring.submitter().register_buf_ring_with_flags(base as u64, entries, group, 0) } {
+        let flags = if incremental { IOU_PBUF_RING_INC } else { 0 };
+        if let Err(error) = unsafe { ring.submitter().register_buf_ring_with_flags(base as u64, entries, group, flags) }
+        {
             // SAFETY: our mapping, unused by anyone else.
             unsafe { libc::munmap(base.cast(), map_len) };
             return Err(error);

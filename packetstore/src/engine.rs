@@ -73,6 +73,10 @@ pub struct EngineConfig {
     /// Page domain: fdatasyncs kept in flight at once (1..=16), each
     /// covering everything appended before it began.
     pub syncs_in_flight: usize,
+    /// Zero copy only: incremental buffer consumption (IOU_PBUF_RING_INC):
+    /// receives pack into a pool buffer until it is full, so small
+    /// requests share buffers and pages instead of taking one each.
+    pub incremental: bool,
 }
 
 impl Default for EngineConfig {
@@ -85,6 +89,7 @@ impl Default for EngineConfig {
             busy_poll: false,
             reuse_port: false,
             syncs_in_flight: 1,
+            incremental: false,
         }
     }
 }
@@ -135,8 +140,9 @@ struct Conn {
 
 /// Where the ring's buffers live.
 enum Backing {
-    /// Zero copy: `table[bid]` is the pool buffer provided under `bid`.
-    Pool { table: Vec<u32>, starved: Vec<u16> },
+    /// Zero copy: `table[bid]` is the pool buffer provided under `bid`;
+    /// `used[bid]` how much of it the kernel filled (incremental rings).
+    Pool { table: Vec<u32>, used: Vec<u32>, starved: Vec<u16>, incremental: bool },
     /// Copy and off: bid `b` is `memory[b * size..]`.
     Private { memory: *mut u8, len: usize },
 }
@@ -199,9 +205,10 @@ impl<'a> Engine<'a> {
     ) -> io::Result<Self> {
         assert!((1..=SYNCS_IN_FLIGHT_MAX).contains(&config.syncs_in_flight), "syncs in flight out of range");
         let ring = setup_ring(&config)?;
-        let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP)?;
-        let entries = config.ring_entries;
         let persist = wal.config().persist;
+        let incremental = config.incremental && persist == Persist::ZeroCopy;
+        let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP, incremental)?;
+        let entries = config.ring_entries;
         let backing = if persist == Persist::ZeroCopy {
             let size = pool.geometry().buffer_size;
             let mut table = Vec::with_capacity(entries as usize);
@@ -214,7 +221,7 @@ impl<'a> Engine<'a> {
                 // until the kernel returns this bid.
                 unsafe { bufring.provide(bid, pool.address(pool.buffer_offset(buffer)), size) };
             }
-            Backing::Pool { table, starved: Vec::new() }
+            Backing::Pool { table, used: vec![0; entries as usize], starved: Vec::new(), incremental }
         } else {
             let len = entries as usize * PRIVATE_BUFFER_SIZE as usize;
             // SAFETY: an anonymous private mapping, owned by the engine.
@@ -413,7 +420,7 @@ impl<'a> Engine<'a> {
         assert!(live, "a receive completion for a connection that is gone (slot {slot})");
         if result > 0 {
             let bid = bid.expect("a receive with data names its buffer");
-            let segment = self.take_buffer(bid, result as u32);
+            let segment = self.take_buffer(bid, result as u32, cqueue::buffer_more(flags));
             self.stats.received_bytes += result as u64;
             let conn = self.conns[slot as usize].as_mut().expect("live");
             if conn.closing {
@@ -455,32 +462,51 @@ impl<'a> Engine<'a> {
 
     /// The segment received into `bid`; provides the bid again (zero copy:
     /// with a fresh pool buffer; private: after the segment is consumed).
-    fn take_buffer(&mut self, bid: u16, len: u32) -> Segment {
-        self.ring_available -= 1;
+    /// With an incremental ring, `more` says the kernel keeps filling the
+    /// buffer: the segment takes a reference of its own, and the ring's
+    /// reference is dropped (and the bid swapped) once the kernel is done.
+    fn take_buffer(&mut self, bid: u16, len: u32, more: bool) -> Segment {
         match &mut self.backing {
-            Backing::Pool { table, starved } => {
+            Backing::Pool { table, used, starved, incremental } => {
                 let buffer = table[bid as usize];
-                let offset = self.pool.buffer_offset(buffer);
+                let at = if *incremental { used[bid as usize] } else { 0 };
+                let offset = self.pool.buffer_offset(buffer) + u64::from(at);
                 self.pool.note_written(offset, u64::from(len));
-                match self.buffers.allocate() {
-                    Ok(fresh) => {
-                        table[bid as usize] = fresh;
-                        let size = self.pool.geometry().buffer_size;
-                        // SAFETY: `fresh` was just allocated: its only
-                        // reference is the ring's until this bid returns.
-                        unsafe { self.bufring.provide(bid, self.pool.address(self.pool.buffer_offset(fresh)), size) };
-                        self.ring_available += 1;
-                    }
-                    Err(_) => {
-                        starved.push(bid);
-                        self.stats.starved_bids_max = self.stats.starved_bids_max.max(starved.len() as u64);
+                let retired = !*incremental || !more;
+                if *incremental {
+                    used[bid as usize] += len;
+                    self.buffers.retain(buffer).expect("a ring buffer takes a segment's reference");
+                    if retired {
+                        used[bid as usize] = 0;
+                        self.buffers.release(buffer).expect("the ring's reference");
                     }
                 }
-                // SAFETY: the stream now holds the ring's reference on
-                // `buffer`; nobody writes it until the stream releases it.
-                unsafe { Segment::new(Source::Pool(buffer), self.pool.address(offset), 0, len) }
+                if retired {
+                    self.ring_available -= 1;
+                    match self.buffers.allocate() {
+                        Ok(fresh) => {
+                            table[bid as usize] = fresh;
+                            let size = self.pool.geometry().buffer_size;
+                            // SAFETY: `fresh` was just allocated: its only
+                            // reference is the ring's until this bid returns.
+                            unsafe {
+                                self.bufring.provide(bid, self.pool.address(self.pool.buffer_offset(fresh)), size)
+                            };
+                            self.ring_available += 1;
+                        }
+                        Err(_) => {
+                            starved.push(bid);
+                            self.stats.starved_bids_max = self.stats.starved_bids_max.max(starved.len() as u64);
+                        }
+                    }
+                }
+                // SAFETY: the stream holds a reference on `buffer` (the
+                // ring's, or its own); nobody writes these bytes until the
+                // stream releases them (the kernel only fills beyond them).
+                unsafe { Segment::new(Source::Pool(buffer), self.pool.address(offset), at, len) }
             }
             Backing::Private { memory, .. } => {
+                self.ring_available -= 1;
                 // SAFETY: bid < entries, inside the mapping; the bid is out of
                 // the ring until the segment is released.
                 let ptr = unsafe { memory.add(bid as usize * PRIVATE_BUFFER_SIZE as usize) };
@@ -728,7 +754,7 @@ impl<'a> Engine<'a> {
 
     /// Provides starved bids with buffers freed since.
     fn provide_starved(&mut self) {
-        let Backing::Pool { table, starved } = &mut self.backing else { return };
+        let Backing::Pool { table, starved, .. } = &mut self.backing else { return };
         let size = self.pool.geometry().buffer_size;
         while let Some(&bid) = starved.last() {
             let Ok(fresh) = self.buffers.allocate() else { break };
