@@ -239,6 +239,13 @@ fn uring_zerocopy_functional() {
 }
 
 #[test]
+fn uring_zerocopy_busy_poll_functional() {
+    // Busy polling: the loop never sleeps in the kernel (io_uring_enter
+    // with GETEVENTS and no minimum), and serves exactly the same.
+    functional(&["--io", "uring", "--persist", "zerocopy", "--busy-poll"]);
+}
+
+#[test]
 fn uring_zerocopy_whole_buffers_functional() {
     // Without incremental consumption: each receive takes whole buffers.
     functional(&["--io", "uring", "--persist", "zerocopy", "--whole-buffers"]);

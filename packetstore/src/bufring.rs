@@ -55,10 +55,10 @@ impl BufRing {
             return Err(io::Error::last_os_error());
         }
         let base = base.cast::<BufRingEntry>();
+        let flags = if incremental { IOU_PBUF_RING_INC } else { 0 };
         // SAFETY: the mapping is page-aligned, zeroed (tail 0), `map_len`
         // long, and lives until `self` is dropped, after the ring that uses
         // it (the caller drops the ring first, see the engine).
-        let flags = if incremental { IOU_PBUF_RING_INC } else { 0 };
         if let Err(error) = unsafe { ring.submitter().register_buf_ring_with_flags(base as u64, entries, group, flags) }
         {
             // SAFETY: our mapping, unused by anyone else.

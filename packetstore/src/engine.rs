@@ -12,16 +12,25 @@
 //! 3. Give each connection with new bytes to the application (the WAL),
 //!    which parses requests, logs mutating ones where they landed, and
 //!    queues replies. Nothing is sent yet.
-//! 4. Commit: one fence (or one sync) for every record of the turn.
+//! 4. Commit: one fence for every record of the turn (cache-line, byte and
+//!    none domains). In the page domain the turn instead starts an
+//!    fdatasync through the ring (if none is in flight) and holds the
+//!    turn's replies until the sync covering them completes; receiving and
+//!    parsing go on meanwhile. A reply never leaves before every record
+//!    appended before it is durable.
 //! 5. Queue the sends of the replies, re-provide buffers, re-arm receives
 //!    stopped by -ENOBUFS; they are submitted by the next turn's enter.
 //!
 //! # Buffers
 //!
 //! Zero copy: every ring entry points at a pool buffer with one reference
-//! (the ring's). A completion moves that reference to the connection's
-//! stream, and the bid is provided again at once with a freshly allocated
-//! pool buffer (PASTE's swap). A request whose body is logged takes its own
+//! (the ring's). With whole-buffer consumption, a completion moves that
+//! reference to the connection's stream, and the bid is provided again at
+//! once with a freshly allocated pool buffer (PASTE's swap). With
+//! incremental consumption (the default), the kernel packs receives, of any
+//! connection, into the buffer until it is full: each segment takes a
+//! reference of its own, and when the kernel retires the buffer (no
+//! BUF_MORE) the ring's reference is dropped and the bid swapped. A request whose body is logged takes its own
 //! references; when the stream has consumed a segment, it drops its
 //! reference, so a buffer returns to the free list exactly when no record,
 //! request or stream needs it. If the pool has no free buffer, the bid waits
