@@ -408,16 +408,7 @@ impl<'a> Engine<'a> {
             shut_down: false,
             dirty: false,
         };
-        let slot = match self.free_slots.pop() {
-            Some(slot) => {
-                self.conns[slot as usize] = Some(conn);
-                slot
-            }
-            None => {
-                self.conns.push(Some(conn));
-                (self.conns.len() - 1) as u32
-            }
-        };
+        let slot = crate::slots::insert(&mut self.conns, &mut self.free_slots, conn);
         self.stats.accepted += 1;
         self.rearm.push(slot);
     }

@@ -197,16 +197,7 @@ impl<'a> EpollServer<'a> {
                 eof: false,
                 writable_wanted: false,
             };
-            let slot = match self.free_slots.pop() {
-                Some(slot) => {
-                    self.conns[slot as usize] = Some(conn);
-                    slot
-                }
-                None => {
-                    self.conns.push(Some(conn));
-                    (self.conns.len() - 1) as u32
-                }
-            };
+            let slot = crate::slots::insert(&mut self.conns, &mut self.free_slots, conn);
             self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
         }
     }

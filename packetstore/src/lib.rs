@@ -28,6 +28,7 @@ pub mod pool;
 pub mod record;
 pub mod rng;
 pub mod sim;
+pub mod slots;
 pub mod stream;
 pub mod wal;
 

@@ -152,6 +152,20 @@ pub struct RecordView {
     pub data_len: u64,
 }
 
+impl RecordView {
+    /// The view of a validated record's bytes.
+    fn new(lsn: u64, bytes: &[u8], header: &RecordHeader) -> RecordView {
+        RecordView {
+            lsn,
+            kind: header.kind,
+            tag: header.tag,
+            key: record::key(bytes, header).to_vec(),
+            extents: record::extents(bytes, header).collect(),
+            data_len: header.data_len,
+        }
+    }
+}
+
 /// Space accounting of the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogUsage {
@@ -670,14 +684,7 @@ impl Log {
         let mut bytes = vec![0u8; slot.len as usize];
         pool.read(self.position(lsn), &mut bytes);
         let header = record::decode_header(&bytes).expect("a record the log wrote");
-        RecordView {
-            lsn,
-            kind: header.kind,
-            tag: header.tag,
-            key: record::key(&bytes, &header).to_vec(),
-            extents: record::extents(&bytes, &header).collect(),
-            data_len: header.data_len,
-        }
+        RecordView::new(lsn, &bytes, &header)
     }
 
     /// The lsns of the live records, oldest first.
@@ -748,14 +755,7 @@ pub fn read_record_at(pool: &Pool, index: u32, lsn: u64) -> Option<RecordView> {
     if record::header_crc(&bytes) != header.header_crc || header.kind == KIND_PAD {
         return None;
     }
-    Some(RecordView {
-        lsn,
-        kind: header.kind,
-        tag: header.tag,
-        key: record::key(&bytes, &header).to_vec(),
-        extents: record::extents(&bytes, &header).collect(),
-        data_len: header.data_len,
-    })
+    Some(RecordView::new(lsn, &bytes, &header))
 }
 
 fn put_u32_record_len(record: &mut [u8], len: u32) {

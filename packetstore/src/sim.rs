@@ -165,18 +165,7 @@ impl SimDevice {
 
     pub(crate) fn fence(&self) -> io::Result<()> {
         let mut state = self.state.lock().expect("sim lock");
-        if state.dead {
-            return Err(power_lost());
-        }
-        state.fences += 1;
-        if let Some((at_fence, seed)) = state.crash_at_fence {
-            if state.fences == at_fence {
-                let image = self.image(&state, seed);
-                state.crash_image = Some(image);
-                state.dead = true;
-                return Err(power_lost());
-            }
-        }
+        self.count_fence(&mut state)?;
         let current = self.current();
         let pending = std::mem::take(&mut state.pending);
         match self.mode {
@@ -226,18 +215,7 @@ impl SimDevice {
     /// Counts as a fence (an armed crash can happen here).
     pub(crate) fn complete_sync(&self, sync: SimSync) -> io::Result<()> {
         let mut state = self.state.lock().expect("sim lock");
-        if state.dead {
-            return Err(power_lost());
-        }
-        state.fences += 1;
-        if let Some((at_fence, seed)) = state.crash_at_fence {
-            if state.fences == at_fence {
-                let image = self.image(&state, seed);
-                state.crash_image = Some(image);
-                state.dead = true;
-                return Err(power_lost());
-            }
-        }
+        self.count_fence(&mut state)?;
         let current = self.current();
         for (line, snapshot) in sync.lines {
             let at = (line * LINE) as usize;
@@ -255,6 +233,25 @@ impl SimDevice {
             durable[at..at + CACHE_LINE_SIZE] != current[at..at + CACHE_LINE_SIZE]
         });
         state.durable = durable;
+        Ok(())
+    }
+
+    /// Counts a fence (or a completed sync); fails if the device is dead,
+    /// or dies here when a crash is armed at this fence (taking the image
+    /// before anything of this fence is committed).
+    fn count_fence(&self, state: &mut State) -> io::Result<()> {
+        if state.dead {
+            return Err(power_lost());
+        }
+        state.fences += 1;
+        if let Some((at_fence, seed)) = state.crash_at_fence {
+            if state.fences == at_fence {
+                let image = self.image(state, seed);
+                state.crash_image = Some(image);
+                state.dead = true;
+                return Err(power_lost());
+            }
+        }
         Ok(())
     }
 
