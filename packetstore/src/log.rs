@@ -296,7 +296,7 @@ impl Log {
         }
         report.torn_records_erased = log.erase_past_end(pool, !read_only)?;
         if !read_only {
-            log.make_recovered_durable(pool, committed)?;
+            log.make_recovered_durable(pool, head, committed)?;
         }
         report.end_lsn = end;
         report.live_records = log.live_records;
@@ -431,18 +431,24 @@ impl Log {
     /// anchor (two fences: the anchor must not vouch for records first).
     /// Records before `committed` were fenced by an earlier commit; those
     /// after it (the last batches) may exist only in the page cache.
-    fn make_recovered_durable(&mut self, pool: &Pool, committed: u64) -> Result<(), LogError> {
-        // A release mark recovery honours may exist only in memory (after a
-        // process crash): make it durable before its buffers can be reused,
-        // or a power failure would bring the record back over reused data.
-        for slot in self.slots.iter().filter(|s| s.released) {
-            pool.flush(self.position(slot.lsn), HEADER_SIZE as u64);
+    ///
+    /// Every log byte scanned, `[scan_from, end)`, is flushed, released
+    /// records and their marks included: the new anchor's `committed_lsn`
+    /// vouches for all of them, and its `head_lsn` (a separate word) may not
+    /// reach the media, so a later scan may start at `scan_from` again.
+    fn make_recovered_durable(&mut self, pool: &Pool, scan_from: u64, committed: u64) -> Result<(), LogError> {
+        let end = self.tail;
+        let mut lsn = scan_from;
+        while lsn < end {
+            let room = self.ring_size - lsn % self.ring_size;
+            let len = room.min(end - lsn);
+            pool.flush(self.position(lsn), len);
+            lsn += len;
         }
         let uncertain: Vec<Slot> =
-            self.slots.iter().filter(|s| s.lsn + u64::from(s.len) > committed).copied().collect();
+            self.slots.iter().filter(|s| !s.released && s.lsn + u64::from(s.len) > committed).copied().collect();
         for slot in uncertain {
-            pool.flush(self.position(slot.lsn), u64::from(slot.len));
-            if !slot.released && slot.extent_count > 0 {
+            if slot.extent_count > 0 {
                 for extent in self.view_slot(pool, slot).extents {
                     pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
                 }
