@@ -18,8 +18,9 @@
 //! by a power failure at one of their fences, then recovered again.
 //! Each seed then goes on from the recovered state and fails again, three
 //! times. `PACKETSTORE_CRASH_POINTS` sets the number of failure points
-//! (2,000 by default; 100,000 for the long mode); `PACKETSTORE_SEED` replays
-//! one seed. Failures print their seed.
+//! (2,000 by default; 100,000 for the long mode); `PACKETSTORE_SEED_BASE`
+//! moves the range of seeds; `PACKETSTORE_SEED` replays one seed. Failures
+//! print their seed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -445,7 +446,8 @@ fn committed_records_survive_power_failure() {
     }
     let points = failure_points();
     let seeds = points.div_ceil(CYCLES_PER_SEED);
-    let base = 0x5eed_0000_u64;
+    // PACKETSTORE_SEED_BASE moves the range, to explore new seeds.
+    let base = std::env::var("PACKETSTORE_SEED_BASE").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed_0000_u64);
     eprintln!(
         "crash simulator: {seeds} seeds x {CYCLES_PER_SEED} power failures = {} failure points",
         seeds * CYCLES_PER_SEED
