@@ -23,6 +23,7 @@ pub mod layout;
 pub mod limits;
 pub mod log;
 pub mod net;
+pub mod node;
 pub mod persist;
 pub mod pool;
 pub mod record;

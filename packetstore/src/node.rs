@@ -1,0 +1,337 @@
+//! B+ tree nodes: the on-media format of one node (one pool buffer), as
+//! pure functions between an owned `Node` and its bytes (issue 4; the tree
+//! itself is designed in `docs/tree-design.md` and not built yet).
+//!
+//! A node is self-validating: a CRC-32C over the whole node (less the CRC
+//! field) and the generation of the tree version that wrote it. A node that
+//! fails its checks is an error, never a wrong answer. Nodes are written
+//! once (copy on write) and never modified in place, so a torn node can
+//! only be a node whose version never became durable.
+//!
+//! ```text
+//! 0      4     5      6       8            16     20        24
+//! | magic | kind | level | count | generation | crc | reserved | slots ...  free  ... entries |
+//! ```
+//! `count` slots of u16 offsets follow the header, in key order; each
+//! points at an entry packed from the end of the node:
+//! - leaf entry: key_len u16, key, value_kind u8, value_len u16, value
+//!   (inline bytes, or value_len extents of 8 bytes);
+//! - internal entry: key_len u16, key, child u32 (the child holding keys
+//!   >= key); the node's first child is in the reserved field.
+
+use crate::layout::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use crate::record::Extent;
+
+pub const NODE_MAGIC: u32 = 0x444E_5350; // "PSND"
+pub const NODE_HEADER_SIZE: usize = 24;
+const OFF_MAGIC: usize = 0;
+const OFF_KIND: usize = 4;
+const OFF_LEVEL: usize = 5;
+const OFF_COUNT: usize = 6;
+const OFF_GENERATION: usize = 8;
+const OFF_CRC: usize = 16;
+const OFF_FIRST_CHILD: usize = 20;
+const _: () = assert!(OFF_FIRST_CHILD + 4 == NODE_HEADER_SIZE && OFF_GENERATION % 8 == 0);
+
+const KIND_LEAF: u8 = 1;
+const KIND_INTERNAL: u8 = 2;
+const VALUE_INLINE: u8 = 1;
+const VALUE_EXTENTS: u8 = 2;
+
+/// A value stored in a leaf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// Small values live in the node.
+    Inline(Vec<u8>),
+    /// Large values stay in the buffers they were received into.
+    Extents(Vec<Extent>),
+}
+
+impl Value {
+    fn encoded_len(&self) -> usize {
+        1 + 2
+            + match self {
+                Value::Inline(bytes) => bytes.len(),
+                Value::Extents(extents) => extents.len() * 8,
+            }
+    }
+}
+
+/// A decoded node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    Leaf {
+        generation: u64,
+        entries: Vec<(Vec<u8>, Value)>,
+    },
+    /// `children[0]` holds keys below `keys[0]`; `children[i + 1]` keys
+    /// at or above `keys[i]`.
+    Internal {
+        generation: u64,
+        level: u8,
+        keys: Vec<Vec<u8>>,
+        children: Vec<u32>,
+    },
+}
+
+/// Why node bytes were refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeError {
+    BadMagic,
+    BadChecksum,
+    Malformed(&'static str),
+    TooLarge { needed: usize, size: usize },
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeError::BadMagic => write!(f, "not a tree node (bad magic)"),
+            NodeError::BadChecksum => write!(f, "tree node checksum mismatch"),
+            NodeError::Malformed(why) => write!(f, "malformed tree node: {why}"),
+            NodeError::TooLarge { needed, size } => write!(f, "node needs {needed} bytes, has {size}"),
+        }
+    }
+}
+
+impl Node {
+    /// Bytes this node needs when encoded.
+    pub fn encoded_len(&self) -> usize {
+        NODE_HEADER_SIZE
+            + match self {
+                Node::Leaf { entries, .. } => {
+                    entries.iter().map(|(key, value)| 2 + 2 + key.len() + value.encoded_len()).sum::<usize>()
+                }
+                Node::Internal { keys, .. } => keys.iter().map(|key| 2 + 2 + key.len() + 4).sum::<usize>(),
+            }
+    }
+
+    /// Encodes into `out` (a whole node buffer), CRC last.
+    pub fn encode(&self, out: &mut [u8]) -> Result<(), NodeError> {
+        let needed = self.encoded_len();
+        if needed > out.len() || out.len() > usize::from(u16::MAX) + 1 {
+            return Err(NodeError::TooLarge { needed, size: out.len() });
+        }
+        out.fill(0);
+        put_u32(out, OFF_MAGIC, NODE_MAGIC);
+        let mut end = out.len();
+        let mut slot = NODE_HEADER_SIZE;
+        let mut place = |out: &mut [u8], entry: &[u8]| {
+            end -= entry.len();
+            out[end..end + entry.len()].copy_from_slice(entry);
+            put_u16(out, slot, u16::try_from(end).expect("offsets fit: nodes are at most 64 KiB"));
+            slot += 2;
+        };
+        let mut entry = Vec::new();
+        match self {
+            Node::Leaf { generation, entries } => {
+                out[OFF_KIND] = KIND_LEAF;
+                put_u16(out, OFF_COUNT, entries.len() as u16);
+                put_u64(out, OFF_GENERATION, *generation);
+                for (key, value) in entries {
+                    entry.clear();
+                    entry.extend_from_slice(&(key.len() as u16).to_le_bytes());
+                    entry.extend_from_slice(key);
+                    match value {
+                        Value::Inline(bytes) => {
+                            entry.push(VALUE_INLINE);
+                            entry.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+                            entry.extend_from_slice(bytes);
+                        }
+                        Value::Extents(extents) => {
+                            entry.push(VALUE_EXTENTS);
+                            entry.extend_from_slice(&(extents.len() as u16).to_le_bytes());
+                            for extent in extents {
+                                entry.extend_from_slice(&extent.buffer.to_le_bytes());
+                                entry.extend_from_slice(&extent.offset.to_le_bytes());
+                                entry.extend_from_slice(&extent.len.to_le_bytes());
+                            }
+                        }
+                    }
+                    place(out, &entry);
+                }
+            }
+            Node::Internal { generation, level, keys, children } => {
+                if children.len() != keys.len() + 1 || *level == 0 {
+                    return Err(NodeError::Malformed("an internal node has one more child than keys, level >= 1"));
+                }
+                out[OFF_KIND] = KIND_INTERNAL;
+                out[OFF_LEVEL] = *level;
+                put_u16(out, OFF_COUNT, keys.len() as u16);
+                put_u64(out, OFF_GENERATION, *generation);
+                put_u32(out, OFF_FIRST_CHILD, children[0]);
+                for (key, child) in keys.iter().zip(&children[1..]) {
+                    entry.clear();
+                    entry.extend_from_slice(&(key.len() as u16).to_le_bytes());
+                    entry.extend_from_slice(key);
+                    entry.extend_from_slice(&child.to_le_bytes());
+                    place(out, &entry);
+                }
+            }
+        }
+        let crc = node_crc(out);
+        put_u32(out, OFF_CRC, crc);
+        Ok(())
+    }
+
+    /// Decodes and checks node bytes: magic, CRC, then every offset and
+    /// length against the node's bounds, and key order.
+    pub fn decode(bytes: &[u8]) -> Result<Node, NodeError> {
+        if bytes.len() < NODE_HEADER_SIZE || get_u32(bytes, OFF_MAGIC) != NODE_MAGIC {
+            return Err(NodeError::BadMagic);
+        }
+        if get_u32(bytes, OFF_CRC) != node_crc(bytes) {
+            return Err(NodeError::BadChecksum);
+        }
+        let count = usize::from(get_u16(bytes, OFF_COUNT));
+        let generation = get_u64(bytes, OFF_GENERATION);
+        let slots_end = NODE_HEADER_SIZE + 2 * count;
+        if slots_end > bytes.len() {
+            return Err(NodeError::Malformed("more slots than fit"));
+        }
+        let mut reader = Reader { bytes, at: 0 };
+        let mut previous: Option<Vec<u8>> = None;
+        let mut keys = Vec::with_capacity(count);
+        let kind = bytes[OFF_KIND];
+        let mut entries = Vec::new();
+        let mut children = vec![get_u32(bytes, OFF_FIRST_CHILD)];
+        for i in 0..count {
+            reader.at = usize::from(get_u16(bytes, NODE_HEADER_SIZE + 2 * i));
+            if reader.at < slots_end {
+                return Err(NodeError::Malformed("an entry overlaps the slots"));
+            }
+            let key_len = usize::from(reader.u16()?);
+            let key = reader.take(key_len)?.to_vec();
+            if previous.as_ref().is_some_and(|p| *p >= key) {
+                return Err(NodeError::Malformed("keys out of order"));
+            }
+            previous = Some(key.clone());
+            match kind {
+                KIND_LEAF => {
+                    let value_kind = reader.take(1)?[0];
+                    let value_len = usize::from(reader.u16()?);
+                    let value = match value_kind {
+                        VALUE_INLINE => Value::Inline(reader.take(value_len)?.to_vec()),
+                        VALUE_EXTENTS => Value::Extents(
+                            reader
+                                .take(value_len * 8)?
+                                .chunks_exact(8)
+                                .map(|e| Extent { buffer: get_u32(e, 0), offset: get_u16(e, 4), len: get_u16(e, 6) })
+                                .collect(),
+                        ),
+                        _ => return Err(NodeError::Malformed("unknown value kind")),
+                    };
+                    entries.push((key, value));
+                }
+                KIND_INTERNAL => {
+                    keys.push(key);
+                    children.push(get_u32(reader.take(4)?, 0));
+                }
+                _ => return Err(NodeError::Malformed("unknown node kind")),
+            }
+        }
+        match kind {
+            KIND_LEAF if bytes[OFF_LEVEL] == 0 => Ok(Node::Leaf { generation, entries }),
+            KIND_INTERNAL if bytes[OFF_LEVEL] > 0 => {
+                Ok(Node::Internal { generation, level: bytes[OFF_LEVEL], keys, children })
+            }
+            KIND_LEAF | KIND_INTERNAL => Err(NodeError::Malformed("level disagrees with kind")),
+            _ => Err(NodeError::Malformed("unknown node kind")),
+        }
+    }
+}
+
+fn node_crc(bytes: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(&bytes[..OFF_CRC]);
+    crc32c::crc32c_append(crc, &bytes[OFF_CRC + 4..])
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], NodeError> {
+        let end = self.at.checked_add(n).filter(|&end| end <= self.bytes.len());
+        let end = end.ok_or(NodeError::Malformed("an entry runs past the node"))?;
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn u16(&mut self) -> Result<u16, NodeError> {
+        Ok(get_u16(self.take(2)?, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Inline),
+            proptest::collection::vec(
+                (any::<u32>(), any::<u16>(), 1..=u16::MAX).prop_map(|(b, o, l)| Extent {
+                    buffer: b,
+                    offset: o,
+                    len: l
+                }),
+                0..4
+            )
+            .prop_map(Value::Extents),
+        ]
+    }
+
+    fn leaf() -> impl Strategy<Value = Node> {
+        (any::<u64>(), proptest::collection::btree_map(proptest::collection::vec(any::<u8>(), 0..24), value(), 0..24))
+            .prop_map(|(generation, map)| Node::Leaf { generation, entries: map.into_iter().collect() })
+    }
+
+    fn internal() -> impl Strategy<Value = Node> {
+        (any::<u64>(), 1..8u8, proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..24), 0..24))
+            .prop_flat_map(|(generation, level, keys)| {
+                let n = keys.len();
+                (Just(generation), Just(level), Just(keys), proptest::collection::vec(any::<u32>(), n + 1))
+            })
+            .prop_map(|(generation, level, keys, children)| Node::Internal {
+                generation,
+                level,
+                keys: keys.into_iter().collect(),
+                children,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn nodes_round_trip(node in prop_oneof![leaf(), internal()]) {
+            let mut bytes = vec![0u8; 2048];
+            node.encode(&mut bytes).unwrap();
+            prop_assert_eq!(Node::decode(&bytes).unwrap(), node);
+        }
+
+        #[test]
+        fn every_flipped_bit_is_refused(node in prop_oneof![leaf(), internal()], bit in any::<prop::sample::Index>()) {
+            let mut bytes = vec![0u8; 1024];
+            node.encode(&mut bytes).unwrap();
+            let bit = bit.index(bytes.len() * 8);
+            bytes[bit / 8] ^= 1 << (bit % 8);
+            prop_assert!(Node::decode(&bytes).is_err(), "bit {} flipped unnoticed", bit);
+        }
+
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let _ = Node::decode(&bytes);
+        }
+    }
+
+    #[test]
+    fn a_node_that_does_not_fit_is_refused() {
+        let entries = (0..100u32).map(|i| (i.to_be_bytes().to_vec(), Value::Inline(vec![0; 30]))).collect();
+        let node = Node::Leaf { generation: 1, entries };
+        assert!(matches!(node.encode(&mut [0u8; 512]), Err(NodeError::TooLarge { .. })));
+        assert!(node.encode(&mut vec![0u8; 8192]).is_ok());
+    }
+}
