@@ -498,7 +498,8 @@ fn regression_seeds() {
     // process crash left released records only in memory; recovery moved
     // the head past them without flushing them, and a power failure during
     // its anchor write kept the new committed lsn but not the new head.
-    for seed in [1_592_611_552] {
+    const SEEDS: &[u64] = &[1_592_611_552];
+    for &seed in SEEDS {
         run_seed(seed);
     }
 }
