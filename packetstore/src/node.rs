@@ -129,25 +129,7 @@ impl Node {
                 put_u16(out, OFF_COUNT, entries.len() as u16);
                 put_u64(out, OFF_GENERATION, *generation);
                 for (key, value) in entries {
-                    entry.clear();
-                    entry.extend_from_slice(&(key.len() as u16).to_le_bytes());
-                    entry.extend_from_slice(key);
-                    match value {
-                        Value::Inline(bytes) => {
-                            entry.push(VALUE_INLINE);
-                            entry.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
-                            entry.extend_from_slice(bytes);
-                        }
-                        Value::Extents(extents) => {
-                            entry.push(VALUE_EXTENTS);
-                            entry.extend_from_slice(&(extents.len() as u16).to_le_bytes());
-                            for extent in extents {
-                                entry.extend_from_slice(&extent.buffer.to_le_bytes());
-                                entry.extend_from_slice(&extent.offset.to_le_bytes());
-                                entry.extend_from_slice(&extent.len.to_le_bytes());
-                            }
-                        }
-                    }
+                    leaf_entry(&mut entry, key, value);
                     place(out, &entry);
                 }
             }
@@ -241,6 +223,155 @@ impl Node {
     }
 }
 
+/// One change applied while copying a node (copy on write).
+#[derive(Clone, Copy, Debug)]
+pub enum Edit<'a> {
+    /// Insert an entry (its encoded bytes, as `entry_bytes` builds them) at
+    /// slot `index`.
+    Insert { index: usize, entry: &'a [u8] },
+    /// Replace the entry at `index`.
+    Replace { index: usize, entry: &'a [u8] },
+    /// Remove the entry at `index`.
+    Remove { index: usize },
+}
+
+/// The data path's view of a node: it works on the node's bytes in place
+/// (the probe in `docs/tree-design.md`: 4-6x faster than owned nodes). The
+/// bytes must have passed `Node::decode` once (when read from the pool),
+/// so offsets are trusted here and checked only by debug assertions.
+pub struct NodeBytes<'a>(pub &'a [u8]);
+
+impl<'a> NodeBytes<'a> {
+    pub fn count(&self) -> usize {
+        usize::from(get_u16(self.0, OFF_COUNT))
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.0[OFF_KIND] == KIND_LEAF
+    }
+
+    fn entry_start(&self, index: usize) -> usize {
+        debug_assert!(index < self.count());
+        usize::from(get_u16(self.0, NODE_HEADER_SIZE + 2 * index))
+    }
+
+    /// The key of entry `index`.
+    pub fn key(&self, index: usize) -> &'a [u8] {
+        let at = self.entry_start(index);
+        let len = usize::from(get_u16(self.0, at));
+        &self.0[at + 2..at + 2 + len]
+    }
+
+    /// The whole encoded entry `index` (key and value or child).
+    pub fn entry(&self, index: usize) -> &'a [u8] {
+        let at = self.entry_start(index);
+        let key_len = usize::from(get_u16(self.0, at));
+        let body = at + 2 + key_len;
+        let len = if self.is_leaf() {
+            let value_len = usize::from(get_u16(self.0, body + 1));
+            let unit = if self.0[body] == VALUE_EXTENTS { 8 } else { 1 };
+            2 + key_len + 3 + value_len * unit
+        } else {
+            2 + key_len + 4
+        };
+        &self.0[at..at + len]
+    }
+
+    /// Binary search: `Ok(index)` of `key`, or `Err(index)` to insert it at.
+    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut low, mut high) = (0, self.count());
+        while low < high {
+            let middle = (low + high) / 2;
+            match self.key(middle).cmp(key) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Ok(middle),
+            }
+        }
+        Err(low)
+    }
+
+    /// Bytes the entries use (slots included).
+    pub fn used(&self) -> usize {
+        NODE_HEADER_SIZE + (0..self.count()).map(|i| 2 + self.entry(i).len()).sum::<usize>()
+    }
+
+    /// Copies this node into `out` (same size or not), compacted, with
+    /// `edit` applied. The header is copied; call `seal` after.
+    pub fn rebuild(&self, out: &mut [u8], edit: Edit<'_>) -> Result<(), NodeError> {
+        let count = self.count();
+        let new_count = match edit {
+            Edit::Insert { index, .. } => {
+                assert!(index <= count);
+                count + 1
+            }
+            Edit::Replace { index, .. } | Edit::Remove { index } => {
+                assert!(index < count);
+                if matches!(edit, Edit::Remove { .. }) {
+                    count - 1
+                } else {
+                    count
+                }
+            }
+        };
+        let entry_at = |i: usize| -> &[u8] {
+            match edit {
+                Edit::Insert { index, entry } if i == index => entry,
+                Edit::Insert { index, .. } if i > index => self.entry(i - 1),
+                Edit::Replace { index, entry } if i == index => entry,
+                Edit::Remove { index } if i >= index => self.entry(i + 1),
+                _ => self.entry(i),
+            }
+        };
+        let needed = NODE_HEADER_SIZE + (0..new_count).map(|i| 2 + entry_at(i).len()).sum::<usize>();
+        if needed > out.len() {
+            return Err(NodeError::TooLarge { needed, size: out.len() });
+        }
+        out[..NODE_HEADER_SIZE].copy_from_slice(&self.0[..NODE_HEADER_SIZE]);
+        put_u16(out, OFF_COUNT, new_count as u16);
+        let mut end = out.len();
+        for i in 0..new_count {
+            let entry = entry_at(i);
+            end -= entry.len();
+            out[end..end + entry.len()].copy_from_slice(entry);
+            put_u16(out, NODE_HEADER_SIZE + 2 * i, end as u16);
+        }
+        out[NODE_HEADER_SIZE + 2 * new_count..end].fill(0);
+        Ok(())
+    }
+}
+
+/// Encodes a leaf entry (for `Edit`).
+pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
+    out.clear();
+    out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    out.extend_from_slice(key);
+    match value {
+        Value::Inline(bytes) => {
+            out.push(VALUE_INLINE);
+            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        Value::Extents(extents) => {
+            out.push(VALUE_EXTENTS);
+            out.extend_from_slice(&(extents.len() as u16).to_le_bytes());
+            for extent in extents {
+                out.extend_from_slice(&extent.buffer.to_le_bytes());
+                out.extend_from_slice(&extent.offset.to_le_bytes());
+                out.extend_from_slice(&extent.len.to_le_bytes());
+            }
+        }
+    }
+}
+
+/// Stamps a rebuilt node with its generation and CRC: the last write
+/// before it is flushed.
+pub fn seal(node: &mut [u8], generation: u64) {
+    put_u64(node, OFF_GENERATION, generation);
+    let crc = node_crc(node);
+    put_u32(node, OFF_CRC, crc);
+}
+
 fn node_crc(bytes: &[u8]) -> u32 {
     let crc = crc32c::crc32c(&bytes[..OFF_CRC]);
     crc32c::crc32c_append(crc, &bytes[OFF_CRC + 4..])
@@ -324,6 +455,70 @@ mod tests {
         #[test]
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
             let _ = Node::decode(&bytes);
+        }
+    }
+
+    /// A random edit script applied both to node bytes (the data path) and
+    /// to the owned model; the bytes must always decode to the model.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Upsert(Vec<u8>, Value),
+        Remove(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (proptest::collection::vec(any::<u8>(), 0..12), value()).prop_map(|(k, v)| Op::Upsert(k, v)),
+            any::<usize>().prop_map(Op::Remove),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn byte_edits_match_the_model(ops in proptest::collection::vec(op(), 1..60), size in prop::sample::select(vec![512usize, 1024, 2048])) {
+            let mut model: std::collections::BTreeMap<Vec<u8>, Value> = std::collections::BTreeMap::new();
+            let mut bytes = vec![0u8; size];
+            Node::Leaf { generation: 0, entries: Vec::new() }.encode(&mut bytes).unwrap();
+            let mut next = vec![0u8; size];
+            let mut entry = Vec::new();
+            for (step, op) in ops.into_iter().enumerate() {
+                let view = NodeBytes(&bytes);
+                let result = match &op {
+                    Op::Upsert(key, value) => {
+                        leaf_entry(&mut entry, key, value);
+                        match view.search(key) {
+                            Ok(index) => view.rebuild(&mut next, Edit::Replace { index, entry: &entry }),
+                            Err(index) => view.rebuild(&mut next, Edit::Insert { index, entry: &entry }),
+                        }
+                    }
+                    Op::Remove(i) if view.count() > 0 => view.rebuild(&mut next, Edit::Remove { index: i % view.count() }),
+                    Op::Remove(_) => continue,
+                };
+                match result {
+                    Ok(()) => {
+                        match op {
+                            Op::Upsert(key, value) => {
+                                model.insert(key, value);
+                            }
+                            Op::Remove(i) => {
+                                let key = model.keys().nth(i % model.len()).unwrap().clone();
+                                model.remove(&key);
+                            }
+                        }
+                        seal(&mut next, step as u64);
+                        std::mem::swap(&mut bytes, &mut next);
+                    }
+                    Err(NodeError::TooLarge { .. }) => {} // full: the tree would split
+                    Err(other) => prop_assert!(false, "{other}"),
+                }
+                let decoded = Node::decode(&bytes).unwrap();
+                let expected = Node::Leaf {
+                    generation: get_u64(&bytes, OFF_GENERATION),
+                    entries: model.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                };
+                prop_assert_eq!(&decoded, &expected);
+                prop_assert_eq!(NodeBytes(&bytes).used(), expected.encoded_len());
+            }
         }
     }
 
