@@ -341,6 +341,90 @@ impl<'a> NodeBytes<'a> {
     }
 }
 
+impl NodeBytes<'_> {
+    /// The child left of entry `index`'s key (`index` 0: the first child),
+    /// for internal nodes: child `i` holds keys below key `i`.
+    pub fn child(&self, index: usize) -> u32 {
+        debug_assert!(!self.is_leaf());
+        if index == 0 {
+            get_u32(self.0, OFF_FIRST_CHILD)
+        } else {
+            let entry = self.entry(index - 1);
+            get_u32(entry, entry.len() - 4)
+        }
+    }
+
+    /// Splits a node into `left` and `right` (each a whole node buffer,
+    /// header copied, to be sealed), at the entry that balances their bytes.
+    /// Returns the separator: the first key of `right` for a leaf (kept
+    /// there); for an internal node, the middle key, which moves up (its
+    /// child becomes `right`'s first child).
+    pub fn split(&self, left: &mut [u8], right: &mut [u8]) -> Result<Vec<u8>, NodeError> {
+        let count = self.count();
+        if count < 2 {
+            return Err(NodeError::Malformed("a node splits only with two entries or more"));
+        }
+        let total: usize = (0..count).map(|i| 2 + self.entry(i).len()).sum();
+        let mut half = 0;
+        let mut middle = 1;
+        for i in 0..count - 1 {
+            half += 2 + self.entry(i).len();
+            middle = i + 1;
+            if half * 2 >= total {
+                break;
+            }
+        }
+        let leaf = self.is_leaf();
+        let separator = self.key(middle).to_vec();
+        let right_from = if leaf { middle } else { middle + 1 };
+        self.copy_range(left, 0, middle)?;
+        self.copy_range(right, right_from, count)?;
+        if !leaf {
+            put_u32(right, OFF_FIRST_CHILD, self.child(middle + 1));
+        }
+        Ok(separator)
+    }
+
+    /// Writes entries `from..to` of this node into `out`, compacted.
+    fn copy_range(&self, out: &mut [u8], from: usize, to: usize) -> Result<(), NodeError> {
+        let needed = NODE_HEADER_SIZE + (from..to).map(|i| 2 + self.entry(i).len()).sum::<usize>();
+        if needed > out.len() {
+            return Err(NodeError::TooLarge { needed, size: out.len() });
+        }
+        out[..NODE_HEADER_SIZE].copy_from_slice(&self.0[..NODE_HEADER_SIZE]);
+        put_u16(out, OFF_COUNT, (to - from) as u16);
+        let mut end = out.len();
+        for (slot, i) in (from..to).enumerate() {
+            let entry = self.entry(i);
+            end -= entry.len();
+            out[end..end + entry.len()].copy_from_slice(entry);
+            put_u16(out, NODE_HEADER_SIZE + 2 * slot, end as u16);
+        }
+        out[NODE_HEADER_SIZE + 2 * (to - from)..end].fill(0);
+        Ok(())
+    }
+}
+
+/// Points child `index` of an internal node (in a buffer being built, not
+/// yet sealed) at `child`.
+pub fn set_child(node: &mut [u8], index: usize, child: u32) {
+    if index == 0 {
+        put_u32(node, OFF_FIRST_CHILD, child);
+    } else {
+        let entry = NodeBytes(node).entry(index - 1);
+        let at = entry.as_ptr() as usize - node.as_ptr() as usize + entry.len() - 4;
+        put_u32(node, at, child);
+    }
+}
+
+/// Encodes an internal entry: a separator and the child at or above it.
+pub fn internal_entry(out: &mut Vec<u8>, key: &[u8], child: u32) {
+    out.clear();
+    out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&child.to_le_bytes());
+}
+
 /// Encodes a leaf entry (for `Edit`).
 pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
     out.clear();
@@ -519,6 +603,54 @@ mod tests {
                 prop_assert_eq!(&decoded, &expected);
                 prop_assert_eq!(NodeBytes(&bytes).used(), expected.encoded_len());
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn splits_keep_every_entry_in_order(node in prop_oneof![leaf(), internal()]) {
+            let size = 2048;
+            let mut bytes = vec![0u8; size];
+            node.encode(&mut bytes).unwrap();
+            let view = NodeBytes(&bytes);
+            prop_assume!(view.count() >= 2);
+            let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
+            let separator = view.split(&mut left, &mut right).unwrap();
+            seal(&mut left, 7);
+            seal(&mut right, 7);
+            let (l, r) = (Node::decode(&left).unwrap(), Node::decode(&right).unwrap());
+            match (node, l, r) {
+                (Node::Leaf { entries, .. }, Node::Leaf { entries: le, .. }, Node::Leaf { entries: re, .. }) => {
+                    prop_assert!(!le.is_empty() && !re.is_empty());
+                    prop_assert_eq!(&re[0].0, &separator);
+                    prop_assert!(le.iter().all(|(k, _)| *k < separator));
+                    prop_assert_eq!([le, re].concat(), entries);
+                }
+                (
+                    Node::Internal { keys, children, .. },
+                    Node::Internal { keys: lk, children: lc, .. },
+                    Node::Internal { keys: rk, children: rc, .. },
+                ) => {
+                    // The separator moved up; children are all kept.
+                    prop_assert!(lk.iter().all(|k| *k < separator) && rk.iter().all(|k| *k > separator));
+                    prop_assert_eq!([lk.clone(), vec![separator.clone()], rk].concat(), keys);
+                    prop_assert_eq!([lc, rc].concat(), children);
+                }
+                _ => prop_assert!(false, "a split changed the node kind"),
+            }
+        }
+
+        #[test]
+        fn set_child_points_any_child(node in internal(), pick in any::<prop::sample::Index>(), child in any::<u32>()) {
+            let mut bytes = vec![0u8; 2048];
+            node.encode(&mut bytes).unwrap();
+            let Node::Internal { keys, mut children, generation, level } = node else { unreachable!() };
+            let index = pick.index(children.len());
+            set_child(&mut bytes, index, child);
+            seal(&mut bytes, generation);
+            children[index] = child;
+            prop_assert_eq!(NodeBytes(&bytes).child(index), child);
+            prop_assert_eq!(Node::decode(&bytes).unwrap(), Node::Internal { generation, level, keys, children });
         }
     }
 
