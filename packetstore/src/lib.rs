@@ -31,6 +31,7 @@ pub mod rng;
 pub mod sim;
 pub mod slots;
 pub mod stream;
+pub mod tree;
 pub mod wal;
 
 pub use buffers::Buffers;

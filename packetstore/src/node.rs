@@ -385,6 +385,30 @@ impl NodeBytes<'_> {
         Ok(separator)
     }
 
+    /// Copies this node, compacted, into `out` (a node-size buffer).
+    pub fn compact_into(&self, out: &mut [u8]) -> Result<(), NodeError> {
+        self.copy_range(out, 0, self.count())
+    }
+
+    /// The value of leaf entry `index`.
+    pub fn value(&self, index: usize) -> Value {
+        debug_assert!(self.is_leaf());
+        let entry = self.entry(index);
+        let key_len = usize::from(get_u16(entry, 0));
+        let body = &entry[2 + key_len..];
+        let value_len = usize::from(get_u16(body, 1));
+        if body[0] == VALUE_EXTENTS {
+            Value::Extents(
+                body[3..3 + value_len * 8]
+                    .chunks_exact(8)
+                    .map(|e| Extent { buffer: get_u32(e, 0), offset: get_u16(e, 4), len: get_u16(e, 6) })
+                    .collect(),
+            )
+        } else {
+            Value::Inline(body[3..3 + value_len].to_vec())
+        }
+    }
+
     /// Writes entries `from..to` of this node into `out`, compacted.
     fn copy_range(&self, out: &mut [u8], from: usize, to: usize) -> Result<(), NodeError> {
         let needed = NODE_HEADER_SIZE + (from..to).map(|i| 2 + self.entry(i).len()).sum::<usize>();

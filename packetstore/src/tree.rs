@@ -1,0 +1,413 @@
+//! The persistent B+ tree (issue 4): first version: copy-on-write insert,
+//! get, ordered scan and len over pool buffers, committed in batches
+//! through two meta slots. Not yet: delete and merges, value-extent
+//! references, the persisted freed-node list (open walks the tree),
+//! concurrent readers, crash tests. Design: `docs/tree-design.md`.
+//!
+//! # Commit, step by step
+//!
+//! 1. Every node written in the batch (a fresh copy: nodes reachable from
+//!    the committed root are never written) is sealed with the new
+//!    generation and its CRC, and flushed.
+//! 2. Fence: the new version's nodes are durable.
+//! 3. The meta slot the previous commit did not use gets {generation, root,
+//!    height, len, crc} as one line, flushed.
+//! 4. Fence: the new version is the tree. A power failure before it leaves
+//!    the previous slot, whose nodes are intact, or the new one.
+//! 5. The nodes the batch replaced are freed.
+//!
+//! Invariant: a node reachable from a durable meta slot is never written.
+
+use std::collections::HashSet;
+
+use crate::buffers::Buffers;
+use crate::error::BufferError;
+use crate::layout::{get_u32, get_u64, put_u32, put_u64};
+use crate::node::{self, Edit, Node, NodeBytes, NodeError, Value};
+use crate::pool::Pool;
+
+/// Where the two meta slots live: unused bytes of the header page.
+pub const META_SLOT_OFFSETS: [u64; 2] = [1024, 1088];
+const META_SIZE: usize = 64;
+const META_MAGIC: u32 = 0x4D54_5350; // "PSTM"
+
+/// A committed (or working) version of the tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Meta {
+    generation: u64,
+    root: Option<u32>,
+    /// Levels above the leaves (0: the root is a leaf).
+    height: u8,
+    len: u64,
+}
+
+impl Meta {
+    fn encode(&self) -> [u8; META_SIZE] {
+        let mut b = [0u8; META_SIZE];
+        put_u32(&mut b, 0, META_MAGIC);
+        put_u64(&mut b, 8, self.generation);
+        put_u32(&mut b, 16, self.root.map_or(u32::MAX, |r| r));
+        b[20] = self.height;
+        put_u64(&mut b, 24, self.len);
+        let crc = crc32c::crc32c(&b[..60]);
+        put_u32(&mut b, 60, crc);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Meta> {
+        if get_u32(b, 0) != META_MAGIC || get_u32(b, 60) != crc32c::crc32c(&b[..60]) {
+            return None;
+        }
+        let root = get_u32(b, 16);
+        Some(Meta {
+            generation: get_u64(b, 8),
+            root: (root != u32::MAX).then_some(root),
+            height: b[20],
+            len: get_u64(b, 24),
+        })
+    }
+}
+
+/// Errors of the tree.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("key of {0} bytes is over the limit")]
+    KeyTooLarge(usize),
+    #[error("entry does not fit a node even alone")]
+    EntryTooLarge,
+    #[error(transparent)]
+    Buffers(#[from] BufferError),
+    #[error("tree node {node}: {error}")]
+    Corrupt { node: u32, error: NodeError },
+    #[error("commit failed, the tree accepts nothing more: {0}")]
+    CommitFailed(std::io::Error),
+}
+
+pub struct Tree {
+    node_size: usize,
+    committed: Meta,
+    work: Meta,
+    /// Nodes written in this batch: writable until the commit.
+    fresh: HashSet<u32>,
+    /// Nodes of the committed version this batch replaced.
+    replaced: Vec<u32>,
+    /// Which meta slot holds `committed`.
+    slot: usize,
+    scratch: Vec<u8>,
+    entry: Vec<u8>,
+}
+
+/// One step of a path from the root: a node and the child index taken.
+#[derive(Clone, Copy)]
+struct Step {
+    node: u32,
+    child: usize,
+}
+
+impl Tree {
+    /// Opens the tree of `pool`: the newest valid meta slot. Takes a
+    /// reference on every node (this version walks the tree).
+    pub fn open(pool: &Pool, buffers: &mut Buffers) -> Result<Tree, TreeError> {
+        let mut best: Option<(usize, Meta)> = None;
+        for (slot, &offset) in META_SLOT_OFFSETS.iter().enumerate() {
+            let mut bytes = [0u8; META_SIZE];
+            pool.read(offset, &mut bytes);
+            if let Some(meta) = Meta::decode(&bytes) {
+                if best.is_none_or(|(_, b)| meta.generation > b.generation) {
+                    best = Some((slot, meta));
+                }
+            }
+        }
+        let (slot, committed) = best.unwrap_or((1, Meta::default()));
+        let node_size = pool.geometry().buffer_size as usize;
+        let tree = Tree {
+            node_size,
+            committed,
+            work: committed,
+            fresh: HashSet::new(),
+            replaced: Vec::new(),
+            slot,
+            scratch: vec![0; node_size * 2],
+            entry: Vec::new(),
+        };
+        if let Some(root) = committed.root {
+            tree.retain_subtree(pool, buffers, root)?;
+        }
+        Ok(tree)
+    }
+
+    fn retain_subtree(&self, pool: &Pool, buffers: &mut Buffers, node: u32) -> Result<(), TreeError> {
+        let bytes = self.checked(pool, node)?;
+        buffers.retain(node)?;
+        let view = NodeBytes(&bytes);
+        if !view.is_leaf() {
+            for i in 0..=view.count() {
+                self.retain_subtree(pool, buffers, view.child(i))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A node's bytes, fully validated (as read from the pool).
+    fn checked(&self, pool: &Pool, node: u32) -> Result<Vec<u8>, TreeError> {
+        let mut bytes = vec![0u8; self.node_size];
+        pool.read(pool.buffer_offset(node), &mut bytes);
+        if !self.fresh.contains(&node) {
+            Node::decode(&bytes).map_err(|error| TreeError::Corrupt { node, error })?;
+        }
+        Ok(bytes)
+    }
+
+    pub fn len(&self) -> u64 {
+        self.work.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.work.len == 0
+    }
+
+    /// The value of `key` in the working version.
+    pub fn get(&self, pool: &Pool, key: &[u8]) -> Result<Option<Value>, TreeError> {
+        let Some(mut node) = self.work.root else { return Ok(None) };
+        loop {
+            let bytes = self.checked(pool, node)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() {
+                return Ok(match view.search(key) {
+                    Ok(index) => Some(leaf_value(&bytes, index)),
+                    Err(_) => None,
+                });
+            }
+            node = view.child(child_index(&view, key));
+        }
+    }
+
+    /// Nodes reachable from the working root (a walk: for tests and
+    /// inspection).
+    pub fn node_count(&self, pool: &Pool) -> Result<u64, TreeError> {
+        fn walk(tree: &Tree, pool: &Pool, node: u32) -> Result<u64, TreeError> {
+            let bytes = tree.checked(pool, node)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() {
+                return Ok(1);
+            }
+            (0..=view.count()).try_fold(1, |sum, i| Ok(sum + walk(tree, pool, view.child(i))?))
+        }
+        match self.work.root {
+            Some(root) => walk(self, pool, root),
+            None => Ok(0),
+        }
+    }
+
+    /// Every entry in key order (the working version).
+    pub fn entries(&self, pool: &Pool) -> Result<Vec<(Vec<u8>, Value)>, TreeError> {
+        let mut out = Vec::with_capacity(self.work.len as usize);
+        if let Some(root) = self.work.root {
+            self.collect(pool, root, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn collect(&self, pool: &Pool, node: u32, out: &mut Vec<(Vec<u8>, Value)>) -> Result<(), TreeError> {
+        let bytes = self.checked(pool, node)?;
+        let view = NodeBytes(&bytes);
+        if view.is_leaf() {
+            for i in 0..view.count() {
+                out.push((view.key(i).to_vec(), leaf_value(&bytes, i)));
+            }
+        } else {
+            for i in 0..=view.count() {
+                self.collect(pool, view.child(i), out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts or updates; returns the previous value. Durable at commit.
+    pub fn insert(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        key: &[u8],
+        value: &Value,
+    ) -> Result<Option<Value>, TreeError> {
+        if key.len() > crate::limits::KEY_SIZE_MAX {
+            return Err(TreeError::KeyTooLarge(key.len()));
+        }
+        let Some(root) = self.work.root else {
+            let leaf = self.allocate(buffers)?;
+            Node::Leaf { generation: 0, entries: vec![(key.to_vec(), value.clone())] }
+                .encode(&mut self.scratch[..self.node_size])
+                .map_err(|_| TreeError::EntryTooLarge)?;
+            pool.write(pool.buffer_offset(leaf), &self.scratch[..self.node_size]);
+            self.work = Meta { root: Some(leaf), height: 0, len: 1, ..self.work };
+            return Ok(None);
+        };
+        // Descend, remembering the path.
+        let mut path = Vec::with_capacity(usize::from(self.work.height) + 1);
+        let mut node = root;
+        let leaf_bytes = loop {
+            let bytes = self.checked(pool, node)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() {
+                break bytes;
+            }
+            let child = child_index(&view, key);
+            path.push(Step { node, child });
+            node = view.child(child);
+        };
+        let view = NodeBytes(&leaf_bytes);
+        node::leaf_entry(&mut self.entry, key, value);
+        let (edit, previous) = match view.search(key) {
+            Ok(index) => (Edit::Replace { index, entry: &self.entry }, Some(leaf_value(&leaf_bytes, index))),
+            Err(index) => (Edit::Insert { index, entry: &self.entry }, None),
+        };
+        // Rebuild into a double-size scratch; split if it overflows a node.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        view.rebuild(&mut scratch, edit).map_err(|_| TreeError::EntryTooLarge)?;
+        let result = self.place(pool, buffers, node, &scratch, path);
+        self.scratch = scratch;
+        result?;
+        if previous.is_none() {
+            self.work.len += 1;
+        }
+        Ok(previous)
+    }
+
+    /// Writes the rebuilt `content` (a compacted node in a double-size
+    /// buffer) as the new version of `old`, splitting it if it does not
+    /// fit one node, and fixes the parents up the `path`.
+    fn place(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        old: u32,
+        content: &[u8],
+        mut path: Vec<Step>,
+    ) -> Result<(), TreeError> {
+        let size = self.node_size;
+        let used = NodeBytes(content).used();
+        // Re-packs the entries at the end of a node-size buffer.
+        let compact = |content: &[u8], out: &mut [u8]| {
+            NodeBytes(content).compact_into(out).expect("fits: checked by the caller");
+        };
+        let mut node_bytes = vec![0u8; size];
+        // (left, separator and right) to insert in the parent, if split.
+        let mut replacement = self.copy_of(buffers, old)?;
+        let mut split: Option<(Vec<u8>, u32)> = None;
+        if used <= size {
+            compact(content, &mut node_bytes);
+            pool.write(pool.buffer_offset(replacement), &node_bytes);
+        } else {
+            let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
+            let separator = NodeBytes(content).split(&mut left, &mut right).map_err(|_| TreeError::EntryTooLarge)?;
+            let right_node = self.allocate(buffers)?;
+            pool.write(pool.buffer_offset(replacement), &left);
+            pool.write(pool.buffer_offset(right_node), &right);
+            split = Some((separator, right_node));
+        }
+        // Up the path: point each parent at the new child (and insert the
+        // separator of a split).
+        while let Some(step) = path.pop() {
+            let parent = self.checked(pool, step.node)?;
+            let view = NodeBytes(&parent);
+            let mut rebuilt = vec![0u8; size * 2];
+            match &split {
+                Some((separator, right)) => {
+                    node::internal_entry(&mut self.entry, separator, *right);
+                    view.rebuild(&mut rebuilt, Edit::Insert { index: step.child, entry: &self.entry })
+                        .map_err(|_| TreeError::EntryTooLarge)?;
+                }
+                None => rebuilt[..size].copy_from_slice(&parent),
+            }
+            node::set_child(&mut rebuilt, step.child, replacement);
+            let new_parent = self.copy_of(buffers, step.node)?;
+            if NodeBytes(&rebuilt).used() <= size {
+                compact(&rebuilt, &mut node_bytes);
+                pool.write(pool.buffer_offset(new_parent), &node_bytes);
+                split = None;
+            } else {
+                let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
+                let separator =
+                    NodeBytes(&rebuilt).split(&mut left, &mut right).map_err(|_| TreeError::EntryTooLarge)?;
+                let right_node = self.allocate(buffers)?;
+                pool.write(pool.buffer_offset(new_parent), &left);
+                pool.write(pool.buffer_offset(right_node), &right);
+                split = Some((separator, right_node));
+            }
+            replacement = new_parent;
+        }
+        // A split root grows the tree by one level.
+        if let Some((separator, right)) = split {
+            let root = self.allocate(buffers)?;
+            let level = self.work.height + 1;
+            Node::Internal { generation: 0, level, keys: vec![separator], children: vec![replacement, right] }
+                .encode(&mut node_bytes)
+                .map_err(|_| TreeError::EntryTooLarge)?;
+            pool.write(pool.buffer_offset(root), &node_bytes);
+            self.work.root = Some(root);
+            self.work.height = level;
+        } else {
+            self.work.root = Some(replacement);
+        }
+        Ok(())
+    }
+
+    /// The node to write for `old` in this batch: itself if already fresh,
+    /// else a new buffer (and `old` is replaced at commit).
+    fn copy_of(&mut self, buffers: &mut Buffers, old: u32) -> Result<u32, TreeError> {
+        if self.fresh.contains(&old) {
+            return Ok(old);
+        }
+        self.replaced.push(old);
+        self.allocate(buffers)
+    }
+
+    fn allocate(&mut self, buffers: &mut Buffers) -> Result<u32, TreeError> {
+        let node = buffers.allocate()?;
+        self.fresh.insert(node);
+        Ok(node)
+    }
+
+    /// Makes the batch durable (steps 1-5 above).
+    pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
+        if self.fresh.is_empty() && self.work == self.committed {
+            return Ok(());
+        }
+        let generation = self.committed.generation + 1;
+        let mut bytes = vec![0u8; self.node_size];
+        for &node in &self.fresh {
+            let offset = pool.buffer_offset(node);
+            pool.read(offset, &mut bytes);
+            node::seal(&mut bytes, generation);
+            pool.write(offset, &bytes);
+            pool.flush(offset, bytes.len() as u64);
+        }
+        pool.fence().map_err(TreeError::CommitFailed)?;
+        let meta = Meta { generation, ..self.work };
+        let slot = 1 - self.slot;
+        pool.write(META_SLOT_OFFSETS[slot], &meta.encode());
+        pool.flush(META_SLOT_OFFSETS[slot], META_SIZE as u64);
+        pool.fence().map_err(TreeError::CommitFailed)?;
+        self.slot = slot;
+        self.committed = meta;
+        self.work = meta;
+        self.fresh.clear();
+        for node in self.replaced.drain(..) {
+            buffers.release(node)?;
+        }
+        Ok(())
+    }
+}
+
+/// The child of an internal node to descend into for `key`.
+fn child_index(view: &NodeBytes<'_>, key: &[u8]) -> usize {
+    match view.search(key) {
+        Ok(index) => index + 1,
+        Err(index) => index,
+    }
+}
+
+fn leaf_value(bytes: &[u8], index: usize) -> Value {
+    NodeBytes(bytes).value(index)
+}
