@@ -93,6 +93,9 @@ pub struct Tree {
     replaced: Vec<u32>,
     /// Which meta slot holds `committed`.
     slot: usize,
+    /// Nodes written in this batch and then dropped from it: freed at
+    /// commit with the replaced ones (nothing durable names them).
+    dropped_fresh: Vec<u32>,
     scratch: Vec<u8>,
     entry: Vec<u8>,
 }
@@ -127,6 +130,7 @@ impl Tree {
             fresh: HashSet::new(),
             replaced: Vec::new(),
             slot,
+            dropped_fresh: Vec::new(),
             scratch: vec![0; node_size * 2],
             entry: Vec::new(),
         };
@@ -274,6 +278,95 @@ impl Tree {
         Ok(previous)
     }
 
+    /// Deletes `key`; returns its value. Durable at commit. A node left
+    /// empty is removed from its parent, and a root left with one child is
+    /// replaced by it. Underfull nodes are not merged yet.
+    pub fn delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, TreeError> {
+        let Some(root) = self.work.root else { return Ok(None) };
+        let mut path = Vec::with_capacity(usize::from(self.work.height) + 1);
+        let mut node = root;
+        let leaf_bytes = loop {
+            let bytes = self.checked(pool, node)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() {
+                break bytes;
+            }
+            let child = child_index(&view, key);
+            path.push(Step { node, child });
+            node = view.child(child);
+        };
+        let view = NodeBytes(&leaf_bytes);
+        let Ok(index) = view.search(key) else { return Ok(None) };
+        let previous = leaf_value(&leaf_bytes, index);
+        self.work.len -= 1;
+        if view.count() > 1 || path.is_empty() {
+            let mut content = vec![0u8; self.node_size];
+            view.rebuild(&mut content, Edit::Remove { index }).expect("a smaller node fits");
+            if view.count() == 1 {
+                // The root leaf emptied: the tree is empty.
+                self.retire(node);
+                self.work.root = None;
+                self.work.height = 0;
+                return Ok(Some(previous));
+            }
+            self.place(pool, buffers, node, &content, path)?;
+            return Ok(Some(previous));
+        }
+        // The leaf empties: remove it from its parent, and so on upwards.
+        self.retire(node);
+        while let Some(step) = path.pop() {
+            let parent = self.checked(pool, step.node)?;
+            let pview = NodeBytes(&parent);
+            if pview.count() == 0 {
+                // Its only child is gone: the parent empties too.
+                self.retire(step.node);
+                continue;
+            }
+            // Drop the child and one separator next to it.
+            let mut content = vec![0u8; self.node_size];
+            if step.child == 0 {
+                let second = pview.child(1);
+                pview.rebuild(&mut content, Edit::Remove { index: 0 }).expect("a smaller node fits");
+                node::set_child(&mut content, 0, second);
+            } else {
+                pview.rebuild(&mut content, Edit::Remove { index: step.child - 1 }).expect("a smaller node fits");
+            }
+            self.place(pool, buffers, step.node, &content, path)?;
+            self.collapse_root(pool)?;
+            return Ok(Some(previous));
+        }
+        // Every node on the path emptied.
+        self.work.root = None;
+        self.work.height = 0;
+        Ok(Some(previous))
+    }
+
+    /// A root with no separator (one child) is replaced by that child.
+    fn collapse_root(&mut self, pool: &Pool) -> Result<(), TreeError> {
+        while let Some(root) = self.work.root {
+            let bytes = self.checked(pool, root)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() || view.count() > 0 {
+                return Ok(());
+            }
+            let child = view.child(0);
+            self.retire(root);
+            self.work.root = Some(child);
+            self.work.height -= 1;
+        }
+        Ok(())
+    }
+
+    /// A node leaves the working version: freed now if this batch wrote it,
+    /// else at commit (the committed version still uses it).
+    fn retire(&mut self, node: u32) {
+        if !self.fresh.remove(&node) {
+            self.replaced.push(node);
+        } else {
+            self.dropped_fresh.push(node);
+        }
+    }
+
     /// Writes the rebuilt `content` (a compacted node in a double-size
     /// buffer) as the new version of `old`, splitting it if it does not
     /// fit one node, and fixes the parents up the `path`.
@@ -371,7 +464,7 @@ impl Tree {
 
     /// Makes the batch durable (steps 1-5 above).
     pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
-        if self.fresh.is_empty() && self.work == self.committed {
+        if self.fresh.is_empty() && self.replaced.is_empty() && self.work == self.committed {
             return Ok(());
         }
         let generation = self.committed.generation + 1;
@@ -393,7 +486,7 @@ impl Tree {
         self.committed = meta;
         self.work = meta;
         self.fresh.clear();
-        for node in self.replaced.drain(..) {
+        for node in self.replaced.drain(..).chain(self.dropped_fresh.drain(..)) {
             buffers.release(node)?;
         }
         Ok(())

@@ -1,9 +1,10 @@
-//! Goal: the B+ tree (first version: insert, get, scan, commit, reopen)
+//! Goal: the B+ tree (first version: insert, delete, get, scan, commit,
+//! reopen)
 //! agrees with a BTreeMap model, and a reopen after a process crash finds
 //! exactly the last committed version.
 //!
-//! Method: random inserts and updates (small key space, so that updates and
-//! splits of every level happen), commits at random, gets and full scans
+//! Method: random inserts, updates and deletes (small key space, so that
+//! updates, splits and emptied nodes of every level happen), commits at random, gets and full scans
 //! compared with the model after each step; then a process crash (memory
 //! survives, the simulator keeps only what was fenced) and a reopen,
 //! compared with the model as of the last commit. Power-failure tests come
@@ -50,9 +51,17 @@ fn run(seed: u64, buffer_size: u32) {
             rng.fill(&mut bytes);
             Value::Inline(bytes)
         };
-        let previous = tree.insert(&pool, &mut buffers, &key, &value).unwrap();
-        assert_eq!(previous, model.insert(key.clone(), value.clone()), "seed {seed} step {step}: previous value");
-        assert_eq!(tree.get(&pool, &key).unwrap(), Some(value), "seed {seed} step {step}: get after insert");
+        // The second half deletes mostly: nodes empty, roots collapse.
+        let delete_odds = if step < 1500 { (1, 3) } else { (3, 4) };
+        if rng.chance(delete_odds.0, delete_odds.1) {
+            let previous = tree.delete(&pool, &mut buffers, &key).unwrap();
+            assert_eq!(previous, model.remove(&key), "seed {seed} step {step}: deleted value");
+            assert_eq!(tree.get(&pool, &key).unwrap(), None, "seed {seed} step {step}: get after delete");
+        } else {
+            let previous = tree.insert(&pool, &mut buffers, &key, &value).unwrap();
+            assert_eq!(previous, model.insert(key.clone(), value.clone()), "seed {seed} step {step}: previous value");
+            assert_eq!(tree.get(&pool, &key).unwrap(), Some(value), "seed {seed} step {step}: get after insert");
+        }
         if rng.chance(1, 16) {
             tree.commit(&pool, &mut buffers).unwrap();
             committed = model.clone();
@@ -77,6 +86,7 @@ fn run(seed: u64, buffer_size: u32) {
     }
     tree.commit(&pool, &mut buffers).unwrap();
     check(&tree, &pool, &model, &format!("seed {seed}: final"));
+    assert!(model.len() < 300, "seed {seed}: the delete-heavy half did not shrink the tree ({} keys)", model.len());
     // Every node the batches replaced was freed: the buffers referenced are
     // exactly the reachable nodes.
     let referenced = u64::from(geometry.buffer_count - buffers.free_count());
@@ -123,8 +133,12 @@ fn power_failures(seed: u64) {
             let key = format!("k{:04}", rng.below(300)).into_bytes();
             let mut bytes = vec![0u8; rng.below(30) as usize];
             rng.fill(&mut bytes);
-            tree.insert(&pool, &mut buffers, &key, &Value::Inline(bytes.clone())).unwrap();
-            model.insert(key, Value::Inline(bytes));
+            if rng.chance(1, 3) {
+                assert_eq!(tree.delete(&pool, &mut buffers, &key).unwrap(), model.remove(&key));
+            } else {
+                tree.insert(&pool, &mut buffers, &key, &Value::Inline(bytes.clone())).unwrap();
+                model.insert(key, Value::Inline(bytes));
+            }
             let last = step + 1 == steps;
             if last || rng.chance(1, 10) {
                 if last && rng.chance(2, 3) {
@@ -163,5 +177,41 @@ fn power_failures(seed: u64) {
         assert_eq!(referenced, tree.node_count(&pool).unwrap(), "seed {seed}: recovered nodes");
         model = found.clone();
         committed = found;
+    }
+}
+
+/// Goal: deleting everything, in ascending order (every emptied leaf is its
+/// parent's first child) and in descending order (always the last), keeps
+/// the tree correct at every step and ends with no node at all.
+#[test]
+fn deleting_everything_in_order_empties_the_tree() {
+    for descending in [false, true] {
+        let geometry = Geometry { buffer_size: 512, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
+        let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
+        let pool = Pool::create_simulated(device, geometry).unwrap();
+        let mut buffers = Buffers::new(geometry.buffer_count);
+        let mut tree = Tree::open(&pool, &mut buffers).unwrap();
+        let mut model = BTreeMap::new();
+        for i in 0..2000u32 {
+            let key = format!("{i:06}").into_bytes();
+            tree.insert(&pool, &mut buffers, &key, &Value::Inline(i.to_le_bytes().to_vec())).unwrap();
+            model.insert(key, Value::Inline(i.to_le_bytes().to_vec()));
+        }
+        tree.commit(&pool, &mut buffers).unwrap();
+        let keys: Vec<Vec<u8>> =
+            if descending { model.keys().rev().cloned().collect() } else { model.keys().cloned().collect() };
+        for (n, key) in keys.iter().enumerate() {
+            let value = model.remove(key);
+            assert_eq!(tree.delete(&pool, &mut buffers, key).unwrap(), value, "delete {n}");
+            if n % 97 == 0 {
+                check(&tree, &pool, &model, &format!("descending {descending}, after {n} deletes"));
+            }
+            if n % 300 == 0 {
+                tree.commit(&pool, &mut buffers).unwrap();
+            }
+        }
+        tree.commit(&pool, &mut buffers).unwrap();
+        assert!(tree.is_empty() && tree.node_count(&pool).unwrap() == 0);
+        assert_eq!(buffers.free_count(), geometry.buffer_count, "descending {descending}: every node was freed");
     }
 }
