@@ -1,8 +1,8 @@
 //! The persistent B+ tree (issue 4): first version: copy-on-write insert,
-//! get, ordered scan and len over pool buffers, committed in batches
-//! through two meta slots. Not yet: delete and merges, value-extent
-//! references, the persisted freed-node list (open walks the tree),
-//! concurrent readers, crash tests. Design: `docs/tree-design.md`.
+//! delete, get, ordered scan and len over pool buffers, committed in
+//! batches through two meta slots. Not yet: merges of underfull nodes,
+//! range iterators, value-extent references, the persisted freed-node list
+//! (open walks the tree), concurrent readers. Design: `docs/tree-design.md`.
 //!
 //! # Commit, step by step
 //!
