@@ -19,6 +19,7 @@
 //! Invariant: a node reachable from a durable meta slot is never written.
 
 use std::collections::HashSet;
+use std::ops::Bound;
 
 use crate::buffers::Buffers;
 use crate::error::BufferError;
@@ -79,6 +80,8 @@ pub enum TreeError {
     Buffers(#[from] BufferError),
     #[error("tree node {node}: {error}")]
     Corrupt { node: u32, error: NodeError },
+    #[error("range scan: {0}")]
+    Iteration(String),
     #[error("commit failed, the tree accepts nothing more: {0}")]
     CommitFailed(std::io::Error),
 }
@@ -184,6 +187,26 @@ impl Tree {
             }
             node = view.child(child_index(&view, key));
         }
+    }
+
+    /// The entries with keys in `range`, in key order, or in reverse: an
+    /// iterator over the working version (it must not outlive a change).
+    pub fn range<'t>(&'t self, pool: &'t Pool, range: (Bound<&[u8]>, Bound<&[u8]>), reverse: bool) -> Range<'t> {
+        let mut iter = Range {
+            tree: self,
+            pool,
+            stack: Vec::new(),
+            start: own(range.0),
+            end: own(range.1),
+            reverse,
+            failed: false,
+        };
+        if let Err(error) = iter.seek() {
+            iter.failed = true;
+            iter.stack.clear();
+            iter.stack.push((error_marker(error), 0));
+        }
+        iter
     }
 
     /// Nodes reachable from the working root (a walk: for tests and
@@ -490,6 +513,157 @@ impl Tree {
             buffers.release(node)?;
         }
         Ok(())
+    }
+}
+
+/// An iterator over a key range (see `Tree::range`). Each stack entry is a
+/// node's bytes and, for a leaf, the next entry to yield (forward) or one
+/// past it (reverse); for an internal node, the child being walked.
+pub struct Range<'t> {
+    tree: &'t Tree,
+    pool: &'t Pool,
+    stack: Vec<(Vec<u8>, usize)>,
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    reverse: bool,
+    failed: bool,
+}
+
+/// A failed seek is reported by the first `next`: the error travels in an
+/// empty stack entry.
+fn error_marker(error: TreeError) -> Vec<u8> {
+    error.to_string().into_bytes()
+}
+
+fn own(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.to_vec()),
+        Bound::Excluded(key) => Bound::Excluded(key.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Range<'_> {
+    /// Descends to the first (forward) or last (reverse) entry in range.
+    fn seek(&mut self) -> Result<(), TreeError> {
+        let Some(mut node) = self.tree.work.root else { return Ok(()) };
+        let bound = if self.reverse { self.end.clone() } else { self.start.clone() };
+        loop {
+            let bytes = self.tree.checked(self.pool, node)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() {
+                let position = match &bound {
+                    Bound::Unbounded => {
+                        if self.reverse {
+                            view.count()
+                        } else {
+                            0
+                        }
+                    }
+                    Bound::Included(key) => match view.search(key) {
+                        Ok(i) if self.reverse => i + 1,
+                        Ok(i) | Err(i) => i,
+                    },
+                    Bound::Excluded(key) => match view.search(key) {
+                        Ok(i) if !self.reverse => i + 1,
+                        Ok(i) | Err(i) => i,
+                    },
+                };
+                self.stack.push((bytes, position));
+                return Ok(());
+            }
+            let child = match &bound {
+                Bound::Unbounded if self.reverse => view.count(),
+                Bound::Unbounded => 0,
+                Bound::Included(key) | Bound::Excluded(key) => child_index(&view, key),
+            };
+            node = view.child(child);
+            self.stack.push((bytes, child));
+        }
+    }
+
+    /// Moves to the next leaf (in the iteration's direction), if any.
+    fn next_leaf(&mut self) -> Result<bool, TreeError> {
+        self.stack.pop();
+        while let Some((bytes, child)) = self.stack.last_mut() {
+            let count = NodeBytes(bytes).count();
+            let next = if self.reverse { child.checked_sub(1) } else { Some(*child + 1).filter(|&c| c <= count) };
+            let Some(next) = next else {
+                self.stack.pop();
+                continue;
+            };
+            *child = next;
+            let mut node = NodeBytes(bytes).child(next);
+            loop {
+                let bytes = self.tree.checked(self.pool, node)?;
+                let view = NodeBytes(&bytes);
+                let position = if self.reverse { view.count() } else { 0 };
+                if view.is_leaf() {
+                    self.stack.push((bytes, position));
+                    return Ok(true);
+                }
+                node = view.child(position);
+                self.stack.push((bytes, position));
+            }
+        }
+        Ok(false)
+    }
+
+    fn in_range(&self, key: &[u8]) -> bool {
+        let (bound, reverse) = if self.reverse { (&self.start, true) } else { (&self.end, false) };
+        match bound {
+            Bound::Unbounded => true,
+            Bound::Included(limit) => {
+                if reverse {
+                    key >= limit.as_slice()
+                } else {
+                    key <= limit.as_slice()
+                }
+            }
+            Bound::Excluded(limit) => {
+                if reverse {
+                    key > limit.as_slice()
+                } else {
+                    key < limit.as_slice()
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Range<'_> {
+    type Item = Result<(Vec<u8>, Value), TreeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            self.failed = false;
+            let (message, _) = self.stack.pop()?;
+            self.stack.clear();
+            return Some(Err(TreeError::Iteration(String::from_utf8_lossy(&message).into_owned())));
+        }
+        loop {
+            let (bytes, position) = self.stack.last_mut()?;
+            let view = NodeBytes(bytes);
+            let index =
+                if self.reverse { position.checked_sub(1) } else { Some(*position).filter(|&p| p < view.count()) };
+            let Some(index) = index else {
+                match self.next_leaf() {
+                    Ok(true) => continue,
+                    Ok(false) => return None,
+                    Err(error) => {
+                        self.stack.clear();
+                        return Some(Err(error));
+                    }
+                }
+            };
+            *position = if self.reverse { index } else { index + 1 };
+            let (key, value) = (view.key(index).to_vec(), view.value(index));
+            if !self.in_range(&key) {
+                self.stack.clear();
+                return None;
+            }
+            return Some(Ok((key, value)));
+        }
     }
 }
 

@@ -215,3 +215,70 @@ fn deleting_everything_in_order_empties_the_tree() {
         assert_eq!(buffers.free_count(), geometry.buffer_count, "descending {descending}: every node was freed");
     }
 }
+
+/// Goal: range scans, forward and backward, with every kind of bound, return
+/// exactly what `BTreeMap::range` returns.
+#[test]
+fn range_scans_match_the_model() {
+    use std::ops::Bound;
+    for seed in 0..6u64 {
+        let mut rng = SplitMix64::new(0x5ca0 + seed);
+        let geometry = Geometry {
+            buffer_size: if seed % 2 == 0 { 512 } else { 2048 },
+            buffer_count: 4096,
+            log_size: 16 * 1024,
+            log_count: 1,
+        };
+        let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
+        let pool = Pool::create_simulated(device, geometry).unwrap();
+        let mut buffers = Buffers::new(geometry.buffer_count);
+        let mut tree = Tree::open(&pool, &mut buffers).unwrap();
+        let mut model = BTreeMap::new();
+        for _ in 0..1500 {
+            let key = format!("{:04}", rng.below(1000)).into_bytes();
+            if rng.chance(1, 4) {
+                tree.delete(&pool, &mut buffers, &key).unwrap();
+                model.remove(&key);
+            } else {
+                let value = Value::Inline(key.clone());
+                tree.insert(&pool, &mut buffers, &key, &value).unwrap();
+                model.insert(key, value);
+            }
+        }
+        tree.commit(&pool, &mut buffers).unwrap();
+        let bound = |rng: &mut SplitMix64, key: &Vec<u8>| match rng.below(3) {
+            0 => Bound::Included(key.clone()),
+            1 => Bound::Excluded(key.clone()),
+            _ => Bound::Unbounded,
+        };
+        for _ in 0..300 {
+            let (a, b) =
+                (format!("{:04}", rng.below(1100)).into_bytes(), format!("{:04}", rng.below(1100)).into_bytes());
+            let (start, end) = (bound(&mut rng, &a), bound(&mut rng, &b));
+            let invalid = match (&start, &end) {
+                (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => {
+                    s > e || (s == e && (matches!(start, Bound::Excluded(_)) || matches!(end, Bound::Excluded(_))))
+                }
+                _ => false,
+            };
+            let expected: Vec<(Vec<u8>, Value)> = if invalid {
+                Vec::new()
+            } else {
+                model.range((start.clone(), end.clone())).map(|(k, v)| (k.clone(), v.clone())).collect()
+            };
+            let as_ref = |b: &Bound<Vec<u8>>| match b {
+                Bound::Included(k) => Bound::Included(k.clone()),
+                Bound::Excluded(k) => Bound::Excluded(k.clone()),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let (s, e) = (as_ref(&start), as_ref(&end));
+            let bounds = (s.as_ref().map(|k| k.as_slice()), e.as_ref().map(|k| k.as_slice()));
+            let forward: Vec<_> = tree.range(&pool, bounds, false).map(|r| r.unwrap()).collect();
+            assert_eq!(forward, expected, "seed {seed}: forward {start:?}..{end:?}");
+            let backward: Vec<_> = tree.range(&pool, bounds, true).map(|r| r.unwrap()).collect();
+            let mut reversed = expected.clone();
+            reversed.reverse();
+            assert_eq!(backward, reversed, "seed {seed}: backward {start:?}..{end:?}");
+        }
+    }
+}
