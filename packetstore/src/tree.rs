@@ -80,8 +80,6 @@ pub enum TreeError {
     Buffers(#[from] BufferError),
     #[error("tree node {node}: {error}")]
     Corrupt { node: u32, error: NodeError },
-    #[error("range scan: {0}")]
-    Iteration(String),
     #[error("commit failed, the tree accepts nothing more: {0}")]
     CommitFailed(std::io::Error),
 }
@@ -192,19 +190,11 @@ impl Tree {
     /// The entries with keys in `range`, in key order, or in reverse: an
     /// iterator over the working version (it must not outlive a change).
     pub fn range<'t>(&'t self, pool: &'t Pool, range: (Bound<&[u8]>, Bound<&[u8]>), reverse: bool) -> Range<'t> {
-        let mut iter = Range {
-            tree: self,
-            pool,
-            stack: Vec::new(),
-            start: own(range.0),
-            end: own(range.1),
-            reverse,
-            failed: false,
-        };
+        let mut iter =
+            Range { tree: self, pool, stack: Vec::new(), start: own(range.0), end: own(range.1), reverse, error: None };
         if let Err(error) = iter.seek() {
-            iter.failed = true;
             iter.stack.clear();
-            iter.stack.push((error_marker(error), 0));
+            iter.error = Some(error);
         }
         iter
     }
@@ -526,13 +516,8 @@ pub struct Range<'t> {
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     reverse: bool,
-    failed: bool,
-}
-
-/// A failed seek is reported by the first `next`: the error travels in an
-/// empty stack entry.
-fn error_marker(error: TreeError) -> Vec<u8> {
-    error.to_string().into_bytes()
+    /// A failed seek, reported by the first `next`.
+    error: Option<TreeError>,
 }
 
 fn own(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -635,11 +620,8 @@ impl Iterator for Range<'_> {
     type Item = Result<(Vec<u8>, Value), TreeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            self.failed = false;
-            let (message, _) = self.stack.pop()?;
-            self.stack.clear();
-            return Some(Err(TreeError::Iteration(String::from_utf8_lossy(&message).into_owned())));
+        if let Some(error) = self.error.take() {
+            return Some(Err(error));
         }
         loop {
             let (bytes, position) = self.stack.last_mut()?;
