@@ -1,7 +1,7 @@
 //! The persistent B+ tree (issue 4): first version: copy-on-write insert,
-//! delete, get, ordered scan and len over pool buffers, committed in
-//! batches through two meta slots. Not yet: merges of underfull nodes,
-//! range iterators, value-extent references, the persisted freed-node list
+//! delete, get, range scans and len over pool buffers, committed in
+//! batches through two meta slots; range iterators. Not yet: merges of
+//! underfull nodes, value-extent references, the persisted freed-node list
 //! (open walks the tree), concurrent readers. Design: `docs/tree-design.md`.
 //!
 //! # Commit, step by step
