@@ -109,8 +109,9 @@ struct Step {
 }
 
 impl Tree {
-    /// Opens the tree of `pool`: the newest valid meta slot. Takes a
-    /// reference on every node (this version walks the tree).
+    /// Opens the tree of `pool`: the newest valid meta slot; the other slot
+    /// is erased (durably) so no remnant of an interrupted commit can come
+    /// back. Takes a reference on every node (this version walks the tree).
     pub fn open(pool: &Pool, buffers: &mut Buffers) -> Result<Tree, TreeError> {
         let mut best: Option<(usize, Meta)> = None;
         for (slot, &offset) in META_SLOT_OFFSETS.iter().enumerate() {
@@ -123,6 +124,19 @@ impl Tree {
             }
         }
         let (slot, committed) = best.unwrap_or((1, Meta::default()));
+        // The other slot may hold part of an interrupted commit: words of a
+        // version that never became the tree, whose nodes are now free. The
+        // next commit writes this slot, and a power failure then could mix
+        // those words with its own back into a valid-looking old meta. So
+        // erase it durably first (as the log erases its torn remnants).
+        let other = META_SLOT_OFFSETS[1 - slot];
+        let mut remnant = [0u8; META_SIZE];
+        pool.read(other, &mut remnant);
+        if remnant.iter().any(|&b| b != 0) {
+            pool.write(other, &[0u8; META_SIZE]);
+            pool.flush(other, META_SIZE as u64);
+            pool.fence().map_err(TreeError::CommitFailed)?;
+        }
         let node_size = pool.geometry().buffer_size as usize;
         let tree = Tree {
             node_size,
