@@ -40,20 +40,7 @@ impl BufRing {
     pub fn register(ring: &IoUring, entries: u16, group: u16, incremental: bool) -> io::Result<BufRing> {
         assert!(entries.is_power_of_two() && entries <= 32768, "ring entries must be a power of two <= 32768");
         let map_len = (entries as usize * std::mem::size_of::<BufRingEntry>()).div_ceil(4096) * 4096;
-        // SAFETY: an anonymous private mapping chosen by the kernel.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_ANONYMOUS | libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let base = map_anonymous(map_len)?;
         let base = base.cast::<BufRingEntry>();
         let flags = if incremental { IOU_PBUF_RING_INC } else { 0 };
         // SAFETY: the mapping is page-aligned, zeroed (tail 0), `map_len`
@@ -107,6 +94,26 @@ impl BufRing {
         }
         self.published = self.tail;
     }
+}
+
+/// Maps `len` bytes of zeroed, populated private memory (the ring itself,
+/// and the engine's private receive buffers). Freed with `munmap`.
+pub fn map_anonymous(len: usize) -> io::Result<*mut u8> {
+    // SAFETY: an anonymous private mapping chosen by the kernel.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_ANONYMOUS | libc::MAP_PRIVATE | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(base.cast())
 }
 
 impl Drop for BufRing {

@@ -233,21 +233,7 @@ impl<'a> Engine<'a> {
             Backing::Pool { table, used: vec![0; entries as usize], starved: Vec::new(), incremental }
         } else {
             let len = entries as usize * PRIVATE_BUFFER_SIZE as usize;
-            // SAFETY: an anonymous private mapping, owned by the engine.
-            let memory = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_ANONYMOUS | libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                    -1,
-                    0,
-                )
-            };
-            if memory == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            let memory = memory.cast::<u8>();
+            let memory = crate::bufring::map_anonymous(len)?;
             for bid in 0..entries {
                 // SAFETY: inside our mapping, which outlives the ring.
                 unsafe {

@@ -184,12 +184,7 @@ impl SimDevice {
             }
         }
         // A line stays dirty while the program's view differs from durable.
-        let durable = std::mem::take(&mut state.durable);
-        state.dirty.retain(|&line| {
-            let at = (line * LINE) as usize;
-            durable[at..at + CACHE_LINE_SIZE] != current[at..at + CACHE_LINE_SIZE]
-        });
-        state.durable = durable;
+        forget_clean_lines(&mut state, current);
         Ok(())
     }
 
@@ -227,12 +222,7 @@ impl SimDevice {
         }
         // Flushes the sync covered are done; later ones stay pending.
         state.pending.retain(|_, &mut (_, sequence)| sequence > sync.flushes);
-        let durable = std::mem::take(&mut state.durable);
-        state.dirty.retain(|&line| {
-            let at = (line * LINE) as usize;
-            durable[at..at + CACHE_LINE_SIZE] != current[at..at + CACHE_LINE_SIZE]
-        });
-        state.durable = durable;
+        forget_clean_lines(&mut state, current);
         Ok(())
     }
 
@@ -356,6 +346,15 @@ impl SimDevice {
             }
         }
     }
+}
+
+/// A line stays dirty only while the program's view differs from durable.
+fn forget_clean_lines(state: &mut State, current: &[u8]) {
+    let State { durable, dirty, .. } = state;
+    dirty.retain(|&line| {
+        let at = (line * LINE) as usize;
+        durable[at..at + CACHE_LINE_SIZE] != current[at..at + CACHE_LINE_SIZE]
+    });
 }
 
 fn power_lost() -> io::Error {

@@ -274,19 +274,7 @@ impl Tree {
             self.work = Meta { root: Some(leaf), height: 0, len: 1, ..self.work };
             return Ok(None);
         };
-        // Descend, remembering the path.
-        let mut path = Vec::with_capacity(usize::from(self.work.height) + 1);
-        let mut node = root;
-        let leaf_bytes = loop {
-            let bytes = self.checked(pool, node)?;
-            let view = NodeBytes(&bytes);
-            if view.is_leaf() {
-                break bytes;
-            }
-            let child = child_index(&view, key);
-            path.push(Step { node, child });
-            node = view.child(child);
-        };
+        let (path, node, leaf_bytes) = self.descend(pool, root, key)?;
         let view = NodeBytes(&leaf_bytes);
         node::leaf_entry(&mut self.entry, key, value);
         let (edit, previous) = match view.search(key) {
@@ -305,23 +293,29 @@ impl Tree {
         Ok(previous)
     }
 
+    /// Descends from `root` to the leaf for `key`: the path taken (each
+    /// internal node and the child index followed), the leaf, its bytes.
+    fn descend(&self, pool: &Pool, root: u32, key: &[u8]) -> Result<(Vec<Step>, u32, Vec<u8>), TreeError> {
+        let mut path = Vec::with_capacity(usize::from(self.work.height) + 1);
+        let mut node = root;
+        loop {
+            let bytes = self.checked(pool, node)?;
+            let view = NodeBytes(&bytes);
+            if view.is_leaf() {
+                return Ok((path, node, bytes));
+            }
+            let child = child_index(&view, key);
+            path.push(Step { node, child });
+            node = view.child(child);
+        }
+    }
+
     /// Deletes `key`; returns its value. Durable at commit. A node left
     /// empty is removed from its parent, and a root left with one child is
     /// replaced by it. Underfull nodes are not merged yet.
     pub fn delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, TreeError> {
         let Some(root) = self.work.root else { return Ok(None) };
-        let mut path = Vec::with_capacity(usize::from(self.work.height) + 1);
-        let mut node = root;
-        let leaf_bytes = loop {
-            let bytes = self.checked(pool, node)?;
-            let view = NodeBytes(&bytes);
-            if view.is_leaf() {
-                break bytes;
-            }
-            let child = child_index(&view, key);
-            path.push(Step { node, child });
-            node = view.child(child);
-        };
+        let (mut path, node, leaf_bytes) = self.descend(pool, root, key)?;
         let view = NodeBytes(&leaf_bytes);
         let Ok(index) = view.search(key) else { return Ok(None) };
         let previous = leaf_value(&leaf_bytes, index);
