@@ -11,6 +11,14 @@
 //!
 //! A buffer with a nonzero count is never handed out: the log's promise
 //! never to reuse a live buffer rests on this.
+//!
+//! The held region (the B+ tree's opening, issue 4): `hold_below(n)` makes
+//! the buffers below `n` *unknown* rather than free: a persistent structure
+//! may reference them and has not said which yet. Unknown buffers are not
+//! counted free and never handed out; references come and go on them as
+//! usual. `release_held` ends the region: each unknown buffer whose count
+//! is then zero becomes free. So opening costs O(1), and the walk that
+//! finds the references can run later, in steps.
 
 use crate::error::BufferError;
 use crate::limits::BUFFER_REFS_MAX;
@@ -24,6 +32,12 @@ pub struct Buffers {
     free_stack: Vec<u32>,
     sweep_cursor: u32,
     free_count: u32,
+    /// Buffers below this (relative) index with a zero count are unknown,
+    /// not free (see the module comment); 0 when nothing is held.
+    held: u32,
+    /// One past the highest (relative) index ever handed out or retained,
+    /// or held: every buffer anyone may reference is below it.
+    high_water: u32,
 }
 
 impl Buffers {
@@ -35,7 +49,56 @@ impl Buffers {
     /// Buffers `first..first + count` of a pool, all free: the share of one
     /// event loop (`Geometry::buffer_range`), with its own free list.
     pub fn range(first: u32, count: u32) -> Buffers {
-        Buffers { first, counts: vec![0; count as usize], free_stack: Vec::new(), sweep_cursor: 0, free_count: count }
+        Buffers {
+            first,
+            counts: vec![0; count as usize],
+            free_stack: Vec::new(),
+            sweep_cursor: 0,
+            free_count: count,
+            held: 0,
+            high_water: 0,
+        }
+    }
+
+    /// Makes the buffers below `end` (absolute index) unknown until
+    /// `release_held`. Only before anything was handed out or released:
+    /// references taken so far (by a log's recovery) stay. Costs one pass
+    /// over the counts below `end`.
+    pub fn hold_below(&mut self, end: u32) {
+        assert!(
+            self.sweep_cursor == 0 && self.free_stack.is_empty() && self.held == 0,
+            "hold_below only on a fresh allocator"
+        );
+        let end = end.saturating_sub(self.first).min(self.count());
+        let unknown = self.counts[..end as usize].iter().filter(|&&c| c == 0).count() as u32;
+        self.free_count -= unknown;
+        self.held = end;
+        self.sweep_cursor = end;
+        self.high_water = self.high_water.max(end);
+    }
+
+    /// Whether a held region is in force.
+    pub fn is_holding(&self) -> bool {
+        self.held > 0
+    }
+
+    /// Ends the held region: the unknown buffers whose count is zero
+    /// become free. One pass over the region.
+    pub fn release_held(&mut self) {
+        for index in 0..self.held {
+            if self.counts[index as usize] == 0 {
+                self.free_stack.push(index);
+                self.free_count += 1;
+            }
+        }
+        self.held = 0;
+    }
+
+    /// One past the highest absolute buffer index anyone may reference:
+    /// every buffer handed out or retained since this allocator began, and
+    /// the held region, are below it.
+    pub fn high_water(&self) -> u32 {
+        self.first + self.high_water
     }
 
     /// The buffers owned: `first..first + count`.
@@ -76,8 +139,10 @@ impl Buffers {
             },
         };
         assert_eq!(self.counts[index as usize], 0, "buffer {index} handed out while referenced");
+        assert!(index >= self.held, "buffer {index} handed out from the held region");
         self.counts[index as usize] = 1;
         self.free_count -= 1;
+        self.high_water = self.high_water.max(index + 1);
         Ok(self.first + index)
     }
 
@@ -90,7 +155,10 @@ impl Buffers {
             return Err(BufferError::TooManyRefs(buffer));
         }
         *count += 1;
-        if *count == 1 {
+        self.high_water = self.high_water.max(index + 1);
+        if *count == 1 && index < self.held {
+            // It was unknown, not free: nothing to take out.
+        } else if *count == 1 {
             // It was free: take it out of where free buffers are kept.
             self.free_count -= 1;
             if index < self.sweep_cursor {
@@ -111,6 +179,11 @@ impl Buffers {
         }
         *count -= 1;
         if *count > 0 {
+            return Ok(false);
+        }
+        if index < self.held {
+            // Unknown until the region is released: someone may still
+            // reference it without having said so yet.
             return Ok(false);
         }
         self.free_count += 1;
@@ -156,13 +229,20 @@ impl Buffers {
 
     /// Checks the invariant in full: O(buffers), for tests.
     pub fn check_invariants(&self) {
-        let free = self.counts.iter().filter(|&&c| c == 0).count() as u32;
-        assert_eq!(free, self.free_count, "free count");
-        let below: usize = self.counts[..self.sweep_cursor as usize].iter().filter(|&&c| c == 0).count();
+        let held = self.held as usize;
+        let free = self.counts[held..].iter().filter(|&&c| c == 0).count() as u32;
+        assert_eq!(free, self.free_count, "free count (held buffers are not free)");
+        let below: usize = self.counts[held..self.sweep_cursor as usize].iter().filter(|&&c| c == 0).count();
         assert_eq!(below, self.free_stack.len(), "free buffers below the cursor are exactly the stack");
         for &index in &self.free_stack {
-            assert!(index < self.sweep_cursor && self.counts[index as usize] == 0, "stack holds buffer {index}");
+            assert!(
+                index >= self.held && index < self.sweep_cursor && self.counts[index as usize] == 0,
+                "stack holds buffer {index}"
+            );
         }
+        assert!(self.held <= self.sweep_cursor, "the held region is below the cursor");
+        let highest = self.counts.iter().rposition(|&c| c > 0).map_or(0, |i| i as u32 + 1);
+        assert!(highest <= self.high_water && self.sweep_cursor <= self.high_water, "the high-water mark");
     }
 }
 
@@ -227,6 +307,36 @@ mod tests {
         assert_eq!(extents.len(), 4, "a failed copy leaves the extents as they were");
         assert_eq!(buffers.free_count(), 12, "a failed copy keeps no buffer");
         buffers.check_invariants();
+    }
+
+    /// Goal: held buffers are never handed out or counted free, references
+    /// on them come and go, and releasing the region frees exactly those
+    /// left at zero.
+    #[test]
+    fn held_buffers_are_unknown_until_released() {
+        let mut buffers = Buffers::new(32);
+        buffers.retain(3).unwrap(); // a log's recovery, before the hold
+        buffers.hold_below(10);
+        assert_eq!(buffers.free_count(), 22, "only the buffers above the region are free");
+        assert_eq!(buffers.high_water(), 10);
+        buffers.retain(5).unwrap(); // the walk finds buffer 5
+        buffers.retain(7).unwrap();
+        assert!(!buffers.release(7).unwrap(), "a held buffer at zero stays unknown");
+        assert!(!buffers.release(3).unwrap());
+        let mut handed = Vec::new();
+        while let Ok(index) = buffers.allocate() {
+            assert!(index >= 10, "buffer {index} handed out from the held region");
+            handed.push(index);
+        }
+        assert_eq!(handed.len(), 22);
+        buffers.check_invariants();
+        buffers.release_held();
+        assert_eq!(buffers.free_count(), 9, "all of 0..10 but buffer 5");
+        buffers.check_invariants();
+        let mut again: Vec<u32> = std::iter::from_fn(|| buffers.allocate().ok()).collect();
+        again.sort_unstable();
+        assert_eq!(again, vec![0, 1, 2, 3, 4, 6, 7, 8, 9]);
+        assert_eq!(buffers.high_water(), 32);
     }
 
     #[test]

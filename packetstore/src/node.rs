@@ -156,71 +156,82 @@ impl Node {
         Ok(())
     }
 
-    /// Decodes and checks node bytes: magic, CRC, then every offset and
-    /// length against the node's bounds, and key order.
+    /// Decodes and checks node bytes (`validate`, then the owned form).
     pub fn decode(bytes: &[u8]) -> Result<Node, NodeError> {
-        if bytes.len() < NODE_HEADER_SIZE || get_u32(bytes, OFF_MAGIC) != NODE_MAGIC {
-            return Err(NodeError::BadMagic);
-        }
-        if get_u32(bytes, OFF_CRC) != node_crc(bytes) {
-            return Err(NodeError::BadChecksum);
-        }
-        let count = usize::from(get_u16(bytes, OFF_COUNT));
+        validate(bytes)?;
+        let view = NodeBytes(bytes);
         let generation = get_u64(bytes, OFF_GENERATION);
-        let slots_end = NODE_HEADER_SIZE + 2 * count;
-        if slots_end > bytes.len() {
-            return Err(NodeError::Malformed("more slots than fit"));
+        let count = view.count();
+        Ok(if view.is_leaf() {
+            Node::Leaf { generation, entries: (0..count).map(|i| (view.key(i).to_vec(), view.value(i))).collect() }
+        } else {
+            Node::Internal {
+                generation,
+                level: view.level(),
+                keys: (0..count).map(|i| view.key(i).to_vec()).collect(),
+                children: (0..=count).map(|i| view.child(i)).collect(),
+            }
+        })
+    }
+}
+
+/// Checks node bytes without allocating: magic, CRC, then every offset and
+/// length against the node's bounds, key order, and kind against level.
+/// Bytes that pass may be read through `NodeBytes`.
+pub fn validate(bytes: &[u8]) -> Result<(), NodeError> {
+    if bytes.len() < NODE_HEADER_SIZE || get_u32(bytes, OFF_MAGIC) != NODE_MAGIC {
+        return Err(NodeError::BadMagic);
+    }
+    if get_u32(bytes, OFF_CRC) != node_crc(bytes) {
+        return Err(NodeError::BadChecksum);
+    }
+    validate_layout(bytes)
+}
+
+/// `validate` without the magic and CRC: for a node being built (not yet
+/// sealed).
+pub fn validate_layout(bytes: &[u8]) -> Result<(), NodeError> {
+    if bytes.len() < NODE_HEADER_SIZE {
+        return Err(NodeError::Malformed("shorter than a header"));
+    }
+    let kind = bytes[OFF_KIND];
+    match kind {
+        KIND_LEAF if bytes[OFF_LEVEL] == 0 => {}
+        KIND_INTERNAL if bytes[OFF_LEVEL] > 0 => {}
+        KIND_LEAF | KIND_INTERNAL => return Err(NodeError::Malformed("level disagrees with kind")),
+        _ => return Err(NodeError::Malformed("unknown node kind")),
+    }
+    let count = usize::from(get_u16(bytes, OFF_COUNT));
+    let slots_end = NODE_HEADER_SIZE + 2 * count;
+    if slots_end > bytes.len() {
+        return Err(NodeError::Malformed("more slots than fit"));
+    }
+    let mut reader = Reader { bytes, at: 0 };
+    let mut previous: Option<&[u8]> = None;
+    for i in 0..count {
+        reader.at = usize::from(get_u16(bytes, NODE_HEADER_SIZE + 2 * i));
+        if reader.at < slots_end {
+            return Err(NodeError::Malformed("an entry overlaps the slots"));
         }
-        let mut reader = Reader { bytes, at: 0 };
-        let mut previous: Option<Vec<u8>> = None;
-        let mut keys = Vec::with_capacity(count);
-        let kind = bytes[OFF_KIND];
-        let mut entries = Vec::new();
-        let mut children = vec![get_u32(bytes, OFF_FIRST_CHILD)];
-        for i in 0..count {
-            reader.at = usize::from(get_u16(bytes, NODE_HEADER_SIZE + 2 * i));
-            if reader.at < slots_end {
-                return Err(NodeError::Malformed("an entry overlaps the slots"));
-            }
-            let key_len = usize::from(reader.u16()?);
-            let key = reader.take(key_len)?.to_vec();
-            if previous.as_ref().is_some_and(|p| *p >= key) {
-                return Err(NodeError::Malformed("keys out of order"));
-            }
-            previous = Some(key.clone());
-            match kind {
-                KIND_LEAF => {
-                    let value_kind = reader.take(1)?[0];
-                    let value_len = usize::from(reader.u16()?);
-                    let value = match value_kind {
-                        VALUE_INLINE => Value::Inline(reader.take(value_len)?.to_vec()),
-                        VALUE_EXTENTS => Value::Extents(
-                            reader
-                                .take(value_len * 8)?
-                                .chunks_exact(8)
-                                .map(|e| Extent { buffer: get_u32(e, 0), offset: get_u16(e, 4), len: get_u16(e, 6) })
-                                .collect(),
-                        ),
-                        _ => return Err(NodeError::Malformed("unknown value kind")),
-                    };
-                    entries.push((key, value));
-                }
-                KIND_INTERNAL => {
-                    keys.push(key);
-                    children.push(get_u32(reader.take(4)?, 0));
-                }
-                _ => return Err(NodeError::Malformed("unknown node kind")),
-            }
+        let key_len = usize::from(reader.u16()?);
+        let key = reader.take(key_len)?;
+        if previous.is_some_and(|p| p >= key) {
+            return Err(NodeError::Malformed("keys out of order"));
         }
-        match kind {
-            KIND_LEAF if bytes[OFF_LEVEL] == 0 => Ok(Node::Leaf { generation, entries }),
-            KIND_INTERNAL if bytes[OFF_LEVEL] > 0 => {
-                Ok(Node::Internal { generation, level: bytes[OFF_LEVEL], keys, children })
-            }
-            KIND_LEAF | KIND_INTERNAL => Err(NodeError::Malformed("level disagrees with kind")),
-            _ => Err(NodeError::Malformed("unknown node kind")),
+        previous = Some(key);
+        if kind == KIND_LEAF {
+            let value_kind = reader.take(1)?[0];
+            let value_len = usize::from(reader.u16()?);
+            match value_kind {
+                VALUE_INLINE => reader.take(value_len)?,
+                VALUE_EXTENTS => reader.take(value_len * 8)?,
+                _ => return Err(NodeError::Malformed("unknown value kind")),
+            };
+        } else {
+            reader.take(4)?;
         }
     }
+    Ok(())
 }
 
 /// One change applied while copying a node (copy on write).
@@ -248,6 +259,11 @@ impl<'a> NodeBytes<'a> {
 
     pub fn is_leaf(&self) -> bool {
         self.0[OFF_KIND] == KIND_LEAF
+    }
+
+    /// Levels above the leaves (0 for a leaf).
+    pub fn level(&self) -> u8 {
+        self.0[OFF_LEVEL]
     }
 
     fn entry_start(&self, index: usize) -> usize {
@@ -427,6 +443,35 @@ impl NodeBytes<'_> {
         out[NODE_HEADER_SIZE + 2 * (to - from)..end].fill(0);
         Ok(())
     }
+}
+
+/// Joins two siblings into `out` (header from `left`): `left`'s entries,
+/// then `middle` (an encoded entry: for internal nodes the separator
+/// between them with `right`'s first child), then `right`'s. The result
+/// may be larger than a node (then it is split again: redistribution).
+pub fn join(
+    left: &NodeBytes<'_>,
+    middle: Option<&[u8]>,
+    right: &NodeBytes<'_>,
+    out: &mut [u8],
+) -> Result<(), NodeError> {
+    let entries =
+        || (0..left.count()).map(|i| left.entry(i)).chain(middle).chain((0..right.count()).map(|i| right.entry(i)));
+    let count = entries().count();
+    let needed = NODE_HEADER_SIZE + entries().map(|e| 2 + e.len()).sum::<usize>();
+    if needed > out.len() || count > usize::from(u16::MAX) {
+        return Err(NodeError::TooLarge { needed, size: out.len() });
+    }
+    out[..NODE_HEADER_SIZE].copy_from_slice(&left.0[..NODE_HEADER_SIZE]);
+    put_u16(out, OFF_COUNT, count as u16);
+    let mut end = out.len();
+    for (slot, entry) in entries().enumerate() {
+        end -= entry.len();
+        out[end..end + entry.len()].copy_from_slice(entry);
+        put_u16(out, NODE_HEADER_SIZE + 2 * slot, end as u16);
+    }
+    out[NODE_HEADER_SIZE + 2 * count..end].fill(0);
+    Ok(())
 }
 
 /// Points child `index` of an internal node (in a buffer being built, not

@@ -1,31 +1,67 @@
-//! The persistent B+ tree (issue 4): first version: copy-on-write insert,
-//! delete, get, range scans and len over pool buffers, committed in
-//! batches through two meta slots; range iterators. Not yet: merges of
-//! underfull nodes, value-extent references, the persisted freed-node list
-//! (open walks the tree), concurrent readers. Design: `docs/tree-design.md`.
+//! The persistent B+ tree (issue 4): an ordered map from byte-string keys
+//! to inline values or extent lists of retained pool buffers, in pool
+//! buffers, copy on write, committed in batches through two meta slots.
+//! One writer; readers run on the writer's thread (see "Readers" below).
 //!
-//! # Commit, step by step
+//! # Commit, step by step (`Tree::commit`)
 //!
 //! 1. Every node written in the batch (a fresh copy: nodes reachable from
 //!    the committed root are never written) is sealed with the new
-//!    generation and its CRC, and flushed.
-//! 2. Fence: the new version's nodes are durable.
+//!    generation and its CRC, and flushed; so are the bytes of the value
+//!    extents inserted in the batch.
+//! 2. Fence: the new version's nodes and values are durable.
 //! 3. The meta slot the previous commit did not use gets {generation, root,
-//!    height, len, crc} as one line, flushed.
+//!    height, len, high-water mark, crc} as one line, flushed.
 //! 4. Fence: the new version is the tree. A power failure before it leaves
 //!    the previous slot, whose nodes are intact, or the new one.
-//! 5. The nodes the batch replaced are freed.
+//! 5. The buffers the batch stopped referencing (replaced nodes, values
+//!    overwritten or deleted) lose the tree's reference.
 //!
-//! Invariant: a node reachable from a durable meta slot is never written.
+//! Invariant: a node reachable from a durable meta slot is never written,
+//! and no buffer the durable version references is free.
+//!
+//! # Opening in O(1), and no leaks by construction
+//!
+//! Opening reads the meta slots and nothing else: the first get reads only
+//! its path. The buffers the tree references (nodes and value extents) are
+//! found later by a *reclamation walk* of the opened version, in bounded
+//! steps (`reclaim_step`), or at once when space runs short. Until it ends,
+//! the buffers below the meta's high-water mark are held (`Buffers::
+//! hold_below`): not free, so nothing the opened version references can be
+//! handed out, and every buffer the tree lets go is released only after the
+//! walk. Buffers above the mark were never referenced by a durable version,
+//! so they are free at once. When the walk ends, every held buffer nobody
+//! references becomes free: nodes and values of interrupted batches cannot
+//! leak, and no freed-node list needs keeping durable.
+//!
+//! # Shape
+//!
+//! Every leaf is at depth `height`; keys are strictly ordered within a node
+//! and within the bounds its parent gives it; a non-root node is never
+//! emptier than `fill_min` bytes (merged with or refilled from a sibling
+//! when a change leaves it under a quarter full); the root is a leaf, or an
+//! internal node with at least one separator. `check_invariants` asserts
+//! all of it, and the reference counts.
+//!
+//! # Readers
+//!
+//! Reads (`get`, `range`, `first`, `last`) take `&self` and read node bytes
+//! in place, so they cannot overlap a change on the same tree. Concurrent
+//! readers on other threads are not supported in this version: freed nodes
+//! are reused after one commit, so a reader of an older version would need
+//! the writer to know its version (LMDB's reader table). The servers run
+//! one event loop per tree, where reads and writes of a turn alternate.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::buffers::Buffers;
 use crate::error::BufferError;
 use crate::layout::{get_u32, get_u64, put_u32, put_u64};
-use crate::node::{self, Edit, Node, NodeBytes, NodeError, Value};
+use crate::node::{self, Edit, Node, NodeBytes, NodeError, Value, NODE_HEADER_SIZE};
 use crate::pool::Pool;
+use crate::record::Extent;
 
 /// Where the two meta slots live: unused bytes of the header page.
 pub const META_SLOT_OFFSETS: [u64; 2] = [1024, 1088];
@@ -40,6 +76,8 @@ struct Meta {
     /// Levels above the leaves (0: the root is a leaf).
     height: u8,
     len: u64,
+    /// Every buffer this version references is below it.
+    high_water: u32,
 }
 
 impl Meta {
@@ -50,6 +88,7 @@ impl Meta {
         put_u32(&mut b, 16, self.root.map_or(u32::MAX, |r| r));
         b[20] = self.height;
         put_u64(&mut b, 24, self.len);
+        put_u32(&mut b, 32, self.high_water);
         let crc = crc32c::crc32c(&b[..60]);
         put_u32(&mut b, 60, crc);
         b
@@ -65,39 +104,125 @@ impl Meta {
             root: (root != u32::MAX).then_some(root),
             height: b[20],
             len: get_u64(b, 24),
+            high_water: get_u32(b, 32),
         })
+    }
+}
+
+/// Size limits of keys and values, checked against the node size so that
+/// a node always holds three of the largest entries (a split leaves both
+/// halves non-empty; `fill_min` follows from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeConfig {
+    pub key_size_max: usize,
+    /// Bytes of a value in its leaf: an inline value's length, or 8 per
+    /// extent.
+    pub value_size_max: usize,
+}
+
+impl TreeConfig {
+    /// The defaults for a node size: a third of the node per entry; keys
+    /// up to 512 bytes (less in nodes under 2 KiB), leaving values at least
+    /// 64 bytes (eight extents) or half the room.
+    pub fn for_node_size(node_size: usize) -> TreeConfig {
+        let room = (node_size - NODE_HEADER_SIZE) / 3 - (2 + 2 + 3);
+        let key_size_max = crate::limits::KEY_SIZE_MAX.min(room.saturating_sub(64).max(room / 2));
+        TreeConfig { key_size_max, value_size_max: room - key_size_max }
+    }
+
+    /// The largest leaf entry, with its slot.
+    fn leaf_entry_max(&self) -> usize {
+        2 + 2 + self.key_size_max + 3 + self.value_size_max
+    }
+
+    /// The largest internal entry, with its slot.
+    fn internal_entry_max(&self) -> usize {
+        2 + 2 + self.key_size_max + 4
+    }
+
+    fn check(&self, node_size: usize) -> Result<(), TreeError> {
+        let entry_max = self.leaf_entry_max().max(self.internal_entry_max());
+        if NODE_HEADER_SIZE + 3 * entry_max > node_size || self.key_size_max > crate::limits::KEY_SIZE_MAX {
+            return Err(TreeError::Config(format!(
+                "keys of {} and values of {} bytes do not fit three to a {node_size}-byte node \
+                 (keys at most {})",
+                self.key_size_max,
+                self.value_size_max,
+                crate::limits::KEY_SIZE_MAX
+            )));
+        }
+        Ok(())
     }
 }
 
 /// Errors of the tree.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
-    #[error("key of {0} bytes is over the limit")]
-    KeyTooLarge(usize),
-    #[error("entry does not fit a node even alone")]
-    EntryTooLarge,
+    #[error("key of {size} bytes is over the limit of {limit}")]
+    KeyTooLarge { size: usize, limit: usize },
+    #[error("value of {size} bytes in its leaf is over the limit of {limit}")]
+    ValueTooLarge { size: usize, limit: usize },
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
+    #[error("tree configuration: {0}")]
+    Config(String),
     #[error(transparent)]
     Buffers(#[from] BufferError),
     #[error("tree node {node}: {error}")]
     Corrupt { node: u32, error: NodeError },
     #[error("commit failed, the tree accepts nothing more: {0}")]
     CommitFailed(std::io::Error),
+    #[error("the tree accepts no more changes after an earlier failure: {0}")]
+    Poisoned(String),
+}
+
+/// The reclamation walk of the version found at open (module comment).
+struct Walk {
+    /// Nodes still to visit, with the level each must have.
+    stack: Vec<(u32, u8)>,
+    /// References the tree dropped meanwhile, released when the walk ends.
+    deferred: Vec<u32>,
+}
+
+/// What `check_invariants` found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    pub height: u8,
+    pub nodes: u64,
+    pub leaves: u64,
+    pub entries: u64,
+    /// Bytes used by entries, slots and headers, over all nodes.
+    pub bytes_used: u64,
+    /// References the tree holds on each buffer: one per node, one per
+    /// value extent, and those it drops at the next commit.
+    pub refs: BTreeMap<u32, u32>,
 }
 
 pub struct Tree {
+    config: TreeConfig,
     node_size: usize,
+    buffer_count: u32,
+    /// Under this many bytes a non-root node is merged or refilled.
+    underfull: usize,
+    /// Bytes every non-root leaf and internal node keeps (`check_invariants`).
+    fill_min_leaf: usize,
+    fill_min_internal: usize,
     committed: Meta,
     work: Meta,
-    /// Nodes written in this batch: writable until the commit.
-    fresh: HashSet<u32>,
-    /// Nodes of the committed version this batch replaced.
-    replaced: Vec<u32>,
     /// Which meta slot holds `committed`.
     slot: usize,
-    /// Nodes written in this batch and then dropped from it: freed at
-    /// commit with the replaced ones (nothing durable names them).
-    dropped_fresh: Vec<u32>,
-    scratch: Vec<u8>,
+    /// Nodes written in this batch: writable until the commit.
+    fresh: HashSet<u32>,
+    /// References dropped at the next commit: nodes of the committed version
+    /// replaced, nodes written and dropped in this batch, values replaced.
+    release_at_commit: Vec<u32>,
+    /// Value extents inserted in this batch: flushed at commit.
+    flush_at_commit: Vec<Extent>,
+    walk: Option<Walk>,
+    /// One bit per buffer: a node checked (CRC and layout) since it was
+    /// last written, or written by this process.
+    verified: Vec<AtomicU64>,
+    poisoned: Option<String>,
     entry: Vec<u8>,
 }
 
@@ -109,10 +234,20 @@ struct Step {
 }
 
 impl Tree {
+    /// Opens the tree of `pool` with the default limits for its node size.
+    pub fn open(pool: &Pool, buffers: &mut Buffers) -> Result<Tree, TreeError> {
+        let config = TreeConfig::for_node_size(pool.geometry().buffer_size as usize);
+        Self::open_with(pool, buffers, config)
+    }
+
     /// Opens the tree of `pool`: the newest valid meta slot; the other slot
     /// is erased (durably) so no remnant of an interrupted commit can come
-    /// back. Takes a reference on every node (this version walks the tree).
-    pub fn open(pool: &Pool, buffers: &mut Buffers) -> Result<Tree, TreeError> {
+    /// back. O(1): the buffers below the high-water mark are held until the
+    /// reclamation walk ends. `buffers` must be fresh (references taken by
+    /// a log's recovery may be in it).
+    pub fn open_with(pool: &Pool, buffers: &mut Buffers, config: TreeConfig) -> Result<Tree, TreeError> {
+        let node_size = pool.geometry().buffer_size as usize;
+        config.check(node_size)?;
         let mut best: Option<(usize, Meta)> = None;
         for (slot, &offset) in META_SLOT_OFFSETS.iter().enumerate() {
             let mut bytes = [0u8; META_SIZE];
@@ -137,44 +272,40 @@ impl Tree {
             pool.flush(other, META_SIZE as u64);
             pool.fence().map_err(TreeError::CommitFailed)?;
         }
-        let node_size = pool.geometry().buffer_size as usize;
-        let tree = Tree {
+        let buffer_count = pool.geometry().buffer_count;
+        let size = node_size;
+        let half = NODE_HEADER_SIZE + (size - NODE_HEADER_SIZE) / 2;
+        let underfull = size / 4;
+        let walk = committed.root.map(|root| {
+            // A meta without the mark (written before it existed) holds all.
+            let high_water = if committed.high_water == 0 { buffer_count } else { committed.high_water };
+            buffers.hold_below(high_water);
+            Walk { stack: vec![(root, committed.height)], deferred: Vec::new() }
+        });
+        Ok(Tree {
+            config,
             node_size,
+            buffer_count,
+            underfull,
+            fill_min_leaf: underfull.min(half.saturating_sub(config.leaf_entry_max())).max(NODE_HEADER_SIZE),
+            fill_min_internal: underfull
+                .min(half.saturating_sub(2 * config.internal_entry_max()))
+                .max(NODE_HEADER_SIZE),
             committed,
             work: committed,
-            fresh: HashSet::new(),
-            replaced: Vec::new(),
             slot,
-            dropped_fresh: Vec::new(),
-            scratch: vec![0; node_size * 2],
+            fresh: HashSet::new(),
+            release_at_commit: Vec::new(),
+            flush_at_commit: Vec::new(),
+            walk,
+            verified: (0..buffer_count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            poisoned: None,
             entry: Vec::new(),
-        };
-        if let Some(root) = committed.root {
-            tree.retain_subtree(pool, buffers, root)?;
-        }
-        Ok(tree)
+        })
     }
 
-    fn retain_subtree(&self, pool: &Pool, buffers: &mut Buffers, node: u32) -> Result<(), TreeError> {
-        let bytes = self.checked(pool, node)?;
-        buffers.retain(node)?;
-        let view = NodeBytes(&bytes);
-        if !view.is_leaf() {
-            for i in 0..=view.count() {
-                self.retain_subtree(pool, buffers, view.child(i))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// A node's bytes, fully validated (as read from the pool).
-    fn checked(&self, pool: &Pool, node: u32) -> Result<Vec<u8>, TreeError> {
-        let mut bytes = vec![0u8; self.node_size];
-        pool.read(pool.buffer_offset(node), &mut bytes);
-        if !self.fresh.contains(&node) {
-            Node::decode(&bytes).map_err(|error| TreeError::Corrupt { node, error })?;
-        }
-        Ok(bytes)
+    pub fn config(&self) -> TreeConfig {
+        self.config
     }
 
     pub fn len(&self) -> u64 {
@@ -185,19 +316,66 @@ impl Tree {
         self.work.len == 0
     }
 
+    /// Levels above the leaves.
+    pub fn height(&self) -> u8 {
+        self.work.height
+    }
+
+    /// The generation of the last commit.
+    pub fn generation(&self) -> u64 {
+        self.committed.generation
+    }
+
+    /// Whether the reclamation walk is still to finish.
+    pub fn is_reclaiming(&self) -> bool {
+        self.walk.is_some()
+    }
+
+    // ---- reading nodes ----
+
+    /// A node's bytes, in place, checked once since written: CRC and
+    /// layout, and its level against the one its parent implies.
+    fn node<'p>(&self, pool: &'p Pool, node: u32, level: u8) -> Result<&'p [u8], TreeError> {
+        if node >= self.buffer_count {
+            return Err(TreeError::Corrupt { node, error: NodeError::Malformed("child beyond the pool") });
+        }
+        // SAFETY: nodes are written only by this tree, through `&mut self`
+        // (`write_node`, `commit`), never while a `&self` borrow (which the
+        // caller of this function holds) lives; a node of the working
+        // version is referenced by the tree, or held (reclamation), so no
+        // one else reuses its buffer meanwhile.
+        let bytes = unsafe { pool.bytes(pool.buffer_offset(node), self.node_size) };
+        let (word, bit) = ((node / 64) as usize, 1u64 << (node % 64));
+        if self.verified[word].load(Ordering::Relaxed) & bit == 0 {
+            node::validate(bytes).map_err(|error| TreeError::Corrupt { node, error })?;
+            self.verified[word].fetch_or(bit, Ordering::Relaxed);
+        }
+        if NodeBytes(bytes).level() != level {
+            return Err(TreeError::Corrupt { node, error: NodeError::Malformed("level disagrees with its parent's") });
+        }
+        Ok(bytes)
+    }
+
+    fn set_verified(&self, node: u32, on: bool) {
+        let (word, bit) = ((node / 64) as usize, 1u64 << (node % 64));
+        if on {
+            self.verified[word].fetch_or(bit, Ordering::Relaxed);
+        } else {
+            self.verified[word].fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
     /// The value of `key` in the working version.
     pub fn get(&self, pool: &Pool, key: &[u8]) -> Result<Option<Value>, TreeError> {
         let Some(mut node) = self.work.root else { return Ok(None) };
+        let mut level = self.work.height;
         loop {
-            let bytes = self.checked(pool, node)?;
-            let view = NodeBytes(&bytes);
+            let view = NodeBytes(self.node(pool, node, level)?);
             if view.is_leaf() {
-                return Ok(match view.search(key) {
-                    Ok(index) => Some(leaf_value(&bytes, index)),
-                    Err(_) => None,
-                });
+                return Ok(view.search(key).ok().map(|index| view.value(index)));
             }
             node = view.child(child_index(&view, key));
+            level -= 1;
         }
     }
 
@@ -213,48 +391,144 @@ impl Tree {
         iter
     }
 
-    /// Nodes reachable from the working root (a walk: for tests and
-    /// inspection).
-    pub fn node_count(&self, pool: &Pool) -> Result<u64, TreeError> {
-        fn walk(tree: &Tree, pool: &Pool, node: u32) -> Result<u64, TreeError> {
-            let bytes = tree.checked(pool, node)?;
-            let view = NodeBytes(&bytes);
-            if view.is_leaf() {
-                return Ok(1);
-            }
-            (0..=view.count()).try_fold(1, |sum, i| Ok(sum + walk(tree, pool, view.child(i))?))
-        }
-        match self.work.root {
-            Some(root) => walk(self, pool, root),
-            None => Ok(0),
-        }
+    /// The entry with the smallest key.
+    pub fn first(&self, pool: &Pool) -> Result<Option<(Vec<u8>, Value)>, TreeError> {
+        self.range(pool, (Bound::Unbounded, Bound::Unbounded), false).next().transpose()
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self, pool: &Pool) -> Result<Option<(Vec<u8>, Value)>, TreeError> {
+        self.range(pool, (Bound::Unbounded, Bound::Unbounded), true).next().transpose()
     }
 
     /// Every entry in key order (the working version).
     pub fn entries(&self, pool: &Pool) -> Result<Vec<(Vec<u8>, Value)>, TreeError> {
-        let mut out = Vec::with_capacity(self.work.len as usize);
-        if let Some(root) = self.work.root {
-            self.collect(pool, root, &mut out)?;
-        }
-        Ok(out)
+        self.range(pool, (Bound::Unbounded, Bound::Unbounded), false).collect()
     }
 
-    fn collect(&self, pool: &Pool, node: u32, out: &mut Vec<(Vec<u8>, Value)>) -> Result<(), TreeError> {
-        let bytes = self.checked(pool, node)?;
-        let view = NodeBytes(&bytes);
-        if view.is_leaf() {
-            for i in 0..view.count() {
-                out.push((view.key(i).to_vec(), leaf_value(&bytes, i)));
+    /// Nodes reachable from the working root (a walk).
+    pub fn node_count(&self, pool: &Pool) -> Result<u64, TreeError> {
+        let mut stack: Vec<(u32, u8)> = self.work.root.map(|r| (r, self.work.height)).into_iter().collect();
+        let mut count = 0;
+        while let Some((node, level)) = stack.pop() {
+            let view = NodeBytes(self.node(pool, node, level)?);
+            count += 1;
+            if !view.is_leaf() {
+                stack.extend((0..=view.count()).map(|i| (view.child(i), level - 1)));
             }
-        } else {
-            for i in 0..=view.count() {
-                self.collect(pool, view.child(i), out)?;
+        }
+        Ok(count)
+    }
+
+    // ---- reclamation ----
+
+    /// Walks up to `budget` nodes of the version found at open, taking the
+    /// tree's references on them and on their values' buffers. Returns
+    /// whether the walk is over (then the held buffers nobody references
+    /// are free, and the references dropped meanwhile are released).
+    pub fn reclaim_step(&mut self, pool: &Pool, buffers: &mut Buffers, budget: usize) -> Result<bool, TreeError> {
+        if self.walk.is_none() {
+            return Ok(true);
+        }
+        self.check_writable()?;
+        let mut walk = self.walk.take().expect("checked above");
+        let result = self.walk_nodes(pool, buffers, &mut walk, budget);
+        if result.is_err() || !walk.stack.is_empty() {
+            // A failed walk (a damaged node) keeps the region held: nothing
+            // it may reference is reused, and no change is accepted.
+            self.walk = Some(walk);
+            return self.poison(result).map(|()| false);
+        }
+        buffers.release_held();
+        for buffer in walk.deferred {
+            self.release(buffers, buffer)?;
+        }
+        Ok(true)
+    }
+
+    /// Runs the reclamation walk to its end.
+    pub fn finish_reclaim(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
+        while !self.reclaim_step(pool, buffers, usize::MAX)? {}
+        Ok(())
+    }
+
+    fn walk_nodes(&self, pool: &Pool, buffers: &mut Buffers, walk: &mut Walk, budget: usize) -> Result<(), TreeError> {
+        for _ in 0..budget {
+            let Some(&(node, level)) = walk.stack.last() else { return Ok(()) };
+            let view = NodeBytes(self.node(pool, node, level)?);
+            if view.is_leaf() {
+                let extents = (0..view.count()).filter_map(|i| match view.value(i) {
+                    Value::Extents(extents) => Some(extents),
+                    Value::Inline(_) => None,
+                });
+                for extent in extents.flatten() {
+                    extent.check(self.buffer_count, pool.geometry().buffer_size).map_err(|_| TreeError::Corrupt {
+                        node,
+                        error: NodeError::Malformed("a value extent beyond the pool"),
+                    })?;
+                    buffers.retain(extent.buffer)?;
+                }
+            }
+            buffers.retain(node)?;
+            walk.stack.pop();
+            if !view.is_leaf() {
+                walk.stack.extend((0..=view.count()).map(|i| (view.child(i), level - 1)));
             }
         }
         Ok(())
     }
 
+    /// Drops one of the tree's references (after the walk, or deferred).
+    fn release(&mut self, buffers: &mut Buffers, buffer: u32) -> Result<(), TreeError> {
+        match &mut self.walk {
+            Some(walk) => walk.deferred.push(buffer),
+            None => {
+                if buffers.release(buffer)? {
+                    self.set_verified(buffer, false);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- changes ----
+
+    fn check_writable(&self) -> Result<(), TreeError> {
+        match &self.poisoned {
+            Some(why) => Err(TreeError::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the tree failed when a change stopped half way (a damaged
+    /// node met mid-change, a failed fence): nothing more is accepted.
+    fn poison<T>(&mut self, result: Result<T, TreeError>) -> Result<T, TreeError> {
+        if let Err(error) = &result {
+            self.poisoned.get_or_insert_with(|| error.to_string());
+        }
+        result
+    }
+
+    /// Makes sure a change cannot run out of buffers half way: it needs at
+    /// most two per level and one more for a new root. An insert leaves
+    /// as many again for a delete, so that deletes (which free space at
+    /// the next commit) still work in a full pool.
+    fn reserve(&mut self, pool: &Pool, buffers: &mut Buffers, for_delete: bool) -> Result<(), TreeError> {
+        let change = 2 * (u32::from(self.work.height) + 1) + 1;
+        let needed = if for_delete { change } else { 2 * change };
+        if buffers.free_count() < needed && self.walk.is_some() {
+            self.finish_reclaim(pool, buffers)?;
+        }
+        if buffers.free_count() < needed {
+            return Err(BufferError::PoolFull { count: buffers.count() }.into());
+        }
+        Ok(())
+    }
+
     /// Inserts or updates; returns the previous value. Durable at commit.
+    /// The tree takes its own reference on each buffer of an extent value
+    /// (the caller keeps its own), and makes the value's bytes durable at
+    /// commit.
     pub fn insert(
         &mut self,
         pool: &Pool,
@@ -262,230 +536,296 @@ impl Tree {
         key: &[u8],
         value: &Value,
     ) -> Result<Option<Value>, TreeError> {
-        if key.len() > crate::limits::KEY_SIZE_MAX {
-            return Err(TreeError::KeyTooLarge(key.len()));
+        self.check_writable()?;
+        if key.len() > self.config.key_size_max {
+            return Err(TreeError::KeyTooLarge { size: key.len(), limit: self.config.key_size_max });
         }
+        let value_size = match value {
+            Value::Inline(bytes) => bytes.len(),
+            Value::Extents(extents) => extents.len() * 8,
+        };
+        if value_size > self.config.value_size_max {
+            return Err(TreeError::ValueTooLarge { size: value_size, limit: self.config.value_size_max });
+        }
+        let extents: &[Extent] = match value {
+            Value::Extents(extents) => extents,
+            Value::Inline(_) => &[],
+        };
+        for extent in extents {
+            extent.check(self.buffer_count, pool.geometry().buffer_size).map_err(TreeError::InvalidValue)?;
+        }
+        self.reserve(pool, buffers, false)?;
+        for (taken, extent) in extents.iter().enumerate() {
+            if let Err(error) = buffers.retain(extent.buffer) {
+                for undo in &extents[..taken] {
+                    buffers.release(undo.buffer).expect("just retained");
+                }
+                return Err(error.into());
+            }
+        }
+        let result = self.insert_entry(pool, buffers, key, value);
+        let previous = self.poison(result)?;
+        self.flush_at_commit.extend_from_slice(extents);
+        if let Some(Value::Extents(old)) = &previous {
+            self.release_at_commit.extend(old.iter().map(|e| e.buffer));
+        }
+        Ok(previous)
+    }
+
+    fn insert_entry(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        key: &[u8],
+        value: &Value,
+    ) -> Result<Option<Value>, TreeError> {
+        let mut content = vec![0u8; 2 * self.node_size];
+        node::leaf_entry(&mut self.entry, key, value);
         let Some(root) = self.work.root else {
-            let leaf = self.allocate(buffers)?;
             Node::Leaf { generation: 0, entries: vec![(key.to_vec(), value.clone())] }
-                .encode(&mut self.scratch[..self.node_size])
-                .map_err(|_| TreeError::EntryTooLarge)?;
-            pool.write(pool.buffer_offset(leaf), &self.scratch[..self.node_size]);
-            self.work = Meta { root: Some(leaf), height: 0, len: 1, ..self.work };
+                .encode(&mut content)
+                .expect("checked by the config: an entry fits a third of a node");
+            self.propagate(pool, buffers, Vec::new(), None, &mut content)?;
+            self.work.len = 1;
             return Ok(None);
         };
-        let (path, node, leaf_bytes) = self.descend(pool, root, key)?;
-        let view = NodeBytes(&leaf_bytes);
-        node::leaf_entry(&mut self.entry, key, value);
+        let (path, leaf) = self.descend(pool, root, key)?;
+        let view = NodeBytes(self.node(pool, leaf, 0)?);
         let (edit, previous) = match view.search(key) {
-            Ok(index) => (Edit::Replace { index, entry: &self.entry }, Some(leaf_value(&leaf_bytes, index))),
+            Ok(index) => (Edit::Replace { index, entry: &self.entry }, Some(view.value(index))),
             Err(index) => (Edit::Insert { index, entry: &self.entry }, None),
         };
-        // Rebuild into a double-size scratch; split if it overflows a node.
-        let mut scratch = std::mem::take(&mut self.scratch);
-        view.rebuild(&mut scratch, edit).map_err(|_| TreeError::EntryTooLarge)?;
-        let result = self.place(pool, buffers, node, &scratch, path);
-        self.scratch = scratch;
-        result?;
+        view.rebuild(&mut content, edit).expect("a node and one entry fit twice a node");
+        self.propagate(pool, buffers, path, Some(leaf), &mut content)?;
         if previous.is_none() {
             self.work.len += 1;
         }
         Ok(previous)
     }
 
-    /// Descends from `root` to the leaf for `key`: the path taken (each
-    /// internal node and the child index followed), the leaf, its bytes.
-    fn descend(&self, pool: &Pool, root: u32, key: &[u8]) -> Result<(Vec<Step>, u32, Vec<u8>), TreeError> {
-        let mut path = Vec::with_capacity(usize::from(self.work.height) + 1);
-        let mut node = root;
-        loop {
-            let bytes = self.checked(pool, node)?;
-            let view = NodeBytes(&bytes);
-            if view.is_leaf() {
-                return Ok((path, node, bytes));
-            }
-            let child = child_index(&view, key);
-            path.push(Step { node, child });
-            node = view.child(child);
-        }
-    }
-
-    /// Deletes `key`; returns its value. Durable at commit. A node left
-    /// empty is removed from its parent, and a root left with one child is
-    /// replaced by it. Underfull nodes are not merged yet.
+    /// Deletes `key`; returns its value. Durable at commit; the tree drops
+    /// its references on the value's buffers then.
     pub fn delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, TreeError> {
+        self.check_writable()?;
         let Some(root) = self.work.root else { return Ok(None) };
-        let (mut path, node, leaf_bytes) = self.descend(pool, root, key)?;
-        let view = NodeBytes(&leaf_bytes);
+        let (path, leaf) = self.descend(pool, root, key)?;
+        let view = NodeBytes(self.node(pool, leaf, 0)?);
         let Ok(index) = view.search(key) else { return Ok(None) };
-        let previous = leaf_value(&leaf_bytes, index);
+        self.reserve(pool, buffers, true)?;
+        let previous = view.value(index);
+        let mut content = vec![0u8; 2 * self.node_size];
+        view.rebuild(&mut content, Edit::Remove { index }).expect("a smaller node fits");
+        let result = self.propagate(pool, buffers, path, Some(leaf), &mut content);
+        self.poison(result)?;
         self.work.len -= 1;
-        if view.count() > 1 || path.is_empty() {
-            let mut content = vec![0u8; self.node_size];
-            view.rebuild(&mut content, Edit::Remove { index }).expect("a smaller node fits");
-            if view.count() == 1 {
-                // The root leaf emptied: the tree is empty.
-                self.retire(node);
-                self.work.root = None;
-                self.work.height = 0;
-                return Ok(Some(previous));
-            }
-            self.place(pool, buffers, node, &content, path)?;
-            return Ok(Some(previous));
+        if let Value::Extents(old) = &previous {
+            self.release_at_commit.extend(old.iter().map(|e| e.buffer));
         }
-        // The leaf empties: remove it from its parent, and so on upwards.
-        self.retire(node);
-        while let Some(step) = path.pop() {
-            let parent = self.checked(pool, step.node)?;
-            let pview = NodeBytes(&parent);
-            if pview.count() == 0 {
-                // Its only child is gone: the parent empties too.
-                self.retire(step.node);
-                continue;
-            }
-            // Drop the child and one separator next to it.
-            let mut content = vec![0u8; self.node_size];
-            if step.child == 0 {
-                let second = pview.child(1);
-                pview.rebuild(&mut content, Edit::Remove { index: 0 }).expect("a smaller node fits");
-                node::set_child(&mut content, 0, second);
-            } else {
-                pview.rebuild(&mut content, Edit::Remove { index: step.child - 1 }).expect("a smaller node fits");
-            }
-            self.place(pool, buffers, step.node, &content, path)?;
-            self.collapse_root(pool)?;
-            return Ok(Some(previous));
-        }
-        // Every node on the path emptied.
-        self.work.root = None;
-        self.work.height = 0;
         Ok(Some(previous))
     }
 
-    /// A root with no separator (one child) is replaced by that child.
-    fn collapse_root(&mut self, pool: &Pool) -> Result<(), TreeError> {
-        while let Some(root) = self.work.root {
-            let bytes = self.checked(pool, root)?;
-            let view = NodeBytes(&bytes);
-            if view.is_leaf() || view.count() > 0 {
-                return Ok(());
-            }
-            let child = view.child(0);
-            self.retire(root);
-            self.work.root = Some(child);
-            self.work.height -= 1;
+    /// Descends from `root` to the leaf for `key`: the path taken (each
+    /// internal node and the child index followed) and the leaf.
+    fn descend(&self, pool: &Pool, root: u32, key: &[u8]) -> Result<(Vec<Step>, u32), TreeError> {
+        let mut path = Vec::with_capacity(usize::from(self.work.height));
+        let (mut node, mut level) = (root, self.work.height);
+        while level > 0 {
+            let view = NodeBytes(self.node(pool, node, level)?);
+            let child = child_index(&view, key);
+            path.push(Step { node, child });
+            node = view.child(child);
+            level -= 1;
         }
-        Ok(())
+        Ok((path, node))
     }
 
-    /// A node leaves the working version: freed now if this batch wrote it,
-    /// else at commit (the committed version still uses it).
-    fn retire(&mut self, node: u32) {
-        if !self.fresh.remove(&node) {
-            self.replaced.push(node);
-        } else {
-            self.dropped_fresh.push(node);
-        }
-    }
-
-    /// Writes the rebuilt `content` (a compacted node in a double-size
-    /// buffer) as the new version of `old`, splitting it if it does not
-    /// fit one node, and fixes the parents up the `path`.
-    fn place(
+    /// Writes `content` (a node image in a buffer of twice the node size)
+    /// as the new version of `old` (None: a new root), and carries the
+    /// change up the `path`: a node over the node size is split; a
+    /// non-root node under a quarter full is merged with a sibling, or
+    /// refilled from it when both do not fit one node; a root with no
+    /// separator gives way to its only child. Copy on write throughout.
+    fn propagate(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        old: u32,
-        content: &[u8],
         mut path: Vec<Step>,
+        mut old: Option<u32>,
+        content: &mut Vec<u8>,
     ) -> Result<(), TreeError> {
         let size = self.node_size;
-        let used = NodeBytes(content).used();
-        // Re-packs the entries at the end of a node-size buffer.
-        let compact = |content: &[u8], out: &mut [u8]| {
-            NodeBytes(content).compact_into(out).expect("fits: checked by the caller");
-        };
-        let mut node_bytes = vec![0u8; size];
-        // (left, separator and right) to insert in the parent, if split.
-        let mut replacement = self.copy_of(buffers, old)?;
-        let mut split: Option<(Vec<u8>, u32)> = None;
-        if used <= size {
-            compact(content, &mut node_bytes);
-            pool.write(pool.buffer_offset(replacement), &node_bytes);
-        } else {
-            let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
-            let separator = NodeBytes(content).split(&mut left, &mut right).map_err(|_| TreeError::EntryTooLarge)?;
-            let right_node = self.allocate(buffers)?;
-            pool.write(pool.buffer_offset(replacement), &left);
-            pool.write(pool.buffer_offset(right_node), &right);
-            split = Some((separator, right_node));
-        }
-        // Up the path: point each parent at the new child (and insert the
-        // separator of a split).
-        while let Some(step) = path.pop() {
-            let parent = self.checked(pool, step.node)?;
-            let view = NodeBytes(&parent);
-            let mut rebuilt = vec![0u8; size * 2];
-            match &split {
-                Some((separator, right)) => {
-                    node::internal_entry(&mut self.entry, separator, *right);
-                    view.rebuild(&mut rebuilt, Edit::Insert { index: step.child, entry: &self.entry })
-                        .map_err(|_| TreeError::EntryTooLarge)?;
+        let mut parent = vec![0u8; 2 * size];
+        let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
+        loop {
+            let view = NodeBytes(content);
+            let used = view.used();
+            let level = view.level();
+            let Some(step) = path.pop() else {
+                // `old` is the root.
+                if used > size {
+                    let separator = view.split(&mut left, &mut right).expect("an overfull node has two entries");
+                    let l = self.copy_of(buffers, old)?;
+                    let r = self.allocate(buffers)?;
+                    self.write_node(pool, l, &left);
+                    self.write_node(pool, r, &right);
+                    let root = self.allocate(buffers)?;
+                    Node::Internal { generation: 0, level: level + 1, keys: vec![separator], children: vec![l, r] }
+                        .encode(&mut left)
+                        .expect("one separator fits");
+                    self.write_node(pool, root, &left);
+                    self.work.root = Some(root);
+                    self.work.height = level + 1;
+                } else if view.count() == 0 {
+                    if let Some(old) = old {
+                        self.retire(old);
+                    }
+                    if view.is_leaf() {
+                        self.work.root = None;
+                        self.work.height = 0;
+                    } else {
+                        self.work.root = Some(view.child(0));
+                        self.work.height = level - 1;
+                    }
+                } else {
+                    let id = self.copy_of(buffers, old)?;
+                    view.compact_into(&mut left).expect("fits: checked above");
+                    self.write_node(pool, id, &left);
+                    self.work.root = Some(id);
                 }
-                None => rebuilt[..size].copy_from_slice(&parent),
-            }
-            node::set_child(&mut rebuilt, step.child, replacement);
-            let new_parent = self.copy_of(buffers, step.node)?;
-            if NodeBytes(&rebuilt).used() <= size {
-                compact(&rebuilt, &mut node_bytes);
-                pool.write(pool.buffer_offset(new_parent), &node_bytes);
-                split = None;
+                return Ok(());
+            };
+            let old_id = old.expect("a node with a parent exists");
+            if used > size {
+                let separator = view.split(&mut left, &mut right).expect("an overfull node has two entries");
+                let l = self.copy_of(buffers, old)?;
+                let r = self.allocate(buffers)?;
+                self.write_node(pool, l, &left);
+                self.write_node(pool, r, &right);
+                node::internal_entry(&mut self.entry, &separator, r);
+                let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
+                pview
+                    .rebuild(&mut parent, Edit::Insert { index: step.child, entry: &self.entry })
+                    .expect("a node and one entry fit twice a node");
+                node::set_child(&mut parent, step.child, l);
+            } else if used < self.underfull {
+                self.rebalance(pool, buffers, step, old_id, content, &mut parent)?;
             } else {
-                let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
-                let separator =
-                    NodeBytes(&rebuilt).split(&mut left, &mut right).map_err(|_| TreeError::EntryTooLarge)?;
-                let right_node = self.allocate(buffers)?;
-                pool.write(pool.buffer_offset(new_parent), &left);
-                pool.write(pool.buffer_offset(right_node), &right);
-                split = Some((separator, right_node));
+                let id = self.copy_of(buffers, old)?;
+                view.compact_into(&mut left).expect("fits: checked above");
+                self.write_node(pool, id, &left);
+                if id == old_id {
+                    // Written in this batch already: its ancestors are too,
+                    // and point at it.
+                    return Ok(());
+                }
+                let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
+                pview.compact_into(&mut parent).expect("a node fits");
+                node::set_child(&mut parent, step.child, id);
             }
-            replacement = new_parent;
+            old = Some(step.node);
+            std::mem::swap(content, &mut parent);
         }
-        // A split root grows the tree by one level.
-        if let Some((separator, right)) = split {
-            let root = self.allocate(buffers)?;
-            let level = self.work.height + 1;
-            Node::Internal { generation: 0, level, keys: vec![separator], children: vec![replacement, right] }
-                .encode(&mut node_bytes)
-                .map_err(|_| TreeError::EntryTooLarge)?;
-            pool.write(pool.buffer_offset(root), &node_bytes);
-            self.work.root = Some(root);
-            self.work.height = level;
+    }
+
+    /// Merges the underfull `content` (the new version of `old`, child
+    /// `step.child` of `step.node`) with its left sibling (its right one
+    /// when it is the first child), or redistributes their entries when
+    /// both do not fit one node. Writes the parent's new image to `parent`.
+    fn rebalance(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        step: Step,
+        old: u32,
+        content: &[u8],
+        parent: &mut [u8],
+    ) -> Result<(), TreeError> {
+        let size = self.node_size;
+        let view = NodeBytes(content);
+        let level = view.level();
+        let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
+        // The separator between the two siblings, and which is which.
+        let (separator, sibling_child) = if step.child > 0 { (step.child - 1, step.child - 1) } else { (0, 1) };
+        let sibling_id = pview.child(sibling_child);
+        let sibling_copy = self.node(pool, sibling_id, level)?.to_vec();
+        let sibling = NodeBytes(&sibling_copy);
+        let ((left, left_id), (right, right_id)) = if step.child > 0 {
+            ((&sibling, sibling_id), (&view, old))
         } else {
-            self.work.root = Some(replacement);
+            ((&view, old), (&sibling, sibling_id))
+        };
+        let mut middle = Vec::new();
+        if !view.is_leaf() {
+            node::internal_entry(&mut middle, pview.key(separator), right.child(0));
+        }
+        let mut joined = vec![0u8; 2 * size];
+        node::join(left, (!middle.is_empty()).then_some(&middle[..]), right, &mut joined)
+            .expect("two nodes, one under a quarter full, and a separator fit twice a node");
+        let joined = NodeBytes(&joined);
+        let mut out = vec![0u8; size];
+        if joined.used() <= size {
+            // Merge: the left node takes everything, the right one goes.
+            let merged = self.copy_of(buffers, Some(left_id))?;
+            self.retire(right_id);
+            joined.compact_into(&mut out).expect("fits: checked above");
+            self.write_node(pool, merged, &out);
+            pview.rebuild(parent, Edit::Remove { index: separator }).expect("a smaller node fits");
+            node::set_child(parent, separator, merged);
+        } else {
+            // Redistribute: split the two nodes' entries evenly.
+            let mut second = vec![0u8; size];
+            let key = joined.split(&mut out, &mut second).expect("an overfull node has two entries");
+            let l = self.copy_of(buffers, Some(left_id))?;
+            let r = self.copy_of(buffers, Some(right_id))?;
+            self.write_node(pool, l, &out);
+            self.write_node(pool, r, &second);
+            node::internal_entry(&mut self.entry, &key, r);
+            pview
+                .rebuild(parent, Edit::Replace { index: separator, entry: &self.entry })
+                .expect("a node and one entry fit twice a node");
+            node::set_child(parent, separator, l);
         }
         Ok(())
     }
 
+    fn write_node(&mut self, pool: &Pool, node: u32, bytes: &[u8]) {
+        assert!(self.fresh.contains(&node), "node {node} written outside its batch (copy on write broken)");
+        debug_assert!(node::validate_layout(bytes).is_ok());
+        pool.write(pool.buffer_offset(node), bytes);
+    }
+
+    /// A node leaves the working version: its reference drops at commit
+    /// (the committed version may still use it; a node of this batch
+    /// could be reused at once, but one rule is simpler and costs nothing).
+    fn retire(&mut self, node: u32) {
+        self.fresh.remove(&node);
+        self.release_at_commit.push(node);
+    }
+
     /// The node to write for `old` in this batch: itself if already fresh,
-    /// else a new buffer (and `old` is replaced at commit).
-    fn copy_of(&mut self, buffers: &mut Buffers, old: u32) -> Result<u32, TreeError> {
-        if self.fresh.contains(&old) {
-            return Ok(old);
+    /// else a new buffer (and `old` is retired).
+    fn copy_of(&mut self, buffers: &mut Buffers, old: Option<u32>) -> Result<u32, TreeError> {
+        match old {
+            Some(old) if self.fresh.contains(&old) => Ok(old),
+            Some(old) => {
+                self.retire(old);
+                self.allocate(buffers)
+            }
+            None => self.allocate(buffers),
         }
-        self.replaced.push(old);
-        self.allocate(buffers)
     }
 
     fn allocate(&mut self, buffers: &mut Buffers) -> Result<u32, TreeError> {
         let node = buffers.allocate()?;
         self.fresh.insert(node);
+        self.set_verified(node, true);
         Ok(node)
     }
 
-    /// Makes the batch durable (steps 1-5 above).
+    /// Makes the batch durable (steps 1-5 of the module comment).
     pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
-        if self.fresh.is_empty() && self.replaced.is_empty() && self.work == self.committed {
+        self.check_writable()?;
+        if self.fresh.is_empty() && self.release_at_commit.is_empty() && self.work == self.committed {
             return Ok(());
         }
         let generation = self.committed.generation + 1;
@@ -497,18 +837,99 @@ impl Tree {
             pool.write(offset, &bytes);
             pool.flush(offset, bytes.len() as u64);
         }
-        pool.fence().map_err(TreeError::CommitFailed)?;
-        let meta = Meta { generation, ..self.work };
+        for extent in self.flush_at_commit.drain(..) {
+            pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+        }
+        let fenced = pool.fence();
+        self.poison(fenced.map_err(TreeError::CommitFailed))?;
+        let meta = Meta { generation, high_water: buffers.high_water(), ..self.work };
         let slot = 1 - self.slot;
         pool.write(META_SLOT_OFFSETS[slot], &meta.encode());
         pool.flush(META_SLOT_OFFSETS[slot], META_SIZE as u64);
-        pool.fence().map_err(TreeError::CommitFailed)?;
+        let fenced = pool.fence();
+        self.poison(fenced.map_err(TreeError::CommitFailed))?;
         self.slot = slot;
         self.committed = meta;
         self.work = meta;
         self.fresh.clear();
-        for node in self.replaced.drain(..).chain(self.dropped_fresh.drain(..)) {
-            buffers.release(node)?;
+        for buffer in std::mem::take(&mut self.release_at_commit) {
+            self.release(buffers, buffer)?;
+        }
+        Ok(())
+    }
+
+    // ---- checking ----
+
+    /// Walks the working version and checks every invariant of the module
+    /// comment: node checksums (layout only for this batch's nodes), levels
+    /// (balance), key order and bounds, fill, and `len`. Returns what it
+    /// found, with the references the tree holds on each buffer.
+    pub fn check_invariants(&self, pool: &Pool) -> Result<TreeStats, String> {
+        let mut stats = TreeStats { height: self.work.height, ..TreeStats::default() };
+        for &buffer in &self.release_at_commit {
+            *stats.refs.entry(buffer).or_default() += 1;
+        }
+        if let Some(root) = self.work.root {
+            self.check_node(pool, root, self.work.height, None, None, true, &mut stats)?;
+        }
+        if stats.entries != self.work.len {
+            return Err(format!("len says {}, the leaves hold {}", self.work.len, stats.entries));
+        }
+        Ok(stats)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_node(
+        &self,
+        pool: &Pool,
+        node: u32,
+        level: u8,
+        low: Option<&[u8]>,
+        high: Option<&[u8]>,
+        root: bool,
+        stats: &mut TreeStats,
+    ) -> Result<(), String> {
+        let mut bytes = vec![0u8; self.node_size];
+        pool.read(pool.buffer_offset(node), &mut bytes);
+        let checked = if self.fresh.contains(&node) { node::validate_layout(&bytes) } else { node::validate(&bytes) };
+        checked.map_err(|e| format!("node {node}: {e}"))?;
+        let view = NodeBytes(&bytes);
+        if view.level() != level {
+            return Err(format!("node {node} at level {level} says {} (unbalanced)", view.level()));
+        }
+        *stats.refs.entry(node).or_default() += 1;
+        stats.nodes += 1;
+        let used = view.used();
+        stats.bytes_used += used as u64;
+        let fill_min = if view.is_leaf() { self.fill_min_leaf } else { self.fill_min_internal };
+        if !root && (used < fill_min || view.count() == 0) {
+            return Err(format!("node {node} holds {used} bytes, {} entries: under {fill_min}", view.count()));
+        }
+        if root && !view.is_leaf() && view.count() == 0 {
+            return Err(format!("root {node} has one child and no separator"));
+        }
+        for i in 0..view.count() {
+            let key = view.key(i);
+            if low.is_some_and(|low| key < low) || high.is_some_and(|high| key >= high) {
+                return Err(format!("node {node}: key {key:?} outside its parent's bounds"));
+            }
+        }
+        if view.is_leaf() {
+            stats.leaves += 1;
+            stats.entries += view.count() as u64;
+            for i in 0..view.count() {
+                if let Value::Extents(extents) = view.value(i) {
+                    for extent in extents {
+                        *stats.refs.entry(extent.buffer).or_default() += 1;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        for i in 0..=view.count() {
+            let child_low = if i == 0 { low } else { Some(view.key(i - 1)) };
+            let child_high = if i == view.count() { high } else { Some(view.key(i)) };
+            self.check_node(pool, view.child(i), level - 1, child_low, child_high, false, stats)?;
         }
         Ok(())
     }
@@ -520,7 +941,7 @@ impl Tree {
 pub struct Range<'t> {
     tree: &'t Tree,
     pool: &'t Pool,
-    stack: Vec<(Vec<u8>, usize)>,
+    stack: Vec<(&'t [u8], usize)>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     reverse: bool,
@@ -536,23 +957,19 @@ fn own(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
     }
 }
 
-impl Range<'_> {
+impl<'t> Range<'t> {
     /// Descends to the first (forward) or last (reverse) entry in range.
     fn seek(&mut self) -> Result<(), TreeError> {
         let Some(mut node) = self.tree.work.root else { return Ok(()) };
+        let mut level = self.tree.work.height;
         let bound = if self.reverse { self.end.clone() } else { self.start.clone() };
         loop {
-            let bytes = self.tree.checked(self.pool, node)?;
-            let view = NodeBytes(&bytes);
+            let bytes = self.tree.node(self.pool, node, level)?;
+            let view = NodeBytes(bytes);
             if view.is_leaf() {
                 let position = match &bound {
-                    Bound::Unbounded => {
-                        if self.reverse {
-                            view.count()
-                        } else {
-                            0
-                        }
-                    }
+                    Bound::Unbounded if self.reverse => view.count(),
+                    Bound::Unbounded => 0,
                     Bound::Included(key) => match view.search(key) {
                         Ok(i) if self.reverse => i + 1,
                         Ok(i) | Err(i) => i,
@@ -571,6 +988,7 @@ impl Range<'_> {
                 Bound::Included(key) | Bound::Excluded(key) => child_index(&view, key),
             };
             node = view.child(child);
+            level -= 1;
             self.stack.push((bytes, child));
         }
     }
@@ -579,47 +997,38 @@ impl Range<'_> {
     fn next_leaf(&mut self) -> Result<bool, TreeError> {
         self.stack.pop();
         while let Some((bytes, child)) = self.stack.last_mut() {
-            let count = NodeBytes(bytes).count();
-            let next = if self.reverse { child.checked_sub(1) } else { Some(*child + 1).filter(|&c| c <= count) };
+            let view = NodeBytes(bytes);
+            let next =
+                if self.reverse { child.checked_sub(1) } else { Some(*child + 1).filter(|&c| c <= view.count()) };
             let Some(next) = next else {
                 self.stack.pop();
                 continue;
             };
             *child = next;
-            let mut node = NodeBytes(bytes).child(next);
+            let mut node = view.child(next);
+            let mut level = view.level() - 1;
             loop {
-                let bytes = self.tree.checked(self.pool, node)?;
-                let view = NodeBytes(&bytes);
+                let bytes = self.tree.node(self.pool, node, level)?;
+                let view = NodeBytes(bytes);
                 let position = if self.reverse { view.count() } else { 0 };
+                self.stack.push((bytes, position));
                 if view.is_leaf() {
-                    self.stack.push((bytes, position));
                     return Ok(true);
                 }
                 node = view.child(position);
-                self.stack.push((bytes, position));
+                level -= 1;
             }
         }
         Ok(false)
     }
 
     fn in_range(&self, key: &[u8]) -> bool {
-        let (bound, reverse) = if self.reverse { (&self.start, true) } else { (&self.end, false) };
-        match bound {
-            Bound::Unbounded => true,
-            Bound::Included(limit) => {
-                if reverse {
-                    key >= limit.as_slice()
-                } else {
-                    key <= limit.as_slice()
-                }
-            }
-            Bound::Excluded(limit) => {
-                if reverse {
-                    key > limit.as_slice()
-                } else {
-                    key < limit.as_slice()
-                }
-            }
+        match (&self.start, &self.end, self.reverse) {
+            (Bound::Included(limit), _, true) => key >= limit.as_slice(),
+            (Bound::Excluded(limit), _, true) => key > limit.as_slice(),
+            (_, Bound::Included(limit), false) => key <= limit.as_slice(),
+            (_, Bound::Excluded(limit), false) => key < limit.as_slice(),
+            _ => true,
         }
     }
 }
@@ -647,12 +1056,12 @@ impl Iterator for Range<'_> {
                 }
             };
             *position = if self.reverse { index } else { index + 1 };
-            let (key, value) = (view.key(index).to_vec(), view.value(index));
-            if !self.in_range(&key) {
+            let key = view.key(index);
+            if !self.in_range(key) {
                 self.stack.clear();
                 return None;
             }
-            return Some(Ok((key, value)));
+            return Some(Ok((key.to_vec(), view.value(index))));
         }
     }
 }
@@ -663,8 +1072,4 @@ fn child_index(view: &NodeBytes<'_>, key: &[u8]) -> usize {
         Ok(index) => index + 1,
         Err(index) => index,
     }
-}
-
-fn leaf_value(bytes: &[u8], index: usize) -> Value {
-    NodeBytes(bytes).value(index)
 }

@@ -1,189 +1,303 @@
-//! Goal: the B+ tree (first version: insert, delete, get, scan, commit,
-//! reopen)
-//! agrees with a BTreeMap model, and a reopen after a process crash finds
-//! exactly the last committed version.
+//! Goal: the B+ tree agrees with a BTreeMap model, keeps its shape and its
+//! reference counts exact after every operation, and every commit is
+//! atomic across a power failure, with nothing leaked.
 //!
-//! Method: random inserts, updates and deletes (small key space, so that
-//! updates, splits and emptied nodes of every level happen), commits at random, gets and full scans
-//! compared with the model after each step; then a process crash (memory
-//! survives, the simulator keeps only what was fenced) and a reopen,
-//! compared with the model as of the last commit. Power-failure tests come
-//! with the freed-node list (docs/tree-design.md).
+//! Method: a harness (`Store`) drives the tree with random inserts, updates
+//! and deletes over a small key space (so that splits, merges,
+//! redistributions and root changes of every level happen). Values are
+//! inline, or extents of buffers the harness fills (write-behind: the tree
+//! is their only record once the harness drops its own reference). After
+//! each step `Tree::check_invariants` checks order, key bounds, balance,
+//! fill and len; the buffers' reference counts must equal the references
+//! the tree holds (nodes, value extents, releases due at the next commit);
+//! and at intervals every get and a full scan are compared with the model,
+//! and every value's bytes with what was written. Reopens run the
+//! reclamation walk in small steps between further changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use packetstore::node::Value;
 use packetstore::rng::SplitMix64;
 use packetstore::tree::Tree;
-use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
+use packetstore::{Buffers, Extent, Geometry, Pool, SimDevice, SimMode};
 
-fn check(tree: &Tree, pool: &Pool, model: &BTreeMap<Vec<u8>, Value>, context: &str) {
-    assert_eq!(tree.len(), model.len() as u64, "{context}: len");
-    let entries = tree.entries(pool).unwrap();
-    assert_eq!(entries.len(), model.len(), "{context}: scan length");
-    for ((key, value), (mkey, mvalue)) in entries.iter().zip(model) {
-        assert_eq!((key, value), (mkey, mvalue), "{context}: scan order or content");
+struct Store {
+    seed: u64,
+    geometry: Geometry,
+    device: Arc<SimDevice>,
+    pool: Pool,
+    buffers: Buffers,
+    tree: Tree,
+    model: BTreeMap<Vec<u8>, Value>,
+    committed: BTreeMap<Vec<u8>, Value>,
+    /// What the harness wrote into each value buffer (offset, bytes).
+    contents: HashMap<u32, (u16, Vec<u8>)>,
+}
+
+impl Store {
+    fn new(seed: u64, geometry: Geometry, mode: SimMode) -> Store {
+        let device = Arc::new(SimDevice::new(geometry.file_size(), mode));
+        let pool = Pool::create_simulated(device.clone(), geometry).unwrap();
+        let mut buffers = Buffers::new(geometry.buffer_count);
+        let tree = Tree::open(&pool, &mut buffers).unwrap();
+        Store {
+            seed,
+            geometry,
+            device,
+            pool,
+            buffers,
+            tree,
+            model: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            contents: HashMap::new(),
+        }
     }
-    assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "{context}: scan keys strictly increasing");
-    // Every key is found by descending from the root, separators included.
-    for (key, value) in model {
-        assert_eq!(tree.get(pool, key).unwrap().as_ref(), Some(value), "{context}: get {key:?}");
+
+    /// A random value: inline, or (one time in three) one or two extents
+    /// of freshly filled buffers whose references the caller holds.
+    fn value(&mut self, rng: &mut SplitMix64) -> Value {
+        if rng.chance(2, 3) {
+            let mut bytes = vec![0u8; rng.below(40) as usize];
+            rng.fill(&mut bytes);
+            return Value::Inline(bytes);
+        }
+        let size = u64::from(self.geometry.buffer_size);
+        let mut extents = Vec::new();
+        for _ in 0..1 + rng.below(2) {
+            let Ok(buffer) = self.buffers.allocate() else { break };
+            let offset = rng.below(size);
+            let len = 1 + rng.below(size - offset);
+            let mut bytes = vec![0u8; len as usize];
+            rng.fill(&mut bytes);
+            self.pool.write(self.pool.buffer_offset(buffer) + offset, &bytes);
+            self.contents.insert(buffer, (offset as u16, bytes));
+            extents.push(Extent::new(buffer, offset as usize, len as usize));
+        }
+        Value::Extents(extents)
+    }
+
+    fn drop_callers_references(&mut self, value: &Value) {
+        if let Value::Extents(extents) = value {
+            self.buffers.release_extents(extents).unwrap();
+        }
+    }
+
+    fn insert(&mut self, key: Vec<u8>, rng: &mut SplitMix64, context: &str) {
+        let value = self.value(rng);
+        let previous = self.tree.insert(&self.pool, &mut self.buffers, &key, &value);
+        self.drop_callers_references(&value);
+        let previous = previous.unwrap_or_else(|e| panic!("{context}: insert: {e}"));
+        assert_eq!(previous, self.model.insert(key.clone(), value.clone()), "{context}: previous value");
+        assert_eq!(self.tree.get(&self.pool, &key).unwrap(), Some(value), "{context}: get after insert");
+    }
+
+    fn delete(&mut self, key: &[u8], context: &str) {
+        let previous = self.tree.delete(&self.pool, &mut self.buffers, key).unwrap();
+        assert_eq!(previous, self.model.remove(key), "{context}: deleted value");
+        assert_eq!(self.tree.get(&self.pool, key).unwrap(), None, "{context}: get after delete");
+    }
+
+    fn commit(&mut self) {
+        self.tree.commit(&self.pool, &mut self.buffers).unwrap();
+        self.committed = self.model.clone();
+    }
+
+    /// The shape and the reference counts (cheap: every step).
+    fn check_shape(&self, context: &str) {
+        let stats = self.tree.check_invariants(&self.pool).unwrap_or_else(|e| panic!("{context}: {e}"));
+        assert_eq!(stats.entries, self.model.len() as u64, "{context}: entries");
+        if !self.tree.is_reclaiming() {
+            for buffer in self.buffers.owned() {
+                let expected = stats.refs.get(&buffer).copied().unwrap_or(0);
+                assert_eq!(
+                    u32::from(self.buffers.refs(buffer)),
+                    expected,
+                    "{context}: buffer {buffer}'s references (a leak, or a value not held)"
+                );
+            }
+            self.buffers.check_invariants();
+        }
+    }
+
+    /// Everything against the model: scans both ways, gets, value bytes.
+    fn check_all(&self, context: &str) {
+        self.check_shape(context);
+        let entries = self.tree.entries(&self.pool).unwrap();
+        let expected: Vec<(Vec<u8>, Value)> = self.model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(entries, expected, "{context}: forward scan");
+        let unbounded = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+        let backward: Vec<_> = self.tree.range(&self.pool, unbounded, true).map(Result::unwrap).collect();
+        assert!(backward.iter().rev().eq(entries.iter()), "{context}: backward scan");
+        assert_eq!(self.tree.first(&self.pool).unwrap(), entries.first().cloned(), "{context}: first");
+        assert_eq!(self.tree.last(&self.pool).unwrap(), entries.last().cloned(), "{context}: last");
+        for (key, value) in &self.model {
+            assert_eq!(self.tree.get(&self.pool, key).unwrap().as_ref(), Some(value), "{context}: get {key:?}");
+            if let Value::Extents(extents) = value {
+                for extent in extents {
+                    let (offset, bytes) = &self.contents[&extent.buffer];
+                    assert_eq!((extent.offset, usize::from(extent.len)), (*offset, bytes.len()));
+                    let mut found = vec![0u8; bytes.len()];
+                    self.pool.read(self.pool.buffer_offset(extent.buffer) + u64::from(*offset), &mut found);
+                    assert!(found == *bytes, "{context}: the bytes of {key:?}'s value in buffer {}", extent.buffer);
+                }
+            }
+        }
+    }
+
+    /// Reopens on `device` (a crash image or what memory holds).
+    fn reopen(&mut self, device: SimDevice) {
+        self.device = Arc::new(device);
+        self.pool = Pool::open_simulated(self.device.clone()).unwrap();
+        self.buffers = Buffers::new(self.geometry.buffer_count);
+        self.tree = Tree::open(&self.pool, &mut self.buffers)
+            .unwrap_or_else(|e| panic!("seed {}: the tree does not open: {e}", self.seed));
+    }
+
+    /// Runs the reclamation walk a few nodes at a time.
+    fn reclaim_some(&mut self, rng: &mut SplitMix64) {
+        if self.tree.is_reclaiming() {
+            let budget = 1 + rng.below(4) as usize;
+            self.tree.reclaim_step(&self.pool, &mut self.buffers, budget).unwrap();
+        }
     }
 }
 
 fn run(seed: u64, buffer_size: u32) {
     let mut rng = SplitMix64::new(seed);
     let geometry = Geometry { buffer_size, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
-    let mut device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
-    let mut pool = Pool::create_simulated(device.clone(), geometry).unwrap();
-    let mut buffers = Buffers::new(geometry.buffer_count);
-    let mut tree = Tree::open(&pool, &mut buffers).unwrap();
-    let mut model = BTreeMap::new();
-    let mut committed = model.clone();
+    let mut store = Store::new(seed, geometry, SimMode::CacheLine);
     for step in 0..3000 {
-        let key_space = 700;
-        let key = format!("key-{:05}", rng.below(key_space)).into_bytes();
-        let value = if rng.chance(1, 4) {
-            Value::Extents(vec![packetstore::Extent::new(rng.below(4000) as u32, 0, 1 + rng.below(500) as usize)])
-        } else {
-            let mut bytes = vec![0u8; rng.below(40) as usize];
-            rng.fill(&mut bytes);
-            Value::Inline(bytes)
-        };
-        // The second half deletes mostly: nodes empty, roots collapse.
+        let context = format!("seed {seed} step {step}");
+        let key = format!("key-{:05}", rng.below(700)).into_bytes();
+        // The second half deletes mostly: nodes merge, roots collapse.
         let delete_odds = if step < 1500 { (1, 3) } else { (3, 4) };
         if rng.chance(delete_odds.0, delete_odds.1) {
-            let previous = tree.delete(&pool, &mut buffers, &key).unwrap();
-            assert_eq!(previous, model.remove(&key), "seed {seed} step {step}: deleted value");
-            assert_eq!(tree.get(&pool, &key).unwrap(), None, "seed {seed} step {step}: get after delete");
+            store.delete(&key, &context);
         } else {
-            let previous = tree.insert(&pool, &mut buffers, &key, &value).unwrap();
-            assert_eq!(previous, model.insert(key.clone(), value.clone()), "seed {seed} step {step}: previous value");
-            assert_eq!(tree.get(&pool, &key).unwrap(), Some(value), "seed {seed} step {step}: get after insert");
+            store.insert(key, &mut rng, &context);
         }
+        store.reclaim_some(&mut rng);
         if rng.chance(1, 16) {
-            tree.commit(&pool, &mut buffers).unwrap();
-            committed = model.clone();
+            store.commit();
         }
-        if rng.chance(1, 200) {
-            check(&tree, &pool, &model, &format!("seed {seed} step {step}"));
+        store.check_shape(&context);
+        if rng.chance(1, 100) {
+            store.check_all(&context);
         }
         if rng.chance(1, 300) {
-            // A process crash: reopen on what memory holds; only the last
-            // committed version may be found.
-            let restarted = Arc::new(device.after_process_crash());
-            drop(pool);
-            device = restarted;
-            pool = Pool::open_simulated(device.clone()).unwrap();
-            buffers = Buffers::new(geometry.buffer_count);
-            tree = Tree::open(&pool, &mut buffers).unwrap();
-            model = committed.clone();
-            check(&tree, &pool, &model, &format!("seed {seed} step {step}: after reopen"));
-            let referenced = u64::from(geometry.buffer_count - buffers.free_count());
-            assert_eq!(referenced, tree.node_count(&pool).unwrap(), "seed {seed}: reopen references its nodes");
+            // A process crash: memory survives, the simulator keeps only
+            // what was fenced; only the last committed version may be found.
+            let after = store.device.after_process_crash();
+            store.reopen(after);
+            store.model = store.committed.clone();
+            store.check_all(&format!("{context}: after reopen"));
         }
     }
-    tree.commit(&pool, &mut buffers).unwrap();
-    check(&tree, &pool, &model, &format!("seed {seed}: final"));
-    assert!(model.len() < 300, "seed {seed}: the delete-heavy half did not shrink the tree ({} keys)", model.len());
-    // Every node the batches replaced was freed: the buffers referenced are
-    // exactly the reachable nodes.
-    let referenced = u64::from(geometry.buffer_count - buffers.free_count());
-    assert_eq!(referenced, tree.node_count(&pool).unwrap(), "seed {seed}: nodes leaked");
-    buffers.check_invariants();
+    store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
+    store.commit();
+    store.check_all(&format!("seed {seed}: final"));
+    assert!(store.model.len() < 300, "seed {seed}: the delete-heavy half did not shrink the tree");
 }
 
 #[test]
-fn tree_matches_the_model_across_commits_and_reopens() {
+fn tree_matches_the_model_with_its_invariants_after_every_step() {
     for seed in 0..12 {
         run(seed, if seed % 2 == 0 { 512 } else { 2048 });
     }
 }
 
-/// Goal: every commit is atomic across a power failure. Power fails
-/// between operations or at either fence of a commit (the nodes' fence,
-/// or the meta slot's); after recovery the tree is exactly the last
-/// committed version, or, when the failure hit the meta slot's fence, the
-/// version being committed. Then it goes on from there. Seeds are printed
-/// on failure; `PACKETSTORE_TREE_CRASH_SEEDS` sets how many (default 300).
+/// Goal: every commit is atomic across a power failure, splits, merges and
+/// root changes included, and nothing leaks. Power fails between
+/// operations or at either fence of a commit (the nodes' fence, or the meta
+/// slot's); after recovery (the reclamation walk run in steps among new
+/// changes) the tree is exactly the last committed version, or, when the
+/// failure hit the meta slot's fence, the version being committed; every
+/// invariant holds, values have their bytes, and every buffer's reference
+/// count is the tree's. Then it goes on from there, three failures per
+/// seed. Seeds are printed on failure; `PACKETSTORE_TREE_CRASH_SEEDS` sets
+/// how many (700 by default: over 2,000 failure points),
+/// `PACKETSTORE_TREE_SEED` replays one.
 #[test]
 fn commits_are_atomic_across_power_failures() {
     if let Some(seed) = std::env::var("PACKETSTORE_TREE_SEED").ok().and_then(|v| v.parse().ok()) {
-        return power_failures(seed);
+        power_failures(seed);
+        return;
     }
     // Found by the long mode: a partly written meta slot of a failed commit,
     // mixed with the next commit's words, reassembled into a valid old meta.
     power_failures(2_128_642_117);
-    let seeds: u64 = std::env::var("PACKETSTORE_TREE_CRASH_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let seeds: u64 = std::env::var("PACKETSTORE_TREE_CRASH_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(700);
+    let mut points = 0;
     for seed in 0..seeds {
-        power_failures(0x7ee0_0000 + seed);
+        points += power_failures(0x7ee0_0000 + seed);
     }
+    println!("{points} failure points, {seeds} seeds");
+    assert!(points >= 3 * seeds, "every cycle ends in a failure");
 }
 
-fn power_failures(seed: u64) {
+/// Returns the number of failure points run.
+fn power_failures(seed: u64) -> u64 {
+    const CYCLES: u64 = 3;
     let mut rng = SplitMix64::new(seed);
     let mode = if rng.chance(1, 2) { SimMode::CacheLine } else { SimMode::Page };
     let geometry = Geometry { buffer_size: 512, buffer_count: 2048, log_size: 16 * 1024, log_count: 1 };
-    let mut device = Arc::new(SimDevice::new(geometry.file_size(), mode));
-    let mut pool = Pool::create_simulated(device.clone(), geometry).unwrap();
-    let mut buffers = Buffers::new(geometry.buffer_count);
-    let mut tree = Tree::open(&pool, &mut buffers).unwrap();
-    let mut model: BTreeMap<Vec<u8>, Value> = BTreeMap::new();
-    let mut committed = model.clone();
-    for cycle in 0..3 {
+    let mut store = Store::new(seed, geometry, mode);
+    for cycle in 0..CYCLES {
+        let context = format!("seed {seed} cycle {cycle}");
         let steps = 1 + rng.below(150);
         let mut failed_at_meta = false;
         let mut image = None;
         for step in 0..steps {
             let key = format!("k{:04}", rng.below(300)).into_bytes();
-            let mut bytes = vec![0u8; rng.below(30) as usize];
-            rng.fill(&mut bytes);
             if rng.chance(1, 3) {
-                assert_eq!(tree.delete(&pool, &mut buffers, &key).unwrap(), model.remove(&key));
+                store.delete(&key, &context);
             } else {
-                tree.insert(&pool, &mut buffers, &key, &Value::Inline(bytes.clone())).unwrap();
-                model.insert(key, Value::Inline(bytes));
+                store.insert(key, &mut rng, &context);
             }
+            store.reclaim_some(&mut rng);
             let last = step + 1 == steps;
             if last || rng.chance(1, 10) {
                 if last && rng.chance(2, 3) {
                     // Power fails at the first (nodes) or second (meta) fence.
                     let which = 1 + rng.below(2);
-                    device.crash_at_fence(device.fences() + which, rng.next_u64());
+                    store.device.crash_at_fence(store.device.fences() + which, rng.next_u64());
                     failed_at_meta = which == 2;
                 }
-                match tree.commit(&pool, &mut buffers) {
-                    Ok(()) => committed = model.clone(),
+                match store.tree.commit(&store.pool, &mut store.buffers) {
+                    Ok(()) => store.committed = store.model.clone(),
                     Err(_) => {
-                        assert!(device.is_dead(), "seed {seed}: a commit failed without a power failure");
-                        image = device.take_crash_image();
+                        assert!(store.device.is_dead(), "{context}: a commit failed without a power failure");
+                        image = store.device.take_crash_image();
                         break;
                     }
                 }
             }
         }
-        let image = image.unwrap_or_else(|| device.crash(rng.next_u64()));
-        device = Arc::new(SimDevice::from_image(image, mode));
-        pool = Pool::open_simulated(device.clone()).unwrap();
-        buffers = Buffers::new(geometry.buffer_count);
-        tree = Tree::open(&pool, &mut buffers)
-            .unwrap_or_else(|e| panic!("seed {seed} cycle {cycle}: the tree does not open after a power failure: {e}"));
-        let found: BTreeMap<Vec<u8>, Value> = tree.entries(&pool).unwrap().into_iter().collect();
-        let ok = found == committed || (failed_at_meta && found == model);
+        let image = image.unwrap_or_else(|| store.device.crash(rng.next_u64()));
+        store.reopen(SimDevice::from_image(image, mode));
+        let found: BTreeMap<Vec<u8>, Value> = store.tree.entries(&store.pool).unwrap().into_iter().collect();
+        let ok = found == store.committed || (failed_at_meta && found == store.model);
         assert!(
             ok,
-            "seed {seed} cycle {cycle}: recovered {} keys, committed {}, batch {}",
+            "{context}: recovered {} keys, committed {}, batch {}",
             found.len(),
-            committed.len(),
-            model.len()
+            store.committed.len(),
+            store.model.len()
         );
-        check(&tree, &pool, &found, &format!("seed {seed} cycle {cycle}: after recovery"));
-        let referenced = u64::from(geometry.buffer_count - buffers.free_count());
-        assert_eq!(referenced, tree.node_count(&pool).unwrap(), "seed {seed}: recovered nodes");
-        model = found.clone();
-        committed = found;
+        store.model = found.clone();
+        store.committed = found;
+        store.check_all(&format!("{context}: after recovery"));
+        // Changes while the walk runs, then the walk's end: no leak.
+        for step in 0..rng.below(20) {
+            let key = format!("k{:04}", rng.below(300)).into_bytes();
+            store.insert(key, &mut rng, &format!("{context}: during the walk, step {step}"));
+            store.reclaim_some(&mut rng);
+        }
+        store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
+        store.check_all(&format!("{context}: after the walk"));
     }
+    CYCLES
 }
 
 /// Goal: deleting everything, in ascending order (every emptied leaf is its
@@ -193,32 +307,32 @@ fn power_failures(seed: u64) {
 fn deleting_everything_in_order_empties_the_tree() {
     for descending in [false, true] {
         let geometry = Geometry { buffer_size: 512, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
-        let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
-        let pool = Pool::create_simulated(device, geometry).unwrap();
-        let mut buffers = Buffers::new(geometry.buffer_count);
-        let mut tree = Tree::open(&pool, &mut buffers).unwrap();
-        let mut model = BTreeMap::new();
+        let mut store = Store::new(0, geometry, SimMode::CacheLine);
         for i in 0..2000u32 {
             let key = format!("{i:06}").into_bytes();
-            tree.insert(&pool, &mut buffers, &key, &Value::Inline(i.to_le_bytes().to_vec())).unwrap();
-            model.insert(key, Value::Inline(i.to_le_bytes().to_vec()));
+            let value = Value::Inline(i.to_le_bytes().to_vec());
+            store.tree.insert(&store.pool, &mut store.buffers, &key, &value).unwrap();
+            store.model.insert(key, value);
         }
-        tree.commit(&pool, &mut buffers).unwrap();
-        let keys: Vec<Vec<u8>> =
-            if descending { model.keys().rev().cloned().collect() } else { model.keys().cloned().collect() };
+        store.commit();
+        let height = store.tree.height();
+        assert!(height >= 2, "2,000 keys in 512-byte nodes make at least three levels");
+        let keys: Vec<Vec<u8>> = if descending {
+            store.model.keys().rev().cloned().collect()
+        } else {
+            store.model.keys().cloned().collect()
+        };
         for (n, key) in keys.iter().enumerate() {
-            let value = model.remove(key);
-            assert_eq!(tree.delete(&pool, &mut buffers, key).unwrap(), value, "delete {n}");
-            if n % 97 == 0 {
-                check(&tree, &pool, &model, &format!("descending {descending}, after {n} deletes"));
-            }
+            let context = format!("descending {descending}, delete {n}");
+            store.delete(key, &context);
+            store.check_shape(&context);
             if n % 300 == 0 {
-                tree.commit(&pool, &mut buffers).unwrap();
+                store.commit();
             }
         }
-        tree.commit(&pool, &mut buffers).unwrap();
-        assert!(tree.is_empty() && tree.node_count(&pool).unwrap() == 0);
-        assert_eq!(buffers.free_count(), geometry.buffer_count, "descending {descending}: every node was freed");
+        store.commit();
+        assert!(store.tree.is_empty() && store.tree.node_count(&store.pool).unwrap() == 0);
+        assert_eq!(store.buffers.free_count(), geometry.buffer_count, "descending {descending}: every node was freed");
     }
 }
 
@@ -235,23 +349,17 @@ fn range_scans_match_the_model() {
             log_size: 16 * 1024,
             log_count: 1,
         };
-        let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
-        let pool = Pool::create_simulated(device, geometry).unwrap();
-        let mut buffers = Buffers::new(geometry.buffer_count);
-        let mut tree = Tree::open(&pool, &mut buffers).unwrap();
-        let mut model = BTreeMap::new();
+        let mut store = Store::new(seed, geometry, SimMode::CacheLine);
         for _ in 0..1500 {
             let key = format!("{:04}", rng.below(1000)).into_bytes();
             if rng.chance(1, 4) {
-                tree.delete(&pool, &mut buffers, &key).unwrap();
-                model.remove(&key);
+                store.delete(&key, "fill");
             } else {
-                let value = Value::Inline(key.clone());
-                tree.insert(&pool, &mut buffers, &key, &value).unwrap();
-                model.insert(key, value);
+                store.insert(key, &mut rng, "fill");
             }
         }
-        tree.commit(&pool, &mut buffers).unwrap();
+        store.commit();
+        let (tree, pool, model) = (&store.tree, &store.pool, &store.model);
         let bound = |rng: &mut SplitMix64, key: &Vec<u8>| match rng.below(3) {
             0 => Bound::Included(key.clone()),
             1 => Bound::Excluded(key.clone()),
@@ -272,61 +380,170 @@ fn range_scans_match_the_model() {
             } else {
                 model.range((start.clone(), end.clone())).map(|(k, v)| (k.clone(), v.clone())).collect()
             };
-            let as_ref = |b: &Bound<Vec<u8>>| match b {
-                Bound::Included(k) => Bound::Included(k.clone()),
-                Bound::Excluded(k) => Bound::Excluded(k.clone()),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            let (s, e) = (as_ref(&start), as_ref(&end));
-            let bounds = (s.as_ref().map(|k| k.as_slice()), e.as_ref().map(|k| k.as_slice()));
-            let forward: Vec<_> = tree.range(&pool, bounds, false).map(|r| r.unwrap()).collect();
+            let bounds = (start.as_ref().map(|k| k.as_slice()), end.as_ref().map(|k| k.as_slice()));
+            let forward: Vec<_> = tree.range(pool, bounds, false).map(|r| r.unwrap()).collect();
             assert_eq!(forward, expected, "seed {seed}: forward {start:?}..{end:?}");
-            let backward: Vec<_> = tree.range(&pool, bounds, true).map(|r| r.unwrap()).collect();
-            let mut reversed = expected.clone();
-            reversed.reverse();
-            assert_eq!(backward, reversed, "seed {seed}: backward {start:?}..{end:?}");
+            let backward: Vec<_> = tree.range(pool, bounds, true).map(|r| r.unwrap()).collect();
+            assert!(backward.iter().rev().eq(expected.iter()), "seed {seed}: backward {start:?}..{end:?}");
         }
     }
 }
 
-/// Goal: a damaged node is a clear error, never a wrong answer or a panic.
-/// Method: flip one byte in each node in turn (nodes are the referenced
-/// buffers here); a full scan, which visits every node, must fail, and
-/// every get must return the right value or an error.
+/// Goal: a damaged node image is a clear error, never a wrong answer or a
+/// panic. Method: flip one bit in each node in turn and reopen (as after a
+/// restart on a damaged pool): a full scan, which visits every node, must
+/// fail, and so must the reclamation walk; every get returns the right
+/// value or an error; a change on a damaged path is refused and stops
+/// further changes (the tree is poisoned, not half-updated).
 #[test]
 fn damaged_nodes_are_errors_not_wrong_answers() {
     let geometry = Geometry { buffer_size: 512, buffer_count: 1024, log_size: 16 * 1024, log_count: 1 };
-    let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
-    let pool = Pool::create_simulated(device, geometry).unwrap();
-    let mut buffers = Buffers::new(geometry.buffer_count);
-    let mut tree = Tree::open(&pool, &mut buffers).unwrap();
-    let mut model = BTreeMap::new();
+    let mut store = Store::new(0, geometry, SimMode::CacheLine);
     for i in 0..300u32 {
         let key = format!("{:05}", i * 7 % 1000).into_bytes();
         let value = Value::Inline(i.to_le_bytes().to_vec());
-        tree.insert(&pool, &mut buffers, &key, &value).unwrap();
-        model.insert(key, value);
+        store.tree.insert(&store.pool, &mut store.buffers, &key, &value).unwrap();
+        store.model.insert(key, value);
     }
-    tree.commit(&pool, &mut buffers).unwrap();
-    let nodes: Vec<u32> = buffers.owned().filter(|&b| buffers.refs(b) > 0).collect();
-    assert_eq!(nodes.len() as u64, tree.node_count(&pool).unwrap());
+    store.commit();
+    let nodes: Vec<u32> = store.buffers.owned().filter(|&b| store.buffers.refs(b) > 0).collect();
+    assert_eq!(nodes.len() as u64, store.tree.node_count(&store.pool).unwrap());
     let mut rng = SplitMix64::new(9);
     for &node in &nodes {
-        let at = pool.buffer_offset(node) + rng.below(u64::from(geometry.buffer_size));
+        let at = store.pool.buffer_offset(node) + rng.below(u64::from(geometry.buffer_size));
         let mut byte = [0u8; 1];
-        pool.read(at, &mut byte);
-        pool.write(at, &[byte[0] ^ (1 << rng.below(8))]);
+        store.pool.read(at, &mut byte);
+        store.pool.write(at, &[byte[0] ^ (1 << rng.below(8))]);
+        let after = store.device.after_process_crash();
+        store.reopen(after);
+        let (tree, pool) = (&store.tree, &store.pool);
         let scan: Result<Vec<_>, _> =
-            tree.range(&pool, (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded), false).collect();
+            tree.range(pool, (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded), false).collect();
         assert!(scan.is_err(), "node {node}: a damaged node went unnoticed by a full scan");
-        for (key, value) in &model {
-            match tree.get(&pool, key) {
+        for (key, value) in &store.model {
+            match tree.get(pool, key) {
                 Ok(found) => assert_eq!(found.as_ref(), Some(value), "node {node}: a wrong answer for {key:?}"),
                 Err(error) => assert!(error.to_string().contains("tree node"), "{error}"),
             }
         }
-        pool.write(at, &byte);
+        let walk = store.tree.finish_reclaim(&store.pool, &mut store.buffers);
+        assert!(walk.is_err(), "node {node}: the reclamation walk missed the damage");
+        let refused = store.tree.insert(&store.pool, &mut store.buffers, b"00000", &Value::Inline(vec![1]));
+        assert!(refused.is_err(), "node {node}: a change accepted after the walk failed");
+        store.pool.write(at, &byte);
     }
-    let scan: Vec<_> = tree.range(&pool, (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded), false).collect();
-    assert!(scan.iter().all(Result::is_ok) && scan.len() == model.len(), "restored: the tree reads again");
+    let after = store.device.after_process_crash();
+    store.reopen(after);
+    store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
+    store.check_all("restored");
+}
+
+/// Goal: opening is O(1): it reads no node. Method: damage a leaf, reopen;
+/// opening and a get on another leaf's key succeed; the damage surfaces
+/// only when a reader or the reclamation walk reaches that leaf.
+#[test]
+fn opening_reads_no_node() {
+    let geometry = Geometry { buffer_size: 512, buffer_count: 1024, log_size: 16 * 1024, log_count: 1 };
+    let mut store = Store::new(0, geometry, SimMode::CacheLine);
+    for i in 0..400u32 {
+        let key = format!("{i:05}").into_bytes();
+        store.tree.insert(&store.pool, &mut store.buffers, &key, &Value::Inline(vec![7; 20])).unwrap();
+    }
+    store.commit();
+    // The last key's leaf is the rightmost one; damage the first key's.
+    let first_leaf = {
+        let stats = store.tree.check_invariants(&store.pool).unwrap();
+        assert!(stats.height >= 1);
+        // The leaf holding "00000" is the one a get of it reads last.
+        *stats.refs.keys().find(|&&b| leaf_holds(&store.pool, b, b"00000")).unwrap()
+    };
+    store.pool.write(store.pool.buffer_offset(first_leaf) + 100, &[0xAA; 4]);
+    let after = store.device.after_process_crash();
+    store.reopen(after);
+    assert_eq!(store.tree.len(), 400, "len comes from the meta slot");
+    assert_eq!(store.tree.get(&store.pool, b"00399").unwrap(), Some(Value::Inline(vec![7; 20])));
+    assert!(store.tree.get(&store.pool, b"00000").is_err(), "the damaged leaf is found when read");
+    assert!(store.tree.finish_reclaim(&store.pool, &mut store.buffers).is_err());
+}
+
+fn leaf_holds(pool: &Pool, buffer: u32, key: &[u8]) -> bool {
+    let mut bytes = vec![0u8; pool.geometry().buffer_size as usize];
+    pool.read(pool.buffer_offset(buffer), &mut bytes);
+    matches!(packetstore::node::Node::decode(&bytes), Ok(packetstore::node::Node::Leaf { entries, .. })
+        if entries.iter().any(|(k, _)| k == key))
+}
+
+/// Goal: a full pool is a clean error: the change that does not fit is
+/// refused before anything is modified, everything already in the tree
+/// stays, commits go on, and deleting makes room again. During the
+/// reclamation walk, a change short of buffers finishes the walk first.
+#[test]
+fn a_full_pool_refuses_changes_cleanly() {
+    let geometry = Geometry { buffer_size: 512, buffer_count: 64, log_size: 16 * 1024, log_count: 1 };
+    let mut store = Store::new(0, geometry, SimMode::CacheLine);
+    let mut i = 0u32;
+    let error = loop {
+        let key = format!("{i:05}").into_bytes();
+        let value = Value::Inline(vec![i as u8; 30]);
+        match store.tree.insert(&store.pool, &mut store.buffers, &key, &value) {
+            Ok(_) => {
+                store.model.insert(key, value);
+                i += 1;
+            }
+            Err(error) => break error,
+        }
+        if i % 8 == 0 {
+            store.commit();
+        }
+    };
+    assert!(error.to_string().contains("full"), "{error}");
+    store.check_all("full");
+    store.commit();
+    store.check_all("full, committed");
+    // After a restart, the walk has not run: space is found by finishing it.
+    let after = store.device.after_process_crash();
+    store.reopen(after);
+    assert!(store.tree.is_reclaiming());
+    for n in 0..i / 2 {
+        store.delete(format!("{n:05}").as_bytes(), "deleting");
+        if n % 8 == 0 {
+            store.commit();
+        }
+    }
+    assert!(!store.tree.is_reclaiming(), "a change short of buffers finished the walk");
+    store.commit();
+    for n in 0..i / 4 {
+        let key = format!("{n:05}").into_bytes();
+        let value = Value::Inline(vec![1; 30]);
+        store.tree.insert(&store.pool, &mut store.buffers, &key, &value).unwrap();
+        store.model.insert(key, value);
+    }
+    store.commit();
+    store.check_all("refilled");
+}
+
+/// Goal: keys and values over the limits are refused with their sizes, and
+/// limits that would not fit three entries to a node are refused at open.
+#[test]
+fn limits_are_explicit() {
+    use packetstore::tree::{TreeConfig, TreeError};
+    let geometry = Geometry { buffer_size: 2048, buffer_count: 64, log_size: 16 * 1024, log_count: 1 };
+    let mut store = Store::new(0, geometry, SimMode::CacheLine);
+    let config = store.tree.config();
+    assert_eq!(config.key_size_max, 512, "the default key limit");
+    let long_key = vec![b'k'; 513];
+    let error = store.tree.insert(&store.pool, &mut store.buffers, &long_key, &Value::Inline(vec![])).unwrap_err();
+    assert!(matches!(error, TreeError::KeyTooLarge { size: 513, limit: 512 }), "{error}");
+    let big = Value::Inline(vec![0; config.value_size_max + 1]);
+    let error = store.tree.insert(&store.pool, &mut store.buffers, b"k", &big).unwrap_err();
+    assert!(matches!(error, TreeError::ValueTooLarge { .. }), "{error}");
+    let largest = Value::Inline(vec![0; config.value_size_max]);
+    store.tree.insert(&store.pool, &mut store.buffers, &vec![b'k'; 512], &largest).unwrap();
+    let bad_extent = Value::Extents(vec![Extent::new(64, 0, 1)]);
+    assert!(store.tree.insert(&store.pool, &mut store.buffers, b"x", &bad_extent).is_err());
+    store.commit();
+    let too_big = TreeConfig { key_size_max: 512, value_size_max: 300 };
+    let mut buffers = Buffers::new(geometry.buffer_count);
+    let refused = Tree::open_with(&store.pool, &mut buffers, too_big);
+    assert!(matches!(refused, Err(TreeError::Config(_))), "three 819-byte entries do not fit 2 KiB");
 }
