@@ -53,26 +53,27 @@ enum Mode {
     Copy,
 }
 
-struct Setup {
-    name: &'static str,
-    dir: PathBuf,
-    options: PersistOptions,
+pub(crate) struct Setup {
+    pub name: &'static str,
+    pub dir: PathBuf,
+    pub options: PersistOptions,
 }
 
-fn setup(name: &str, args: &Args) -> anyhow::Result<Setup> {
+/// A domain by name, and where its pools go.
+pub(crate) fn setup(name: &str, shm_dir: &Path, disk_dir: &Path) -> anyhow::Result<Setup> {
     let pm =
         |latency| PersistOptions { domain: Some(Domain::CacheLine), fence_latency_ns: latency, ..Default::default() };
     let page = |sync| PersistOptions { domain: Some(Domain::Page), page_sync: sync, ..Default::default() };
     Ok(match name {
-        "pm" => Setup { name: "pm (cache-line, tmpfs)", dir: args.shm_dir.clone(), options: pm(0) },
-        "pm-10us" => Setup { name: "pm +10us/fence", dir: args.shm_dir.clone(), options: pm(10_000) },
+        "pm" => Setup { name: "pm (cache-line, tmpfs)", dir: shm_dir.to_path_buf(), options: pm(0) },
+        "pm-10us" => Setup { name: "pm +10us/fence", dir: shm_dir.to_path_buf(), options: pm(10_000) },
         "page-fdatasync" => {
-            Setup { name: "page (fdatasync)", dir: args.disk_dir.clone(), options: page(PageSync::Fdatasync) }
+            Setup { name: "page (fdatasync)", dir: disk_dir.to_path_buf(), options: page(PageSync::Fdatasync) }
         }
-        "page-msync" => Setup { name: "page (msync)", dir: args.disk_dir.clone(), options: page(PageSync::Msync) },
+        "page-msync" => Setup { name: "page (msync)", dir: disk_dir.to_path_buf(), options: page(PageSync::Msync) },
         "none" => Setup {
             name: "none",
-            dir: args.shm_dir.clone(),
+            dir: shm_dir.to_path_buf(),
             options: PersistOptions { domain: Some(Domain::None), ..Default::default() },
         },
         other => bail!("unknown domain '{other}' (pm, pm-10us, page-fdatasync, page-msync, none)"),
@@ -149,7 +150,7 @@ impl Bench {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
     values[values.len() / 2]
 }
@@ -174,7 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(table, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     println!("{}", table.trim_end());
     for name in &args.domains {
-        let setup = setup(name, &args)?;
+        let setup = setup(name, &args.shm_dir, &args.disk_dir)?;
         std::fs::create_dir_all(&setup.dir).with_context(|| format!("creating {}", setup.dir.display()))?;
         let path = setup.dir.join(format!("packetstore-bench-{}.pool", std::process::id()));
         let mut bench = Bench::open(&path, &setup.options)?;

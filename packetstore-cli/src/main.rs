@@ -3,6 +3,7 @@
 //! errors (what was wrong and what to do), exiting non-zero.
 
 mod bench_log;
+mod bench_tree;
 mod crash_writer;
 mod demo;
 mod inspect;
@@ -43,6 +44,9 @@ enum BenchCommand {
     /// Log commits per second and latency, per domain, record size and
     /// batch size, zero-copy against copy, side by side.
     Log(bench_log::Args),
+    /// The persistent B+ tree: inserts, gets, scans and reopening, per
+    /// domain, against a DRAM BTreeMap and against rebuilding by log replay.
+    Tree(bench_tree::Args),
 }
 
 fn main() {
@@ -52,6 +56,7 @@ fn main() {
         Command::Inspect(args) => inspect::run(args),
         Command::Wal(args) => wal::run(args),
         Command::Bench(BenchCommand::Log(args)) => bench_log::run(args),
+        Command::Bench(BenchCommand::Tree(args)) => bench_tree::run(args),
         Command::CrashWriter(args) => crash_writer::run(args),
     };
     if let Err(error) = result {

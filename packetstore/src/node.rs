@@ -21,6 +21,7 @@
 
 use crate::layout::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::record::Extent;
+use std::ops::Range;
 
 pub const NODE_MAGIC: u32 = 0x444E_5350; // "PSND"
 pub const NODE_HEADER_SIZE: usize = 24;
@@ -230,6 +231,12 @@ pub fn validate_layout(bytes: &[u8]) -> Result<(), NodeError> {
         } else {
             reader.take(4)?;
         }
+        // Packed: entry i ends where entry i - 1 starts (entry 0 at the
+        // node's end), so lengths follow from the slots (`NodeBytes`).
+        let end = if i == 0 { bytes.len() } else { usize::from(get_u16(bytes, NODE_HEADER_SIZE + 2 * (i - 1))) };
+        if reader.at != end {
+            return Err(NodeError::Malformed("entries not packed in key order from the end"));
+        }
     }
     Ok(())
 }
@@ -271,6 +278,16 @@ impl<'a> NodeBytes<'a> {
         usize::from(get_u16(self.0, NODE_HEADER_SIZE + 2 * index))
     }
 
+    /// Where entry `index` ends: where entry `index - 1` starts (entries are
+    /// packed in key order from the end; `validate` checks it).
+    fn entry_end(&self, index: usize) -> usize {
+        if index == 0 {
+            self.0.len()
+        } else {
+            self.entry_start(index - 1)
+        }
+    }
+
     /// The key of entry `index`.
     pub fn key(&self, index: usize) -> &'a [u8] {
         let at = self.entry_start(index);
@@ -280,17 +297,16 @@ impl<'a> NodeBytes<'a> {
 
     /// The whole encoded entry `index` (key and value or child).
     pub fn entry(&self, index: usize) -> &'a [u8] {
-        let at = self.entry_start(index);
-        let key_len = usize::from(get_u16(self.0, at));
-        let body = at + 2 + key_len;
-        let len = if self.is_leaf() {
-            let value_len = usize::from(get_u16(self.0, body + 1));
-            let unit = if self.0[body] == VALUE_EXTENTS { 8 } else { 1 };
-            2 + key_len + 3 + value_len * unit
-        } else {
-            2 + key_len + 4
-        };
-        &self.0[at..at + len]
+        &self.0[self.entry_start(index)..self.entry_end(index)]
+    }
+
+    /// Entries `from..to` as one contiguous block, and where it starts.
+    fn block(&self, from: usize, to: usize) -> (usize, &'a [u8]) {
+        if from >= to {
+            return (0, &[]);
+        }
+        let start = self.entry_start(to - 1);
+        (start, &self.0[start..self.entry_end(from)])
     }
 
     /// Binary search: `Ok(index)` of `key`, or `Err(index)` to insert it at.
@@ -307,51 +323,59 @@ impl<'a> NodeBytes<'a> {
         Err(low)
     }
 
-    /// Bytes the entries use (slots included).
+    /// Bytes the node uses: header, slots and entries.
     pub fn used(&self) -> usize {
-        NODE_HEADER_SIZE + (0..self.count()).map(|i| 2 + self.entry(i).len()).sum::<usize>()
+        let count = self.count();
+        NODE_HEADER_SIZE + 2 * count + self.block(0, count).1.len()
     }
 
     /// Copies this node into `out` (same size or not), compacted, with
     /// `edit` applied. The header is copied; call `seal` after.
     pub fn rebuild(&self, out: &mut [u8], edit: Edit<'_>) -> Result<(), NodeError> {
         let count = self.count();
-        let new_count = match edit {
-            Edit::Insert { index, .. } => {
+        // The entries before the edit, the new entry, the entries after.
+        let (before, entry, after_from) = match edit {
+            Edit::Insert { index, entry } => {
                 assert!(index <= count);
-                count + 1
+                (index, entry, index)
             }
-            Edit::Replace { index, .. } | Edit::Remove { index } => {
+            Edit::Replace { index, entry } => {
                 assert!(index < count);
-                if matches!(edit, Edit::Remove { .. }) {
-                    count - 1
-                } else {
-                    count
-                }
+                (index, entry, index + 1)
+            }
+            Edit::Remove { index } => {
+                assert!(index < count);
+                (index, &[][..], index + 1)
             }
         };
-        let entry_at = |i: usize| -> &[u8] {
-            match edit {
-                Edit::Insert { index, entry } if i == index => entry,
-                Edit::Insert { index, .. } if i > index => self.entry(i - 1),
-                Edit::Replace { index, entry } if i == index => entry,
-                Edit::Remove { index } if i >= index => self.entry(i + 1),
-                _ => self.entry(i),
-            }
-        };
-        let needed = NODE_HEADER_SIZE + (0..new_count).map(|i| 2 + entry_at(i).len()).sum::<usize>();
+        let new_count = before + usize::from(!matches!(edit, Edit::Remove { .. })) + (count - after_from);
+        let (a_start, a) = self.block(0, before);
+        let (b_start, b) = self.block(after_from, count);
+        let needed = NODE_HEADER_SIZE + 2 * new_count + a.len() + entry.len() + b.len();
         if needed > out.len() {
             return Err(NodeError::TooLarge { needed, size: out.len() });
         }
         out[..NODE_HEADER_SIZE].copy_from_slice(&self.0[..NODE_HEADER_SIZE]);
         put_u16(out, OFF_COUNT, new_count as u16);
+        // Copies a block of packed entries below `end` and writes their
+        // slots from `first_slot`, shifted by how far the block moved.
+        let place_block =
+            |out: &mut [u8], end: &mut usize, block: &[u8], start: usize, entries: Range<usize>, first_slot: usize| {
+                *end -= block.len();
+                out[*end..*end + block.len()].copy_from_slice(block);
+                for (slot, i) in (first_slot..).zip(entries) {
+                    put_u16(out, NODE_HEADER_SIZE + 2 * slot, (self.entry_start(i) - start + *end) as u16);
+                }
+            };
         let mut end = out.len();
-        for i in 0..new_count {
-            let entry = entry_at(i);
+        place_block(out, &mut end, a, a_start, 0..before, 0);
+        let inserted = !matches!(edit, Edit::Remove { .. });
+        if inserted {
             end -= entry.len();
             out[end..end + entry.len()].copy_from_slice(entry);
-            put_u16(out, NODE_HEADER_SIZE + 2 * i, end as u16);
+            put_u16(out, NODE_HEADER_SIZE + 2 * before, end as u16);
         }
+        place_block(out, &mut end, b, b_start, after_from..count, before + usize::from(inserted));
         out[NODE_HEADER_SIZE + 2 * new_count..end].fill(0);
         Ok(())
     }
@@ -427,18 +451,17 @@ impl NodeBytes<'_> {
 
     /// Writes entries `from..to` of this node into `out`, compacted.
     fn copy_range(&self, out: &mut [u8], from: usize, to: usize) -> Result<(), NodeError> {
-        let needed = NODE_HEADER_SIZE + (from..to).map(|i| 2 + self.entry(i).len()).sum::<usize>();
+        let (start, block) = self.block(from, to);
+        let needed = NODE_HEADER_SIZE + 2 * (to - from) + block.len();
         if needed > out.len() {
             return Err(NodeError::TooLarge { needed, size: out.len() });
         }
         out[..NODE_HEADER_SIZE].copy_from_slice(&self.0[..NODE_HEADER_SIZE]);
         put_u16(out, OFF_COUNT, (to - from) as u16);
-        let mut end = out.len();
+        let end = out.len() - block.len();
+        out[end..].copy_from_slice(block);
         for (slot, i) in (from..to).enumerate() {
-            let entry = self.entry(i);
-            end -= entry.len();
-            out[end..end + entry.len()].copy_from_slice(entry);
-            put_u16(out, NODE_HEADER_SIZE + 2 * slot, end as u16);
+            put_u16(out, NODE_HEADER_SIZE + 2 * slot, (self.entry_start(i) - start + end) as u16);
         }
         out[NODE_HEADER_SIZE + 2 * (to - from)..end].fill(0);
         Ok(())
@@ -523,6 +546,22 @@ pub fn seal(node: &mut [u8], generation: u64) {
     put_u64(node, OFF_GENERATION, generation);
     let crc = node_crc(node);
     put_u32(node, OFF_CRC, crc);
+}
+
+/// Where `seal_fields` go in a node: the generation, then the CRC.
+pub const SEAL_OFFSET: usize = OFF_GENERATION;
+
+/// What `seal` would store, computed from a node left in place: the
+/// generation and the CRC as 12 bytes for `SEAL_OFFSET`.
+pub fn seal_fields(node: &[u8], generation: u64) -> [u8; 12] {
+    const _: () = assert!(OFF_GENERATION + 8 == OFF_CRC);
+    let crc = crc32c::crc32c(&node[..OFF_GENERATION]);
+    let crc = crc32c::crc32c_append(crc, &generation.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc, &node[OFF_CRC + 4..]);
+    let mut fields = [0u8; 12];
+    fields[..8].copy_from_slice(&generation.to_le_bytes());
+    fields[8..].copy_from_slice(&crc.to_le_bytes());
+    fields
 }
 
 fn node_crc(bytes: &[u8]) -> u32 {

@@ -224,6 +224,32 @@ pub struct Tree {
     verified: Vec<AtomicU64>,
     poisoned: Option<String>,
     entry: Vec<u8>,
+    scratch: Scratch,
+}
+
+/// Node images reused from change to change (no allocation per insert).
+#[derive(Default)]
+struct Scratch {
+    /// Twice a node: a node being changed, perhaps overfull.
+    content: Vec<u8>,
+    /// Twice a node: its parent's new image.
+    parent: Vec<u8>,
+    left: Vec<u8>,
+    right: Vec<u8>,
+}
+
+impl Scratch {
+    fn sized(mut self, node_size: usize) -> Scratch {
+        for (buffer, size) in [
+            (&mut self.content, 2 * node_size),
+            (&mut self.parent, 2 * node_size),
+            (&mut self.left, node_size),
+            (&mut self.right, node_size),
+        ] {
+            buffer.resize(size, 0);
+        }
+        self
+    }
 }
 
 /// One step of a path from the root: a node and the child index taken.
@@ -301,6 +327,7 @@ impl Tree {
             verified: (0..buffer_count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             poisoned: None,
             entry: Vec::new(),
+            scratch: Scratch::default().sized(node_size),
         })
     }
 
@@ -579,13 +606,26 @@ impl Tree {
         key: &[u8],
         value: &Value,
     ) -> Result<Option<Value>, TreeError> {
-        let mut content = vec![0u8; 2 * self.node_size];
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.insert_with(pool, buffers, key, value, &mut scratch);
+        self.scratch = scratch;
+        result
+    }
+
+    fn insert_with(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        key: &[u8],
+        value: &Value,
+        scratch: &mut Scratch,
+    ) -> Result<Option<Value>, TreeError> {
         node::leaf_entry(&mut self.entry, key, value);
         let Some(root) = self.work.root else {
             Node::Leaf { generation: 0, entries: vec![(key.to_vec(), value.clone())] }
-                .encode(&mut content)
+                .encode(&mut scratch.content)
                 .expect("checked by the config: an entry fits a third of a node");
-            self.propagate(pool, buffers, Vec::new(), None, &mut content)?;
+            self.propagate(pool, buffers, Vec::new(), None, scratch)?;
             self.work.len = 1;
             return Ok(None);
         };
@@ -595,8 +635,8 @@ impl Tree {
             Ok(index) => (Edit::Replace { index, entry: &self.entry }, Some(view.value(index))),
             Err(index) => (Edit::Insert { index, entry: &self.entry }, None),
         };
-        view.rebuild(&mut content, edit).expect("a node and one entry fit twice a node");
-        self.propagate(pool, buffers, path, Some(leaf), &mut content)?;
+        view.rebuild(&mut scratch.content, edit).expect("a node and one entry fit twice a node");
+        self.propagate(pool, buffers, path, Some(leaf), scratch)?;
         if previous.is_none() {
             self.work.len += 1;
         }
@@ -613,9 +653,10 @@ impl Tree {
         let Ok(index) = view.search(key) else { return Ok(None) };
         self.reserve(pool, buffers, true)?;
         let previous = view.value(index);
-        let mut content = vec![0u8; 2 * self.node_size];
-        view.rebuild(&mut content, Edit::Remove { index }).expect("a smaller node fits");
-        let result = self.propagate(pool, buffers, path, Some(leaf), &mut content);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        view.rebuild(&mut scratch.content, Edit::Remove { index }).expect("a smaller node fits");
+        let result = self.propagate(pool, buffers, path, Some(leaf), &mut scratch);
+        self.scratch = scratch;
         self.poison(result)?;
         self.work.len -= 1;
         if let Value::Extents(old) = &previous {
@@ -651,28 +692,28 @@ impl Tree {
         buffers: &mut Buffers,
         mut path: Vec<Step>,
         mut old: Option<u32>,
-        content: &mut Vec<u8>,
+        scratch: &mut Scratch,
     ) -> Result<(), TreeError> {
         let size = self.node_size;
-        let mut parent = vec![0u8; 2 * size];
-        let (mut left, mut right) = (vec![0u8; size], vec![0u8; size]);
+        let Scratch { content, parent, left, right } = scratch;
         loop {
-            let view = NodeBytes(content);
+            let view = NodeBytes(&content[..]);
             let used = view.used();
             let level = view.level();
             let Some(step) = path.pop() else {
                 // `old` is the root.
                 if used > size {
-                    let separator = view.split(&mut left, &mut right).expect("an overfull node has two entries");
+                    let separator =
+                        view.split(&mut left[..], &mut right[..]).expect("an overfull node has two entries");
                     let l = self.copy_of(buffers, old)?;
                     let r = self.allocate(buffers)?;
-                    self.write_node(pool, l, &left);
-                    self.write_node(pool, r, &right);
+                    self.write_node(pool, l, left);
+                    self.write_node(pool, r, right);
                     let root = self.allocate(buffers)?;
                     Node::Internal { generation: 0, level: level + 1, keys: vec![separator], children: vec![l, r] }
-                        .encode(&mut left)
+                        .encode(&mut left[..])
                         .expect("one separator fits");
-                    self.write_node(pool, root, &left);
+                    self.write_node(pool, root, left);
                     self.work.root = Some(root);
                     self.work.height = level + 1;
                 } else if view.count() == 0 {
@@ -688,42 +729,42 @@ impl Tree {
                     }
                 } else {
                     let id = self.copy_of(buffers, old)?;
-                    view.compact_into(&mut left).expect("fits: checked above");
-                    self.write_node(pool, id, &left);
+                    view.compact_into(&mut left[..]).expect("fits: checked above");
+                    self.write_node(pool, id, left);
                     self.work.root = Some(id);
                 }
                 return Ok(());
             };
             let old_id = old.expect("a node with a parent exists");
             if used > size {
-                let separator = view.split(&mut left, &mut right).expect("an overfull node has two entries");
+                let separator = view.split(&mut left[..], &mut right[..]).expect("an overfull node has two entries");
                 let l = self.copy_of(buffers, old)?;
                 let r = self.allocate(buffers)?;
-                self.write_node(pool, l, &left);
-                self.write_node(pool, r, &right);
+                self.write_node(pool, l, left);
+                self.write_node(pool, r, right);
                 node::internal_entry(&mut self.entry, &separator, r);
                 let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
                 pview
-                    .rebuild(&mut parent, Edit::Insert { index: step.child, entry: &self.entry })
+                    .rebuild(&mut parent[..], Edit::Insert { index: step.child, entry: &self.entry })
                     .expect("a node and one entry fit twice a node");
-                node::set_child(&mut parent, step.child, l);
+                node::set_child(&mut parent[..], step.child, l);
             } else if used < self.underfull {
-                self.rebalance(pool, buffers, step, old_id, content, &mut parent)?;
+                self.rebalance(pool, buffers, step, old_id, content, parent)?;
             } else {
                 let id = self.copy_of(buffers, old)?;
-                view.compact_into(&mut left).expect("fits: checked above");
-                self.write_node(pool, id, &left);
+                view.compact_into(&mut left[..]).expect("fits: checked above");
+                self.write_node(pool, id, left);
                 if id == old_id {
                     // Written in this batch already: its ancestors are too,
                     // and point at it.
                     return Ok(());
                 }
                 let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
-                pview.compact_into(&mut parent).expect("a node fits");
-                node::set_child(&mut parent, step.child, id);
+                pview.compact_into(&mut parent[..]).expect("a node fits");
+                node::set_child(&mut parent[..], step.child, id);
             }
             old = Some(step.node);
-            std::mem::swap(content, &mut parent);
+            std::mem::swap(content, parent);
         }
     }
 
@@ -829,13 +870,13 @@ impl Tree {
             return Ok(());
         }
         let generation = self.committed.generation + 1;
-        let mut bytes = vec![0u8; self.node_size];
         for &node in &self.fresh {
             let offset = pool.buffer_offset(node);
-            pool.read(offset, &mut bytes);
-            node::seal(&mut bytes, generation);
-            pool.write(offset, &bytes);
-            pool.flush(offset, bytes.len() as u64);
+            // SAFETY: a fresh node is written only by this tree (`&mut self`
+            // here), and not while this borrow lives; it is referenced.
+            let fields = node::seal_fields(unsafe { pool.bytes(offset, self.node_size) }, generation);
+            pool.write(offset + node::SEAL_OFFSET as u64, &fields);
+            pool.flush(offset, self.node_size as u64);
         }
         for extent in self.flush_at_commit.drain(..) {
             pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
