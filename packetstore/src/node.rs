@@ -1,6 +1,7 @@
 //! B+ tree nodes: the on-media format of one node (one pool buffer), as
-//! pure functions between an owned `Node` and its bytes (issue 4; the tree
-//! itself is designed in `docs/tree-design.md` and not built yet).
+//! pure functions on its bytes (`NodeBytes`, the data path) and between an
+//! owned `Node` and its bytes (validation and tests). The tree is
+//! `tree.rs`; the format, byte by byte, is in `docs/format.md`.
 //!
 //! A node is self-validating: a CRC-32C over the whole node (less the CRC
 //! field) and the generation of the tree version that wrote it. A node that
