@@ -19,14 +19,21 @@ use packetstore::{Buffers, Domain, Geometry, Log, PageSync, PersistOptions, Pool
 /// log and the pool reach a steady state with reclamation included.
 const LIVE_RECORDS: usize = 1024;
 
+/// Where a benchmark's pools go, per kind of domain.
 #[derive(clap::Args)]
-pub struct Args {
+pub struct Dirs {
     /// Where the emulated persistent-memory pools go (a tmpfs).
     #[arg(long, default_value = "/dev/shm")]
     pub shm_dir: PathBuf,
     /// Where the page-domain pools go (an ordinary disk file system).
     #[arg(long, default_value = "packetstore-data/bench")]
     pub disk_dir: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub dirs: Dirs,
     /// Domains: pm, pm-10us, page-fdatasync, page-msync, none.
     #[arg(long, value_delimiter = ',', default_value = "pm,pm-10us,page-fdatasync,page-msync")]
     pub domains: Vec<String>,
@@ -60,20 +67,20 @@ pub(crate) struct Setup {
 }
 
 /// A domain by name, and where its pools go.
-pub(crate) fn setup(name: &str, shm_dir: &Path, disk_dir: &Path) -> anyhow::Result<Setup> {
+pub(crate) fn setup(name: &str, dirs: &Dirs) -> anyhow::Result<Setup> {
     let pm =
         |latency| PersistOptions { domain: Some(Domain::CacheLine), fence_latency_ns: latency, ..Default::default() };
     let page = |sync| PersistOptions { domain: Some(Domain::Page), page_sync: sync, ..Default::default() };
     Ok(match name {
-        "pm" => Setup { name: "pm (cache-line, tmpfs)", dir: shm_dir.to_path_buf(), options: pm(0) },
-        "pm-10us" => Setup { name: "pm +10us/fence", dir: shm_dir.to_path_buf(), options: pm(10_000) },
+        "pm" => Setup { name: "pm (cache-line, tmpfs)", dir: dirs.shm_dir.clone(), options: pm(0) },
+        "pm-10us" => Setup { name: "pm +10us/fence", dir: dirs.shm_dir.clone(), options: pm(10_000) },
         "page-fdatasync" => {
-            Setup { name: "page (fdatasync)", dir: disk_dir.to_path_buf(), options: page(PageSync::Fdatasync) }
+            Setup { name: "page (fdatasync)", dir: dirs.disk_dir.clone(), options: page(PageSync::Fdatasync) }
         }
-        "page-msync" => Setup { name: "page (msync)", dir: disk_dir.to_path_buf(), options: page(PageSync::Msync) },
+        "page-msync" => Setup { name: "page (msync)", dir: dirs.disk_dir.clone(), options: page(PageSync::Msync) },
         "none" => Setup {
             name: "none",
-            dir: shm_dir.to_path_buf(),
+            dir: dirs.shm_dir.clone(),
             options: PersistOptions { domain: Some(Domain::None), ..Default::default() },
         },
         other => bail!("unknown domain '{other}' (pm, pm-10us, page-fdatasync, page-msync, none)"),
@@ -175,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(table, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     println!("{}", table.trim_end());
     for name in &args.domains {
-        let setup = setup(name, &args.shm_dir, &args.disk_dir)?;
+        let setup = setup(name, &args.dirs)?;
         std::fs::create_dir_all(&setup.dir).with_context(|| format!("creating {}", setup.dir.display()))?;
         let path = setup.dir.join(format!("packetstore-bench-{}.pool", std::process::id()));
         let mut bench = Bench::open(&path, &setup.options)?;

@@ -21,16 +21,12 @@ use packetstore::rng::SplitMix64;
 use packetstore::tree::Tree;
 use packetstore::{Buffers, Extent, Geometry, Log, PersistOptions, Pool};
 
-use crate::bench_log::{median, setup};
+use crate::bench_log::{median, setup, Dirs};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where the emulated persistent-memory pools go (a tmpfs).
-    #[arg(long, default_value = "/dev/shm")]
-    pub shm_dir: PathBuf,
-    /// Where the page-domain pools go (an ordinary disk file system).
-    #[arg(long, default_value = "packetstore-data/bench")]
-    pub disk_dir: PathBuf,
+    #[command(flatten)]
+    pub dirs: Dirs,
     /// Domains: pm, pm-10us, page-fdatasync, page-msync, none.
     #[arg(long, value_delimiter = ',', default_value = "pm,pm-10us,page-fdatasync")]
     pub domains: Vec<String>,
@@ -320,7 +316,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     println!("{}", table.trim_end());
     for name in &args.domains {
-        let setup = setup(name, &args.shm_dir, &args.disk_dir)?;
+        let setup = setup(name, &args.dirs)?;
         std::fs::create_dir_all(&setup.dir).with_context(|| format!("creating {}", setup.dir.display()))?;
         let path = setup.dir.join(format!("packetstore-bench-tree-{}.pool", std::process::id()));
         for value in &args.values {
