@@ -351,15 +351,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 writeln!(table, "{row}")?;
                 writeln!(
                     csv,
-                    "{},{},{node_size},{},{nodes},{insert64:.0},{insert1:.0},{dram_insert:.0},{get:.0},{dram_get:.0},\
+                    "\"{}\",{},{node_size},{},{nodes},{insert64:.0},{insert1:.0},{dram_insert:.0},{get:.0},{dram_get:.0},\
                      {scan:.0},{dram_scan:.0},{open_ms:.3},{walk_ms:.1},{replay_ms:.1}",
                     setup.name,
                     kind.name(),
                     u32::from(height) + 1
                 )?;
+                save(&args, &command, &table, &csv)?;
             }
         }
     }
+    Ok(())
+}
+
+/// Writes the table and the CSV as they stand (after every row, so that an
+/// interrupted run keeps what it measured).
+fn save(args: &Args, command: &str, table: &str, csv: &str) -> anyhow::Result<()> {
     if let Some(out) = &args.out {
         let text = format!(
             "# B+ tree benchmark\n\nCommand: `{command}`\n\n\
@@ -372,7 +379,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         write_file(out, &text)?;
     }
     if let Some(path) = &args.csv {
-        write_file(path, &csv)?;
+        write_file(path, csv)?;
     }
     Ok(())
 }
