@@ -544,9 +544,8 @@ pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
 /// Stamps a rebuilt node with its generation and CRC: the last write
 /// before it is flushed.
 pub fn seal(node: &mut [u8], generation: u64) {
-    put_u64(node, OFF_GENERATION, generation);
-    let crc = node_crc(node);
-    put_u32(node, OFF_CRC, crc);
+    let fields = seal_fields(node, generation);
+    node[SEAL_OFFSET..SEAL_OFFSET + fields.len()].copy_from_slice(&fields);
 }
 
 /// Where `seal_fields` go in a node: the generation, then the CRC.

@@ -590,26 +590,15 @@ impl Tree {
                 return Err(error.into());
             }
         }
-        let result = self.insert_entry(pool, buffers, key, value);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.insert_with(pool, buffers, key, value, &mut scratch);
+        self.scratch = scratch;
         let previous = self.poison(result)?;
         self.flush_at_commit.extend_from_slice(extents);
         if let Some(Value::Extents(old)) = &previous {
             self.release_at_commit.extend(old.iter().map(|e| e.buffer));
         }
         Ok(previous)
-    }
-
-    fn insert_entry(
-        &mut self,
-        pool: &Pool,
-        buffers: &mut Buffers,
-        key: &[u8],
-        value: &Value,
-    ) -> Result<Option<Value>, TreeError> {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let result = self.insert_with(pool, buffers, key, value, &mut scratch);
-        self.scratch = scratch;
-        result
     }
 
     fn insert_with(

@@ -221,24 +221,22 @@ fn tree_matches_the_model_with_its_invariants_after_every_step() {
 #[test]
 fn commits_are_atomic_across_power_failures() {
     if let Some(seed) = std::env::var("PACKETSTORE_TREE_SEED").ok().and_then(|v| v.parse().ok()) {
-        power_failures(seed);
-        return;
+        return power_failures(seed);
     }
     // Found by the long mode: a partly written meta slot of a failed commit,
     // mixed with the next commit's words, reassembled into a valid old meta.
     power_failures(2_128_642_117);
     let seeds: u64 = std::env::var("PACKETSTORE_TREE_CRASH_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(700);
-    let mut points = 0;
     for seed in 0..seeds {
-        points += power_failures(0x7ee0_0000 + seed);
+        power_failures(0x7ee0_0000 + seed);
     }
-    println!("{points} failure points, {seeds} seeds");
-    assert!(points >= 3 * seeds, "every cycle ends in a failure");
+    // Every cycle ends in a power failure (at a fence, or between steps).
+    println!("{} failure points, {seeds} seeds", CYCLES * (seeds + 1));
 }
 
-/// Returns the number of failure points run.
-fn power_failures(seed: u64) -> u64 {
-    const CYCLES: u64 = 3;
+const CYCLES: u64 = 3;
+
+fn power_failures(seed: u64) {
     let mut rng = SplitMix64::new(seed);
     let mode = if rng.chance(1, 2) { SimMode::CacheLine } else { SimMode::Page };
     let geometry = Geometry { buffer_size: 512, buffer_count: 2048, log_size: 16 * 1024, log_count: 1 };
@@ -297,7 +295,6 @@ fn power_failures(seed: u64) -> u64 {
         store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
         store.check_all(&format!("{context}: after the walk"));
     }
-    CYCLES
 }
 
 /// Goal: deleting everything, in ascending order (every emptied leaf is its
