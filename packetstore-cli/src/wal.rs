@@ -198,13 +198,13 @@ fn serve(
     let line = format!("recovery: log {index}: {report}");
     match policy {
         None => {
-            let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, Some(listener))?;
+            let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, vec![listener])?;
             let _ = ready.send(Ok(line));
             engine.run(stop)?;
         }
         Some(policy) => {
             let mut server =
-                EpollServer::new(pool, &mut buffers, &mut wal, engine_config.listen, policy, Some(listener))?;
+                EpollServer::new(pool, &mut buffers, &mut wal, engine_config.listen, policy, vec![listener])?;
             let _ = ready.send(Ok(line));
             server.run(stop)?;
         }

@@ -9,16 +9,20 @@
 //! 2. Reap every completion: accepts (arm a multishot receive for the new
 //!    connection), received segments (append to the connection's stream;
 //!    swap a fresh buffer in under the same bid), send completions.
-//! 3. Give each connection with new bytes to the application (the WAL),
-//!    which parses requests, logs mutating ones where they landed, and
-//!    queues replies. Nothing is sent yet.
+//! 3. Give each connection with new bytes to the application ([`App`]: the
+//!    WAL server or the key-value server), which parses requests, logs
+//!    mutating ones where they landed, and queues replies (inline bytes, or
+//!    references to pool bytes for zero-copy reads). Nothing is sent yet.
+//!    Then the application's background work (`App::tick`).
 //! 4. Commit: one fence for every record of the turn (cache-line, byte and
 //!    none domains). In the page domain the turn instead starts an
 //!    fdatasync through the ring (if none is in flight) and holds the
 //!    turn's replies until the sync covering them completes; receiving and
 //!    parsing go on meanwhile. A reply never leaves before every record
 //!    appended before it is durable.
-//! 5. Queue the sends of the replies, re-provide buffers, re-arm receives
+//! 5. Queue the sends of the replies (one send, or a sendmsg whose iovecs
+//!    point at pool bytes: the reply holds a reference on each such buffer
+//!    until the send completes), re-provide buffers, re-arm receives
 //!    stopped by -ENOBUFS; they are submitted by the next turn's enter.
 //!
 //! # Buffers
@@ -51,16 +55,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::app::{App, IoCounters, Persist};
 use crate::buffers::Buffers;
 use crate::bufring::BufRing;
+use crate::outq::{Mark, OutQueue};
 use crate::pool::Pool;
 use crate::stream::{Segment, Source, Stream};
-use crate::wal::{ConnState, Persist, Wal};
 
 const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
 const OP_SYNC: u64 = 4;
+const OP_TIMER: u64 = 5;
+/// Slices one send may carry (iovecs of a sendmsg).
+const SEND_SLICES_MAX: usize = 64;
 const BUFFER_GROUP: u16 = 0;
 /// The most fdatasyncs in flight at once (page domain).
 pub const SYNCS_IN_FLIGHT_MAX: usize = 16;
@@ -116,29 +124,30 @@ pub struct EngineStats {
     pub starved_bids_max: u64,
 }
 
-struct InFlightSync {
-    ticket: crate::log::CommitTicket,
+struct InFlightSync<T> {
+    ticket: T,
     token: crate::persist::SyncToken,
     epoch: u64,
     result: Option<i32>,
 }
 
-struct Conn {
+struct Conn<C> {
     fd: RawFd,
     generation: u32,
     stream: Stream,
-    state: ConnState,
-    /// Replies of this turn, not yet classified (held or ready).
-    out: Vec<u8>,
-    /// Replies cleared to go (their records are durable).
-    ready: Vec<u8>,
-    /// Replies waiting for a sync (asynchronous commits): bytes, and the
-    /// (epoch, end) marks saying which sync releases which prefix.
-    held: Vec<u8>,
-    held_marks: std::collections::VecDeque<(u64, usize)>,
-    /// Replies being sent, and how much of them is done.
-    sending: Vec<u8>,
-    sent: usize,
+    state: C,
+    /// Replies: sent up to its ready mark. `classified` is where this
+    /// turn's replies begin (the end of those already ready or held).
+    out: OutQueue,
+    classified: Mark,
+    /// Replies waiting for a sync (asynchronous commits): the (epoch, end)
+    /// marks saying which sync releases which prefix.
+    held_marks: std::collections::VecDeque<(u64, Mark)>,
+    /// The send in flight: its iovecs and message header (their addresses
+    /// stay fixed until the completion), and its length.
+    iov: Vec<libc::iovec>,
+    msg: Box<libc::msghdr>,
+    send_len: usize,
     send_in_flight: bool,
     recv_armed: bool,
     /// Stop reading: the peer closed, failed, or the protocol said so.
@@ -156,17 +165,20 @@ enum Backing {
     Private { memory: *mut u8, len: usize },
 }
 
-pub struct Engine<'a> {
+pub struct Engine<'a, A: App> {
     pool: &'a Pool,
     buffers: &'a mut Buffers,
-    wal: &'a mut Wal,
+    app: &'a mut A,
     config: EngineConfig,
     // Field order matters for drop: the ring goes before the buffer ring.
     ring: IoUring,
     bufring: BufRing,
     backing: Backing,
-    listener: OwnedFd,
-    conns: Vec<Option<Conn>>,
+    /// The listeners; a connection tells the application which one it
+    /// came through (the key-value server speaks HTTP on one, RESP on the
+    /// other).
+    listeners: Vec<OwnedFd>,
+    conns: Vec<Option<Conn<A::Conn>>>,
     free_slots: Vec<u32>,
     generation: u32,
     dirty: Vec<u32>,
@@ -184,11 +196,14 @@ pub struct Engine<'a> {
     /// Syncs in flight, oldest first: ticket, token, epoch, and the result
     /// once its completion arrived (they may complete out of order; they
     /// are applied in order).
-    syncs: std::collections::VecDeque<InFlightSync>,
+    syncs: std::collections::VecDeque<InFlightSync<A::Ticket>>,
     /// The epoch of the next sync to begin; replies tagged with an epoch
     /// leave once that sync is done.
     next_epoch: u64,
     held_conns: Vec<u32>,
+    /// The application's timer: its timespec (fixed address while armed).
+    timer: Box<types::Timespec>,
+    timer_armed: bool,
     stats: EngineStats,
 }
 
@@ -200,21 +215,22 @@ fn decode(user_data: u64) -> (u64, u32, u32) {
     (user_data >> 56, ((user_data >> 32) & 0xFF_FFFF) as u32, user_data as u32)
 }
 
-impl<'a> Engine<'a> {
-    /// Sets up the rings and listens: on `listener` if given (bound by the
-    /// caller, with SO_REUSEPORT when several loops share the port), else on
-    /// `config.listen`. With `Persist::ZeroCopy` the ring's buffers are pool
-    /// buffers (from `buffers`, this loop's share); otherwise private memory.
+impl<'a, A: App> Engine<'a, A> {
+    /// Sets up the rings and listens: on `listeners` if any are given
+    /// (bound by the caller, with SO_REUSEPORT when several loops share a
+    /// port), else on `config.listen`. With `Persist::ZeroCopy` the ring's
+    /// buffers are pool buffers (from `buffers`, this loop's share);
+    /// otherwise private memory.
     pub fn new(
         pool: &'a Pool,
         buffers: &'a mut Buffers,
-        wal: &'a mut Wal,
+        app: &'a mut A,
         config: EngineConfig,
-        listener: Option<OwnedFd>,
+        listeners: Vec<OwnedFd>,
     ) -> io::Result<Self> {
         assert!((1..=SYNCS_IN_FLIGHT_MAX).contains(&config.syncs_in_flight), "syncs in flight out of range");
         let ring = setup_ring(&config)?;
-        let persist = wal.config().persist;
+        let persist = app.persist();
         let incremental = config.incremental && persist == Persist::ZeroCopy;
         let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP, incremental)?;
         let entries = config.ring_entries;
@@ -243,19 +259,21 @@ impl<'a> Engine<'a> {
             Backing::Private { memory, len }
         };
         bufring.publish();
-        let listener = match listener {
-            Some(listener) => listener,
-            None => crate::net::listen(config.listen, config.reuse_port, false)?,
+        let listeners = if listeners.is_empty() {
+            vec![crate::net::listen(config.listen, config.reuse_port, false)?]
+        } else {
+            listeners
         };
+        assert!(listeners.len() < 1 << 24, "listener indexes fit the user data");
         let mut engine = Engine {
             pool,
             buffers,
-            wal,
+            app,
             config,
             ring,
             bufring,
             backing,
-            listener,
+            listeners,
             conns: Vec::new(),
             free_slots: Vec::new(),
             generation: 0,
@@ -268,14 +286,19 @@ impl<'a> Engine<'a> {
             syncs: std::collections::VecDeque::new(),
             next_epoch: 1,
             held_conns: Vec::new(),
+            timer: Box::new(types::Timespec::new()),
+            timer_armed: false,
             stats: EngineStats::default(),
         };
-        engine.arm_accept()?;
+        for index in 0..engine.listeners.len() {
+            engine.arm_accept(index)?;
+        }
         Ok(engine)
     }
 
+    /// The address of the first listener.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        crate::net::local_addr(&self.listener)
+        crate::net::local_addr(&self.listeners[0])
     }
 
     pub fn stats(&self) -> EngineStats {
@@ -328,11 +351,23 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn arm_accept(&mut self) -> io::Result<()> {
-        let entry = opcode::AcceptMulti::new(types::Fd(self.listener.as_raw_fd()))
+    fn arm_accept(&mut self, index: usize) -> io::Result<()> {
+        let entry = opcode::AcceptMulti::new(types::Fd(self.listeners[index].as_raw_fd()))
             .flags(libc::SOCK_CLOEXEC)
             .build()
-            .user_data(user_data(OP_ACCEPT, 0, 0));
+            .user_data(user_data(OP_ACCEPT, index as u32, 0));
+        self.push(entry)
+    }
+
+    /// Arms the application's timer if it wants one and none is armed.
+    fn arm_timer(&mut self) -> io::Result<()> {
+        let Some(interval) = self.app.tick_interval() else { return Ok(()) };
+        if self.timer_armed {
+            return Ok(());
+        }
+        *self.timer = types::Timespec::from(interval);
+        let entry = opcode::Timeout::new(&*self.timer).build().user_data(user_data(OP_TIMER, 0, 0));
+        self.timer_armed = true;
         self.push(entry)
     }
 
@@ -353,21 +388,22 @@ impl<'a> Engine<'a> {
         match op {
             OP_ACCEPT => {
                 if result >= 0 {
-                    self.accept(result);
+                    self.accept(result, slot as usize);
                 }
                 if !cqueue::more(flags) {
-                    self.arm_accept()?;
+                    self.arm_accept(slot as usize)?;
                 }
             }
             OP_RECV => self.received(slot, generation, result, flags),
             OP_SEND => self.sent(slot, result),
             OP_SYNC => self.synced(u64::from(slot), result)?,
+            OP_TIMER => self.timer_armed = false,
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
     }
 
-    fn accept(&mut self, fd: RawFd) {
+    fn accept(&mut self, fd: RawFd, listener: usize) {
         let live = self.conns.len() - self.free_slots.len();
         if live >= self.config.connections_max {
             // SAFETY: a descriptor the kernel just gave us and nobody uses.
@@ -381,13 +417,14 @@ impl<'a> Engine<'a> {
             fd,
             generation: self.generation,
             stream: Stream::new(),
-            state: ConnState::default(),
-            out: Vec::new(),
-            ready: Vec::new(),
-            held: Vec::new(),
+            state: self.app.connect(listener),
+            out: OutQueue::new(),
+            classified: Mark::default(),
             held_marks: std::collections::VecDeque::new(),
-            sending: Vec::new(),
-            sent: 0,
+            iov: Vec::with_capacity(SEND_SLICES_MAX),
+            // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+            msg: Box::new(unsafe { std::mem::zeroed() }),
+            send_len: 0,
             send_in_flight: false,
             recv_armed: false,
             closing: false,
@@ -505,33 +542,38 @@ impl<'a> Engine<'a> {
     fn sent(&mut self, slot: u32, result: i32) {
         let conn = self.conns[slot as usize].as_mut().expect("a send completion for a live connection");
         conn.send_in_flight = false;
+        let buffers = &mut *self.buffers;
+        let mut release = |buffer: u32| {
+            buffers.release(buffer).expect("a reply part holds a reference");
+        };
         if result < 0 {
             conn.closing = true;
-            conn.sending.clear();
-            conn.out.clear();
-            conn.ready.clear();
-            conn.held.clear();
+            conn.out.clear(&mut release);
+            conn.classified = conn.out.end();
             conn.held_marks.clear();
         } else {
-            conn.sent += result as usize;
-            if conn.sent == conn.sending.len() {
-                conn.sending.clear();
-                conn.sent = 0;
-            }
+            debug_assert!(result as usize <= conn.send_len);
+            conn.out.advance(result as usize, &mut release);
         }
         self.pending.push(slot);
     }
 
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
+        self.app.tick(self.pool, self.buffers);
         if self.sync_fd.is_some() {
             self.hold_replies();
             self.start_sync()?;
         } else {
-            self.wal.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+            if self.app.needs_commit() {
+                self.app
+                    .commit(self.pool, self.buffers)
+                    .map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+            }
             for &slot in &self.pending {
                 if let Some(conn) = self.conns[slot as usize].as_mut() {
-                    conn.ready.append(&mut conn.out);
+                    conn.out.ready_all();
+                    conn.classified = conn.out.end();
                 }
             }
         }
@@ -549,13 +591,18 @@ impl<'a> Engine<'a> {
                 self.arm_recv(slot)?;
             }
         }
-        Ok(())
+        self.arm_timer()
     }
 
     /// Step 3: the application parses and logs; replies are only queued.
     fn serve_dirty(&mut self) {
         let connections = (self.conns.len() - self.free_slots.len()) as u64;
-        self.wal.set_io_counters(crate::wal::IoCounters { connections, enobufs: self.stats.enobufs });
+        self.app.set_io_counters(IoCounters {
+            connections,
+            accepted: self.stats.accepted,
+            refused: self.stats.refused,
+            enobufs: self.stats.enobufs,
+        });
         let dirty = std::mem::take(&mut self.dirty);
         for &slot in &dirty {
             let conn = self.conns[slot as usize].as_mut().expect("live");
@@ -565,7 +612,7 @@ impl<'a> Engine<'a> {
             let mut release = |segment: Segment, buffers: &mut Buffers| {
                 *available += release_segment(segment, buffers, bufring, backing)
             };
-            let progress = self.wal.on_input(
+            let progress = self.app.on_input(
                 self.pool,
                 buffers,
                 &mut conn.state,
@@ -583,41 +630,44 @@ impl<'a> Engine<'a> {
         self.dirty.clear();
     }
 
-    /// Asynchronous commits: while any record is not yet durable, this
-    /// turn's replies wait for the sync that will cover everything appended
-    /// so far; so a reply never leaves before a record appended before it,
-    /// and a read never returns a record that could still be lost.
+    /// Asynchronous commits: while anything is not yet durable, this turn's
+    /// replies wait for the sync that will cover everything done so far;
+    /// so a reply never leaves before a change made before it, and a read
+    /// never returns a change that could still be lost.
     fn hold_replies(&mut self) {
-        let undurable = self.wal.needs_commit() || !self.syncs.is_empty();
-        let epoch = if self.wal.needs_commit() { self.next_epoch } else { self.next_epoch - 1 };
+        let needs = self.app.needs_commit();
+        let undurable = needs || !self.syncs.is_empty();
+        let epoch = if needs { self.next_epoch } else { self.next_epoch - 1 };
         for &slot in &self.pending {
             let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
-            if conn.out.is_empty() {
+            let end = conn.out.end();
+            if end == conn.classified {
                 continue;
             }
-            if !undurable && conn.held.is_empty() {
-                conn.ready.append(&mut conn.out);
+            conn.classified = end;
+            if !undurable && conn.held_marks.is_empty() {
+                conn.out.set_ready(end);
                 continue;
             }
             let epoch = epoch.max(conn.held_marks.back().map_or(0, |&(e, _)| e));
-            if conn.held.is_empty() {
+            if conn.held_marks.is_empty() {
                 self.held_conns.push(slot);
             }
-            conn.held.append(&mut conn.out);
             match conn.held_marks.back_mut() {
-                Some(last) if last.0 == epoch => last.1 = conn.held.len(),
-                _ => conn.held_marks.push_back((epoch, conn.held.len())),
+                Some(last) if last.0 == epoch => last.1 = end,
+                _ => conn.held_marks.push_back((epoch, end)),
             }
         }
     }
 
     /// Begins a commit and submits its fdatasync, unless enough are in
-    /// flight. Each sync covers everything appended before it began.
+    /// flight. Each sync covers everything done before it began.
     fn start_sync(&mut self) -> io::Result<()> {
-        if self.syncs.len() >= self.config.syncs_in_flight || !self.wal.needs_commit() {
+        if self.syncs.len() >= self.config.syncs_in_flight || !self.app.needs_commit() {
             return Ok(());
         }
-        let Some(ticket) = self.wal.begin_commit(self.pool).map_err(|e| io::Error::other(format!("commit: {e}")))?
+        let Some(ticket) =
+            self.app.begin_commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit: {e}")))?
         else {
             return Ok(());
         };
@@ -650,10 +700,12 @@ impl<'a> Engine<'a> {
             let outcome = if result < 0 { Err(io::Error::from_raw_os_error(-result)) } else { Ok(()) };
             if let Err(error) = self.pool.complete_sync(sync.token, outcome) {
                 // Fatal: the replies waiting for this sync are never sent.
-                self.wal.fail_commit();
+                self.app.fail_commit();
                 return Err(io::Error::other(format!("fdatasync failed, stopping: {error}")));
             }
-            self.wal.finish_commit(sync.ticket, self.buffers);
+            self.app
+                .finish_commit(self.pool, self.buffers, sync.ticket)
+                .map_err(|e| io::Error::other(format!("commit: {e}")))?;
             done_epoch = Some(sync.epoch);
         }
         let Some(epoch) = done_epoch else { return Ok(()) };
@@ -662,18 +714,15 @@ impl<'a> Engine<'a> {
         held.dedup();
         for slot in held {
             let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
-            let mut released = 0;
+            let mut released = None;
             while conn.held_marks.front().is_some_and(|&(e, _)| e <= epoch) {
-                released = conn.held_marks.pop_front().expect("checked").1;
+                released = Some(conn.held_marks.pop_front().expect("checked").1);
             }
-            if released > 0 {
-                conn.ready.extend(conn.held.drain(..released));
-                for mark in conn.held_marks.iter_mut() {
-                    mark.1 -= released;
-                }
+            if let Some(mark) = released {
+                conn.out.set_ready(mark);
                 self.pending.push(slot);
             }
-            if !conn.held.is_empty() {
+            if !conn.held_marks.is_empty() {
                 self.held_conns.push(slot);
             }
         }
@@ -687,21 +736,11 @@ impl<'a> Engine<'a> {
         pending.dedup();
         for &slot in &pending {
             let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
-            if !conn.send_in_flight {
-                if conn.sending.is_empty() && !conn.ready.is_empty() {
-                    std::mem::swap(&mut conn.sending, &mut conn.ready);
-                    conn.sent = 0;
-                }
-                if conn.sending.len() > conn.sent {
-                    let rest = &conn.sending[conn.sent..];
-                    let entry = opcode::Send::new(types::Fd(conn.fd), rest.as_ptr(), rest.len() as u32)
-                        .flags(libc::MSG_NOSIGNAL)
-                        .build()
-                        .user_data(user_data(OP_SEND, slot, conn.generation));
-                    conn.send_in_flight = true;
-                    self.push(entry)?;
-                    continue;
-                }
+            if !conn.send_in_flight && conn.out.has_ready() {
+                let entry = prepare_send(conn, slot);
+                conn.send_in_flight = true;
+                self.push(entry)?;
+                continue;
             }
             self.maybe_close(slot);
         }
@@ -714,9 +753,7 @@ impl<'a> Engine<'a> {
     /// receive has ended: shutdown() ends the receive (completion 0).
     fn maybe_close(&mut self, slot: u32) {
         let conn = self.conns[slot as usize].as_mut().expect("live");
-        let unsent =
-            !conn.out.is_empty() || !conn.ready.is_empty() || !conn.held.is_empty() || conn.sending.len() > conn.sent;
-        if !conn.closing || conn.send_in_flight || unsent {
+        if !conn.closing || conn.send_in_flight || !conn.out.is_empty() {
             return;
         }
         if conn.recv_armed {
@@ -731,7 +768,7 @@ impl<'a> Engine<'a> {
         let (buffers, bufring, backing) = (&mut *self.buffers, &mut self.bufring, &self.backing);
         let available = &mut self.ring_available;
         conn.stream.clear(|segment| *available += release_segment(segment, buffers, bufring, backing));
-        self.wal.abandon(self.buffers, &mut conn.state);
+        self.app.abandon(self.buffers, &mut conn.state);
         // SAFETY: no operation on this descriptor is in flight any more.
         unsafe { libc::close(conn.fd) };
         self.free_slots.push(slot);
@@ -778,6 +815,28 @@ fn release_segment(segment: Segment, buffers: &mut Buffers, bufring: &mut BufRin
     }
 }
 
+/// The send of a connection's ready replies: one `send` when they are one
+/// slice, else a `sendmsg` over up to `SEND_SLICES_MAX` iovecs, which the
+/// connection keeps (fixed addresses) until the completion.
+fn prepare_send<C>(conn: &mut Conn<C>, slot: u32) -> squeue::Entry {
+    conn.iov.clear();
+    let iov = &mut conn.iov;
+    conn.send_len = conn
+        .out
+        .slices(SEND_SLICES_MAX, |ptr, len| iov.push(libc::iovec { iov_base: ptr as *mut libc::c_void, iov_len: len }));
+    let data = user_data(OP_SEND, slot, conn.generation);
+    if conn.iov.len() == 1 {
+        let only = conn.iov[0];
+        return opcode::Send::new(types::Fd(conn.fd), only.iov_base as *const u8, only.iov_len as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(data);
+    }
+    conn.msg.msg_iov = conn.iov.as_mut_ptr();
+    conn.msg.msg_iovlen = conn.iov.len();
+    opcode::SendMsg::new(types::Fd(conn.fd), &*conn.msg).flags(libc::MSG_NOSIGNAL as u32).build().user_data(data)
+}
+
 fn setup_ring(config: &EngineConfig) -> io::Result<IoUring> {
     let cq = config.queue_entries * 4;
     match IoUring::builder().setup_single_issuer().setup_defer_taskrun().setup_cqsize(cq).build(config.queue_entries) {
@@ -789,10 +848,14 @@ fn setup_ring(config: &EngineConfig) -> io::Result<IoUring> {
     }
 }
 
-impl Drop for Engine<'_> {
+impl<A: App> Drop for Engine<'_, A> {
     fn drop(&mut self) {
         for slot in 0..self.conns.len() {
-            if let Some(conn) = self.conns[slot].take() {
+            if let Some(mut conn) = self.conns[slot].take() {
+                let buffers = &mut *self.buffers;
+                conn.out.clear(|buffer| {
+                    let _ = buffers.release(buffer);
+                });
                 // SAFETY: our descriptor; the ring is about to go away.
                 unsafe { libc::close(conn.fd) };
             }

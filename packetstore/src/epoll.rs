@@ -1,5 +1,5 @@
 //! The baseline server loop: epoll, read() into private buffers, the same
-//! WAL logic (copying bodies into the pool), write(). With
+//! application logic ([`App`]: bodies copied into the pool), sendmsg(). With
 //! `CommitPolicy::PerRequest` every request is committed (one fence or one
 //! fdatasync) before its reply is written: the paper's "Linux" baseline.
 //! With `PerTurn`, one commit covers every request of an epoll_wait turn
@@ -13,16 +13,19 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::app::App;
 use crate::buffers::Buffers;
+use crate::outq::OutQueue;
 use crate::pool::Pool;
 use crate::stream::{Segment, Source, Stream};
-use crate::wal::{ConnState, Wal};
 
 const CHUNK_SIZE: usize = 16 * 1024;
 /// Bytes read from one connection per turn before moving on (fairness).
 const READ_PER_TURN_MAX: usize = 256 * 1024;
 const EVENTS_MAX: usize = 1024;
 const LISTENER_TOKEN: u64 = u64::MAX;
+/// Slices one sendmsg carries.
+const IOV_MAX: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommitPolicy {
@@ -30,12 +33,12 @@ pub enum CommitPolicy {
     PerTurn,
 }
 
-struct Conn {
+struct Conn<C> {
     fd: RawFd,
     stream: Stream,
-    state: ConnState,
-    out: Vec<u8>,
-    sent: usize,
+    state: C,
+    /// Replies; ready (sendable) once committed.
+    out: OutQueue,
     closing: bool,
     /// The peer sent everything it will: close once it is all served.
     eof: bool,
@@ -58,14 +61,14 @@ impl Chunks {
     }
 }
 
-pub struct EpollServer<'a> {
+pub struct EpollServer<'a, A: App> {
     pool: &'a Pool,
     buffers: &'a mut Buffers,
-    wal: &'a mut Wal,
+    app: &'a mut A,
     policy: CommitPolicy,
     epoll: OwnedFd,
-    listener: OwnedFd,
-    conns: Vec<Option<Conn>>,
+    listeners: Vec<OwnedFd>,
+    conns: Vec<Option<Conn<A::Conn>>>,
     free_slots: Vec<u32>,
     chunks: Chunks,
     touched: Vec<u32>,
@@ -79,21 +82,19 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-impl<'a> EpollServer<'a> {
+impl<'a, A: App> EpollServer<'a, A> {
+    /// Serves on `listeners`, or on a new listener at `listen` if none are
+    /// given. A listener from the caller must be non-blocking (several
+    /// loops share a port with SO_REUSEPORT).
     pub fn new(
         pool: &'a Pool,
         buffers: &'a mut Buffers,
-        wal: &'a mut Wal,
+        app: &'a mut A,
         listen: SocketAddr,
         policy: CommitPolicy,
-        listener: Option<OwnedFd>,
+        listeners: Vec<OwnedFd>,
     ) -> io::Result<Self> {
-        // A listener from the caller must be non-blocking (several loops
-        // share the port with SO_REUSEPORT).
-        let listener = match listener {
-            Some(listener) => listener,
-            None => crate::net::listen(listen, false, true)?,
-        };
+        let listeners = if listeners.is_empty() { vec![crate::net::listen(listen, false, true)?] } else { listeners };
         // SAFETY: creates a new descriptor, owned from here on.
         let epoll = unsafe {
             <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?)
@@ -101,21 +102,29 @@ impl<'a> EpollServer<'a> {
         let server = EpollServer {
             pool,
             buffers,
-            wal,
+            app,
             policy,
             epoll,
-            listener,
+            listeners,
             conns: Vec::new(),
             free_slots: Vec::new(),
             chunks: Chunks::default(),
             touched: Vec::new(),
         };
-        server.control(libc::EPOLL_CTL_ADD, server.listener.as_raw_fd(), libc::EPOLLIN as u32, LISTENER_TOKEN)?;
+        for (index, listener) in server.listeners.iter().enumerate() {
+            server.control(
+                libc::EPOLL_CTL_ADD,
+                listener.as_raw_fd(),
+                libc::EPOLLIN as u32,
+                LISTENER_TOKEN - index as u64,
+            )?;
+        }
         Ok(server)
     }
 
+    /// The address of the first listener.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        crate::net::local_addr(&self.listener)
+        crate::net::local_addr(&self.listeners[0])
     }
 
     fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
@@ -138,8 +147,8 @@ impl<'a> EpollServer<'a> {
             }
             for event in &events[..n as usize] {
                 let (token, flags) = (event.u64, event.events);
-                if token == LISTENER_TOKEN {
-                    self.accept_all()?;
+                if token > LISTENER_TOKEN - self.listeners.len() as u64 {
+                    self.accept_all((LISTENER_TOKEN - token) as usize)?;
                     continue;
                 }
                 let slot = token as u32;
@@ -150,7 +159,8 @@ impl<'a> EpollServer<'a> {
                     self.read_and_serve(slot)?;
                 }
             }
-            if self.policy == CommitPolicy::PerTurn {
+            self.app.tick(self.pool, self.buffers);
+            if self.policy == CommitPolicy::PerTurn || self.app.needs_commit() {
                 self.commit()?;
             }
             let touched = std::mem::take(&mut self.touched);
@@ -163,16 +173,25 @@ impl<'a> EpollServer<'a> {
         Ok(())
     }
 
+    /// Commits, then lets every touched connection's replies go.
     fn commit(&mut self) -> io::Result<()> {
-        self.wal.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))
+        if self.app.needs_commit() {
+            self.app.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+        }
+        for &slot in &self.touched {
+            if let Some(conn) = self.conns[slot as usize].as_mut() {
+                conn.out.ready_all();
+            }
+        }
+        Ok(())
     }
 
-    fn accept_all(&mut self) -> io::Result<()> {
+    fn accept_all(&mut self, listener: usize) -> io::Result<()> {
         loop {
             // SAFETY: no address wanted; flags make the socket non-blocking.
             let fd = unsafe {
                 libc::accept4(
-                    self.listener.as_raw_fd(),
+                    self.listeners[listener].as_raw_fd(),
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
                     libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
@@ -190,9 +209,8 @@ impl<'a> EpollServer<'a> {
             let conn = Conn {
                 fd,
                 stream: Stream::new(),
-                state: ConnState::default(),
-                out: Vec::new(),
-                sent: 0,
+                state: self.app.connect(listener),
+                out: OutQueue::new(),
                 closing: false,
                 eof: false,
                 writable_wanted: false,
@@ -238,7 +256,7 @@ impl<'a> EpollServer<'a> {
                     buffers.release(buffer).expect("a referenced buffer");
                 }
             };
-            let progress = self.wal.on_input(
+            let progress = self.app.on_input(
                 self.pool,
                 self.buffers,
                 &mut conn.state,
@@ -248,9 +266,12 @@ impl<'a> EpollServer<'a> {
                 &mut release,
             );
             conn.closing |= progress.close;
-            if self.policy == CommitPolicy::PerRequest && progress.requests > 0 {
+            if self.policy == CommitPolicy::PerRequest && (progress.requests > 0 || progress.close) {
                 // The paper's baseline: durable, then the reply, per request.
                 self.commit()?;
+                if let Some(conn) = self.conns[slot as usize].as_mut() {
+                    conn.out.ready_all();
+                }
                 self.write_out(slot)?;
                 if self.conns[slot as usize].is_some() && !progress.close {
                     continue;
@@ -268,10 +289,23 @@ impl<'a> EpollServer<'a> {
     /// Writes what is queued; closes the connection when it is done.
     fn write_out(&mut self, slot: u32) -> io::Result<()> {
         let Some(conn) = self.conns[slot as usize].as_mut() else { return Ok(()) };
-        while conn.sent < conn.out.len() {
-            let rest = &conn.out[conn.sent..];
-            // SAFETY: writes from our buffer; MSG_NOSIGNAL avoids SIGPIPE.
-            let n = unsafe { libc::send(conn.fd, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
+        let buffers = &mut *self.buffers;
+        let mut release = |buffer: u32| {
+            buffers.release(buffer).expect("a reply part holds a reference");
+        };
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(IOV_MAX);
+        while conn.out.has_ready() {
+            iov.clear();
+            conn.out
+                .slices(IOV_MAX, |ptr, len| iov.push(libc::iovec { iov_base: ptr as *mut libc::c_void, iov_len: len }));
+            // SAFETY: a message over the queue's ready slices, valid until
+            // the queue advances past them (after this call).
+            let n = unsafe {
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_iov = iov.as_mut_ptr();
+                msg.msg_iovlen = iov.len();
+                libc::sendmsg(conn.fd, &msg, libc::MSG_NOSIGNAL)
+            };
             if n < 0 {
                 let error = io::Error::last_os_error();
                 if error.raw_os_error() == Some(libc::EAGAIN) {
@@ -288,21 +322,18 @@ impl<'a> EpollServer<'a> {
                     return Ok(());
                 }
                 conn.closing = true;
-                conn.out.clear();
-                conn.sent = 0;
+                conn.out.clear(&mut release);
                 break;
             }
-            conn.sent += n as usize;
+            conn.out.advance(n as usize, &mut release);
         }
-        conn.out.clear();
-        conn.sent = 0;
         if conn.writable_wanted {
             conn.writable_wanted = false;
             let fd = conn.fd;
             self.control(libc::EPOLL_CTL_MOD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
         }
         let conn = self.conns[slot as usize].as_mut().expect("live");
-        if conn.closing {
+        if conn.closing && conn.out.is_empty() {
             let mut conn = self.conns[slot as usize].take().expect("live");
             let free = &mut self.chunks.free;
             conn.stream.clear(|segment| {
@@ -310,8 +341,8 @@ impl<'a> EpollServer<'a> {
                     free.push(id);
                 }
             });
-            self.wal.abandon(self.buffers, &mut conn.state);
-            // SAFETY: our descriptor; closing also removes it from epoll.
+            self.app.abandon(self.buffers, &mut conn.state);
+            // SAFETY: our descriptor; nothing else refers to it.
             unsafe { libc::close(conn.fd) };
             self.free_slots.push(slot);
         }
@@ -319,7 +350,7 @@ impl<'a> EpollServer<'a> {
     }
 }
 
-impl Drop for EpollServer<'_> {
+impl<A: App> Drop for EpollServer<'_, A> {
     fn drop(&mut self) {
         for conn in self.conns.iter_mut().filter_map(Option::take) {
             // SAFETY: our descriptor.

@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod app;
 pub mod buffers;
 pub mod bufring;
 pub mod cpu;
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod log;
 pub mod net;
 pub mod node;
+pub mod outq;
 pub mod persist;
 pub mod pool;
 pub mod record;

@@ -22,45 +22,22 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
+use crate::app::{App, Release};
+pub use crate::app::{IoCounters, Persist, Progress};
 use crate::buffers::Buffers;
 use crate::error::LogError;
 use crate::http::{self, HeadError, Method};
 use crate::limits::RECORD_EXTENTS_MAX;
-use crate::log::{Log, RecoveryReport};
+use crate::log::{CommitTicket, Log, RecoveryReport};
+use crate::outq::OutQueue;
 use crate::pool::Pool;
 use crate::record::Extent;
-use crate::stream::{Segment, Stream};
+use crate::stream::Stream;
 
 /// The record kind of a WAL entry.
 pub const KIND_WAL: u16 = 1;
 /// The default limit on a request body.
 pub const BODY_SIZE_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Persist {
-    ZeroCopy,
-    Copy,
-    Off,
-}
-
-impl Persist {
-    pub fn parse(text: &str) -> Option<Persist> {
-        match text {
-            "zerocopy" | "zero-copy" => Some(Persist::ZeroCopy),
-            "copy" => Some(Persist::Copy),
-            "off" => Some(Persist::Off),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Persist::ZeroCopy => "zerocopy",
-            Persist::Copy => "copy",
-            Persist::Off => "off",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 pub struct WalConfig {
@@ -99,14 +76,6 @@ struct InFlight {
 #[derive(Default)]
 pub struct ConnState {
     request: Option<InFlight>,
-}
-
-/// What `on_input` did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Progress {
-    pub requests: usize,
-    /// Close the connection once its replies are sent.
-    pub close: bool,
 }
 
 /// The sequence numbers of every log of a pool, shared by its event loops
@@ -178,13 +147,6 @@ pub struct Wal {
     extents: Vec<Extent>,
     /// Counters of the I/O loop, reported by `GET /log`.
     io_counters: IoCounters,
-}
-
-/// What the I/O loop tells the application about itself, for `GET /log`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IoCounters {
-    pub connections: u64,
-    pub enobufs: u64,
 }
 
 impl Wal {
@@ -284,7 +246,7 @@ impl Wal {
 
     /// Starts a commit whose sync the caller runs (see `Log::begin_commit`);
     /// None when nothing waits to be committed.
-    pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<crate::log::CommitTicket>, LogError> {
+    pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<CommitTicket>, LogError> {
         let ticket = self.log.begin_commit(pool)?;
         self.appended_since_commit = false;
         if ticket.is_some() {
@@ -294,7 +256,7 @@ impl Wal {
     }
 
     /// Finishes a commit begun with `begin_commit` whose sync succeeded.
-    pub fn finish_commit(&mut self, ticket: crate::log::CommitTicket, buffers: &mut Buffers) {
+    pub fn finish_commit(&mut self, ticket: CommitTicket, buffers: &mut Buffers) {
         self.log.finish_commit(ticket, buffers);
         self.stats.commits += 1;
         let covered = self.committing.pop_front().expect("a commit in flight");
@@ -323,7 +285,7 @@ impl Wal {
     /// Serves up to `requests_max` requests from `stream`, appending replies
     /// to `out`. `release` gives back a fully consumed segment's buffer.
     #[allow(clippy::too_many_arguments)]
-    pub fn on_input(
+    pub fn serve(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -331,7 +293,7 @@ impl Wal {
         stream: &mut Stream,
         out: &mut Vec<u8>,
         requests_max: usize,
-        release: &mut dyn FnMut(Segment, &mut Buffers),
+        release: &mut Release<'_>,
     ) -> Progress {
         let mut progress = Progress::default();
         while progress.requests < requests_max && !progress.close {
@@ -406,7 +368,7 @@ impl Wal {
         buffers: &mut Buffers,
         conn: &mut ConnState,
         stream: &mut Stream,
-        release: &mut dyn FnMut(Segment, &mut Buffers),
+        release: &mut Release<'_>,
     ) -> bool {
         let request = conn.request.as_mut().expect("a request in flight");
         let take = (request.remaining.min(stream.len() as u64)) as usize;
@@ -557,6 +519,61 @@ impl Wal {
         if let Some(request) = conn.request.take() {
             buffers.release_extents(&request.extents).expect("the request's references");
         }
+    }
+}
+
+impl App for Wal {
+    type Conn = ConnState;
+    type Ticket = CommitTicket;
+
+    fn persist(&self) -> Persist {
+        self.config.persist
+    }
+
+    fn connect(&mut self, _listener: usize) -> ConnState {
+        ConnState::default()
+    }
+
+    fn on_input(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut ConnState,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        requests_max: usize,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        self.serve(pool, buffers, conn, stream, out.bytes(), requests_max, release)
+    }
+
+    fn abandon(&mut self, buffers: &mut Buffers, conn: &mut ConnState) {
+        Wal::abandon(self, buffers, conn)
+    }
+
+    fn needs_commit(&self) -> bool {
+        Wal::needs_commit(self)
+    }
+
+    fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
+        Wal::commit(self, pool, buffers).map_err(std::io::Error::other)
+    }
+
+    fn begin_commit(&mut self, pool: &Pool, _buffers: &mut Buffers) -> std::io::Result<Option<CommitTicket>> {
+        Wal::begin_commit(self, pool).map_err(std::io::Error::other)
+    }
+
+    fn finish_commit(&mut self, _pool: &Pool, buffers: &mut Buffers, ticket: CommitTicket) -> std::io::Result<()> {
+        Wal::finish_commit(self, ticket, buffers);
+        Ok(())
+    }
+
+    fn fail_commit(&mut self) {
+        Wal::fail_commit(self)
+    }
+
+    fn set_io_counters(&mut self, counters: IoCounters) {
+        Wal::set_io_counters(self, counters)
     }
 }
 

@@ -1,0 +1,133 @@
+//! The contract between an I/O loop (the io_uring [`engine`](crate::engine)
+//! or the [`epoll`](crate::epoll) baseline) and an application (the WAL
+//! server, the key-value server).
+//!
+//! The loop owns connections, their received bytes ([`Stream`]) and their
+//! outgoing bytes ([`OutQueue`]); the application parses requests, changes
+//! its state and queues replies. The loop sends a reply only after the
+//! commit that covers everything the application did before queueing it:
+//! `commit` (a fence) at the end of a turn, or, in the page domain,
+//! `begin_commit` and `finish_commit` around an fdatasync the loop runs
+//! asynchronously.
+//!
+//! Invariant (the application's side): every buffer reference a request
+//! takes is given back when the request ends, whether it was served,
+//! refused, or its connection died (`abandon`).
+
+use std::io;
+use std::time::Duration;
+
+use crate::buffers::Buffers;
+use crate::outq::OutQueue;
+use crate::pool::Pool;
+use crate::stream::{Segment, Stream};
+
+/// Where request bodies are persisted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persist {
+    /// Where they were received (the receive ring's buffers are pool
+    /// buffers).
+    ZeroCopy,
+    /// Copied into pool buffers as they arrive (the paper's copy baselines).
+    Copy,
+    /// Not at all (a ceiling for comparisons).
+    Off,
+}
+
+impl Persist {
+    pub fn parse(text: &str) -> Option<Persist> {
+        match text {
+            "zerocopy" | "zero-copy" => Some(Persist::ZeroCopy),
+            "copy" => Some(Persist::Copy),
+            "off" => Some(Persist::Off),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Persist::ZeroCopy => "zerocopy",
+            Persist::Copy => "copy",
+            Persist::Off => "off",
+        }
+    }
+}
+
+/// What `on_input` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub requests: usize,
+    /// Close the connection once its replies are sent.
+    pub close: bool,
+}
+
+/// What the I/O loop tells the application about itself (for metrics).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IoCounters {
+    pub connections: u64,
+    pub accepted: u64,
+    pub refused: u64,
+    pub enobufs: u64,
+}
+
+/// Gives a fully consumed segment's buffer back to the loop.
+pub type Release<'r> = dyn FnMut(Segment, &mut Buffers) + 'r;
+
+pub trait App {
+    /// Per-connection protocol state.
+    type Conn;
+    /// A commit in flight (page domain).
+    type Ticket;
+
+    fn persist(&self) -> Persist;
+
+    /// A new connection on listener `listener` (the index in the loop's
+    /// list of listeners).
+    fn connect(&mut self, listener: usize) -> Self::Conn;
+
+    /// Serves up to `requests_max` requests from `stream`, queueing replies
+    /// in `out` (not sent before the next commit).
+    #[allow(clippy::too_many_arguments)]
+    fn on_input(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut Self::Conn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        requests_max: usize,
+        release: &mut Release<'_>,
+    ) -> Progress;
+
+    /// The connection is gone: give back what its request held.
+    fn abandon(&mut self, buffers: &mut Buffers, conn: &mut Self::Conn);
+
+    /// Whether a commit is needed (changes since the last one, or
+    /// background work that waits for one).
+    fn needs_commit(&self) -> bool;
+
+    /// Makes everything done so far durable (fences). An error is fatal:
+    /// replies waiting for it must never be sent.
+    fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> io::Result<()>;
+
+    /// Starts a commit whose sync the loop runs; None if nothing waits.
+    fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> io::Result<Option<Self::Ticket>>;
+
+    /// The sync of `ticket` succeeded.
+    fn finish_commit(&mut self, pool: &Pool, buffers: &mut Buffers, ticket: Self::Ticket) -> io::Result<()>;
+
+    /// The sync of a commit in flight failed: nothing may be acknowledged.
+    fn fail_commit(&mut self);
+
+    fn set_io_counters(&mut self, _counters: IoCounters) {}
+
+    /// Background work between turns (space reclamation, expiry), bounded
+    /// so that a turn stays short.
+    fn tick(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
+
+    /// How soon the application wants a turn even if no I/O arrives
+    /// (None: only on I/O).
+    fn tick_interval(&self) -> Option<Duration> {
+        None
+    }
+}

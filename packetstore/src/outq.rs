@@ -1,0 +1,306 @@
+//! A connection's outgoing bytes: replies in order, as inline bytes and
+//! references to pool bytes (zero-copy reads), with a "ready" mark saying
+//! how far they may be sent (the rest waits for a commit).
+//!
+//! Owns: the inline reply bytes not yet sent, and one buffer reference per
+//! pool part not yet sent. A pool part's bytes are a value stored in the
+//! pool; the reference keeps its buffer from being reused (by the receive
+//! ring, a compaction or the allocator) until the part has been sent.
+//!
+//! Positions are absolute counts since the connection opened: `inline`
+//! counts inline bytes, `parts` pool parts, so a [`Mark`] taken at the end
+//! of a turn stays valid while earlier bytes are sent and dropped.
+//!
+//! Invariant: the parts are sorted by the inline position they sit at;
+//! every part in the queue holds exactly one reference on its buffer, which
+//! is given back (through the caller's release function) when the part has
+//! been sent or the queue is cleared.
+
+use std::collections::VecDeque;
+
+/// A position in the queue: everything pushed before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mark {
+    inline: u64,
+    parts: u64,
+}
+
+impl Mark {
+    /// Whether `self` is at or after `other` (marks of one queue are
+    /// ordered in both counts).
+    pub fn covers(&self, other: Mark) -> bool {
+        self.inline >= other.inline && self.parts >= other.parts
+    }
+}
+
+struct Part {
+    /// The absolute inline position the part sits at (before the inline
+    /// byte with that position).
+    at: u64,
+    ptr: *const u8,
+    len: u32,
+    buffer: u32,
+}
+
+#[derive(Default)]
+pub struct OutQueue {
+    /// Inline bytes from absolute position `inline_base`.
+    inline: Vec<u8>,
+    inline_base: u64,
+    /// Pool parts from absolute index `parts_base`.
+    parts: VecDeque<Part>,
+    parts_base: u64,
+    /// Inline bytes sent (absolute), and bytes of the front part sent.
+    sent_inline: u64,
+    sent_part: u32,
+    /// How far the queue may be sent.
+    ready: Mark,
+}
+
+// SAFETY: the part pointers refer to pool memory whose buffers the queue
+// holds references on; a queue is used by one thread at a time.
+unsafe impl Send for OutQueue {}
+
+impl OutQueue {
+    pub fn new() -> OutQueue {
+        OutQueue::default()
+    }
+
+    /// The inline bytes, to append replies to.
+    pub fn bytes(&mut self) -> &mut Vec<u8> {
+        &mut self.inline
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.inline.extend_from_slice(bytes);
+    }
+
+    /// Appends `len` pool bytes at `ptr`, of pool buffer `buffer`.
+    ///
+    /// # Safety
+    /// The caller has taken a reference on `buffer` that the queue now owns,
+    /// and `ptr..ptr+len` lies in that buffer: the bytes stay valid and
+    /// unwritten while the reference is held.
+    pub unsafe fn push_pool(&mut self, buffer: u32, ptr: *const u8, len: u32) {
+        assert!(len > 0, "an empty pool part");
+        let at = self.inline_base + self.inline.len() as u64;
+        self.parts.push_back(Part { at, ptr, len, buffer });
+    }
+
+    /// The end of everything pushed so far.
+    pub fn end(&self) -> Mark {
+        Mark { inline: self.inline_base + self.inline.len() as u64, parts: self.parts_base + self.parts.len() as u64 }
+    }
+
+    /// Allows sending up to `mark` (never moves back).
+    pub fn set_ready(&mut self, mark: Mark) {
+        assert!(self.end().covers(mark), "a mark beyond the queue's end");
+        if mark.covers(self.ready) {
+            self.ready = mark;
+        }
+    }
+
+    /// Allows sending everything pushed so far.
+    pub fn ready_all(&mut self) {
+        self.set_ready(self.end());
+    }
+
+    /// Whether anything is queued and not sent (ready or not).
+    pub fn is_empty(&self) -> bool {
+        self.sent_inline == self.inline_base + self.inline.len() as u64 && self.parts.is_empty()
+    }
+
+    /// Whether there are bytes pushed since `mark`.
+    pub fn has_since(&self, mark: Mark) -> bool {
+        self.end() != mark
+    }
+
+    /// Whether ready bytes wait to be sent.
+    pub fn has_ready(&self) -> bool {
+        self.sent_inline < self.ready.inline || self.parts_base < self.ready.parts
+    }
+
+    /// Bytes queued and not yet sent (inline and pool).
+    pub fn unsent_len(&self) -> u64 {
+        let inline = self.inline_base + self.inline.len() as u64 - self.sent_inline;
+        let parts: u64 = self.parts.iter().map(|p| u64::from(p.len)).sum();
+        inline + parts - u64::from(self.sent_part)
+    }
+
+    /// The ready, unsent bytes as up to `max` slices, in order. Returns
+    /// the number of bytes they hold.
+    pub fn slices(&self, max: usize, mut emit: impl FnMut(*const u8, usize)) -> usize {
+        let mut total = 0;
+        let mut count = 0;
+        let mut pos = self.sent_inline;
+        let mut part_index = 0usize;
+        let mut part_offset = self.sent_part;
+        while count < max {
+            let next_part =
+                self.parts.get(part_index).filter(|_| self.parts_base + (part_index as u64) < self.ready.parts);
+            let inline_end = next_part.map_or(self.ready.inline, |p| p.at.min(self.ready.inline));
+            if pos < inline_end {
+                let from = (pos - self.inline_base) as usize;
+                let to = (inline_end - self.inline_base) as usize;
+                emit(self.inline[from..to].as_ptr(), to - from);
+                total += to - from;
+                count += 1;
+                pos = inline_end;
+                continue;
+            }
+            match next_part {
+                Some(part) if part.at == pos => {
+                    // SAFETY: inside the part (offset < len), see `push_pool`.
+                    let ptr = unsafe { part.ptr.add(part_offset as usize) };
+                    emit(ptr, (part.len - part_offset) as usize);
+                    total += (part.len - part_offset) as usize;
+                    count += 1;
+                    part_index += 1;
+                    part_offset = 0;
+                }
+                _ => break,
+            }
+        }
+        total
+    }
+
+    /// Marks `n` ready bytes sent; parts fully sent give their reference
+    /// back through `release`.
+    pub fn advance(&mut self, mut n: usize, mut release: impl FnMut(u32)) {
+        while n > 0 {
+            let front = self.parts.front();
+            let inline_end = front.map_or(self.ready.inline, |p| p.at.min(self.ready.inline));
+            if self.sent_inline < inline_end {
+                let take = (inline_end - self.sent_inline).min(n as u64);
+                self.sent_inline += take;
+                n -= take as usize;
+                continue;
+            }
+            let part = front.expect("advancing past the ready bytes");
+            assert!(
+                part.at == self.sent_inline && self.parts_base < self.ready.parts,
+                "advancing past the ready bytes"
+            );
+            let left = part.len - self.sent_part;
+            if (n as u64) < u64::from(left) {
+                self.sent_part += n as u32;
+                n = 0;
+            } else {
+                n -= left as usize;
+                self.sent_part = 0;
+                let part = self.parts.pop_front().expect("checked");
+                self.parts_base += 1;
+                release(part.buffer);
+            }
+        }
+        self.compact();
+    }
+
+    /// Drops sent inline bytes once enough accumulated (amortised O(1)).
+    fn compact(&mut self) {
+        let sent = (self.sent_inline - self.inline_base) as usize;
+        if sent == self.inline.len() {
+            self.inline.clear();
+            self.inline_base = self.sent_inline;
+        } else if sent >= 64 * 1024 && sent * 2 >= self.inline.len() {
+            self.inline.drain(..sent);
+            self.inline_base = self.sent_inline;
+        }
+    }
+
+    /// Drops everything unsent (the connection is gone); every part's
+    /// reference goes back through `release`.
+    pub fn clear(&mut self, mut release: impl FnMut(u32)) {
+        for part in self.parts.drain(..) {
+            release(part.buffer);
+            self.parts_base += 1;
+        }
+        let end = self.end();
+        self.inline_base = end.inline;
+        self.inline.clear();
+        self.sent_inline = end.inline;
+        self.sent_part = 0;
+        self.ready = Mark { inline: end.inline, parts: self.parts_base };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(queue: &OutQueue, max: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        // SAFETY: the test's parts point at static data.
+        queue.slices(max, |ptr, len| out.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, len) }));
+        out
+    }
+
+    static VALUE: &[u8] = b"0123456789";
+
+    #[test]
+    fn parts_interleave_with_inline_bytes() {
+        let mut queue = OutQueue::new();
+        queue.push(b"$10\r\n");
+        // SAFETY: static data; the "reference" is the test's counter.
+        unsafe { queue.push_pool(7, VALUE.as_ptr(), 10) };
+        queue.push(b"\r\n+OK\r\n");
+        assert_eq!(collect(&queue, 16), b"", "nothing is ready yet");
+        queue.ready_all();
+        assert_eq!(collect(&queue, 16), b"$10\r\n0123456789\r\n+OK\r\n");
+        assert_eq!(collect(&queue, 2), b"$10\r\n0123456789");
+        let mut released = Vec::new();
+        queue.advance(8, |b| released.push(b));
+        assert_eq!(collect(&queue, 16), b"3456789\r\n+OK\r\n");
+        assert!(released.is_empty());
+        queue.advance(7, |b| released.push(b));
+        assert_eq!(released, vec![7], "a part sent whole gives its reference back");
+        queue.advance(7, |b| released.push(b));
+        assert!(queue.is_empty());
+        assert!(!queue.has_ready());
+    }
+
+    #[test]
+    fn ready_mark_holds_later_replies() {
+        let mut queue = OutQueue::new();
+        queue.push(b"first ");
+        let mark = queue.end();
+        // SAFETY: static data.
+        unsafe { queue.push_pool(1, VALUE.as_ptr(), 4) };
+        queue.push(b" later");
+        queue.set_ready(mark);
+        assert_eq!(collect(&queue, 16), b"first ");
+        queue.advance(6, |_| panic!("no part was sent"));
+        assert!(!queue.has_ready());
+        assert!(!queue.is_empty());
+        queue.ready_all();
+        assert_eq!(collect(&queue, 16), b"0123 later");
+        let mut released = 0;
+        queue.clear(|_| released += 1);
+        assert_eq!(released, 1);
+        assert!(queue.is_empty());
+        queue.push(b"again");
+        queue.ready_all();
+        assert_eq!(collect(&queue, 16), b"again");
+    }
+
+    #[test]
+    fn adjacent_parts_and_a_part_first() {
+        let mut queue = OutQueue::new();
+        // SAFETY: static data.
+        unsafe {
+            queue.push_pool(1, VALUE.as_ptr(), 3);
+            queue.push_pool(2, VALUE.as_ptr().add(3), 3);
+        }
+        queue.push(b"!");
+        queue.ready_all();
+        assert_eq!(collect(&queue, 16), b"012345!");
+        assert_eq!(queue.unsent_len(), 7);
+        let mut released = Vec::new();
+        queue.advance(4, |b| released.push(b));
+        assert_eq!(released, vec![1]);
+        assert_eq!(collect(&queue, 16), b"45!");
+        queue.advance(3, |b| released.push(b));
+        assert_eq!(released, vec![1, 2]);
+        assert!(queue.is_empty());
+    }
+}
