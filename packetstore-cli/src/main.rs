@@ -8,6 +8,7 @@ mod crash_writer;
 mod demo;
 mod inspect;
 mod options;
+mod serve;
 mod wal;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The durable key-value server: HTTP (/kv/<key>) and the Redis
+    /// protocol over one pool. With no arguments: a pool under
+    /// ./packetstore-data/, HTTP on 127.0.0.1:8080, Redis on 127.0.0.1:6380.
+    Serve(serve::Args),
     /// Append records to a pool's log, commit them, and show what recovery
     /// finds: run it twice to see the first run's records come back.
     Demo(demo::Args),
@@ -52,6 +57,7 @@ enum BenchCommand {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Wal(args) => wal::run(args),

@@ -213,7 +213,7 @@ fn serve(
 }
 
 /// Each connection is a descriptor: lift the soft limit to the hard one.
-fn raise_open_file_limit() {
+pub fn raise_open_file_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: valid out-parameter; then the same struct, adjusted, as input.
     unsafe {

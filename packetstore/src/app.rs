@@ -59,6 +59,9 @@ pub struct Progress {
     pub requests: usize,
     /// Close the connection once its replies are sent.
     pub close: bool,
+    /// The application stopped early (its batch is full): serve this
+    /// connection again next turn, even if nothing new arrives.
+    pub more: bool,
 }
 
 /// What the I/O loop tells the application about itself (for metrics).

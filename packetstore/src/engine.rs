@@ -324,7 +324,11 @@ impl<'a, A: App> Engine<'a, A> {
     }
 
     fn enter(&mut self) -> io::Result<()> {
-        let result = if self.config.busy_poll {
+        let result = if !self.dirty.is_empty() {
+            // Connections wait to be served again (their application's
+            // batch was full): do not sleep.
+            self.ring.submit()
+        } else if self.config.busy_poll {
             let pending = self.ring.submission().len() as u32;
             // SAFETY: no argument; GETEVENTS runs deferred task work.
             unsafe { self.ring.submitter().enter::<libc::sigset_t>(pending, 0, IORING_ENTER_GETEVENTS, None) }
@@ -604,6 +608,7 @@ impl<'a, A: App> Engine<'a, A> {
             enobufs: self.stats.enobufs,
         });
         let dirty = std::mem::take(&mut self.dirty);
+        let mut more = Vec::new();
         for &slot in &dirty {
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.dirty = false;
@@ -624,10 +629,20 @@ impl<'a, A: App> Engine<'a, A> {
             if progress.close {
                 conn.closing = true;
             }
+            if progress.more && !progress.close {
+                more.push(slot);
+            }
             self.pending.push(slot);
         }
         self.dirty = dirty;
         self.dirty.clear();
+        for slot in more {
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            if !conn.dirty {
+                conn.dirty = true;
+                self.dirty.push(slot);
+            }
+        }
     }
 
     /// Asynchronous commits: while anything is not yet durable, this turn's

@@ -173,6 +173,17 @@ impl<'a, A: App> EpollServer<'a, A> {
         Ok(())
     }
 
+    /// Commits, then lets `slot`'s replies go.
+    fn commit_one(&mut self, slot: u32) -> io::Result<()> {
+        if self.app.needs_commit() {
+            self.app.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+        }
+        if let Some(conn) = self.conns[slot as usize].as_mut() {
+            conn.out.ready_all();
+        }
+        Ok(())
+    }
+
     /// Commits, then lets every touched connection's replies go.
     fn commit(&mut self) -> io::Result<()> {
         if self.app.needs_commit() {
@@ -266,6 +277,11 @@ impl<'a, A: App> EpollServer<'a, A> {
                 &mut release,
             );
             conn.closing |= progress.close;
+            if progress.more && !progress.close {
+                // The application's batch is full: commit it, go on.
+                self.commit_one(slot)?;
+                continue;
+            }
             if self.policy == CommitPolicy::PerRequest && (progress.requests > 0 || progress.close) {
                 // The paper's baseline: durable, then the reply, per request.
                 self.commit()?;

@@ -703,6 +703,12 @@ impl Log {
         read_data(pool, view)
     }
 
+    /// Bytes appended since the last commit began (at most
+    /// `LOG_BATCH_SIZE_MAX`).
+    pub fn batch_bytes(&self) -> u64 {
+        self.tail - self.batch_start
+    }
+
     pub fn usage(&self) -> LogUsage {
         LogUsage {
             ring_size: self.ring_size,

@@ -17,6 +17,12 @@
 //! 5. The buffers the batch stopped referencing (replaced nodes, values
 //!    overwritten or deleted) lose the tree's reference.
 //!
+//! `commit` runs all of it. A caller that fences anyway (the key-value
+//! store, whose log commits every turn) runs it in phases instead, each
+//! after one of its own fences: `prepare` (step 1), `write_meta` (step 3),
+//! `finish` (step 5). Changes made meanwhile go to the next batch: the
+//! prepared nodes are copied, never written again.
+//!
 //! Invariant: a node reachable from a durable meta slot is never written,
 //! and no buffer the durable version references is free.
 //!
@@ -184,6 +190,14 @@ struct Walk {
     deferred: Vec<u32>,
 }
 
+/// A commit in progress: the version it makes the tree, and the references
+/// to drop once it is durable.
+struct Prepared {
+    meta: Meta,
+    release: Vec<u32>,
+    meta_written: bool,
+}
+
 /// What `check_invariants` found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TreeStats {
@@ -219,6 +233,11 @@ pub struct Tree {
     /// Value extents inserted in this batch: flushed at commit.
     flush_at_commit: Vec<Extent>,
     walk: Option<Walk>,
+    /// A commit between `prepare` and `finish`.
+    prepared: Option<Prepared>,
+    /// Whether commits flush inserted values' bytes (off when a log made
+    /// them durable before they were inserted).
+    flush_values: bool,
     /// One bit per buffer: a node checked (CRC and layout) since it was
     /// last written, or written by this process.
     verified: Vec<AtomicU64>,
@@ -324,6 +343,8 @@ impl Tree {
             release_at_commit: Vec::new(),
             flush_at_commit: Vec::new(),
             walk,
+            prepared: None,
+            flush_values: true,
             verified: (0..buffer_count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             poisoned: None,
             entry: Vec::new(),
@@ -594,7 +615,9 @@ impl Tree {
         let result = self.insert_with(pool, buffers, key, value, &mut scratch);
         self.scratch = scratch;
         let previous = self.poison(result)?;
-        self.flush_at_commit.extend_from_slice(extents);
+        if self.flush_values {
+            self.flush_at_commit.extend_from_slice(extents);
+        }
         if let Some(Value::Extents(old)) = &previous {
             self.release_at_commit.extend(old.iter().map(|e| e.buffer));
         }
@@ -852,11 +875,49 @@ impl Tree {
         Ok(node)
     }
 
-    /// Makes the batch durable (steps 1-5 of the module comment).
+    /// Makes the batch durable (steps 1-5 of the module comment): the
+    /// three phases below with a fence between each.
     pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
-        self.check_writable()?;
-        if self.fresh.is_empty() && self.release_at_commit.is_empty() && self.work == self.committed {
+        if !self.prepare(pool, buffers)? {
             return Ok(());
+        }
+        let fenced = pool.fence();
+        self.poison(fenced.map_err(TreeError::CommitFailed))?;
+        self.write_meta(pool);
+        let fenced = pool.fence();
+        self.poison(fenced.map_err(TreeError::CommitFailed))?;
+        self.finish(buffers)
+    }
+
+    /// Whether commits flush the bytes of inserted extent values (the
+    /// default). A caller whose values are durable before they are
+    /// inserted (a log flushed them at append, PASTE's write-behind
+    /// logging) turns it off.
+    pub fn set_value_flush(&mut self, on: bool) {
+        self.flush_values = on;
+    }
+
+    /// Whether there is anything to commit.
+    pub fn has_changes(&self) -> bool {
+        !(self.fresh.is_empty() && self.release_at_commit.is_empty() && self.work == self.committed)
+    }
+
+    /// Whether a commit begun with `prepare` has not finished.
+    pub fn is_committing(&self) -> bool {
+        self.prepared.is_some()
+    }
+
+    /// Commit, phase 1 (step 1): seals and flushes the batch's nodes and
+    /// values as version `generation + 1` and closes the batch: changes
+    /// from now on copy those nodes (they belong to the version being
+    /// committed) and go to the next batch. False if nothing changed. The
+    /// caller fences (or syncs) before `write_meta`; the fence may be one
+    /// it runs anyway, such as a log commit's.
+    pub fn prepare(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<bool, TreeError> {
+        self.check_writable()?;
+        assert!(self.prepared.is_none(), "one commit at a time");
+        if !self.has_changes() {
+            return Ok(false);
         }
         let generation = self.committed.generation + 1;
         for &node in &self.fresh {
@@ -870,19 +931,35 @@ impl Tree {
         for extent in self.flush_at_commit.drain(..) {
             pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
         }
-        let fenced = pool.fence();
-        self.poison(fenced.map_err(TreeError::CommitFailed))?;
-        let meta = Meta { generation, high_water: buffers.high_water(), ..self.work };
-        let slot = 1 - self.slot;
-        pool.write(META_SLOT_OFFSETS[slot], &meta.encode());
-        pool.flush(META_SLOT_OFFSETS[slot], META_SIZE as u64);
-        let fenced = pool.fence();
-        self.poison(fenced.map_err(TreeError::CommitFailed))?;
-        self.slot = slot;
-        self.committed = meta;
-        self.work = meta;
+        self.work.generation = generation;
+        let meta = Meta { high_water: buffers.high_water(), ..self.work };
         self.fresh.clear();
-        for buffer in std::mem::take(&mut self.release_at_commit) {
+        self.prepared =
+            Some(Prepared { meta, release: std::mem::take(&mut self.release_at_commit), meta_written: false });
+        Ok(true)
+    }
+
+    /// Commit, phase 2 (step 3), after a fence that followed `prepare`:
+    /// writes and flushes the new meta into the slot not in use. The
+    /// caller fences again before `finish`.
+    pub fn write_meta(&mut self, pool: &Pool) {
+        let prepared = self.prepared.as_mut().expect("write_meta follows prepare");
+        assert!(!prepared.meta_written, "the meta is written once");
+        let slot = 1 - self.slot;
+        pool.write(META_SLOT_OFFSETS[slot], &prepared.meta.encode());
+        pool.flush(META_SLOT_OFFSETS[slot], META_SIZE as u64);
+        prepared.meta_written = true;
+    }
+
+    /// Commit, phase 3 (step 5), after a fence that followed `write_meta`:
+    /// the new version is the tree; the buffers its batch stopped
+    /// referencing lose the tree's reference.
+    pub fn finish(&mut self, buffers: &mut Buffers) -> Result<(), TreeError> {
+        let prepared = self.prepared.take().expect("finish follows write_meta");
+        assert!(prepared.meta_written, "finish follows write_meta");
+        self.slot = 1 - self.slot;
+        self.committed = prepared.meta;
+        for buffer in prepared.release {
             self.release(buffers, buffer)?;
         }
         Ok(())
@@ -896,7 +973,8 @@ impl Tree {
     /// found, with the references the tree holds on each buffer.
     pub fn check_invariants(&self, pool: &Pool) -> Result<TreeStats, String> {
         let mut stats = TreeStats { height: self.work.height, ..TreeStats::default() };
-        for &buffer in &self.release_at_commit {
+        let prepared = self.prepared.iter().flat_map(|p| p.release.iter());
+        for &buffer in self.release_at_commit.iter().chain(prepared) {
             *stats.refs.entry(buffer).or_default() += 1;
         }
         if let Some(root) = self.work.root {

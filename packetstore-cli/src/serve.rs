@@ -1,0 +1,197 @@
+//! `packetstore serve`: the durable key-value server. HTTP (`/kv/<key>`,
+//! PASTE's pKVS) and the Redis protocol on one event loop over one pool.
+//! See `packetstore::kv` for the protocols and `packetstore::store` for how
+//! writes become durable.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use packetstore::app::Persist;
+use packetstore::engine::{Engine, EngineConfig};
+use packetstore::epoll::{CommitPolicy, EpollServer};
+use packetstore::kv::{KvConfig, KvServer};
+use packetstore::store::{Store, StoreConfig};
+use packetstore::{Buffers, Geometry, Pool};
+
+use crate::options::{parse_size, PersistArgs};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The pool file (created on first run).
+    #[arg(long, default_value = "packetstore-data/kv.pool")]
+    pub pool: PathBuf,
+    /// Size of a new pool (an existing pool keeps its size).
+    #[arg(long, default_value = "1GiB")]
+    pub pool_size: String,
+    /// Log region of a new pool.
+    #[arg(long, default_value = "64MiB")]
+    pub log_size: String,
+    /// HTTP listener (PUT/GET/HEAD/DELETE /kv/<key>).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http: SocketAddr,
+    /// Redis protocol listener.
+    #[arg(long, default_value = "127.0.0.1:6380")]
+    pub resp: SocketAddr,
+    /// Require AUTH with this password on the Redis protocol.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// I/O path: uring (PASTE's engine) or epoll (the Linux baseline).
+    #[arg(long, default_value = "uring")]
+    pub io: String,
+    /// zerocopy (values stay where they were received) or copy.
+    #[arg(long, default_value = "zerocopy")]
+    pub persist: String,
+    /// epoll only: per-request (a fence or sync per request) or per-turn.
+    #[arg(long, default_value = "per-turn")]
+    pub commit: String,
+    /// The largest value accepted.
+    #[arg(long, default_value = "64MiB")]
+    pub value_size_max: String,
+    /// Values at least this long are sent from the pool without copying.
+    #[arg(long, default_value = "4KiB")]
+    pub zero_copy_min: String,
+    /// Checkpoint the index after this many logged writes (or each second).
+    #[arg(long, default_value_t = 100_000)]
+    pub checkpoint_records: usize,
+    /// Buffers in the receive ring (a power of two, at most 32768).
+    #[arg(long, default_value_t = 4096)]
+    pub ring_entries: u16,
+    /// Poll for completions instead of sleeping in the kernel.
+    #[arg(long)]
+    pub busy_poll: bool,
+    /// Page domain: fdatasyncs in flight at once (1..=16).
+    #[arg(long, default_value_t = 1)]
+    pub syncs_in_flight: usize,
+    /// Zero copy: whole pool buffers per receive instead of incremental
+    /// consumption (requests packed into shared buffers).
+    #[arg(long)]
+    pub whole_buffers: bool,
+    #[command(flatten)]
+    pub persist_args: PersistArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let persist = match args.persist.as_str() {
+        "zerocopy" | "zero-copy" => Persist::ZeroCopy,
+        "copy" => Persist::Copy,
+        other => bail!("unknown --persist '{other}': use zerocopy or copy"),
+    };
+    let policy = match (args.io.as_str(), args.commit.as_str()) {
+        ("uring", _) => None,
+        ("epoll", "per-request") => Some(CommitPolicy::PerRequest),
+        ("epoll", "per-turn") => Some(CommitPolicy::PerTurn),
+        ("epoll", other) => bail!("unknown --commit '{other}': use per-request or per-turn"),
+        (other, _) => bail!("unknown --io '{other}': use uring or epoll"),
+    };
+    if policy.is_some() && persist == Persist::ZeroCopy {
+        bail!("--io epoll receives into private buffers: use --persist copy");
+    }
+    let options = args.persist_args.options()?;
+    crate::wal::raise_open_file_limit();
+    if let Some(parent) = args.pool.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let created = !args.pool.exists();
+    let pool = if created {
+        let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, parse_size(&args.log_size)?)
+            .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
+        Pool::create(&args.pool, geometry, &options)?
+    } else {
+        Pool::open(&args.pool, &options)?
+    };
+    let geometry = pool.geometry();
+    if geometry.log_count != 1 {
+        bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);
+    }
+    let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.ring_entries) * 2 } else { 64 };
+    if geometry.buffer_count < 4 * buffers_reserve {
+        bail!(
+            "the pool has {} buffers, too few for a receive ring of {} (grow --pool-size or shrink --ring-entries)",
+            geometry.buffer_count,
+            args.ring_entries
+        );
+    }
+    let value_size_max = parse_size(&args.value_size_max)?;
+    let domain = pool.domain().clone();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "packetstore serve {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(
+        out,
+        "pool: {} ({:.1} MiB, {}{})",
+        args.pool.display(),
+        pool.len() as f64 / 1048576.0,
+        geometry,
+        if created { ", created" } else { "" }
+    )?;
+    writeln!(out, "persistence domain: {domain}")?;
+    if !domain.durable {
+        writeln!(out, "WARNING: this domain is not durable across power loss (emulated or none): use it for testing")?;
+    }
+    out.flush()?;
+    drop(out);
+
+    let mut buffers = Buffers::new(geometry.buffer_count);
+    let store_config = StoreConfig {
+        value_size_max,
+        checkpoint_records: args.checkpoint_records,
+        checkpoint_interval: Duration::from_secs(1),
+        buffers_reserve,
+    };
+    let (store, report) = Store::open(&pool, &mut buffers, store_config).context("recovery failed")?;
+    let recovery = report.to_string();
+    println!("recovery: {recovery}");
+    let kv_config = KvConfig {
+        persist,
+        value_size_max,
+        zero_copy_min: parse_size(&args.zero_copy_min)?,
+        requirepass: args.requirepass.map(String::into_bytes),
+        buffers_reserve,
+        domain_name: domain.domain.name().to_string(),
+    };
+    let mut server = KvServer::new(kv_config, store, recovery);
+    let nonblocking = policy.is_some();
+    let http = packetstore::net::listen(args.http, false, nonblocking)
+        .with_context(|| format!("cannot listen on {} (HTTP)", args.http))?;
+    let resp = packetstore::net::listen(args.resp, false, nonblocking)
+        .with_context(|| format!("cannot listen on {} (Redis protocol)", args.resp))?;
+    let http_addr = packetstore::net::local_addr(&http)?;
+    let resp_addr = packetstore::net::local_addr(&resp)?;
+    let listeners = vec![http, resp];
+    let stop = AtomicBool::new(false);
+    let kind = match policy {
+        None => "io uring".to_string(),
+        Some(_) => format!("io epoll, commit {}", args.commit),
+    };
+    let ready = format!(
+        "listening: http {http_addr}, redis {resp_addr} ({kind}, persist {}, limits: value {} bytes, key {} bytes)",
+        persist.name(),
+        value_size_max,
+        packetstore::store::KEY_SIZE_MAX
+    );
+    match policy {
+        None => {
+            let config = EngineConfig {
+                ring_entries: args.ring_entries,
+                busy_poll: args.busy_poll,
+                syncs_in_flight: args.syncs_in_flight,
+                incremental: persist == Persist::ZeroCopy && !args.whole_buffers,
+                ..EngineConfig::default()
+            };
+            let mut engine = Engine::new(&pool, &mut buffers, &mut server, config, listeners)?;
+            println!("{ready}");
+            std::io::stdout().flush()?;
+            engine.run(&stop)?;
+        }
+        Some(policy) => {
+            let mut epoll = EpollServer::new(&pool, &mut buffers, &mut server, http_addr, policy, listeners)?;
+            println!("{ready}");
+            std::io::stdout().flush()?;
+            epoll.run(&stop)?;
+        }
+    }
+    Ok(())
+}

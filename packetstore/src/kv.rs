@@ -1,0 +1,1867 @@
+//! The key-value server (`packetstore serve`): the [`App`] that speaks
+//! HTTP (PASTE's pKVS: `PUT`/`GET`/`HEAD`/`DELETE /kv/<key>`) on one
+//! listener and the Redis protocol on the other, over one [`Store`].
+//!
+//! Owns: per-connection protocol state, command semantics (Redis's, for the
+//! commands listed in `COMMANDS`), and replies. A write is applied to the
+//! store (logged, then indexed) while its reply is queued; the I/O loop
+//! sends the reply only after the commit that makes the write durable.
+//! Reads are answered from the tree's working version, never flushed; a
+//! value of at least `zero_copy_min` bytes is sent straight from the pool
+//! buffers it was received into (the reply holds references on them until
+//! sent), smaller ones are copied into the reply.
+//!
+//! Invariants: every buffer reference a request holds is given back when
+//! it ends (`Args::clear`, `abandon`); a write refused for lack of space
+//! leaves nothing behind (`Store::apply` is all or nothing).
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::app::{App, IoCounters, Persist, Progress, Release};
+use crate::buffers::Buffers;
+use crate::http::{self, HeadError, Method};
+use crate::node::Value;
+use crate::outq::OutQueue;
+use crate::pool::Pool;
+use crate::record::Extent;
+use crate::resp::{glob_match, Args, Encoder, Parsed, Parser, ReceiveConfig};
+use crate::store::{
+    expire_key, field_key, hash_key, now_ms, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError,
+    StoreTicket, FIELD_SIZE_MAX, KEY_SIZE_MAX,
+};
+use crate::stream::Stream;
+
+/// Listener indexes of the server's two protocols.
+pub const LISTENER_HTTP: usize = 0;
+pub const LISTENER_RESP: usize = 1;
+
+/// Cursors SCAN remembers (the oldest is forgotten first: a client using
+/// it starts over, which SCAN's contract allows).
+const SCAN_CURSORS_MAX: usize = 4096;
+/// Expired keys removed per tick.
+const EXPIRE_PER_TICK_MAX: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct KvConfig {
+    pub persist: Persist,
+    pub value_size_max: u64,
+    /// Values at least this long are sent from the pool (zero copy).
+    pub zero_copy_min: u64,
+    pub requirepass: Option<Vec<u8>>,
+    /// Free buffers kept back for receiving (the ring's refills).
+    pub buffers_reserve: u32,
+    /// What the server reports (INFO, CONFIG GET).
+    pub domain_name: String,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KvStats {
+    pub commands: u64,
+    pub http_requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub refused_full: u64,
+    pub errors: u64,
+    pub bytes_sent_zero_copy: u64,
+    pub bytes_sent_copied: u64,
+}
+
+/// One connection's protocol state.
+pub struct KvConn {
+    listener: usize,
+    id: u64,
+    name: Option<Vec<u8>>,
+    authenticated: bool,
+    encoder: Encoder,
+    parser: Parser,
+    args: Args,
+    http: Option<HttpBody>,
+}
+
+/// An HTTP request whose body is arriving.
+struct HttpBody {
+    key: Vec<u8>,
+    keep_alive: bool,
+    remaining: u64,
+    len: u64,
+    extents: Vec<Extent>,
+    copy_fill: usize,
+    refused: bool,
+}
+
+pub struct KvServer {
+    config: KvConfig,
+    store: Store,
+    next_client_id: u64,
+    scan_cursors: VecDeque<(u64, Vec<u8>)>,
+    next_cursor: u64,
+    io: IoCounters,
+    stats: KvStats,
+    started: std::time::Instant,
+    recovery: String,
+}
+
+type Cmd = fn(&mut KvServer, &mut Ctx<'_>) -> Result<(), StoreError>;
+
+/// A command's table entry: name, arity (negative: at least), flags, first
+/// key, last key, key step (COMMAND's layout), and its handler.
+type CommandEntry = (&'static str, i64, &'static [&'static str], i64, i64, i64, Cmd);
+
+/// What a command handler works with.
+struct Ctx<'a> {
+    pool: &'a Pool,
+    buffers: &'a mut Buffers,
+    conn: &'a mut KvConn,
+    out: &'a mut OutQueue,
+    now: u64,
+    close: bool,
+}
+
+impl Ctx<'_> {
+    fn enc(&self) -> Encoder {
+        self.conn.encoder
+    }
+
+    fn arg(&self, i: usize) -> std::borrow::Cow<'_, [u8]> {
+        self.conn.args.bytes(self.pool, i)
+    }
+
+    fn argc(&self) -> usize {
+        self.conn.args.len()
+    }
+
+    fn error(&mut self, text: &str) {
+        let enc = self.enc();
+        enc.error(self.out.bytes(), text);
+    }
+
+    fn ok(&mut self) {
+        self.out.push(b"+OK\r\n");
+    }
+
+    fn int(&mut self, value: i64) {
+        let enc = self.enc();
+        enc.int(self.out.bytes(), value);
+    }
+
+    fn null(&mut self) {
+        let enc = self.enc();
+        enc.null(self.out.bytes());
+    }
+
+    fn bulk(&mut self, bytes: &[u8]) {
+        let enc = self.enc();
+        enc.bulk(self.out.bytes(), bytes);
+    }
+
+    fn array(&mut self, len: usize) {
+        let enc = self.enc();
+        enc.array(self.out.bytes(), len);
+    }
+
+    fn map(&mut self, len: usize) {
+        let enc = self.enc();
+        enc.map(self.out.bytes(), len);
+    }
+}
+
+/// Checks a key's size.
+fn key_ok(key: &[u8]) -> Result<(), String> {
+    if key.len() > KEY_SIZE_MAX {
+        return Err(format!("ERR key of {} bytes is over the limit of {KEY_SIZE_MAX}", key.len()));
+    }
+    Ok(())
+}
+
+fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.is_empty() || text.len() > 20 || text.starts_with('+') || (text.starts_with('0') && text.len() > 1) {
+        return None;
+    }
+    if text.starts_with("-0") {
+        return None;
+    }
+    text.parse().ok()
+}
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+const SYNTAX: &str = "ERR syntax error";
+
+/// Name, arity (negative: at least), flags, first key, last key, step.
+const COMMANDS: &[CommandEntry] = &[
+    ("ping", -1, &["fast", "stale"], 0, 0, 0, KvServer::cmd_ping),
+    ("echo", 2, &["fast"], 0, 0, 0, KvServer::cmd_echo),
+    ("quit", -1, &["fast"], 0, 0, 0, KvServer::cmd_quit),
+    ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], 0, 0, 0, KvServer::cmd_auth),
+    ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], 0, 0, 0, KvServer::cmd_hello),
+    ("select", 2, &["loading", "stale", "fast"], 0, 0, 0, KvServer::cmd_select),
+    ("client", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, KvServer::cmd_client),
+    ("command", -1, &["random", "loading", "stale"], 0, 0, 0, KvServer::cmd_command),
+    ("config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, KvServer::cmd_config),
+    ("info", -1, &["random", "loading", "stale"], 0, 0, 0, KvServer::cmd_info),
+    ("dbsize", 1, &["readonly", "fast"], 0, 0, 0, KvServer::cmd_dbsize),
+    ("set", -3, &["write", "denyoom"], 1, 1, 1, KvServer::cmd_set),
+    ("get", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_get),
+    ("getdel", 2, &["write", "fast"], 1, 1, 1, KvServer::cmd_getdel),
+    ("del", -2, &["write"], 1, -1, 1, KvServer::cmd_del),
+    ("unlink", -2, &["write", "fast"], 1, -1, 1, KvServer::cmd_del),
+    ("exists", -2, &["readonly", "fast"], 1, -1, 1, KvServer::cmd_exists),
+    ("mset", -3, &["write", "denyoom"], 1, -1, 2, KvServer::cmd_mset),
+    ("mget", -2, &["readonly", "fast"], 1, -1, 1, KvServer::cmd_mget),
+    ("incr", 2, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_incr),
+    ("decr", 2, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_decr),
+    ("incrby", 3, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_incrby),
+    ("decrby", 3, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_decrby),
+    ("append", 3, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_append),
+    ("strlen", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_strlen),
+    ("hset", -4, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_hset),
+    ("hget", 3, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_hget),
+    ("hdel", -3, &["write", "fast"], 1, 1, 1, KvServer::cmd_hdel),
+    ("hgetall", 2, &["readonly"], 1, 1, 1, KvServer::cmd_hgetall),
+    ("hlen", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_hlen),
+    ("hexists", 3, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_hexists),
+    ("keys", 2, &["readonly"], 0, 0, 0, KvServer::cmd_keys),
+    ("scan", -2, &["readonly"], 0, 0, 0, KvServer::cmd_scan),
+    ("flushall", -1, &["write"], 0, 0, 0, KvServer::cmd_flushall),
+    ("flushdb", -1, &["write"], 0, 0, 0, KvServer::cmd_flushall),
+    ("type", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_type),
+    ("ttl", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_ttl),
+    ("pttl", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_pttl),
+    ("expire", 3, &["write", "fast"], 1, 1, 1, KvServer::cmd_expire),
+    ("pexpire", 3, &["write", "fast"], 1, 1, 1, KvServer::cmd_pexpire),
+    ("persist", 2, &["write", "fast"], 1, 1, 1, KvServer::cmd_persist),
+];
+
+impl KvServer {
+    pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
+        KvServer {
+            config,
+            store,
+            next_client_id: 1,
+            scan_cursors: VecDeque::new(),
+            next_cursor: 1,
+            io: IoCounters::default(),
+            stats: KvStats::default(),
+            started: std::time::Instant::now(),
+            recovery,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn stats(&self) -> KvStats {
+        self.stats
+    }
+
+    fn receive_config(&self) -> ReceiveConfig {
+        ReceiveConfig {
+            persist: self.config.persist,
+            value_size_max: self.config.value_size_max,
+            buffers_reserve: self.config.buffers_reserve,
+        }
+    }
+
+    // ---- the Redis protocol ----
+
+    #[allow(clippy::too_many_arguments)]
+    fn serve_resp(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        requests_max: usize,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let mut progress = Progress::default();
+        let config = self.receive_config();
+        while progress.requests < requests_max && !progress.close {
+            if !self.store.batch_has_room() {
+                progress.more = true;
+                break;
+            }
+            match conn.parser.parse(pool, buffers, &config, stream, &mut conn.args, release) {
+                Parsed::Incomplete => break,
+                Parsed::Malformed(why) => {
+                    conn.encoder.error(out.bytes(), &format!("ERR {why}"));
+                    conn.parser.abandon(buffers, &mut conn.args);
+                    self.stats.errors += 1;
+                    progress.close = true;
+                }
+                Parsed::Command => {
+                    let close = self.execute(pool, buffers, conn, out);
+                    conn.args.clear(buffers);
+                    progress.requests += 1;
+                    progress.close |= close;
+                }
+            }
+        }
+        progress
+    }
+
+    /// Runs the parsed command; true if the connection should close.
+    fn execute(&mut self, pool: &Pool, buffers: &mut Buffers, conn: &mut KvConn, out: &mut OutQueue) -> bool {
+        self.stats.commands += 1;
+        let name = conn.args.upper(0).unwrap_or_default();
+        let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false };
+        let lower = name.to_ascii_lowercase();
+        let Some(&(cmd_name, arity, flags, _, _, _, handler)) =
+            COMMANDS.iter().find(|c| c.0.as_bytes() == lower.as_slice())
+        else {
+            let mut text =
+                format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&ctx.arg(0)));
+            for i in 1..ctx.argc().min(4) {
+                let _ = write!(text, "'{}' ", String::from_utf8_lossy(&ctx.arg(i)));
+            }
+            ctx.error(&text);
+            self.stats.errors += 1;
+            return false;
+        };
+        if self.config.requirepass.is_some()
+            && !ctx.conn.authenticated
+            && !flags.contains(&"no_auth")
+            && cmd_name != "quit"
+        {
+            ctx.error("NOAUTH Authentication required.");
+            return false;
+        }
+        let argc = ctx.argc() as i64;
+        if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
+            ctx.error(&format!("ERR wrong number of arguments for '{cmd_name}' command"));
+            self.stats.errors += 1;
+            return false;
+        }
+        if let Some(why) = ctx.conn.args.refused.clone() {
+            ctx.error(&why);
+            self.stats.refused_full += 1;
+            return false;
+        }
+        if let Err(error) = handler(self, &mut ctx) {
+            if error.is_full() {
+                self.stats.refused_full += 1;
+                ctx.error(&format!("OOM command not allowed: {error}"));
+            } else {
+                self.stats.errors += 1;
+                ctx.error(&format!("ERR {error}"));
+            }
+        }
+        ctx.close
+    }
+
+    /// Applies a command's ops; gives back their references either way.
+    fn apply(&mut self, ctx: &mut Ctx<'_>, ops: &[Op]) -> Result<(), StoreError> {
+        let writes = ops.iter().any(|op| matches!(op, Op::Put { .. }));
+        let result = if writes { self.store.check_room_for_write(ctx.buffers) } else { Ok(()) };
+        let result = result.and_then(|()| self.store.apply(ctx.pool, ctx.buffers, ops));
+        Store::release_ops(ctx.buffers, ops);
+        if result.is_ok() {
+            self.stats.writes += 1;
+        }
+        result
+    }
+
+    /// A `Put` of argument `i` (its own references on the extents).
+    fn put_arg(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, i: usize) -> Result<Op, StoreError> {
+        let len = ctx.conn.args.arg_len(i);
+        let extents = match ctx.conn.args.extents(i) {
+            Some(extents) => {
+                for extent in extents {
+                    ctx.buffers.retain(extent.buffer)?;
+                }
+                extents.to_vec()
+            }
+            None => {
+                let bytes = ctx.arg(i).into_owned();
+                self.store.stage(ctx.pool, ctx.buffers, &bytes)?
+            }
+        };
+        Ok(Op::Put { key: tree_key, extents, len })
+    }
+
+    /// A `Put` of computed bytes.
+    fn put_bytes(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, bytes: &[u8]) -> Result<Op, StoreError> {
+        let extents = self.store.stage(ctx.pool, ctx.buffers, bytes)?;
+        Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
+    }
+
+    /// Ops that remove `key` if it has expired (so a write starts afresh).
+    fn purge_if_expired(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
+        if !self.store.is_expired(key, ctx.now) {
+            return Ok(());
+        }
+        self.delete_ops(ctx, key, ops, true)
+    }
+
+    /// Ops deleting `key` whatever its type, and its expiry; `raw` ignores
+    /// expiry when looking (purging an expired key).
+    fn delete_ops(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>, raw: bool) -> Result<(), StoreError> {
+        if self.store.get_raw(ctx.pool, &string_key(key))?.is_some() {
+            ops.push(Op::Del { key: string_key(key) });
+        }
+        if self.store.get_raw(ctx.pool, &hash_key(key))?.is_some() {
+            ops.push(Op::DelHash { name: key.to_vec() });
+        }
+        if (raw || !ops.is_empty()) && self.store.expiry(key).is_some() {
+            ops.push(Op::Del { key: expire_key(key) });
+        }
+        Ok(())
+    }
+
+    /// Replies with a string value: from the pool when long enough.
+    fn reply_value(&mut self, ctx: &mut Ctx<'_>, value: &Value) {
+        let len = value_len(value);
+        match value {
+            Value::Extents(extents) if len >= self.config.zero_copy_min => {
+                let enc = ctx.enc();
+                enc.bulk_header(ctx.out.bytes(), len);
+                for extent in extents {
+                    ctx.buffers.retain(extent.buffer).expect("a stored value's buffer takes a reply's reference");
+                    let offset = ctx.pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+                    // SAFETY: the reply took a reference on the buffer just
+                    // above: nothing reuses or writes it until it is sent.
+                    unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
+                }
+                ctx.out.push(b"\r\n");
+                self.stats.bytes_sent_zero_copy += len;
+            }
+            _ => {
+                let bytes = value_bytes(ctx.pool, value);
+                ctx.bulk(&bytes);
+                self.stats.bytes_sent_copied += len;
+            }
+        }
+    }
+
+    /// The live string at `key`; Err(()) if it holds a hash.
+    fn string_of(&self, ctx: &Ctx<'_>, key: &[u8]) -> Result<Result<Option<Value>, ()>, StoreError> {
+        if let Some(value) = self.store.get(ctx.pool, key, ctx.now)? {
+            return Ok(Ok(Some(value)));
+        }
+        if self.store.key_type(ctx.pool, key, ctx.now)? == Some(KeyType::Hash) {
+            return Ok(Err(()));
+        }
+        Ok(Ok(None))
+    }
+
+    fn cmd_ping(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match ctx.argc() {
+            1 => ctx.out.push(b"+PONG\r\n"),
+            2 => {
+                let message = ctx.arg(1).into_owned();
+                ctx.bulk(&message)
+            }
+            _ => ctx.error("ERR wrong number of arguments for 'ping' command"),
+        }
+        Ok(())
+    }
+
+    fn cmd_echo(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let message = ctx.arg(1).into_owned();
+        ctx.bulk(&message);
+        Ok(())
+    }
+
+    fn cmd_quit(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        ctx.ok();
+        ctx.close = true;
+        Ok(())
+    }
+
+    fn check_password(&self, user: Option<&[u8]>, password: &[u8]) -> Result<(), &'static str> {
+        let Some(expected) = &self.config.requirepass else {
+            return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        };
+        if user.is_some_and(|u| u != b"default") || password != expected.as_slice() {
+            return Err("WRONGPASS invalid username-password pair or user is disabled.");
+        }
+        Ok(())
+    }
+
+    fn cmd_auth(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let result = match ctx.argc() {
+            2 => self.check_password(None, &ctx.arg(1)),
+            3 => self.check_password(Some(&ctx.arg(1)), &ctx.arg(2)),
+            _ => {
+                ctx.error(SYNTAX);
+                return Ok(());
+            }
+        };
+        match result {
+            Ok(()) => {
+                ctx.conn.authenticated = true;
+                ctx.ok()
+            }
+            Err(why) => ctx.error(why),
+        }
+        Ok(())
+    }
+
+    fn cmd_hello(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let mut i = 1;
+        let mut protocol = None;
+        if ctx.argc() > 1 {
+            match parse_i64(&ctx.arg(1)) {
+                Some(v @ (2 | 3)) => protocol = Some(v),
+                Some(_) => {
+                    ctx.error("NOPROTO unsupported protocol version");
+                    return Ok(());
+                }
+                None => {
+                    ctx.error("ERR Protocol version is not an integer or out of range");
+                    return Ok(());
+                }
+            }
+            i = 2;
+        }
+        while i < ctx.argc() {
+            match ctx.conn.args.upper(i).as_deref() {
+                Some(b"AUTH") if i + 2 < ctx.argc() => {
+                    if let Err(why) = self.check_password(Some(&ctx.arg(i + 1)), &ctx.arg(i + 2)) {
+                        ctx.error(why);
+                        return Ok(());
+                    }
+                    ctx.conn.authenticated = true;
+                    i += 3;
+                }
+                Some(b"SETNAME") if i + 1 < ctx.argc() => {
+                    ctx.conn.name = Some(ctx.arg(i + 1).into_owned());
+                    i += 2;
+                }
+                _ => {
+                    ctx.error(&format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&ctx.arg(i))));
+                    return Ok(());
+                }
+            }
+        }
+        if self.config.requirepass.is_some() && !ctx.conn.authenticated {
+            ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+            return Ok(());
+        }
+        if let Some(protocol) = protocol {
+            ctx.conn.encoder.resp3 = protocol == 3;
+        }
+        let proto = if ctx.conn.encoder.resp3 { 3 } else { 2 };
+        ctx.map(7);
+        for (name, value) in [("server", "redis"), ("version", "7.0.0")] {
+            ctx.bulk(name.as_bytes());
+            ctx.bulk(value.as_bytes());
+        }
+        ctx.bulk(b"proto");
+        ctx.int(proto);
+        ctx.bulk(b"id");
+        ctx.int(ctx.conn.id as i64);
+        for (name, value) in [("mode", "standalone"), ("role", "master")] {
+            ctx.bulk(name.as_bytes());
+            ctx.bulk(value.as_bytes());
+        }
+        ctx.bulk(b"modules");
+        ctx.array(0);
+        Ok(())
+    }
+
+    fn cmd_select(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match parse_i64(&ctx.arg(1)) {
+            Some(0) => ctx.ok(),
+            Some(_) => ctx.error("ERR DB index is out of range"),
+            None => ctx.error(NOT_INTEGER),
+        }
+        Ok(())
+    }
+
+    fn cmd_client(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match (ctx.conn.args.upper(1).as_deref(), ctx.argc()) {
+            (Some(b"SETNAME"), 3) => {
+                let name = ctx.arg(2).into_owned();
+                if name.iter().any(|&b| b <= b' ' || b > b'~') {
+                    ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
+                } else {
+                    ctx.conn.name = (!name.is_empty()).then_some(name);
+                    ctx.ok();
+                }
+            }
+            (Some(b"GETNAME"), 2) => match ctx.conn.name.clone() {
+                Some(name) => ctx.bulk(&name),
+                None => ctx.null(),
+            },
+            (Some(b"ID"), 2) => ctx.int(ctx.conn.id as i64),
+            (Some(b"SETINFO"), 4) => ctx.ok(),
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
+        }
+        Ok(())
+    }
+
+    fn cmd_command(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let write_info = |ctx: &mut Ctx<'_>, entry: &CommandEntry| {
+            let (name, arity, flags, first, last, step, _) = *entry;
+            ctx.array(6);
+            ctx.bulk(name.as_bytes());
+            ctx.int(arity);
+            ctx.array(flags.len());
+            for flag in flags {
+                let enc = ctx.enc();
+                enc.simple(ctx.out.bytes(), flag);
+            }
+            ctx.int(first);
+            ctx.int(last);
+            ctx.int(step);
+        };
+        match ctx.conn.args.upper(1).as_deref() {
+            None => {
+                ctx.array(COMMANDS.len());
+                for entry in COMMANDS {
+                    write_info(ctx, entry);
+                }
+            }
+            Some(b"COUNT") => ctx.int(COMMANDS.len() as i64),
+            Some(b"INFO") => {
+                let names: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).to_ascii_lowercase()).collect();
+                ctx.array(names.len());
+                for name in names {
+                    match COMMANDS.iter().find(|c| c.0.as_bytes() == name.as_slice()) {
+                        Some(entry) => write_info(ctx, entry),
+                        None => ctx.null(),
+                    }
+                }
+            }
+            Some(b"DOCS") => ctx.map(0),
+            _ => ctx.error("ERR unknown subcommand. Try COMMAND HELP."),
+        }
+        Ok(())
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        let durable = self.config.domain_name != "none";
+        vec![
+            ("save", String::new()),
+            ("appendonly", if durable { "yes" } else { "no" }.into()),
+            ("appendfsync", if durable { "always" } else { "no" }.into()),
+            ("databases", "1".into()),
+            ("maxmemory", "0".into()),
+            ("proto-max-bulk-len", self.config.value_size_max.to_string()),
+            ("requirepass", if self.config.requirepass.is_some() { "********" } else { "" }.into()),
+        ]
+    }
+
+    fn cmd_config(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match ctx.conn.args.upper(1).as_deref() {
+            Some(b"GET") if ctx.argc() >= 3 => {
+                let patterns: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).to_ascii_lowercase()).collect();
+                let found: Vec<_> = self
+                    .config_values()
+                    .into_iter()
+                    .filter(|(name, _)| patterns.iter().any(|p| glob_match(p, name.as_bytes())))
+                    .collect();
+                ctx.map(found.len());
+                for (name, value) in found {
+                    ctx.bulk(name.as_bytes());
+                    ctx.bulk(value.as_bytes());
+                }
+            }
+            Some(b"SET") => ctx.error("ERR CONFIG SET is not supported: restart packetstore with the option"),
+            Some(b"RESETSTAT") => {
+                self.stats = KvStats::default();
+                ctx.ok()
+            }
+            _ => ctx.error("ERR unknown subcommand or wrong number of arguments for 'config'. Try CONFIG HELP."),
+        }
+        Ok(())
+    }
+
+    /// The INFO text, in Redis's layout.
+    pub fn info_text(&self, pool: &Pool, buffers: &Buffers, section: Option<&str>) -> String {
+        let mut text = String::new();
+        let wants = |name: &str| section.is_none_or(|s| s == "all" || s == "everything" || s == "default" || s == name);
+        let geometry = pool.geometry();
+        if wants("server") {
+            let _ = write!(
+                text,
+                "# Server\r\nredis_version:7.0.0\r\npacketstore_version:{}\r\nredis_mode:standalone\r\nos:Linux\r\narch_bits:64\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n",
+                env!("CARGO_PKG_VERSION"),
+                std::process::id(),
+                self.started.elapsed().as_secs()
+            );
+        }
+        if wants("clients") {
+            let _ = write!(
+                text,
+                "# Clients\r\nconnected_clients:{}\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\n\r\n",
+                self.io.connections, self.io.accepted, self.io.refused
+            );
+        }
+        if wants("memory") {
+            let used = u64::from(buffers.count() - buffers.free_count()) * u64::from(geometry.buffer_size);
+            let _ = write!(
+                text,
+                "# Memory\r\nused_memory:{used}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\n\r\n",
+                pool.len(),
+                buffers.count(),
+                buffers.free_count(),
+                geometry.buffer_size
+            );
+        }
+        if wants("persistence") {
+            let usage = self.store.log().usage();
+            let stats = self.store.stats();
+            let _ = write!(
+                text,
+                "# Persistence\r\nloading:0\r\naof_enabled:1\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\n\r\n",
+                self.config.domain_name,
+                self.config.persist.name(),
+                usage.live_records,
+                usage.free_bytes,
+                usage.ring_size,
+                stats.commits,
+                stats.checkpoints,
+                stats.checkpoint_ns_max as f64 / 1e6,
+                self.store.tree().generation(),
+                self.store.tree().height(),
+                u8::from(self.store.is_reclaiming()),
+                self.recovery
+            );
+        }
+        if wants("stats") {
+            let _ = write!(
+                text,
+                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\n\r\n",
+                self.stats.commands,
+                self.stats.http_requests,
+                self.stats.writes,
+                self.store.stats().expired,
+                self.stats.refused_full,
+                self.stats.errors,
+                self.stats.bytes_sent_zero_copy,
+                self.stats.bytes_sent_copied,
+                self.io.enobufs
+            );
+        }
+        if wants("keyspace") {
+            text.push_str("# Keyspace\r\n");
+            if self.store.keys() > 0 {
+                let _ = write!(text, "db0:keys={},expires={},avg_ttl=0\r\n", self.store.keys(), self.store.expiring());
+            }
+            text.push_str("\r\n");
+        }
+        text
+    }
+
+    fn cmd_info(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let section = (ctx.argc() > 1).then(|| String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase());
+        let text = self.info_text(ctx.pool, ctx.buffers, section.as_deref());
+        let enc = ctx.enc();
+        enc.verbatim(ctx.out.bytes(), &text);
+        Ok(())
+    }
+
+    fn cmd_dbsize(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        ctx.int(self.store.keys() as i64);
+        Ok(())
+    }
+
+    fn cmd_set(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if let Err(why) = key_ok(&key) {
+            ctx.error(&why);
+            return Ok(());
+        }
+        let (mut nx, mut xx, mut get, mut keep_ttl) = (false, false, false, false);
+        let mut expire_at: Option<u64> = None;
+        let mut i = 3;
+        while i < ctx.argc() {
+            let option = ctx.conn.args.upper(i).unwrap_or_default();
+            let next = (i + 1 < ctx.argc()).then(|| ctx.arg(i + 1).into_owned());
+            match option.as_slice() {
+                b"NX" if !xx => nx = true,
+                b"XX" if !nx => xx = true,
+                b"GET" => get = true,
+                b"KEEPTTL" if expire_at.is_none() => keep_ttl = true,
+                b"EX" | b"PX" | b"EXAT" | b"PXAT" if expire_at.is_none() && !keep_ttl && next.is_some() => {
+                    let Some(n) = next.as_deref().and_then(parse_i64) else {
+                        ctx.error(NOT_INTEGER);
+                        return Ok(());
+                    };
+                    let at = match option.as_slice() {
+                        b"EX" => n.checked_mul(1000).and_then(|ms| ms.checked_add(ctx.now as i64)),
+                        b"PX" => n.checked_add(ctx.now as i64),
+                        b"EXAT" => n.checked_mul(1000),
+                        _ => Some(n),
+                    };
+                    match at {
+                        Some(at) if n > 0 && at > 0 => expire_at = Some(at as u64),
+                        _ => {
+                            ctx.error("ERR invalid expire time in 'set' command");
+                            return Ok(());
+                        }
+                    }
+                    i += 1;
+                }
+                _ => {
+                    ctx.error(SYNTAX);
+                    return Ok(());
+                }
+            }
+            i += 1;
+        }
+        let old = self.string_of(ctx, &key)?;
+        let exists = match &old {
+            Ok(value) => value.is_some(),
+            Err(()) => {
+                if get {
+                    ctx.error(WRONGTYPE);
+                    return Ok(());
+                }
+                true
+            }
+        };
+        let old_bytes = match &old {
+            Ok(Some(value)) if get => Some(value_bytes(ctx.pool, value)),
+            _ => None,
+        };
+        if (nx && exists) || (xx && !exists) {
+            match old_bytes {
+                Some(bytes) => ctx.bulk(&bytes),
+                None if get => ctx.null(),
+                None => ctx.null(),
+            }
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, &key, &mut ops)?;
+        if old.is_err() && !self.store.is_expired(&key, ctx.now) {
+            ops.push(Op::DelHash { name: key.clone() });
+        }
+        let put = self.put_arg(ctx, string_key(&key), 2)?;
+        ops.push(put);
+        match expire_at {
+            Some(at) => {
+                let put = self.put_bytes(ctx, expire_key(&key), &at.to_le_bytes())?;
+                ops.push(put);
+            }
+            None if !keep_ttl && self.store.expiry(&key).is_some() && !self.store.is_expired(&key, ctx.now) => {
+                ops.push(Op::Del { key: expire_key(&key) });
+            }
+            None => {}
+        }
+        self.apply(ctx, &ops)?;
+        match (get, old_bytes) {
+            (true, Some(bytes)) => ctx.bulk(&bytes),
+            (true, None) => ctx.null(),
+            _ => ctx.ok(),
+        }
+        Ok(())
+    }
+
+    fn cmd_get(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        self.stats.reads += 1;
+        match self.string_of(ctx, &key)? {
+            Ok(Some(value)) => self.reply_value(ctx, &value),
+            Ok(None) => ctx.null(),
+            Err(()) => ctx.error(WRONGTYPE),
+        }
+        Ok(())
+    }
+
+    fn cmd_getdel(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        match self.string_of(ctx, &key)? {
+            Ok(Some(value)) => {
+                let bytes = value_bytes(ctx.pool, &value);
+                let mut ops = Vec::new();
+                self.delete_ops(ctx, &key, &mut ops, false)?;
+                self.apply(ctx, &ops)?;
+                ctx.bulk(&bytes);
+            }
+            Ok(None) => ctx.null(),
+            Err(()) => ctx.error(WRONGTYPE),
+        }
+        Ok(())
+    }
+
+    fn cmd_del(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let mut ops = Vec::new();
+        let mut deleted = 0;
+        let mut seen = std::collections::HashSet::new();
+        for i in 1..ctx.argc() {
+            let key = ctx.arg(i).into_owned();
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let live = self.store.key_type(ctx.pool, &key, ctx.now)?.is_some();
+            let before = ops.len();
+            self.delete_ops(ctx, &key, &mut ops, true)?;
+            if live && ops.len() > before {
+                deleted += 1;
+            }
+        }
+        self.apply(ctx, &ops)?;
+        ctx.int(deleted);
+        Ok(())
+    }
+
+    fn cmd_exists(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let mut count = 0;
+        for i in 1..ctx.argc() {
+            let key = ctx.arg(i).into_owned();
+            if self.store.key_type(ctx.pool, &key, ctx.now)?.is_some() {
+                count += 1;
+            }
+        }
+        ctx.int(count);
+        Ok(())
+    }
+
+    fn cmd_mset(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.argc() % 2 == 0 {
+            ctx.error("ERR wrong number of arguments for 'mset' command");
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        let result = (|| {
+            for i in (1..ctx.argc()).step_by(2) {
+                let key = ctx.arg(i).into_owned();
+                if let Err(why) = key_ok(&key) {
+                    return Ok(Err(why));
+                }
+                self.purge_if_expired(ctx, &key, &mut ops)?;
+                if !self.store.is_expired(&key, ctx.now) {
+                    if self.store.key_type(ctx.pool, &key, ctx.now)? == Some(KeyType::Hash) {
+                        ops.push(Op::DelHash { name: key.clone() });
+                    }
+                    if self.store.expiry(&key).is_some() {
+                        ops.push(Op::Del { key: expire_key(&key) });
+                    }
+                }
+                let put = self.put_arg(ctx, string_key(&key), i + 1)?;
+                ops.push(put);
+            }
+            Ok(Ok(()))
+        })();
+        match result {
+            Ok(Ok(())) => {
+                self.apply(ctx, &ops)?;
+                ctx.ok();
+                Ok(())
+            }
+            Ok(Err(why)) => {
+                Store::release_ops(ctx.buffers, &ops);
+                ctx.error(&why);
+                Ok(())
+            }
+            Err(error) => {
+                Store::release_ops(ctx.buffers, &ops);
+                Err(error)
+            }
+        }
+    }
+
+    fn cmd_mget(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        ctx.array(ctx.argc() - 1);
+        for i in 1..ctx.argc() {
+            let key = ctx.arg(i).into_owned();
+            self.stats.reads += 1;
+            match self.store.get(ctx.pool, &key, ctx.now)? {
+                Some(value) => self.reply_value(ctx, &value),
+                None => ctx.null(),
+            }
+        }
+        Ok(())
+    }
+
+    fn incr_by(&mut self, ctx: &mut Ctx<'_>, by: i64) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if let Err(why) = key_ok(&key) {
+            ctx.error(&why);
+            return Ok(());
+        }
+        let current = match self.string_of(ctx, &key)? {
+            Ok(Some(value)) => {
+                if value_len(&value) > 20 {
+                    ctx.error(NOT_INTEGER);
+                    return Ok(());
+                }
+                match parse_i64(&value_bytes(ctx.pool, &value)) {
+                    Some(n) => n,
+                    None => {
+                        ctx.error(NOT_INTEGER);
+                        return Ok(());
+                    }
+                }
+            }
+            Ok(None) => 0,
+            Err(()) => {
+                ctx.error(WRONGTYPE);
+                return Ok(());
+            }
+        };
+        let Some(next) = current.checked_add(by) else {
+            ctx.error("ERR increment or decrement would overflow");
+            return Ok(());
+        };
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, &key, &mut ops)?;
+        let mut text = Vec::new();
+        crate::resp::push_int(&mut text, next);
+        let put = self.put_bytes(ctx, string_key(&key), &text)?;
+        ops.push(put);
+        self.apply(ctx, &ops)?;
+        ctx.int(next);
+        Ok(())
+    }
+
+    fn cmd_incr(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.incr_by(ctx, 1)
+    }
+
+    fn cmd_decr(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.incr_by(ctx, -1)
+    }
+
+    fn cmd_incrby(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match parse_i64(&ctx.arg(2)) {
+            Some(by) => self.incr_by(ctx, by),
+            None => {
+                ctx.error(NOT_INTEGER);
+                Ok(())
+            }
+        }
+    }
+
+    fn cmd_decrby(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match parse_i64(&ctx.arg(2)).and_then(i64::checked_neg) {
+            Some(by) => self.incr_by(ctx, by),
+            None => {
+                ctx.error(NOT_INTEGER);
+                Ok(())
+            }
+        }
+    }
+
+    fn cmd_append(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if let Err(why) = key_ok(&key) {
+            ctx.error(&why);
+            return Ok(());
+        }
+        let old = match self.string_of(ctx, &key)? {
+            Ok(old) => old,
+            Err(()) => {
+                ctx.error(WRONGTYPE);
+                return Ok(());
+            }
+        };
+        let old_len = old.as_ref().map_or(0, value_len);
+        let add_len = ctx.conn.args.arg_len(2);
+        let total = old_len + add_len;
+        if total > self.config.value_size_max {
+            ctx.error(&format!("ERR string exceeds maximum allowed size ({} bytes)", self.config.value_size_max));
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, &key, &mut ops)?;
+        // The new value: the old value's extents and the argument's, both
+        // where they already are (zero copy), or copied when small.
+        let mut extents = Vec::new();
+        let result = (|| {
+            match &old {
+                Some(Value::Extents(old_extents)) => {
+                    for extent in old_extents {
+                        ctx.buffers.retain(extent.buffer)?;
+                        extents.push(*extent);
+                    }
+                }
+                Some(Value::Inline(bytes)) => extents.extend(self.store.stage(ctx.pool, ctx.buffers, bytes)?),
+                None => {}
+            }
+            match ctx.conn.args.extents(2) {
+                Some(arg) => {
+                    for extent in arg {
+                        ctx.buffers.retain(extent.buffer)?;
+                        extents.push(*extent);
+                    }
+                }
+                None => {
+                    let bytes = ctx.arg(2).into_owned();
+                    extents.extend(self.store.stage(ctx.pool, ctx.buffers, &bytes)?);
+                }
+            }
+            Ok::<(), StoreError>(())
+        })();
+        if let Err(error) = result {
+            ctx.buffers.release_extents(&extents).expect("our references");
+            return Err(error);
+        }
+        if extents.len() > 16 {
+            // Too fragmented for a leaf: one copy into packed buffers.
+            let bytes = value_bytes(ctx.pool, &Value::Extents(extents.clone()));
+            ctx.buffers.release_extents(&extents).expect("our references");
+            extents.clear();
+            ctx.buffers.copy_in(ctx.pool, &bytes, &mut extents)?;
+        }
+        ops.push(Op::Put { key: string_key(&key), extents, len: total });
+        self.apply(ctx, &ops)?;
+        ctx.int(total as i64);
+        Ok(())
+    }
+
+    fn cmd_strlen(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        match self.string_of(ctx, &key)? {
+            Ok(value) => ctx.int(value.as_ref().map_or(0, value_len) as i64),
+            Err(()) => ctx.error(WRONGTYPE),
+        }
+        Ok(())
+    }
+
+    /// The hash at `key` exists as a hash (live), or is absent; Err if it
+    /// is a string.
+    fn hash_check(&self, ctx: &Ctx<'_>, key: &[u8]) -> Result<Result<bool, ()>, StoreError> {
+        match self.store.key_type(ctx.pool, key, ctx.now)? {
+            Some(KeyType::String) => Ok(Err(())),
+            Some(KeyType::Hash) => Ok(Ok(true)),
+            None => Ok(Ok(false)),
+        }
+    }
+
+    fn cmd_hset(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.argc() % 2 != 0 {
+            ctx.error("ERR wrong number of arguments for 'hset' command");
+            return Ok(());
+        }
+        let key = ctx.arg(1).into_owned();
+        if let Err(why) = key_ok(&key) {
+            ctx.error(&why);
+            return Ok(());
+        }
+        if self.hash_check(ctx, &key)?.is_err() {
+            ctx.error(WRONGTYPE);
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, &key, &mut ops)?;
+        let mut count = self.store.hash_len(ctx.pool, &key, ctx.now)?;
+        let mut added = 0;
+        let mut seen = std::collections::HashSet::new();
+        let result = (|| {
+            for i in (2..ctx.argc()).step_by(2) {
+                let field = ctx.arg(i).into_owned();
+                if field.len() > FIELD_SIZE_MAX {
+                    return Ok(Err(format!(
+                        "ERR field of {} bytes is over the limit of {FIELD_SIZE_MAX}",
+                        field.len()
+                    )));
+                }
+                if seen.insert(field.clone()) && self.store.hash_get(ctx.pool, &key, &field, ctx.now)?.is_none() {
+                    added += 1;
+                    count += 1;
+                }
+                let put = self.put_arg(ctx, field_key(&key, &field), i + 1)?;
+                ops.push(put);
+            }
+            let header = self.put_bytes(ctx, hash_key(&key), &count.to_le_bytes())?;
+            ops.push(header);
+            Ok(Ok(()))
+        })();
+        match result {
+            Ok(Ok(())) => {
+                self.apply(ctx, &ops)?;
+                ctx.int(added);
+                Ok(())
+            }
+            Ok(Err(why)) => {
+                Store::release_ops(ctx.buffers, &ops);
+                ctx.error(&why);
+                Ok(())
+            }
+            Err(error) => {
+                Store::release_ops(ctx.buffers, &ops);
+                Err(error)
+            }
+        }
+    }
+
+    fn cmd_hget(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let (key, field) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
+        if self.hash_check(ctx, &key)?.is_err() {
+            ctx.error(WRONGTYPE);
+            return Ok(());
+        }
+        self.stats.reads += 1;
+        match self.store.hash_get(ctx.pool, &key, &field, ctx.now)? {
+            Some(value) => self.reply_value(ctx, &value),
+            None => ctx.null(),
+        }
+        Ok(())
+    }
+
+    fn cmd_hdel(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        match self.hash_check(ctx, &key)? {
+            Err(()) => {
+                ctx.error(WRONGTYPE);
+                return Ok(());
+            }
+            Ok(false) => {
+                ctx.int(0);
+                return Ok(());
+            }
+            Ok(true) => {}
+        }
+        let mut count = self.store.hash_len(ctx.pool, &key, ctx.now)?;
+        let mut ops = Vec::new();
+        let mut removed = 0;
+        let mut seen = std::collections::HashSet::new();
+        for i in 2..ctx.argc() {
+            let field = ctx.arg(i).into_owned();
+            if seen.insert(field.clone()) && self.store.hash_get(ctx.pool, &key, &field, ctx.now)?.is_some() {
+                ops.push(Op::Del { key: field_key(&key, &field) });
+                removed += 1;
+                count -= 1;
+            }
+        }
+        if removed > 0 {
+            if count == 0 {
+                ops.push(Op::DelHash { name: key.clone() });
+                if self.store.expiry(&key).is_some() {
+                    ops.push(Op::Del { key: expire_key(&key) });
+                }
+            } else {
+                let header = self.put_bytes(ctx, hash_key(&key), &count.to_le_bytes())?;
+                ops.push(header);
+            }
+            self.apply(ctx, &ops)?;
+        }
+        ctx.int(removed);
+        Ok(())
+    }
+
+    fn cmd_hgetall(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if self.hash_check(ctx, &key)?.is_err() {
+            ctx.error(WRONGTYPE);
+            return Ok(());
+        }
+        let fields = self.store.hash_fields(ctx.pool, &key, ctx.now)?;
+        ctx.map(fields.len());
+        for (field, value) in fields {
+            ctx.bulk(&field);
+            self.reply_value(ctx, &value);
+        }
+        Ok(())
+    }
+
+    fn cmd_hlen(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if self.hash_check(ctx, &key)?.is_err() {
+            ctx.error(WRONGTYPE);
+            return Ok(());
+        }
+        let len = self.store.hash_len(ctx.pool, &key, ctx.now)?;
+        ctx.int(len as i64);
+        Ok(())
+    }
+
+    fn cmd_hexists(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let (key, field) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
+        if self.hash_check(ctx, &key)?.is_err() {
+            ctx.error(WRONGTYPE);
+            return Ok(());
+        }
+        let found = self.store.hash_get(ctx.pool, &key, &field, ctx.now)?.is_some();
+        ctx.int(i64::from(found));
+        Ok(())
+    }
+
+    fn cmd_keys(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let pattern = ctx.arg(1).into_owned();
+        let (keys, _) = self.store.scan(ctx.pool, None, usize::MAX, ctx.now, |key| glob_match(&pattern, key))?;
+        ctx.array(keys.len());
+        for key in keys {
+            ctx.bulk(&key);
+        }
+        Ok(())
+    }
+
+    fn cmd_scan(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let Some(cursor) = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok()) else {
+            ctx.error("ERR invalid cursor");
+            return Ok(());
+        };
+        let (mut pattern, mut count, mut type_filter) = (None, 10usize, None);
+        let mut i = 2;
+        while i < ctx.argc() {
+            let option = ctx.conn.args.upper(i).unwrap_or_default();
+            if i + 1 >= ctx.argc() {
+                ctx.error(SYNTAX);
+                return Ok(());
+            }
+            match option.as_slice() {
+                b"MATCH" => pattern = Some(ctx.arg(i + 1).into_owned()),
+                b"COUNT" => match parse_i64(&ctx.arg(i + 1)) {
+                    Some(n) if n >= 1 => count = n.min(1_000_000) as usize,
+                    Some(_) => {
+                        ctx.error(SYNTAX);
+                        return Ok(());
+                    }
+                    None => {
+                        ctx.error(NOT_INTEGER);
+                        return Ok(());
+                    }
+                },
+                b"TYPE" => type_filter = Some(ctx.arg(i + 1).to_ascii_lowercase()),
+                _ => {
+                    ctx.error(SYNTAX);
+                    return Ok(());
+                }
+            }
+            i += 2;
+        }
+        let after = if cursor == 0 {
+            None
+        } else {
+            // An unknown cursor (forgotten) starts over.
+            self.scan_cursors.iter().find(|(id, _)| *id == cursor).map(|(_, key)| key.clone())
+        };
+        let (pool, now) = (ctx.pool, ctx.now);
+        let store = &self.store;
+        let (keys, last) = store.scan(pool, after.as_deref(), count, now, |key| {
+            pattern.as_ref().is_none_or(|p| glob_match(p, key))
+                && type_filter.as_ref().is_none_or(|t| {
+                    let kind = store.key_type(pool, key, now).ok().flatten();
+                    matches!((t.as_slice(), kind), (b"string", Some(KeyType::String)) | (b"hash", Some(KeyType::Hash)))
+                })
+        })?;
+        let next = match last {
+            Some(key) => {
+                let id = self.next_cursor;
+                self.next_cursor += 1;
+                if self.scan_cursors.len() >= SCAN_CURSORS_MAX {
+                    self.scan_cursors.pop_front();
+                }
+                self.scan_cursors.push_back((id, key));
+                id
+            }
+            None => 0,
+        };
+        ctx.array(2);
+        ctx.bulk(next.to_string().as_bytes());
+        ctx.array(keys.len());
+        for key in keys {
+            ctx.bulk(&key);
+        }
+        Ok(())
+    }
+
+    fn cmd_flushall(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.argc() > 2 || (ctx.argc() == 2 && !matches!(ctx.conn.args.upper(1).as_deref(), Some(b"SYNC" | b"ASYNC")))
+        {
+            ctx.error(SYNTAX);
+            return Ok(());
+        }
+        self.apply(ctx, &[Op::Flush])?;
+        self.scan_cursors.clear();
+        ctx.ok();
+        Ok(())
+    }
+
+    fn cmd_type(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        let name = match self.store.key_type(ctx.pool, &key, ctx.now)? {
+            Some(KeyType::String) => "string",
+            Some(KeyType::Hash) => "hash",
+            None => "none",
+        };
+        let enc = ctx.enc();
+        enc.simple(ctx.out.bytes(), name);
+        Ok(())
+    }
+
+    fn ttl_ms(&self, ctx: &Ctx<'_>) -> Result<i64, StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if self.store.key_type(ctx.pool, &key, ctx.now)?.is_none() {
+            return Ok(-2);
+        }
+        Ok(self.store.expiry(&key).map_or(-1, |at| at.saturating_sub(ctx.now) as i64))
+    }
+
+    fn cmd_ttl(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let ms = self.ttl_ms(ctx)?;
+        ctx.int(if ms < 0 { ms } else { (ms + 500) / 1000 });
+        Ok(())
+    }
+
+    fn cmd_pttl(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let ms = self.ttl_ms(ctx)?;
+        ctx.int(ms);
+        Ok(())
+    }
+
+    fn expire_in(&mut self, ctx: &mut Ctx<'_>, scale: i64) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        let Some(at) =
+            parse_i64(&ctx.arg(2)).and_then(|n| n.checked_mul(scale)).and_then(|ms| ms.checked_add(ctx.now as i64))
+        else {
+            ctx.error(NOT_INTEGER);
+            return Ok(());
+        };
+        if self.store.key_type(ctx.pool, &key, ctx.now)?.is_none() {
+            ctx.int(0);
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        if at <= ctx.now as i64 {
+            self.delete_ops(ctx, &key, &mut ops, true)?;
+        } else {
+            let put = self.put_bytes(ctx, expire_key(&key), &(at as u64).to_le_bytes())?;
+            ops.push(put);
+        }
+        self.apply(ctx, &ops)?;
+        ctx.int(1);
+        Ok(())
+    }
+
+    fn cmd_expire(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.expire_in(ctx, 1000)
+    }
+
+    fn cmd_pexpire(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.expire_in(ctx, 1)
+    }
+
+    fn cmd_persist(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let key = ctx.arg(1).into_owned();
+        if self.store.key_type(ctx.pool, &key, ctx.now)?.is_none() || self.store.expiry(&key).is_none() {
+            ctx.int(0);
+            return Ok(());
+        }
+        self.apply(ctx, &[Op::Del { key: expire_key(&key) }])?;
+        ctx.int(1);
+        Ok(())
+    }
+
+    // ---- HTTP (pKVS) ----
+
+    #[allow(clippy::too_many_arguments)]
+    fn serve_http(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        requests_max: usize,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let mut progress = Progress::default();
+        while progress.requests < requests_max && !progress.close {
+            if conn.http.is_some() {
+                if !self.take_http_body(pool, buffers, conn, stream, release) {
+                    break;
+                }
+                let body = conn.http.take().expect("checked");
+                progress.close |= !body.keep_alive;
+                self.finish_put(pool, buffers, body, out);
+                progress.requests += 1;
+                continue;
+            }
+            if stream.is_empty() {
+                break;
+            }
+            if !self.store.batch_has_room() {
+                progress.more = true;
+                break;
+            }
+            let head = match http::parse_head(stream.prefix(http::HEAD_SIZE_MAX), self.config.value_size_max) {
+                Ok(head) => head,
+                Err(HeadError::Incomplete) => break,
+                Err(HeadError::Refuse(status, why)) => {
+                    http_respond(out.bytes(), status, why.as_bytes(), false);
+                    self.stats.errors += 1;
+                    progress.close = true;
+                    break;
+                }
+            };
+            let target = stream.prefix(http::HEAD_SIZE_MAX)[head.target.clone()].to_vec();
+            stream.consume(head.head_len, |segment| release(segment, buffers));
+            self.stats.http_requests += 1;
+            progress.requests += 1;
+            progress.close |= !head.keep_alive;
+            let key = match target.strip_prefix(b"/kv/").map(percent_decode) {
+                Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => key,
+                Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
+                    http_respond(out.bytes(), 414, b"key too long\n", false);
+                    progress.close = true;
+                    continue;
+                }
+                _ => {
+                    if head.content_length > 0 {
+                        http_respond(out.bytes(), 404, b"no such path: use /kv/<key>\n", false);
+                        progress.close = true;
+                    } else {
+                        http_respond(out.bytes(), 404, b"no such path: use /kv/<key>\n", head.keep_alive);
+                    }
+                    continue;
+                }
+            };
+            match head.method {
+                Method::Put | Method::Post => {
+                    conn.http = Some(HttpBody {
+                        key,
+                        keep_alive: head.keep_alive,
+                        remaining: head.content_length,
+                        len: head.content_length,
+                        extents: Vec::new(),
+                        copy_fill: 0,
+                        refused: false,
+                    });
+                    progress.requests -= 1; // counted when the body is in
+                }
+                Method::Get | Method::Head if head.content_length == 0 => {
+                    self.stats.reads += 1;
+                    let now = now_ms();
+                    match self.store.get(pool, &key, now) {
+                        Ok(Some(value)) => {
+                            let len = value_len(&value);
+                            http_head(out.bytes(), 200, len, head.keep_alive);
+                            if head.method == Method::Get {
+                                let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
+                                self.reply_raw(&mut ctx, &value);
+                            }
+                        }
+                        Ok(None) => http_respond(out.bytes(), 404, b"", head.keep_alive),
+                        Err(error) => http_respond(out.bytes(), 500, error.to_string().as_bytes(), head.keep_alive),
+                    }
+                }
+                Method::Delete if head.content_length == 0 => {
+                    let now = now_ms();
+                    let mut ops = Vec::new();
+                    let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
+                    let live = self.store.get(pool, &key, now).map(|v| v.is_some());
+                    let result = live.and_then(|live| {
+                        self.delete_ops(&ctx, &key, &mut ops, true)?;
+                        self.apply(&mut ctx, &ops)?;
+                        Ok(live)
+                    });
+                    match result {
+                        Ok(true) => http_respond(out.bytes(), 204, b"", head.keep_alive),
+                        Ok(false) => http_respond(out.bytes(), 404, b"", head.keep_alive),
+                        Err(error) => http_respond(out.bytes(), 500, error.to_string().as_bytes(), head.keep_alive),
+                    }
+                }
+                _ => {
+                    http_respond(out.bytes(), 405, b"use GET, HEAD, PUT, POST or DELETE\n", false);
+                    progress.close = true;
+                }
+            }
+        }
+        progress
+    }
+
+    /// A value's bytes as an HTTP body: from the pool, or copied.
+    fn reply_raw(&mut self, ctx: &mut Ctx<'_>, value: &Value) {
+        let len = value_len(value);
+        match value {
+            Value::Extents(extents) if len >= self.config.zero_copy_min => {
+                for extent in extents {
+                    ctx.buffers.retain(extent.buffer).expect("a stored value's buffer takes a reply's reference");
+                    let offset = ctx.pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+                    // SAFETY: the reply holds the reference taken just above.
+                    unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
+                }
+                self.stats.bytes_sent_zero_copy += len;
+            }
+            _ => {
+                let bytes = value_bytes(ctx.pool, value);
+                ctx.out.push(&bytes);
+                self.stats.bytes_sent_copied += len;
+            }
+        }
+    }
+
+    /// Moves body bytes into the request; true when the whole body is in.
+    fn take_http_body(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        release: &mut Release<'_>,
+    ) -> bool {
+        let body = conn.http.as_mut().expect("a body in flight");
+        let take = body.remaining.min(stream.len() as u64) as usize;
+        if take > 0 {
+            if !body.refused && buffers.free_count() < self.config.buffers_reserve {
+                body.refused = true;
+                buffers.release_extents(&body.extents).expect("the request's references");
+                body.extents.clear();
+            }
+            if !body.refused {
+                let start = body.extents.len();
+                if self.config.persist == Persist::ZeroCopy && stream.pool_extents(take, &mut body.extents) {
+                    for extent in &body.extents[start..] {
+                        buffers.retain(extent.buffer).expect("a received buffer takes another reference");
+                    }
+                } else if !copy_into_pool(pool, buffers, &mut body.extents, &mut body.copy_fill, stream, take) {
+                    body.refused = true;
+                    buffers.release_extents(&body.extents).expect("the request's references");
+                    body.extents.clear();
+                }
+            }
+            stream.consume(take, |segment| release(segment, buffers));
+            body.remaining -= take as u64;
+        }
+        body.remaining == 0
+    }
+
+    fn finish_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
+        if body.refused {
+            http_respond(out.bytes(), 507, b"the pool is full: the value was not stored\n", body.keep_alive);
+            self.stats.refused_full += 1;
+            return;
+        }
+        let now = now_ms();
+        let mut ops = Vec::new();
+        let result = (|| {
+            if self.store.is_expired(&body.key, now) {
+                self.delete_ops_raw(pool, &body.key, &mut ops)?;
+            } else {
+                if self.store.key_type(pool, &body.key, now)? == Some(KeyType::Hash) {
+                    ops.push(Op::DelHash { name: body.key.clone() });
+                }
+                if self.store.expiry(&body.key).is_some() {
+                    ops.push(Op::Del { key: expire_key(&body.key) });
+                }
+            }
+            // The op takes over the request's references.
+            ops.push(Op::Put { key: string_key(&body.key), extents: body.extents.clone(), len: body.len });
+            let writes = self.store.check_room_for_write(buffers);
+            writes.and_then(|()| self.store.apply(pool, buffers, &ops))
+        })();
+        Store::release_ops(buffers, &ops);
+        if ops.is_empty() {
+            buffers.release_extents(&body.extents).expect("the request's references");
+        }
+        match result {
+            Ok(()) => {
+                self.stats.writes += 1;
+                http_respond(out.bytes(), 204, b"", body.keep_alive)
+            }
+            Err(error) if error.is_full() => {
+                self.stats.refused_full += 1;
+                http_respond(out.bytes(), 507, format!("{error}\n").as_bytes(), body.keep_alive)
+            }
+            Err(error) => {
+                self.stats.errors += 1;
+                http_respond(out.bytes(), 500, format!("{error}\n").as_bytes(), body.keep_alive)
+            }
+        }
+    }
+
+    fn delete_ops_raw(&self, pool: &Pool, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
+        if self.store.get_raw(pool, &string_key(key))?.is_some() {
+            ops.push(Op::Del { key: string_key(key) });
+        }
+        if self.store.get_raw(pool, &hash_key(key))?.is_some() {
+            ops.push(Op::DelHash { name: key.to_vec() });
+        }
+        if self.store.expiry(key).is_some() {
+            ops.push(Op::Del { key: expire_key(key) });
+        }
+        Ok(())
+    }
+}
+
+/// Copies `take` leading bytes of `stream` into pool buffers after the
+/// last extent's `fill`. False when the pool is full.
+fn copy_into_pool(
+    pool: &Pool,
+    buffers: &mut Buffers,
+    extents: &mut Vec<Extent>,
+    fill: &mut usize,
+    stream: &Stream,
+    take: usize,
+) -> bool {
+    let size = pool.geometry().buffer_size as usize;
+    let mut ok = true;
+    stream.for_each_slice(take, |mut bytes| {
+        while ok && !bytes.is_empty() {
+            if extents.is_empty() || *fill == size {
+                match buffers.allocate() {
+                    Ok(buffer) => {
+                        extents.push(Extent::new(buffer, 0, 0));
+                        *fill = 0;
+                    }
+                    Err(_) => {
+                        ok = false;
+                        return;
+                    }
+                }
+            }
+            let last = extents.last_mut().expect("just ensured");
+            let n = bytes.len().min(size - *fill);
+            pool.write(pool.buffer_offset(last.buffer) + *fill as u64, &bytes[..n]);
+            *fill += n;
+            *last = Extent::new(last.buffer, 0, *fill);
+            bytes = &bytes[n..];
+        }
+    });
+    ok
+}
+
+/// `%xx` escapes decoded; None if an escape is malformed.
+pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            let value = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+            out.push(value);
+            i += 3;
+        } else {
+            out.push(text[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+fn http_head(out: &mut Vec<u8>, status: u16, len: u64, keep_alive: bool) {
+    let _ = write!(
+        VecWriter(out),
+        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\n{}\r\n",
+        http::reason(status),
+        if keep_alive { "" } else { "Connection: close\r\n" }
+    );
+}
+
+fn http_respond(out: &mut Vec<u8>, status: u16, body: &[u8], keep_alive: bool) {
+    http_head(out, status, body.len() as u64, keep_alive);
+    out.extend_from_slice(body);
+}
+
+struct VecWriter<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for VecWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+impl App for KvServer {
+    type Conn = KvConn;
+    type Ticket = StoreTicket;
+
+    fn persist(&self) -> Persist {
+        self.config.persist
+    }
+
+    fn connect(&mut self, listener: usize) -> KvConn {
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        KvConn {
+            listener,
+            id,
+            name: None,
+            authenticated: self.config.requirepass.is_none(),
+            encoder: Encoder { resp3: false },
+            parser: Parser::default(),
+            args: Args::default(),
+            http: None,
+        }
+    }
+
+    fn on_input(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        requests_max: usize,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        if conn.listener == LISTENER_HTTP {
+            self.serve_http(pool, buffers, conn, stream, out, requests_max, release)
+        } else {
+            self.serve_resp(pool, buffers, conn, stream, out, requests_max, release)
+        }
+    }
+
+    fn abandon(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
+        conn.parser.abandon(buffers, &mut conn.args);
+        if let Some(body) = conn.http.take() {
+            buffers.release_extents(&body.extents).expect("the request's references");
+        }
+    }
+
+    fn needs_commit(&self) -> bool {
+        self.store.needs_commit()
+    }
+
+    fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
+        self.store.commit(pool, buffers).map_err(std::io::Error::other)
+    }
+
+    fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<Option<StoreTicket>> {
+        self.store.begin_commit(pool, buffers).map_err(std::io::Error::other)
+    }
+
+    fn finish_commit(&mut self, pool: &Pool, buffers: &mut Buffers, ticket: StoreTicket) -> std::io::Result<()> {
+        self.store.finish_commit(pool, buffers, ticket).map_err(std::io::Error::other)
+    }
+
+    fn fail_commit(&mut self) {
+        self.store.fail_commit()
+    }
+
+    fn set_io_counters(&mut self, counters: IoCounters) {
+        self.io = counters;
+    }
+
+    /// Reclamation walk steps, active expiry, and checkpoint scheduling.
+    fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        if self.store.is_reclaiming() {
+            if let Err(error) = self.store.reclaim_step(pool, buffers, 64) {
+                eprintln!("packetstore: reclamation walk stopped: {error}");
+            }
+        }
+        self.store.note_buffers(buffers);
+        let now = now_ms();
+        let expired = self.store.expired_keys(now, EXPIRE_PER_TICK_MAX);
+        if expired.is_empty() || !self.store.batch_has_room() {
+            return;
+        }
+        let mut removed = 0;
+        for key in expired {
+            let mut ops = Vec::new();
+            if self.delete_ops_raw(pool, &key, &mut ops).is_err() {
+                continue;
+            }
+            if self.store.apply(pool, buffers, &ops).is_ok() {
+                removed += 1;
+            }
+        }
+        self.store.note_expired(removed);
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        Some(Duration::from_millis(100))
+    }
+}
+
+impl KvServer {
+    /// The INFO text (for tests and the CLI).
+    pub fn info(&self, pool: &Pool, buffers: &Buffers) -> String {
+        self.info_text(pool, buffers, None)
+    }
+}

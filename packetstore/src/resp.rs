@@ -1,0 +1,602 @@
+//! The Redis protocol (RESP2, and RESP3 after `HELLO 3`): an incremental
+//! request parser over a connection's [`Stream`] and the reply encoders.
+//!
+//! Owns: the parse state of one connection's current command. Small
+//! arguments (up to `SMALL_ARG_MAX` bytes: names, keys, numbers, small
+//! values) are copied into the command; larger ones (values) stay where
+//! they were received, as extents of pool buffers on which the command holds
+//! a reference (zero copy), or are copied into pool buffers when they were
+//! received into private memory.
+//!
+//! Limits are explicit: a command has at most `ARGS_MAX` arguments, a line
+//! at most `LINE_SIZE_MAX` bytes, an argument at most the caller's value
+//! limit. A bulk argument over the limit is skipped (its bytes drained) and
+//! the command answered with an error: the connection stays usable. A
+//! malformed frame cannot be resynchronised: an error, then close.
+//!
+//! Invariant: every reference the parsed command holds (`Args::extents`)
+//! is given back by `Args::clear` or `Args::release`.
+
+use std::ops::Range;
+
+use crate::app::Persist;
+use crate::buffers::Buffers;
+use crate::pool::Pool;
+use crate::record::Extent;
+use crate::stream::Stream;
+
+/// Arguments up to this size are copied into the command.
+pub const SMALL_ARG_MAX: usize = 64;
+/// The most arguments a command may have (Redis: 1M; here, bounded for
+/// memory: 64 Ki arguments of up to 64 bytes copied).
+pub const ARGS_MAX: usize = 65_536;
+/// The longest line (`*N`, `$N`, or an inline command).
+pub const LINE_SIZE_MAX: usize = 64 * 1024;
+
+/// One argument: copied bytes, or a value in pool buffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arg {
+    Small(Range<usize>),
+    Value { extents: Range<usize>, len: u64 },
+}
+
+/// A parsed command's arguments.
+#[derive(Default)]
+pub struct Args {
+    small: Vec<u8>,
+    pub list: Vec<Arg>,
+    /// Extents of `Value` arguments; the command holds one reference on
+    /// each.
+    pub extents: Vec<Extent>,
+    /// Set when the command cannot run (an argument over the limit, no
+    /// room to receive a value): answered with this error.
+    pub refused: Option<String>,
+}
+
+impl Args {
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Argument `i`'s length.
+    pub fn arg_len(&self, i: usize) -> u64 {
+        match &self.list[i] {
+            Arg::Small(range) => range.len() as u64,
+            Arg::Value { len, .. } => *len,
+        }
+    }
+
+    /// Argument `i`'s bytes: borrowed if small, else copied out of the pool.
+    pub fn bytes<'a>(&'a self, pool: &Pool, i: usize) -> std::borrow::Cow<'a, [u8]> {
+        match &self.list[i] {
+            Arg::Small(range) => std::borrow::Cow::Borrowed(&self.small[range.clone()]),
+            Arg::Value { extents, len } => {
+                let mut out = Vec::with_capacity(*len as usize);
+                for extent in &self.extents[extents.clone()] {
+                    let mut bytes = vec![0u8; usize::from(extent.len)];
+                    pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut bytes);
+                    out.extend_from_slice(&bytes);
+                }
+                std::borrow::Cow::Owned(out)
+            }
+        }
+    }
+
+    /// Argument `i`'s pool extents (None for a small argument).
+    pub fn extents(&self, i: usize) -> Option<&[Extent]> {
+        match &self.list[i] {
+            Arg::Small(_) => None,
+            Arg::Value { extents, .. } => Some(&self.extents[extents.clone()]),
+        }
+    }
+
+    /// Argument `i` in upper case, if it is small (command names, options).
+    pub fn upper(&self, i: usize) -> Option<Vec<u8>> {
+        match &self.list[i] {
+            Arg::Small(range) => Some(self.small[range.clone()].to_ascii_uppercase()),
+            Arg::Value { .. } => None,
+        }
+    }
+
+    /// Drops the arguments, giving back the references they hold.
+    pub fn clear(&mut self, buffers: &mut Buffers) {
+        buffers.release_extents(&self.extents).expect("the command's references");
+        self.extents.clear();
+        self.small.clear();
+        self.list.clear();
+        self.refused = None;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+enum State {
+    /// Expecting a command: `*N` or an inline command.
+    #[default]
+    Start,
+    /// Expecting `$len` of one of `left` more arguments.
+    Header { left: usize },
+    /// Reading a bulk argument's bytes.
+    Bulk { left: usize, len: u64, taken: u64, skip: bool, first_extent: usize },
+    /// Expecting the CRLF after a bulk argument.
+    BulkEnd { left: usize },
+}
+
+/// What parsing produced.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// A whole command is in `Args`.
+    Command,
+    /// More bytes are needed.
+    Incomplete,
+    /// The stream is malformed: answer this error, then close.
+    Malformed(String),
+}
+
+/// The parse state of one connection.
+#[derive(Default)]
+pub struct Parser {
+    state: State,
+    /// Copy mode: bytes used in the last extent's buffer.
+    copy_fill: usize,
+}
+
+/// How to receive large arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct ReceiveConfig {
+    pub persist: Persist,
+    pub value_size_max: u64,
+    /// Below this many free buffers, values are refused (not kept).
+    pub buffers_reserve: u32,
+}
+
+impl Parser {
+    /// Whether the parser is between commands.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Start
+    }
+
+    /// Parses from `stream` into `args` until a command is complete.
+    /// `release` gives back consumed segments.
+    pub fn parse(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        config: &ReceiveConfig,
+        stream: &mut Stream,
+        args: &mut Args,
+        release: &mut crate::app::Release<'_>,
+    ) -> Parsed {
+        loop {
+            match self.state {
+                State::Start => {
+                    if stream.is_empty() {
+                        return Parsed::Incomplete;
+                    }
+                    let Some(line) = take_line(stream, release, buffers) else {
+                        if stream.len() >= LINE_SIZE_MAX {
+                            return Parsed::Malformed("Protocol error: too big inline request".into());
+                        }
+                        return Parsed::Incomplete;
+                    };
+                    if line.first() == Some(&b'*') {
+                        let Some(count) = parse_int(&line[1..]) else {
+                            return Parsed::Malformed("Protocol error: invalid multibulk length".into());
+                        };
+                        if count > ARGS_MAX as i64 {
+                            return Parsed::Malformed("Protocol error: invalid multibulk length".into());
+                        }
+                        if count <= 0 {
+                            continue; // an empty command: nothing to do
+                        }
+                        self.state = State::Header { left: count as usize };
+                    } else {
+                        // An inline command: words separated by spaces.
+                        for word in line.split(|&b| b == b' ' || b == b'\t').filter(|w| !w.is_empty()) {
+                            let start = args.small.len();
+                            args.small.extend_from_slice(word);
+                            args.list.push(Arg::Small(start..args.small.len()));
+                        }
+                        if args.list.is_empty() {
+                            continue;
+                        }
+                        return Parsed::Command;
+                    }
+                }
+                State::Header { left } => {
+                    let Some(line) = take_line(stream, release, buffers) else {
+                        if stream.len() >= LINE_SIZE_MAX {
+                            return Parsed::Malformed("Protocol error: too big bulk header".into());
+                        }
+                        return Parsed::Incomplete;
+                    };
+                    if line.first() != Some(&b'$') {
+                        let got = line.first().map_or(String::from(" "), |&b| (b as char).to_string());
+                        return Parsed::Malformed(format!("Protocol error: expected '$', got '{got}'"));
+                    }
+                    let Some(len) = parse_int(&line[1..]).filter(|&n| n >= 0) else {
+                        return Parsed::Malformed("Protocol error: invalid bulk length".into());
+                    };
+                    let len = len as u64;
+                    let skip = len > config.value_size_max;
+                    if skip && args.refused.is_none() {
+                        args.refused = Some(format!(
+                            "ERR argument of {len} bytes is over the limit of {} bytes",
+                            config.value_size_max
+                        ));
+                    }
+                    self.copy_fill = 0;
+                    self.state = State::Bulk { left, len, taken: 0, skip, first_extent: args.extents.len() };
+                }
+                State::Bulk { left, len, taken, skip, first_extent } => {
+                    if len as usize <= SMALL_ARG_MAX && !skip {
+                        // Small: wait until it is all there, then copy it.
+                        if (stream.len() as u64) < len {
+                            return Parsed::Incomplete;
+                        }
+                        let start = args.small.len();
+                        stream.for_each_slice(len as usize, |bytes| args.small.extend_from_slice(bytes));
+                        stream.consume(len as usize, |segment| release(segment, buffers));
+                        args.list.push(Arg::Small(start..args.small.len()));
+                        self.state = State::BulkEnd { left };
+                        continue;
+                    }
+                    let take = (len - taken).min(stream.len() as u64) as usize;
+                    if take == 0 && len > taken {
+                        return Parsed::Incomplete;
+                    }
+                    let refuse_now = !skip
+                        && args.refused.is_none()
+                        && config.persist != Persist::Off
+                        && buffers.free_count() < config.buffers_reserve;
+                    if refuse_now {
+                        args.refused = Some("OOM the pool is full: the value was not stored".into());
+                    }
+                    let keep = !skip && args.refused.is_none();
+                    if keep && take > 0 && !self.keep(pool, buffers, config, stream, take, args) {
+                        args.refused = Some("OOM the pool is full: the value was not stored".into());
+                    }
+                    stream.consume(take, |segment| release(segment, buffers));
+                    let taken = taken + take as u64;
+                    if taken < len {
+                        self.state = State::Bulk { left, len, taken, skip, first_extent };
+                        return Parsed::Incomplete;
+                    }
+                    if args.refused.is_some() {
+                        // Keep the argument count right; its bytes are gone.
+                        args.list.push(Arg::Small(0..0));
+                    } else {
+                        args.list.push(Arg::Value { extents: first_extent..args.extents.len(), len });
+                    }
+                    self.state = State::BulkEnd { left };
+                }
+                State::BulkEnd { left } => {
+                    if stream.len() < 2 {
+                        return Parsed::Incomplete;
+                    }
+                    let mut crlf = [0u8; 2];
+                    let mut at = 0;
+                    stream.for_each_slice(2, |bytes| {
+                        crlf[at..at + bytes.len()].copy_from_slice(bytes);
+                        at += bytes.len();
+                    });
+                    if &crlf != b"\r\n" {
+                        return Parsed::Malformed("Protocol error: bulk argument without CRLF".into());
+                    }
+                    stream.consume(2, |segment| release(segment, buffers));
+                    if left == 1 {
+                        self.state = State::Start;
+                        return Parsed::Command;
+                    }
+                    self.state = State::Header { left: left - 1 };
+                }
+            }
+        }
+    }
+
+    /// Keeps `take` leading bytes of `stream` as value extents: zero copy
+    /// (a reference on each received buffer) or copied into pool buffers.
+    /// False when the pool is full (then nothing of the value is kept).
+    fn keep(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        config: &ReceiveConfig,
+        stream: &Stream,
+        take: usize,
+        args: &mut Args,
+    ) -> bool {
+        let State::Bulk { first_extent, .. } = self.state else { unreachable!("keeping outside a bulk") };
+        let start = args.extents.len();
+        if config.persist == Persist::ZeroCopy && stream.pool_extents(take, &mut args.extents) {
+            for extent in &args.extents[start..] {
+                buffers.retain(extent.buffer).expect("a received buffer takes another reference");
+            }
+            return true;
+        }
+        let size = pool.geometry().buffer_size as usize;
+        let mut ok = true;
+        let fill = &mut self.copy_fill;
+        stream.for_each_slice(take, |mut bytes| {
+            while ok && !bytes.is_empty() {
+                if args.extents.len() == first_extent || *fill == size {
+                    match buffers.allocate() {
+                        Ok(buffer) => {
+                            args.extents.push(Extent::new(buffer, 0, 0));
+                            *fill = 0;
+                        }
+                        Err(_) => {
+                            ok = false;
+                            return;
+                        }
+                    }
+                }
+                let last = args.extents.last_mut().expect("just ensured");
+                let n = bytes.len().min(size - *fill);
+                pool.write(pool.buffer_offset(last.buffer) + *fill as u64, &bytes[..n]);
+                *fill += n;
+                *last = Extent::new(last.buffer, 0, *fill);
+                bytes = &bytes[n..];
+            }
+        });
+        if !ok {
+            buffers.release_extents(&args.extents[first_extent..]).expect("the command's references");
+            args.extents.truncate(first_extent);
+        }
+        ok
+    }
+
+    /// The connection is gone mid-command.
+    pub fn abandon(&mut self, buffers: &mut Buffers, args: &mut Args) {
+        args.clear(buffers);
+        self.state = State::Start;
+    }
+}
+
+/// Takes one CRLF-terminated line (without the CRLF) off the stream.
+fn take_line(stream: &mut Stream, release: &mut crate::app::Release<'_>, buffers: &mut Buffers) -> Option<Vec<u8>> {
+    let window = stream.prefix(LINE_SIZE_MAX);
+    let end = window.windows(2).position(|w| w == b"\r\n")?;
+    let line = window[..end].to_vec();
+    stream.consume(end + 2, |segment| release(segment, buffers));
+    Some(line)
+}
+
+fn parse_int(text: &[u8]) -> Option<i64> {
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+// ---- replies ----
+
+/// Reply encoding for one connection (RESP2 or RESP3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoder {
+    pub resp3: bool,
+}
+
+impl Encoder {
+    pub fn simple(&self, out: &mut Vec<u8>, text: &str) {
+        out.push(b'+');
+        out.extend_from_slice(text.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+
+    pub fn ok(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"+OK\r\n");
+    }
+
+    /// An error: `text` starts with its code (ERR, WRONGTYPE, ...).
+    pub fn error(&self, out: &mut Vec<u8>, text: &str) {
+        out.push(b'-');
+        // An error is one line.
+        out.extend(text.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+        out.extend_from_slice(b"\r\n");
+    }
+
+    pub fn int(&self, out: &mut Vec<u8>, value: i64) {
+        out.push(b':');
+        push_int(out, value);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    pub fn null(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });
+    }
+
+    pub fn bulk(&self, out: &mut Vec<u8>, bytes: &[u8]) {
+        self.bulk_header(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    pub fn bulk_header(&self, out: &mut Vec<u8>, len: u64) {
+        out.push(b'$');
+        push_int(out, len as i64);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    pub fn array(&self, out: &mut Vec<u8>, len: usize) {
+        out.push(b'*');
+        push_int(out, len as i64);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// A map of `len` pairs (RESP2: a flat array of 2 * len).
+    pub fn map(&self, out: &mut Vec<u8>, len: usize) {
+        if self.resp3 {
+            out.push(b'%');
+            push_int(out, len as i64);
+            out.extend_from_slice(b"\r\n");
+        } else {
+            self.array(out, 2 * len);
+        }
+    }
+
+    /// A verbatim text (INFO): RESP3 `=`, RESP2 a bulk string.
+    pub fn verbatim(&self, out: &mut Vec<u8>, text: &str) {
+        if self.resp3 {
+            out.push(b'=');
+            push_int(out, text.len() as i64 + 4);
+            out.extend_from_slice(b"\r\ntxt:");
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(out, text.as_bytes());
+        }
+    }
+}
+
+pub fn push_int(out: &mut Vec<u8>, value: i64) {
+    if value < 0 {
+        out.push(b'-');
+    }
+    let mut n = value.unsigned_abs();
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Redis's glob-style pattern match (`*`, `?`, `[...]` with `^` and
+/// ranges, `\` escapes), on bytes.
+pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0usize, 0usize);
+    let (mut star_p, mut star_t) = (None, 0usize);
+    while t < text.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    star_p = Some(p);
+                    star_t = t;
+                    p += 1;
+                    continue;
+                }
+                b'?' => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                b'[' => {
+                    if let Some((matched, next)) = class_match(pattern, p, text[t]) {
+                        if matched {
+                            p = next;
+                            t += 1;
+                            continue;
+                        }
+                    } else if text[t] == b'[' {
+                        p += 1;
+                        t += 1;
+                        continue;
+                    }
+                }
+                b'\\' if p + 1 < pattern.len() => {
+                    if pattern[p + 1] == text[t] {
+                        p += 2;
+                        t += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if c == text[t] {
+                        p += 1;
+                        t += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        // Mismatch: backtrack to the last star, if any.
+        match star_p {
+            Some(sp) => {
+                p = sp + 1;
+                star_t += 1;
+                t = star_t;
+            }
+            None => return false,
+        }
+    }
+    while p < pattern.len() && pattern[p] == b'*' {
+        p += 1;
+    }
+    p == pattern.len()
+}
+
+/// Matches `c` against the class starting at `pattern[p] == '['`: whether
+/// it matched and the index after the class; None if the class is not
+/// closed.
+fn class_match(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
+    let mut i = p + 1;
+    let negate = pattern.get(i) == Some(&b'^');
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    loop {
+        let b = *pattern.get(i)?;
+        if b == b']' && !first {
+            break;
+        }
+        first = false;
+        if b == b'\\' {
+            let e = *pattern.get(i + 1)?;
+            matched |= e == c;
+            i += 2;
+        } else if pattern.get(i + 1) == Some(&b'-') && pattern.get(i + 2).is_some_and(|&e| e != b']') {
+            let (lo, hi) = (b.min(pattern[i + 2]), b.max(pattern[i + 2]));
+            matched |= (lo..=hi).contains(&c);
+            i += 3;
+        } else {
+            matched |= b == c;
+            i += 1;
+        }
+    }
+    Some((matched != negate, i + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_patterns() {
+        for (pattern, text, expected) in [
+            (&b"*"[..], &b"anything"[..], true),
+            (b"user:*", b"user:42", true),
+            (b"user:*", b"users", false),
+            (b"h?llo", b"hello", true),
+            (b"h?llo", b"hllo", false),
+            (b"h[ae]llo", b"hallo", true),
+            (b"h[ae]llo", b"hillo", false),
+            (b"h[^e]llo", b"hallo", true),
+            (b"h[^e]llo", b"hello", false),
+            (b"h[a-b]llo", b"hbllo", true),
+            (b"a\\*b", b"a*b", true),
+            (b"a\\*b", b"axb", false),
+            (b"*a*b*", b"xxaxxbxx", true),
+            (b"", b"", true),
+            (b"", b"x", false),
+            (b"key:[", b"key:[", true),
+        ] {
+            assert_eq!(glob_match(pattern, text), expected, "{:?} ~ {:?}", String::from_utf8_lossy(pattern), text);
+        }
+    }
+
+    #[test]
+    fn integers_encode() {
+        let mut out = Vec::new();
+        Encoder { resp3: false }.int(&mut out, -1234);
+        Encoder { resp3: false }.int(&mut out, i64::MIN);
+        assert_eq!(out, b":-1234\r\n:-9223372036854775808\r\n");
+    }
+}

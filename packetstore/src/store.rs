@@ -1,0 +1,929 @@
+//! The key-value store behind `packetstore serve` (PASTE's pKVS, paper
+//! section 5.1): strings and hashes, with expiry, in one persistent B+ tree
+//! whose changes are made durable first by the log (write-behind logging).
+//!
+//! # The write path
+//!
+//! A command becomes a list of [`Op`]s, blind writes of whole values
+//! (`Put` a key's new value, `Del` a key, delete a hash, flush all), which
+//! `apply` appends to the log as one group of records (the last one tagged
+//! `TAG_END`) and applies to the tree's working version. A value is named
+//! by extents of pool buffers: the bytes a client's request was received
+//! into (zero copy), so neither the log nor the tree copies it; the tree
+//! keeps small values (up to `INLINE_VALUE_MAX`) inline in its leaf. The
+//! log's commit (one fence, or one fdatasync per batch) makes the group
+//! durable: that is when the reply may leave.
+//!
+//! # Checkpoints ride on the log's commits
+//!
+//! The tree is made durable in the background, in three phases each after
+//! one of the log's own commits (so a checkpoint adds no fence and no sync):
+//! 1. `prepare`: the tree's changed nodes are sealed and flushed; they
+//!    cover every record appended so far.
+//! 2. after the next commit: the tree's meta slot is written and flushed.
+//! 3. after the one after: the tree's new version is durable, so the records
+//!    it covers are released (their buffers lose the log's references, the
+//!    log's space is reused), and the values it replaced lose the tree's.
+//!
+//! # Recovery
+//!
+//! Open the log (its live records take references), open the tree (O(1):
+//! the last durable version), then replay the live records, group by group,
+//! into the tree. Every op is a blind write, so replaying a record that the
+//! tree's version already reflects changes nothing: records are released
+//! only after the version covering them is durable, never before. A group
+//! without its end record (a batch torn by a power failure, never
+//! acknowledged) is released, not replayed: a command is all or nothing.
+//!
+//! # Keys in the tree
+//!
+//! One tree holds every namespace, by the key's first byte: `k` + key (a
+//! string), `h` + key (a hash: its field count), `f` + u16 key length, key,
+//! field (a hash field), `x` + key (expiry, u64 ms since the epoch), and
+//! `#keys` (the number of keys, written at each checkpoint).
+//!
+//! Invariants: a record is released only after a durable tree version
+//! reflects it; a command's records are appended together and end with
+//! `TAG_END`; `keys` equals the number of `k` and `h` entries; `expiries`
+//! mirrors the `x` entries.
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Bound;
+use std::time::{Duration, Instant};
+
+use crate::buffers::Buffers;
+use crate::error::{BufferError, LogError};
+use crate::limits::LOG_BATCH_SIZE_MAX;
+use crate::log::{CommitTicket, Log, RecoveryReport};
+use crate::node::Value;
+use crate::pool::Pool;
+use crate::record::Extent;
+use crate::tree::{Tree, TreeError};
+
+/// Record kinds of the store's log.
+pub const KIND_PUT: u16 = 0x20;
+pub const KIND_DEL: u16 = 0x21;
+pub const KIND_DEL_HASH: u16 = 0x22;
+pub const KIND_FLUSH: u16 = 0x23;
+/// Tag bit of a command's last record.
+pub const TAG_END: u64 = 1;
+
+/// The longest key a client may use.
+pub const KEY_SIZE_MAX: usize = 256;
+/// The longest hash field.
+pub const FIELD_SIZE_MAX: usize = 250;
+/// Values up to this size are copied into the tree's leaf.
+pub const INLINE_VALUE_MAX: usize = 64;
+/// The default limit on a value.
+pub const VALUE_SIZE_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
+
+const NS_STRING: u8 = b'k';
+const NS_HASH: u8 = b'h';
+const NS_FIELD: u8 = b'f';
+const NS_EXPIRE: u8 = b'x';
+const KEYS_ENTRY: &[u8] = b"#keys";
+
+const _: () = assert!(1 + 2 + KEY_SIZE_MAX + FIELD_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("out of space: {0}")]
+    Full(String),
+    #[error("value of {size} bytes is over the limit of {limit}")]
+    TooLarge { size: u64, limit: u64 },
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+}
+
+impl From<BufferError> for StoreError {
+    fn from(error: BufferError) -> Self {
+        StoreError::Full(error.to_string())
+    }
+}
+
+impl StoreError {
+    /// Whether the error is a lack of space (the client may retry later).
+    pub fn is_full(&self) -> bool {
+        matches!(self, StoreError::Full(_) | StoreError::Tree(TreeError::Buffers(_)))
+            || matches!(self, StoreError::Log(LogError::LogFull { .. }))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct StoreConfig {
+    pub value_size_max: u64,
+    /// Start a checkpoint after this many records...
+    pub checkpoint_records: usize,
+    /// ... or this long after the last one, if anything changed.
+    pub checkpoint_interval: Duration,
+    /// Free buffers kept back from writes (the receive ring's refills).
+    pub buffers_reserve: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            value_size_max: VALUE_SIZE_MAX_DEFAULT,
+            checkpoint_records: 100_000,
+            checkpoint_interval: Duration::from_secs(1),
+            buffers_reserve: 0,
+        }
+    }
+}
+
+/// One blind write of a command. `Put` names its value by extents on
+/// which the caller holds a reference (kept by the caller).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    Put { key: Vec<u8>, extents: Vec<Extent>, len: u64 },
+    Del { key: Vec<u8> },
+    DelHash { name: Vec<u8> },
+    Flush,
+}
+
+/// The type of a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    String,
+    Hash,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoreStats {
+    pub commands: u64,
+    pub records: u64,
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub checkpoint_ns_max: u64,
+    pub expired: u64,
+    pub refused_full: u64,
+}
+
+/// What opening found.
+#[derive(Clone, Debug)]
+pub struct StoreReport {
+    pub log: RecoveryReport,
+    pub tree_generation: u64,
+    pub replayed_records: u64,
+    pub dropped_records: u64,
+    pub keys: u64,
+    pub duration: Duration,
+}
+
+impl std::fmt::Display for StoreReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} keys; tree generation {}; {} log records replayed, {} of a torn command dropped; {:.1} ms",
+            self.keys,
+            self.tree_generation,
+            self.replayed_records,
+            self.dropped_records,
+            self.duration.as_secs_f64() * 1e3
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Prepared { durable: bool },
+    MetaWritten { durable: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Prepare,
+    Meta,
+}
+
+/// A commit in flight (page domain): the log's part and the checkpoint
+/// phase it makes durable.
+pub struct StoreTicket {
+    log: Option<CommitTicket>,
+    step: Option<Step>,
+}
+
+pub struct Store {
+    config: StoreConfig,
+    log: Log,
+    tree: Tree,
+    /// Live records, oldest first; the first `covered` are reflected in
+    /// the tree version being checkpointed.
+    records: VecDeque<u64>,
+    covered: usize,
+    phase: Phase,
+    log_dirty: bool,
+    keys: u64,
+    keys_written: Option<u64>,
+    expiries: HashMap<Vec<u8>, u64>,
+    /// A buffer computed values are packed into, and its fill.
+    arena: Option<(u32, u32)>,
+    last_checkpoint: Instant,
+    checkpoint_started: Option<Instant>,
+    /// A quarter of the pool or less is free (see `note_buffers`).
+    buffers_low: bool,
+    stats: StoreStats,
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+pub fn string_key(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(NS_STRING);
+    out.extend_from_slice(key);
+    out
+}
+
+pub fn hash_key(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(NS_HASH);
+    out.extend_from_slice(key);
+    out
+}
+
+fn field_prefix(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(3 + key.len());
+    out.push(NS_FIELD);
+    out.extend_from_slice(&(key.len() as u16).to_be_bytes());
+    out.extend_from_slice(key);
+    out
+}
+
+pub fn field_key(key: &[u8], field: &[u8]) -> Vec<u8> {
+    let mut out = field_prefix(key);
+    out.extend_from_slice(field);
+    out
+}
+
+pub fn expire_key(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(NS_EXPIRE);
+    out.extend_from_slice(key);
+    out
+}
+
+/// A page of SCAN: the keys, and where the next page starts (None: done).
+pub type ScanPage = (Vec<Vec<u8>>, Option<Vec<u8>>);
+
+/// The smallest key greater than every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// The entries of `tree` whose keys start with `prefix`.
+fn prefix_range(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    (Bound::Included(prefix.to_vec()), prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded))
+}
+
+fn as_refs(range: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    fn map(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+        match b {
+            Bound::Included(k) => Bound::Included(k.as_slice()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+            Bound::Unbounded => Bound::Unbounded,
+        }
+    }
+    (map(&range.0), map(&range.1))
+}
+
+fn decode_u64(value: &Value) -> Option<u64> {
+    match value {
+        Value::Inline(bytes) if bytes.len() == 8 => Some(u64::from_le_bytes(bytes[..].try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// The bytes of a value (a copy).
+pub fn value_bytes(pool: &Pool, value: &Value) -> Vec<u8> {
+    match value {
+        Value::Inline(bytes) => bytes.clone(),
+        Value::Extents(extents) => {
+            let len: usize = extents.iter().map(|e| usize::from(e.len)).sum();
+            let mut out = vec![0u8; len];
+            let mut at = 0;
+            for extent in extents {
+                let n = usize::from(extent.len);
+                pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut out[at..at + n]);
+                at += n;
+            }
+            out
+        }
+    }
+}
+
+/// A value's length in bytes.
+pub fn value_len(value: &Value) -> u64 {
+    match value {
+        Value::Inline(bytes) => bytes.len() as u64,
+        Value::Extents(extents) => extents.iter().map(|e| u64::from(e.len)).sum(),
+    }
+}
+
+impl Store {
+    /// Opens (or starts) the store of `pool`: recovers its log, opens its
+    /// tree and replays the log's live records into it.
+    pub fn open(pool: &Pool, buffers: &mut Buffers, config: StoreConfig) -> Result<(Store, StoreReport), StoreError> {
+        let started = Instant::now();
+        let (log, log_report) = Log::recover(pool, buffers)?;
+        let mut tree = Tree::open(pool, buffers)?;
+        // The log flushed every value's bytes at append.
+        tree.set_value_flush(false);
+        let keys = tree.get(pool, KEYS_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
+        let tree_generation = tree.generation();
+        let mut store = Store {
+            config,
+            log,
+            tree,
+            records: VecDeque::new(),
+            covered: 0,
+            phase: Phase::Idle,
+            log_dirty: false,
+            keys,
+            keys_written: Some(keys),
+            expiries: HashMap::new(),
+            arena: None,
+            last_checkpoint: Instant::now(),
+            checkpoint_started: None,
+            buffers_low: false,
+            stats: StoreStats::default(),
+        };
+        let (replayed, dropped) = store.replay(pool, buffers)?;
+        store.load_expiries(pool)?;
+        let report = StoreReport {
+            log: log_report,
+            tree_generation,
+            replayed_records: replayed,
+            dropped_records: dropped,
+            keys: store.keys,
+            duration: started.elapsed(),
+        };
+        Ok((store, report))
+    }
+
+    /// Applies the live records, group by group; releases a trailing group
+    /// that lacks its end (never acknowledged).
+    fn replay(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(u64, u64), StoreError> {
+        let lsns: Vec<u64> = self.log.live_lsns().collect();
+        let mut group: Vec<(u64, Op)> = Vec::new();
+        let mut replayed = 0;
+        for lsn in lsns {
+            let view = self.log.view(pool, lsn)?;
+            let op = match view.kind {
+                KIND_PUT => Op::Put { key: view.key, extents: view.extents, len: view.data_len },
+                KIND_DEL => Op::Del { key: view.key },
+                KIND_DEL_HASH => Op::DelHash { name: view.key },
+                KIND_FLUSH => Op::Flush,
+                other => return Err(StoreError::Corrupt(format!("log record {lsn} has kind {other:#x}"))),
+            };
+            group.push((lsn, op));
+            if view.tag & TAG_END != 0 {
+                for (lsn, op) in group.drain(..) {
+                    self.apply_tree(pool, buffers, &op)?;
+                    self.records.push_back(lsn);
+                    replayed += 1;
+                }
+            }
+        }
+        let dropped = group.len() as u64;
+        if !group.is_empty() {
+            for (lsn, _) in &group {
+                self.log.release(pool, *lsn)?;
+            }
+            self.log.commit(pool, buffers)?;
+        }
+        Ok((replayed, dropped))
+    }
+
+    fn load_expiries(&mut self, pool: &Pool) -> Result<(), StoreError> {
+        let range = prefix_range(&[NS_EXPIRE]);
+        for entry in self.tree.range(pool, as_refs(&range), false) {
+            let (key, value) = entry?;
+            let at = decode_u64(&value).ok_or_else(|| StoreError::Corrupt("an expiry that is not 8 bytes".into()))?;
+            self.expiries.insert(key[1..].to_vec(), at);
+        }
+        Ok(())
+    }
+
+    pub fn config(&self) -> StoreConfig {
+        self.config
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        self.stats
+    }
+
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The number of keys (strings and hashes, expired ones not yet
+    /// removed included).
+    pub fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    /// Keys with an expiry.
+    pub fn expiring(&self) -> usize {
+        self.expiries.len()
+    }
+
+    // ---- reads ----
+
+    /// Whether `key` has expired (it is then absent to every command).
+    pub fn is_expired(&self, key: &[u8], now: u64) -> bool {
+        !self.expiries.is_empty() && self.expiries.get(key).is_some_and(|&at| at <= now)
+    }
+
+    /// The expiry of `key` (ms since the epoch), if it has one.
+    pub fn expiry(&self, key: &[u8]) -> Option<u64> {
+        self.expiries.get(key).copied()
+    }
+
+    /// The type of a live key.
+    pub fn key_type(&self, pool: &Pool, key: &[u8], now: u64) -> Result<Option<KeyType>, StoreError> {
+        if self.is_expired(key, now) {
+            return Ok(None);
+        }
+        if self.tree.get(pool, &string_key(key))?.is_some() {
+            return Ok(Some(KeyType::String));
+        }
+        if self.tree.get(pool, &hash_key(key))?.is_some() {
+            return Ok(Some(KeyType::Hash));
+        }
+        Ok(None)
+    }
+
+    /// The value of a tree key (any namespace), ignoring expiry.
+    pub fn get_raw(&self, pool: &Pool, tree_key: &[u8]) -> Result<Option<Value>, StoreError> {
+        Ok(self.tree.get(pool, tree_key)?)
+    }
+
+    /// A live string's value; None if absent or expired; `Err(KeyType)` in
+    /// the Ok side is not used: callers check the type when None matters.
+    pub fn get(&self, pool: &Pool, key: &[u8], now: u64) -> Result<Option<Value>, StoreError> {
+        if self.is_expired(key, now) {
+            return Ok(None);
+        }
+        Ok(self.tree.get(pool, &string_key(key))?)
+    }
+
+    /// A hash's field count (0 if absent or expired).
+    pub fn hash_len(&self, pool: &Pool, key: &[u8], now: u64) -> Result<u64, StoreError> {
+        if self.is_expired(key, now) {
+            return Ok(0);
+        }
+        Ok(self.tree.get(pool, &hash_key(key))?.as_ref().and_then(decode_u64).unwrap_or(0))
+    }
+
+    /// A hash field's value.
+    pub fn hash_get(&self, pool: &Pool, key: &[u8], field: &[u8], now: u64) -> Result<Option<Value>, StoreError> {
+        if self.is_expired(key, now) {
+            return Ok(None);
+        }
+        Ok(self.tree.get(pool, &field_key(key, field))?)
+    }
+
+    /// Every field of a hash, in field order.
+    pub fn hash_fields(&self, pool: &Pool, key: &[u8], now: u64) -> Result<Vec<(Vec<u8>, Value)>, StoreError> {
+        if self.is_expired(key, now) {
+            return Ok(Vec::new());
+        }
+        let prefix = field_prefix(key);
+        let range = prefix_range(&prefix);
+        let mut out = Vec::new();
+        for entry in self.tree.range(pool, as_refs(&range), false) {
+            let (tree_key, value) = entry?;
+            out.push((tree_key[prefix.len()..].to_vec(), value));
+        }
+        Ok(out)
+    }
+
+    /// Up to `count` live keys after `after` (exclusive; None: from the
+    /// first), in key order, strings and hashes merged; returns the keys
+    /// and whether the end was reached. `filter` selects which to return
+    /// (all keys visited count towards `count`, as Redis's SCAN does).
+    pub fn scan(
+        &self,
+        pool: &Pool,
+        after: Option<&[u8]>,
+        count: usize,
+        now: u64,
+        mut filter: impl FnMut(&[u8]) -> bool,
+    ) -> Result<ScanPage, StoreError> {
+        let mut streams = Vec::new();
+        for ns in [NS_STRING, NS_HASH] {
+            let start = match after {
+                Some(key) => {
+                    let mut k = vec![ns];
+                    k.extend_from_slice(key);
+                    Bound::Excluded(k)
+                }
+                None => Bound::Included(vec![ns]),
+            };
+            let range = (start, Bound::Excluded(vec![ns + 1]));
+            let mut iter = self.tree.range(pool, as_refs(&range), false).map(|e| e.map(|(k, _)| k[1..].to_vec()));
+            let first = iter.next().transpose()?;
+            streams.push((iter, first));
+        }
+        let mut out = Vec::new();
+        let mut last = None;
+        let mut visited = 0;
+        while visited < count {
+            // The smaller head of the two streams.
+            let pick = match (&streams[0].1, &streams[1].1) {
+                (None, None) => return Ok((out, None)),
+                (Some(_), None) => 0,
+                (None, Some(_)) => 1,
+                (Some(a), Some(b)) => usize::from(b < a),
+            };
+            let key = streams[pick].1.take().expect("picked a head");
+            streams[pick].1 = streams[pick].0.next().transpose()?;
+            visited += 1;
+            if !self.is_expired(&key, now) && filter(&key) {
+                out.push(key.clone());
+            }
+            last = Some(key);
+        }
+        let done = streams.iter().all(|s| s.1.is_none());
+        Ok((out, if done { None } else { last }))
+    }
+
+    // ---- writes ----
+
+    /// Whether the current batch has room for more commands (else the
+    /// caller stops reading until the next commit).
+    pub fn batch_has_room(&self) -> bool {
+        self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2
+    }
+
+    /// Refuses a write that could not complete: free buffers below the
+    /// reserve, or the log three quarters full (the rest is for deletes).
+    pub fn check_room_for_write(&self, buffers: &Buffers) -> Result<(), StoreError> {
+        let usage = self.log.usage();
+        if usage.free_bytes < usage.ring_size / 4 {
+            return Err(StoreError::Full(format!(
+                "the log is {}% full until a checkpoint releases it",
+                100 - usage.free_bytes * 100 / usage.ring_size
+            )));
+        }
+        let needed = self.config.buffers_reserve + 64;
+        if buffers.free_count() < needed {
+            return Err(StoreError::Full(format!(
+                "{} free buffers of {}, {} are kept for receiving",
+                buffers.free_count(),
+                buffers.count(),
+                self.config.buffers_reserve
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies computed bytes (a number, a count) into the pool, packed
+    /// into a shared buffer; the caller gets one reference per extent.
+    pub fn stage(&mut self, pool: &Pool, buffers: &mut Buffers, bytes: &[u8]) -> Result<Vec<Extent>, StoreError> {
+        let size = pool.geometry().buffer_size;
+        let mut extents = Vec::new();
+        if bytes.is_empty() {
+            return Ok(extents);
+        }
+        if bytes.len() as u32 > size / 4 {
+            buffers.copy_in(pool, bytes, &mut extents)?;
+            return Ok(extents);
+        }
+        let len = bytes.len() as u32;
+        let (buffer, fill) = match self.arena {
+            Some((buffer, fill)) if fill + len <= size => (buffer, fill),
+            other => {
+                let fresh = buffers.allocate()?;
+                if let Some((old, _)) = other {
+                    buffers.release(old)?;
+                }
+                self.arena = Some((fresh, 0));
+                (fresh, 0)
+            }
+        };
+        pool.write(pool.buffer_offset(buffer) + u64::from(fill), bytes);
+        buffers.retain(buffer)?;
+        self.arena = Some((buffer, fill + len));
+        extents.push(Extent::new(buffer, fill as usize, bytes.len()));
+        Ok(extents)
+    }
+
+    /// Gives back the references a command's `Put` ops hold.
+    pub fn release_ops(buffers: &mut Buffers, ops: &[Op]) {
+        for op in ops {
+            if let Op::Put { extents, .. } = op {
+                buffers.release_extents(extents).expect("an op's references");
+            }
+        }
+    }
+
+    /// Appends a command's ops to the log as one group and applies them to
+    /// the tree. Durable at the next commit. On an error nothing of the
+    /// command remains (its records are released at once).
+    pub fn apply(&mut self, pool: &Pool, buffers: &mut Buffers, ops: &[Op]) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let direct_max = self.tree.config().value_size_max / 8;
+        for op in ops {
+            if let Op::Put { extents, len, .. } = op {
+                if *len > INLINE_VALUE_MAX as u64 && extents.len() > direct_max {
+                    return Err(StoreError::TooLarge { size: *len, limit: (direct_max as u64) * 2048 });
+                }
+            }
+        }
+        let mut appended = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let tag = if i + 1 == ops.len() { TAG_END } else { 0 };
+            let result = match op {
+                Op::Put { key, extents, .. } => self.log.append(pool, buffers, KIND_PUT, tag, key, extents),
+                Op::Del { key } => self.log.append(pool, buffers, KIND_DEL, tag, key, &[]),
+                Op::DelHash { name } => self.log.append(pool, buffers, KIND_DEL_HASH, tag, name, &[]),
+                Op::Flush => self.log.append(pool, buffers, KIND_FLUSH, tag, &[], &[]),
+            };
+            match result {
+                Ok(lsn) => appended.push(lsn),
+                Err(error) => {
+                    for lsn in appended {
+                        self.log.release(pool, lsn)?;
+                    }
+                    self.log_dirty = true;
+                    self.stats.refused_full += 1;
+                    return Err(error.into());
+                }
+            }
+        }
+        self.log_dirty = true;
+        self.stats.records += appended.len() as u64;
+        self.stats.commands += 1;
+        self.records.extend(appended);
+        for op in ops {
+            // The log holds the command: a failure here is fatal for the
+            // tree (poisoned), and recovery would replay the command.
+            self.apply_tree(pool, buffers, op)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one op to the tree's working version.
+    fn apply_tree(&mut self, pool: &Pool, buffers: &mut Buffers, op: &Op) -> Result<(), StoreError> {
+        match op {
+            Op::Put { key, extents, len } => {
+                let value = if *len <= INLINE_VALUE_MAX as u64 {
+                    let mut bytes = vec![0u8; *len as usize];
+                    let mut at = 0;
+                    for extent in extents {
+                        let n = usize::from(extent.len);
+                        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut bytes[at..at + n]);
+                        at += n;
+                    }
+                    Value::Inline(bytes)
+                } else {
+                    Value::Extents(extents.clone())
+                };
+                let previous = self.tree.insert(pool, buffers, key, &value)?;
+                self.note_put(key, &value, previous.is_none());
+            }
+            Op::Del { key } => {
+                if self.tree.delete(pool, buffers, key)?.is_some() {
+                    self.note_delete(key);
+                }
+            }
+            Op::DelHash { name } => {
+                if self.tree.delete(pool, buffers, &hash_key(name))?.is_some() {
+                    self.keys -= 1;
+                }
+                let prefix = field_prefix(name);
+                let range = prefix_range(&prefix);
+                let fields: Vec<Vec<u8>> = self
+                    .tree
+                    .range(pool, as_refs(&range), false)
+                    .map(|e| e.map(|(k, _)| k))
+                    .collect::<Result<_, _>>()?;
+                for field in fields {
+                    self.tree.delete(pool, buffers, &field)?;
+                }
+            }
+            Op::Flush => {
+                let all: Vec<Vec<u8>> = self
+                    .tree
+                    .range(pool, (Bound::Unbounded, Bound::Unbounded), false)
+                    .map(|e| e.map(|(k, _)| k))
+                    .filter(|k| k.as_ref().map_or(true, |k| k != KEYS_ENTRY))
+                    .collect::<Result<_, _>>()?;
+                for key in all {
+                    self.tree.delete(pool, buffers, &key)?;
+                }
+                self.keys = 0;
+                self.expiries.clear();
+            }
+        }
+        Ok(())
+    }
+
+    fn note_put(&mut self, key: &[u8], value: &Value, created: bool) {
+        match key.first() {
+            Some(&NS_STRING) | Some(&NS_HASH) if created => self.keys += 1,
+            Some(&NS_EXPIRE) => {
+                if let Some(at) = decode_u64(value) {
+                    self.expiries.insert(key[1..].to_vec(), at);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn note_delete(&mut self, key: &[u8]) {
+        match key.first() {
+            Some(&NS_STRING) | Some(&NS_HASH) => self.keys -= 1,
+            Some(&NS_EXPIRE) => {
+                self.expiries.remove(&key[1..]);
+            }
+            _ => {}
+        }
+    }
+
+    /// Up to `max` keys whose expiry has passed.
+    pub fn expired_keys(&self, now: u64, max: usize) -> Vec<Vec<u8>> {
+        self.expiries.iter().filter(|(_, &at)| at <= now).take(max).map(|(k, _)| k.clone()).collect()
+    }
+
+    pub fn note_expired(&mut self, count: u64) {
+        self.stats.expired += count;
+    }
+
+    // ---- commits and checkpoints ----
+
+    fn checkpoint_due(&self) -> bool {
+        if self.records.is_empty() && !self.tree.has_changes() {
+            return false;
+        }
+        let usage = self.log.usage();
+        self.records.len() >= self.config.checkpoint_records
+            || usage.free_bytes < usage.ring_size / 2
+            || self.buffers_low
+            || self.last_checkpoint.elapsed() >= self.config.checkpoint_interval
+    }
+
+    /// Notes how full the pool is (a checkpoint frees the buffers of
+    /// overwritten values: it is due when a quarter or less is free).
+    pub fn note_buffers(&mut self, buffers: &Buffers) {
+        self.buffers_low = buffers.free_count() < buffers.count() / 4;
+    }
+
+    /// Whether a commit is wanted: records to make durable, or a
+    /// checkpoint phase waiting for one.
+    pub fn needs_commit(&self) -> bool {
+        self.log_dirty
+            || matches!(self.phase, Phase::Prepared { durable: true })
+            || (self.phase == Phase::Idle && self.checkpoint_due())
+    }
+
+    /// The checkpoint's next phase, done before a commit so that the
+    /// commit's fence covers it.
+    fn step_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<Option<Step>, StoreError> {
+        match self.phase {
+            Phase::Prepared { durable: true } => {
+                self.tree.write_meta(pool);
+                self.phase = Phase::MetaWritten { durable: false };
+                Ok(Some(Step::Meta))
+            }
+            Phase::Idle if self.checkpoint_due() => {
+                self.checkpoint_started = Some(Instant::now());
+                if self.keys_written != Some(self.keys) {
+                    self.tree.insert(pool, buffers, KEYS_ENTRY, &Value::Inline(self.keys.to_le_bytes().to_vec()))?;
+                    self.keys_written = Some(self.keys);
+                }
+                self.covered = self.records.len();
+                if self.tree.prepare(pool, buffers)? {
+                    self.phase = Phase::Prepared { durable: false };
+                    Ok(Some(Step::Prepare))
+                } else {
+                    // The durable version already reflects every record.
+                    self.release_covered(pool)?;
+                    Ok(None)
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A commit that followed `step` is durable.
+    fn step_durable(&mut self, pool: &Pool, buffers: &mut Buffers, step: Step) -> Result<(), StoreError> {
+        match step {
+            Step::Prepare => self.phase = Phase::Prepared { durable: true },
+            Step::Meta => {
+                self.tree.finish(buffers)?;
+                self.release_covered(pool)?;
+                self.phase = Phase::Idle;
+                self.stats.checkpoints += 1;
+                if let Some(started) = self.checkpoint_started.take() {
+                    self.stats.checkpoint_ns_max =
+                        self.stats.checkpoint_ns_max.max(started.elapsed().as_nanos() as u64);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn release_covered(&mut self, pool: &Pool) -> Result<(), StoreError> {
+        for lsn in self.records.drain(..self.covered) {
+            self.log.release(pool, lsn)?;
+        }
+        if self.covered > 0 {
+            self.log_dirty = true;
+        }
+        self.covered = 0;
+        self.last_checkpoint = Instant::now();
+        Ok(())
+    }
+
+    /// Makes everything so far durable with one fence (and advances the
+    /// checkpoint by one phase).
+    pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+        let step = self.step_before_commit(pool, buffers)?;
+        self.log_dirty = false;
+        let summary = self.log.commit(pool, buffers)?;
+        if !summary.fenced && step.is_some() {
+            pool.fence().map_err(|e| StoreError::Log(LogError::CommitFailed(e)))?;
+        }
+        self.stats.commits += 1;
+        if let Some(step) = step {
+            self.step_durable(pool, buffers, step)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a commit whose sync the caller runs (page domain).
+    pub fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<Option<StoreTicket>, StoreError> {
+        let step = self.step_before_commit(pool, buffers)?;
+        self.log_dirty = false;
+        let log = self.log.begin_commit(pool)?;
+        if log.is_none() && step.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(StoreTicket { log, step }))
+    }
+
+    /// The sync of `ticket` succeeded.
+    pub fn finish_commit(&mut self, pool: &Pool, buffers: &mut Buffers, ticket: StoreTicket) -> Result<(), StoreError> {
+        if let Some(log) = ticket.log {
+            self.log.finish_commit(log, buffers);
+        }
+        self.stats.commits += 1;
+        if let Some(step) = ticket.step {
+            self.step_durable(pool, buffers, step)?;
+        }
+        Ok(())
+    }
+
+    /// The sync in flight failed: nothing more is accepted.
+    pub fn fail_commit(&mut self) {
+        self.log.fail_commit();
+    }
+
+    /// Runs checkpoints until the tree's durable version reflects every
+    /// record and they are all released (a clean shutdown; tests).
+    pub fn checkpoint_all(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+        let interval = self.config.checkpoint_interval;
+        self.config.checkpoint_interval = Duration::ZERO;
+        let result = (|| {
+            for _ in 0..4 {
+                self.commit(pool, buffers)?;
+            }
+            self.commit(pool, buffers)
+        })();
+        self.config.checkpoint_interval = interval;
+        result
+    }
+
+    /// Whether the reclamation walk of the tree is still running.
+    pub fn is_reclaiming(&self) -> bool {
+        self.tree.is_reclaiming()
+    }
+
+    /// A bounded step of the tree's reclamation walk.
+    pub fn reclaim_step(&mut self, pool: &Pool, buffers: &mut Buffers, budget: usize) -> Result<bool, StoreError> {
+        Ok(self.tree.reclaim_step(pool, buffers, budget)?)
+    }
+}
