@@ -29,9 +29,11 @@
 //!
 //! Open the log (its live records take references), open the tree (O(1):
 //! the last durable version), then replay the live records, group by group,
-//! into the tree. Every op is a blind write, so replaying a record that the
-//! tree's version already reflects changes nothing: records are released
-//! only after the version covering them is durable, never before. A group
+//! into the tree, except those below the version's mark (`#lsn`: the log's
+//! tail when the checkpoint began), which it reflects already. Records are
+//! released only after the version covering them is durable, but the
+//! release marks of one checkpoint may reach the media in any subset, so
+//! the mark, not the release marks, says where replay starts. A group
 //! without its end record (a batch torn by a power failure, never
 //! acknowledged) is released, not replayed: a command is all or nothing.
 //!
@@ -40,7 +42,8 @@
 //! One tree holds every namespace, by the key's first byte: `k` + key (a
 //! string), `h` + key (a hash: its field count), `f` + u16 key length, key,
 //! field (a hash field), `x` + key (expiry, u64 ms since the epoch), and
-//! `#keys` (the number of keys, written at each checkpoint).
+//! the checkpoint's own entries, written at each: `#keys` (the number of
+//! keys) and `#lsn` (the first record it does not cover).
 //!
 //! Invariants: a record is released only after a durable tree version
 //! reflects it; a command's records are appended together and end with
@@ -82,6 +85,8 @@ const NS_HASH: u8 = b'h';
 const NS_FIELD: u8 = b'f';
 const NS_EXPIRE: u8 = b'x';
 const KEYS_ENTRY: &[u8] = b"#keys";
+/// The lsn of the first record a checkpoint does not cover.
+const COVERED_ENTRY: &[u8] = b"#lsn";
 
 const _: () = assert!(1 + 2 + KEY_SIZE_MAX + FIELD_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);
 
@@ -341,6 +346,14 @@ impl Store {
         let started = Instant::now();
         let (log, log_report) = Log::recover(pool, buffers)?;
         let mut tree = Tree::open(pool, buffers)?;
+        let longest = 3 + KEY_SIZE_MAX + FIELD_SIZE_MAX;
+        if tree.config().key_size_max < longest {
+            return Err(StoreError::Corrupt(format!(
+                "buffers of {} bytes hold keys of at most {} bytes; the store needs {longest} (use 2 KiB buffers)",
+                pool.geometry().buffer_size,
+                tree.config().key_size_max
+            )));
+        }
         // The log flushed every value's bytes at append.
         tree.set_value_flush(false);
         let keys = tree.get(pool, KEYS_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
@@ -379,6 +392,15 @@ impl Store {
     /// that lacks its end (never acknowledged).
     fn replay(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(u64, u64), StoreError> {
         let lsns: Vec<u64> = self.log.live_lsns().collect();
+        // Records below the checkpoint's mark are in the tree already. They
+        // may still look live: their release marks were written in order,
+        // but a power failure may keep any subset of them. Replaying one
+        // would bring back a value a later, released record replaced.
+        let covered = self.tree.get(pool, COVERED_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
+        let (below, lsns): (Vec<u64>, Vec<u64>) = lsns.into_iter().partition(|&lsn| lsn < covered);
+        for &lsn in &below {
+            self.log.release(pool, lsn)?;
+        }
         let mut group: Vec<(u64, Op)> = Vec::new();
         let mut replayed = 0;
         for lsn in lsns {
@@ -400,10 +422,10 @@ impl Store {
             }
         }
         let dropped = group.len() as u64;
-        if !group.is_empty() {
-            for (lsn, _) in &group {
-                self.log.release(pool, *lsn)?;
-            }
+        for (lsn, _) in &group {
+            self.log.release(pool, *lsn)?;
+        }
+        if !group.is_empty() || !below.is_empty() {
             self.log.commit(pool, buffers)?;
         }
         Ok((replayed, dropped))
@@ -644,12 +666,24 @@ impl Store {
         if ops.is_empty() {
             return Ok(());
         }
-        let direct_max = self.tree.config().value_size_max / 8;
+        // Everything the tree could refuse is checked before the log
+        // takes the command: after that, the tree must take it too.
+        let tree = self.tree.config();
+        let direct_max = tree.value_size_max / 8;
         for op in ops {
-            if let Op::Put { extents, len, .. } = op {
-                if *len > INLINE_VALUE_MAX as u64 && extents.len() > direct_max {
-                    return Err(StoreError::TooLarge { size: *len, limit: (direct_max as u64) * 2048 });
+            let key_len = match op {
+                Op::Put { key, extents, len } => {
+                    if *len > INLINE_VALUE_MAX as u64 && extents.len() > direct_max {
+                        return Err(StoreError::TooLarge { size: *len, limit: (direct_max as u64) * 2048 });
+                    }
+                    key.len()
                 }
+                Op::Del { key } => key.len(),
+                Op::DelHash { name } => 3 + name.len(),
+                Op::Flush => 0,
+            };
+            if key_len > tree.key_size_max {
+                return Err(StoreError::Tree(TreeError::KeyTooLarge { size: key_len, limit: tree.key_size_max }));
             }
         }
         let mut appended = Vec::with_capacity(ops.len());
@@ -729,7 +763,7 @@ impl Store {
                     .tree
                     .range(pool, (Bound::Unbounded, Bound::Unbounded), false)
                     .map(|e| e.map(|(k, _)| k))
-                    .filter(|k| k.as_ref().map_or(true, |k| k != KEYS_ENTRY))
+                    .filter(|k| k.as_ref().map_or(true, |k| k.first() != Some(&b'#')))
                     .collect::<Result<_, _>>()?;
                 for key in all {
                     self.tree.delete(pool, buffers, &key)?;
@@ -815,6 +849,8 @@ impl Store {
                     self.keys_written = Some(self.keys);
                 }
                 self.covered = self.records.len();
+                let mark = self.log.usage().tail_lsn;
+                self.tree.insert(pool, buffers, COVERED_ENTRY, &Value::Inline(mark.to_le_bytes().to_vec()))?;
                 if self.tree.prepare(pool, buffers)? {
                     self.phase = Phase::Prepared { durable: false };
                     Ok(Some(Step::Prepare))
@@ -915,6 +951,21 @@ impl Store {
         })();
         self.config.checkpoint_interval = interval;
         result
+    }
+
+    /// Runs the tree's reclamation walk to its end.
+    pub fn finish_reclaim(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+        Ok(self.tree.finish_reclaim(pool, buffers)?)
+    }
+
+    /// The live records' lsns, oldest first.
+    pub fn live_records(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.iter().copied()
+    }
+
+    /// The checkpoint's phase, records and covered count (for debugging).
+    pub fn debug_phase(&self) -> String {
+        format!("{:?} records {} covered {} gen {}", self.phase, self.records.len(), self.covered, self.tree.generation())
     }
 
     /// Whether the reclamation walk of the tree is still running.

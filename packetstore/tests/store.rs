@@ -1,0 +1,276 @@
+//! Goal: the key-value store never loses an acknowledged command across a
+//! power failure, never shows part of a command, never returns bytes
+//! nobody wrote, and leaks no buffer; while checkpoints of its tree run in
+//! phases among further changes.
+//!
+//! Method: random commands (groups of blind writes over strings, hashes,
+//! hash fields and expiries, and the odd flush) are applied to a `Store` on
+//! the crash simulator and to a model. A turn ends with a commit, which
+//! acknowledges its commands; checkpoints are due every few records, so
+//! their three phases interleave with changes. Power fails at a random
+//! fence of a commit (in the cache-line and page simulator modes) or
+//! between turns. After recovery the store must equal the acknowledged
+//! model plus a prefix, by whole command, of the commands of the batch in
+//! flight; every value's bytes must match; the tree's invariants hold; and
+//! every buffer's reference count must equal the references of the log's
+//! live records plus the tree's.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use packetstore::node::Value;
+use packetstore::rng::SplitMix64;
+use packetstore::store::{expire_key, field_key, hash_key, string_key, value_bytes, Op, Store, StoreConfig};
+use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 768, log_size: 64 * 1024, log_count: 1 };
+
+fn config() -> StoreConfig {
+    StoreConfig {
+        value_size_max: 1 << 20,
+        checkpoint_records: 12,
+        checkpoint_interval: Duration::from_secs(3600),
+        buffers_reserve: 0,
+    }
+}
+
+/// Applies a command's ops to the model as the store does.
+fn model_apply(model: &mut Model, ops: &[(Op, Vec<u8>)]) {
+    for (op, bytes) in ops {
+        match op {
+            Op::Put { key, .. } => {
+                model.insert(key.clone(), bytes.clone());
+            }
+            Op::Del { key } => {
+                model.remove(key);
+            }
+            Op::DelHash { name } => {
+                model.remove(&hash_key(name));
+                let prefix = field_key(name, b"");
+                model.retain(|k, _| !k.starts_with(&prefix));
+            }
+            Op::Flush => model.clear(),
+        }
+    }
+}
+
+/// A random command: its ops (with the bytes of each Put) on a small key
+/// space, with values from empty to two buffers long.
+fn command(rng: &mut SplitMix64, pool: &Pool, buffers: &mut Buffers) -> Vec<(Op, Vec<u8>)> {
+    let mut ops = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let key = format!("key{}", rng.below(12)).into_bytes();
+        let put = |rng: &mut SplitMix64, buffers: &mut Buffers, tree_key: Vec<u8>, len: usize| {
+            let mut bytes = vec![0u8; len];
+            rng.fill(&mut bytes);
+            let mut extents = Vec::new();
+            buffers.copy_in(pool, &bytes, &mut extents).expect("the test's pool has room");
+            (Op::Put { key: tree_key, extents, len: len as u64 }, bytes)
+        };
+        let op = match rng.below(20) {
+            0..=6 => {
+                let len = match rng.below(3) {
+                    0 => rng.below(65) as usize,
+                    1 => 65 + rng.below(2000) as usize,
+                    _ => rng.below(4096) as usize,
+                };
+                put(rng, buffers, string_key(&key), len)
+            }
+            7..=8 => (Op::Del { key: string_key(&key) }, Vec::new()),
+            9..=11 => {
+                let field = format!("f{}", rng.below(4)).into_bytes();
+                let len = rng.below(300) as usize;
+                put(rng, buffers, field_key(&key, &field), len)
+            }
+            12 => put(rng, buffers, hash_key(&key), 8),
+            13 => (Op::Del { key: field_key(&key, format!("f{}", rng.below(4)).as_bytes()) }, Vec::new()),
+            14 => (Op::DelHash { name: key }, Vec::new()),
+            15..=16 => {
+                let at = 1_000_000 + rng.below(1 << 40);
+                let (op, _) = put(rng, buffers, expire_key(&key), 0);
+                // An expiry is 8 bytes: the value written replaces the empty one.
+                drop(op);
+                let mut extents = Vec::new();
+                buffers.copy_in(pool, &at.to_le_bytes(), &mut extents).unwrap();
+                (Op::Put { key: expire_key(&key), extents, len: 8 }, at.to_le_bytes().to_vec())
+            }
+            17 => (Op::Del { key: expire_key(&key) }, Vec::new()),
+            18 if rng.chance(1, 4) => (Op::Flush, Vec::new()),
+            _ => (Op::Del { key: hash_key(&key) }, Vec::new()),
+        };
+        ops.push(op);
+    }
+    ops
+}
+
+/// What the store holds, read through its tree (every namespace but the
+/// key counter).
+fn contents(store: &Store, pool: &Pool) -> Model {
+    store
+        .tree()
+        .entries(pool)
+        .unwrap()
+        .into_iter()
+        .filter(|(k, _)| k.first() != Some(&b'#'))
+        .map(|(k, v)| {
+            let bytes = value_bytes(pool, &v);
+            (k, bytes)
+        })
+        .collect()
+}
+
+fn check_recovered(store: &mut Store, pool: &Pool, buffers: &mut Buffers, candidates: &[Model], context: &str) -> Model {
+    store.finish_reclaim(pool, buffers).unwrap_or_else(|e| panic!("{context}: walk: {e}"));
+    let found = contents(store, pool);
+    let index = candidates.iter().position(|c| *c == found).unwrap_or_else(|| {
+        let acked = &candidates[0];
+        let lost: Vec<_> = acked.keys().filter(|k| !found.contains_key(*k)).map(|k| String::from_utf8_lossy(k)).collect();
+        let extra: Vec<_> =
+            found.keys().filter(|k| !acked.contains_key(*k)).map(|k| String::from_utf8_lossy(k)).collect();
+        let changed: Vec<_> = found
+            .iter()
+            .filter(|(k, v)| acked.get(*k).is_some_and(|a| a != *v))
+            .map(|(k, v)| format!("{} ({} vs {} bytes)", String::from_utf8_lossy(k), v.len(), acked[k].len()))
+            .collect();
+        eprintln!("changed: {changed:?}");
+        panic!(
+            "{context}: recovered state is not the acknowledged one plus a prefix of whole commands \
+             ({} candidates); vs acknowledged: missing {lost:?}, extra {extra:?}",
+            candidates.len()
+        )
+    });
+    let _ = index;
+    // The key count and the expiries follow the entries.
+    let keys = found.keys().filter(|k| k.first() == Some(&b'k') || k.first() == Some(&b'h')).count() as u64;
+    assert_eq!(store.keys(), keys, "{context}: key count");
+    for (key, bytes) in found.iter().filter(|(k, _)| k.first() == Some(&b'x')) {
+        let at = u64::from_le_bytes(bytes[..].try_into().unwrap());
+        assert_eq!(store.expiry(&key[1..]), Some(at), "{context}: expiry of {key:?}");
+    }
+    assert_eq!(store.expiring(), found.keys().filter(|k| k.first() == Some(&b'x')).count(), "{context}: expiries");
+    // One reference count: the log's live records plus the tree's.
+    let stats = store.tree().check_invariants(pool).unwrap_or_else(|e| panic!("{context}: {e}"));
+    let mut expected = stats.refs.clone();
+    for lsn in store.live_records().collect::<Vec<_>>() {
+        for extent in store.log().view(pool, lsn).unwrap().extents {
+            *expected.entry(extent.buffer).or_default() += 1;
+        }
+    }
+    for buffer in buffers.owned() {
+        let want = expected.get(&buffer).copied().unwrap_or(0);
+        assert_eq!(u32::from(buffers.refs(buffer)), want, "{context}: buffer {buffer}'s references");
+    }
+    buffers.check_invariants();
+    found
+}
+
+fn run(seed: u64) {
+    let mut rng = SplitMix64::new(seed);
+    let mode = if rng.chance(1, 2) { SimMode::CacheLine } else { SimMode::Page };
+    let mut device = Arc::new(SimDevice::new(GEOMETRY.file_size(), mode));
+    let mut pool = Pool::create_simulated(device.clone(), GEOMETRY).unwrap();
+    let mut buffers = Buffers::new(GEOMETRY.buffer_count);
+    let (mut store, _) = Store::open(&pool, &mut buffers, config()).unwrap();
+    let mut acknowledged = Model::new();
+    for cycle in 0..3 {
+        let context = format!("seed {seed:#x} cycle {cycle} ({mode:?})");
+        let mut model = acknowledged.clone();
+        // Candidates for what recovery may find: the acknowledged state,
+        // then after each command of the batch in flight.
+        let mut batch: Vec<Model> = vec![acknowledged.clone()];
+        let mut image = None;
+        for step in 0..1 + rng.below(80) {
+            let ops = command(&mut rng, &pool, &mut buffers);
+            let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
+            if std::env::var("PACKETSTORE_DEBUG").is_ok() {
+                let summary: Vec<String> = ops
+                    .iter()
+                    .map(|(op, b)| match op {
+                        Op::Put { key, .. } => format!("put {} {}", String::from_utf8_lossy(key), b.len()),
+                        other => format!("{other:?}"),
+                    })
+                    .collect();
+                eprintln!("step {step}: {summary:?} phase-before: {}", store.debug_phase());
+            }
+            store.apply(&pool, &mut buffers, &plain).unwrap_or_else(|e| panic!("{context}: apply: {e}"));
+            Store::release_ops(&mut buffers, &plain);
+            model_apply(&mut model, &ops);
+            batch.push(model.clone());
+            if step % 5 == 4 || rng.chance(1, 4) {
+                if rng.chance(1, 3) {
+                    device.crash_at_fence(device.fences() + 1 + rng.below(3), rng.next_u64());
+                }
+                let failed = store.commit(&pool, &mut buffers).is_err();
+                if std::env::var("PACKETSTORE_DEBUG").is_ok() {
+                    eprintln!("commit (failed {failed}) -> {}", store.debug_phase());
+                }
+                if failed {
+                    image = device.take_crash_image();
+                    break;
+                }
+                acknowledged = model.clone();
+                batch = vec![acknowledged.clone()];
+                // The tree's own view agrees with the model.
+                assert_eq!(contents(&store, &pool), model, "{context}: after a commit");
+            }
+        }
+        device.disarm();
+        let image = image.unwrap_or_else(|| device.crash(rng.next_u64()));
+        device = Arc::new(SimDevice::from_image(image, mode));
+        pool = Pool::open_simulated(device.clone()).unwrap();
+        buffers = Buffers::new(GEOMETRY.buffer_count);
+        let report;
+        (store, report) = Store::open(&pool, &mut buffers, config()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+        if std::env::var("PACKETSTORE_DEBUG").is_ok() {
+            eprintln!("recovered: {report}");
+        }
+        acknowledged = check_recovered(&mut store, &pool, &mut buffers, &batch, &context);
+    }
+}
+
+#[test]
+fn acknowledged_commands_survive_power_failures() {
+    let seeds: u64 = std::env::var("PACKETSTORE_STORE_CRASH_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(700);
+    if let Some(seed) = std::env::var("PACKETSTORE_STORE_SEED").ok().and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok()) {
+        run(seed);
+        return;
+    }
+    for seed in 0..seeds {
+        run(0x5700_0000 + seed);
+    }
+}
+
+#[test]
+fn checkpoints_release_the_log_and_reopen_equal() {
+    let device = Arc::new(SimDevice::new(GEOMETRY.file_size(), SimMode::CacheLine));
+    let pool = Pool::create_simulated(device.clone(), GEOMETRY).unwrap();
+    let mut buffers = Buffers::new(GEOMETRY.buffer_count);
+    let (mut store, _) = Store::open(&pool, &mut buffers, config()).unwrap();
+    let mut rng = SplitMix64::new(7);
+    let mut model = Model::new();
+    for _ in 0..400 {
+        let ops = command(&mut rng, &pool, &mut buffers);
+        let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
+        store.apply(&pool, &mut buffers, &plain).unwrap();
+        Store::release_ops(&mut buffers, &plain);
+        model_apply(&mut model, &ops);
+        store.commit(&pool, &mut buffers).unwrap();
+    }
+    assert!(store.stats().checkpoints >= 10, "checkpoints ran: {:?}", store.stats());
+    store.checkpoint_all(&pool, &mut buffers).unwrap();
+    assert_eq!(store.live_records().count(), 0, "a full checkpoint releases every record");
+    assert_eq!(store.log().usage().live_records, 0);
+    assert_eq!(contents(&store, &pool), model);
+    // Reopening replays nothing: the tree alone holds the state.
+    let image = device.crash(1);
+    let device = Arc::new(SimDevice::from_image(image, SimMode::CacheLine));
+    let pool = Pool::open_simulated(device).unwrap();
+    let mut buffers = Buffers::new(GEOMETRY.buffer_count);
+    let (mut store, report) = Store::open(&pool, &mut buffers, config()).unwrap();
+    assert_eq!(report.replayed_records, 0);
+    check_recovered(&mut store, &pool, &mut buffers, &[model], "reopen");
+    let _ = Value::Inline(Vec::new());
+}
