@@ -416,8 +416,13 @@ impl Log {
                         });
                     }
                     if erase {
-                        pool.store_u64(at, 0);
-                        pool.flush(at, 8);
+                        // The whole header line, not one word: a torn write
+                        // of a later record at this lsn (the same kind and
+                        // length, so the same first word) could otherwise
+                        // mix its words with this record's and bring it
+                        // back whole. Zeroed, its CRC word is gone for good.
+                        pool.write(at, &[0u8; HEADER_SIZE]);
+                        pool.flush(at, HEADER_SIZE as u64);
                     }
                     erased += 1;
                 }

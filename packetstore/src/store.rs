@@ -965,7 +965,13 @@ impl Store {
 
     /// The checkpoint's phase, records and covered count (for debugging).
     pub fn debug_phase(&self) -> String {
-        format!("{:?} records {} covered {} gen {}", self.phase, self.records.len(), self.covered, self.tree.generation())
+        format!(
+            "{:?} records {} covered {} gen {}",
+            self.phase,
+            self.records.len(),
+            self.covered,
+            self.tree.generation()
+        )
     }
 
     /// Whether the reclamation walk of the tree is still running.

@@ -122,12 +122,19 @@ fn contents(store: &Store, pool: &Pool) -> Model {
         .collect()
 }
 
-fn check_recovered(store: &mut Store, pool: &Pool, buffers: &mut Buffers, candidates: &[Model], context: &str) -> Model {
+fn check_recovered(
+    store: &mut Store,
+    pool: &Pool,
+    buffers: &mut Buffers,
+    candidates: &[Model],
+    context: &str,
+) -> Model {
     store.finish_reclaim(pool, buffers).unwrap_or_else(|e| panic!("{context}: walk: {e}"));
     let found = contents(store, pool);
     let index = candidates.iter().position(|c| *c == found).unwrap_or_else(|| {
         let acked = &candidates[0];
-        let lost: Vec<_> = acked.keys().filter(|k| !found.contains_key(*k)).map(|k| String::from_utf8_lossy(k)).collect();
+        let lost: Vec<_> =
+            acked.keys().filter(|k| !found.contains_key(*k)).map(|k| String::from_utf8_lossy(k)).collect();
         let extra: Vec<_> =
             found.keys().filter(|k| !acked.contains_key(*k)).map(|k| String::from_utf8_lossy(k)).collect();
         let changed: Vec<_> = found
@@ -225,7 +232,7 @@ fn run(seed: u64) {
         let report;
         (store, report) = Store::open(&pool, &mut buffers, config()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
         if std::env::var("PACKETSTORE_DEBUG").is_ok() {
-            eprintln!("recovered: {report}");
+            eprintln!("recovered: {report} / log: {}", report.log);
         }
         acknowledged = check_recovered(&mut store, &pool, &mut buffers, &batch, &context);
     }
@@ -234,7 +241,10 @@ fn run(seed: u64) {
 #[test]
 fn acknowledged_commands_survive_power_failures() {
     let seeds: u64 = std::env::var("PACKETSTORE_STORE_CRASH_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(700);
-    if let Some(seed) = std::env::var("PACKETSTORE_STORE_SEED").ok().and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok()) {
+    if let Some(seed) = std::env::var("PACKETSTORE_STORE_SEED")
+        .ok()
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+    {
         run(seed);
         return;
     }

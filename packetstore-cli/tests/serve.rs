@@ -1,0 +1,599 @@
+//! Goal: `packetstore serve` works with real, unmodified clients: the
+//! `redis` crate and `redis-cli` on the Redis protocol, a Rust HTTP client
+//! and curl on HTTP; acknowledged writes survive a restart and kill -9.
+//!
+//! Method: the real binary on ephemeral ports, pools on /dev/shm (and one
+//! on the disk, page domain); every command of the issue is exercised with
+//! its Redis reply shapes, including errors, pipelining, binary values,
+//! values over the limit, AUTH and RESP3.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use redis::{Commands, Value};
+
+struct Server {
+    child: Child,
+    http: SocketAddr,
+    resp: SocketAddr,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(pool: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+            .args(["serve", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--ring-entries", "1024"])
+            .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        let (http, resp) = loop {
+            let line = stdout.next().unwrap_or_else(|| panic!("the server exited before listening: {seen:?}")).unwrap();
+            if let Some(rest) = line.strip_prefix("listening: http ") {
+                let mut words = rest.split([' ', ',']).filter(|w| !w.is_empty());
+                let http = words.next().unwrap().parse().unwrap();
+                assert_eq!(words.next(), Some("redis"));
+                let resp = words.next().unwrap().parse().unwrap();
+                break (http, resp);
+            }
+            seen.push(line);
+        };
+        let (send, lines) = std::sync::mpsc::channel();
+        for line in seen {
+            send.send(line).unwrap();
+        }
+        std::thread::spawn(move || {
+            for line in stdout.map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Server { child, http, resp, lines }
+    }
+
+    /// The start-up lines printed before listening.
+    fn banner(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
+    fn client(&self) -> redis::Connection {
+        let client = redis::Client::open(format!("redis://{}/", self.resp)).unwrap();
+        let connection = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
+        connection.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        connection
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct TempPool(PathBuf);
+
+impl TempPool {
+    fn new(name: &str) -> TempPool {
+        Self::at("/dev/shm", name)
+    }
+
+    fn on_disk(name: &str) -> TempPool {
+        Self::at(env!("CARGO_TARGET_TMPDIR"), name)
+    }
+
+    fn at(dir: &str, name: &str) -> TempPool {
+        let path = PathBuf::from(dir).join(format!("packetstore-serve-{name}-{}.pool", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        TempPool(path)
+    }
+}
+
+impl Drop for TempPool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn error_of<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
+    match result {
+        Err(error) => error.to_string(),
+        Ok(value) => panic!("expected an error, got {value:?}"),
+    }
+}
+
+#[test]
+fn redis_crate_strings_and_keys() {
+    let pool = TempPool::new("strings");
+    let server = Server::start(&pool.0, &[]);
+    let banner = server.banner().join("\n");
+    assert!(banner.contains("pool: ") && banner.contains("persistence domain: cache-line"), "{banner}");
+    assert!(banner.contains("not durable across power loss"), "tmpfs is emulated, and says so: {banner}");
+    let mut c = server.client();
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    let echo: Vec<u8> = redis::cmd("ECHO").arg(b"a\r\nb\0c").query(&mut c).unwrap();
+    assert_eq!(echo, b"a\r\nb\0c");
+    // SET and GET, binary-safe, small (inline) and large (zero copy).
+    for len in [0usize, 1, 64, 65, 1000, 2047, 2048, 2049, 5000, 30_000] {
+        let value: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+        let key = format!("bin:{len}\r\n\0");
+        let _: () = c.set(&key, &value).unwrap();
+        let back: Vec<u8> = c.get(&key).unwrap();
+        assert_eq!(back.len(), len);
+        assert!(back == value, "value of {len} bytes");
+        let strlen: usize = redis::cmd("STRLEN").arg(&key).query(&mut c).unwrap();
+        assert_eq!(strlen, len);
+    }
+    // NX, XX, GET.
+    let set: Option<String> = redis::cmd("SET").arg("k").arg("1").arg("NX").query(&mut c).unwrap();
+    assert_eq!(set.as_deref(), Some("OK"));
+    let set: Option<String> = redis::cmd("SET").arg("k").arg("2").arg("NX").query(&mut c).unwrap();
+    assert_eq!(set, None);
+    let set: Option<String> = redis::cmd("SET").arg("nothere").arg("2").arg("XX").query(&mut c).unwrap();
+    assert_eq!(set, None);
+    let old: Option<String> = redis::cmd("SET").arg("k").arg("3").arg("GET").query(&mut c).unwrap();
+    assert_eq!(old.as_deref(), Some("1"));
+    assert!(
+        error_of(redis::cmd("SET").arg("k").arg("v").arg("NX").arg("XX").query::<()>(&mut c)).contains("syntax error")
+    );
+    // GETDEL, DEL/UNLINK, EXISTS.
+    let value: Option<String> = redis::cmd("GETDEL").arg("k").query(&mut c).unwrap();
+    assert_eq!(value.as_deref(), Some("3"));
+    let gone: Option<String> = c.get("k").unwrap();
+    assert_eq!(gone, None);
+    let _: () = c.set("a", "1").unwrap();
+    let _: () = c.set("b", "2").unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg("a").arg("b").arg("a").arg("zz").query(&mut c).unwrap();
+    assert_eq!(exists, 3);
+    let deleted: i64 = c.del(&["a", "zz"]).unwrap();
+    assert_eq!(deleted, 1);
+    let deleted: i64 = redis::cmd("UNLINK").arg("b").query(&mut c).unwrap();
+    assert_eq!(deleted, 1);
+    // MSET, MGET.
+    let _: () = redis::cmd("MSET").arg("m1").arg("x").arg("m2").arg("y").query(&mut c).unwrap();
+    let values: Vec<Option<String>> = redis::cmd("MGET").arg("m1").arg("nope").arg("m2").query(&mut c).unwrap();
+    assert_eq!(values, vec![Some("x".into()), None, Some("y".into())]);
+    assert!(error_of(redis::cmd("MSET").arg("a").query::<()>(&mut c)).contains("wrong number of arguments"));
+    // Counters.
+    let n: i64 = c.incr("n", 1).unwrap();
+    assert_eq!(n, 1);
+    let n: i64 = redis::cmd("INCRBY").arg("n").arg(41).query(&mut c).unwrap();
+    assert_eq!(n, 42);
+    let n: i64 = redis::cmd("DECR").arg("n").query(&mut c).unwrap();
+    assert_eq!(n, 41);
+    let n: i64 = redis::cmd("DECRBY").arg("n").arg(50).query(&mut c).unwrap();
+    assert_eq!(n, -9);
+    let _: () = c.set("big", i64::MAX.to_string()).unwrap();
+    assert!(error_of(redis::cmd("INCR").arg("big").query::<i64>(&mut c)).contains("overflow"));
+    let _: () = c.set("text", "abc").unwrap();
+    assert!(error_of(redis::cmd("INCR").arg("text").query::<i64>(&mut c)).contains("not an integer"));
+    // APPEND: zero copy of both parts, then a read of the whole.
+    let part = vec![b'p'; 3000];
+    let len: usize = c.append("ap", &part).unwrap();
+    assert_eq!(len, 3000);
+    let len: usize = c.append("ap", "tail").unwrap();
+    assert_eq!(len, 3004);
+    let whole: Vec<u8> = c.get("ap").unwrap();
+    assert_eq!(&whole[..3000], &part[..]);
+    assert_eq!(&whole[3000..], b"tail");
+    // KEYS, SCAN with MATCH and COUNT, DBSIZE.
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    for i in 0..300 {
+        let _: () = c.set(format!("user:{i:03}"), i).unwrap();
+    }
+    let _: () = c.set("other", 1).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 301);
+    let mut keys: Vec<String> = c.keys("user:1?9").unwrap();
+    keys.sort();
+    assert_eq!(keys, (0..10).map(|i| format!("user:1{i}9")).collect::<Vec<_>>());
+    let mut scanned: Vec<String> = c.scan_match("user:*").unwrap().collect();
+    scanned.sort();
+    scanned.dedup();
+    assert_eq!(scanned.len(), 300);
+    let (cursor, page): (u64, Vec<String>) = redis::cmd("SCAN").arg(0).arg("COUNT").arg(7).query(&mut c).unwrap();
+    assert!(cursor != 0 && page.len() == 7);
+    // Errors in Redis's own shapes; the connection stays usable.
+    assert!(error_of(redis::cmd("NOSUCH").arg("x").query::<()>(&mut c)).contains("unknown command 'NOSUCH'"));
+    assert!(error_of(redis::cmd("GET").query::<()>(&mut c)).contains("wrong number of arguments for 'get' command"));
+    let _: () = c.hset("hash", "f", "v").unwrap();
+    assert!(error_of(c.get::<_, String>("hash")).contains("WRONGTYPE"));
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    // SELECT, CLIENT, CONFIG GET, COMMAND, INFO.
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    assert!(error_of(redis::cmd("SELECT").arg(1).query::<()>(&mut c)).contains("out of range"));
+    let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("tester").query(&mut c).unwrap();
+    let name: String = redis::cmd("CLIENT").arg("GETNAME").query(&mut c).unwrap();
+    assert_eq!(name, "tester");
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    assert!(id > 0);
+    let config: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("appendonly").query(&mut c).unwrap();
+    assert_eq!(config, vec!["appendonly", "yes"]);
+    let count: i64 = redis::cmd("COMMAND").arg("COUNT").query(&mut c).unwrap();
+    assert!(count >= 40);
+    let info: String = redis::cmd("INFO").query(&mut c).unwrap();
+    for section in ["# Server", "# Clients", "# Persistence", "# Stats", "# Memory", "# Keyspace", "db0:keys=302"] {
+        assert!(info.contains(section), "INFO lacks {section}: {info}");
+    }
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 0);
+}
+
+#[test]
+fn redis_crate_hashes_and_expiry() {
+    let pool = TempPool::new("hashes");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let added: i64 =
+        redis::cmd("HSET").arg("h").arg("a").arg("1").arg("b").arg(vec![b'z'; 5000]).query(&mut c).unwrap();
+    assert_eq!(added, 2);
+    let added: i64 = redis::cmd("HSET").arg("h").arg("a").arg("2").arg("c").arg("3").query(&mut c).unwrap();
+    assert_eq!(added, 1);
+    let a: String = c.hget("h", "a").unwrap();
+    assert_eq!(a, "2");
+    let b: Vec<u8> = c.hget("h", "b").unwrap();
+    assert_eq!(b, vec![b'z'; 5000]);
+    let len: i64 = c.hlen("h").unwrap();
+    assert_eq!(len, 3);
+    let exists: bool = c.hexists("h", "c").unwrap();
+    assert!(exists);
+    let all: std::collections::BTreeMap<String, Vec<u8>> = c.hgetall("h").unwrap();
+    assert_eq!(all.keys().collect::<Vec<_>>(), vec!["a", "b", "c"]);
+    let removed: i64 = redis::cmd("HDEL").arg("h").arg("a").arg("nope").query(&mut c).unwrap();
+    assert_eq!(removed, 1);
+    let kind: String = redis::cmd("TYPE").arg("h").query(&mut c).unwrap();
+    assert_eq!(kind, "hash");
+    let _: () = c.set("s", "v").unwrap();
+    assert!(error_of(c.hset::<_, _, _, i64>("s", "f", "v")).contains("WRONGTYPE"));
+    // Deleting the last field deletes the hash.
+    let _: i64 = redis::cmd("HDEL").arg("h").arg("b").arg("c").query(&mut c).unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg("h").query(&mut c).unwrap();
+    assert_eq!(exists, 0);
+    // SET over a hash replaces it.
+    let _: i64 = c.hset("h2", "f", "v").unwrap();
+    let _: () = c.set("h2", "now a string").unwrap();
+    let value: String = c.get("h2").unwrap();
+    assert_eq!(value, "now a string");
+    // Expiry: EX/PX/EXAT/PXAT/KEEPTTL, TTL, EXPIRE, PERSIST; real expiry.
+    let _: () = redis::cmd("SET").arg("t1").arg("v").arg("PX").arg(300).query(&mut c).unwrap();
+    let pttl: i64 = redis::cmd("PTTL").arg("t1").query(&mut c).unwrap();
+    assert!((1..=300).contains(&pttl), "{pttl}");
+    let _: () = redis::cmd("SET").arg("t2").arg("v").arg("EX").arg(100).query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("t2").arg("w").arg("KEEPTTL").query(&mut c).unwrap();
+    let ttl: i64 = c.ttl("t2").unwrap();
+    assert!((99..=100).contains(&ttl), "KEEPTTL kept it: {ttl}");
+    let _: () = c.set("t2", "x").unwrap();
+    let ttl: i64 = c.ttl("t2").unwrap();
+    assert_eq!(ttl, -1, "a plain SET clears the TTL");
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let _: () = redis::cmd("SET").arg("t3").arg("v").arg("EXAT").arg(now_s + 1000).query(&mut c).unwrap();
+    let ttl: i64 = c.ttl("t3").unwrap();
+    assert!((990..=1000).contains(&ttl), "{ttl}");
+    let persisted: i64 = redis::cmd("PERSIST").arg("t3").query(&mut c).unwrap();
+    assert_eq!(persisted, 1);
+    let _: i64 = c.hset("th", "f", "v").unwrap();
+    let set: i64 = redis::cmd("PEXPIRE").arg("th").arg(200).query(&mut c).unwrap();
+    assert_eq!(set, 1);
+    assert!(
+        error_of(redis::cmd("SET").arg("k").arg("v").arg("EX").arg(0).query::<()>(&mut c)).contains("invalid expire")
+    );
+    std::thread::sleep(Duration::from_millis(450));
+    let gone: Option<String> = c.get("t1").unwrap();
+    assert_eq!(gone, None, "expired");
+    let fields: i64 = c.hlen("th").unwrap();
+    assert_eq!(fields, 0, "the hash expired too");
+    let ttl: i64 = c.ttl("t1").unwrap();
+    assert_eq!(ttl, -2);
+    // Active expiry removes them from the key count.
+    std::thread::sleep(Duration::from_millis(300));
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 4, "s, h2, t2, t3 remain");
+}
+
+#[test]
+fn pipelining_resp3_auth_and_limits() {
+    let pool = TempPool::new("pipeline");
+    let server = Server::start(&pool.0, &["--requirepass", "s3cret", "--value-size-max", "100KiB"]);
+    let client = redis::Client::open(format!("redis://{}/", server.resp)).unwrap();
+    // Without AUTH everything but AUTH/HELLO/QUIT answers NOAUTH.
+    let mut raw = TcpStream::connect(server.resp).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    raw.write_all(b"GET x\r\nAUTH wrong\r\nAUTH s3cret\r\nGET x\r\n").unwrap();
+    let mut reader = BufReader::new(raw.try_clone().unwrap());
+    let mut line = String::new();
+    for expected in ["-NOAUTH", "-WRONGPASS", "+OK", "$-1"] {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.starts_with(expected), "{expected} vs {line:?}");
+    }
+    // RESP3 after HELLO 3: maps and nulls in their own types.
+    raw.write_all(b"HELLO 3\r\n").unwrap();
+    line.clear();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "%7\r\n");
+    for _ in 0..14 {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line.starts_with('$') {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+        }
+    }
+    raw.write_all(b"*2\r\n$3\r\nGET\r\n$7\r\nmissing\r\n").unwrap();
+    line.clear();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "_\r\n", "RESP3 null");
+    raw.write_all(b"HSET h f v\r\nHGETALL h\r\n").unwrap();
+    let mut replies = String::new();
+    for _ in 0..6 {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        replies.push_str(&line);
+    }
+    assert_eq!(replies, ":1\r\n%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    // A value over the limit: an error, and the connection goes on.
+    let mut c = client.get_connection().unwrap();
+    let _: () = redis::cmd("AUTH").arg("s3cret").query(&mut c).unwrap();
+    let huge = vec![b'x'; 200 * 1024];
+    let error = error_of(c.set::<_, _, ()>("huge", &huge));
+    assert!(error.contains("over the limit"), "{error}");
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    let missing: Option<Vec<u8>> = c.get("huge").unwrap();
+    assert_eq!(missing, None);
+    // Pipelining: 2,000 commands in one write, replies in order.
+    let mut pipe = redis::pipe();
+    for i in 0..1000 {
+        pipe.set(format!("p{i}"), format!("v{i}")).ignore();
+        pipe.get(format!("p{i}"));
+    }
+    let values: Vec<String> = pipe.query(&mut c).unwrap();
+    assert_eq!(values.len(), 1000);
+    assert!(values.iter().enumerate().all(|(i, v)| *v == format!("v{i}")));
+    // HELLO with AUTH on a fresh connection.
+    let mut fresh = TcpStream::connect(server.resp).unwrap();
+    fresh.write_all(b"HELLO 2 AUTH default s3cret\r\nDBSIZE\r\n").unwrap();
+    let mut text = vec![0u8; 4096];
+    std::thread::sleep(Duration::from_millis(200));
+    let n = fresh.read(&mut text).unwrap();
+    let text = String::from_utf8_lossy(&text[..n]);
+    assert!(text.starts_with("*14\r\n") && text.ends_with(":1001\r\n"), "{text}");
+    // A malformed frame: an error, then the connection closes.
+    let mut bad = TcpStream::connect(server.resp).unwrap();
+    bad.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    bad.write_all(b"*2\r\n+GET\r\n").unwrap();
+    let mut text = String::new();
+    let _ = bad.read_to_string(&mut text);
+    assert!(text.starts_with("-ERR Protocol error"), "{text}");
+    let _ = Value::Nil;
+}
+
+fn http(server: &Server, request: &[u8]) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(server.http).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream.write_all(request).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let status = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut length = 0;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0u8; length];
+    if !request.starts_with(b"HEAD") {
+        reader.read_exact(&mut body).unwrap();
+    }
+    (status, body)
+}
+
+#[test]
+fn http_pkvs_with_a_rust_client_and_curl() {
+    let pool = TempPool::new("http");
+    let server = Server::start(&pool.0, &[]);
+    let value: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    let mut put = b"PUT /kv/a%20b%00c HTTP/1.1\r\nContent-Length: 10000\r\n\r\n".to_vec();
+    put.extend_from_slice(&value);
+    assert_eq!(http(&server, &put).0, 204);
+    let (status, body) = http(&server, b"GET /kv/a%20b%00c HTTP/1.1\r\n\r\n");
+    assert_eq!(status, 200);
+    assert!(body == value);
+    let (status, _) = http(&server, b"HEAD /kv/a%20b%00c HTTP/1.1\r\n\r\n");
+    assert_eq!(status, 200);
+    // The same store on both protocols: binary key and all.
+    let mut c = server.client();
+    let via_redis: Vec<u8> = c.get(b"a b\0c").unwrap();
+    assert!(via_redis == value);
+    let _: () = c.set("from-redis", "hello").unwrap();
+    assert_eq!(http(&server, b"GET /kv/from-redis HTTP/1.1\r\n\r\n"), (200, b"hello".to_vec()));
+    assert_eq!(http(&server, b"DELETE /kv/from-redis HTTP/1.1\r\n\r\n").0, 204);
+    assert_eq!(http(&server, b"DELETE /kv/from-redis HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(http(&server, b"GET /kv/from-redis HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(http(&server, b"GET /elsewhere HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(http(&server, b"GET /kv/bad%zz HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(http(&server, b"BREW /kv/x HTTP/1.1\r\n\r\n").0, 501);
+    // curl, as a user would.
+    let url = format!("http://{}/kv/curl-key", server.http);
+    let dir = std::env::temp_dir().join(format!("packetstore-curl-{}", std::process::id()));
+    std::fs::write(&dir, &value).unwrap();
+    let curl = |args: &[&str]| {
+        let output = Command::new("curl").args(["-s", "-S"]).args(args).output().expect("curl is installed (.ci/run)");
+        assert!(output.status.success(), "curl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        output.stdout
+    };
+    let code = curl(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "PUT",
+        "--data-binary",
+        &format!("@{}", dir.display()),
+        &url,
+    ]);
+    assert_eq!(code, b"204");
+    let body = curl(&[&url]);
+    assert!(body == value, "curl reads back the {} bytes", value.len());
+    let code = curl(&["-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", &url]);
+    assert_eq!(code, b"204");
+    let _ = std::fs::remove_file(&dir);
+}
+
+#[test]
+fn redis_cli_works() {
+    let pool = TempPool::new("cli");
+    let server = Server::start(&pool.0, &[]);
+    let port = server.resp.port().to_string();
+    let cli = |args: &[&str]| -> String {
+        let output = Command::new("redis-cli")
+            .args(["-p", &port])
+            .args(args)
+            .output()
+            .expect("redis-cli is installed (Debian redis-tools, .ci/run installs it)");
+        assert!(output.status.success(), "redis-cli {args:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(cli(&["ping"]), "PONG\n");
+    assert_eq!(cli(&["set", "greeting", "hello world"]), "OK\n");
+    assert_eq!(cli(&["get", "greeting"]), "hello world\n");
+    assert_eq!(cli(&["hset", "h", "a", "1", "b", "2"]), "2\n");
+    assert_eq!(cli(&["hgetall", "h"]), "a\n1\nb\n2\n");
+    assert_eq!(cli(&["incr", "counter"]), "1\n");
+    assert_eq!(cli(&["dbsize"]), "3\n");
+    let mut keys: Vec<String> = cli(&["--scan"]).lines().map(String::from).collect();
+    keys.sort();
+    assert_eq!(keys, vec!["counter", "greeting", "h"]);
+    assert!(cli(&["info", "keyspace"]).contains("db0:keys=3"));
+    assert!(cli(&["get", "h"]).contains("WRONGTYPE"));
+    // A pipe of commands (redis-cli --pipe speaks raw RESP).
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &port, "--pipe"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = Vec::new();
+    for i in 0..500 {
+        input.extend_from_slice(format!("*3\r\n$3\r\nSET\r\n$6\r\nk{i:05}\r\n$3\r\nv{:02}\r\n", i % 100).as_bytes());
+    }
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("errors: 0, replies: 500"), "{text}");
+    assert_eq!(cli(&["dbsize"]), "503\n");
+}
+
+/// Writes with a verifying client, kills the server with SIGKILL at a
+/// random moment, restarts it, and checks every acknowledged write. The
+/// write in flight when the server died may or may not have been applied
+/// (it was not acknowledged): either outcome is accepted, nothing else.
+fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
+    let mut acknowledged: std::collections::HashMap<String, Vec<u8>> = std::collections::HashMap::new();
+    let mut in_flight: Option<(String, Vec<u8>)> = None;
+    for round in 0..3 {
+        let server = Server::start(&pool.0, extra);
+        {
+            let mut c = server.client();
+            if let Some((key, value)) = in_flight.take() {
+                let found: Option<Vec<u8>> = c.get(&key).unwrap();
+                if found.as_ref() == Some(&value) {
+                    acknowledged.insert(key, value);
+                }
+            }
+            for (key, value) in &acknowledged {
+                let found: Option<Vec<u8>> = c.get(key).unwrap();
+                assert!(
+                    found.as_ref() == Some(value),
+                    "round {round}: {key} lost or wrong after kill -9: found {:?}, acknowledged {:?}",
+                    found.as_ref().map(|f| String::from_utf8_lossy(&f[..f.len().min(12)]).into_owned()),
+                    String::from_utf8_lossy(&value[..value.len().min(12)])
+                );
+            }
+        }
+        let resp = server.resp;
+        let writer = std::thread::spawn(move || {
+            let mut acked = Vec::new();
+            let Ok(client) = redis::Client::open(format!("redis://{resp}/")) else { return (acked, None) };
+            let Ok(mut c) = client.get_connection() else { return (acked, None) };
+            for i in 0.. {
+                let key = format!("r{round}:k{}", i % 500);
+                let value: Vec<u8> =
+                    format!("{round}:{i}:").bytes().chain(std::iter::repeat_n(b'v', i % 3000)).collect();
+                match c.set::<_, _, ()>(&key, &value) {
+                    Ok(()) => acked.push((key, value)),
+                    Err(_) => return (acked, Some((key, value))),
+                }
+            }
+            unreachable!()
+        });
+        std::thread::sleep(Duration::from_millis(300 + 100 * round));
+        server.kill();
+        let (acked, maybe) = writer.join().unwrap();
+        assert!(!acked.is_empty(), "round {round}: the writer got acknowledgements");
+        acknowledged.extend(acked);
+        in_flight = maybe;
+    }
+    let server = Server::start(&pool.0, extra);
+    let mut c = server.client();
+    if let Some((key, value)) = in_flight.take() {
+        let found: Option<Vec<u8>> = c.get(&key).unwrap();
+        if found.as_ref() == Some(&value) {
+            acknowledged.insert(key, value);
+        }
+    }
+    for (key, value) in &acknowledged {
+        let found: Option<Vec<u8>> = c.get(key).unwrap();
+        assert!(found.as_ref() == Some(value), "final: {key}");
+    }
+}
+
+#[test]
+fn kill_9_under_load_loses_nothing_acknowledged() {
+    kill_9_under_load(TempPool::new("kill9"), &[]);
+}
+
+#[test]
+fn kill_9_under_load_page_domain() {
+    kill_9_under_load(TempPool::on_disk("kill9-page"), &[]);
+}
+
+#[test]
+fn epoll_copy_baseline_serves_the_same() {
+    let pool = TempPool::new("epoll");
+    let server = Server::start(&pool.0, &["--io", "epoll", "--persist", "copy"]);
+    let mut c = server.client();
+    let value = vec![7u8; 9000];
+    let _: () = c.set("k", &value).unwrap();
+    let back: Vec<u8> = c.get("k").unwrap();
+    assert!(back == value);
+    let mut pipe = redis::pipe();
+    for i in 0..200 {
+        pipe.set(format!("p{i}"), i).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 201);
+    assert_eq!(http(&server, b"GET /kv/p7 HTTP/1.1\r\n\r\n"), (200, b"7".to_vec()));
+}
