@@ -126,7 +126,7 @@ fn redis_crate_strings_and_keys() {
     let echo: Vec<u8> = redis::cmd("ECHO").arg(b"a\r\nb\0c").query(&mut c).unwrap();
     assert_eq!(echo, b"a\r\nb\0c");
     // SET and GET, binary-safe, small (inline) and large (zero copy).
-    for len in [0usize, 1, 64, 65, 1000, 2047, 2048, 2049, 5000, 30_000] {
+    for len in [0usize, 1, 64, 65, 1000, 2047, 2048, 2049, 5000, 30_000, 100_000, 3 << 20] {
         let value: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
         let key = format!("bin:{len}\r\n\0");
         let _: () = c.set(&key, &value).unwrap();
@@ -380,6 +380,33 @@ fn pipelining_resp3_auth_and_limits() {
     let _ = bad.read_to_string(&mut text);
     assert!(text.starts_with("-ERR Protocol error"), "{text}");
     let _ = Value::Nil;
+}
+
+/// The default limit: values up to 64 MiB, stored where they were
+/// received (an index chain names their 32,768 extents), read back whole,
+/// over both protocols, and across a restart.
+#[test]
+fn sixty_four_mib_values() {
+    let pool = TempPool::new("64mib");
+    let value: Vec<u8> = (0..64u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        let _: () = c.set("big", &value).unwrap();
+        let back: Vec<u8> = c.get("big").unwrap();
+        assert!(back == value, "64 MiB read back");
+        let over = vec![0u8; (64 << 20) + 1];
+        assert!(error_of(c.set::<_, _, ()>("over", &over)).contains("over the limit"));
+        let (status, body) = http(&server, b"GET /kv/big HTTP/1.1\r\n\r\n");
+        assert_eq!(status, 200);
+        assert!(body == value, "64 MiB over HTTP");
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let back: Vec<u8> = c.get("big").unwrap();
+    assert!(back == value, "64 MiB after kill -9 and restart");
+    let _: i64 = c.del("big").unwrap();
 }
 
 fn http(server: &Server, request: &[u8]) -> (u16, Vec<u8>) {

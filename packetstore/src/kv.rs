@@ -28,8 +28,8 @@ use crate::pool::Pool;
 use crate::record::Extent;
 use crate::resp::{glob_match, Args, Encoder, Parsed, Parser, ReceiveConfig};
 use crate::store::{
-    expire_key, field_key, hash_key, now_ms, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError,
-    StoreTicket, FIELD_SIZE_MAX, KEY_SIZE_MAX,
+    expire_key, field_key, hash_key, now_ms, string_key, value_bytes, value_extents, value_len, KeyType, Op, Store,
+    StoreError, StoreTicket, FIELD_SIZE_MAX, KEY_SIZE_MAX,
 };
 use crate::stream::Stream;
 
@@ -414,27 +414,31 @@ impl KvServer {
     }
 
     /// Replies with a string value: from the pool when long enough.
-    fn reply_value(&mut self, ctx: &mut Ctx<'_>, value: &Value) {
+    fn reply_value(&mut self, ctx: &mut Ctx<'_>, value: &Value) -> Result<(), StoreError> {
         let len = value_len(value);
-        match value {
-            Value::Extents(extents) if len >= self.config.zero_copy_min => {
-                let enc = ctx.enc();
-                enc.bulk_header(ctx.out.bytes(), len);
-                for extent in extents {
-                    ctx.buffers.retain(extent.buffer).expect("a stored value's buffer takes a reply's reference");
-                    let offset = ctx.pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
-                    // SAFETY: the reply took a reference on the buffer just
-                    // above: nothing reuses or writes it until it is sent.
-                    unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
-                }
-                ctx.out.push(b"\r\n");
-                self.stats.bytes_sent_zero_copy += len;
-            }
-            _ => {
-                let bytes = value_bytes(ctx.pool, value);
-                ctx.bulk(&bytes);
-                self.stats.bytes_sent_copied += len;
-            }
+        if len >= self.config.zero_copy_min && !matches!(value, Value::Inline(_)) {
+            let extents = value_extents(ctx.pool, value)?;
+            let enc = ctx.enc();
+            enc.bulk_header(ctx.out.bytes(), len);
+            self.push_extents(ctx, &extents);
+            ctx.out.push(b"\r\n");
+            self.stats.bytes_sent_zero_copy += len;
+        } else {
+            let bytes = value_bytes(ctx.pool, value)?;
+            ctx.bulk(&bytes);
+            self.stats.bytes_sent_copied += len;
+        }
+        Ok(())
+    }
+
+    /// Queues pool bytes as reply parts, each holding a reference.
+    fn push_extents(&mut self, ctx: &mut Ctx<'_>, extents: &[Extent]) {
+        for extent in extents {
+            ctx.buffers.retain(extent.buffer).expect("a stored value's buffer takes a reply's reference");
+            let offset = ctx.pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+            // SAFETY: the reply took a reference on the buffer just above:
+            // nothing reuses or writes it until it is sent.
+            unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
         }
     }
 
@@ -822,7 +826,7 @@ impl KvServer {
             }
         };
         let old_bytes = match &old {
-            Ok(Some(value)) if get => Some(value_bytes(ctx.pool, value)),
+            Ok(Some(value)) if get => Some(value_bytes(ctx.pool, value)?),
             _ => None,
         };
         if (nx && exists) || (xx && !exists) {
@@ -863,7 +867,7 @@ impl KvServer {
         let key = ctx.arg(1).into_owned();
         self.stats.reads += 1;
         match self.string_of(ctx, &key)? {
-            Ok(Some(value)) => self.reply_value(ctx, &value),
+            Ok(Some(value)) => self.reply_value(ctx, &value)?,
             Ok(None) => ctx.null(),
             Err(()) => ctx.error(WRONGTYPE),
         }
@@ -874,7 +878,7 @@ impl KvServer {
         let key = ctx.arg(1).into_owned();
         match self.string_of(ctx, &key)? {
             Ok(Some(value)) => {
-                let bytes = value_bytes(ctx.pool, &value);
+                let bytes = value_bytes(ctx.pool, &value)?;
                 let mut ops = Vec::new();
                 self.delete_ops(ctx, &key, &mut ops, false)?;
                 self.apply(ctx, &ops)?;
@@ -969,7 +973,7 @@ impl KvServer {
             let key = ctx.arg(i).into_owned();
             self.stats.reads += 1;
             match self.store.get(ctx.pool, &key, ctx.now)? {
-                Some(value) => self.reply_value(ctx, &value),
+                Some(value) => self.reply_value(ctx, &value)?,
                 None => ctx.null(),
             }
         }
@@ -988,7 +992,7 @@ impl KvServer {
                     ctx.error(NOT_INTEGER);
                     return Ok(());
                 }
-                match parse_i64(&value_bytes(ctx.pool, &value)) {
+                match parse_i64(&value_bytes(ctx.pool, &value)?) {
                     Some(n) => n,
                     None => {
                         ctx.error(NOT_INTEGER);
@@ -1072,13 +1076,13 @@ impl KvServer {
         let mut extents = Vec::new();
         let result = (|| {
             match &old {
-                Some(Value::Extents(old_extents)) => {
-                    for extent in old_extents {
+                Some(Value::Inline(bytes)) => extents.extend(self.store.stage(ctx.pool, ctx.buffers, bytes)?),
+                Some(value) => {
+                    for extent in value_extents(ctx.pool, value)? {
                         ctx.buffers.retain(extent.buffer)?;
-                        extents.push(*extent);
+                        extents.push(extent);
                     }
                 }
-                Some(Value::Inline(bytes)) => extents.extend(self.store.stage(ctx.pool, ctx.buffers, bytes)?),
                 None => {}
             }
             match ctx.conn.args.extents(2) {
@@ -1099,9 +1103,9 @@ impl KvServer {
             ctx.buffers.release_extents(&extents).expect("our references");
             return Err(error);
         }
-        if extents.len() > 16 {
-            // Too fragmented for a leaf: one copy into packed buffers.
-            let bytes = value_bytes(ctx.pool, &Value::Extents(extents.clone()));
+        if extents.len() > crate::limits::RECORD_EXTENTS_MAX {
+            // Too fragmented for one record: one copy into whole buffers.
+            let bytes = value_bytes(ctx.pool, &Value::Extents(extents.clone()))?;
             ctx.buffers.release_extents(&extents).expect("our references");
             extents.clear();
             ctx.buffers.copy_in(ctx.pool, &bytes, &mut extents)?;
@@ -1196,7 +1200,7 @@ impl KvServer {
         }
         self.stats.reads += 1;
         match self.store.hash_get(ctx.pool, &key, &field, ctx.now)? {
-            Some(value) => self.reply_value(ctx, &value),
+            Some(value) => self.reply_value(ctx, &value)?,
             None => ctx.null(),
         }
         Ok(())
@@ -1253,7 +1257,7 @@ impl KvServer {
         ctx.map(fields.len());
         for (field, value) in fields {
             ctx.bulk(&field);
-            self.reply_value(ctx, &value);
+            self.reply_value(ctx, &value)?;
         }
         Ok(())
     }
@@ -1529,11 +1533,10 @@ impl KvServer {
                     let now = now_ms();
                     match self.store.get(pool, &key, now) {
                         Ok(Some(value)) => {
-                            let len = value_len(&value);
-                            http_head(out.bytes(), 200, len, head.keep_alive);
-                            if head.method == Method::Get {
-                                let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
-                                self.reply_raw(&mut ctx, &value);
+                            let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
+                            let body = head.method == Method::Get;
+                            if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
+                                http_respond(out.bytes(), 500, error.to_string().as_bytes(), head.keep_alive);
                             }
                         }
                         Ok(None) => http_respond(out.bytes(), 404, b"", head.keep_alive),
@@ -1565,25 +1568,30 @@ impl KvServer {
         progress
     }
 
-    /// A value's bytes as an HTTP body: from the pool, or copied.
-    fn reply_raw(&mut self, ctx: &mut Ctx<'_>, value: &Value) {
+    /// A 200 with the value as its body (unless `body` is false: HEAD),
+    /// from the pool or copied. On an error nothing is queued.
+    fn reply_http_value(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        value: &Value,
+        body: bool,
+        keep_alive: bool,
+    ) -> Result<(), StoreError> {
         let len = value_len(value);
-        match value {
-            Value::Extents(extents) if len >= self.config.zero_copy_min => {
-                for extent in extents {
-                    ctx.buffers.retain(extent.buffer).expect("a stored value's buffer takes a reply's reference");
-                    let offset = ctx.pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
-                    // SAFETY: the reply holds the reference taken just above.
-                    unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
-                }
-                self.stats.bytes_sent_zero_copy += len;
-            }
-            _ => {
-                let bytes = value_bytes(ctx.pool, value);
-                ctx.out.push(&bytes);
-                self.stats.bytes_sent_copied += len;
-            }
+        if !body {
+            http_head(ctx.out.bytes(), 200, len, keep_alive);
+        } else if len >= self.config.zero_copy_min && !matches!(value, Value::Inline(_)) {
+            let extents = value_extents(ctx.pool, value)?;
+            http_head(ctx.out.bytes(), 200, len, keep_alive);
+            self.push_extents(ctx, &extents);
+            self.stats.bytes_sent_zero_copy += len;
+        } else {
+            let bytes = value_bytes(ctx.pool, value)?;
+            http_head(ctx.out.bytes(), 200, len, keep_alive);
+            ctx.out.push(&bytes);
+            self.stats.bytes_sent_copied += len;
         }
+        Ok(())
     }
 
     /// Moves body bytes into the request; true when the whole body is in.

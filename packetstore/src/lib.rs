@@ -20,6 +20,7 @@ pub mod engine;
 pub mod epoll;
 pub mod error;
 pub mod http;
+pub mod indirect;
 pub mod kv;
 pub mod layout;
 pub mod limits;

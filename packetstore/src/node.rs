@@ -16,7 +16,8 @@
 //! `count` slots of u16 offsets follow the header, in key order; each
 //! points at an entry packed from the end of the node:
 //! - leaf entry: key_len u16, key, value_kind u8, value_len u16, value
-//!   (inline bytes, or value_len extents of 8 bytes);
+//!   (inline bytes; value_len extents of 8 bytes; or, indirect, 16 bytes:
+//!   length u64, head index buffer u32, extent count u32);
 //! - internal entry: key_len u16, key, child u32 (the child holding keys
 //!   >= key); the node's first child is in the reserved field.
 
@@ -39,6 +40,9 @@ const KIND_LEAF: u8 = 1;
 const KIND_INTERNAL: u8 = 2;
 const VALUE_INLINE: u8 = 1;
 const VALUE_EXTENTS: u8 = 2;
+const VALUE_INDIRECT: u8 = 3;
+/// An indirect value's bytes in its leaf: length u64, head u32, count u32.
+const INDIRECT_SIZE: usize = 16;
 
 /// A value stored in a leaf.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +51,9 @@ pub enum Value {
     Inline(Vec<u8>),
     /// Large values stay in the buffers they were received into.
     Extents(Vec<Extent>),
+    /// Values with more extents than a leaf holds: the extents are listed
+    /// in a chain of index buffers (`indirect.rs`) starting at `head`.
+    Indirect { len: u64, head: u32, count: u32 },
 }
 
 impl Value {
@@ -55,6 +62,7 @@ impl Value {
             + match self {
                 Value::Inline(bytes) => bytes.len(),
                 Value::Extents(extents) => extents.len() * 8,
+                Value::Indirect { .. } => INDIRECT_SIZE,
             }
     }
 }
@@ -227,6 +235,7 @@ pub fn validate_layout(bytes: &[u8]) -> Result<(), NodeError> {
             match value_kind {
                 VALUE_INLINE => reader.take(value_len)?,
                 VALUE_EXTENTS => reader.take(value_len * 8)?,
+                VALUE_INDIRECT if value_len == INDIRECT_SIZE => reader.take(value_len)?,
                 _ => return Err(NodeError::Malformed("unknown value kind")),
             };
         } else {
@@ -438,7 +447,9 @@ impl NodeBytes<'_> {
         let key_len = usize::from(get_u16(entry, 0));
         let body = &entry[2 + key_len..];
         let value_len = usize::from(get_u16(body, 1));
-        if body[0] == VALUE_EXTENTS {
+        if body[0] == VALUE_INDIRECT {
+            Value::Indirect { len: get_u64(body, 3), head: get_u32(body, 11), count: get_u32(body, 15) }
+        } else if body[0] == VALUE_EXTENTS {
             Value::Extents(
                 body[3..3 + value_len * 8]
                     .chunks_exact(8)
@@ -529,6 +540,13 @@ pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
             out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
             out.extend_from_slice(bytes);
         }
+        Value::Indirect { len, head, count } => {
+            out.push(VALUE_INDIRECT);
+            out.extend_from_slice(&(INDIRECT_SIZE as u16).to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&head.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
         Value::Extents(extents) => {
             out.push(VALUE_EXTENTS);
             out.extend_from_slice(&(extents.len() as u16).to_le_bytes());
@@ -605,6 +623,11 @@ mod tests {
                 0..4
             )
             .prop_map(Value::Extents),
+            (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(len, head, count)| Value::Indirect {
+                len,
+                head,
+                count
+            }),
         ]
     }
 

@@ -313,22 +313,33 @@ fn decode_u64(value: &Value) -> Option<u64> {
     }
 }
 
-/// The bytes of a value (a copy).
-pub fn value_bytes(pool: &Pool, value: &Value) -> Vec<u8> {
+/// The extents of a stored value (an indirect value's are read from its
+/// index chain, checked); empty for an inline value.
+pub fn value_extents(pool: &Pool, value: &Value) -> Result<Vec<Extent>, StoreError> {
     match value {
-        Value::Inline(bytes) => bytes.clone(),
-        Value::Extents(extents) => {
-            let len: usize = extents.iter().map(|e| usize::from(e.len)).sum();
-            let mut out = vec![0u8; len];
-            let mut at = 0;
-            for extent in extents {
-                let n = usize::from(extent.len);
-                pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut out[at..at + n]);
-                at += n;
-            }
-            out
-        }
+        Value::Inline(_) => Ok(Vec::new()),
+        Value::Extents(extents) => Ok(extents.clone()),
+        &Value::Indirect { head, count, .. } => crate::indirect::read_chain(pool, head, count)
+            .map(|(_, extents)| extents)
+            .map_err(|why| StoreError::Corrupt(format!("value index chain: {why}"))),
     }
+}
+
+/// The bytes of a value (a copy).
+pub fn value_bytes(pool: &Pool, value: &Value) -> Result<Vec<u8>, StoreError> {
+    if let Value::Inline(bytes) = value {
+        return Ok(bytes.clone());
+    }
+    let extents = value_extents(pool, value)?;
+    let len: usize = extents.iter().map(|e| usize::from(e.len)).sum();
+    let mut out = vec![0u8; len];
+    let mut at = 0;
+    for extent in extents {
+        let n = usize::from(extent.len);
+        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut out[at..at + n]);
+        at += n;
+    }
+    Ok(out)
 }
 
 /// A value's length in bytes.
@@ -336,6 +347,7 @@ pub fn value_len(value: &Value) -> u64 {
     match value {
         Value::Inline(bytes) => bytes.len() as u64,
         Value::Extents(extents) => extents.iter().map(|e| u64::from(e.len)).sum(),
+        Value::Indirect { len, .. } => *len,
     }
 }
 
@@ -669,12 +681,19 @@ impl Store {
         // Everything the tree could refuse is checked before the log
         // takes the command: after that, the tree must take it too.
         let tree = self.tree.config();
-        let direct_max = tree.value_size_max / 8;
+        let size = pool.geometry().buffer_size;
+        let mut index_buffers = 0;
         for op in ops {
             let key_len = match op {
                 Op::Put { key, extents, len } => {
-                    if *len > INLINE_VALUE_MAX as u64 && extents.len() > direct_max {
-                        return Err(StoreError::TooLarge { size: *len, limit: (direct_max as u64) * 2048 });
+                    if extents.len() > crate::limits::RECORD_EXTENTS_MAX {
+                        return Err(StoreError::TooLarge {
+                            size: *len,
+                            limit: crate::limits::RECORD_EXTENTS_MAX as u64 * u64::from(size),
+                        });
+                    }
+                    if extents.len() * 8 > tree.value_size_max {
+                        index_buffers += crate::indirect::buffers_needed(extents.len(), size);
                     }
                     key.len()
                 }
@@ -685,6 +704,13 @@ impl Store {
             if key_len > tree.key_size_max {
                 return Err(StoreError::Tree(TreeError::KeyTooLarge { size: key_len, limit: tree.key_size_max }));
             }
+        }
+        // Room for the index chains of fragmented values and for each op's
+        // nodes: the tree must not run short half way through a command.
+        let per_op = 4 * (u32::from(self.tree.height()) + 2) + 2;
+        let needed = index_buffers as u32 + per_op * ops.len() as u32;
+        if ops.iter().any(|op| matches!(op, Op::Put { .. })) && buffers.free_count() < needed {
+            return Err(StoreError::Full(format!("{} free buffers, {needed} needed", buffers.free_count())));
         }
         let mut appended = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {

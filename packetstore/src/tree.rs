@@ -64,6 +64,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::buffers::Buffers;
 use crate::error::BufferError;
+use crate::indirect;
 use crate::layout::{get_u32, get_u64, put_u32, put_u64};
 use crate::node::{self, Edit, Node, NodeBytes, NodeError, Value, NODE_HEADER_SIZE};
 use crate::pool::Pool;
@@ -232,6 +233,9 @@ pub struct Tree {
     release_at_commit: Vec<u32>,
     /// Value extents inserted in this batch: flushed at commit.
     flush_at_commit: Vec<Extent>,
+    /// Index buffers written in this batch (indirect values): flushed at
+    /// commit, always (no log holds them).
+    flush_index_at_commit: Vec<u32>,
     walk: Option<Walk>,
     /// A commit between `prepare` and `finish`.
     prepared: Option<Prepared>,
@@ -342,6 +346,7 @@ impl Tree {
             fresh: HashSet::new(),
             release_at_commit: Vec::new(),
             flush_at_commit: Vec::new(),
+            flush_index_at_commit: Vec::new(),
             walk,
             prepared: None,
             flush_values: true,
@@ -468,6 +473,42 @@ impl Tree {
         Ok(count)
     }
 
+    /// Every buffer `value` references: its extents' buffers and, for an
+    /// indirect value, its index buffers (read and checked). `node` names
+    /// the leaf in errors.
+    fn value_buffers(&self, pool: &Pool, node: u32, value: &Value) -> Result<Vec<u32>, TreeError> {
+        let size = pool.geometry().buffer_size;
+        match value {
+            Value::Inline(_) => Ok(Vec::new()),
+            Value::Extents(extents) => {
+                for extent in extents {
+                    extent.check(self.buffer_count, size).map_err(|_| TreeError::Corrupt {
+                        node,
+                        error: NodeError::Malformed("a value extent beyond the pool"),
+                    })?;
+                }
+                Ok(extents.iter().map(|e| e.buffer).collect())
+            }
+            &Value::Indirect { head, count, .. } => {
+                let (chain, extents) = indirect::read_chain(pool, head, count)
+                    .map_err(|_| TreeError::Corrupt { node, error: NodeError::Malformed("a damaged index chain") })?;
+                Ok(chain.into_iter().chain(extents.iter().map(|e| e.buffer)).collect())
+            }
+        }
+    }
+
+    /// The extents of a value read from this tree (an indirect value's are
+    /// read from its index chain, checked). Empty for an inline value.
+    pub fn value_extents(&self, pool: &Pool, value: &Value) -> Result<Vec<Extent>, TreeError> {
+        match value {
+            Value::Inline(_) => Ok(Vec::new()),
+            Value::Extents(extents) => Ok(extents.clone()),
+            &Value::Indirect { head, count, .. } => indirect::read_chain(pool, head, count)
+                .map(|(_, extents)| extents)
+                .map_err(|_| TreeError::Corrupt { node: head, error: NodeError::Malformed("a damaged index chain") }),
+        }
+    }
+
     // ---- reclamation ----
 
     /// Walks up to `budget` nodes of the version found at open, taking the
@@ -505,16 +546,10 @@ impl Tree {
             let Some(&(node, level)) = walk.stack.last() else { return Ok(()) };
             let view = NodeBytes(self.node(pool, node, level)?);
             if view.is_leaf() {
-                let extents = (0..view.count()).filter_map(|i| match view.value(i) {
-                    Value::Extents(extents) => Some(extents),
-                    Value::Inline(_) => None,
-                });
-                for extent in extents.flatten() {
-                    extent.check(self.buffer_count, pool.geometry().buffer_size).map_err(|_| TreeError::Corrupt {
-                        node,
-                        error: NodeError::Malformed("a value extent beyond the pool"),
-                    })?;
-                    buffers.retain(extent.buffer)?;
+                for i in 0..view.count() {
+                    for buffer in self.value_buffers(pool, node, &view.value(i))? {
+                        buffers.retain(buffer)?;
+                    }
                 }
             }
             buffers.retain(node)?;
@@ -561,9 +596,17 @@ impl Tree {
     /// most two per level and one more for a new root. An insert leaves
     /// as many again for a delete, so that deletes (which free space at
     /// the next commit) still work in a full pool.
-    fn reserve(&mut self, pool: &Pool, buffers: &mut Buffers, for_delete: bool) -> Result<(), TreeError> {
+    fn reserve_for(&self, for_delete: bool) -> u32 {
         let change = 2 * (u32::from(self.work.height) + 1) + 1;
-        let needed = if for_delete { change } else { 2 * change };
+        if for_delete {
+            change
+        } else {
+            2 * change
+        }
+    }
+
+    fn reserve(&mut self, pool: &Pool, buffers: &mut Buffers, for_delete: bool) -> Result<(), TreeError> {
+        let needed = self.reserve_for(for_delete);
         if buffers.free_count() < needed && self.walk.is_some() {
             self.finish_reclaim(pool, buffers)?;
         }
@@ -588,21 +631,35 @@ impl Tree {
         if key.len() > self.config.key_size_max {
             return Err(TreeError::KeyTooLarge { size: key.len(), limit: self.config.key_size_max });
         }
-        let value_size = match value {
-            Value::Inline(bytes) => bytes.len(),
-            Value::Extents(extents) => extents.len() * 8,
-        };
-        if value_size > self.config.value_size_max {
-            return Err(TreeError::ValueTooLarge { size: value_size, limit: self.config.value_size_max });
-        }
-        let extents: &[Extent] = match value {
-            Value::Extents(extents) => extents,
-            Value::Inline(_) => &[],
+        // Extents beyond what a leaf holds go to a chain of index buffers.
+        let (extents, indirect): (&[Extent], bool) = match value {
+            Value::Inline(bytes) if bytes.len() > self.config.value_size_max => {
+                return Err(TreeError::ValueTooLarge { size: bytes.len(), limit: self.config.value_size_max });
+            }
+            Value::Inline(_) => (&[], false),
+            Value::Extents(extents) if extents.len() > crate::limits::RECORD_EXTENTS_MAX => {
+                return Err(TreeError::InvalidValue(format!(
+                    "{} extents, more than {}",
+                    extents.len(),
+                    crate::limits::RECORD_EXTENTS_MAX
+                )));
+            }
+            Value::Extents(extents) => (extents, extents.len() * 8 > self.config.value_size_max),
+            Value::Indirect { .. } => {
+                return Err(TreeError::InvalidValue("insert extents: the tree makes indirect values itself".into()))
+            }
         };
         for extent in extents {
             extent.check(self.buffer_count, pool.geometry().buffer_size).map_err(TreeError::InvalidValue)?;
         }
         self.reserve(pool, buffers, false)?;
+        let size = pool.geometry().buffer_size;
+        if indirect
+            && buffers.free_count()
+                < (self.reserve_for(false) as usize + indirect::buffers_needed(extents.len(), size)) as u32
+        {
+            return Err(BufferError::PoolFull { count: buffers.count() }.into());
+        }
         for (taken, extent) in extents.iter().enumerate() {
             if let Err(error) = buffers.retain(extent.buffer) {
                 for undo in &extents[..taken] {
@@ -611,15 +668,29 @@ impl Tree {
                 return Err(error.into());
             }
         }
+        let stored = if indirect {
+            let chain = indirect::write_chain(pool, buffers, extents).expect("reserved above");
+            for &buffer in &chain {
+                self.set_verified(buffer, false);
+            }
+            let len = extents.iter().map(|e| u64::from(e.len)).sum();
+            let stored = Value::Indirect { len, head: chain[0], count: extents.len() as u32 };
+            self.flush_index_at_commit.extend(chain);
+            Some(stored)
+        } else {
+            None
+        };
         let mut scratch = std::mem::take(&mut self.scratch);
-        let result = self.insert_with(pool, buffers, key, value, &mut scratch);
+        let result = self.insert_with(pool, buffers, key, stored.as_ref().unwrap_or(value), &mut scratch);
         self.scratch = scratch;
         let previous = self.poison(result)?;
         if self.flush_values {
             self.flush_at_commit.extend_from_slice(extents);
         }
-        if let Some(Value::Extents(old)) = &previous {
-            self.release_at_commit.extend(old.iter().map(|e| e.buffer));
+        if let Some(old) = &previous {
+            let old_buffers = self.value_buffers(pool, u32::MAX, old);
+            let old_buffers = self.poison(old_buffers)?;
+            self.release_at_commit.extend(old_buffers);
         }
         Ok(previous)
     }
@@ -671,9 +742,9 @@ impl Tree {
         self.scratch = scratch;
         self.poison(result)?;
         self.work.len -= 1;
-        if let Value::Extents(old) = &previous {
-            self.release_at_commit.extend(old.iter().map(|e| e.buffer));
-        }
+        let old_buffers = self.value_buffers(pool, leaf, &previous);
+        let old_buffers = self.poison(old_buffers)?;
+        self.release_at_commit.extend(old_buffers);
         Ok(Some(previous))
     }
 
@@ -931,6 +1002,10 @@ impl Tree {
         for extent in self.flush_at_commit.drain(..) {
             pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
         }
+        let size = u64::from(pool.geometry().buffer_size);
+        for buffer in self.flush_index_at_commit.drain(..) {
+            pool.flush(pool.buffer_offset(buffer), size);
+        }
         self.work.generation = generation;
         let meta = Meta { high_water: buffers.high_water(), ..self.work };
         self.fresh.clear();
@@ -1026,10 +1101,9 @@ impl Tree {
             stats.leaves += 1;
             stats.entries += view.count() as u64;
             for i in 0..view.count() {
-                if let Value::Extents(extents) = view.value(i) {
-                    for extent in extents {
-                        *stats.refs.entry(extent.buffer).or_default() += 1;
-                    }
+                let buffers = self.value_buffers(pool, node, &view.value(i)).map_err(|e| e.to_string())?;
+                for buffer in buffers {
+                    *stats.refs.entry(buffer).or_default() += 1;
                 }
             }
             return Ok(());

@@ -26,7 +26,7 @@ use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 768, log_size: 64 * 1024, log_count: 1 };
+const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 2048, log_size: 64 * 1024, log_count: 1 };
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -72,10 +72,12 @@ fn command(rng: &mut SplitMix64, pool: &Pool, buffers: &mut Buffers) -> Vec<(Op,
         };
         let op = match rng.below(20) {
             0..=6 => {
-                let len = match rng.below(3) {
-                    0 => rng.below(65) as usize,
-                    1 => 65 + rng.below(2000) as usize,
-                    _ => rng.below(4096) as usize,
+                let len = match rng.below(10) {
+                    0..=2 => rng.below(65) as usize,
+                    3..=5 => 65 + rng.below(2000) as usize,
+                    6..=8 => rng.below(4096) as usize,
+                    // More extents than a leaf holds: an indirect value.
+                    _ => 40_000 + rng.below(30_000) as usize,
                 };
                 put(rng, buffers, string_key(&key), len)
             }
@@ -116,7 +118,7 @@ fn contents(store: &Store, pool: &Pool) -> Model {
         .into_iter()
         .filter(|(k, _)| k.first() != Some(&b'#'))
         .map(|(k, v)| {
-            let bytes = value_bytes(pool, &v);
+            let bytes = value_bytes(pool, &v).unwrap();
             (k, bytes)
         })
         .collect()

@@ -64,7 +64,9 @@ impl Store {
         }
         let size = u64::from(self.geometry.buffer_size);
         let mut extents = Vec::new();
-        for _ in 0..1 + rng.below(2) {
+        // Now and then more extents than a leaf holds: an indirect value.
+        let count = if rng.chance(1, 8) { 9 + rng.below(40) } else { 1 + rng.below(2) };
+        for _ in 0..count {
             let Ok(buffer) = self.buffers.allocate() else { break };
             let offset = rng.below(size);
             let len = 1 + rng.below(size - offset);
@@ -88,8 +90,16 @@ impl Store {
         let previous = self.tree.insert(&self.pool, &mut self.buffers, &key, &value);
         self.drop_callers_references(&value);
         let previous = previous.unwrap_or_else(|e| panic!("{context}: insert: {e}"));
-        assert_eq!(previous, self.model.insert(key.clone(), value.clone()), "{context}: previous value");
-        assert_eq!(self.tree.get(&self.pool, &key).unwrap(), Some(value), "{context}: get after insert");
+        // The model keeps what the tree stores: the value itself, or, for
+        // more extents than a leaf holds, an indirect value naming them.
+        let stored = self.tree.get(&self.pool, &key).unwrap().expect("get after insert");
+        match (&stored, &value) {
+            (Value::Indirect { .. }, Value::Extents(extents)) => {
+                assert_eq!(&self.tree.value_extents(&self.pool, &stored).unwrap(), extents, "{context}: indirect")
+            }
+            _ => assert_eq!(stored, value, "{context}: get after insert"),
+        }
+        assert_eq!(previous, self.model.insert(key.clone(), stored), "{context}: previous value");
     }
 
     fn delete(&mut self, key: &[u8], context: &str) {
@@ -133,8 +143,8 @@ impl Store {
         assert_eq!(self.tree.last(&self.pool).unwrap(), entries.last().cloned(), "{context}: last");
         for (key, value) in &self.model {
             assert_eq!(self.tree.get(&self.pool, key).unwrap().as_ref(), Some(value), "{context}: get {key:?}");
-            if let Value::Extents(extents) = value {
-                for extent in extents {
+            if !matches!(value, Value::Inline(_)) {
+                for extent in self.tree.value_extents(&self.pool, value).unwrap() {
                     let (offset, bytes) = &self.contents[&extent.buffer];
                     assert_eq!((extent.offset, usize::from(extent.len)), (*offset, bytes.len()));
                     let mut found = vec![0u8; bytes.len()];
