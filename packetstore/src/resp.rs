@@ -356,13 +356,34 @@ impl Parser {
     }
 }
 
-/// Takes one CRLF-terminated line (without the CRLF) off the stream.
+/// Takes one CRLF-terminated line (without the CRLF) off the stream. Most
+/// lines sit whole in the front segment and are found there; a line that
+/// straddles segments is gathered (bounded by `LINE_SIZE_MAX`).
 fn take_line(stream: &mut Stream, release: &mut crate::app::Release<'_>, buffers: &mut Buffers) -> Option<Vec<u8>> {
-    let window = stream.prefix(LINE_SIZE_MAX);
-    let end = window.windows(2).position(|w| w == b"\r\n")?;
-    let line = window[..end].to_vec();
-    stream.consume(end + 2, |segment| release(segment, buffers));
+    let front = stream.front();
+    let (line, taken) = match find_crlf(front) {
+        Some(end) => (front[..end].to_vec(), end + 2),
+        None if front.len() == stream.len() => return None,
+        None => {
+            let window = stream.prefix(LINE_SIZE_MAX);
+            let end = find_crlf(window)?;
+            (window[..end].to_vec(), end + 2)
+        }
+    };
+    stream.consume(taken, |segment| release(segment, buffers));
     Some(line)
+}
+
+fn find_crlf(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = bytes[from..].iter().position(|&b| b == b'\r') {
+        let at = from + i;
+        if bytes.get(at + 1) == Some(&b'\n') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 fn parse_int(text: &[u8]) -> Option<i64> {

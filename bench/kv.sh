@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The key-value benchmark in one command: builds the release binary,
+# installs redis-server, redis-tools (redis-benchmark), wrk and matplotlib
+# if missing, runs bench/kv.py (see --help), writes bench/results/kv.*.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+command -v wrk >/dev/null || missing+=(wrk)
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+fi
+# Debian starts a redis-server on 6379 when installing it: not ours.
+systemctl stop redis-server 2>/dev/null || true
+python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib || true
+cargo build --release -q
+exec python3 bench/kv.py "$@"
