@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
+use packetstore::compact::CompactConfig;
 use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::kv::{KvConfig, KvServer};
@@ -57,6 +58,11 @@ pub struct Args {
     /// Checkpoint the index after this many logged writes (or each second).
     #[arg(long, default_value_t = 100_000)]
     pub checkpoint_records: usize,
+    /// Compact (relocate the values of partly live buffers) when this
+    /// fraction of the bytes of the buffers holding values is waste; 0
+    /// compacts continuously, above 1 never.
+    #[arg(long, default_value_t = 0.4)]
+    pub compact_waste: f64,
     /// Buffers in the receive ring (a power of two, at most 32768).
     #[arg(long, default_value_t = 4096)]
     pub ring_entries: u16,
@@ -140,6 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         checkpoint_records: args.checkpoint_records,
         checkpoint_interval: Duration::from_secs(1),
         buffers_reserve,
+        compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },
     };
     let (store, report) = Store::open(&pool, &mut buffers, store_config).context("recovery failed")?;
     let recovery = report.to_string();

@@ -715,9 +715,10 @@ impl KvServer {
         if wants("persistence") {
             let usage = self.store.log().usage();
             let stats = self.store.stats();
+            let compaction = self.store.compaction();
             let _ = write!(
                 text,
-                "# Persistence\r\nloading:0\r\naof_enabled:1\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\n\r\n",
+                "# Persistence\r\nloading:0\r\naof_enabled:1\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\ncompaction_counted:{}\r\ncompaction_running:{}\r\ncompaction_waste_pct:{:.1}\r\ncompaction_passes:{}\r\ncompaction_relocated_values:{}\r\ncompaction_relocated_bytes:{}\r\n\r\n",
                 self.config.domain_name,
                 self.config.persist.name(),
                 usage.live_records,
@@ -729,7 +730,13 @@ impl KvServer {
                 self.store.tree().generation(),
                 self.store.tree().height(),
                 u8::from(self.store.is_reclaiming()),
-                self.recovery
+                self.recovery,
+                u8::from(compaction.counted),
+                u8::from(compaction.running),
+                self.store.waste_ratio() * 100.0,
+                compaction.relocation_passes,
+                compaction.relocated_values,
+                compaction.relocated_bytes
             );
         }
         if wants("stats") {
@@ -1844,6 +1851,9 @@ impl App for KvServer {
             }
         }
         self.store.note_buffers(buffers);
+        if let Err(error) = self.store.compact_step(pool, buffers) {
+            eprintln!("packetstore: compaction step failed: {error}");
+        }
         let now = now_ms();
         let expired = self.store.expired_keys(now, EXPIRE_PER_TICK_MAX);
         if expired.is_empty() || !self.store.batch_has_room() {

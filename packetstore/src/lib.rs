@@ -15,6 +15,7 @@
 pub mod app;
 pub mod buffers;
 pub mod bufring;
+pub mod compact;
 pub mod cpu;
 pub mod engine;
 pub mod epoll;

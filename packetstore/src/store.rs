@@ -55,6 +55,7 @@ use std::ops::Bound;
 use std::time::{Duration, Instant};
 
 use crate::buffers::Buffers;
+use crate::compact::{CompactConfig, CompactStats, Compactor};
 use crate::error::{BufferError, LogError};
 use crate::limits::LOG_BATCH_SIZE_MAX;
 use crate::log::{CommitTicket, Log, RecoveryReport};
@@ -127,6 +128,7 @@ pub struct StoreConfig {
     pub checkpoint_interval: Duration,
     /// Free buffers kept back from writes (the receive ring's refills).
     pub buffers_reserve: u32,
+    pub compaction: CompactConfig,
 }
 
 impl Default for StoreConfig {
@@ -136,6 +138,7 @@ impl Default for StoreConfig {
             checkpoint_records: 100_000,
             checkpoint_interval: Duration::from_secs(1),
             buffers_reserve: 0,
+            compaction: CompactConfig::default(),
         }
     }
 }
@@ -232,6 +235,7 @@ pub struct Store {
     checkpoint_started: Option<Instant>,
     /// A quarter of the pool or less is free (see `note_buffers`).
     buffers_low: bool,
+    compactor: Compactor,
     stats: StoreStats,
 }
 
@@ -385,6 +389,7 @@ impl Store {
             last_checkpoint: Instant::now(),
             checkpoint_started: None,
             buffers_low: false,
+            compactor: Compactor::new(config.compaction, pool.geometry().buffer_count, pool.geometry().buffer_size),
             stats: StoreStats::default(),
         };
         let (replayed, dropped) = store.replay(pool, buffers)?;
@@ -631,34 +636,38 @@ impl Store {
         Ok(())
     }
 
-    /// Copies computed bytes (a number, a count) into the pool, packed
-    /// into a shared buffer; the caller gets one reference per extent.
+    /// Copies bytes (a computed number or count, a value being relocated)
+    /// into the pool, packed after the previous ones across shared
+    /// buffers; the caller gets one reference per extent.
     pub fn stage(&mut self, pool: &Pool, buffers: &mut Buffers, bytes: &[u8]) -> Result<Vec<Extent>, StoreError> {
         let size = pool.geometry().buffer_size;
-        let mut extents = Vec::new();
-        if bytes.is_empty() {
-            return Ok(extents);
-        }
-        if bytes.len() as u32 > size / 4 {
-            buffers.copy_in(pool, bytes, &mut extents)?;
-            return Ok(extents);
-        }
-        let len = bytes.len() as u32;
-        let (buffer, fill) = match self.arena {
-            Some((buffer, fill)) if fill + len <= size => (buffer, fill),
-            other => {
-                let fresh = buffers.allocate()?;
-                if let Some((old, _)) = other {
-                    buffers.release(old)?;
+        let mut extents: Vec<Extent> = Vec::new();
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (buffer, fill) = match self.arena {
+                Some((buffer, fill)) if fill < size => (buffer, fill),
+                other => {
+                    let fresh = match buffers.allocate() {
+                        Ok(fresh) => fresh,
+                        Err(error) => {
+                            buffers.release_extents(&extents).expect("our references");
+                            return Err(error.into());
+                        }
+                    };
+                    if let Some((old, _)) = other {
+                        buffers.release(old)?;
+                    }
+                    self.arena = Some((fresh, 0));
+                    (fresh, 0)
                 }
-                self.arena = Some((fresh, 0));
-                (fresh, 0)
-            }
-        };
-        pool.write(pool.buffer_offset(buffer) + u64::from(fill), bytes);
-        buffers.retain(buffer)?;
-        self.arena = Some((buffer, fill + len));
-        extents.push(Extent::new(buffer, fill as usize, bytes.len()));
+            };
+            let n = rest.len().min((size - fill) as usize);
+            pool.write(pool.buffer_offset(buffer) + u64::from(fill), &rest[..n]);
+            buffers.retain(buffer)?;
+            extents.push(Extent::new(buffer, fill as usize, n));
+            self.arena = Some((buffer, fill + n as u32));
+            rest = &rest[n..];
+        }
         Ok(extents)
     }
 
@@ -761,16 +770,16 @@ impl Store {
                 } else {
                     Value::Extents(extents.clone())
                 };
-                let previous = self.tree.insert(pool, buffers, key, &value)?;
+                let previous = self.tree_insert(pool, buffers, key, &value)?;
                 self.note_put(key, &value, previous.is_none());
             }
             Op::Del { key } => {
-                if self.tree.delete(pool, buffers, key)?.is_some() {
+                if self.tree_delete(pool, buffers, key)?.is_some() {
                     self.note_delete(key);
                 }
             }
             Op::DelHash { name } => {
-                if self.tree.delete(pool, buffers, &hash_key(name))?.is_some() {
+                if self.tree_delete(pool, buffers, &hash_key(name))?.is_some() {
                     self.keys -= 1;
                 }
                 let prefix = field_prefix(name);
@@ -781,7 +790,7 @@ impl Store {
                     .map(|e| e.map(|(k, _)| k))
                     .collect::<Result<_, _>>()?;
                 for field in fields {
-                    self.tree.delete(pool, buffers, &field)?;
+                    self.tree_delete(pool, buffers, &field)?;
                 }
             }
             Op::Flush => {
@@ -796,6 +805,7 @@ impl Store {
                 }
                 self.keys = 0;
                 self.expiries.clear();
+                self.compactor.note_flush();
             }
         }
         Ok(())
@@ -821,6 +831,110 @@ impl Store {
             }
             _ => {}
         }
+    }
+
+    /// `tree.insert`, telling the compactor what changed.
+    fn tree_insert(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        key: &[u8],
+        value: &Value,
+    ) -> Result<Option<Value>, StoreError> {
+        let previous = self.tree.insert(pool, buffers, key, value)?;
+        if self.compactor.counts(key) {
+            // A replaced value's index chain stays intact until the commit.
+            let old = match &previous {
+                Some(old) => self.tree.value_extents(pool, old)?,
+                None => Vec::new(),
+            };
+            let new: &[Extent] = match value {
+                Value::Extents(extents) => extents,
+                _ => &[],
+            };
+            self.compactor.note_change(key, &old, new);
+        }
+        Ok(previous)
+    }
+
+    /// `tree.delete`, telling the compactor what changed.
+    fn tree_delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, StoreError> {
+        let previous = self.tree.delete(pool, buffers, key)?;
+        if let Some(old) = &previous {
+            if self.compactor.counts(key) {
+                let old = self.tree.value_extents(pool, old)?;
+                self.compactor.note_change(key, &old, &[]);
+            }
+        }
+        Ok(previous)
+    }
+
+    /// What compaction did and is doing.
+    pub fn compaction(&self) -> CompactStats {
+        self.compactor.stats()
+    }
+
+    /// The fraction of the value buffers' bytes that is not live.
+    pub fn waste_ratio(&self) -> f64 {
+        self.compactor.waste_ratio()
+    }
+
+    /// Sets when and how much to compact.
+    pub fn set_compaction(&mut self, config: CompactConfig) {
+        self.compactor.config = config;
+    }
+
+    /// One bounded step of compaction (module `compact`): counts or
+    /// relocates up to the configured entries and bytes. A relocation is a
+    /// put of the same bytes, packed into fresh buffers, durable at the next
+    /// commit. Stops early, harmlessly, when the pool or the batch is short.
+    pub fn compact_step(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+        if self.tree.is_reclaiming() || !self.batch_has_room() {
+            return Ok(());
+        }
+        let Some(range) = self.compactor.next_range() else { return Ok(()) };
+        let budget = self.compactor.config.entries_per_step;
+        let mut entries = Vec::with_capacity(budget);
+        let mut iter = self.tree.range(pool, as_refs(&range), false);
+        let mut end = true;
+        for entry in iter.by_ref() {
+            let (key, value) = entry?;
+            let len = value_len(&value);
+            let extents =
+                if matches!(value, Value::Inline(_)) { Vec::new() } else { self.tree.value_extents(pool, &value)? };
+            entries.push((key, extents, len));
+            if entries.len() == budget {
+                end = false;
+                break;
+            }
+        }
+        drop(iter);
+        let relocations = self.compactor.step_scan(entries, end);
+        for relocation in relocations {
+            let needed = self.config.buffers_reserve / 2 + 64 + (relocation.len / 1024) as u32;
+            if buffers.free_count() < needed {
+                break;
+            }
+            let bytes = value_bytes(pool, &Value::Extents(relocation.extents))?;
+            let extents = self.stage(pool, buffers, &bytes)?;
+            let op = Op::Put { key: relocation.key, extents, len: relocation.len };
+            let result = self.apply(pool, buffers, std::slice::from_ref(&op));
+            Store::release_ops(buffers, std::slice::from_ref(&op));
+            result?;
+            self.compactor.note_relocated(relocation.len);
+        }
+        Ok(())
+    }
+
+    /// Checks the compactor's live counts against the tree (tests).
+    pub fn check_compaction(&self, pool: &Pool) -> Result<(), String> {
+        let mut values = Vec::new();
+        for entry in self.tree.range(pool, (Bound::Unbounded, Bound::Unbounded), false) {
+            let (key, value) = entry.map_err(|e| e.to_string())?;
+            let extents = self.tree.value_extents(pool, &value).map_err(|e| e.to_string())?;
+            values.push((key, extents));
+        }
+        self.compactor.check_against(&values)
     }
 
     /// Up to `max` keys whose expiry has passed.

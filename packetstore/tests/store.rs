@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use packetstore::compact::CompactConfig;
 use packetstore::node::Value;
 use packetstore::rng::SplitMix64;
 use packetstore::store::{expire_key, field_key, hash_key, string_key, value_bytes, Op, Store, StoreConfig};
@@ -34,6 +35,8 @@ fn config() -> StoreConfig {
         checkpoint_records: 12,
         checkpoint_interval: Duration::from_secs(3600),
         buffers_reserve: 0,
+        // Compaction runs all the time, relocating every value it meets.
+        compaction: CompactConfig { waste_min: 0.0, fill_max: 1.01, entries_per_step: 5, bytes_per_step: 16 * 1024 },
     }
 }
 
@@ -208,6 +211,11 @@ fn run(seed: u64) {
             Store::release_ops(&mut buffers, &plain);
             model_apply(&mut model, &ops);
             batch.push(model.clone());
+            if rng.chance(1, 3) {
+                // Compaction's relocations are commands too: same state.
+                store.compact_step(&pool, &mut buffers).unwrap_or_else(|e| panic!("{context}: compaction: {e}"));
+                batch.push(model.clone());
+            }
             if step % 5 == 4 || rng.chance(1, 4) {
                 if rng.chance(1, 3) {
                     device.crash_at_fence(device.fences() + 1 + rng.below(3), rng.next_u64());
@@ -222,8 +230,10 @@ fn run(seed: u64) {
                 }
                 acknowledged = model.clone();
                 batch = vec![acknowledged.clone()];
-                // The tree's own view agrees with the model.
+                // The tree's own view agrees with the model, and the
+                // compactor's live counts with the tree.
                 assert_eq!(contents(&store, &pool), model, "{context}: after a commit");
+                store.check_compaction(&pool).unwrap_or_else(|e| panic!("{context}: compaction count: {e}"));
             }
         }
         device.disarm();
@@ -285,4 +295,74 @@ fn checkpoints_release_the_log_and_reopen_equal() {
     assert_eq!(report.replayed_records, 0);
     check_recovered(&mut store, &pool, &mut buffers, &[model], "reopen");
     let _ = Value::Inline(Vec::new());
+}
+
+/// Small values packed several to a buffer (as the receive ring packs
+/// requests), then mostly overwritten: the buffers stay pinned by the few
+/// survivors until compaction relocates them; then they are free again,
+/// and every value reads the same.
+#[test]
+fn compaction_frees_buffers_pinned_by_a_few_live_bytes() {
+    let device = Arc::new(SimDevice::new(GEOMETRY.file_size(), SimMode::CacheLine));
+    let pool = Pool::create_simulated(device, GEOMETRY).unwrap();
+    let mut buffers = Buffers::new(GEOMETRY.buffer_count);
+    let compaction = CompactConfig { waste_min: 0.4, fill_max: 0.5, entries_per_step: 64, bytes_per_step: 64 * 1024 };
+    let (mut store, _) = Store::open(&pool, &mut buffers, StoreConfig { compaction, ..config() }).unwrap();
+    let mut model = Model::new();
+    let value = |i: u32| -> Vec<u8> { (0..200u32).map(|j| (i * 31 + j) as u8).collect() };
+    // 1,000 values of 200 bytes, nine to a buffer.
+    for chunk in (0..1000u32).collect::<Vec<_>>().chunks(9) {
+        let buffer = buffers.allocate().unwrap();
+        let mut ops = Vec::new();
+        for (slot, &i) in chunk.iter().enumerate() {
+            let bytes = value(i);
+            pool.write(pool.buffer_offset(buffer) + slot as u64 * 200, &bytes);
+            buffers.retain(buffer).unwrap();
+            let key = string_key(format!("k{i:04}").as_bytes());
+            model.insert(key.clone(), bytes);
+            ops.push(Op::Put { key, extents: vec![packetstore::Extent::new(buffer, slot * 200, 200)], len: 200 });
+        }
+        store.apply(&pool, &mut buffers, &ops).unwrap();
+        Store::release_ops(&mut buffers, &ops);
+        buffers.release(buffer).unwrap();
+        store.commit(&pool, &mut buffers).unwrap();
+    }
+    // Overwrite eight in nine with small inline values: one survivor per buffer.
+    for i in (0..1000u32).filter(|i| i % 9 != 4) {
+        let key = string_key(format!("k{i:04}").as_bytes());
+        let mut extents = Vec::new();
+        buffers.copy_in(&pool, b"small", &mut extents).unwrap();
+        let op = Op::Put { key: key.clone(), extents, len: 5 };
+        store.apply(&pool, &mut buffers, std::slice::from_ref(&op)).unwrap();
+        Store::release_ops(&mut buffers, std::slice::from_ref(&op));
+        model.insert(key, b"small".to_vec());
+        if i % 50 == 0 {
+            store.commit(&pool, &mut buffers).unwrap();
+        }
+    }
+    store.checkpoint_all(&pool, &mut buffers).unwrap();
+    let free_before = buffers.free_count();
+    // First the count of what is live, a few entries per step.
+    while !store.compaction().counted {
+        store.compact_step(&pool, &mut buffers).unwrap();
+    }
+    assert_eq!(store.compaction().relocated_values, 0);
+    store.check_compaction(&pool).unwrap();
+    let waste_before = store.waste_ratio();
+    assert!(waste_before > 0.8, "one 200-byte value per 2 KiB buffer: {waste_before}");
+    for _ in 0..200 {
+        store.compact_step(&pool, &mut buffers).unwrap();
+        store.commit(&pool, &mut buffers).unwrap();
+        if store.compaction().relocation_passes > 0 {
+            break;
+        }
+    }
+    let stats = store.compaction();
+    assert!(stats.relocation_passes >= 1 && stats.relocated_values >= 100, "{stats:?}");
+    store.checkpoint_all(&pool, &mut buffers).unwrap();
+    let freed = i64::from(buffers.free_count()) - i64::from(free_before);
+    assert!(freed >= 90, "compaction freed {freed} buffers (from {free_before} free)");
+    assert!(store.waste_ratio() < 0.2, "waste after compaction: {}", store.waste_ratio());
+    assert_eq!(contents(&store, &pool), model, "relocation changes no value");
+    store.check_compaction(&pool).unwrap();
 }
