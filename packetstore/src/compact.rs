@@ -84,6 +84,9 @@ pub struct Compactor {
     stats: CompactStats,
 }
 
+/// A range of tree keys: where the next step scans.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// What the store must do for one step: values to relocate (key and its
 /// current extents), found by `Compactor::step_scan`.
 pub struct Relocation {
@@ -179,7 +182,7 @@ impl Compactor {
     }
 
     /// The range the next step scans, or None when idle.
-    pub fn next_range(&mut self) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    pub fn next_range(&mut self) -> Option<KeyRange> {
         if self.pass == Pass::Idle && self.stats.counted && self.waste_ratio() >= self.config.waste_min {
             self.pass = Pass::Relocating { after: None };
         }

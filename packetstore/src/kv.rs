@@ -821,7 +821,9 @@ impl KvServer {
             }
             i += 1;
         }
-        let old = self.string_of(ctx, &key)?;
+        // Plain SETs (no NX, XX or GET) look nothing up unless hashes
+        // exist (one of which this key could be).
+        let old = if nx || xx || get || self.store.has_hashes() { self.string_of(ctx, &key)? } else { Ok(None) };
         let exists = match &old {
             Ok(value) => value.is_some(),
             Err(()) => {

@@ -305,6 +305,11 @@ impl<'a> NodeBytes<'a> {
         &self.0[at + 2..at + 2 + len]
     }
 
+    /// Where entry `index` starts in the node.
+    pub fn entry_offset(&self, index: usize) -> usize {
+        self.entry_start(index)
+    }
+
     /// The whole encoded entry `index` (key and value or child).
     pub fn entry(&self, index: usize) -> &'a [u8] {
         &self.0[self.entry_start(index)..self.entry_end(index)]

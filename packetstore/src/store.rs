@@ -227,6 +227,8 @@ pub struct Store {
     phase: Phase,
     log_dirty: bool,
     keys: u64,
+    /// Hashes among the keys (in memory: counted at open).
+    hashes: u64,
     keys_written: Option<u64>,
     expiries: HashMap<Vec<u8>, u64>,
     /// A buffer computed values are packed into, and its fill.
@@ -383,6 +385,7 @@ impl Store {
             phase: Phase::Idle,
             log_dirty: false,
             keys,
+            hashes: 0,
             keys_written: Some(keys),
             expiries: HashMap::new(),
             arena: None,
@@ -392,6 +395,7 @@ impl Store {
             compactor: Compactor::new(config.compaction, pool.geometry().buffer_count, pool.geometry().buffer_size),
             stats: StoreStats::default(),
         };
+        store.hashes = store.count_prefix(pool, &[NS_HASH])?;
         let (replayed, dropped) = store.replay(pool, buffers)?;
         store.load_expiries(pool)?;
         let report = StoreReport {
@@ -448,6 +452,22 @@ impl Store {
         Ok((replayed, dropped))
     }
 
+    fn count_prefix(&self, pool: &Pool, prefix: &[u8]) -> Result<u64, StoreError> {
+        let range = prefix_range(prefix);
+        let mut count = 0;
+        for entry in self.tree.range(pool, as_refs(&range), false) {
+            entry?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Whether any key is a hash (a string write then need not look for
+    /// one to replace).
+    pub fn has_hashes(&self) -> bool {
+        self.hashes > 0
+    }
+
     fn load_expiries(&mut self, pool: &Pool) -> Result<(), StoreError> {
         let range = prefix_range(&[NS_EXPIRE]);
         for entry in self.tree.range(pool, as_refs(&range), false) {
@@ -478,6 +498,11 @@ impl Store {
     /// removed included).
     pub fn keys(&self) -> u64 {
         self.keys
+    }
+
+    /// Hashes among the keys.
+    pub fn hashes(&self) -> u64 {
+        self.hashes
     }
 
     /// Keys with an expiry.
@@ -781,6 +806,7 @@ impl Store {
             Op::DelHash { name } => {
                 if self.tree_delete(pool, buffers, &hash_key(name))?.is_some() {
                     self.keys -= 1;
+                    self.hashes -= 1;
                 }
                 let prefix = field_prefix(name);
                 let range = prefix_range(&prefix);
@@ -804,6 +830,7 @@ impl Store {
                     self.tree.delete(pool, buffers, &key)?;
                 }
                 self.keys = 0;
+                self.hashes = 0;
                 self.expiries.clear();
                 self.compactor.note_flush();
             }
@@ -813,7 +840,11 @@ impl Store {
 
     fn note_put(&mut self, key: &[u8], value: &Value, created: bool) {
         match key.first() {
-            Some(&NS_STRING) | Some(&NS_HASH) if created => self.keys += 1,
+            Some(&NS_STRING) if created => self.keys += 1,
+            Some(&NS_HASH) if created => {
+                self.keys += 1;
+                self.hashes += 1;
+            }
             Some(&NS_EXPIRE) => {
                 if let Some(at) = decode_u64(value) {
                     self.expiries.insert(key[1..].to_vec(), at);
@@ -825,7 +856,11 @@ impl Store {
 
     fn note_delete(&mut self, key: &[u8]) {
         match key.first() {
-            Some(&NS_STRING) | Some(&NS_HASH) => self.keys -= 1,
+            Some(&NS_STRING) => self.keys -= 1,
+            Some(&NS_HASH) => {
+                self.keys -= 1;
+                self.hashes -= 1;
+            }
             Some(&NS_EXPIRE) => {
                 self.expiries.remove(&key[1..]);
             }

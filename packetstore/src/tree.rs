@@ -714,7 +714,19 @@ impl Tree {
         };
         let (path, leaf) = self.descend(pool, root, key)?;
         let view = NodeBytes(self.node(pool, leaf, 0)?);
-        let (edit, previous) = match view.search(key) {
+        let found = view.search(key);
+        if let Ok(index) = found {
+            // An update of the same size in a leaf this batch already wrote
+            // (the common overwrite): in place, no copy of the node, and the
+            // shape cannot change.
+            if self.fresh.contains(&leaf) && view.entry(index).len() == self.entry.len() {
+                let previous = view.value(index);
+                let at = pool.buffer_offset(leaf) + view.entry_offset(index) as u64;
+                pool.write(at, &self.entry);
+                return Ok(Some(previous));
+            }
+        }
+        let (edit, previous) = match found {
             Ok(index) => (Edit::Replace { index, entry: &self.entry }, Some(view.value(index))),
             Err(index) => (Edit::Insert { index, entry: &self.entry }, None),
         };

@@ -158,6 +158,8 @@ fn check_recovered(
     // The key count and the expiries follow the entries.
     let keys = found.keys().filter(|k| k.first() == Some(&b'k') || k.first() == Some(&b'h')).count() as u64;
     assert_eq!(store.keys(), keys, "{context}: key count");
+    let hashes = found.keys().filter(|k| k.first() == Some(&b'h')).count() as u64;
+    assert_eq!(store.hashes(), hashes, "{context}: hash count");
     for (key, bytes) in found.iter().filter(|(k, _)| k.first() == Some(&b'x')) {
         let at = u64::from_le_bytes(bytes[..].try_into().unwrap());
         assert_eq!(store.expiry(&key[1..]), Some(at), "{context}: expiry of {key:?}");
