@@ -33,7 +33,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "target", "release", "packetstore")
+BINARY = os.environ.get("PACKETSTORE_BIN", os.path.join(ROOT, "target", "release", "packetstore"))
 RESULTS = os.path.join(ROOT, "bench", "results")
 YCSB_LUA = os.path.join(ROOT, "bench", "ycsb.lua")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -87,6 +87,9 @@ def start(system, storage_dir):
             "packetstore": ["--persist", "zerocopy"],
             "packetstore-copy": ["--persist", "copy"],
             "packetstore-epoll": ["--io", "epoll", "--persist", "copy", "--commit", "per-turn"],
+            # Compaction relocating all the time, and never.
+            "packetstore-compaction-on": ["--compact-waste", "0"],
+            "packetstore-compaction-off": ["--compact-waste", "2"],
         }[system]
     else:
         fsync = system.split("-", 1)[1]
@@ -229,6 +232,52 @@ def run_ycsb(args, storage, directory):
     return samples
 
 
+def info_field(name):
+    out = subprocess.run(["redis-cli", "-p", str(PORT), "info", "persistence"], capture_output=True, text=True).stdout
+    m = re.search(rf"^{name}:(\S+)", out, re.M)
+    return float(m.group(1)) if m else float("nan")
+
+
+def run_compaction(args, storage, directory):
+    """SETs over 100,000 keys overwrite values at random, so buffers keep
+    a few live bytes: compaction relocating all the time vs never."""
+    systems = ["packetstore-compaction-on", "packetstore-compaction-off"]
+    samples = {}
+    for pipeline in args.pipelines:
+        for rnd in range(args.rounds):
+            for system in systems:
+                proc, data = start(system, directory)
+                try:
+                    n = args.requests * (4 if pipeline > 1 else 1)
+                    cpu0 = cpu_seconds(proc.pid)
+                    steal0 = steal_ticks()
+                    result = redis_benchmark("set", n, pipeline)
+                    steal1 = steal_ticks()
+                    result["server_us_per_req"] = (cpu_seconds(proc.pid) - cpu0) / n * 1e6
+                    result["steal_pct"] = 100 * (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
+                    result["relocated"] = info_field("compaction_relocated_values")
+                    result["waste_pct"] = info_field("compaction_waste_pct")
+                    samples.setdefault((storage, pipeline, system), []).append(result)
+                    print(f"compaction {storage} P{pipeline} {system} round {rnd}: {result['rps']:.0f}/s "
+                          f"p99 {result['p99_ms']:.2f} ms server {result['server_us_per_req']:.2f} us/req "
+                          f"relocated {result['relocated']:.0f} waste {result['waste_pct']:.0f}% "
+                          f"steal {result['steal_pct']:.0f}%", flush=True)
+                finally:
+                    stop(proc, data)
+    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+        f.write("\n## Compaction running (relocating continuously) vs off\n\n"
+                "redis-benchmark -t set -d 1024 -c 50 -r 100000; `--compact-waste 0` vs `--compact-waste 2`.\n\n"
+                "| storage | pipeline | compaction | req/s | p99 ms | server us/req | values relocated | waste % at end | "
+                "steal % | req/s vs off |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+        for (st, pipeline, system), rows in sorted(samples.items()):
+            base = samples[(st, pipeline, "packetstore-compaction-off")]
+            f.write(f"| {st} | {pipeline} | {system.rsplit('-', 1)[1]} | {median(rows, 'rps'):,.0f} | "
+                    f"{median(rows, 'p99_ms'):.3f} | {median(rows, 'server_us_per_req'):.2f} | "
+                    f"{median(rows, 'relocated'):,.0f} | {median(rows, 'waste_pct'):.0f} | "
+                    f"{median(rows, 'steal_pct'):.0f} | {median(rows, 'rps') / median(base, 'rps'):.2f}x |\n")
+    return samples
+
+
 def plot(samples):
     try:
         import matplotlib
@@ -277,6 +326,7 @@ def main():
     storages = [(s, args.shm_dir if s == "shm" else args.disk_dir) for s in args.storages]
     samples = run_redis_rows(args, storages)
     plot(samples)
+    run_compaction(args, "shm", args.shm_dir)
     if not args.skip_ycsb:
         run_ycsb(args, "shm", args.shm_dir)
 

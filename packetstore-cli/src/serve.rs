@@ -61,7 +61,7 @@ pub struct Args {
     /// Compact (relocate the values of partly live buffers) when this
     /// fraction of the bytes of the buffers holding values is waste; 0
     /// compacts continuously, above 1 never.
-    #[arg(long, default_value_t = 0.4)]
+    #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
     /// Buffers in the receive ring (a power of two, at most 32768).
     #[arg(long, default_value_t = 4096)]

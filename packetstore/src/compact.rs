@@ -46,7 +46,7 @@ pub struct CompactConfig {
 
 impl Default for CompactConfig {
     fn default() -> Self {
-        CompactConfig { waste_min: 0.4, fill_max: 0.5, entries_per_step: 128, bytes_per_step: 64 * 1024 }
+        CompactConfig { waste_min: 0.5, fill_max: 0.5, entries_per_step: 1024, bytes_per_step: 256 * 1024 }
     }
 }
 
@@ -182,8 +182,11 @@ impl Compactor {
     }
 
     /// The range the next step scans, or None when idle.
-    pub fn next_range(&mut self) -> Option<KeyRange> {
-        if self.pass == Pass::Idle && self.stats.counted && self.waste_ratio() >= self.config.waste_min {
+    /// A pool running `short` of free buffers relocates at a quarter of
+    /// the waste it otherwise waits for.
+    pub fn next_range(&mut self, short: bool) -> Option<KeyRange> {
+        let waste_min = if short { self.config.waste_min / 4.0 } else { self.config.waste_min };
+        if self.pass == Pass::Idle && self.stats.counted && self.waste_ratio() >= waste_min {
             self.pass = Pass::Relocating { after: None };
         }
         let after = match &self.pass {
@@ -196,9 +199,9 @@ impl Compactor {
     /// Feeds the entries a step scanned (in key order, at most
     /// `entries_per_step`; `end` when the tree has no more): counts them, or
     /// picks the values to relocate. Returns the relocations to apply.
-    pub fn step_scan(&mut self, entries: Vec<(Vec<u8>, Vec<Extent>, u64)>, end: bool) -> Vec<Relocation> {
+    pub fn step_scan(&mut self, entries: Vec<(Vec<u8>, Vec<Extent>, u64)>, end: bool, bytes: u64) -> Vec<Relocation> {
         let mut relocations = Vec::new();
-        let mut budget = self.config.bytes_per_step;
+        let mut budget = bytes;
         let mut last = None;
         let counting = matches!(self.pass, Pass::Counting { .. });
         let threshold = (f64::from(self.buffer_size) * self.config.fill_max) as u32;
@@ -209,7 +212,10 @@ impl Compactor {
                     self.add(&extents, 1);
                 }
             } else if tracked(&key) && extents.iter().any(|e| self.live[e.buffer as usize] < threshold) {
-                if len > budget && !relocations.is_empty() {
+                // Out of budget: this key is the next step's first. A value
+                // larger than a whole step's budget goes alone.
+                let alone = relocations.is_empty() && bytes >= self.config.bytes_per_step;
+                if len > budget && !alone {
                     stopped_early = true;
                     break;
                 }

@@ -101,6 +101,8 @@ pub struct KvServer {
     stats: KvStats,
     started: std::time::Instant,
     recovery: String,
+    /// Commands served at the last tick (a tick with none is idle).
+    commands_at_tick: u64,
 }
 
 type Cmd = fn(&mut KvServer, &mut Ctx<'_>) -> Result<(), StoreError>;
@@ -247,6 +249,7 @@ impl KvServer {
             stats: KvStats::default(),
             started: std::time::Instant::now(),
             recovery,
+            commands_at_tick: 0,
         }
     }
 
@@ -1853,7 +1856,9 @@ impl App for KvServer {
             }
         }
         self.store.note_buffers(buffers);
-        if let Err(error) = self.store.compact_step(pool, buffers) {
+        let idle = self.stats.commands == self.commands_at_tick;
+        self.commands_at_tick = self.stats.commands;
+        if let Err(error) = self.store.compact_step(pool, buffers, idle) {
             eprintln!("packetstore: compaction step failed: {error}");
         }
         let now = now_ms();

@@ -69,6 +69,8 @@ pub const KIND_PUT: u16 = 0x20;
 pub const KIND_DEL: u16 = 0x21;
 pub const KIND_DEL_HASH: u16 = 0x22;
 pub const KIND_FLUSH: u16 = 0x23;
+/// Tree entries compaction may visit per op written.
+const ENTRIES_PER_OP: usize = 8;
 /// Tag bit of a command's last record.
 pub const TAG_END: u64 = 1;
 
@@ -238,6 +240,10 @@ pub struct Store {
     /// A quarter of the pool or less is free (see `note_buffers`).
     buffers_low: bool,
     compactor: Compactor,
+    /// Compaction's budget, earned by writes: entries to visit, bytes to
+    /// copy.
+    credit_entries: usize,
+    credit_bytes: u64,
     stats: StoreStats,
 }
 
@@ -393,6 +399,8 @@ impl Store {
             checkpoint_started: None,
             buffers_low: false,
             compactor: Compactor::new(config.compaction, pool.geometry().buffer_count, pool.geometry().buffer_size),
+            credit_entries: 0,
+            credit_bytes: 0,
             stats: StoreStats::default(),
         };
         store.hashes = store.count_prefix(pool, &[NS_HASH])?;
@@ -769,6 +777,11 @@ impl Store {
         }
         self.log_dirty = true;
         self.stats.records += appended.len() as u64;
+        // Writes pay for compaction (see `compact_step`).
+        let config = self.compactor.config;
+        self.credit_entries = (self.credit_entries + ENTRIES_PER_OP * ops.len()).min(4 * config.entries_per_step);
+        let written: u64 = ops.iter().map(|op| if let Op::Put { len, .. } = op { *len } else { 0 }).sum();
+        self.credit_bytes = (self.credit_bytes + written / 2).min(4 * config.bytes_per_step);
         self.stats.commands += 1;
         self.records.extend(appended);
         for op in ops {
@@ -923,12 +936,28 @@ impl Store {
     /// relocates up to the configured entries and bytes. A relocation is a
     /// put of the same bytes, packed into fresh buffers, durable at the next
     /// commit. Stops early, harmlessly, when the pool or the batch is short.
-    pub fn compact_step(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+    ///
+    /// Its work is paid for by writes (each op earns `ENTRIES_PER_OP`
+    /// entries to visit and half its bytes to copy), so compaction costs a
+    /// bounded fraction of the write path; an `idle` step (no command since
+    /// the last) gets a full step's budget.
+    pub fn compact_step(&mut self, pool: &Pool, buffers: &mut Buffers, idle: bool) -> Result<(), StoreError> {
         if self.tree.is_reclaiming() || !self.batch_has_room() {
             return Ok(());
         }
-        let Some(range) = self.compactor.next_range() else { return Ok(()) };
-        let budget = self.compactor.config.entries_per_step;
+        let config = self.compactor.config;
+        // A pool running short compacts harder.
+        let short = buffers.free_count() < buffers.count() / 4;
+        if idle || short {
+            self.credit_entries = self.credit_entries.max(config.entries_per_step);
+            self.credit_bytes = self.credit_bytes.max(config.bytes_per_step);
+        }
+        if self.credit_entries == 0 {
+            return Ok(());
+        }
+        let Some(range) = self.compactor.next_range(short) else { return Ok(()) };
+        let budget = self.credit_entries.min(config.entries_per_step);
+        self.credit_entries -= budget;
         let mut entries = Vec::with_capacity(budget);
         let mut iter = self.tree.range(pool, as_refs(&range), false);
         let mut end = true;
@@ -944,7 +973,10 @@ impl Store {
             }
         }
         drop(iter);
-        let relocations = self.compactor.step_scan(entries, end);
+        let bytes_budget = self.credit_bytes.min(config.bytes_per_step);
+        let relocations = self.compactor.step_scan(entries, end, bytes_budget);
+        let relocated: u64 = relocations.iter().map(|r| r.len).sum();
+        self.credit_bytes = self.credit_bytes.saturating_sub(relocated);
         for relocation in relocations {
             let needed = self.config.buffers_reserve / 2 + 64 + (relocation.len / 1024) as u32;
             if buffers.free_count() < needed {

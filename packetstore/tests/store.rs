@@ -215,7 +215,9 @@ fn run(seed: u64) {
             batch.push(model.clone());
             if rng.chance(1, 3) {
                 // Compaction's relocations are commands too: same state.
-                store.compact_step(&pool, &mut buffers).unwrap_or_else(|e| panic!("{context}: compaction: {e}"));
+                store
+                    .compact_step(&pool, &mut buffers, rng.chance(1, 2))
+                    .unwrap_or_else(|e| panic!("{context}: compaction: {e}"));
                 batch.push(model.clone());
             }
             if step % 5 == 4 || rng.chance(1, 4) {
@@ -346,14 +348,14 @@ fn compaction_frees_buffers_pinned_by_a_few_live_bytes() {
     let free_before = buffers.free_count();
     // First the count of what is live, a few entries per step.
     while !store.compaction().counted {
-        store.compact_step(&pool, &mut buffers).unwrap();
+        store.compact_step(&pool, &mut buffers, true).unwrap();
     }
     assert_eq!(store.compaction().relocated_values, 0);
     store.check_compaction(&pool).unwrap();
     let waste_before = store.waste_ratio();
     assert!(waste_before > 0.8, "one 200-byte value per 2 KiB buffer: {waste_before}");
     for _ in 0..200 {
-        store.compact_step(&pool, &mut buffers).unwrap();
+        store.compact_step(&pool, &mut buffers, true).unwrap();
         store.commit(&pool, &mut buffers).unwrap();
         if store.compaction().relocation_passes > 0 {
             break;
