@@ -87,6 +87,9 @@ def start(system, storage_dir):
             "packetstore": ["--persist", "zerocopy"],
             "packetstore-copy": ["--persist", "copy"],
             "packetstore-epoll": ["--io", "epoll", "--persist", "copy", "--commit", "per-turn"],
+            # Replies sent from the pool always, or always copied.
+            "packetstore-zc-always": ["--zero-copy-min", "0"],
+            "packetstore-zc-never": ["--zero-copy-min", "1TiB"],
             # Compaction relocating all the time, and never.
             "packetstore-compaction-on": ["--compact-waste", "0"],
             "packetstore-compaction-off": ["--compact-waste", "2"],
@@ -278,6 +281,48 @@ def run_compaction(args, storage, directory):
     return samples
 
 
+def run_zero_copy_reads(args, storage, directory):
+    """GETs of values of several sizes, sent from the pool buffers holding
+    them (sendmsg over their extents) or copied into the reply: where the
+    default `--zero-copy-min` comes from."""
+    systems = ["packetstore-zc-always", "packetstore-zc-never"]
+    samples = {}
+    for size in args.read_sizes:
+        for rnd in range(args.rounds):
+            for system in systems:
+                proc, data = start(system, directory)
+                try:
+                    n = args.requests * 4
+                    subprocess.run(["taskset", "-c", "0", "redis-benchmark", "-p", str(PORT), "-t", "set", "-d",
+                                    str(size), "-c", "50", "-r", "10000", "-n", "40000", "-P", "16", "-q"],
+                                   capture_output=True, check=True)
+                    cpu0 = cpu_seconds(proc.pid)
+                    cmd = ["taskset", "-c", "0", "redis-benchmark", "-p", str(PORT), "-t", "get", "-d", str(size),
+                           "-c", "50", "-r", "10000", "-n", str(n), "-P", "16", "--csv"]
+                    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+                    row = [line for line in out.splitlines() if line.startswith('"GET"')][-1]
+                    fields = [f.strip('"') for f in row.split(",")]
+                    result = {"rps": float(fields[1]), "p99_ms": float(fields[6]),
+                              "server_us_per_req": (cpu_seconds(proc.pid) - cpu0) / n * 1e6}
+                    samples.setdefault((size, system), []).append(result)
+                    print(f"reads {size} B {system} round {rnd}: {result['rps']:.0f}/s "
+                          f"server {result['server_us_per_req']:.2f} us/req", flush=True)
+                finally:
+                    stop(proc, data)
+    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+        f.write("\n## GET replies: from the pool (zero copy) vs copied\n\n"
+                "redis-benchmark -t get -c 50 -r 10000 -P 16 after loading the keys; `--zero-copy-min 0` vs "
+                "`--zero-copy-min 1TiB`.\n\n"
+                "| value bytes | replies | req/s | p99 ms | server us/req | zero copy vs copy (server CPU) |\n"
+                "|---:|---|---:|---:|---:|---:|\n")
+        for (size, system), rows in sorted(samples.items()):
+            copy = samples[(size, "packetstore-zc-never")]
+            f.write(f"| {size} | {'pool' if system.endswith('always') else 'copied'} | {median(rows, 'rps'):,.0f} | "
+                    f"{median(rows, 'p99_ms'):.3f} | {median(rows, 'server_us_per_req'):.2f} | "
+                    f"{median(copy, 'server_us_per_req') / median(rows, 'server_us_per_req'):.2f}x |\n")
+    return samples
+
+
 def plot(samples):
     try:
         import matplotlib
@@ -319,6 +364,7 @@ def main():
     parser.add_argument("--disk-dir", default=os.path.join(ROOT, "target"))
     parser.add_argument("--storages", nargs="+", default=["shm", "ext4"])
     parser.add_argument("--skip-ycsb", action="store_true")
+    parser.add_argument("--read-sizes", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
     parser.add_argument("--quick", action="store_true", help="one round, fewer requests")
     args = parser.parse_args()
     if args.quick:
@@ -327,6 +373,7 @@ def main():
     samples = run_redis_rows(args, storages)
     plot(samples)
     run_compaction(args, "shm", args.shm_dir)
+    run_zero_copy_reads(args, "shm", args.shm_dir)
     if not args.skip_ycsb:
         run_ycsb(args, "shm", args.shm_dir)
 

@@ -4,6 +4,7 @@
 
 mod bench_log;
 mod bench_tree;
+mod config;
 mod crash_writer;
 mod demo;
 mod inspect;
@@ -11,7 +12,19 @@ mod options;
 mod serve;
 mod wal;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// Parses the command line, with `serve --config FILE` expanded first.
+fn parse() -> anyhow::Result<Cli> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).and_then(|a| a.to_str()) != Some("serve") {
+        return Ok(Cli::parse_from(args));
+    }
+    let command = Cli::command();
+    let serve = command.find_subcommand("serve").expect("the serve subcommand");
+    let flags: Vec<String> = serve.get_arguments().filter_map(|a| a.get_long().map(String::from)).collect();
+    Ok(Cli::parse_from(config::expand(args, &flags)?))
+}
 
 #[derive(Parser)]
 #[command(name = "packetstore", version, about = "PASTE rebuilt on io_uring: a durable network storage engine")]
@@ -25,6 +38,7 @@ enum Command {
     /// The durable key-value server: HTTP (/kv/<key>) and the Redis
     /// protocol over one pool. With no arguments: a pool under
     /// ./packetstore-data/, HTTP on 127.0.0.1:8080, Redis on 127.0.0.1:6380.
+    #[command(args_override_self = true)]
     Serve(serve::Args),
     /// Append records to a pool's log, commit them, and show what recovery
     /// finds: run it twice to see the first run's records come back.
@@ -55,7 +69,13 @@ enum BenchCommand {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            eprintln!("packetstore: error: {error:#}");
+            std::process::exit(2);
+        }
+    };
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),

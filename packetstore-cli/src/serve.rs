@@ -22,6 +22,11 @@ use crate::options::{parse_size, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// A TOML file of options: the keys are these flags without dashes
+    /// (pool-size = "4GiB", requirepass = "...", busy-poll = true). Flags
+    /// given on the command line win.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// The pool file (created on first run).
     #[arg(long, default_value = "packetstore-data/kv.pool")]
     pub pool: PathBuf,
@@ -148,7 +153,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         buffers_reserve,
         compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },
     };
-    let (store, report) = Store::open(&pool, &mut buffers, store_config).context("recovery failed")?;
+    // A progress bar for long replays, on a terminal only.
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut progress = |done: u64, total: u64| {
+        if total < 50_000 || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "recovery: replaying the log {bar:40} {pos}/{len} records {eta}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
+        bar.set_position(done);
+        if done == total {
+            bar.finish_and_clear();
+        }
+    };
+    let (store, report) =
+        Store::open_with_progress(&pool, &mut buffers, store_config, &mut progress).context("recovery failed")?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let kv_config = KvConfig {

@@ -409,6 +409,73 @@ fn sixty_four_mib_values() {
     let _: i64 = c.del("big").unwrap();
 }
 
+/// A pool too small for the data: writes get -OOM (HTTP 507) and change
+/// nothing, reads and deletes keep working, deleting makes room again, and
+/// nothing acknowledged is lost across a restart.
+#[test]
+fn a_full_pool_refuses_writes_and_keeps_reads_and_deletes() {
+    let pool = TempPool::new("full");
+    let small = ["--pool-size", "8MiB", "--log-size", "1MiB", "--ring-entries", "64"];
+    let mut acknowledged = std::collections::BTreeMap::new();
+    {
+        let server = Server::start(&pool.0, &small);
+        let mut c = server.client();
+        let mut refused = None;
+        for i in 0..20_000u32 {
+            let value = vec![(i % 251) as u8; 1000];
+            match c.set::<_, _, ()>(format!("k{i:05}"), &value) {
+                Ok(()) => {
+                    acknowledged.insert(format!("k{i:05}"), value);
+                }
+                Err(error) => {
+                    refused = Some(error.to_string());
+                    break;
+                }
+            }
+        }
+        let refused = refused.expect("an 8 MiB pool fills up");
+        assert!(refused.starts_with("OOM"), "{refused}");
+        assert!(acknowledged.len() > 1000, "{} values fit", acknowledged.len());
+        // HTTP says 507; the connection goes on.
+        let mut put = b"PUT /kv/over HTTP/1.1\r\nContent-Length: 1000\r\n\r\n".to_vec();
+        put.extend_from_slice(&[7u8; 1000]);
+        assert_eq!(http(&server, &put).0, 507);
+        // Reads work, and deletes (which need no new buffers).
+        for (key, value) in acknowledged.iter().step_by(97) {
+            let found: Vec<u8> = c.get(key).unwrap();
+            assert!(found == *value, "{key}");
+        }
+        let keys: Vec<String> = acknowledged.keys().take(acknowledged.len() / 2).cloned().collect();
+        for chunk in keys.chunks(100) {
+            let deleted: usize = c.del(chunk).unwrap();
+            assert_eq!(deleted, chunk.len());
+        }
+        for key in &keys {
+            acknowledged.remove(key);
+        }
+        // The next checkpoint (within a second) returns their buffers.
+        let mut stored = false;
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(100));
+            if c.set::<_, _, ()>("after", vec![1u8; 1000]).is_ok() {
+                stored = true;
+                break;
+            }
+        }
+        assert!(stored, "deleting made room again");
+        acknowledged.insert("after".into(), vec![1u8; 1000]);
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &small);
+    let mut c = server.client();
+    for (key, value) in &acknowledged {
+        let found: Option<Vec<u8>> = c.get(key).unwrap();
+        assert!(found.as_ref() == Some(value), "{key} after restart");
+    }
+    let size: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, acknowledged.len(), "deleted keys stay deleted");
+}
+
 fn http(server: &Server, request: &[u8]) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(server.http).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
