@@ -395,6 +395,9 @@ impl Store {
         }
         // The log flushed every value's bytes at append.
         tree.set_value_flush(false);
+        // The page domain syncs whole pages: the batch's nodes wait in DRAM
+        // until a checkpoint writes them once.
+        tree.set_shadow(pool.domain().domain == crate::persist::Domain::Page)?;
         let keys = tree.get(pool, KEYS_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
         let tree_generation = tree.generation();
         let mut store = Store {

@@ -199,6 +199,86 @@ struct Prepared {
     meta_written: bool,
 }
 
+/// DRAM images of the batch's nodes (page domain): a private anonymous
+/// mapping with a slot per buffer (virtual: only slots used take memory),
+/// and a bit per buffer saying the node's image is there, not in the pool.
+/// The page domain writes a pool page back at every sync and faults on the
+/// next store to it; a node written many times between two checkpoints is
+/// better kept out of the pool until the checkpoint writes it once.
+struct Shadow {
+    base: *mut u8,
+    len: usize,
+    node_size: usize,
+    bits: Vec<u64>,
+}
+
+impl Shadow {
+    fn new(buffer_count: u32, node_size: usize) -> std::io::Result<Shadow> {
+        let len = buffer_count as usize * node_size;
+        // SAFETY: an anonymous private mapping the kernel places; reserved
+        // lazily (MAP_NORESERVE), so untouched slots cost nothing.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_ANONYMOUS | libc::MAP_PRIVATE | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Shadow { base: base.cast(), len, node_size, bits: vec![0; (buffer_count as usize).div_ceil(64)] })
+    }
+
+    fn has(&self, node: u32) -> bool {
+        self.bits[(node / 64) as usize] & (1 << (node % 64)) != 0
+    }
+
+    fn set(&mut self, node: u32, on: bool) {
+        let bit = 1u64 << (node % 64);
+        if on {
+            self.bits[(node / 64) as usize] |= bit;
+        } else {
+            self.bits[(node / 64) as usize] &= !bit;
+        }
+    }
+
+    /// The slot of `node`.
+    ///
+    /// # Safety
+    /// The caller does not keep the slice across a write to the same slot
+    /// (the tree writes slots only through `&mut self`), nor beyond the
+    /// shadow's life.
+    unsafe fn slot<'a>(&self, node: u32) -> &'a [u8] {
+        let at = node as usize * self.node_size;
+        assert!(at + self.node_size <= self.len);
+        // SAFETY: inside the mapping (asserted); see the contract above.
+        unsafe { std::slice::from_raw_parts(self.base.add(at), self.node_size) }
+    }
+
+    fn write(&mut self, node: u32, offset: usize, bytes: &[u8]) {
+        let at = node as usize * self.node_size + offset;
+        assert!(offset + bytes.len() <= self.node_size && at + bytes.len() <= self.len);
+        // SAFETY: inside the mapping (asserted); `&mut self` excludes
+        // readers of the shadow through this tree.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.add(at), bytes.len()) };
+    }
+}
+
+// SAFETY: the mapping is owned by the shadow and reached only through the
+// tree that owns it (`&self` reads, `&mut self` writes).
+unsafe impl Send for Shadow {}
+
+impl Drop for Shadow {
+    fn drop(&mut self) {
+        // SAFETY: our mapping; no slice of it outlives the tree.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
 /// What `check_invariants` found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TreeStats {
@@ -239,6 +319,8 @@ pub struct Tree {
     walk: Option<Walk>,
     /// A commit between `prepare` and `finish`.
     prepared: Option<Prepared>,
+    /// Page domain: the batch's nodes live in DRAM until `prepare`.
+    shadow: Option<Shadow>,
     /// Whether commits flush inserted values' bytes (off when a log made
     /// them durable before they were inserted).
     flush_values: bool,
@@ -349,6 +431,7 @@ impl Tree {
             flush_index_at_commit: Vec::new(),
             walk,
             prepared: None,
+            shadow: None,
             flush_values: true,
             verified: (0..buffer_count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             poisoned: None,
@@ -392,12 +475,18 @@ impl Tree {
         if node >= self.buffer_count {
             return Err(TreeError::Corrupt { node, error: NodeError::Malformed("child beyond the pool") });
         }
-        // SAFETY: nodes are written only by this tree, through `&mut self`
-        // (`write_node`, `commit`), never while a `&self` borrow (which the
-        // caller of this function holds) lives; a node of the working
-        // version is referenced by the tree, or held (reclamation), so no
-        // one else reuses its buffer meanwhile.
-        let bytes = unsafe { pool.bytes(pool.buffer_offset(node), self.node_size) };
+        let bytes = match &self.shadow {
+            // SAFETY: shadow slots are written only through `&mut self`,
+            // never while this `&self` borrow lives; the callers (this
+            // tree's methods and its `Range`) do not outlive the tree.
+            Some(shadow) if shadow.has(node) => unsafe { shadow.slot(node) },
+            // SAFETY: nodes are written only by this tree, through `&mut
+            // self` (`write_node`, `commit`), never while a `&self` borrow
+            // (which the caller holds) lives; a node of the working version
+            // is referenced by the tree, or held (reclamation), so no one
+            // else reuses its buffer meanwhile.
+            _ => unsafe { pool.bytes(pool.buffer_offset(node), self.node_size) },
+        };
         let (word, bit) = ((node / 64) as usize, 1u64 << (node % 64));
         if self.verified[word].load(Ordering::Relaxed) & bit == 0 {
             node::validate(bytes).map_err(|error| TreeError::Corrupt { node, error })?;
@@ -721,8 +810,11 @@ impl Tree {
             // shape cannot change.
             if self.fresh.contains(&leaf) && view.entry(index).len() == self.entry.len() {
                 let previous = view.value(index);
-                let at = pool.buffer_offset(leaf) + view.entry_offset(index) as u64;
-                pool.write(at, &self.entry);
+                let offset = view.entry_offset(index);
+                match &mut self.shadow {
+                    Some(shadow) => shadow.write(leaf, offset, &self.entry),
+                    None => pool.write(pool.buffer_offset(leaf) + offset as u64, &self.entry),
+                }
                 return Ok(Some(previous));
             }
         }
@@ -927,7 +1019,13 @@ impl Tree {
     fn write_node(&mut self, pool: &Pool, node: u32, bytes: &[u8]) {
         assert!(self.fresh.contains(&node), "node {node} written outside its batch (copy on write broken)");
         debug_assert!(node::validate_layout(bytes).is_ok());
-        pool.write(pool.buffer_offset(node), bytes);
+        match &mut self.shadow {
+            Some(shadow) => {
+                shadow.write(node, 0, bytes);
+                shadow.set(node, true);
+            }
+            None => pool.write(pool.buffer_offset(node), bytes),
+        }
     }
 
     /// A node leaves the working version: its reference drops at commit
@@ -935,6 +1033,9 @@ impl Tree {
     /// could be reused at once, but one rule is simpler and costs nothing).
     fn retire(&mut self, node: u32) {
         self.fresh.remove(&node);
+        if let Some(shadow) = &mut self.shadow {
+            shadow.set(node, false);
+        }
         self.release_at_commit.push(node);
     }
 
@@ -972,6 +1073,22 @@ impl Tree {
         self.finish(buffers)
     }
 
+    /// Keeps the batch's nodes in DRAM until `prepare` writes them to the
+    /// pool (for the page domain, where every sync writes back the pages
+    /// written since the last, and a store to a synced page faults). Only
+    /// between batches.
+    pub fn set_shadow(&mut self, on: bool) -> Result<(), TreeError> {
+        assert!(self.fresh.is_empty(), "the shadow changes between batches only");
+        self.shadow = match on {
+            true => Some(
+                Shadow::new(self.buffer_count, self.node_size)
+                    .map_err(|e| TreeError::Config(format!("cannot map the DRAM shadow of the tree's nodes: {e}")))?,
+            ),
+            false => None,
+        };
+        Ok(())
+    }
+
     /// Whether commits flush the bytes of inserted extent values (the
     /// default). A caller whose values are durable before they are
     /// inserted (a log flushed them at append, PASTE's write-behind
@@ -1005,10 +1122,22 @@ impl Tree {
         let generation = self.committed.generation + 1;
         for &node in &self.fresh {
             let offset = pool.buffer_offset(node);
-            // SAFETY: a fresh node is written only by this tree (`&mut self`
-            // here), and not while this borrow lives; it is referenced.
-            let fields = node::seal_fields(unsafe { pool.bytes(offset, self.node_size) }, generation);
-            pool.write(offset + node::SEAL_OFFSET as u64, &fields);
+            match &mut self.shadow {
+                Some(shadow) if shadow.has(node) => {
+                    // SAFETY: read before any write to this slot below.
+                    let image = unsafe { shadow.slot(node) };
+                    let fields = node::seal_fields(image, generation);
+                    pool.write(offset, image);
+                    shadow.set(node, false);
+                    pool.write(offset + node::SEAL_OFFSET as u64, &fields);
+                }
+                _ => {
+                    // SAFETY: a fresh node is written only by this tree
+                    // (`&mut self` here), and not while this borrow lives.
+                    let fields = node::seal_fields(unsafe { pool.bytes(offset, self.node_size) }, generation);
+                    pool.write(offset + node::SEAL_OFFSET as u64, &fields);
+                }
+            }
             pool.flush(offset, self.node_size as u64);
         }
         for extent in self.flush_at_commit.drain(..) {
@@ -1085,7 +1214,13 @@ impl Tree {
         stats: &mut TreeStats,
     ) -> Result<(), String> {
         let mut bytes = vec![0u8; self.node_size];
-        pool.read(pool.buffer_offset(node), &mut bytes);
+        match &self.shadow {
+            // SAFETY: copied at once; nothing writes the slot meanwhile.
+            Some(shadow) if node < self.buffer_count && shadow.has(node) => {
+                bytes.copy_from_slice(unsafe { shadow.slot(node) })
+            }
+            _ => pool.read(pool.buffer_offset(node), &mut bytes),
+        }
         let checked = if self.fresh.contains(&node) { node::validate_layout(&bytes) } else { node::validate(&bytes) };
         checked.map_err(|e| format!("node {node}: {e}"))?;
         let view = NodeBytes(&bytes);

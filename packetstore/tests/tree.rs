@@ -40,7 +40,10 @@ impl Store {
         let device = Arc::new(SimDevice::new(geometry.file_size(), mode));
         let pool = Pool::create_simulated(device.clone(), geometry).unwrap();
         let mut buffers = Buffers::new(geometry.buffer_count);
-        let tree = Tree::open(&pool, &mut buffers).unwrap();
+        let mut tree = Tree::open(&pool, &mut buffers).unwrap();
+        // Odd seeds keep the batch's nodes in DRAM until the commit (as the
+        // page domain does).
+        tree.set_shadow(seed % 2 == 1).unwrap();
         Store {
             seed,
             geometry,
@@ -162,6 +165,7 @@ impl Store {
         self.buffers = Buffers::new(self.geometry.buffer_count);
         self.tree = Tree::open(&self.pool, &mut self.buffers)
             .unwrap_or_else(|e| panic!("seed {}: the tree does not open: {e}", self.seed));
+        self.tree.set_shadow(self.seed % 2 == 1).unwrap();
     }
 
     /// Runs the reclamation walk a few nodes at a time.
