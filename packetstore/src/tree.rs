@@ -1215,9 +1215,10 @@ impl Tree {
     ) -> Result<(), String> {
         let mut bytes = vec![0u8; self.node_size];
         match &self.shadow {
-            // SAFETY: copied at once; nothing writes the slot meanwhile.
             Some(shadow) if node < self.buffer_count && shadow.has(node) => {
-                bytes.copy_from_slice(unsafe { shadow.slot(node) })
+                // SAFETY: copied at once; nothing writes the slot meanwhile.
+                let slot = unsafe { shadow.slot(node) };
+                bytes.copy_from_slice(slot)
             }
             _ => pool.read(pool.buffer_offset(node), &mut bytes),
         }
