@@ -18,7 +18,7 @@ use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
 use packetstore::{Buffers, Geometry, Pool};
 
-use crate::options::{parse_size, PersistArgs};
+use crate::options::{parse_size, LoopArgs, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -68,19 +68,8 @@ pub struct Args {
     /// compacts continuously, above 1 never.
     #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
-    /// Buffers in the receive ring (a power of two, at most 32768).
-    #[arg(long, default_value_t = 4096)]
-    pub ring_entries: u16,
-    /// Poll for completions instead of sleeping in the kernel.
-    #[arg(long)]
-    pub busy_poll: bool,
-    /// Page domain: fdatasyncs in flight at once (1..=16).
-    #[arg(long, default_value_t = 1)]
-    pub syncs_in_flight: usize,
-    /// Zero copy: whole pool buffers per receive instead of incremental
-    /// consumption (requests packed into shared buffers).
-    #[arg(long)]
-    pub whole_buffers: bool,
+    #[command(flatten)]
+    pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
 }
@@ -118,12 +107,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if geometry.log_count != 1 {
         bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);
     }
-    let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.ring_entries) * 2 } else { 64 };
+    let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
     if geometry.buffer_count < 4 * buffers_reserve {
         bail!(
             "the pool has {} buffers, too few for a receive ring of {} (grow --pool-size or shrink --ring-entries)",
             geometry.buffer_count,
-            args.ring_entries
+            args.loop_args.ring_entries
         );
     }
     let value_size_max = parse_size(&args.value_size_max)?;
@@ -209,10 +198,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match policy {
         None => {
             let config = EngineConfig {
-                ring_entries: args.ring_entries,
-                busy_poll: args.busy_poll,
-                syncs_in_flight: args.syncs_in_flight,
-                incremental: persist == Persist::ZeroCopy && !args.whole_buffers,
+                ring_entries: args.loop_args.ring_entries,
+                busy_poll: args.loop_args.busy_poll,
+                syncs_in_flight: args.loop_args.syncs_in_flight,
+                incremental: persist == Persist::ZeroCopy && !args.loop_args.whole_buffers,
                 ..EngineConfig::default()
             };
             let mut engine = Engine::new(&pool, &mut buffers, &mut server, config, listeners)?;

@@ -14,7 +14,7 @@ use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
 use packetstore::{Buffers, Geometry, Pool};
 
-use crate::options::{parse_size, PersistArgs};
+use crate::options::{parse_size, LoopArgs, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,22 +45,8 @@ pub struct Args {
     /// Largest request body accepted.
     #[arg(long, default_value = "64MiB")]
     pub body_size_max: String,
-    /// Buffers in the receive ring (a power of two, at most 32768).
-    #[arg(long, default_value_t = 4096)]
-    pub ring_entries: u16,
-    /// Poll for completions instead of sleeping in the kernel.
-    #[arg(long)]
-    pub busy_poll: bool,
-    /// Page domain (io uring): fdatasyncs kept in flight at once, each
-    /// covering everything appended before it (1..=16).
-    #[arg(long, default_value_t = 1)]
-    pub syncs_in_flight: usize,
-    /// Zero copy: give each receive whole pool buffers, instead of the
-    /// default incremental consumption (IOU_PBUF_RING_INC), where requests
-    /// pack into shared buffers (fewer pages per request and per sync:
-    /// +10-28% on ext4 here, neutral on /dev/shm).
-    #[arg(long)]
-    pub whole_buffers: bool,
+    #[command(flatten)]
+    pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
 }
@@ -106,10 +92,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     // Keep each loop's receive ring refillable: twice its size stays free.
-    let buffers_reserve = u32::from(args.ring_entries) * 2;
+    let buffers_reserve = u32::from(args.loop_args.ring_entries) * 2;
     let share = geometry.buffer_range(0).1;
-    if persist == Persist::ZeroCopy && share < u32::from(args.ring_entries) + buffers_reserve {
-        bail!("each event loop has {share} buffers, too few for a ring of {} (grow --pool-size)", args.ring_entries);
+    if persist == Persist::ZeroCopy && share < u32::from(args.loop_args.ring_entries) + buffers_reserve {
+        bail!(
+            "each event loop has {share} buffers, too few for a ring of {} (grow --pool-size)",
+            args.loop_args.ring_entries
+        );
     }
     let config = WalConfig { persist, body_size_max: parse_size(&args.body_size_max)?, buffers_reserve };
     let mut out = std::io::stdout().lock();
@@ -132,10 +121,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 None => packetstore::net::listen(addr, true, policy.is_some())?,
             };
             let (pool, shared, stop, ready) = (&pool, shared.clone(), &stop, ready.clone());
-            let ring_entries = args.ring_entries;
-            let busy_poll = args.busy_poll;
-            let syncs_in_flight = args.syncs_in_flight;
-            let incremental = persist == Persist::ZeroCopy && policy.is_none() && !args.whole_buffers;
+            let ring_entries = args.loop_args.ring_entries;
+            let busy_poll = args.loop_args.busy_poll;
+            let syncs_in_flight = args.loop_args.syncs_in_flight;
+            let incremental = persist == Persist::ZeroCopy && policy.is_none() && !args.loop_args.whole_buffers;
             scope.spawn(move || {
                 let loop_config = EngineConfig {
                     listen: addr,

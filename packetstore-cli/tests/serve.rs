@@ -599,6 +599,20 @@ fn redis_cli_works() {
     assert_eq!(cli(&["dbsize"]), "503\n");
 }
 
+/// The write in flight at a kill counts as acknowledged if it was applied.
+fn settle(
+    c: &mut redis::Connection,
+    in_flight: &mut Option<(String, Vec<u8>)>,
+    acknowledged: &mut std::collections::HashMap<String, Vec<u8>>,
+) {
+    if let Some((key, value)) = in_flight.take() {
+        let found: Option<Vec<u8>> = c.get(&key).unwrap();
+        if found.as_ref() == Some(&value) {
+            acknowledged.insert(key, value);
+        }
+    }
+}
+
 /// Writes with a verifying client, kills the server with SIGKILL at a
 /// random moment, restarts it, and checks every acknowledged write. The
 /// write in flight when the server died may or may not have been applied
@@ -610,12 +624,7 @@ fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
         let server = Server::start(&pool.0, extra);
         {
             let mut c = server.client();
-            if let Some((key, value)) = in_flight.take() {
-                let found: Option<Vec<u8>> = c.get(&key).unwrap();
-                if found.as_ref() == Some(&value) {
-                    acknowledged.insert(key, value);
-                }
-            }
+            settle(&mut c, &mut in_flight, &mut acknowledged);
             for (key, value) in &acknowledged {
                 let found: Option<Vec<u8>> = c.get(key).unwrap();
                 assert!(
@@ -651,12 +660,7 @@ fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
     }
     let server = Server::start(&pool.0, extra);
     let mut c = server.client();
-    if let Some((key, value)) = in_flight.take() {
-        let found: Option<Vec<u8>> = c.get(&key).unwrap();
-        if found.as_ref() == Some(&value) {
-            acknowledged.insert(key, value);
-        }
-    }
+    settle(&mut c, &mut in_flight, &mut acknowledged);
     for (key, value) in &acknowledged {
         let found: Option<Vec<u8>> = c.get(key).unwrap();
         assert!(found.as_ref() == Some(value), "final: {key}");

@@ -219,6 +219,39 @@ impl Buffers {
         Ok(())
     }
 
+    /// Appends `bytes` to a value being copied into the pool (the copy
+    /// path): packed after `fill` bytes of the last extent's buffer, which
+    /// this function allocated for the value (`fill` is None until it has),
+    /// continuing in fresh buffers. The caller holds one reference on each
+    /// buffer added. On a full pool it stops and returns the error; the
+    /// extents added so far stay for the caller to release.
+    pub fn copy_packed(
+        &mut self,
+        pool: &Pool,
+        extents: &mut Vec<Extent>,
+        fill: &mut Option<usize>,
+        mut bytes: &[u8],
+    ) -> Result<(), BufferError> {
+        let size = pool.geometry().buffer_size as usize;
+        while !bytes.is_empty() {
+            let used = match *fill {
+                Some(used) if used < size => used,
+                _ => {
+                    let buffer = self.allocate()?;
+                    extents.push(Extent::new(buffer, 0, 0));
+                    0
+                }
+            };
+            let last = extents.last_mut().expect("a copy buffer");
+            let n = bytes.len().min(size - used);
+            pool.write(pool.buffer_offset(last.buffer) + used as u64, &bytes[..n]);
+            *last = Extent::new(last.buffer, 0, used + n);
+            *fill = Some(used + n);
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
     /// Drops the caller's reference on each extent's buffer.
     pub fn release_extents(&mut self, extents: &[Extent]) -> Result<(), BufferError> {
         for extent in extents {

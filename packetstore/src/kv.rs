@@ -87,7 +87,7 @@ struct HttpBody {
     remaining: u64,
     len: u64,
     extents: Vec<Extent>,
-    copy_fill: usize,
+    copy_fill: Option<usize>,
     refused: bool,
 }
 
@@ -367,6 +367,34 @@ impl KvServer {
             self.stats.writes += 1;
         }
         result
+    }
+
+    /// Ends a command whose ops were being built: applies them and calls
+    /// `reply`, or, when building stopped (`built` is an error reply or a
+    /// failure), gives their references back.
+    fn finish_ops(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        ops: &[Op],
+        built: Result<Result<(), String>, StoreError>,
+        reply: impl FnOnce(&mut Ctx<'_>),
+    ) -> Result<(), StoreError> {
+        match built {
+            Ok(Ok(())) => {
+                self.apply(ctx, ops)?;
+                reply(ctx);
+                Ok(())
+            }
+            Ok(Err(why)) => {
+                Store::release_ops(ctx.buffers, ops);
+                ctx.error(&why);
+                Ok(())
+            }
+            Err(error) => {
+                Store::release_ops(ctx.buffers, ops);
+                Err(error)
+            }
+        }
     }
 
     /// A `Put` of argument `i` (its own references on the extents).
@@ -961,22 +989,7 @@ impl KvServer {
             }
             Ok(Ok(()))
         })();
-        match result {
-            Ok(Ok(())) => {
-                self.apply(ctx, &ops)?;
-                ctx.ok();
-                Ok(())
-            }
-            Ok(Err(why)) => {
-                Store::release_ops(ctx.buffers, &ops);
-                ctx.error(&why);
-                Ok(())
-            }
-            Err(error) => {
-                Store::release_ops(ctx.buffers, &ops);
-                Err(error)
-            }
-        }
+        self.finish_ops(ctx, &ops, result, |ctx| ctx.ok())
     }
 
     fn cmd_mget(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -1186,22 +1199,7 @@ impl KvServer {
             ops.push(header);
             Ok(Ok(()))
         })();
-        match result {
-            Ok(Ok(())) => {
-                self.apply(ctx, &ops)?;
-                ctx.int(added);
-                Ok(())
-            }
-            Ok(Err(why)) => {
-                Store::release_ops(ctx.buffers, &ops);
-                ctx.error(&why);
-                Ok(())
-            }
-            Err(error) => {
-                Store::release_ops(ctx.buffers, &ops);
-                Err(error)
-            }
-        }
+        self.finish_ops(ctx, &ops, result, |ctx| ctx.int(added))
     }
 
     fn cmd_hget(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -1535,7 +1533,7 @@ impl KvServer {
                         remaining: head.content_length,
                         len: head.content_length,
                         extents: Vec::new(),
-                        copy_fill: 0,
+                        copy_fill: None,
                         refused: false,
                     });
                     progress.requests -= 1; // counted when the body is in
@@ -1705,34 +1703,12 @@ fn copy_into_pool(
     pool: &Pool,
     buffers: &mut Buffers,
     extents: &mut Vec<Extent>,
-    fill: &mut usize,
+    fill: &mut Option<usize>,
     stream: &Stream,
     take: usize,
 ) -> bool {
-    let size = pool.geometry().buffer_size as usize;
     let mut ok = true;
-    stream.for_each_slice(take, |mut bytes| {
-        while ok && !bytes.is_empty() {
-            if extents.is_empty() || *fill == size {
-                match buffers.allocate() {
-                    Ok(buffer) => {
-                        extents.push(Extent::new(buffer, 0, 0));
-                        *fill = 0;
-                    }
-                    Err(_) => {
-                        ok = false;
-                        return;
-                    }
-                }
-            }
-            let last = extents.last_mut().expect("just ensured");
-            let n = bytes.len().min(size - *fill);
-            pool.write(pool.buffer_offset(last.buffer) + *fill as u64, &bytes[..n]);
-            *fill += n;
-            *last = Extent::new(last.buffer, 0, *fill);
-            bytes = &bytes[n..];
-        }
-    });
+    stream.for_each_slice(take, |bytes| ok = ok && buffers.copy_packed(pool, extents, fill, bytes).is_ok());
     ok
 }
 

@@ -140,8 +140,9 @@ pub enum Parsed {
 #[derive(Default)]
 pub struct Parser {
     state: State,
-    /// Copy mode: bytes used in the last extent's buffer.
-    copy_fill: usize,
+    /// Copy mode: bytes used in the value's last copy buffer (None: no
+    /// copy buffer yet for this value).
+    copy_fill: Option<usize>,
 }
 
 /// How to receive large arguments.
@@ -228,7 +229,7 @@ impl Parser {
                             config.value_size_max
                         ));
                     }
-                    self.copy_fill = 0;
+                    self.copy_fill = None;
                     self.state = State::Bulk { left, len, taken: 0, skip, first_extent: args.extents.len() };
                 }
                 State::Bulk { left, len, taken, skip, first_extent } => {
@@ -317,31 +318,10 @@ impl Parser {
             }
             return true;
         }
-        let size = pool.geometry().buffer_size as usize;
         let mut ok = true;
         let fill = &mut self.copy_fill;
-        stream.for_each_slice(take, |mut bytes| {
-            while ok && !bytes.is_empty() {
-                if args.extents.len() == first_extent || *fill == size {
-                    match buffers.allocate() {
-                        Ok(buffer) => {
-                            args.extents.push(Extent::new(buffer, 0, 0));
-                            *fill = 0;
-                        }
-                        Err(_) => {
-                            ok = false;
-                            return;
-                        }
-                    }
-                }
-                let last = args.extents.last_mut().expect("just ensured");
-                let n = bytes.len().min(size - *fill);
-                pool.write(pool.buffer_offset(last.buffer) + *fill as u64, &bytes[..n]);
-                *fill += n;
-                *last = Extent::new(last.buffer, 0, *fill);
-                bytes = &bytes[n..];
-            }
-        });
+        stream
+            .for_each_slice(take, |bytes| ok = ok && buffers.copy_packed(pool, &mut args.extents, fill, bytes).is_ok());
         if !ok {
             buffers.release_extents(&args.extents[first_extent..]).expect("the command's references");
             args.extents.truncate(first_extent);

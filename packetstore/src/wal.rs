@@ -67,7 +67,7 @@ struct InFlight {
     remaining: u64,
     extents: Vec<Extent>,
     /// Bytes used in the last extent's buffer (copy mode packs buffers).
-    copy_fill: usize,
+    copy_fill: Option<usize>,
     /// Set when the body cannot be kept (pool full): drain it, answer 503.
     refused: bool,
 }
@@ -341,7 +341,7 @@ impl Wal {
                         keep_alive: head.keep_alive,
                         remaining: head.content_length,
                         extents: Vec::new(),
-                        copy_fill: 0,
+                        copy_fill: None,
                         refused: false,
                     });
                 }
@@ -586,29 +586,9 @@ fn split_seq(seq: u64, logs: u32) -> Option<(u32, u64)> {
 /// Copies `take` leading bytes of `stream` into pool buffers, packing them
 /// after the request's last copied byte. False when the pool is full.
 fn copy_body(pool: &Pool, buffers: &mut Buffers, request: &mut InFlight, stream: &Stream, take: usize) -> bool {
-    let size = pool.geometry().buffer_size as usize;
     let mut ok = true;
-    stream.for_each_slice(take, |mut bytes| {
-        while ok && !bytes.is_empty() {
-            if request.extents.is_empty() || request.copy_fill == size {
-                match buffers.allocate() {
-                    Ok(buffer) => {
-                        request.extents.push(Extent::new(buffer, 0, 0));
-                        request.copy_fill = 0;
-                    }
-                    Err(_) => {
-                        ok = false;
-                        return;
-                    }
-                }
-            }
-            let last = request.extents.last_mut().expect("just ensured");
-            let n = bytes.len().min(size - request.copy_fill);
-            pool.write(pool.buffer_offset(last.buffer) + request.copy_fill as u64, &bytes[..n]);
-            request.copy_fill += n;
-            *last = Extent::new(last.buffer, 0, request.copy_fill);
-            bytes = &bytes[n..];
-        }
+    stream.for_each_slice(take, |bytes| {
+        ok = ok && buffers.copy_packed(pool, &mut request.extents, &mut request.copy_fill, bytes).is_ok();
     });
     ok
 }
