@@ -135,6 +135,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     drop(out);
 
     let mut buffers = Buffers::new(geometry.buffer_count);
+    // The page domain writes back whole pages at each sync: hand out
+    // neighbouring buffers so that a batch's values share pages.
+    buffers.set_sequential(domain.domain == packetstore::Domain::Page);
     let store_config = StoreConfig {
         value_size_max,
         checkpoint_records: args.checkpoint_records,

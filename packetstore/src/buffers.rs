@@ -25,11 +25,69 @@ use crate::limits::BUFFER_REFS_MAX;
 use crate::pool::Pool;
 use crate::record::Extent;
 
+/// Free buffers below the sweep cursor: a stack (the most recently freed
+/// first: warm in the caches), or ordered (the lowest first: a batch's
+/// buffers are neighbours in the file, for the page domain, where every
+/// sync writes back whole pages and contiguous ones go out together).
+enum FreeList {
+    Stack(Vec<u32>),
+    Ordered(std::collections::BTreeSet<u32>),
+}
+
+impl FreeList {
+    fn push(&mut self, index: u32) {
+        match self {
+            FreeList::Stack(stack) => stack.push(index),
+            FreeList::Ordered(set) => {
+                set.insert(index);
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        match self {
+            FreeList::Stack(stack) => stack.pop(),
+            FreeList::Ordered(set) => set.pop_first(),
+        }
+    }
+
+    fn remove(&mut self, index: u32) -> bool {
+        match self {
+            FreeList::Stack(stack) => match stack.iter().rposition(|&i| i == index) {
+                Some(at) => {
+                    stack.swap_remove(at);
+                    true
+                }
+                None => false,
+            },
+            FreeList::Ordered(set) => set.remove(&index),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            FreeList::Stack(stack) => stack.len(),
+            FreeList::Ordered(set) => set.len(),
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match self {
+            FreeList::Stack(stack) => Box::new(stack.iter().copied()),
+            FreeList::Ordered(set) => Box::new(set.iter().copied()),
+        }
+    }
+}
+
 pub struct Buffers {
     /// The first buffer index this allocator owns; it owns `counts.len()`.
     first: u32,
     counts: Vec<u16>,
-    free_stack: Vec<u32>,
+    free_stack: FreeList,
     sweep_cursor: u32,
     free_count: u32,
     /// Buffers below this (relative) index with a zero count are unknown,
@@ -52,7 +110,7 @@ impl Buffers {
         Buffers {
             first,
             counts: vec![0; count as usize],
-            free_stack: Vec::new(),
+            free_stack: FreeList::Stack(Vec::new()),
             sweep_cursor: 0,
             free_count: count,
             held: 0,
@@ -122,6 +180,13 @@ impl Buffers {
         index.checked_sub(self.first).map(|i| i as usize).filter(|&i| i < self.counts.len())
     }
 
+    /// Hands out the lowest free buffer first instead of the most recently
+    /// freed (see `FreeList`): for pools in the page domain.
+    pub fn set_sequential(&mut self, on: bool) {
+        let free: Vec<u32> = self.free_stack.iter().collect();
+        self.free_stack = if on { FreeList::Ordered(free.into_iter().collect()) } else { FreeList::Stack(free) };
+    }
+
     /// Takes a free buffer; its count becomes 1 (the caller's reference).
     pub fn allocate(&mut self) -> Result<u32, BufferError> {
         let index = match self.free_stack.pop() {
@@ -162,8 +227,8 @@ impl Buffers {
             // It was free: take it out of where free buffers are kept.
             self.free_count -= 1;
             if index < self.sweep_cursor {
-                let at = self.free_stack.iter().rposition(|&i| i == index).expect("a free buffer below the cursor");
-                self.free_stack.swap_remove(at);
+                let found = self.free_stack.remove(index);
+                assert!(found, "a free buffer below the cursor is in the free list");
             }
         }
         Ok(())
@@ -267,7 +332,7 @@ impl Buffers {
         assert_eq!(free, self.free_count, "free count (held buffers are not free)");
         let below: usize = self.counts[held..self.sweep_cursor as usize].iter().filter(|&&c| c == 0).count();
         assert_eq!(below, self.free_stack.len(), "free buffers below the cursor are exactly the stack");
-        for &index in &self.free_stack {
+        for index in self.free_stack.iter() {
             assert!(
                 index >= self.held && index < self.sweep_cursor && self.counts[index as usize] == 0,
                 "stack holds buffer {index}"
@@ -381,5 +446,25 @@ mod tests {
             buffers.allocate().unwrap();
         }
         assert_eq!(buffers.allocate(), Err(BufferError::PoolFull { count: 16 }));
+    }
+
+    #[test]
+    fn sequential_hands_out_the_lowest_free_buffer() {
+        let mut buffers = Buffers::new(16);
+        buffers.set_sequential(true);
+        let taken: Vec<u32> = (0..8).map(|_| buffers.allocate().unwrap()).collect();
+        for &index in [6u32, 2, 4].iter() {
+            buffers.release(taken[index as usize]).unwrap();
+        }
+        assert_eq!(buffers.allocate().unwrap(), 2, "the lowest free, not the last freed");
+        assert_eq!(buffers.allocate().unwrap(), 4);
+        buffers.retain(6).unwrap();
+        assert_eq!(buffers.allocate().unwrap(), 8, "then the sweep goes on");
+        buffers.check_invariants();
+        buffers.set_sequential(false);
+        buffers.release(3).unwrap();
+        buffers.release(1).unwrap();
+        assert_eq!(buffers.allocate().unwrap(), 1, "a stack again: the last freed");
+        buffers.check_invariants();
     }
 }

@@ -187,6 +187,8 @@ fn run(seed: u64) {
     let mut device = Arc::new(SimDevice::new(GEOMETRY.file_size(), mode));
     let mut pool = Pool::create_simulated(device.clone(), GEOMETRY).unwrap();
     let mut buffers = Buffers::new(GEOMETRY.buffer_count);
+    // As `serve` does in the page domain.
+    buffers.set_sequential(mode == SimMode::Page);
     let (mut store, _) = Store::open(&pool, &mut buffers, config()).unwrap();
     let mut acknowledged = Model::new();
     for cycle in 0..3 {
@@ -245,6 +247,7 @@ fn run(seed: u64) {
         device = Arc::new(SimDevice::from_image(image, mode));
         pool = Pool::open_simulated(device.clone()).unwrap();
         buffers = Buffers::new(GEOMETRY.buffer_count);
+        buffers.set_sequential(mode == SimMode::Page);
         let report;
         (store, report) = Store::open(&pool, &mut buffers, config()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
         if std::env::var("PACKETSTORE_DEBUG").is_ok() {
