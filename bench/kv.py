@@ -364,17 +364,22 @@ def main():
     parser.add_argument("--disk-dir", default=os.path.join(ROOT, "target"))
     parser.add_argument("--storages", nargs="+", default=["shm", "ext4"])
     parser.add_argument("--skip-ycsb", action="store_true")
+    parser.add_argument("--sections", nargs="+", default=["redis", "compaction", "zero-copy", "ycsb"],
+                        help="which comparisons to run (results of the others are left as they are)")
     parser.add_argument("--read-sizes", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
     parser.add_argument("--quick", action="store_true", help="one round, fewer requests")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.requests, args.seconds = 1, 50_000, 3
     storages = [(s, args.shm_dir if s == "shm" else args.disk_dir) for s in args.storages]
-    samples = run_redis_rows(args, storages)
-    plot(samples)
-    run_compaction(args, "shm", args.shm_dir)
-    run_zero_copy_reads(args, "shm", args.shm_dir)
-    if not args.skip_ycsb:
+    if "redis" in args.sections:
+        samples = run_redis_rows(args, storages)
+        plot(samples)
+    if "compaction" in args.sections:
+        run_compaction(args, "shm", args.shm_dir)
+    if "zero-copy" in args.sections:
+        run_zero_copy_reads(args, "shm", args.shm_dir)
+    if "ycsb" in args.sections and not args.skip_ycsb:
         run_ycsb(args, "shm", args.shm_dir)
 
 
