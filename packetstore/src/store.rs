@@ -237,6 +237,8 @@ pub struct Store {
     hashes: u64,
     keys_written: Option<u64>,
     expiries: HashMap<Vec<u8>, u64>,
+    /// The same, ordered by time: the keys due first are found in O(log n).
+    expiry_order: std::collections::BTreeSet<(u64, Vec<u8>)>,
     /// A buffer computed values are packed into, and its fill.
     arena: Option<(u32, u32)>,
     last_checkpoint: Instant,
@@ -412,6 +414,7 @@ impl Store {
             hashes: 0,
             keys_written: Some(keys),
             expiries: HashMap::new(),
+            expiry_order: std::collections::BTreeSet::new(),
             arena: None,
             last_checkpoint: Instant::now(),
             checkpoint_started: None,
@@ -506,10 +509,14 @@ impl Store {
 
     fn load_expiries(&mut self, pool: &Pool) -> Result<(), StoreError> {
         let range = prefix_range(&[NS_EXPIRE]);
+        let mut found = Vec::new();
         for entry in self.tree.range(pool, as_refs(&range), false) {
             let (key, value) = entry?;
             let at = decode_u64(&value).ok_or_else(|| StoreError::Corrupt("an expiry that is not 8 bytes".into()))?;
-            self.expiries.insert(key[1..].to_vec(), at);
+            found.push((key[1..].to_vec(), at));
+        }
+        for (key, at) in found {
+            self.set_expiry(&key, Some(at));
         }
         Ok(())
     }
@@ -873,6 +880,7 @@ impl Store {
                 self.keys = 0;
                 self.hashes = 0;
                 self.expiries.clear();
+                self.expiry_order.clear();
                 self.compactor.note_flush();
             }
         }
@@ -888,7 +896,7 @@ impl Store {
             }
             Some(&NS_EXPIRE) => {
                 if let Some(at) = decode_u64(value) {
-                    self.expiries.insert(key[1..].to_vec(), at);
+                    self.set_expiry(&key[1..], Some(at));
                 }
             }
             _ => {}
@@ -903,7 +911,7 @@ impl Store {
                 self.hashes -= 1;
             }
             Some(&NS_EXPIRE) => {
-                self.expiries.remove(&key[1..]);
+                self.set_expiry(&key[1..], None);
             }
             _ => {}
         }
@@ -1032,9 +1040,21 @@ impl Store {
         self.compactor.check_against(&values)
     }
 
-    /// Up to `max` keys whose expiry has passed.
+    /// Sets or clears the expiry of `key` in both indexes.
+    fn set_expiry(&mut self, key: &[u8], at: Option<u64>) {
+        if let Some(old) = self.expiries.remove(key) {
+            self.expiry_order.remove(&(old, key.to_vec()));
+        }
+        if let Some(at) = at {
+            self.expiries.insert(key.to_vec(), at);
+            self.expiry_order.insert((at, key.to_vec()));
+        }
+        debug_assert_eq!(self.expiries.len(), self.expiry_order.len());
+    }
+
+    /// Up to `max` keys whose expiry has passed, the earliest first.
     pub fn expired_keys(&self, now: u64, max: usize) -> Vec<Vec<u8>> {
-        self.expiries.iter().filter(|(_, &at)| at <= now).take(max).map(|(k, _)| k.clone()).collect()
+        self.expiry_order.iter().take_while(|(at, _)| *at <= now).take(max).map(|(_, k)| k.clone()).collect()
     }
 
     pub fn note_expired(&mut self, count: u64) {

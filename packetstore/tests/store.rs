@@ -165,6 +165,11 @@ fn check_recovered(
         assert_eq!(store.expiry(&key[1..]), Some(at), "{context}: expiry of {key:?}");
     }
     assert_eq!(store.expiring(), found.keys().filter(|k| k.first() == Some(&b'x')).count(), "{context}: expiries");
+    // The index by time names the same keys, the earliest first.
+    let due = store.expired_keys(u64::MAX, usize::MAX);
+    assert_eq!(due.len(), store.expiring(), "{context}: expiries by time");
+    let times: Vec<u64> = due.iter().map(|k| store.expiry(k).expect("an expiring key")).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{context}: expiries out of order");
     // One reference count: the log's live records plus the tree's.
     let stats = store.tree().check_invariants(pool).unwrap_or_else(|e| panic!("{context}: {e}"));
     let mut expected = stats.refs.clone();
