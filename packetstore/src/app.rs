@@ -109,6 +109,12 @@ pub trait App {
     /// background work that waits for one).
     fn needs_commit(&self) -> bool;
 
+    /// Whether a change is not yet durable: made since the last commit
+    /// began, or covered by a sync still in flight. While none is, a reply
+    /// (a read's) may leave at once even with a sync in flight (one that
+    /// carries only background work, such as a checkpoint's).
+    fn writes_pending(&self) -> bool;
+
     /// Makes everything done so far durable (fences). An error is fatal:
     /// replies waiting for it must never be sent.
     fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> io::Result<()>;

@@ -645,13 +645,14 @@ impl<'a, A: App> Engine<'a, A> {
         }
     }
 
-    /// Asynchronous commits: while anything is not yet durable, this turn's
+    /// Asynchronous commits: while a change is not yet durable, this turn's
     /// replies wait for the sync that will cover everything done so far;
     /// so a reply never leaves before a change made before it, and a read
-    /// never returns a change that could still be lost.
+    /// never returns a change that could still be lost. Syncs that carry no
+    /// change (a checkpoint's) hold nothing.
     fn hold_replies(&mut self) {
         let needs = self.app.needs_commit();
-        let undurable = needs || !self.syncs.is_empty();
+        let undurable = self.app.writes_pending();
         let epoch = if needs { self.next_epoch } else { self.next_epoch - 1 };
         for &slot in &self.pending {
             let Some(conn) = self.conns[slot as usize].as_mut() else { continue };

@@ -1804,6 +1804,10 @@ impl App for KvServer {
         self.store.needs_commit()
     }
 
+    fn writes_pending(&self) -> bool {
+        self.store.writes_pending()
+    }
+
     fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         self.store.commit(pool, buffers).map_err(std::io::Error::other)
     }

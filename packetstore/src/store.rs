@@ -220,6 +220,8 @@ enum Step {
 pub struct StoreTicket {
     log: Option<CommitTicket>,
     step: Option<Step>,
+    /// Whether it makes changes durable (not only background work).
+    carries_writes: bool,
 }
 
 pub struct Store {
@@ -245,6 +247,10 @@ pub struct Store {
     checkpoint_started: Option<Instant>,
     /// A quarter of the pool or less is free (see `note_buffers`).
     buffers_low: bool,
+    /// Records appended since the last commit began, and syncs in flight
+    /// that carry records (`writes_pending`).
+    writes_unsynced: bool,
+    write_syncs_in_flight: usize,
     compactor: Compactor,
     /// Compaction's budget, earned by writes: entries to visit, bytes to
     /// copy.
@@ -419,6 +425,8 @@ impl Store {
             last_checkpoint: Instant::now(),
             checkpoint_started: None,
             buffers_low: false,
+            writes_unsynced: false,
+            write_syncs_in_flight: 0,
             compactor: Compactor::new(config.compaction, pool.geometry().buffer_count, pool.geometry().buffer_size),
             credit_entries: 0,
             credit_bytes: 0,
@@ -811,6 +819,7 @@ impl Store {
             }
         }
         self.log_dirty = true;
+        self.writes_unsynced = true;
         self.stats.records += appended.len() as u64;
         // Writes pay for compaction (see `compact_step`).
         let config = self.compactor.config;
@@ -1155,6 +1164,7 @@ impl Store {
         let step = self.step_before_commit(pool, buffers)?;
         self.log_dirty = false;
         let summary = self.log.commit(pool, buffers)?;
+        self.writes_unsynced = false;
         if !summary.fenced && step.is_some() {
             pool.fence().map_err(|e| StoreError::Log(LogError::CommitFailed(e)))?;
         }
@@ -1165,6 +1175,14 @@ impl Store {
         Ok(())
     }
 
+    /// Whether a change (a logged command) is not yet durable: appended
+    /// since the last commit began, or in a sync still in flight. Syncs of
+    /// checkpoints alone do not count: a read's reply need not wait for
+    /// them.
+    pub fn writes_pending(&self) -> bool {
+        self.writes_unsynced || self.write_syncs_in_flight > 0
+    }
+
     /// Starts a commit whose sync the caller runs (page domain).
     pub fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<Option<StoreTicket>, StoreError> {
         let step = self.step_before_commit(pool, buffers)?;
@@ -1173,13 +1191,20 @@ impl Store {
         if log.is_none() && step.is_none() {
             return Ok(None);
         }
-        Ok(Some(StoreTicket { log, step }))
+        let carries_writes = std::mem::take(&mut self.writes_unsynced);
+        if carries_writes {
+            self.write_syncs_in_flight += 1;
+        }
+        Ok(Some(StoreTicket { log, step, carries_writes }))
     }
 
     /// The sync of `ticket` succeeded.
     pub fn finish_commit(&mut self, pool: &Pool, buffers: &mut Buffers, ticket: StoreTicket) -> Result<(), StoreError> {
         if let Some(log) = ticket.log {
             self.log.finish_commit(log, buffers);
+        }
+        if ticket.carries_writes {
+            self.write_syncs_in_flight -= 1;
         }
         self.stats.commits += 1;
         if let Some(step) = ticket.step {

@@ -555,6 +555,10 @@ impl App for Wal {
         Wal::needs_commit(self)
     }
 
+    fn writes_pending(&self) -> bool {
+        self.appended_since_commit || !self.committing.is_empty()
+    }
+
     fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         Wal::commit(self, pool, buffers).map_err(std::io::Error::other)
     }
