@@ -28,10 +28,11 @@ use crate::pool::Pool;
 use crate::record::Extent;
 use crate::resp::{glob_match, Args, Encoder, Parsed, Parser, ReceiveConfig};
 use crate::store::{
-    expire_key, field_key, hash_key, now_ms, string_key, value_bytes, value_extents, value_len, KeyType, Op, Store,
-    StoreError, StoreTicket, FIELD_SIZE_MAX, KEY_SIZE_MAX,
+    expire_key, field_key, hash_key, now_ms, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError,
+    StoreTicket, FIELD_SIZE_MAX, KEY_SIZE_MAX,
 };
 use crate::stream::Stream;
+use crate::tree::value_extents;
 
 /// Listener indexes of the server's two protocols.
 pub const LISTENER_HTTP: usize = 0;
@@ -1130,7 +1131,8 @@ impl KvServer {
         }
         if extents.len() > crate::limits::RECORD_EXTENTS_MAX {
             // Too fragmented for one record: one copy into whole buffers.
-            let bytes = value_bytes(ctx.pool, &Value::Extents(extents.clone()))?;
+            let mut bytes = Vec::with_capacity(total as usize);
+            ctx.pool.read_extents(&extents, &mut bytes);
             ctx.buffers.release_extents(&extents).expect("our references");
             extents.clear();
             ctx.buffers.copy_in(ctx.pool, &bytes, &mut extents)?;

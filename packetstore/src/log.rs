@@ -745,11 +745,7 @@ impl Log {
 /// Copies the bytes a record's extents name, in order.
 pub fn read_data(pool: &Pool, view: &RecordView) -> Vec<u8> {
     let mut data = Vec::with_capacity(view.data_len as usize);
-    for extent in &view.extents {
-        let start = data.len();
-        data.resize(start + extent.len as usize, 0);
-        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut data[start..]);
-    }
+    pool.read_extents(&view.extents, &mut data);
     data
 }
 

@@ -273,6 +273,15 @@ impl Pool {
         self.persistence.note_written(offset, data.len() as u64);
     }
 
+    /// Appends the bytes `extents` name, in order, to `out`.
+    pub fn read_extents(&self, extents: &[crate::record::Extent], out: &mut Vec<u8>) {
+        for extent in extents {
+            let start = out.len();
+            out.resize(start + usize::from(extent.len), 0);
+            self.read(self.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut out[start..]);
+        }
+    }
+
     /// Copies pool bytes at `offset` into `out`.
     #[inline]
     pub fn read(&self, offset: u64, out: &mut [u8]) {

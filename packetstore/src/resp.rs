@@ -76,11 +76,7 @@ impl Args {
             Arg::Small(range) => std::borrow::Cow::Borrowed(&self.small[range.clone()]),
             Arg::Value { extents, len } => {
                 let mut out = Vec::with_capacity(*len as usize);
-                for extent in &self.extents[extents.clone()] {
-                    let mut bytes = vec![0u8; usize::from(extent.len)];
-                    pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut bytes);
-                    out.extend_from_slice(&bytes);
-                }
+                pool.read_extents(&self.extents[extents.clone()], &mut out);
                 std::borrow::Cow::Owned(out)
             }
         }

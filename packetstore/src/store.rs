@@ -62,7 +62,7 @@ use crate::log::{CommitTicket, Log, RecoveryReport};
 use crate::node::Value;
 use crate::pool::Pool;
 use crate::record::Extent;
-use crate::tree::{Tree, TreeError};
+use crate::tree::{value_extents, Tree, TreeError};
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
@@ -337,33 +337,15 @@ fn decode_u64(value: &Value) -> Option<u64> {
     }
 }
 
-/// The extents of a stored value (an indirect value's are read from its
-/// index chain, checked); empty for an inline value.
-pub fn value_extents(pool: &Pool, value: &Value) -> Result<Vec<Extent>, StoreError> {
-    match value {
-        Value::Inline(_) => Ok(Vec::new()),
-        Value::Extents(extents) => Ok(extents.clone()),
-        &Value::Indirect { head, count, .. } => crate::indirect::read_chain(pool, head, count)
-            .map(|(_, extents)| extents)
-            .map_err(|why| StoreError::Corrupt(format!("value index chain: {why}"))),
-    }
-}
-
-/// The bytes of a value (a copy).
-pub fn value_bytes(pool: &Pool, value: &Value) -> Result<Vec<u8>, StoreError> {
+/// The bytes of a value: an inline value's borrowed, others copied out of
+/// the pool.
+pub fn value_bytes<'v>(pool: &Pool, value: &'v Value) -> Result<std::borrow::Cow<'v, [u8]>, StoreError> {
     if let Value::Inline(bytes) = value {
-        return Ok(bytes.clone());
+        return Ok(std::borrow::Cow::Borrowed(bytes));
     }
-    let extents = value_extents(pool, value)?;
-    let len: usize = extents.iter().map(|e| usize::from(e.len)).sum();
-    let mut out = vec![0u8; len];
-    let mut at = 0;
-    for extent in extents {
-        let n = usize::from(extent.len);
-        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut out[at..at + n]);
-        at += n;
-    }
-    Ok(out)
+    let mut out = Vec::with_capacity(value_len(value) as usize);
+    pool.read_extents(&value_extents(pool, value)?, &mut out);
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// A value's length in bytes.
@@ -841,13 +823,8 @@ impl Store {
         match op {
             Op::Put { key, extents, len } => {
                 let value = if *len <= INLINE_VALUE_MAX as u64 {
-                    let mut bytes = vec![0u8; *len as usize];
-                    let mut at = 0;
-                    for extent in extents {
-                        let n = usize::from(extent.len);
-                        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut bytes[at..at + n]);
-                        at += n;
-                    }
+                    let mut bytes = Vec::with_capacity(*len as usize);
+                    pool.read_extents(extents, &mut bytes);
                     Value::Inline(bytes)
                 } else {
                     Value::Extents(extents.clone())
@@ -938,7 +915,7 @@ impl Store {
         if self.compactor.counts(key) {
             // A replaced value's index chain stays intact until the commit.
             let old = match &previous {
-                Some(old) => self.tree.value_extents(pool, old)?,
+                Some(old) => value_extents(pool, old)?,
                 None => Vec::new(),
             };
             let new: &[Extent] = match value {
@@ -955,7 +932,7 @@ impl Store {
         let previous = self.tree.delete(pool, buffers, key)?;
         if let Some(old) = &previous {
             if self.compactor.counts(key) {
-                let old = self.tree.value_extents(pool, old)?;
+                let old = value_extents(pool, old)?;
                 self.compactor.note_change(key, &old, &[]);
             }
         }
@@ -1009,8 +986,7 @@ impl Store {
         for entry in iter.by_ref() {
             let (key, value) = entry?;
             let len = value_len(&value);
-            let extents =
-                if matches!(value, Value::Inline(_)) { Vec::new() } else { self.tree.value_extents(pool, &value)? };
+            let extents = value_extents(pool, &value)?;
             entries.push((key, extents, len));
             if entries.len() == budget {
                 end = false;
@@ -1027,7 +1003,8 @@ impl Store {
             if buffers.free_count() < needed {
                 break;
             }
-            let bytes = value_bytes(pool, &Value::Extents(relocation.extents))?;
+            let mut bytes = Vec::with_capacity(relocation.len as usize);
+            pool.read_extents(&relocation.extents, &mut bytes);
             let extents = self.stage(pool, buffers, &bytes)?;
             let op = Op::Put { key: relocation.key, extents, len: relocation.len };
             let result = self.apply(pool, buffers, std::slice::from_ref(&op));
@@ -1043,7 +1020,7 @@ impl Store {
         let mut values = Vec::new();
         for entry in self.tree.range(pool, (Bound::Unbounded, Bound::Unbounded), false) {
             let (key, value) = entry.map_err(|e| e.to_string())?;
-            let extents = self.tree.value_extents(pool, &value).map_err(|e| e.to_string())?;
+            let extents = value_extents(pool, &value).map_err(|e| e.to_string())?;
             values.push((key, extents));
         }
         self.compactor.check_against(&values)

@@ -332,6 +332,18 @@ pub struct Tree {
     scratch: Scratch,
 }
 
+/// The extents of a value read from a tree: an indirect value's are read
+/// from its index chain, checked; none for an inline value.
+pub fn value_extents(pool: &Pool, value: &Value) -> Result<Vec<Extent>, TreeError> {
+    match value {
+        Value::Inline(_) => Ok(Vec::new()),
+        Value::Extents(extents) => Ok(extents.clone()),
+        &Value::Indirect { head, count, .. } => indirect::read_chain(pool, head, count)
+            .map(|(_, extents)| extents)
+            .map_err(|_| TreeError::Corrupt { node: head, error: NodeError::Malformed("a damaged index chain") }),
+    }
+}
+
 /// Node images reused from change to change (no allocation per insert).
 #[derive(Default)]
 struct Scratch {
@@ -583,18 +595,6 @@ impl Tree {
                     .map_err(|_| TreeError::Corrupt { node, error: NodeError::Malformed("a damaged index chain") })?;
                 Ok(chain.into_iter().chain(extents.iter().map(|e| e.buffer)).collect())
             }
-        }
-    }
-
-    /// The extents of a value read from this tree (an indirect value's are
-    /// read from its index chain, checked). Empty for an inline value.
-    pub fn value_extents(&self, pool: &Pool, value: &Value) -> Result<Vec<Extent>, TreeError> {
-        match value {
-            Value::Inline(_) => Ok(Vec::new()),
-            Value::Extents(extents) => Ok(extents.clone()),
-            &Value::Indirect { head, count, .. } => indirect::read_chain(pool, head, count)
-                .map(|(_, extents)| extents)
-                .map_err(|_| TreeError::Corrupt { node: head, error: NodeError::Malformed("a damaged index chain") }),
         }
     }
 

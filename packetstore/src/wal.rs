@@ -600,11 +600,7 @@ fn copy_body(pool: &Pool, buffers: &mut Buffers, request: &mut InFlight, stream:
 /// Copies a fragmented body into packed buffers (or refuses it).
 fn repack(pool: &Pool, buffers: &mut Buffers, request: InFlight) -> InFlight {
     let mut data = Vec::new();
-    for extent in &request.extents {
-        let mut bytes = vec![0u8; extent.len as usize];
-        pool.read(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), &mut bytes);
-        data.extend_from_slice(&bytes);
-    }
+    pool.read_extents(&request.extents, &mut data);
     buffers.release_extents(&request.extents).expect("the request's references");
     let mut extents = Vec::new();
     let refused = buffers.copy_in(pool, &data, &mut extents).is_err();

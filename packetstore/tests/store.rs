@@ -121,7 +121,7 @@ fn contents(store: &Store, pool: &Pool) -> Model {
         .into_iter()
         .filter(|(k, _)| k.first() != Some(&b'#'))
         .map(|(k, v)| {
-            let bytes = value_bytes(pool, &v).unwrap();
+            let bytes = value_bytes(pool, &v).unwrap().into_owned();
             (k, bytes)
         })
         .collect()

@@ -98,7 +98,11 @@ impl Store {
         let stored = self.tree.get(&self.pool, &key).unwrap().expect("get after insert");
         match (&stored, &value) {
             (Value::Indirect { .. }, Value::Extents(extents)) => {
-                assert_eq!(&self.tree.value_extents(&self.pool, &stored).unwrap(), extents, "{context}: indirect")
+                assert_eq!(
+                    &packetstore::tree::value_extents(&self.pool, &stored).unwrap(),
+                    extents,
+                    "{context}: indirect"
+                )
             }
             _ => assert_eq!(stored, value, "{context}: get after insert"),
         }
@@ -147,7 +151,7 @@ impl Store {
         for (key, value) in &self.model {
             assert_eq!(self.tree.get(&self.pool, key).unwrap().as_ref(), Some(value), "{context}: get {key:?}");
             if !matches!(value, Value::Inline(_)) {
-                for extent in self.tree.value_extents(&self.pool, value).unwrap() {
+                for extent in packetstore::tree::value_extents(&self.pool, value).unwrap() {
                     let (offset, bytes) = &self.contents[&extent.buffer];
                     assert_eq!((extent.offset, usize::from(extent.len)), (*offset, bytes.len()));
                     let mut found = vec![0u8; bytes.len()];
