@@ -1499,7 +1499,7 @@ impl KvServer {
                 Ok(head) => head,
                 Err(HeadError::Incomplete) => break,
                 Err(HeadError::Refuse(status, why)) => {
-                    http_respond(out.bytes(), status, why.as_bytes(), false);
+                    http::respond(out.bytes(), status, &[], why.as_bytes(), false);
                     self.stats.errors += 1;
                     progress.close = true;
                     break;
@@ -1513,16 +1513,16 @@ impl KvServer {
             let key = match target.strip_prefix(b"/kv/").map(percent_decode) {
                 Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => key,
                 Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
-                    http_respond(out.bytes(), 414, b"key too long\n", false);
+                    http::respond(out.bytes(), 414, &[], b"key too long\n", false);
                     progress.close = true;
                     continue;
                 }
                 _ => {
                     if head.content_length > 0 {
-                        http_respond(out.bytes(), 404, b"no such path: use /kv/<key>\n", false);
+                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key>\n", false);
                         progress.close = true;
                     } else {
-                        http_respond(out.bytes(), 404, b"no such path: use /kv/<key>\n", head.keep_alive);
+                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key>\n", head.keep_alive);
                     }
                     continue;
                 }
@@ -1548,11 +1548,13 @@ impl KvServer {
                             let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
                             let body = head.method == Method::Get;
                             if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
-                                http_respond(out.bytes(), 500, error.to_string().as_bytes(), head.keep_alive);
+                                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
                             }
                         }
-                        Ok(None) => http_respond(out.bytes(), 404, b"", head.keep_alive),
-                        Err(error) => http_respond(out.bytes(), 500, error.to_string().as_bytes(), head.keep_alive),
+                        Ok(None) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
+                        Err(error) => {
+                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive)
+                        }
                     }
                 }
                 Method::Delete if head.content_length == 0 => {
@@ -1566,13 +1568,15 @@ impl KvServer {
                         Ok(live)
                     });
                     match result {
-                        Ok(true) => http_respond(out.bytes(), 204, b"", head.keep_alive),
-                        Ok(false) => http_respond(out.bytes(), 404, b"", head.keep_alive),
-                        Err(error) => http_respond(out.bytes(), 500, error.to_string().as_bytes(), head.keep_alive),
+                        Ok(true) => http::respond(out.bytes(), 204, &[], b"", head.keep_alive),
+                        Ok(false) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
+                        Err(error) => {
+                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive)
+                        }
                     }
                 }
                 _ => {
-                    http_respond(out.bytes(), 405, b"use GET, HEAD, PUT, POST or DELETE\n", false);
+                    http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
                     progress.close = true;
                 }
             }
@@ -1591,15 +1595,15 @@ impl KvServer {
     ) -> Result<(), StoreError> {
         let len = value_len(value);
         if !body {
-            http_head(ctx.out.bytes(), 200, len, keep_alive);
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
         } else if len >= self.config.zero_copy_min && !matches!(value, Value::Inline(_)) {
             let extents = value_extents(ctx.pool, value)?;
-            http_head(ctx.out.bytes(), 200, len, keep_alive);
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
             self.push_extents(ctx, &extents);
             self.stats.bytes_sent_zero_copy += len;
         } else {
             let bytes = value_bytes(ctx.pool, value)?;
-            http_head(ctx.out.bytes(), 200, len, keep_alive);
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
             ctx.out.push(&bytes);
             self.stats.bytes_sent_copied += len;
         }
@@ -1643,7 +1647,7 @@ impl KvServer {
 
     fn finish_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
         if body.refused {
-            http_respond(out.bytes(), 507, b"the pool is full: the value was not stored\n", body.keep_alive);
+            http::respond(out.bytes(), 507, &[], b"the pool is full: the value was not stored\n", body.keep_alive);
             self.stats.refused_full += 1;
             return;
         }
@@ -1672,15 +1676,15 @@ impl KvServer {
         match result {
             Ok(()) => {
                 self.stats.writes += 1;
-                http_respond(out.bytes(), 204, b"", body.keep_alive)
+                http::respond(out.bytes(), 204, &[], b"", body.keep_alive)
             }
             Err(error) if error.is_full() => {
                 self.stats.refused_full += 1;
-                http_respond(out.bytes(), 507, format!("{error}\n").as_bytes(), body.keep_alive)
+                http::respond(out.bytes(), 507, &[], format!("{error}\n").as_bytes(), body.keep_alive)
             }
             Err(error) => {
                 self.stats.errors += 1;
-                http_respond(out.bytes(), 500, format!("{error}\n").as_bytes(), body.keep_alive)
+                http::respond(out.bytes(), 500, &[], format!("{error}\n").as_bytes(), body.keep_alive)
             }
         }
     }
@@ -1730,29 +1734,6 @@ pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
         }
     }
     Some(out)
-}
-
-fn http_head(out: &mut Vec<u8>, status: u16, len: u64, keep_alive: bool) {
-    let _ = write!(
-        VecWriter(out),
-        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\n{}\r\n",
-        http::reason(status),
-        if keep_alive { "" } else { "Connection: close\r\n" }
-    );
-}
-
-fn http_respond(out: &mut Vec<u8>, status: u16, body: &[u8], keep_alive: bool) {
-    http_head(out, status, body.len() as u64, keep_alive);
-    out.extend_from_slice(body);
-}
-
-struct VecWriter<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for VecWriter<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
 }
 
 impl App for KvServer {

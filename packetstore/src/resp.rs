@@ -450,18 +450,7 @@ pub fn push_int(out: &mut Vec<u8>, value: i64) {
     if value < 0 {
         out.push(b'-');
     }
-    let mut n = value.unsigned_abs();
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+    crate::http::push_decimal(out, value.unsigned_abs());
 }
 
 /// Redis's glob-style pattern match (`*`, `?`, `[...]` with `^` and
