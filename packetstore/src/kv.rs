@@ -422,29 +422,36 @@ impl KvServer {
         Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
     }
 
-    /// Ops that remove `key` if it has expired (so a write starts afresh).
-    fn purge_if_expired(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
-        if !self.store.is_expired(key, ctx.now) {
-            return Ok(());
-        }
-        self.delete_ops(ctx, key, ops, true)
-    }
-
-    /// Ops deleting `key` whatever its type, and its expiry; `raw` ignores
-    /// expiry when looking (purging an expired key).
-    fn delete_ops(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>, raw: bool) -> Result<(), StoreError> {
-        if self.store.get_raw(ctx.pool, &string_key(key))?.is_some() {
-            ops.push(Op::Del { key: string_key(key) });
-        }
-        if self.store.get_raw(ctx.pool, &hash_key(key))?.is_some() {
+    /// Ops that make `key` ready for a new string value: a hash there goes,
+    /// and so does its expiry unless `keep_expiry` and the key is live.
+    fn clear_for_string(
+        &self,
+        pool: &Pool,
+        now: u64,
+        key: &[u8],
+        keep_expiry: bool,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), StoreError> {
+        if self.store.has_hashes() && self.store.get_raw(pool, &hash_key(key))?.is_some() {
             ops.push(Op::DelHash { name: key.to_vec() });
         }
-        if (raw || !ops.is_empty()) && self.store.expiry(key).is_some() {
+        let live = !self.store.is_expired(key, now);
+        if self.store.expiry(key).is_some() && !(keep_expiry && live) {
             ops.push(Op::Del { key: expire_key(key) });
         }
         Ok(())
     }
 
+    /// Ops that remove `key` if it has expired (so a write starts afresh).
+    fn purge_if_expired(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
+        if !self.store.is_expired(key, ctx.now) {
+            return Ok(());
+        }
+        self.delete_ops(ctx.pool, key, ops)
+    }
+
+    /// Ops deleting `key` whatever its type, and its expiry; `raw` ignores
+    /// expiry when looking (purging an expired key).
     /// Replies with a string value: from the pool when long enough.
     fn reply_value(&mut self, ctx: &mut Ctx<'_>, value: &Value) -> Result<(), StoreError> {
         let len = value_len(value);
@@ -879,21 +886,12 @@ impl KvServer {
             return Ok(());
         }
         let mut ops = Vec::new();
-        self.purge_if_expired(ctx, &key, &mut ops)?;
-        if old.is_err() && !self.store.is_expired(&key, ctx.now) {
-            ops.push(Op::DelHash { name: key.clone() });
-        }
+        self.clear_for_string(ctx.pool, ctx.now, &key, keep_ttl || expire_at.is_some(), &mut ops)?;
         let put = self.put_arg(ctx, string_key(&key), 2)?;
         ops.push(put);
-        match expire_at {
-            Some(at) => {
-                let put = self.put_bytes(ctx, expire_key(&key), &at.to_le_bytes())?;
-                ops.push(put);
-            }
-            None if !keep_ttl && self.store.expiry(&key).is_some() && !self.store.is_expired(&key, ctx.now) => {
-                ops.push(Op::Del { key: expire_key(&key) });
-            }
-            None => {}
+        if let Some(at) = expire_at {
+            let put = self.put_bytes(ctx, expire_key(&key), &at.to_le_bytes())?;
+            ops.push(put);
         }
         self.apply(ctx, &ops)?;
         match (get, old_bytes) {
@@ -921,7 +919,7 @@ impl KvServer {
             Ok(Some(value)) => {
                 let bytes = value_bytes(ctx.pool, &value)?;
                 let mut ops = Vec::new();
-                self.delete_ops(ctx, &key, &mut ops, false)?;
+                self.delete_ops(ctx.pool, &key, &mut ops)?;
                 self.apply(ctx, &ops)?;
                 ctx.bulk(&bytes);
             }
@@ -942,7 +940,7 @@ impl KvServer {
             }
             let live = self.store.key_type(ctx.pool, &key, ctx.now)?.is_some();
             let before = ops.len();
-            self.delete_ops(ctx, &key, &mut ops, true)?;
+            self.delete_ops(ctx.pool, &key, &mut ops)?;
             if live && ops.len() > before {
                 deleted += 1;
             }
@@ -976,15 +974,7 @@ impl KvServer {
                 if let Err(why) = key_ok(&key) {
                     return Ok(Err(why));
                 }
-                self.purge_if_expired(ctx, &key, &mut ops)?;
-                if !self.store.is_expired(&key, ctx.now) {
-                    if self.store.key_type(ctx.pool, &key, ctx.now)? == Some(KeyType::Hash) {
-                        ops.push(Op::DelHash { name: key.clone() });
-                    }
-                    if self.store.expiry(&key).is_some() {
-                        ops.push(Op::Del { key: expire_key(&key) });
-                    }
-                }
+                self.clear_for_string(ctx.pool, ctx.now, &key, false, &mut ops)?;
                 let put = self.put_arg(ctx, string_key(&key), i + 1)?;
                 ops.push(put);
             }
@@ -1434,7 +1424,7 @@ impl KvServer {
         }
         let mut ops = Vec::new();
         if at <= ctx.now as i64 {
-            self.delete_ops(ctx, &key, &mut ops, true)?;
+            self.delete_ops(ctx.pool, &key, &mut ops)?;
         } else {
             let put = self.put_bytes(ctx, expire_key(&key), &(at as u64).to_le_bytes())?;
             ops.push(put);
@@ -1563,7 +1553,7 @@ impl KvServer {
                     let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
                     let live = self.store.get(pool, &key, now).map(|v| v.is_some());
                     let result = live.and_then(|live| {
-                        self.delete_ops(&ctx, &key, &mut ops, true)?;
+                        self.delete_ops(ctx.pool, &key, &mut ops)?;
                         self.apply(&mut ctx, &ops)?;
                         Ok(live)
                     });
@@ -1654,16 +1644,7 @@ impl KvServer {
         let now = now_ms();
         let mut ops = Vec::new();
         let result = (|| {
-            if self.store.is_expired(&body.key, now) {
-                self.delete_ops_raw(pool, &body.key, &mut ops)?;
-            } else {
-                if self.store.key_type(pool, &body.key, now)? == Some(KeyType::Hash) {
-                    ops.push(Op::DelHash { name: body.key.clone() });
-                }
-                if self.store.expiry(&body.key).is_some() {
-                    ops.push(Op::Del { key: expire_key(&body.key) });
-                }
-            }
+            self.clear_for_string(pool, now, &body.key, false, &mut ops)?;
             // The op takes over the request's references.
             ops.push(Op::Put { key: string_key(&body.key), extents: body.extents.clone(), len: body.len });
             let writes = self.store.check_room_for_write(buffers);
@@ -1689,7 +1670,9 @@ impl KvServer {
         }
     }
 
-    fn delete_ops_raw(&self, pool: &Pool, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
+    /// Ops deleting `key` whatever its type (expired or not), and its
+    /// expiry.
+    fn delete_ops(&self, pool: &Pool, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
         if self.store.get_raw(pool, &string_key(key))?.is_some() {
             ops.push(Op::Del { key: string_key(key) });
         }
@@ -1832,7 +1815,7 @@ impl App for KvServer {
         let mut removed = 0;
         for key in expired {
             let mut ops = Vec::new();
-            if self.delete_ops_raw(pool, &key, &mut ops).is_err() {
+            if self.delete_ops(pool, &key, &mut ops).is_err() {
                 continue;
             }
             if self.store.apply(pool, buffers, &ops).is_ok() {
