@@ -1617,17 +1617,13 @@ impl KvServer {
                 buffers.release_extents(&body.extents).expect("the request's references");
                 body.extents.clear();
             }
-            if !body.refused {
-                let start = body.extents.len();
-                if self.config.persist == Persist::ZeroCopy && stream.pool_extents(take, &mut body.extents) {
-                    for extent in &body.extents[start..] {
-                        buffers.retain(extent.buffer).expect("a received buffer takes another reference");
-                    }
-                } else if !copy_into_pool(pool, buffers, &mut body.extents, &mut body.copy_fill, stream, take) {
-                    body.refused = true;
-                    buffers.release_extents(&body.extents).expect("the request's references");
-                    body.extents.clear();
-                }
+            let zero_copy = self.config.persist == Persist::ZeroCopy;
+            if !body.refused
+                && stream.keep(pool, buffers, take, zero_copy, &mut body.extents, &mut body.copy_fill).is_err()
+            {
+                body.refused = true;
+                buffers.release_extents(&body.extents).expect("the request's references");
+                body.extents.clear();
             }
             stream.consume(take, |segment| release(segment, buffers));
             body.remaining -= take as u64;
@@ -1684,21 +1680,6 @@ impl KvServer {
         }
         Ok(())
     }
-}
-
-/// Copies `take` leading bytes of `stream` into pool buffers after the
-/// last extent's `fill`. False when the pool is full.
-fn copy_into_pool(
-    pool: &Pool,
-    buffers: &mut Buffers,
-    extents: &mut Vec<Extent>,
-    fill: &mut Option<usize>,
-    stream: &Stream,
-    take: usize,
-) -> bool {
-    let mut ok = true;
-    stream.for_each_slice(take, |bytes| ok = ok && buffers.copy_packed(pool, extents, fill, bytes).is_ok());
-    ok
 }
 
 /// `%xx` escapes decoded; None if an escape is malformed.

@@ -307,17 +307,8 @@ impl Parser {
         args: &mut Args,
     ) -> bool {
         let State::Bulk { first_extent, .. } = self.state else { unreachable!("keeping outside a bulk") };
-        let start = args.extents.len();
-        if config.persist == Persist::ZeroCopy && stream.pool_extents(take, &mut args.extents) {
-            for extent in &args.extents[start..] {
-                buffers.retain(extent.buffer).expect("a received buffer takes another reference");
-            }
-            return true;
-        }
-        let mut ok = true;
-        let fill = &mut self.copy_fill;
-        stream
-            .for_each_slice(take, |bytes| ok = ok && buffers.copy_packed(pool, &mut args.extents, fill, bytes).is_ok());
+        let zero_copy = config.persist == Persist::ZeroCopy;
+        let ok = stream.keep(pool, buffers, take, zero_copy, &mut args.extents, &mut self.copy_fill).is_ok();
         if !ok {
             buffers.release_extents(&args.extents[first_extent..]).expect("the command's references");
             args.extents.truncate(first_extent);

@@ -13,6 +13,9 @@
 
 use std::collections::VecDeque;
 
+use crate::buffers::Buffers;
+use crate::error::BufferError;
+use crate::pool::Pool;
 use crate::record::Extent;
 
 /// Where a segment's bytes live.
@@ -171,6 +174,40 @@ impl Stream {
             skip = 0;
         }
         true
+    }
+
+    /// Keeps the leading `n` bytes as part of a value, appending extents to
+    /// `extents`: the received buffers themselves when `zero_copy` and they
+    /// are pool buffers (one new reference on each), else a copy packed
+    /// into pool buffers (`Buffers::copy_packed`, with `fill`). Returns
+    /// whether they were kept zero copy; on a full pool the error, with the
+    /// extents added so far left for the caller to release. Nothing is
+    /// consumed.
+    pub fn keep(
+        &self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        n: usize,
+        zero_copy: bool,
+        extents: &mut Vec<Extent>,
+        fill: &mut Option<usize>,
+    ) -> Result<bool, BufferError> {
+        let start = extents.len();
+        if zero_copy && self.pool_extents(n, extents) {
+            for extent in &extents[start..] {
+                buffers.retain(extent.buffer).expect("a received buffer takes another reference");
+            }
+            // A later copy must not pack into a received buffer.
+            *fill = None;
+            return Ok(true);
+        }
+        let mut result = Ok(());
+        self.for_each_slice(n, |bytes| {
+            if result.is_ok() {
+                result = buffers.copy_packed(pool, extents, fill, bytes);
+            }
+        });
+        result.map(|()| false)
     }
 
     /// Drops the leading `n` bytes; each segment fully consumed is passed

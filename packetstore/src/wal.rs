@@ -144,7 +144,6 @@ pub struct Wal {
     committing: VecDeque<usize>,
     appended_since_commit: bool,
     stats: WalStats,
-    extents: Vec<Extent>,
     /// Counters of the I/O loop, reported by `GET /log`.
     io_counters: IoCounters,
 }
@@ -204,7 +203,6 @@ impl Wal {
             committing: VecDeque::new(),
             appended_since_commit: false,
             stats: WalStats::default(),
-            extents: Vec::new(),
             io_counters: IoCounters::default(),
         };
         // Recovery made every recovered record durable.
@@ -379,20 +377,17 @@ impl Wal {
                 buffers.release_extents(&request.extents).expect("the request's references");
                 request.extents.clear();
             }
-            if request.refused || self.config.persist == Persist::Off {
-                // Drained, not kept.
-            } else if self.config.persist == Persist::ZeroCopy && stream.pool_extents(take, &mut self.extents) {
-                for extent in self.extents.drain(..) {
-                    buffers.retain(extent.buffer).expect("a received buffer takes another reference");
-                    request.extents.push(extent);
+            if !request.refused && self.config.persist != Persist::Off {
+                let zero_copy = self.config.persist == Persist::ZeroCopy;
+                match stream.keep(pool, buffers, take, zero_copy, &mut request.extents, &mut request.copy_fill) {
+                    Ok(true) => self.stats.bytes_zero_copy += take as u64,
+                    Ok(false) => self.stats.bytes_copied += take as u64,
+                    Err(_) => {
+                        request.refused = true;
+                        buffers.release_extents(&request.extents).expect("the request's references");
+                        request.extents.clear();
+                    }
                 }
-                self.stats.bytes_zero_copy += take as u64;
-            } else if !copy_body(pool, buffers, request, stream, take) {
-                request.refused = true;
-                buffers.release_extents(&request.extents).expect("the request's references");
-                request.extents.clear();
-            } else {
-                self.stats.bytes_copied += take as u64;
             }
             stream.consume(take, |segment| release(segment, buffers));
             request.remaining -= take as u64;
@@ -585,16 +580,6 @@ impl App for Wal {
 fn split_seq(seq: u64, logs: u32) -> Option<(u32, u64)> {
     let zero_based = seq.checked_sub(1)?;
     Some(((zero_based % u64::from(logs)) as u32, zero_based / u64::from(logs)))
-}
-
-/// Copies `take` leading bytes of `stream` into pool buffers, packing them
-/// after the request's last copied byte. False when the pool is full.
-fn copy_body(pool: &Pool, buffers: &mut Buffers, request: &mut InFlight, stream: &Stream, take: usize) -> bool {
-    let mut ok = true;
-    stream.for_each_slice(take, |bytes| {
-        ok = ok && buffers.copy_packed(pool, &mut request.extents, &mut request.copy_fill, bytes).is_ok();
-    });
-    ok
 }
 
 /// Copies a fragmented body into packed buffers (or refuses it).
