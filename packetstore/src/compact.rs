@@ -26,7 +26,6 @@
 
 use std::ops::Bound;
 
-use crate::node::Value;
 use crate::record::Extent;
 
 /// When and how much to compact.
@@ -115,11 +114,6 @@ impl Compactor {
 
     pub fn stats(&self) -> CompactStats {
         CompactStats { running: self.pass != Pass::Idle && self.stats.counted, ..self.stats }
-    }
-
-    /// Live value bytes in `buffer` (exact once counted).
-    pub fn live(&self, buffer: u32) -> u32 {
-        self.live[buffer as usize]
     }
 
     /// Bytes the buffers holding values do not use for live values.
@@ -269,14 +263,5 @@ impl Compactor {
             }
         }
         Ok(())
-    }
-}
-
-/// The extents of a value for counting (none for inline values).
-pub fn counted_extents(resolve: impl Fn(&Value) -> Vec<Extent>, value: &Value) -> Vec<Extent> {
-    match value {
-        Value::Inline(_) => Vec::new(),
-        Value::Extents(extents) => extents.clone(),
-        Value::Indirect { .. } => resolve(value),
     }
 }

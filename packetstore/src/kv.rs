@@ -312,12 +312,12 @@ impl KvServer {
     /// Runs the parsed command; true if the connection should close.
     fn execute(&mut self, pool: &Pool, buffers: &mut Buffers, conn: &mut KvConn, out: &mut OutQueue) -> bool {
         self.stats.commands += 1;
-        let name = conn.args.upper(0).unwrap_or_default();
+        let entry = {
+            let name = conn.args.bytes(pool, 0);
+            COMMANDS.iter().find(|c| c.0.as_bytes().eq_ignore_ascii_case(&name))
+        };
         let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false };
-        let lower = name.to_ascii_lowercase();
-        let Some(&(cmd_name, arity, flags, _, _, _, handler)) =
-            COMMANDS.iter().find(|c| c.0.as_bytes() == lower.as_slice())
-        else {
+        let Some(&(cmd_name, arity, flags, _, _, _, handler)) = entry else {
             let mut text =
                 format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&ctx.arg(0)));
             for i in 1..ctx.argc().min(4) {
@@ -1808,12 +1808,5 @@ impl App for KvServer {
 
     fn tick_interval(&self) -> Option<Duration> {
         Some(Duration::from_millis(100))
-    }
-}
-
-impl KvServer {
-    /// The INFO text (for tests and the CLI).
-    pub fn info(&self, pool: &Pool, buffers: &Buffers) -> String {
-        self.info_text(pool, buffers, None)
     }
 }

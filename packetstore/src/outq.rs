@@ -110,11 +110,6 @@ impl OutQueue {
         self.sent_inline == self.inline_base + self.inline.len() as u64 && self.parts.is_empty()
     }
 
-    /// Whether there are bytes pushed since `mark`.
-    pub fn has_since(&self, mark: Mark) -> bool {
-        self.end() != mark
-    }
-
     /// Whether ready bytes wait to be sent.
     pub fn has_ready(&self) -> bool {
         self.sent_inline < self.ready.inline || self.parts_base < self.ready.parts

@@ -151,11 +151,6 @@ pub struct ReceiveConfig {
 }
 
 impl Parser {
-    /// Whether the parser is between commands.
-    pub fn is_idle(&self) -> bool {
-        self.state == State::Start
-    }
-
     /// Parses from `stream` into `args` until a command is complete.
     /// `release` gives back consumed segments.
     pub fn parse(

@@ -949,11 +949,6 @@ impl Store {
         self.compactor.waste_ratio()
     }
 
-    /// Sets when and how much to compact.
-    pub fn set_compaction(&mut self, config: CompactConfig) {
-        self.compactor.config = config;
-    }
-
     /// One bounded step of compaction (module `compact`): counts or
     /// relocates up to the configured entries and bytes. A relocation is a
     /// put of the same bytes, packed into fresh buffers, durable at the next
@@ -1218,17 +1213,6 @@ impl Store {
     /// The live records' lsns, oldest first.
     pub fn live_records(&self) -> impl Iterator<Item = u64> + '_ {
         self.records.iter().copied()
-    }
-
-    /// The checkpoint's phase, records and covered count (for debugging).
-    pub fn debug_phase(&self) -> String {
-        format!(
-            "{:?} records {} covered {} gen {}",
-            self.phase,
-            self.records.len(),
-            self.covered,
-            self.tree.generation()
-        )
     }
 
     /// Whether the reclamation walk of the tree is still running.
