@@ -1,8 +1,12 @@
 //! Command-line options shared by subcommands: sizes with units, and the
 //! persistence options of a pool.
 
+use std::path::Path;
+
 use anyhow::{bail, Context};
-use packetstore::{Domain, PageSync, PersistOptions};
+use packetstore::app::Persist;
+use packetstore::epoll::CommitPolicy;
+use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool};
 
 /// Parses "4096", "64KiB", "64K", "1GiB", "2g": binary units.
 pub fn parse_size(text: &str) -> anyhow::Result<u64> {
@@ -19,6 +23,46 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
         other => bail!("unknown size unit '{other}' in '{text}' (use KiB, MiB, GiB or TiB)"),
     };
     number.checked_mul(1 << shift).with_context(|| format!("size '{text}' overflows"))
+}
+
+/// The I/O path from `--io` and `--commit`: None for io_uring, else the
+/// epoll baseline's commit policy (which receives into private buffers,
+/// so it cannot persist zero copy).
+pub fn io_path(io: &str, commit: &str, persist: Persist) -> anyhow::Result<Option<CommitPolicy>> {
+    let policy = match (io, commit) {
+        ("uring", _) => None,
+        ("epoll", "per-request") => Some(CommitPolicy::PerRequest),
+        ("epoll", "per-turn") => Some(CommitPolicy::PerTurn),
+        ("epoll", other) => bail!("unknown --commit '{other}': use per-request or per-turn"),
+        (other, _) => bail!("unknown --io '{other}': use uring or epoll"),
+    };
+    if policy.is_some() && persist == Persist::ZeroCopy {
+        bail!("--io epoll receives into private buffers: it cannot --persist zerocopy (use copy)");
+    }
+    Ok(policy)
+}
+
+/// Opens the pool at `path`, or creates it (and its directory) with
+/// `pool_size` bytes, 2 KiB buffers, and `log_count` logs of `log_size`
+/// bytes in all. Returns whether it was created.
+pub fn open_or_create_pool(
+    path: &Path,
+    pool_size: &str,
+    log_size: &str,
+    log_count: u32,
+    options: &PersistOptions,
+) -> anyhow::Result<(Pool, bool)> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    if path.exists() {
+        return Ok((Pool::open(path, options)?, false));
+    }
+    let mut geometry = Geometry::for_file_size(parse_size(pool_size)?, 2048, parse_size(log_size)?)
+        .map_err(|e| anyhow::anyhow!("pool size {pool_size}: {e}"))?;
+    geometry.log_count = log_count;
+    geometry.validate().map_err(|e| anyhow::anyhow!("{log_count} logs: {e}"))?;
+    Ok((Pool::create(path, geometry, options)?, true))
 }
 
 /// The io_uring event loop's options, shared by `wal` and `serve`.

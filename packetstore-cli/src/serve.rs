@@ -13,12 +13,12 @@ use anyhow::{bail, Context};
 use packetstore::app::Persist;
 use packetstore::compact::CompactConfig;
 use packetstore::engine::{Engine, EngineConfig};
-use packetstore::epoll::{CommitPolicy, EpollServer};
+use packetstore::epoll::EpollServer;
 use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
-use packetstore::{Buffers, Geometry, Pool};
+use packetstore::Buffers;
 
-use crate::options::{parse_size, LoopArgs, PersistArgs};
+use crate::options::{io_path, open_or_create_pool, parse_size, LoopArgs, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -77,34 +77,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let persist = match args.persist.as_str() {
-        "zerocopy" | "zero-copy" => Persist::ZeroCopy,
-        "copy" => Persist::Copy,
-        other => bail!("unknown --persist '{other}': use zerocopy or copy"),
-    };
-    let policy = match (args.io.as_str(), args.commit.as_str()) {
-        ("uring", _) => None,
-        ("epoll", "per-request") => Some(CommitPolicy::PerRequest),
-        ("epoll", "per-turn") => Some(CommitPolicy::PerTurn),
-        ("epoll", other) => bail!("unknown --commit '{other}': use per-request or per-turn"),
-        (other, _) => bail!("unknown --io '{other}': use uring or epoll"),
-    };
-    if policy.is_some() && persist == Persist::ZeroCopy {
-        bail!("--io epoll receives into private buffers: use --persist copy");
-    }
+    let persist = Persist::parse(&args.persist)
+        .filter(|&p| p != Persist::Off)
+        .with_context(|| format!("unknown --persist '{}': use zerocopy or copy", args.persist))?;
+    let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     crate::wal::raise_open_file_limit();
-    if let Some(parent) = args.pool.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let created = !args.pool.exists();
-    let pool = if created {
-        let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, parse_size(&args.log_size)?)
-            .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
-        Pool::create(&args.pool, geometry, &options)?
-    } else {
-        Pool::open(&args.pool, &options)?
-    };
+    let (pool, created) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, 1, &options)?;
     let geometry = pool.geometry();
     if geometry.log_count != 1 {
         bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);

@@ -12,9 +12,9 @@ use anyhow::{bail, Context};
 use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
-use packetstore::{Buffers, Geometry, Pool};
+use packetstore::{Buffers, Pool};
 
-use crate::options::{parse_size, LoopArgs, PersistArgs};
+use crate::options::{io_path, open_or_create_pool, parse_size, LoopArgs, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -56,31 +56,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("unknown --persist '{}': use zerocopy, copy or off", args.persist))?;
     let threads =
         u32::try_from(args.threads).ok().filter(|t| (1..=64).contains(t)).context("--threads must be 1..=64")?;
-    let io = args.io.as_str();
-    let policy = match (io, args.commit.as_str()) {
-        ("uring", _) => None,
-        ("epoll", "per-request") => Some(CommitPolicy::PerRequest),
-        ("epoll", "per-turn") => Some(CommitPolicy::PerTurn),
-        ("epoll", other) => bail!("unknown --commit '{other}': use per-request or per-turn"),
-        (other, _) => bail!("unknown --io '{other}': use uring or epoll"),
-    };
-    if policy.is_some() && persist == Persist::ZeroCopy {
-        bail!("--io epoll receives into private buffers: use --persist copy or off");
-    }
+    let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     raise_open_file_limit();
-    if let Some(parent) = args.pool.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let pool = if args.pool.exists() {
-        Pool::open(&args.pool, &options)?
-    } else {
-        let mut geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, parse_size(&args.log_size)?)
-            .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
-        geometry.log_count = threads;
-        geometry.validate().map_err(|e| anyhow::anyhow!("{} threads: {e}", threads))?;
-        Pool::create(&args.pool, geometry, &options)?
-    };
+    let (pool, _) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, threads, &options)?;
     let geometry = pool.geometry();
     if geometry.log_count != threads {
         bail!(
