@@ -25,6 +25,22 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
     number.checked_mul(1 << shift).with_context(|| format!("size '{text}' overflows"))
 }
 
+/// Parses "250ms", "10s", "2m" (a bare number is seconds).
+pub fn parse_duration(text: &str) -> anyhow::Result<std::time::Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().with_context(|| format!("'{text}' is not a duration (try 10s)"))?;
+    let ms_per_unit: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" | "min" => 60_000,
+        other => bail!("unknown duration unit '{other}' in '{text}' (use ms, s or m)"),
+    };
+    let ms = number.checked_mul(ms_per_unit).with_context(|| format!("duration '{text}' overflows"))?;
+    Ok(std::time::Duration::from_millis(ms))
+}
+
 /// The I/O path from `--io` and `--commit`: None for io_uring, else the
 /// epoll baseline's commit policy (which receives into private buffers,
 /// so it cannot persist zero copy).
@@ -132,7 +148,8 @@ impl PersistArgs {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_duration, parse_size};
+    use std::time::Duration;
 
     #[test]
     fn sizes() {
@@ -142,5 +159,16 @@ mod tests {
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("99999999999TiB").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("1 fortnight").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("99999999999999999m").is_err());
     }
 }

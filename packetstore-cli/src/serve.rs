@@ -7,7 +7,6 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
@@ -18,7 +17,7 @@ use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
 use packetstore::Buffers;
 
-use crate::options::{io_path, open_or_create_pool, parse_size, LoopArgs, PersistArgs};
+use crate::options::{io_path, open_or_create_pool, parse_duration, parse_size, LoopArgs, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -62,9 +61,12 @@ pub struct Args {
     /// from 8 KiB; bench/results/kv.md).
     #[arg(long, default_value = "8KiB")]
     pub zero_copy_min: String,
-    /// Checkpoint the index after this many logged writes (or each second).
+    /// Checkpoint the index after this many logged writes...
     #[arg(long, default_value_t = 100_000)]
     pub checkpoint_records: usize,
+    /// ... or this long after the last checkpoint ("500ms", "10s").
+    #[arg(long, default_value = "1s")]
+    pub checkpoint_interval: String,
     /// Compact (relocate the values of partly live buffers) when this
     /// fraction of the bytes of the buffers holding values is waste; 0
     /// compacts continuously, above 1 never.
@@ -122,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let store_config = StoreConfig {
         value_size_max,
         checkpoint_records: args.checkpoint_records,
-        checkpoint_interval: Duration::from_secs(1),
+        checkpoint_interval: parse_duration(&args.checkpoint_interval)?,
         buffers_reserve,
         compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },
     };

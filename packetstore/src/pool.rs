@@ -550,6 +550,16 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    // A page-cache mapping: no readahead, so a fault brings in one 4 KiB
+    // page rather than a large folio. Writeback writes whole folios: with
+    // readahead's 2 MiB folios, a 1 KiB value cost a 2 MiB write at every
+    // fdatasync (measured on ext4; bench/results/kv.md). Advice only: a
+    // kernel that refuses it still maps the pool correctly.
+    // SAFETY: the range is the mapping just created.
+    unsafe {
+        libc::madvise(base, len as usize, libc::MADV_RANDOM);
+        libc::madvise(base, len as usize, libc::MADV_NOHUGEPAGE);
+    }
     Ok((base.cast(), false))
 }
 
