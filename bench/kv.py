@@ -18,7 +18,8 @@ Also runs wrk against the HTTP port with YCSB-like mixes (50% and 5%
 writes, Zipf 0.99 over 1,000 keys, 1 KiB values: the paper's Figure 8)
 for packetstore zero copy, copy and epoll.
 
-Writes bench/results/kv.md, kv.csv, kv-ycsb.csv and kv.png.
+Writes bench/results/kv.md, kv.csv, kv-ycsb.csv, kv-compaction.csv and their plots
+(kv.png, kv-ycsb.png, kv-compaction.png).
 Usage: bench/kv.sh [--rounds N] [--requests N] [--quick]
 """
 
@@ -226,6 +227,7 @@ def run_ycsb(args, storage, directory):
         for (st, pct, system), rows in sorted(samples.items()):
             w.writerow([st, pct, system, len(rows), f"{median(rows, 'rps'):.0f}", f"{median(rows, 'p99_ms'):.3f}",
                         f"{median(rows, 'server_us_per_req'):.2f}"])
+    plot_sections()
     with open(os.path.join(RESULTS, "kv.md"), "a") as f:
         f.write("\n## YCSB-like mixes over HTTP (wrk, Zipf 0.99 over 1,000 keys, 1 KiB values)\n\n")
         f.write("| storage | writes | system | req/s | p99 ms | server us/req |\n|---|---:|---|---:|---:|---:|\n")
@@ -267,6 +269,13 @@ def run_compaction(args, storage, directory):
                           f"steal {result['steal_pct']:.0f}%", flush=True)
                 finally:
                     stop(proc, data)
+    with open(os.path.join(RESULTS, "kv-compaction.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["storage", "pipeline", "compaction", "rounds", "rps", "p99_ms", "server_us_per_req"])
+        for (st, pipeline, system), rows in sorted(samples.items()):
+            w.writerow([st, pipeline, system.rsplit("-", 1)[1], len(rows), f"{median(rows, 'rps'):.0f}",
+                        f"{median(rows, 'p99_ms'):.3f}", f"{median(rows, 'server_us_per_req'):.2f}"])
+    plot_sections()
     with open(os.path.join(RESULTS, "kv.md"), "a") as f:
         f.write("\n## Compaction running (relocating continuously) vs off\n\n"
                 "redis-benchmark -t set -d 1024 -c 50 -r 100000; `--compact-waste 0` vs `--compact-waste 2`.\n\n"
@@ -323,6 +332,48 @@ def run_zero_copy_reads(args, storage, directory):
     return samples
 
 
+def plot_sections():
+    """kv-compaction.png and kv-ycsb.png from their CSV files (the latest
+    run of each section): throughput and p99 side by side."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    specs = [("kv-compaction", ("storage", "pipeline"), "compaction", "P{pipeline}",
+              "SET with compaction relocating all the time vs off (redis-benchmark -d 1024 -c 50 -r 100000)"),
+             ("kv-ycsb", ("storage", "write_pct"), "system", "{write_pct}% writes",
+              "YCSB-like mixes over HTTP (wrk -c 50, Zipf 0.99, 1 KiB values)")]
+    for name, group_keys, series_key, label, title in specs:
+        path = os.path.join(RESULTS, name + ".csv")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        groups = sorted({tuple(r[k] for k in group_keys) for r in rows}, key=lambda g: (g[0], -int(g[1])))
+        series = sorted({r[series_key] for r in rows})
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+        width = 0.8 / len(series)
+        for i, s in enumerate(series):
+            xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+            pick = [next((r for r in rows if tuple(r[k] for k in group_keys) == g and r[series_key] == s), None)
+                    for g in groups]
+            axes[0].bar(xs, [float(r["rps"]) / 1e3 if r else 0 for r in pick], width, label=s)
+            axes[1].bar(xs, [float(r["p99_ms"]) if r else 0 for r in pick], width, label=s)
+        labels = [g[0] + "\n" + label.format(**dict(zip(group_keys, g))) for g in groups]
+        for ax, sub in [(axes[0], "throughput (thousand req/s)"), (axes[1], "p99 latency (ms)")]:
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels(labels, fontsize=8)
+            ax.set_title(sub)
+            ax.legend(fontsize=8)
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        fig.savefig(os.path.join(RESULTS, name + ".png"), dpi=110)
+        plt.close(fig)
+
+
 def plot(samples):
     try:
         import matplotlib
@@ -368,7 +419,11 @@ def main():
                         help="which comparisons to run (results of the others are left as they are)")
     parser.add_argument("--read-sizes", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
     parser.add_argument("--quick", action="store_true", help="one round, fewer requests")
+    parser.add_argument("--replot", action="store_true", help="only redraw the section plots from their CSV files")
     args = parser.parse_args()
+    if args.replot:
+        plot_sections()
+        return
     if args.quick:
         args.rounds, args.requests, args.seconds = 1, 50_000, 3
     storages = [(s, args.shm_dir if s == "shm" else args.disk_dir) for s in args.storages]
