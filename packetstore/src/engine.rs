@@ -59,6 +59,7 @@ use crate::app::{App, IoCounters, Persist};
 use crate::buffers::Buffers;
 use crate::bufring::BufRing;
 use crate::outq::{Mark, OutQueue};
+use crate::persist::AsyncSync;
 use crate::pool::Pool;
 use crate::stream::{Segment, Source, Stream};
 
@@ -192,7 +193,7 @@ pub struct Engine<'a, A: App> {
     ring_available: u32,
     /// Page domain: the file to fdatasync through the ring, one batch in
     /// flight while the next is received and parsed.
-    sync_fd: Option<RawFd>,
+    async_sync: Option<AsyncSync>,
     /// Syncs in flight, oldest first: ticket, token, epoch, and the result
     /// once its completion arrived (they may complete out of order; they
     /// are applied in order).
@@ -242,6 +243,7 @@ impl<'a, A: App> Engine<'a, A> {
                     .allocate()
                     .map_err(|e| io::Error::other(format!("the pool cannot fill the receive ring: {e}")))?;
                 table.push(buffer);
+                pool.lend(pool.buffer_offset(buffer), u64::from(size));
                 // SAFETY: the buffer is ours (one reference, the ring's)
                 // until the kernel returns this bid.
                 unsafe { bufring.provide(bid, pool.address(pool.buffer_offset(buffer)), size) };
@@ -282,7 +284,7 @@ impl<'a, A: App> Engine<'a, A> {
             rearm: Vec::new(),
             out_of_buffers: Vec::new(),
             ring_available: u32::from(entries),
-            sync_fd: if persist == Persist::Off { None } else { pool.async_sync_fd() },
+            async_sync: if persist == Persist::Off { None } else { pool.async_sync() },
             syncs: std::collections::VecDeque::new(),
             next_epoch: 1,
             held_conns: Vec::new(),
@@ -509,11 +511,13 @@ impl<'a, A: App> Engine<'a, A> {
                     }
                 }
                 if retired {
+                    let size = self.pool.geometry().buffer_size;
+                    self.pool.reclaim(self.pool.buffer_offset(buffer), u64::from(size));
                     self.ring_available -= 1;
                     match self.buffers.allocate() {
                         Ok(fresh) => {
                             table[bid as usize] = fresh;
-                            let size = self.pool.geometry().buffer_size;
+                            self.pool.lend(self.pool.buffer_offset(fresh), u64::from(size));
                             // SAFETY: `fresh` was just allocated: its only
                             // reference is the ring's until this bid returns.
                             unsafe {
@@ -565,7 +569,7 @@ impl<'a, A: App> Engine<'a, A> {
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
         self.app.tick(self.pool, self.buffers);
-        if self.sync_fd.is_some() {
+        if self.async_sync.is_some() {
             self.hold_replies();
             self.start_sync()?;
         } else {
@@ -688,13 +692,12 @@ impl<'a, A: App> Engine<'a, A> {
             return Ok(());
         };
         let token = self.pool.begin_sync();
-        let fd = self.sync_fd.expect("asynchronous commits have a file");
         let epoch = self.next_epoch;
-        let entry = opcode::Fsync::new(types::Fd(fd)).flags(types::FsyncFlags::DATASYNC).build().user_data(user_data(
-            OP_SYNC,
-            epoch as u32,
-            0,
-        ));
+        let entry = match self.async_sync.expect("asynchronous commits") {
+            AsyncSync::File(fd) => opcode::Fsync::new(types::Fd(fd)).flags(types::FsyncFlags::DATASYNC).build(),
+            AsyncSync::Simulated => opcode::Nop::new().build(),
+        }
+        .user_data(user_data(OP_SYNC, epoch as u32, 0));
         self.syncs.push_back(InFlightSync { ticket, token, epoch, result: None });
         self.next_epoch += 1;
         self.push(entry)
@@ -799,6 +802,7 @@ impl<'a, A: App> Engine<'a, A> {
             let Ok(fresh) = self.buffers.allocate() else { break };
             starved.pop();
             table[bid as usize] = fresh;
+            self.pool.lend(self.pool.buffer_offset(fresh), u64::from(size));
             // SAFETY: freshly allocated; the ring's until the bid returns.
             unsafe { self.bufring.provide(bid, self.pool.address(self.pool.buffer_offset(fresh)), size) };
             self.ring_available += 1;
@@ -877,6 +881,14 @@ impl<A: App> Drop for Engine<'_, A> {
             }
         }
         let _ = self.ring.submitter().unregister_buf_ring(BUFFER_GROUP);
+        if let Backing::Pool { table, starved, .. } = &self.backing {
+            let size = u64::from(self.pool.geometry().buffer_size);
+            for (bid, &buffer) in table.iter().enumerate() {
+                if !starved.contains(&(bid as u16)) {
+                    self.pool.reclaim(self.pool.buffer_offset(buffer), size);
+                }
+            }
+        }
         if let Backing::Private { memory, len } = self.backing {
             // SAFETY: our mapping; the buffer ring is unregistered.
             unsafe { libc::munmap(memory.cast(), len) };

@@ -223,6 +223,15 @@ impl Persistence {
     }
 }
 
+/// What an asynchronous sync submits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncSync {
+    /// fdatasync this file.
+    File(RawFd),
+    /// Nothing: the simulator commits at `complete_sync`.
+    Simulated,
+}
+
 /// A sync begun and not yet completed (see `Pool::begin_sync`).
 pub struct SyncToken {
     started: Instant,
@@ -266,13 +275,16 @@ impl Persistence {
         result
     }
 
-    /// The descriptor to sync asynchronously: only for the hardware page
-    /// domain with fdatasync, where a sync can run while the caller works.
-    pub fn async_sync_fd(&self) -> Option<RawFd> {
+    /// How syncs run asynchronously, if they do: the hardware page domain
+    /// with fdatasync (submitted to io_uring, running while the caller
+    /// works), and the simulator's page mode (a no-op completion stands for
+    /// the fdatasync, so tests exercise the same path).
+    pub fn async_sync(&self) -> Option<AsyncSync> {
         match self {
             Persistence::Hardware(hw) if hw.domain == Domain::Page && hw.page_sync == PageSync::Fdatasync => {
-                Some(hw.fd)
+                Some(AsyncSync::File(hw.fd))
             }
+            Persistence::Simulated(device) if device.mode() == crate::sim::SimMode::Page => Some(AsyncSync::Simulated),
             _ => None,
         }
     }

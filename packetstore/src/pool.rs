@@ -340,6 +340,27 @@ impl Pool {
         self.persistence.note_written(offset, len);
     }
 
+    /// Lends `[offset, offset + len)` to the kernel, which may store into
+    /// it at any moment until `reclaim` (a buffer in the receive ring). Only
+    /// the crash simulator keeps track; on hardware this costs nothing.
+    #[inline]
+    pub fn lend(&self, offset: u64, len: u64) {
+        self.check(offset, len);
+        if let Persistence::Simulated(device) = &self.persistence {
+            device.lend(offset, len);
+        }
+    }
+
+    /// Takes back a range given to `lend`: what the kernel stored in it
+    /// counts as written.
+    #[inline]
+    pub fn reclaim(&self, offset: u64, len: u64) {
+        self.check(offset, len);
+        if let Persistence::Simulated(device) = &self.persistence {
+            device.reclaim(offset, len);
+        }
+    }
+
     /// Starts making `[offset, offset + len)` durable; done at the next fence.
     #[inline]
     pub fn flush(&self, offset: u64, len: u64) {
@@ -367,9 +388,9 @@ impl Pool {
         self.persistence.complete_sync(token, result, &self.stats)
     }
 
-    /// The file to fdatasync when syncs run asynchronously (page domain).
-    pub fn async_sync_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.persistence.async_sync_fd()
+    /// How syncs run asynchronously (page domain), if they do.
+    pub fn async_sync(&self) -> Option<crate::persist::AsyncSync> {
+        self.persistence.async_sync()
     }
 
     /// The file offset of buffer `index`.

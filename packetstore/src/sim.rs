@@ -26,8 +26,12 @@
 //! every flush of the batch and before its fence (the worst moment), and
 //! the device is then dead: fences fail with "power lost".
 //!
+//! Memory lent to the kernel (a receive buffer in io_uring's ring, `lend`)
+//! may change at any moment without a declaration, as a NIC's DMA would:
+//! until it is reclaimed, its changed lines count as written.
+//!
 //! Invariant (asserted at every crash): every line whose memory differs
-//! from the durable image was declared. An undeclared store is a bug in the
+//! from the durable image was declared, or is lent to the kernel. An undeclared store is a bug in the
 //! code under test, reported with its offset.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +69,8 @@ struct State {
     crash_at_fence: Option<(u64, u64)>,
     crash_image: Option<Vec<u8>>,
     dead: bool,
+    /// Line ranges lent to the kernel: first line -> end line (exclusive).
+    lent: BTreeMap<u64, u64>,
 }
 
 /// A simulated persistent device. Shared (`Arc`) between the pool that
@@ -106,6 +112,7 @@ impl SimDevice {
                 crash_at_fence: None,
                 crash_image: None,
                 dead: false,
+                lent: BTreeMap::new(),
             }),
         }
     }
@@ -148,6 +155,43 @@ impl SimDevice {
         state.dirty.extend(self.lines(offset, len));
     }
 
+    /// Lends `[offset, offset + len)` to the kernel, which may store into
+    /// it from now on without telling (a buffer given to the receive ring).
+    pub(crate) fn lend(&self, offset: u64, len: u64) {
+        let lines = self.lines(offset, len);
+        let mut state = self.state.lock().expect("sim lock");
+        state.lent.insert(lines.start, lines.end);
+    }
+
+    /// Takes back a range lent with `lend`: its changed lines are written.
+    pub(crate) fn reclaim(&self, offset: u64, len: u64) {
+        let lines = self.lines(offset, len);
+        let mut state = self.state.lock().expect("sim lock");
+        let end = state.lent.remove(&lines.start);
+        assert_eq!(end, Some(lines.end), "reclaiming [{offset}, +{len}), which was not lent as such");
+        self.absorb(&mut state, lines);
+    }
+
+    /// Marks the changed lines of `lines` written.
+    fn absorb(&self, state: &mut State, lines: std::ops::Range<u64>) {
+        let current = self.current();
+        for line in lines {
+            let at = (line * LINE) as usize;
+            if current[at..at + CACHE_LINE_SIZE] != state.durable[at..at + CACHE_LINE_SIZE] {
+                state.dirty.insert(line);
+            }
+        }
+    }
+
+    /// Marks the changed lines of every lent range written (the kernel's
+    /// stores so far), before anything reads `dirty`.
+    fn absorb_lent(&self, state: &mut State) {
+        let ranges: Vec<(u64, u64)> = state.lent.iter().map(|(&a, &b)| (a, b)).collect();
+        for (start, end) in ranges {
+            self.absorb(state, start..end);
+        }
+    }
+
     pub(crate) fn flush(&self, offset: u64, len: u64) {
         let mut state = self.state.lock().expect("sim lock");
         if state.dead {
@@ -165,6 +209,7 @@ impl SimDevice {
 
     pub(crate) fn fence(&self) -> io::Result<()> {
         let mut state = self.state.lock().expect("sim lock");
+        self.absorb_lent(&mut state);
         self.count_fence(&mut state)?;
         let current = self.current();
         let pending = std::mem::take(&mut state.pending);
@@ -193,7 +238,8 @@ impl SimDevice {
     /// mode), or every written one (page mode). Writes made after this call
     /// are not covered, even if the sync completes after them.
     pub(crate) fn begin_sync(&self) -> SimSync {
-        let state = self.state.lock().expect("sim lock");
+        let mut state = self.state.lock().expect("sim lock");
+        self.absorb_lent(&mut state);
         let current = self.current();
         let mut lines: BTreeMap<u64, [u8; CACHE_LINE_SIZE]> =
             state.pending.iter().map(|(&line, &(snapshot, _))| (line, snapshot)).collect();
@@ -210,6 +256,7 @@ impl SimDevice {
     /// Counts as a fence (an armed crash can happen here).
     pub(crate) fn complete_sync(&self, sync: SimSync) -> io::Result<()> {
         let mut state = self.state.lock().expect("sim lock");
+        self.absorb_lent(&mut state);
         self.count_fence(&mut state)?;
         let current = self.current();
         for (line, snapshot) in sync.lines {
@@ -275,6 +322,7 @@ impl SimDevice {
     /// device. The same seed gives the same image.
     pub fn crash(&self, seed: u64) -> Vec<u8> {
         let mut state = self.state.lock().expect("sim lock");
+        self.absorb_lent(&mut state);
         let image = self.image(&state, seed);
         state.dead = true;
         image
@@ -286,6 +334,7 @@ impl SimDevice {
     /// committed is durable: a later power failure can still lose the rest.
     pub fn after_process_crash(&self) -> SimDevice {
         let mut state = self.state.lock().expect("sim lock");
+        self.absorb_lent(&mut state);
         let current = self.current().to_vec();
         self.assert_every_store_declared(&state, &current);
         state.dead = true;
@@ -310,7 +359,8 @@ impl SimDevice {
         self.assert_every_store_declared(state, current);
         let mut rng = SplitMix64::new(seed);
         let mut image = state.durable.clone();
-        let candidates: BTreeSet<u64> = state.dirty.iter().chain(state.pending.keys()).copied().collect();
+        let lent = state.lent.iter().flat_map(|(&start, &end)| start..end);
+        let candidates: BTreeSet<u64> = state.dirty.iter().chain(state.pending.keys()).copied().chain(lent).collect();
         for line in candidates {
             let at = (line * LINE) as usize;
             let durable = &state.durable[at..at + CACHE_LINE_SIZE];
@@ -341,7 +391,8 @@ impl SimDevice {
             current.chunks_exact(CACHE_LINE_SIZE).zip(state.durable.chunks_exact(CACHE_LINE_SIZE)).enumerate()
         {
             let line = line as u64;
-            if now != durable && !state.dirty.contains(&line) && !state.pending.contains_key(&line) {
+            let lent = state.lent.range(..=line).next_back().is_some_and(|(_, &end)| line < end);
+            if now != durable && !state.dirty.contains(&line) && !state.pending.contains_key(&line) && !lent {
                 panic!("crash simulator: an undeclared store changed the line at offset {}", line * LINE);
             }
         }
@@ -402,6 +453,31 @@ mod tests {
             }
         }
         assert!(none > 0 && all > 0 && torn > 0, "none {none} all {all} torn {torn}");
+    }
+
+    /// A store into memory lent to the kernel needs no declaration: the
+    /// kernel's bytes may or may not survive a crash, and a page-mode
+    /// fence commits them; once reclaimed, a new undeclared store is a bug.
+    #[test]
+    fn memory_lent_to_the_kernel_changes_without_declaration() {
+        let device = SimDevice::new(4096, SimMode::Page);
+        let raw = |offset: usize, byte: u8| {
+            // SAFETY: the test owns the device and stays within its length.
+            unsafe { *device.memory_ptr().add(offset) = byte };
+        };
+        device.lend(1024, 2048);
+        raw(1500, 7);
+        let images: Vec<u8> = (0..64).map(|seed| device.image(&device.state.lock().unwrap(), seed)[1500]).collect();
+        assert!(images.contains(&0) && images.contains(&7), "the kernel's byte may or may not survive");
+        device.fence().unwrap();
+        assert_eq!(device.crash(1)[1500], 7);
+        let device = SimDevice::new(4096, SimMode::CacheLine);
+        device.lend(0, 1024);
+        device.reclaim(0, 1024);
+        // SAFETY: as above.
+        unsafe { *device.memory_ptr().add(10) = 1 };
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.crash(0)));
+        assert!(caught.is_err(), "an undeclared store after reclaim is caught");
     }
 
     #[test]

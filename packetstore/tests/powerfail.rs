@@ -1,0 +1,699 @@
+//! Goal: the real servers keep their promises across a power failure under
+//! load. The key-value server (Redis protocol) and the WAL server (HTTP)
+//! run in the real io_uring engine, on the crash simulator, with several
+//! clients pipelining mixed writes, deletes and reads, tree checkpoints and
+//! compaction running. Power fails at a random fence or sync completion.
+//! The server restarts on the image the simulator leaves, and is checked
+//! against the clients' own records:
+//! - nothing acknowledged is lost;
+//! - nothing torn, stale or never written is returned, before the failure
+//!   (every read is checked against the client's model at that point) or
+//!   after it;
+//! - what survives of the commands in flight is, per client, a prefix of
+//!   them by whole command (a connection's commands apply in order).
+//!
+//! Each seed restarts the server several times on its own image, so later
+//! failures start from recovered state. The simulator's page mode drives
+//! the engine's asynchronous sync path (replies held until the sync that
+//! covers the changes before them); its cache-line mode the synchronous
+//! one.
+//!
+//! CI runs `PACKETSTORE_POWERFAIL_SEEDS` (default 150) seeds of each server
+//! with 4 failures each: 1,200 failure points. One seed: `PACKETSTORE_POWERFAIL_SEED=hex`.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use packetstore::compact::CompactConfig;
+use packetstore::engine::{Engine, EngineConfig};
+use packetstore::kv::{KvConfig, KvServer};
+use packetstore::rng::SplitMix64;
+use packetstore::store::{value_bytes, Store, StoreConfig};
+use packetstore::wal::{Persist, Wal, WalConfig};
+use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
+
+const FAILURES_PER_SEED: usize = 4;
+const CLIENTS: usize = 3;
+/// Reading a reply gives up after this long without the server (it died).
+const CLIENT_POLL: Duration = Duration::from_millis(20);
+/// A power failure that has not happened by then is a hang: a test failure.
+const FAILURE_DEADLINE: Duration = Duration::from_secs(20);
+const RING_ENTRIES: u16 = 64;
+
+fn seeds() -> Vec<u64> {
+    if let Ok(hex) = std::env::var("PACKETSTORE_POWERFAIL_SEED") {
+        return vec![u64::from_str_radix(hex.trim_start_matches("0x"), 16).expect("a hex seed")];
+    }
+    let count = std::env::var("PACKETSTORE_POWERFAIL_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
+    (0..count).map(|i| 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i + 1)).collect()
+}
+
+// ---- the server under test, on a simulated device ----
+
+/// Which server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Server {
+    Kv,
+    Wal,
+}
+
+struct Setup {
+    mode: SimMode,
+    persist: Persist,
+    incremental: bool,
+}
+
+impl Setup {
+    fn new(rng: &mut SplitMix64, server: Server) -> Setup {
+        let mode = if rng.chance(1, 2) { SimMode::Page } else { SimMode::CacheLine };
+        let persist = if server == Server::Wal && rng.chance(1, 4) { Persist::Copy } else { Persist::ZeroCopy };
+        Setup { mode, persist, incremental: persist == Persist::ZeroCopy && rng.chance(1, 2) }
+    }
+
+    fn geometry(server: Server) -> Geometry {
+        match server {
+            Server::Kv => Geometry { buffer_size: 2048, buffer_count: 3072, log_size: 256 * 1024, log_count: 1 },
+            Server::Wal => Geometry { buffer_size: 2048, buffer_count: 8192, log_size: 1024 * 1024, log_count: 1 },
+        }
+    }
+
+    fn store_config() -> StoreConfig {
+        StoreConfig {
+            value_size_max: 1 << 20,
+            checkpoint_records: 40,
+            checkpoint_interval: Duration::from_millis(5),
+            buffers_reserve: u32::from(RING_ENTRIES) * 2,
+            // Compaction relocates all the time.
+            compaction: CompactConfig {
+                waste_min: 0.0,
+                fill_max: 1.01,
+                entries_per_step: 8,
+                bytes_per_step: 32 * 1024,
+            },
+        }
+    }
+
+    fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            ring_entries: RING_ENTRIES,
+            queue_entries: 256,
+            incremental: self.incremental,
+            ..EngineConfig::default()
+        }
+    }
+}
+
+/// Runs the server on `device` until its power fails; returns the
+/// engine's outcome (an error: power lost).
+fn run_server(
+    server: Server,
+    setup: &Setup,
+    device: Arc<SimDevice>,
+    listeners: Vec<std::os::fd::OwnedFd>,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    let pool = Pool::open_simulated(device.clone()).expect("the image opens");
+    let mut buffers = Buffers::new(pool.geometry().buffer_count);
+    // Recovery commits too: the power may fail there (then the error says
+    // so; anything else is a test failure).
+    let recovery_failed = |error: &dyn std::fmt::Display| {
+        assert!(device.is_dead(), "recovery failed with the power on: {error}");
+        io::Error::other(format!("power lost during recovery: {error}"))
+    };
+    match server {
+        Server::Kv => {
+            let (store, _) =
+                Store::open(&pool, &mut buffers, Setup::store_config()).map_err(|e| recovery_failed(&e))?;
+            let config = KvConfig {
+                persist: setup.persist,
+                value_size_max: 1 << 20,
+                zero_copy_min: 1024,
+                requirepass: None,
+                buffers_reserve: u32::from(RING_ENTRIES) * 2,
+                domain_name: "simulated".into(),
+            };
+            let mut app = KvServer::new(config, store, String::new());
+            let mut engine = Engine::new(&pool, &mut buffers, &mut app, setup.engine_config(), listeners)?;
+            engine.run(stop)
+        }
+        Server::Wal => {
+            let config = WalConfig {
+                persist: setup.persist,
+                body_size_max: 1 << 20,
+                buffers_reserve: u32::from(RING_ENTRIES) * 2,
+            };
+            let (mut app, _) = Wal::recover(&pool, &mut buffers, config).map_err(|e| recovery_failed(&e))?;
+            let mut engine = Engine::new(&pool, &mut buffers, &mut app, setup.engine_config(), listeners)?;
+            engine.run(stop)
+        }
+    }
+}
+
+// ---- a small RESP client ----
+
+#[derive(Debug, PartialEq, Eq)]
+enum Reply {
+    Status(Vec<u8>),
+    Error(Vec<u8>),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+}
+
+fn encode(args: &[&[u8]], out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Reads a line, retrying through read timeouts until `dead` is set.
+fn read_line(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    loop {
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) if line.ends_with(b"\r\n") => {
+                line.truncate(line.len() - 2);
+                return Ok(line);
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if dead.load(Ordering::Acquire) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn read_exact(reader: &mut BufReader<TcpStream>, out: &mut [u8], dead: &AtomicBool) -> io::Result<()> {
+    let mut done = 0;
+    while done < out.len() {
+        match reader.read(&mut out[done..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => done += n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if dead.load(Ordering::Acquire) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn read_reply(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Result<Reply> {
+    let line = read_line(reader, dead)?;
+    let (kind, rest) = line.split_first().expect("a reply line is never empty");
+    let text = || String::from_utf8_lossy(rest).into_owned();
+    Ok(match kind {
+        b'+' => Reply::Status(rest.to_vec()),
+        b'-' => Reply::Error(rest.to_vec()),
+        b':' => Reply::Int(text().parse().expect("an integer reply")),
+        b'$' => {
+            let len: i64 = text().parse().expect("a bulk length");
+            if len < 0 {
+                Reply::Bulk(None)
+            } else {
+                let mut body = vec![0u8; len as usize + 2];
+                read_exact(reader, &mut body, dead)?;
+                assert_eq!(&body[len as usize..], b"\r\n", "a bulk string ends with CRLF");
+                body.truncate(len as usize);
+                Reply::Bulk(Some(body))
+            }
+        }
+        other => panic!("unexpected reply type {:?}", *other as char),
+    })
+}
+
+// ---- the KV workload and its model ----
+
+/// A client's keys: strings `c<client>:s<j>` and hashes `c<client>:h<j>`.
+const STRINGS: u64 = 6;
+const HASHES: u64 = 2;
+const FIELDS: u64 = 3;
+
+#[derive(Clone, Debug)]
+enum Cmd {
+    Set { key: Vec<u8>, value: Vec<u8> },
+    Del { key: Vec<u8> },
+    HSet { hash: Vec<u8>, field: Vec<u8>, value: Vec<u8> },
+    HDel { hash: Vec<u8>, field: Vec<u8> },
+    Get { key: Vec<u8> },
+    HGet { hash: Vec<u8>, field: Vec<u8> },
+}
+
+/// One client's view: strings, and hashes of fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct KvModel {
+    strings: BTreeMap<Vec<u8>, Vec<u8>>,
+    hashes: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>>,
+}
+
+impl KvModel {
+    /// Applies `cmd`; returns the reply the server must give.
+    fn apply(&mut self, cmd: &Cmd) -> Reply {
+        match cmd {
+            Cmd::Set { key, value } => {
+                self.strings.insert(key.clone(), value.clone());
+                Reply::Status(b"OK".to_vec())
+            }
+            Cmd::Del { key } => {
+                let gone = self.strings.remove(key).is_some() || self.hashes.remove(key).is_some();
+                Reply::Int(gone as i64)
+            }
+            Cmd::HSet { hash, field, value } => {
+                let new = self.hashes.entry(hash.clone()).or_default().insert(field.clone(), value.clone()).is_none();
+                Reply::Int(new as i64)
+            }
+            Cmd::HDel { hash, field } => {
+                let Some(fields) = self.hashes.get_mut(hash) else { return Reply::Int(0) };
+                let gone = fields.remove(field).is_some();
+                if fields.is_empty() {
+                    self.hashes.remove(hash);
+                }
+                Reply::Int(gone as i64)
+            }
+            Cmd::Get { key } => Reply::Bulk(self.strings.get(key).cloned()),
+            Cmd::HGet { hash, field } => Reply::Bulk(self.hashes.get(hash).and_then(|f| f.get(field)).cloned()),
+        }
+    }
+
+    fn encode(cmd: &Cmd, out: &mut Vec<u8>) {
+        match cmd {
+            Cmd::Set { key, value } => encode(&[b"SET", key, value], out),
+            Cmd::Del { key } => encode(&[b"DEL", key], out),
+            Cmd::HSet { hash, field, value } => encode(&[b"HSET", hash, field, value], out),
+            Cmd::HDel { hash, field } => encode(&[b"HDEL", hash, field], out),
+            Cmd::Get { key } => encode(&[b"GET", key], out),
+            Cmd::HGet { hash, field } => encode(&[b"HGET", hash, field], out),
+        }
+    }
+}
+
+/// A value of a random length, naming its writer and sequence number.
+fn value(rng: &mut SplitMix64, client: usize, seq: u64) -> Vec<u8> {
+    let len = match rng.below(20) {
+        0..=9 => rng.below(100) as usize,
+        10..=16 => 100 + rng.below(3000) as usize,
+        17..=18 => 3000 + rng.below(12_000) as usize,
+        // Many buffers: more extents than a leaf holds (indirect).
+        _ => 40_000 + rng.below(40_000) as usize,
+    };
+    stamped(client, seq, len)
+}
+
+/// `len` bytes (at least 1) starting `<client:n>`, then bytes derived from
+/// both: no two writes share their bytes, and a torn one shows.
+fn stamped(client: usize, n: u64, len: usize) -> Vec<u8> {
+    let mut bytes = format!("<{client}:{n}>").into_bytes();
+    let mut fill = SplitMix64::new(n ^ ((client as u64) << 48));
+    while bytes.len() < len {
+        bytes.push(fill.next_u64() as u8);
+    }
+    bytes.truncate(len.max(1));
+    bytes
+}
+
+fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64) -> Cmd {
+    let string = |rng: &mut SplitMix64| format!("c{client}:s{}", rng.below(STRINGS)).into_bytes();
+    let hash = |rng: &mut SplitMix64| format!("c{client}:h{}", rng.below(HASHES)).into_bytes();
+    let field = |rng: &mut SplitMix64| format!("f{}", rng.below(FIELDS)).into_bytes();
+    match rng.below(20) {
+        0..=7 => Cmd::Set { key: string(rng), value: value(rng, client, seq) },
+        8..=9 => Cmd::Del { key: string(rng) },
+        10..=12 => Cmd::HSet { hash: hash(rng), field: field(rng), value: value(rng, client, seq) },
+        13 => Cmd::HDel { hash: hash(rng), field: field(rng) },
+        14 => Cmd::Del { key: hash(rng) },
+        15..=17 => Cmd::Get { key: string(rng) },
+        _ => Cmd::HGet { hash: hash(rng), field: field(rng) },
+    }
+}
+
+fn is_write(cmd: &Cmd) -> bool {
+    !matches!(cmd, Cmd::Get { .. } | Cmd::HGet { .. })
+}
+
+/// What one client saw: the commands it sent, in order, and how many of
+/// them were answered (those are acknowledged).
+struct KvRun {
+    sent: Vec<Cmd>,
+    answered: usize,
+}
+
+/// Sends pipelined batches until the server dies; checks every reply
+/// against the model (so reads see exactly what was written before them).
+fn kv_client(addr: SocketAddr, client: usize, seed: u64, model: KvModel, dead: &AtomicBool) -> KvRun {
+    let mut rng = SplitMix64::new(seed);
+    let mut model = model;
+    let mut run = KvRun { sent: Vec::new(), answered: 0 };
+    let Ok(stream) = TcpStream::connect(addr) else { return run };
+    stream.set_read_timeout(Some(CLIENT_POLL)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut seq = seed.wrapping_mul(1 << 20);
+    loop {
+        let most = if rng.chance(1, 3) { 1 } else { 12 };
+        let batch = 1 + rng.below(most) as usize;
+        let mut bytes = Vec::new();
+        let first = run.sent.len();
+        for _ in 0..batch {
+            seq += 1;
+            let cmd = random_cmd(&mut rng, client, seq);
+            KvModel::encode(&cmd, &mut bytes);
+            run.sent.push(cmd);
+        }
+        // Sometimes the batch goes out in two parts with a pause between.
+        let split = if rng.chance(1, 4) { rng.below(bytes.len() as u64) as usize } else { bytes.len() };
+        if writer.write_all(&bytes[..split]).is_err() {
+            return run;
+        }
+        if split < bytes.len() {
+            std::thread::sleep(Duration::from_micros(rng.below(300)));
+            if writer.write_all(&bytes[split..]).is_err() {
+                return run;
+            }
+        }
+        for index in first..run.sent.len() {
+            let Ok(reply) = read_reply(&mut reader, dead) else { return run };
+            let expected = model.apply(&run.sent[index]);
+            assert_eq!(
+                reply, expected,
+                "client {client}: reply to command {index} ({:?}) disagrees with the model",
+                run.sent[index]
+            );
+            run.answered = index + 1;
+        }
+    }
+}
+
+/// The store's view of one client's keys, read after recovery.
+fn kv_recovered(store: &Store, pool: &Pool, client: usize) -> KvModel {
+    let mut model = KvModel::default();
+    for j in 0..STRINGS {
+        let key = format!("c{client}:s{j}").into_bytes();
+        if let Some(value) = store.get(pool, &key, 0).expect("a readable key") {
+            model.strings.insert(key, value_bytes(pool, &value).expect("readable bytes").into_owned());
+        }
+    }
+    for j in 0..HASHES {
+        let hash = format!("c{client}:h{j}").into_bytes();
+        let fields = store.hash_fields(pool, &hash, 0).expect("a readable hash");
+        if !fields.is_empty() {
+            let fields = fields
+                .into_iter()
+                .map(|(f, v)| (f, value_bytes(pool, &v).expect("readable bytes").into_owned()))
+                .collect();
+            model.hashes.insert(hash, fields);
+        }
+    }
+    model
+}
+
+/// The recovered state must be the acknowledged state plus a prefix of
+/// the commands in flight; returns it (the model for the next round).
+fn kv_check(before: &KvModel, run: &KvRun, recovered: &KvModel, client: usize, context: &str) -> KvModel {
+    let mut model = before.clone();
+    for cmd in &run.sent[..run.answered] {
+        model.apply(cmd);
+    }
+    let mut candidates = vec![model.clone()];
+    for cmd in run.sent[run.answered..].iter().filter(|c| is_write(c)) {
+        model.apply(cmd);
+        candidates.push(model.clone());
+    }
+    if candidates.iter().any(|c| c == recovered) {
+        return recovered.clone();
+    }
+    let acknowledged = &candidates[0];
+    let lost: Vec<_> = acknowledged.strings.keys().filter(|k| !recovered.strings.contains_key(*k)).collect();
+    panic!(
+        "{context}: client {client}'s recovered keys are not its acknowledged state plus a prefix of its {} \
+         commands in flight ({} answered); acknowledged strings missing: {:?}; recovered {:?} vs acknowledged {:?}",
+        run.sent.len() - run.answered,
+        run.answered,
+        lost.iter().map(|k| String::from_utf8_lossy(k)).collect::<Vec<_>>(),
+        summary(recovered),
+        summary(acknowledged),
+    );
+}
+
+fn summary(model: &KvModel) -> Vec<String> {
+    let head = |v: &Vec<u8>| String::from_utf8_lossy(&v[..v.len().min(16)]).into_owned();
+    let mut out: Vec<String> =
+        model.strings.iter().map(|(k, v)| format!("{}={}({})", String::from_utf8_lossy(k), head(v), v.len())).collect();
+    for (h, fields) in &model.hashes {
+        for (f, v) in fields {
+            out.push(format!("{}.{}={}({})", String::from_utf8_lossy(h), String::from_utf8_lossy(f), head(v), v.len()));
+        }
+    }
+    out
+}
+
+// ---- the WAL workload ----
+
+/// A WAL client's record: the body it posted and, once answered, its
+/// sequence number.
+struct WalRun {
+    bodies: Vec<Vec<u8>>,
+    seqs: Vec<u64>,
+}
+
+fn wal_body(rng: &mut SplitMix64, client: usize, n: u64) -> Vec<u8> {
+    let len = match rng.below(10) {
+        0..=5 => 1 + rng.below(200) as usize,
+        6..=8 => 200 + rng.below(4000) as usize,
+        _ => 4000 + rng.below(30_000) as usize,
+    };
+    stamped(client, n, len)
+}
+
+fn read_http_response(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Result<(u16, Option<u64>)> {
+    let status = read_line(reader, dead)?;
+    let status = String::from_utf8_lossy(&status).into_owned();
+    let code: u16 = status.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("an HTTP status line");
+    let (mut length, mut seq) = (0usize, None);
+    loop {
+        let line = read_line(reader, dead)?;
+        if line.is_empty() {
+            break;
+        }
+        let line = String::from_utf8_lossy(&line).to_ascii_lowercase();
+        if let Some(v) = line.strip_prefix("content-length:") {
+            length = v.trim().parse().expect("a length");
+        }
+        if let Some(v) = line.strip_prefix("x-seq:") {
+            seq = Some(v.trim().parse().expect("a sequence number"));
+        }
+    }
+    let mut body = vec![0u8; length];
+    read_exact(reader, &mut body, dead)?;
+    Ok((code, seq))
+}
+
+/// Posts pipelined bodies until the server dies; a 503 (log full) is
+/// allowed and acknowledges nothing.
+fn wal_client(addr: SocketAddr, client: usize, seed: u64, dead: &AtomicBool) -> WalRun {
+    let mut rng = SplitMix64::new(seed);
+    let mut run = WalRun { bodies: Vec::new(), seqs: Vec::new() };
+    let Ok(stream) = TcpStream::connect(addr) else { return run };
+    stream.set_read_timeout(Some(CLIENT_POLL)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut n = seed.wrapping_mul(1 << 24);
+    let mut answered = 0;
+    loop {
+        let batch = 1 + rng.below(8) as usize;
+        let mut bytes = Vec::new();
+        for _ in 0..batch {
+            n += 1;
+            let body = wal_body(&mut rng, client, n);
+            bytes.extend_from_slice(format!("POST /log HTTP/1.1\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+            bytes.extend_from_slice(&body);
+            run.bodies.push(body);
+        }
+        if writer.write_all(&bytes).is_err() {
+            return run;
+        }
+        while answered < run.bodies.len() {
+            let Ok((code, seq)) = read_http_response(&mut reader, dead) else { return run };
+            match code {
+                200 => run.seqs.push(seq.expect("a 200 carries X-Seq")),
+                503 => run.seqs.push(u64::MAX),
+                other => panic!("client {client}: unexpected status {other}"),
+            }
+            answered += 1;
+        }
+        if run.seqs.iter().rev().take(4).all(|&s| s == u64::MAX) && run.seqs.len() >= 4 {
+            // The log is full and stays so: nothing more to learn.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Every acknowledged body is in the recovered log under its sequence
+/// number, byte for byte; every record there is a body some client sent.
+fn wal_check(pool: &Pool, wal: &Wal, runs: &[WalRun], acknowledged: &mut BTreeMap<u64, Vec<u8>>, context: &str) {
+    let log = wal.log();
+    let mut present = BTreeMap::new();
+    for lsn in log.live_lsns() {
+        let view = log.view(pool, lsn).expect("a live record");
+        present.insert(view.tag, log.read_data(pool, &view));
+    }
+    for run in runs {
+        for (body, &seq) in run.bodies.iter().zip(&run.seqs) {
+            if seq != u64::MAX {
+                acknowledged.insert(seq, body.clone());
+            }
+        }
+    }
+    for (seq, body) in acknowledged.iter() {
+        match present.get(seq) {
+            Some(found) => assert!(
+                found == body,
+                "{context}: record {seq} came back different ({} bytes vs {})",
+                found.len(),
+                body.len()
+            ),
+            None => panic!("{context}: acknowledged record {seq} lost ({} present)", present.len()),
+        }
+    }
+    let sent: std::collections::HashSet<&[u8]> = runs.iter().flat_map(|r| r.bodies.iter().map(Vec::as_slice)).collect();
+    for (seq, body) in &present {
+        if !acknowledged.contains_key(seq) {
+            assert!(sent.contains(body.as_slice()), "{context}: record {seq} holds bytes no client sent");
+            acknowledged.insert(*seq, body.clone());
+        }
+    }
+}
+
+// ---- the driver ----
+
+/// One seed: a server started, crashed and restarted FAILURES_PER_SEED
+/// times. Returns the failure points it checked and the operations the
+/// clients saw acknowledged.
+fn run_seed(server: Server, seed: u64) -> (usize, usize) {
+    let mut acknowledged_ops = 0;
+    let mut rng = SplitMix64::new(seed);
+    let setup = Setup::new(&mut rng, server);
+    let geometry = Setup::geometry(server);
+    let device = Arc::new(SimDevice::new(geometry.file_size(), setup.mode));
+    drop(Pool::create_simulated(device.clone(), geometry).expect("create"));
+    let mut device = Arc::new(SimDevice::from_image(device.crash(0), setup.mode));
+    let mut models = vec![KvModel::default(); CLIENTS];
+    let mut wal_acknowledged = BTreeMap::new();
+    let mut wal_runs_all: Vec<WalRun> = Vec::new();
+    for round in 0..FAILURES_PER_SEED {
+        let context = format!(
+            "{server:?} seed {seed:x} round {round} ({:?}, {:?}, incremental {})",
+            setup.mode, setup.persist, setup.incremental
+        );
+        // The KV server takes HTTP on its first listener and the Redis
+        // protocol on its second; the WAL server serves one.
+        let mut listeners = Vec::new();
+        for _ in 0..if server == Server::Kv { 2 } else { 1 } {
+            listeners.push(packetstore::net::listen("127.0.0.1:0".parse().unwrap(), false, false).unwrap());
+        }
+        let addr = packetstore::net::local_addr(listeners.last().expect("a listener")).unwrap();
+        // Power fails at a random fence (or sync completion) ahead.
+        device.crash_at_fence(device.fences() + 1 + rng.below(60), rng.next_u64());
+        let dead = AtomicBool::new(false);
+        let client_seeds: Vec<u64> = (0..CLIENTS).map(|_| rng.next_u64()).collect();
+        let started = Instant::now();
+        let stop = AtomicBool::new(false);
+        let (outcome, kv_runs, wal_runs) = std::thread::scope(|scope| {
+            let engine = scope.spawn(|| run_server(server, &setup, device.clone(), listeners, &stop));
+            let clients: Vec<_> = (0..CLIENTS)
+                .map(|c| {
+                    let (dead, model, client_seed) = (&dead, models[c].clone(), client_seeds[c]);
+                    scope.spawn(move || match server {
+                        Server::Kv => (Some(kv_client(addr, c, client_seed, model, dead)), None),
+                        Server::Wal => (None, Some(wal_client(addr, c, client_seed, dead))),
+                    })
+                })
+                .collect();
+            // Clients run until the server dies. One that ends first (it
+            // failed a check) or a failure that never comes stops the server.
+            while !engine.is_finished() {
+                if clients.iter().any(|c| c.is_finished()) || started.elapsed() > FAILURE_DEADLINE {
+                    stop.store(true, Ordering::Release);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let outcome = engine.join().expect("the engine thread");
+            dead.store(true, Ordering::Release);
+            let mut kv_runs = Vec::new();
+            let mut wal_runs = Vec::new();
+            for client in clients {
+                let (kv, wal) = client.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                kv_runs.extend(kv);
+                wal_runs.extend(wal);
+            }
+            (outcome, kv_runs, wal_runs)
+        });
+        assert!(started.elapsed() < FAILURE_DEADLINE, "{context}: no power failure after {FAILURE_DEADLINE:?}");
+        let error = outcome.expect_err("the server runs until its power fails");
+        assert!(device.is_dead(), "{context}: the server stopped with the power on: {error}");
+        let image = device.take_crash_image().expect("the armed failure happened");
+        device = Arc::new(SimDevice::from_image(image, setup.mode));
+
+        // Recover and check, as the restarted server will find it.
+        let pool = Pool::open_simulated(device.clone()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+        let mut buffers = Buffers::new(geometry.buffer_count);
+        match server {
+            Server::Kv => {
+                let (store, _) = Store::open(&pool, &mut buffers, Setup::store_config())
+                    .unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+                acknowledged_ops += kv_runs.iter().map(|r| r.answered).sum::<usize>();
+                for (client, run) in kv_runs.iter().enumerate() {
+                    let recovered = kv_recovered(&store, &pool, client);
+                    models[client] = kv_check(&models[client], run, &recovered, client, &context);
+                }
+            }
+            Server::Wal => {
+                let config = WalConfig { persist: setup.persist, body_size_max: 1 << 20, buffers_reserve: 0 };
+                let (wal, _) =
+                    Wal::recover(&pool, &mut buffers, config).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+                acknowledged_ops +=
+                    wal_runs.iter().map(|r| r.seqs.iter().filter(|&&s| s != u64::MAX).count()).sum::<usize>();
+                wal_runs_all.extend(wal_runs);
+                wal_check(&pool, &wal, &wal_runs_all, &mut wal_acknowledged, &context);
+            }
+        }
+    }
+    (FAILURES_PER_SEED, acknowledged_ops)
+}
+
+fn run_all(server: Server) {
+    let (mut points, mut acknowledged) = (0, 0);
+    let seeds = seeds();
+    for &seed in &seeds {
+        let (p, a) = run_seed(server, seed);
+        points += p;
+        acknowledged += a;
+    }
+    eprintln!("{server:?} server: {points} power failures under load checked, {acknowledged} operations acknowledged");
+    // The load is real: most failures find acknowledged work to check.
+    assert!(acknowledged >= 10 * seeds.len(), "only {acknowledged} operations acknowledged over {} seeds", seeds.len());
+}
+
+#[test]
+fn kv_server_survives_power_failures_under_load() {
+    run_all(Server::Kv);
+}
+
+#[test]
+fn wal_server_survives_power_failures_under_load() {
+    run_all(Server::Wal);
+}
