@@ -598,72 +598,128 @@ fn redis_cli_works() {
     assert_eq!(cli(&["dbsize"]), "503\n");
 }
 
-/// The write in flight at a kill counts as acknowledged if it was applied.
-fn settle(
-    c: &mut redis::Connection,
-    in_flight: &mut Option<(String, Vec<u8>)>,
-    acknowledged: &mut std::collections::HashMap<String, Vec<u8>>,
-) {
-    if let Some((key, value)) = in_flight.take() {
-        let found: Option<Vec<u8>> = c.get(&key).unwrap();
-        if found.as_ref() == Some(&value) {
-            acknowledged.insert(key, value);
+/// Kills per storage in `kill_9_under_load` (`PACKETSTORE_SERVE_KILLS`).
+fn kills() -> usize {
+    std::env::var("PACKETSTORE_SERVE_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(100)
+}
+
+/// One client's keys and what it knows of them: the acknowledged state of
+/// each key (None: deleted), and the write in flight when the server died.
+#[derive(Default)]
+struct KillModel {
+    acknowledged: std::collections::HashMap<String, Option<Vec<u8>>>,
+    in_flight: Option<(String, Option<Vec<u8>>)>,
+    acknowledged_ops: usize,
+}
+
+impl KillModel {
+    /// After a restart: the write in flight counts if it was applied;
+    /// then every key must read exactly as acknowledged.
+    fn settle_and_check(&mut self, c: &mut redis::Connection, context: &str) {
+        if let Some((key, outcome)) = self.in_flight.take() {
+            let found: Option<Vec<u8>> = c.get(&key).unwrap();
+            if found == outcome {
+                self.acknowledged.insert(key, outcome);
+            }
+        }
+        let keys: Vec<&String> = self.acknowledged.keys().collect();
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.get(*key);
+        }
+        let found: Vec<Option<Vec<u8>>> = pipe.query(c).unwrap();
+        for (key, found) in keys.iter().zip(found) {
+            let expected = &self.acknowledged[*key];
+            assert!(
+                &found == expected,
+                "{context}: {key} lost or wrong after kill -9: found {:?}, acknowledged {:?}",
+                found.as_ref().map(|f| String::from_utf8_lossy(&f[..f.len().min(16)]).into_owned()),
+                expected.as_ref().map(|v| String::from_utf8_lossy(&v[..v.len().min(16)]).into_owned()),
+            );
         }
     }
 }
 
-/// Writes with a verifying client, kills the server with SIGKILL at a
-/// random moment, restarts it, and checks every acknowledged write. The
-/// write in flight when the server died may or may not have been applied
-/// (it was not acknowledged): either outcome is accepted, nothing else.
-fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
-    let mut acknowledged: std::collections::HashMap<String, Vec<u8>> = std::collections::HashMap::new();
-    let mut in_flight: Option<(String, Vec<u8>)> = None;
-    for round in 0..3 {
-        let server = Server::start(&pool.0, extra);
-        {
-            let mut c = server.client();
-            settle(&mut c, &mut in_flight, &mut acknowledged);
-            for (key, value) in &acknowledged {
-                let found: Option<Vec<u8>> = c.get(key).unwrap();
-                assert!(
-                    found.as_ref() == Some(value),
-                    "round {round}: {key} lost or wrong after kill -9: found {:?}, acknowledged {:?}",
-                    found.as_ref().map(|f| String::from_utf8_lossy(&f[..f.len().min(12)]).into_owned()),
-                    String::from_utf8_lossy(&value[..value.len().min(12)])
-                );
+/// A client's load until the server dies: SET (values up to 20 KB), DEL,
+/// and GETs checked against what it knows.
+fn kill_load(resp: SocketAddr, client: usize, round: usize, mut model: KillModel) -> KillModel {
+    let Ok(connection) = redis::Client::open(format!("redis://{resp}/")) else { return model };
+    let Ok(mut c) = connection.get_connection() else { return model };
+    let mut rng = (client as u64 + 1) * 0x9e37_79b9 + round as u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for i in 0.. {
+        let key = format!("c{client}:k{}", next() % 150);
+        let outcome = match next() % 10 {
+            0..=5 => {
+                let len = [10, 300, 3000, 20_000][(next() % 4) as usize];
+                let value: Vec<u8> =
+                    format!("{round}:{client}:{i}:").bytes().chain((0..len).map(|j| (i + j) as u8)).collect();
+                Some(Some(value))
+            }
+            6..=7 => Some(None),
+            _ => None,
+        };
+        match outcome {
+            Some(outcome) => {
+                model.in_flight = Some((key.clone(), outcome.clone()));
+                let done = match &outcome {
+                    Some(value) => c.set::<_, _, ()>(&key, value).is_ok(),
+                    None => c.del::<_, ()>(&key).is_ok(),
+                };
+                if !done {
+                    return model;
+                }
+                model.in_flight = None;
+                model.acknowledged.insert(key, outcome);
+                model.acknowledged_ops += 1;
+            }
+            None => {
+                let Ok(found) = c.get::<_, Option<Vec<u8>>>(&key) else { return model };
+                let expected = model.acknowledged.get(&key).cloned().flatten();
+                assert!(found == expected, "round {round}: client {client} read {key} wrong before the kill");
             }
         }
+    }
+    unreachable!()
+}
+
+/// Three clients write, delete and read their own keys; the server is
+/// killed with SIGKILL at a random moment, `kills()` times, and restarted
+/// on the same pool. After each restart every acknowledged write must be
+/// there and every acknowledged delete absent; each client's write in
+/// flight at the kill may or may not have been applied.
+fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
+    const CLIENTS: usize = 3;
+    let mut models: Vec<KillModel> = (0..CLIENTS).map(|_| KillModel::default()).collect();
+    for round in 0..kills() {
+        let server = Server::start(&pool.0, extra);
+        let mut c = server.client();
+        for model in &mut models {
+            model.settle_and_check(&mut c, &format!("round {round}"));
+        }
         let resp = server.resp;
-        let writer = std::thread::spawn(move || {
-            let mut acked = Vec::new();
-            let Ok(client) = redis::Client::open(format!("redis://{resp}/")) else { return (acked, None) };
-            let Ok(mut c) = client.get_connection() else { return (acked, None) };
-            for i in 0.. {
-                let key = format!("r{round}:k{}", i % 500);
-                let value: Vec<u8> =
-                    format!("{round}:{i}:").bytes().chain(std::iter::repeat_n(b'v', i % 3000)).collect();
-                match c.set::<_, _, ()>(&key, &value) {
-                    Ok(()) => acked.push((key, value)),
-                    Err(_) => return (acked, Some((key, value))),
-                }
-            }
-            unreachable!()
-        });
-        std::thread::sleep(Duration::from_millis(300 + 100 * round));
+        let writers: Vec<_> = std::mem::take(&mut models)
+            .into_iter()
+            .enumerate()
+            .map(|(client, model)| std::thread::spawn(move || kill_load(resp, client, round, model)))
+            .collect();
+        std::thread::sleep(Duration::from_millis(20 + (round as u64 * 37) % 130));
         server.kill();
-        let (acked, maybe) = writer.join().unwrap();
-        assert!(!acked.is_empty(), "round {round}: the writer got acknowledgements");
-        acknowledged.extend(acked);
-        in_flight = maybe;
+        models = writers.into_iter().map(|w| w.join().unwrap()).collect();
     }
     let server = Server::start(&pool.0, extra);
     let mut c = server.client();
-    settle(&mut c, &mut in_flight, &mut acknowledged);
-    for (key, value) in &acknowledged {
-        let found: Option<Vec<u8>> = c.get(key).unwrap();
-        assert!(found.as_ref() == Some(value), "final: {key}");
+    for model in &mut models {
+        model.settle_and_check(&mut c, "final");
     }
+    let acknowledged: usize = models.iter().map(|m| m.acknowledged_ops).sum();
+    assert!(acknowledged >= kills(), "only {acknowledged} writes acknowledged over {} kills", kills());
+    eprintln!("{} kills under load, {acknowledged} writes and deletes acknowledged: none lost", kills());
 }
 
 #[test]

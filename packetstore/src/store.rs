@@ -417,6 +417,22 @@ impl Store {
         store.hashes = store.count_prefix(pool, &[NS_HASH])?;
         let (replayed, dropped) = store.replay(pool, buffers, progress)?;
         store.load_expiries(pool)?;
+        // Recovery ends with a checkpoint: the replayed records, and the
+        // overwritten values their buffers hold, are released now. Without
+        // it, a server killed before its first checkpoint, again and again,
+        // piles up records until the pool cannot even fill a receive ring.
+        if replayed > 0 {
+            store.checkpoint_all(pool, buffers)?;
+        }
+        // The buffers the previous run used stay unknown (held) until the
+        // tree's reclamation walk has found which are free; it runs in
+        // steps while serving. If what is known free now could not even
+        // fill a receive ring and the write reserve, finish it first:
+        // otherwise a restart on a pool whose earlier runs spread over
+        // the whole file cannot start (found by the kill -9 test).
+        if buffers.is_holding() && buffers.free_count() < store.config.buffers_reserve.max(64) * 2 {
+            store.finish_reclaim(pool, buffers)?;
+        }
         let report = StoreReport {
             log: log_report,
             tree_generation,
