@@ -221,13 +221,7 @@ def run_ycsb(args, storage, directory):
                           f"non-2xx {result['non2xx']}", flush=True)
                 finally:
                     stop(proc, data)
-    with open(os.path.join(RESULTS, "kv-ycsb.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["storage", "write_pct", "system", "rounds", "rps", "p99_ms", "server_us_per_req"])
-        for (st, pct, system), rows in sorted(samples.items()):
-            w.writerow([st, pct, system, len(rows), f"{median(rows, 'rps'):.0f}", f"{median(rows, 'p99_ms'):.3f}",
-                        f"{median(rows, 'server_us_per_req'):.2f}"])
-    plot_sections()
+    write_section_csv("kv-ycsb.csv", ["storage", "write_pct", "system"], samples, lambda key: list(key))
     with open(os.path.join(RESULTS, "kv.md"), "a") as f:
         f.write("\n## YCSB-like mixes over HTTP (wrk, Zipf 0.99 over 1,000 keys, 1 KiB values)\n\n")
         f.write("| storage | writes | system | req/s | p99 ms | server us/req |\n|---|---:|---|---:|---:|---:|\n")
@@ -269,13 +263,8 @@ def run_compaction(args, storage, directory):
                           f"steal {result['steal_pct']:.0f}%", flush=True)
                 finally:
                     stop(proc, data)
-    with open(os.path.join(RESULTS, "kv-compaction.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["storage", "pipeline", "compaction", "rounds", "rps", "p99_ms", "server_us_per_req"])
-        for (st, pipeline, system), rows in sorted(samples.items()):
-            w.writerow([st, pipeline, system.rsplit("-", 1)[1], len(rows), f"{median(rows, 'rps'):.0f}",
-                        f"{median(rows, 'p99_ms'):.3f}", f"{median(rows, 'server_us_per_req'):.2f}"])
-    plot_sections()
+    write_section_csv("kv-compaction.csv", ["storage", "pipeline", "compaction"], samples,
+                      lambda key: [key[0], key[1], key[2].rsplit("-", 1)[1]])
     with open(os.path.join(RESULTS, "kv.md"), "a") as f:
         f.write("\n## Compaction running (relocating continuously) vs off\n\n"
                 "redis-benchmark -t set -d 1024 -c 50 -r 100000; `--compact-waste 0` vs `--compact-waste 2`.\n\n"
@@ -330,6 +319,17 @@ def run_zero_copy_reads(args, storage, directory):
                     f"{median(rows, 'p99_ms'):.3f} | {median(rows, 'server_us_per_req'):.2f} | "
                     f"{median(copy, 'server_us_per_req') / median(rows, 'server_us_per_req'):.2f}x |\n")
     return samples
+
+
+def write_section_csv(name, key_columns, samples, key_cells):
+    """A section's medians, one row per sample key, then its plot."""
+    with open(os.path.join(RESULTS, name), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(key_columns + ["rounds", "rps", "p99_ms", "server_us_per_req"])
+        for key, rows in sorted(samples.items()):
+            w.writerow(key_cells(key) + [len(rows), f"{median(rows, 'rps'):.0f}", f"{median(rows, 'p99_ms'):.3f}",
+                                         f"{median(rows, 'server_us_per_req'):.2f}"])
+    plot_sections()
 
 
 def plot_sections():
