@@ -9,11 +9,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis::Commands;
+
+mod common;
+use common::TempPool;
 
 struct Server {
     child: Child,
@@ -79,30 +82,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-struct TempPool(PathBuf);
-
-impl TempPool {
-    fn new(name: &str) -> TempPool {
-        Self::at("/dev/shm", name)
-    }
-
-    fn on_disk(name: &str) -> TempPool {
-        Self::at(env!("CARGO_TARGET_TMPDIR"), name)
-    }
-
-    fn at(dir: &str, name: &str) -> TempPool {
-        let path = PathBuf::from(dir).join(format!("packetstore-serve-{name}-{}.pool", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        TempPool(path)
-    }
-}
-
-impl Drop for TempPool {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 

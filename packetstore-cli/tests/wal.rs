@@ -9,11 +9,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use packetstore::rng::SplitMix64;
+
+mod common;
+use common::TempPool;
 
 struct Server {
     child: Child,
@@ -58,32 +61,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-struct TempPool(PathBuf);
-
-impl TempPool {
-    /// On tmpfs: the cache-line domain (emulated persistent memory).
-    fn new(name: &str) -> TempPool {
-        Self::at("/dev/shm", name)
-    }
-
-    /// On the project's disk: the page domain (fdatasync through io_uring).
-    fn on_disk(name: &str) -> TempPool {
-        Self::at(concat!(env!("CARGO_MANIFEST_DIR"), "/../target"), name)
-    }
-
-    fn at(dir: &str, name: &str) -> TempPool {
-        let path = PathBuf::from(format!("{dir}/packetstore-wal-{name}-{}.pool", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        TempPool(path)
-    }
-}
-
-impl Drop for TempPool {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 
