@@ -506,24 +506,48 @@ fn sync_parent_directory(path: &Path) -> io::Result<()> {
 /// when the file closes (even if the process dies). OFD locks do not report
 /// their holder, so the holder writes its pid into an advisory field of the
 /// header page for a refused opener to read.
+///
+/// A killed holder's lock can outlive its pid by a moment: the kernel tears
+/// an io_uring instance down in a worker after the process is reaped, and a
+/// request still in flight there (an fdatasync of the pool) keeps the file
+/// open until it completes. So when the recorded holder no longer runs, the
+/// opener retries for up to `LOCK_DEAD_HOLDER_WAIT_MS` before refusing.
 fn lock(file: &File, path: &Path) -> Result<(), PoolError> {
     let fd = file.as_raw_fd();
     let request = flock_request(libc::F_WRLCK as i16, 0);
-    // SAFETY: fd is open; `request` is a valid struct flock.
-    if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &request) } != 0 {
+    let started = std::time::Instant::now();
+    loop {
+        // SAFETY: fd is open; `request` is a valid struct flock.
+        if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &request) } == 0 {
+            return Ok(());
+        }
         let error = io::Error::last_os_error();
-        if matches!(error.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) {
-            let mut pid = [0u8; 4];
-            let holder = file
-                .read_exact_at(&mut pid, HDR_HOLDER_PID)
-                .ok()
-                .map(|_| i32::from_le_bytes(pid))
-                .filter(|&pid| pid > 0);
+        if !matches!(error.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) {
+            return Err(PoolError::Io { path: path.into(), source: error });
+        }
+        let mut pid = [0u8; 4];
+        let holder =
+            file.read_exact_at(&mut pid, HDR_HOLDER_PID).ok().map(|_| i32::from_le_bytes(pid)).filter(|&pid| pid > 0);
+        let holder_gone = holder.is_some_and(|pid| !process_runs(pid));
+        if !holder_gone || started.elapsed().as_millis() >= LOCK_DEAD_HOLDER_WAIT_MS as u128 {
             return Err(PoolError::Locked { path: path.into(), holder });
         }
-        return Err(PoolError::Io { path: path.into(), source: error });
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Ok(())
+}
+
+/// How long an opener waits for the lock of a holder that no longer runs.
+const LOCK_DEAD_HOLDER_WAIT_MS: u64 = 10_000;
+
+/// Whether `pid` names a process that runs (a zombie does not: it holds no
+/// files). Reads `/proc/<pid>/stat`; without /proc, assumes it runs.
+fn process_runs(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and
+        // may itself contain parentheses: take the text after the last ')'.
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z"),
+        Err(error) => error.kind() != io::ErrorKind::NotFound,
+    }
 }
 
 /// Records this process as the holder. Called only once the file has been

@@ -164,6 +164,32 @@ fn a_second_opener_is_refused() {
     Pool::open(&path, &PersistOptions::default()).expect("the lock is released on drop");
 }
 
+/// A killed server's lock can outlive its pid: the kernel finishes the
+/// dead process's io_uring requests (an fdatasync of the pool) in a worker
+/// after the process is reaped. An opener that finds the recorded holder
+/// gone waits for the lock instead of refusing a restart.
+#[test]
+fn a_lock_whose_holder_is_gone_is_waited_for() {
+    use std::os::unix::fs::FileExt;
+    let dir = TempDir::new("/dev/shm", "lock-dead");
+    let path = dir.path("p");
+    let pool = Pool::create(&path, GEOMETRY, &PersistOptions::default()).unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id() as i32;
+    child.wait().unwrap();
+    // The holder pid field of the header page (docs/format.md, offset 256).
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&dead_pid.to_le_bytes(), 256).unwrap();
+    let started = std::time::Instant::now();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(pool);
+    });
+    Pool::open(&path, &PersistOptions::default()).expect("the opener waits for a dead holder's lock");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(250), "opened while the lock was still held");
+    release.join().unwrap();
+}
+
 /// Run by `a_second_opener_is_refused` in a child process; as a test of its
 /// own it checks that opening a pool that does not exist is a clear error.
 #[test]
