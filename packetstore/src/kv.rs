@@ -1688,9 +1688,10 @@ pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
     let mut i = 0;
     while i < text.len() {
         if text[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            let value = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-            out.push(value);
+            // Exactly two hex digits (from_str_radix alone would also take
+            // a sign: "%+1").
+            let digit = |at: usize| (*text.get(at)? as char).to_digit(16);
+            out.push((digit(i + 1)? << 4 | digit(i + 2)?) as u8);
             i += 3;
         } else {
             out.push(text[i]);
@@ -1808,5 +1809,21 @@ impl App for KvServer {
 
     fn tick_interval(&self) -> Option<Duration> {
         Some(Duration::from_millis(100))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_escapes_take_exactly_two_hex_digits() {
+        assert_eq!(percent_decode(b"a%20b%2F%2f"), Some(b"a b//".to_vec()));
+        assert_eq!(percent_decode(b"%00%ff"), Some(vec![0, 255]));
+        // Found by fuzzing (fuzz/regressions/http_head/percent-plus-sign):
+        // u8::from_str_radix accepted a sign, so "%+1" decoded to 0x01.
+        for bad in [&b"%+1"[..], b"%-1", b"%1", b"%", b"%zz", b"%1g"] {
+            assert_eq!(percent_decode(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 }

@@ -348,8 +348,28 @@ fn find_crlf(bytes: &[u8]) -> Option<usize> {
     None
 }
 
+/// A length as Redis reads it (`string2ll`): canonical decimal only, so no
+/// sign but a leading '-', no leading zeros, no "-0", within i64.
 fn parse_int(text: &[u8]) -> Option<i64> {
-    std::str::from_utf8(text).ok()?.parse().ok()
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    match digits {
+        [b'0'] if !negative => return Some(0),
+        [b'1'..=b'9', ..] => {}
+        _ => return None,
+    }
+    let mut value: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(b - b'0');
+        value = value.checked_mul(10)?;
+        value = if negative { value.checked_sub(digit)? } else { value.checked_add(digit)? };
+    }
+    Some(value)
 }
 
 // ---- replies ----
@@ -561,6 +581,26 @@ mod tests {
             (b"key:[", b"key:[", true),
         ] {
             assert_eq!(glob_match(pattern, text), expected, "{:?} ~ {:?}", String::from_utf8_lossy(pattern), text);
+        }
+    }
+
+    #[test]
+    fn lengths_are_canonical_decimal_as_in_redis() {
+        for (text, want) in [
+            (&b"0"[..], Some(0)),
+            (b"12", Some(12)),
+            (b"-1", Some(-1)),
+            (b"9223372036854775807", Some(i64::MAX)),
+            (b"-9223372036854775808", Some(i64::MIN)),
+            (b"9223372036854775808", None),
+            (b"+1", None),
+            (b"01", None),
+            (b"-0", None),
+            (b"", None),
+            (b"-", None),
+            (b"1 ", None),
+        ] {
+            assert_eq!(parse_int(text), want, "{:?}", String::from_utf8_lossy(text));
         }
     }
 
