@@ -100,6 +100,29 @@ pub struct LoopArgs {
     /// +10-28% on ext4 here, neutral on /dev/shm).
     #[arg(long)]
     pub whole_buffers: bool,
+    /// Connections served at once; beyond it new ones are closed at once
+    /// and counted (INFO rejected_connections). Also bounded by the open
+    /// file limit (ulimit -n).
+    #[arg(long, default_value_t = 10_000)]
+    pub connections_max: usize,
+    /// Back-pressure: a client this far behind reading its replies is not
+    /// served (and soon not read) until it catches up.
+    #[arg(long, default_value = "4MiB")]
+    pub client_pause: String,
+    /// A paused client that reads nothing for this long is disconnected.
+    #[arg(long, default_value = "60s")]
+    pub client_stall_timeout: String,
+}
+
+impl LoopArgs {
+    /// The engine's limits on clients, from the flags.
+    pub fn client_limits(&self) -> anyhow::Result<(usize, u64, std::time::Duration)> {
+        anyhow::ensure!(self.connections_max >= 1, "--connections-max must be at least 1");
+        let pause = parse_size(&self.client_pause).context("--client-pause")?;
+        anyhow::ensure!(pause >= 64 * 1024, "--client-pause must be at least 64KiB");
+        let stall = parse_duration(&self.client_stall_timeout).context("--client-stall-timeout")?;
+        Ok((self.connections_max, pause, stall))
+    }
 }
 
 #[derive(clap::Args, Clone, Debug)]

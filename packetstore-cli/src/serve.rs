@@ -170,6 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let http_addr = packetstore::net::local_addr(&http)?;
     let resp_addr = packetstore::net::local_addr(&resp)?;
     let listeners = vec![http, resp];
+    let (connections_max, out_pause_bytes, stall_timeout) = args.loop_args.client_limits()?;
     let stop = AtomicBool::new(false);
     let kind = match policy {
         None => "io uring".to_string(),
@@ -188,6 +189,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 busy_poll: args.loop_args.busy_poll,
                 syncs_in_flight: args.loop_args.syncs_in_flight,
                 incremental: persist == Persist::ZeroCopy && !args.loop_args.whole_buffers,
+                connections_max,
+                out_pause_bytes,
+                stall_timeout,
                 ..EngineConfig::default()
             };
             let mut engine = Engine::new(&pool, &mut buffers, &mut server, config, listeners)?;

@@ -80,6 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let config = WalConfig { persist, body_size_max: parse_size(&args.body_size_max)?, buffers_reserve };
+    let (connections_max, out_pause_bytes, stall_timeout) = args.loop_args.client_limits()?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "packetstore wal {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "pool: {} ({:.1} MiB, {})", args.pool.display(), pool.len() as f64 / 1048576.0, geometry)?;
@@ -104,6 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let busy_poll = args.loop_args.busy_poll;
             let syncs_in_flight = args.loop_args.syncs_in_flight;
             let incremental = persist == Persist::ZeroCopy && policy.is_none() && !args.loop_args.whole_buffers;
+            // Each loop takes its share of the connection limit.
+            let connections_max = connections_max.div_ceil(threads as usize);
             scope.spawn(move || {
                 let loop_config = EngineConfig {
                     listen: addr,
@@ -111,6 +114,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     busy_poll,
                     syncs_in_flight,
                     incremental,
+                    connections_max,
+                    out_pause_bytes,
+                    stall_timeout,
                     ..EngineConfig::default()
                 };
                 let result = serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready);

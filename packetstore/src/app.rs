@@ -71,6 +71,11 @@ pub struct IoCounters {
     pub accepted: u64,
     pub refused: u64,
     pub enobufs: u64,
+    /// Clients paused by back-pressure, and disconnected for not reading.
+    pub paused: u64,
+    pub stalled: u64,
+    /// Trickling streams coalesced.
+    pub coalesced: u64,
 }
 
 /// Gives a fully consumed segment's buffer back to the loop.

@@ -52,6 +52,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
@@ -68,6 +69,12 @@ const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
 const OP_SYNC: u64 = 4;
 const OP_TIMER: u64 = 5;
+const OP_CANCEL: u64 = 6;
+/// A stream of more segments than this (a peer trickling bytes, or input
+/// waiting while paused) is coalesced into one, if it holds at most
+/// `COALESCE_BYTES_MAX` bytes.
+const STREAM_SEGMENTS_MAX: usize = 32;
+const COALESCE_BYTES_MAX: usize = 256 << 10;
 /// Slices one send may carry (iovecs of a sendmsg).
 const SEND_SLICES_MAX: usize = 64;
 const BUFFER_GROUP: u16 = 0;
@@ -95,6 +102,15 @@ pub struct EngineConfig {
     /// receives pack into a pool buffer until it is full, so small
     /// requests share buffers and pages instead of taking one each.
     pub incremental: bool,
+    /// Back-pressure: a connection with this many reply bytes unsent is
+    /// paused (its requests are not served) until its peer has read half.
+    pub out_pause_bytes: u64,
+    /// A paused connection stops receiving once this many request bytes
+    /// wait: the socket's buffer then fills and TCP stops the peer.
+    pub input_pause_bytes: usize,
+    /// A paused connection whose peer reads nothing for this long is
+    /// disconnected.
+    pub stall_timeout: Duration,
 }
 
 impl Default for EngineConfig {
@@ -108,6 +124,9 @@ impl Default for EngineConfig {
             reuse_port: false,
             syncs_in_flight: 1,
             incremental: false,
+            out_pause_bytes: 4 << 20,
+            input_pause_bytes: 256 << 10,
+            stall_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -123,6 +142,12 @@ pub struct EngineStats {
     pub received_bytes: u64,
     pub enobufs: u64,
     pub starved_bids_max: u64,
+    /// Connections paused because their peer did not read replies.
+    pub paused: u64,
+    /// ... and disconnected because it went on not reading.
+    pub stalled: u64,
+    /// Streams of many small segments copied into one (trickling peers).
+    pub coalesced: u64,
 }
 
 struct InFlightSync<T> {
@@ -151,6 +176,11 @@ struct Conn<C> {
     send_len: usize,
     send_in_flight: bool,
     recv_armed: bool,
+    /// Back-pressure: the peer is behind reading replies, so its requests
+    /// wait; since when it has read nothing (a stall).
+    paused_since: Option<Instant>,
+    /// An AsyncCancel of the receive is in flight (paused input).
+    recv_cancelling: bool,
     /// Stop reading: the peer closed, failed, or the protocol said so.
     closing: bool,
     shut_down: bool,
@@ -202,6 +232,8 @@ pub struct Engine<'a, A: App> {
     /// leave once that sync is done.
     next_epoch: u64,
     held_conns: Vec<u32>,
+    /// Connections paused by back-pressure (checked for stalls).
+    paused: Vec<u32>,
     /// The application's timer: its timespec (fixed address while armed).
     timer: Box<types::Timespec>,
     timer_armed: bool,
@@ -288,6 +320,7 @@ impl<'a, A: App> Engine<'a, A> {
             syncs: std::collections::VecDeque::new(),
             next_epoch: 1,
             held_conns: Vec::new(),
+            paused: Vec::new(),
             timer: Box::new(types::Timespec::new()),
             timer_armed: false,
             stats: EngineStats::default(),
@@ -367,7 +400,15 @@ impl<'a, A: App> Engine<'a, A> {
 
     /// Arms the application's timer if it wants one and none is armed.
     fn arm_timer(&mut self) -> io::Result<()> {
-        let Some(interval) = self.app.tick_interval() else { return Ok(()) };
+        // Paused connections are checked for stalls at least every second.
+        let stall_check = (!self.paused.is_empty()).then_some(Duration::from_secs(1));
+        let interval = match (self.app.tick_interval(), stall_check) {
+            (Some(app), Some(stall)) => app.min(stall),
+            (app, stall) => match app.or(stall) {
+                Some(interval) => interval,
+                None => return Ok(()),
+            },
+        };
         if self.timer_armed {
             return Ok(());
         }
@@ -403,7 +444,11 @@ impl<'a, A: App> Engine<'a, A> {
             OP_RECV => self.received(slot, generation, result, flags),
             OP_SEND => self.sent(slot, result),
             OP_SYNC => self.synced(u64::from(slot), result)?,
-            OP_TIMER => self.timer_armed = false,
+            OP_TIMER => {
+                self.timer_armed = false;
+                self.disconnect_stalled();
+            }
+            OP_CANCEL => {}
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
@@ -424,7 +469,11 @@ impl<'a, A: App> Engine<'a, A> {
             generation: self.generation,
             stream: Stream::new(),
             state: self.app.connect(listener),
-            out: OutQueue::new(),
+            out: {
+                let mut out = OutQueue::new();
+                out.set_pause_bytes(self.config.out_pause_bytes);
+                out
+            },
             classified: Mark::default(),
             held_marks: std::collections::VecDeque::new(),
             iov: Vec::with_capacity(SEND_SLICES_MAX),
@@ -433,6 +482,8 @@ impl<'a, A: App> Engine<'a, A> {
             send_len: 0,
             send_in_flight: false,
             recv_armed: false,
+            paused_since: None,
+            recv_cancelling: false,
             closing: false,
             shut_down: false,
             dirty: false,
@@ -457,15 +508,41 @@ impl<'a, A: App> Engine<'a, A> {
                 self.ring_available += release_segment(segment, self.buffers, &mut self.bufring, &self.backing);
             } else {
                 conn.stream.push(segment);
-                if !conn.dirty {
+                if conn.stream.segment_count() > STREAM_SEGMENTS_MAX && conn.stream.len() <= COALESCE_BYTES_MAX {
+                    let (buffers, bufring, backing) = (&mut *self.buffers, &mut self.bufring, &self.backing);
+                    let available = &mut self.ring_available;
+                    conn.stream.coalesce(|segment| *available += release_segment(segment, buffers, bufring, backing));
+                    self.stats.coalesced += 1;
+                }
+                if conn.paused_since.is_some() {
+                    // Its requests wait; once enough do, stop receiving.
+                    if conn.stream.len() >= self.config.input_pause_bytes && conn.recv_armed && !conn.recv_cancelling {
+                        conn.recv_cancelling = true;
+                        let entry = opcode::AsyncCancel::new(user_data(OP_RECV, slot, conn.generation))
+                            .build()
+                            .user_data(user_data(OP_CANCEL, slot, conn.generation));
+                        // A full submission queue is drained by `push`.
+                        let _ = self.push(entry);
+                    }
+                } else if !conn.dirty {
                     conn.dirty = true;
                     self.dirty.push(slot);
                 }
             }
+        } else if result == -libc::ECANCELED && self.conns[slot as usize].as_ref().is_some_and(|c| c.recv_cancelling) {
+            // Paused input: stopped on purpose; re-armed on resumption.
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            conn.recv_cancelling = false;
+            conn.recv_armed = false;
+            if conn.paused_since.is_none() && !conn.closing {
+                self.rearm.push(slot);
+            }
+            return;
         } else if result == -libc::ENOBUFS {
             self.stats.enobufs += 1;
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.recv_armed = false;
+            conn.recv_cancelling = false;
             self.out_of_buffers.push(slot);
             return;
         } else {
@@ -481,6 +558,8 @@ impl<'a, A: App> Engine<'a, A> {
         if !more {
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.recv_armed = false;
+            // A cancel that finds no receive any more completes -ENOENT.
+            conn.recv_cancelling = false;
             if conn.closing {
                 self.pending.push(slot);
             } else {
@@ -562,8 +641,49 @@ impl<'a, A: App> Engine<'a, A> {
         } else {
             debug_assert!(result as usize <= conn.send_len);
             conn.out.advance(result as usize, &mut release);
+            if conn.paused_since.is_some() {
+                if conn.out.unsent_len() <= self.config.out_pause_bytes / 2 {
+                    // Resume: serve what waited, and receive again.
+                    conn.paused_since = None;
+                    if !conn.dirty {
+                        conn.dirty = true;
+                        self.dirty.push(slot);
+                    }
+                    if !conn.recv_armed && !conn.closing {
+                        self.rearm.push(slot);
+                    }
+                } else if result > 0 {
+                    conn.paused_since = Some(Instant::now());
+                }
+            }
         }
         self.pending.push(slot);
+    }
+
+    /// Disconnects paused connections whose peer has read nothing for the
+    /// stall timeout: shutdown() fails the blocked send and ends the
+    /// receive, and the connection closes as any other.
+    fn disconnect_stalled(&mut self) {
+        let timeout = self.config.stall_timeout;
+        let mut paused = std::mem::take(&mut self.paused);
+        paused.retain(|&slot| {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { return false };
+            let Some(since) = conn.paused_since else { return false };
+            if since.elapsed() < timeout {
+                return true;
+            }
+            conn.paused_since = None;
+            conn.closing = true;
+            if !conn.shut_down {
+                conn.shut_down = true;
+                // SAFETY: our descriptor; its pending operations complete.
+                unsafe { libc::shutdown(conn.fd, libc::SHUT_RDWR) };
+            }
+            self.stats.stalled += 1;
+            self.pending.push(slot);
+            false
+        });
+        self.paused = paused;
     }
 
     fn end_turn(&mut self) -> io::Result<()> {
@@ -595,7 +715,8 @@ impl<'a, A: App> Engine<'a, A> {
         let rearm = std::mem::take(&mut self.rearm);
         for slot in rearm {
             let Some(conn) = self.conns[slot as usize].as_ref() else { continue };
-            if !conn.recv_armed && !conn.closing {
+            let input_paused = conn.paused_since.is_some() && conn.stream.len() >= self.config.input_pause_bytes;
+            if !conn.recv_armed && !conn.closing && !input_paused {
                 self.arm_recv(slot)?;
             }
         }
@@ -610,6 +731,9 @@ impl<'a, A: App> Engine<'a, A> {
             accepted: self.stats.accepted,
             refused: self.stats.refused,
             enobufs: self.stats.enobufs,
+            paused: self.stats.paused,
+            stalled: self.stats.stalled,
+            coalesced: self.stats.coalesced,
         });
         let dirty = std::mem::take(&mut self.dirty);
         let mut more = Vec::new();
@@ -632,6 +756,11 @@ impl<'a, A: App> Engine<'a, A> {
             );
             if progress.close {
                 conn.closing = true;
+            }
+            if conn.out.is_full() && conn.paused_since.is_none() && !conn.closing {
+                conn.paused_since = Some(Instant::now());
+                self.paused.push(slot);
+                self.stats.paused += 1;
             }
             if progress.more && !progress.close {
                 more.push(slot);
@@ -832,6 +961,7 @@ fn release_segment(segment: Segment, buffers: &mut Buffers, bufring: &mut BufRin
             1
         }
         (Source::Private(_), Backing::Pool { .. }) => unreachable!("private segment in a zero-copy engine"),
+        (Source::Heap, _) => unreachable!("the stream releases its own heap segments"),
     }
 }
 

@@ -266,6 +266,7 @@ impl<'a, A: App> EpollServer<'a, A> {
                 Source::Pool(buffer) => {
                     buffers.release(buffer).expect("a referenced buffer");
                 }
+                Source::Heap => unreachable!("the stream releases its own heap segments"),
             };
             let progress = self.app.on_input(
                 self.pool,

@@ -285,7 +285,7 @@ impl KvServer {
     ) -> Progress {
         let mut progress = Progress::default();
         let config = self.receive_config();
-        while progress.requests < requests_max && !progress.close {
+        while progress.requests < requests_max && !progress.close && !out.is_full() {
             if !self.store.batch_has_room() {
                 progress.more = true;
                 break;
@@ -781,7 +781,7 @@ impl KvServer {
         if wants("stats") {
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\n\r\n",
+                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ncoalesced_streams:{}\r\n\r\n",
                 self.stats.commands,
                 self.stats.http_requests,
                 self.stats.writes,
@@ -790,7 +790,10 @@ impl KvServer {
                 self.stats.errors,
                 self.stats.bytes_sent_zero_copy,
                 self.stats.bytes_sent_copied,
-                self.io.enobufs
+                self.io.enobufs,
+                self.io.paused,
+                self.io.stalled,
+                self.io.coalesced
             );
         }
         if wants("keyspace") {
@@ -1467,7 +1470,7 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let mut progress = Progress::default();
-        while progress.requests < requests_max && !progress.close {
+        while progress.requests < requests_max && !progress.close && !out.is_full() {
             if conn.http.is_some() {
                 if !self.take_http_body(pool, buffers, conn, stream, release) {
                     break;

@@ -11,6 +11,10 @@
 //! counts inline bytes, `parts` pool parts, so a [`Mark`] taken at the end
 //! of a turn stays valid while earlier bytes are sent and dropped.
 //!
+//! Back-pressure: `is_full` says the peer is `pause_bytes` behind reading;
+//! the applications stop serving its requests, and the engine stops
+//! reading them, until it catches up.
+//!
 //! Invariant: the parts are sorted by the inline position they sit at;
 //! every part in the queue holds exactly one reference on its buffer, which
 //! is given back (through the caller's release function) when the part has
@@ -55,6 +59,10 @@ pub struct OutQueue {
     sent_part: u32,
     /// How far the queue may be sent.
     ready: Mark,
+    /// Bytes of the parts in the queue (sent or not).
+    parts_bytes: u64,
+    /// `is_full` above this many unsent bytes (0: never full).
+    pause_bytes: u64,
 }
 
 // SAFETY: the part pointers refer to pool memory whose buffers the queue
@@ -85,6 +93,28 @@ impl OutQueue {
         assert!(len > 0, "an empty pool part");
         let at = self.inline_base + self.inline.len() as u64;
         self.parts.push_back(Part { at, ptr, len, buffer });
+        self.parts_bytes += u64::from(len);
+    }
+
+    /// Sets the back-pressure threshold: `is_full` once this many bytes
+    /// are unsent (0: never).
+    pub fn set_pause_bytes(&mut self, bytes: u64) {
+        self.pause_bytes = bytes;
+    }
+
+    /// Whether the peer is so far behind reading replies that no more
+    /// requests should be served for it until it catches up.
+    pub fn is_full(&self) -> bool {
+        self.pause_bytes != 0 && self.unsent_len() >= self.pause_bytes
+    }
+
+    /// Unsent bytes that may still be queued before `is_full`.
+    pub fn room(&self) -> u64 {
+        if self.pause_bytes == 0 {
+            u64::MAX
+        } else {
+            self.pause_bytes.saturating_sub(self.unsent_len())
+        }
     }
 
     /// The end of everything pushed so far.
@@ -118,8 +148,7 @@ impl OutQueue {
     /// Bytes queued and not yet sent (inline and pool).
     pub fn unsent_len(&self) -> u64 {
         let inline = self.inline_base + self.inline.len() as u64 - self.sent_inline;
-        let parts: u64 = self.parts.iter().map(|p| u64::from(p.len)).sum();
-        inline + parts - u64::from(self.sent_part)
+        inline + self.parts_bytes - u64::from(self.sent_part)
     }
 
     /// The ready, unsent bytes as up to `max` slices, in order. Returns
@@ -185,6 +214,7 @@ impl OutQueue {
                 self.sent_part = 0;
                 let part = self.parts.pop_front().expect("checked");
                 self.parts_base += 1;
+                self.parts_bytes -= u64::from(part.len);
                 release(part.buffer);
             }
         }
@@ -210,6 +240,7 @@ impl OutQueue {
             release(part.buffer);
             self.parts_base += 1;
         }
+        self.parts_bytes = 0;
         let end = self.end();
         self.inline_base = end.inline;
         self.inline.clear();
@@ -297,5 +328,23 @@ mod tests {
         queue.advance(3, |b| released.push(b));
         assert_eq!(released, vec![1, 2]);
         assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn full_counts_unsent_inline_and_pool_bytes() {
+        let mut queue = OutQueue::new();
+        assert!(!queue.is_full() && queue.room() == u64::MAX, "no threshold: never full");
+        queue.set_pause_bytes(8);
+        queue.push(b"abc");
+        // SAFETY: static data.
+        unsafe { queue.push_pool(1, VALUE.as_ptr(), 4) };
+        assert_eq!((queue.unsent_len(), queue.room(), queue.is_full()), (7, 1, false));
+        queue.push(b"d");
+        assert!(queue.is_full());
+        queue.ready_all();
+        queue.advance(5, |_| {});
+        assert_eq!((queue.unsent_len(), queue.is_full()), (3, false), "sent bytes no longer count");
+        queue.clear(|_| {});
+        assert_eq!(queue.unsent_len(), 0);
     }
 }

@@ -6,6 +6,10 @@
 //! or a private buffer (the copy and epoll paths). A request may straddle
 //! segments, and one segment may hold several requests (pipelining).
 //!
+//! A peer that trickles bytes (one per receive) would otherwise pin one
+//! receive buffer, or one slot of a shared one, per byte: `coalesce` copies
+//! a stream of many small segments into one the stream owns.
+//!
 //! Invariant: the stream holds one reference on the buffer of every segment
 //! it holds; a segment's memory stays valid and is not written (the engine
 //! does not hand its buffer back to the kernel) until the segment is fully
@@ -25,6 +29,10 @@ pub enum Source {
     Pool(u32),
     /// A private buffer of the receiving loop, by its id there.
     Private(u32),
+    /// Memory the stream owns: small segments coalesced (`coalesce`).
+    /// Released by the stream itself; callers' release functions never see
+    /// one.
+    Heap,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +72,8 @@ impl Segment {
 #[derive(Default)]
 pub struct Stream {
     segments: VecDeque<Segment>,
+    /// The memory of `Heap` segments, in stream order.
+    heap: VecDeque<Box<[u8]>>,
     /// Bytes of the front segment already consumed.
     front_consumed: u32,
     len: usize,
@@ -224,17 +234,49 @@ impl Stream {
             }
             n -= available;
             self.front_consumed = 0;
-            release(self.segments.pop_front().expect("checked"));
+            let segment = self.segments.pop_front().expect("checked");
+            self.release_one(segment, &mut release);
         }
     }
 
     /// Releases every segment (the connection is closing).
     pub fn clear(&mut self, mut release: impl FnMut(Segment)) {
-        for segment in self.segments.drain(..) {
-            release(segment);
+        while let Some(segment) = self.segments.pop_front() {
+            self.release_one(segment, &mut release);
         }
         self.front_consumed = 0;
         self.len = 0;
+    }
+
+    /// Copies the unconsumed bytes into one segment the stream owns and
+    /// releases the segments they came from. For a stream of many small
+    /// segments (a peer trickling bytes): bounds the receive buffers and
+    /// the segment list it pins, and lets a head be parsed without
+    /// gathering. Values received from then on are copied, not kept in
+    /// place: the bytes are no longer in the pool.
+    pub fn coalesce(&mut self, mut release: impl FnMut(Segment)) {
+        if self.segments.len() <= 1 {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(self.len);
+        self.for_each_slice(self.len, |slice| bytes.extend_from_slice(slice));
+        let len = self.len;
+        self.clear(&mut release);
+        let bytes = bytes.into_boxed_slice();
+        // SAFETY: the box's heap block does not move while the box lives in
+        // `self.heap`; it is dropped only when this segment is released.
+        let segment = unsafe { Segment::new(Source::Heap, bytes.as_ptr(), 0, len as u32) };
+        self.heap.push_back(bytes);
+        self.push(segment);
+    }
+
+    fn release_one(&mut self, segment: Segment, release: &mut impl FnMut(Segment)) {
+        if segment.source == Source::Heap {
+            let memory = self.heap.pop_front().expect("a heap segment owns memory");
+            assert_eq!(memory.as_ptr(), segment.ptr, "heap segments are released in order");
+        } else {
+            release(segment);
+        }
     }
 }
 
@@ -286,5 +328,32 @@ mod tests {
         let mut released = 0;
         stream.clear(|_| released += 1);
         assert_eq!((released, stream.len()), (1, 0));
+    }
+
+    #[test]
+    fn coalesce_owns_the_bytes_and_releases_the_segments() {
+        let mut stream = Stream::new();
+        let text: &'static [u8] = b"GET /kv/slow HTTP/1.1\r\n\r\n";
+        for (i, byte) in text.iter().enumerate() {
+            // SAFETY: static bytes.
+            stream.push(unsafe { Segment::new(Source::Private(i as u32), byte, 0, 1) });
+        }
+        stream.consume(4, |_| {});
+        let mut released = Vec::new();
+        stream.coalesce(|segment| released.push(segment.source));
+        assert_eq!(released.len(), text.len() - 4, "every remaining segment is released");
+        assert_eq!(stream.segment_count(), 1);
+        assert_eq!(stream.front(), &text[4..]);
+        // More arrives; coalescing again folds the heap segment in.
+        // SAFETY: static bytes.
+        stream.push(unsafe { Segment::new(Source::Private(99), b"xy".as_ptr(), 0, 2) });
+        released.clear();
+        stream.coalesce(|segment| released.push(segment.source));
+        assert_eq!(released, vec![Source::Private(99)], "a heap segment is the stream's own to release");
+        let mut all = Vec::new();
+        stream.for_each_slice(stream.len(), |bytes| all.extend_from_slice(bytes));
+        assert_eq!(all, [&text[4..], b"xy"].concat());
+        stream.consume(stream.len(), |segment| panic!("released {segment:?} to the caller"));
+        assert!(stream.heap.is_empty() && stream.is_empty());
     }
 }

@@ -281,7 +281,7 @@ impl Wal {
     }
 
     /// Serves up to `requests_max` requests from `stream`, appending replies
-    /// to `out`. `release` gives back a fully consumed segment's buffer.
+    /// to `out` until it holds `out_limit` bytes (back-pressure). `release` gives back a fully consumed segment's buffer.
     #[allow(clippy::too_many_arguments)]
     pub fn serve(
         &mut self,
@@ -290,11 +290,12 @@ impl Wal {
         conn: &mut ConnState,
         stream: &mut Stream,
         out: &mut Vec<u8>,
+        out_limit: usize,
         requests_max: usize,
         release: &mut Release<'_>,
     ) -> Progress {
         let mut progress = Progress::default();
-        while progress.requests < requests_max && !progress.close {
+        while progress.requests < requests_max && !progress.close && out.len() < out_limit {
             if conn.request.is_some() {
                 if !self.take_body(pool, buffers, conn, stream, release) {
                     break; // the body is still arriving
@@ -539,7 +540,9 @@ impl App for Wal {
         requests_max: usize,
         release: &mut Release<'_>,
     ) -> Progress {
-        self.serve(pool, buffers, conn, stream, out.bytes(), requests_max, release)
+        // Back-pressure: stop once the peer is `room` bytes behind.
+        let out_limit = usize::try_from(out.room()).unwrap_or(usize::MAX).saturating_add(out.bytes().len());
+        self.serve(pool, buffers, conn, stream, out.bytes(), out_limit, requests_max, release)
     }
 
     fn abandon(&mut self, buffers: &mut Buffers, conn: &mut ConnState) {

@@ -1,7 +1,13 @@
 //! What the binary's integration tests share: a pool file that is removed
-//! when the test ends.
+//! when the test ends, and `packetstore serve` started on ephemeral ports.
 
-use std::path::PathBuf;
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// A pool path, unique to this test process, deleted on drop.
 pub struct TempPool(pub PathBuf);
@@ -27,5 +33,73 @@ impl TempPool {
 impl Drop for TempPool {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `packetstore serve` on ephemeral ports, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub http: SocketAddr,
+    pub resp: SocketAddr,
+    pub lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Server {
+    pub fn start(pool: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+            .args(["serve", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--ring-entries", "1024"])
+            .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        let (http, resp) = loop {
+            let line = stdout.next().unwrap_or_else(|| panic!("the server exited before listening: {seen:?}")).unwrap();
+            if let Some(rest) = line.strip_prefix("listening: http ") {
+                let mut words = rest.split([' ', ',']).filter(|w| !w.is_empty());
+                let http = words.next().unwrap().parse().unwrap();
+                assert_eq!(words.next(), Some("redis"));
+                let resp = words.next().unwrap().parse().unwrap();
+                break (http, resp);
+            }
+            seen.push(line);
+        };
+        let (send, lines) = std::sync::mpsc::channel();
+        for line in seen {
+            send.send(line).unwrap();
+        }
+        std::thread::spawn(move || {
+            for line in stdout.map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Server { child, http, resp, lines }
+    }
+
+    /// The start-up lines printed before listening.
+    pub fn banner(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        let client = redis::Client::open(format!("redis://{}/", self.resp)).unwrap();
+        let connection = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
+        connection.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        connection
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

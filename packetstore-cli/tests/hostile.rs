@@ -1,0 +1,320 @@
+//! Goal: hostile or broken clients cannot take the server down, exhaust its
+//! memory or its pool, or stop it serving everyone else.
+//!
+//! Method: the real binary on ephemeral ports (pools on /dev/shm), with
+//! raw sockets playing the hostile client and the `redis` crate playing a
+//! well-behaved one that must keep being answered, correctly, throughout:
+//! - a client that pipelines requests and never reads replies: paused
+//!   (back-pressure: the server stops reading it, TCP stops the client),
+//!   then disconnected after the stall timeout; server memory stays
+//!   bounded;
+//! - connections beyond `--connections-max`: closed at once and counted;
+//! - trickling clients (slowloris, a byte per send): their bytes are
+//!   coalesced, their requests still served right;
+//! - half-closed sockets: replies still arrive, then the close;
+//! - resets in the middle of a large value: every buffer comes back.
+//!
+//! Latency under these conditions is measured by `bench/hostile.py`, not
+//! here: timing belongs in benchmarks.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use redis::Commands;
+
+mod common;
+use common::{Server, TempPool};
+
+/// A field of `INFO`, as a number.
+fn info_field(connection: &mut redis::Connection, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("everything").query(connection).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(':')))
+        .unwrap_or_else(|| panic!("INFO has no {name}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The server's resident memory, in bytes.
+fn rss_bytes(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kib * 1024
+}
+
+/// The well-behaved client is answered, correctly.
+fn still_served(good: &mut redis::Connection, round: usize) {
+    let key = format!("good:{round}");
+    let _: () = good.set(&key, round).unwrap();
+    let got: usize = good.get(&key).unwrap();
+    assert_eq!(got, round, "the well-behaved client's read");
+}
+
+#[test]
+fn a_client_that_never_reads_is_paused_then_disconnected() {
+    let pool = TempPool::new("never-reads");
+    let server = Server::start(&pool.0, &["--client-pause", "256KiB", "--client-stall-timeout", "2s"]);
+    let mut good = server.client();
+    let _: () = good.set("v", vec![b'x'; 200]).unwrap();
+    let rss_before = rss_bytes(&server);
+    // The hostile client: GETs of a 200-byte value (replies 30x larger
+    // than the requests), never reading a reply.
+    let mut hostile = TcpStream::connect(server.resp).unwrap();
+    hostile.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+    let batch = b"GET v\r\n".repeat(4096);
+    let cap = 48 << 20;
+    let mut sent = 0usize;
+    let mut blocked_since = None;
+    let mut round = 0;
+    while sent < cap {
+        match hostile.write(&batch) {
+            Ok(n) => {
+                sent += n;
+                blocked_since = None;
+            }
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                // Blocked: TCP's window closed because the server stopped
+                // reading. Blocked for a second: that is back-pressure.
+                let since = *blocked_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_secs(1) {
+                    break;
+                }
+            }
+            // Disconnected already (it stalled for the timeout while its
+            // writes trickled into a nearly closed window): also the end.
+            Err(error)
+                if matches!(error.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) =>
+            {
+                break
+            }
+            Err(error) => panic!("the hostile client's write failed: {error}"),
+        }
+        if sent / batch.len() % 64 == 0 {
+            round += 1;
+            still_served(&mut good, round);
+        }
+    }
+    assert!(sent < cap, "the server kept reading {sent} bytes of requests whose replies nobody read");
+    still_served(&mut good, 1_000_000);
+    assert!(info_field(&mut good, "clients_paused_for_output") >= 1);
+    let grown = rss_bytes(&server).saturating_sub(rss_before);
+    assert!(grown < 64 << 20, "server memory grew by {grown} bytes for a client that does not read");
+    // Reading nothing for the stall timeout: disconnected.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(&mut good, "client_output_buffer_limit_disconnections") == 0 {
+        assert!(Instant::now() < deadline, "the stalled client was never disconnected");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The hostile side sees the end after whatever replies were in flight.
+    hostile.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut sink = vec![0u8; 1 << 20];
+    loop {
+        match hostile.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    still_served(&mut good, 2_000_000);
+    eprintln!("never-reads: {sent} request bytes accepted before back-pressure, server grew {grown} bytes");
+}
+
+#[test]
+fn connections_beyond_the_maximum_are_refused_and_counted() {
+    let pool = TempPool::new("conn-max");
+    let server = Server::start(&pool.0, &["--connections-max", "1000"]);
+    let mut good = server.client();
+    let total = 10_000;
+    let mut idle = Vec::with_capacity(total);
+    for i in 0..total {
+        let stream = TcpStream::connect(server.resp).unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        idle.push(stream);
+        if i % 2000 == 0 {
+            still_served(&mut good, i);
+        }
+    }
+    // Each one asks for a PONG: 999 get one (the well-behaved client holds
+    // the 1000th place), the rest find their connection closed.
+    let (mut served, mut refused) = (0, 0);
+    for stream in &mut idle {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = stream.write_all(b"PING\r\n");
+        let mut reply = [0u8; 7];
+        match stream.read(&mut reply) {
+            Ok(n) if reply[..n].starts_with(b"+PONG") => served += 1,
+            Ok(0) | Err(_) => refused += 1,
+            Ok(n) => panic!("unexpected reply {:?}", &reply[..n]),
+        }
+    }
+    assert_eq!(served, 999, "connections served up to the maximum");
+    assert_eq!(refused, total - 999);
+    assert_eq!(info_field(&mut good, "rejected_connections"), (total - 999) as u64, "refusals are counted");
+    still_served(&mut good, 1);
+    // Room again once they go.
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut good, "connected_clients") > 1 {
+        assert!(Instant::now() < deadline, "closed connections were not reaped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut fresh = server.client();
+    still_served(&mut fresh, 2);
+}
+
+/// Sends `bytes` one byte per send, round robin over the clients.
+fn trickle(streams: &mut [TcpStream], messages: &[Vec<u8>]) {
+    let longest = messages.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        for (stream, message) in streams.iter_mut().zip(messages) {
+            if let Some(&byte) = message.get(i) {
+                stream.write_all(&[byte]).unwrap();
+            }
+        }
+        // Slow enough that each byte is received on its own.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn trickling_clients_are_coalesced_and_served() {
+    let pool = TempPool::new("slowloris");
+    let server = Server::start(&pool.0, &[]);
+    let mut good = server.client();
+    let clients = 40;
+    // HTTP: a PUT whose head and body arrive a byte at a time.
+    let mut http: Vec<TcpStream> = (0..clients).map(|_| TcpStream::connect(server.http).unwrap()).collect();
+    let bodies: Vec<Vec<u8>> =
+        (0..clients).map(|i| format!("body of slow client {i} ").repeat(8).into_bytes()).collect();
+    let messages: Vec<Vec<u8>> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| {
+            let mut m =
+                format!("PUT /kv/slow{i} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+            m.extend_from_slice(body);
+            m
+        })
+        .collect();
+    for stream in &http {
+        stream.set_nodelay(true).unwrap();
+    }
+    trickle(&mut http, &messages);
+    for stream in &mut http {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut reply = [0u8; 12];
+        stream.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply, b"HTTP/1.1 204", "a trickled PUT is stored");
+    }
+    // RESP: a SET with a 300-byte value, a byte at a time.
+    let mut resp: Vec<TcpStream> = (0..clients).map(|_| TcpStream::connect(server.resp).unwrap()).collect();
+    let values: Vec<Vec<u8>> = (0..clients).map(|i| vec![b'a' + (i % 26) as u8; 300]).collect();
+    let commands: Vec<Vec<u8>> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let key = format!("slowset{i}");
+            let mut m = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n", key.len(), v.len()).into_bytes();
+            m.extend_from_slice(v);
+            m.extend_from_slice(b"\r\n");
+            m
+        })
+        .collect();
+    for stream in &resp {
+        stream.set_nodelay(true).unwrap();
+    }
+    trickle(&mut resp, &commands);
+    for stream in &mut resp {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut reply = [0u8; 5];
+        stream.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply, b"+OK\r\n");
+    }
+    for i in 0..clients {
+        let body: Vec<u8> = good.get(format!("slow{i}")).unwrap();
+        assert_eq!(body, bodies[i], "the trickled HTTP body, byte for byte");
+        let value: Vec<u8> = good.get(format!("slowset{i}")).unwrap();
+        assert_eq!(value, values[i], "the trickled RESP value, byte for byte");
+    }
+    assert!(info_field(&mut good, "coalesced_streams") > 0, "trickled bytes were coalesced");
+}
+
+#[test]
+fn half_closed_clients_get_their_replies() {
+    let pool = TempPool::new("half-close");
+    let server = Server::start(&pool.0, &[]);
+    let mut resp = TcpStream::connect(server.resp).unwrap();
+    resp.write_all(b"SET half closed\r\nGET half\r\n").unwrap();
+    resp.shutdown(Shutdown::Write).unwrap();
+    resp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut all = Vec::new();
+    resp.read_to_end(&mut all).unwrap();
+    assert_eq!(all, b"+OK\r\n$6\r\nclosed\r\n", "replies, then the close");
+    let mut http = TcpStream::connect(server.http).unwrap();
+    http.write_all(b"PUT /kv/h HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi").unwrap();
+    http.shutdown(Shutdown::Write).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut all = Vec::new();
+    http.read_to_end(&mut all).unwrap();
+    assert!(all.starts_with(b"HTTP/1.1 204"), "{}", String::from_utf8_lossy(&all));
+    let mut good = server.client();
+    let value: String = good.get("h").unwrap();
+    assert_eq!(value, "hi");
+}
+
+/// Closes with a reset (SO_LINGER 0) instead of a FIN.
+fn reset(stream: TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: a valid socket and a valid struct linger of the given size.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    drop(stream);
+}
+
+#[test]
+fn resets_in_the_middle_of_a_value_give_every_buffer_back() {
+    let pool = TempPool::new("resets");
+    let server = Server::start(&pool.0, &[]);
+    let mut good = server.client();
+    still_served(&mut good, 0);
+    let free_before = info_field(&mut good, "pool_free_buffers");
+    for round in 0..30 {
+        let mut resp = TcpStream::connect(server.resp).unwrap();
+        let partial = 100_000 + round * 10_000;
+        resp.write_all(b"*3\r\n$3\r\nSET\r\n$5\r\nreset\r\n$1000000\r\n").unwrap();
+        resp.write_all(&vec![b'r'; partial]).unwrap();
+        let mut http = TcpStream::connect(server.http).unwrap();
+        http.write_all(b"PUT /kv/reset HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n").unwrap();
+        http.write_all(&vec![b'h'; partial]).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        reset(resp);
+        reset(http);
+    }
+    still_served(&mut good, 1);
+    // Nothing of the abandoned values stays referenced (the well-behaved
+    // client's own two keys may take a buffer or two, and checkpoints run).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let free = info_field(&mut good, "pool_free_buffers");
+        if free + 8 >= free_before {
+            break;
+        }
+        assert!(Instant::now() < deadline, "buffers leaked by reset clients: {free} free, {free_before} before");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let exists: bool = good.exists("reset").unwrap();
+    assert!(!exists, "a value cut off by a reset is not stored");
+}
