@@ -220,7 +220,10 @@ pub fn resp_parser(data: &[u8]) {
     let flags = input.u8();
     let zero_copy = flags & 1 == 1;
     let value_size_max = [0u64, 5, 64, 65, 100, 700, 1 << 20][usize::from(flags >> 1) % 7];
-    let piece_len_max = usize::from(input.u8() % 64) + 1;
+    let pieces = input.u8();
+    let piece_len_max = usize::from(pieces % 64) + 1;
+    // As the engine does for a peer that trickles bytes.
+    let coalesce = pieces & 0x80 != 0;
     let stream_bytes = input.bytes;
     if stream_bytes.len() >= LINE_SIZE_MAX {
         return;
@@ -275,6 +278,9 @@ pub fn resp_parser(data: &[u8]) {
             unsafe { Segment::new(Source::Private(piece as u32), kept.as_ptr(), 0, len as u32) }
         };
         stream.push(segment);
+        if coalesce && stream.segment_count() > 3 {
+            stream.coalesce(|segment| release(segment, &mut buffers));
+        }
         loop {
             match parser.parse(&pool, &mut buffers, &config, &mut stream, &mut args, &mut release) {
                 Parsed::Incomplete => break,
