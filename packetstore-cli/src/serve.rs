@@ -15,7 +15,8 @@ use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::EpollServer;
 use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
-use packetstore::Buffers;
+use packetstore::{Buffers, Pool, SimDevice, SimMode};
+use std::sync::Arc;
 
 use crate::options::{io_path, open_or_create_pool, parse_duration, parse_size, LoopArgs, PersistArgs};
 
@@ -76,6 +77,31 @@ pub struct Args {
     pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
+    /// Test switch: run the pool in memory on the crash simulator
+    /// (cache-line or page), where `DEBUG POWERFAIL` cuts the power and the
+    /// crash image is written back to the file. Nothing is durable until
+    /// then. Refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1.
+    #[arg(long, hide = true)]
+    pub simulate_power_failures: Option<String>,
+}
+
+/// The crash simulator of `--simulate-power-failures`: refused unless the
+/// environment enables test switches.
+fn power_switch(args: &Args) -> anyhow::Result<Option<Arc<SimDevice>>> {
+    let Some(mode) = &args.simulate_power_failures else { return Ok(None) };
+    if std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() != Ok("1") {
+        bail!(
+            "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
+             it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"
+        );
+    }
+    let mode = match mode.as_str() {
+        "cache-line" => SimMode::CacheLine,
+        "page" => SimMode::Page,
+        other => bail!("unknown simulator mode '{other}': use cache-line or page"),
+    };
+    let image = std::fs::read(&args.pool).with_context(|| format!("cannot read {}", args.pool.display()))?;
+    Ok(Some(Arc::new(SimDevice::from_image(image, mode))))
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -85,7 +111,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     crate::wal::raise_open_file_limit();
-    let (pool, created) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, 1, &options)?;
+    let (file_pool, created) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, 1, &options)?;
+    // The file pool stays open (and locked) while a simulated one runs.
+    let power = power_switch(&args)?;
+    let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;
+    let pool = simulated.as_ref().unwrap_or(&file_pool);
     let geometry = pool.geometry();
     if geometry.log_count != 1 {
         bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);
@@ -111,7 +141,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if created { ", created" } else { "" }
     )?;
     writeln!(out, "persistence domain: {domain}")?;
-    if !domain.durable {
+    if power.is_some() {
+        writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash image back to the file")?;
+    } else if !domain.durable {
         writeln!(out, "WARNING: this domain is not durable across power loss (emulated or none): use it for testing")?;
     }
     out.flush()?;
@@ -150,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let (store, report) =
-        Store::open_with_progress(&pool, &mut buffers, store_config, &mut progress).context("recovery failed")?;
+        Store::open_with_progress(pool, &mut buffers, store_config, &mut progress).context("recovery failed")?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let kv_config = KvConfig {
@@ -160,6 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         requirepass: args.requirepass.map(String::into_bytes),
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
+        power_switch: power.clone(),
     };
     let mut server = KvServer::new(kv_config, store, recovery);
     let nonblocking = policy.is_some();
@@ -194,13 +227,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 stall_timeout,
                 ..EngineConfig::default()
             };
-            let mut engine = Engine::new(&pool, &mut buffers, &mut server, config, listeners)?;
+            let mut engine = Engine::new(pool, &mut buffers, &mut server, config, listeners)?;
             println!("{ready}");
             std::io::stdout().flush()?;
-            engine.run(&stop)?;
+            let outcome = engine.run(&stop);
+            if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
+                let image = device.take_crash_image().expect("a dead simulator has its crash image");
+                let file = std::fs::OpenOptions::new().write(true).open(&args.pool)?;
+                std::os::unix::fs::FileExt::write_all_at(&file, &image, 0)?;
+                file.sync_data()?;
+                println!("power failed (simulated): the crash image is in {}", args.pool.display());
+                return Ok(());
+            }
+            outcome?;
         }
         Some(policy) => {
-            let mut epoll = EpollServer::new(&pool, &mut buffers, &mut server, http_addr, policy, listeners)?;
+            let mut epoll = EpollServer::new(pool, &mut buffers, &mut server, http_addr, policy, listeners)?;
             println!("{ready}");
             std::io::stdout().flush()?;
             epoll.run(&stop)?;

@@ -553,7 +553,7 @@ impl KillModel {
             let expected = &self.acknowledged[*key];
             assert!(
                 &found == expected,
-                "{context}: {key} lost or wrong after kill -9: found {:?}, acknowledged {:?}",
+                "{context}: {key} lost or wrong after the restart: found {:?}, acknowledged {:?}",
                 found.as_ref().map(|f| String::from_utf8_lossy(&f[..f.len().min(16)]).into_owned()),
                 expected.as_ref().map(|v| String::from_utf8_lossy(&v[..v.len().min(16)]).into_owned()),
             );
@@ -609,16 +609,33 @@ fn kill_load(resp: SocketAddr, client: usize, round: usize, mut model: KillModel
     unreachable!()
 }
 
+/// How the server stops in `restarts_under_load`.
+#[derive(Clone, Copy, PartialEq)]
+enum Stop {
+    /// SIGKILL: the process dies, the page cache (or tmpfs) keeps what it
+    /// stored.
+    Kill,
+    /// `DEBUG POWERFAIL` on the binary's crash simulator: the power fails
+    /// at a fence or sync a few ahead, and only what a real failure there
+    /// could keep is written back to the pool file.
+    PowerFail,
+}
+
 /// Three clients write, delete and read their own keys; the server is
 /// killed with SIGKILL at a random moment, `kills()` times, and restarted
 /// on the same pool. After each restart every acknowledged write must be
 /// there and every acknowledged delete absent; each client's write in
 /// flight at the kill may or may not have been applied.
 fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
+    restarts_under_load(pool, extra, Stop::Kill, kills());
+}
+
+fn restarts_under_load(pool: TempPool, extra: &[&str], stop: Stop, rounds: usize) {
     const CLIENTS: usize = 3;
+    let env: &[(&str, &str)] = if stop == Stop::PowerFail { &[("PACKETSTORE_ENABLE_TEST_SWITCHES", "1")] } else { &[] };
     let mut models: Vec<KillModel> = (0..CLIENTS).map(|_| KillModel::default()).collect();
-    for round in 0..kills() {
-        let server = Server::start(&pool.0, extra);
+    for round in 0..rounds {
+        let mut server = Server::start_env(&pool.0, extra, env);
         let mut c = server.client();
         for model in &mut models {
             model.settle_and_check(&mut c, &format!("round {round}"));
@@ -630,17 +647,84 @@ fn kill_9_under_load(pool: TempPool, extra: &[&str]) {
             .map(|(client, model)| std::thread::spawn(move || kill_load(resp, client, round, model)))
             .collect();
         std::thread::sleep(Duration::from_millis(20 + (round as u64 * 37) % 130));
-        server.kill();
+        match stop {
+            Stop::Kill => server.kill(),
+            Stop::PowerFail => {
+                let fences = 1 + (round as u64 * 7919) % 40;
+                let _: () = redis::cmd("DEBUG").arg("POWERFAIL").arg(round).arg(fences).query(&mut c).unwrap();
+                assert!(server.wait_exit(Duration::from_secs(60)), "round {round}: the power never failed");
+                let said: Vec<String> = server.lines.try_iter().collect();
+                assert!(
+                    said.iter().any(|l| l.starts_with("power failed (simulated)")),
+                    "round {round}: the server stopped for another reason: {said:?}"
+                );
+            }
+        }
         models = writers.into_iter().map(|w| w.join().unwrap()).collect();
     }
-    let server = Server::start(&pool.0, extra);
+    let server = Server::start_env(&pool.0, extra, env);
     let mut c = server.client();
     for model in &mut models {
         model.settle_and_check(&mut c, "final");
     }
     let acknowledged: usize = models.iter().map(|m| m.acknowledged_ops).sum();
-    assert!(acknowledged >= kills(), "only {acknowledged} writes acknowledged over {} kills", kills());
-    eprintln!("{} kills under load, {acknowledged} writes and deletes acknowledged: none lost", kills());
+    assert!(acknowledged >= rounds, "only {acknowledged} writes acknowledged over {rounds} restarts");
+    eprintln!("{rounds} restarts under load, {acknowledged} writes and deletes acknowledged: none lost");
+}
+
+/// Power failures of the real binary (its test switch): `PACKETSTORE_SERVE_POWERFAILS` (25)
+/// per simulator mode, each at a random fence or sync under load.
+fn powerfails() -> usize {
+    std::env::var("PACKETSTORE_SERVE_POWERFAILS").ok().and_then(|s| s.parse().ok()).unwrap_or(25)
+}
+
+#[test]
+fn power_failures_of_the_binary_lose_nothing_acknowledged() {
+    restarts_under_load(
+        TempPool::new("powerfail-cl"),
+        &["--simulate-power-failures", "cache-line"],
+        Stop::PowerFail,
+        powerfails(),
+    );
+}
+
+#[test]
+fn power_failures_of_the_binary_in_the_page_domain() {
+    restarts_under_load(
+        TempPool::new("powerfail-page"),
+        &["--simulate-power-failures", "page"],
+        Stop::PowerFail,
+        powerfails(),
+    );
+}
+
+#[test]
+fn the_power_switch_is_refused_unless_enabled() {
+    let pool = TempPool::new("switch");
+    let output = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+        .args([
+            "serve",
+            "--pool",
+            pool.0.to_str().unwrap(),
+            "--pool-size",
+            "64MiB",
+            "--log-size",
+            "8MiB",
+            "--ring-entries",
+            "64",
+        ])
+        .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--simulate-power-failures", "page"])
+        .env_remove("PACKETSTORE_ENABLE_TEST_SWITCHES")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"), "{stderr}");
+    // A normal server refuses the command.
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let error = error_of(redis::cmd("DEBUG").arg("POWERFAIL").arg(1).arg(1).query::<()>(&mut c));
+    assert!(error.contains("DEBUG POWERFAIL is disabled"), "{error}");
 }
 
 #[test]

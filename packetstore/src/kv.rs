@@ -55,6 +55,10 @@ pub struct KvConfig {
     pub buffers_reserve: u32,
     /// What the server reports (INFO, CONFIG GET).
     pub domain_name: String,
+    /// Tests only: the crash simulator the pool runs on, which
+    /// `DEBUG POWERFAIL` arms. None (every real deployment): the command
+    /// is refused.
+    pub power_switch: Option<std::sync::Arc<crate::sim::SimDevice>>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -197,6 +201,7 @@ const SYNTAX: &str = "ERR syntax error";
 const COMMANDS: &[CommandEntry] = &[
     ("ping", -1, &["fast", "stale"], 0, 0, 0, KvServer::cmd_ping),
     ("echo", 2, &["fast"], 0, 0, 0, KvServer::cmd_echo),
+    ("debug", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, KvServer::cmd_debug),
     ("quit", -1, &["fast"], 0, 0, 0, KvServer::cmd_quit),
     ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], 0, 0, 0, KvServer::cmd_auth),
     ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], 0, 0, 0, KvServer::cmd_hello),
@@ -507,6 +512,36 @@ impl KvServer {
     fn cmd_echo(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let message = ctx.arg(1).into_owned();
         ctx.bulk(&message);
+        Ok(())
+    }
+
+    /// `DEBUG POWERFAIL <seed> <fences>`, for tests: the power fails at
+    /// the `fences`-th fence or sync from now, and the crash simulator
+    /// keeps what a real failure there could keep (chosen by `seed`).
+    /// Refused unless the server runs on the simulator
+    /// (`--simulate-power-failures`, itself refused unless enabled).
+    fn cmd_debug(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let sub = ctx.arg(1).to_ascii_uppercase();
+        if sub != b"POWERFAIL" {
+            ctx.error("ERR DEBUG supports only POWERFAIL <seed> <fences> (tests)");
+            return Ok(());
+        }
+        let Some(device) = self.config.power_switch.clone() else {
+            ctx.error("ERR DEBUG POWERFAIL is disabled: it needs a server started with --simulate-power-failures (tests only)");
+            return Ok(());
+        };
+        let usage = "ERR usage: DEBUG POWERFAIL <seed> <fences>, both unsigned integers, fences at least 1";
+        if ctx.argc() != 4 {
+            ctx.error(usage);
+            return Ok(());
+        }
+        let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok().and_then(|t| t.parse::<u64>().ok());
+        let (Some(seed), Some(fences @ 1..)) = (number(&ctx.arg(2)), number(&ctx.arg(3))) else {
+            ctx.error(usage);
+            return Ok(());
+        };
+        device.crash_at_fence(device.fences() + fences, seed);
+        ctx.ok();
         Ok(())
     }
 

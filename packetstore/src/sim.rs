@@ -84,6 +84,12 @@ pub struct SimDevice {
     state: Mutex<State>,
 }
 
+impl std::fmt::Debug for SimDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimDevice").field("mode", &self.mode).field("len", &self.len).finish_non_exhaustive()
+    }
+}
+
 impl SimDevice {
     /// A device of `len` zero bytes (rounded up to a cache line).
     pub fn new(len: u64, mode: SimMode) -> SimDevice {

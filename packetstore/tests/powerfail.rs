@@ -135,6 +135,7 @@ fn run_server(
                 requirepass: None,
                 buffers_reserve: u32::from(RING_ENTRIES) * 2,
                 domain_name: "simulated".into(),
+                power_switch: None,
             };
             let mut app = KvServer::new(config, store, String::new());
             let mut engine = Engine::new(&pool, &mut buffers, &mut app, setup.engine_config(), listeners)?;

@@ -46,7 +46,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(pool: &Path, extra: &[&str]) -> Server {
+        Self::start_env(pool, extra, &[])
+    }
+
+    /// `start` with environment variables (test switches).
+    pub fn start_env(pool: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+            .envs(env.iter().copied())
             .args(["serve", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--ring-entries", "1024"])
             .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
             .args(extra)
@@ -89,6 +95,18 @@ impl Server {
         let connection = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
         connection.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         connection
+    }
+
+    /// Waits for the process to exit by itself; false after `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
     }
 
     pub fn kill(mut self) {
