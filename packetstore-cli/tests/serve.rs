@@ -396,6 +396,37 @@ fn a_full_pool_refuses_writes_and_keeps_reads_and_deletes() {
     assert_eq!(size, acknowledged.len(), "deleted keys stay deleted");
 }
 
+/// A log far smaller than a burst of writes: the burst waits for the
+/// checkpoints that release the log instead of being refused; a command
+/// that could never fit is refused whole, and the server goes on.
+#[test]
+fn a_small_log_makes_bursts_wait_and_refuses_what_cannot_fit() {
+    let pool = TempPool::new("small-log");
+    let server = Server::start(&pool.0, &["--pool-size", "64MiB", "--log-size", "16KiB", "--ring-entries", "64"]);
+    let mut c = server.client();
+    for round in 0..5 {
+        let mut pipe = redis::pipe();
+        for i in 0..2000 {
+            pipe.set(format!("burst{i}"), format!("{round}:{i}:{}", "w".repeat(50))).ignore();
+        }
+        let () = pipe.query(&mut c).unwrap_or_else(|e| panic!("round {round}: a burst was refused: {e}"));
+    }
+    for i in (0..2000).step_by(111) {
+        let value: String = c.get(format!("burst{i}")).unwrap();
+        assert!(value.starts_with(&format!("4:{i}:")), "{value}");
+    }
+    // 400 keys of records: more than a quarter of a 16 KiB log.
+    let mut mset = redis::cmd("MSET");
+    for i in 0..400 {
+        mset.arg(format!("big{i}")).arg("v");
+    }
+    let error = error_of(mset.query::<()>(&mut c));
+    assert!(error.starts_with("OOM") && error.contains("--log-size"), "{error}");
+    let exists: usize = c.exists("big0").unwrap();
+    assert_eq!(exists, 0, "a refused command applies nothing");
+    let () = c.set("after", "ok").unwrap();
+}
+
 fn http(server: &Server, request: &[u8]) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(server.http).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();

@@ -683,9 +683,13 @@ impl Store {
     // ---- writes ----
 
     /// Whether the current batch has room for more commands (else the
-    /// caller stops reading until the next commit).
+    /// caller stops reading until the next commit). A log more than five
+    /// eighths full also stops it: the checkpoint due since half full
+    /// then releases the log within a few commits, and a burst of writes
+    /// waits for it instead of being refused at three quarters.
     pub fn batch_has_room(&self) -> bool {
-        self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2
+        let usage = self.log.usage();
+        self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2 && usage.free_bytes >= usage.ring_size * 3 / 8
     }
 
     /// Refuses a write that could not complete: free buffers below the
@@ -794,6 +798,28 @@ impl Store {
         let needed = index_buffers as u32 + per_op * ops.len() as u32;
         if ops.iter().any(|op| matches!(op, Op::Put { .. })) && buffers.free_count() < needed {
             return Err(StoreError::Full(format!("{} free buffers, {needed} needed", buffers.free_count())));
+        }
+        // A command's records take at most a quarter of the log: since
+        // commands wait while the log is over five eighths full
+        // (`batch_has_room`), such a command always fits, padding at a
+        // lap's end included. A larger one is refused as such: waiting
+        // for a checkpoint would not help.
+        let log_bytes: usize = ops
+            .iter()
+            .map(|op| match op {
+                Op::Put { key, extents, .. } => crate::record::record_len(extents.len(), key.len()),
+                Op::Del { key } => crate::record::record_len(0, key.len()),
+                Op::DelHash { name } => crate::record::record_len(0, name.len()),
+                Op::Flush => crate::record::record_len(0, 0),
+            })
+            .sum();
+        let ring_size = self.log.usage().ring_size;
+        if log_bytes as u64 > ring_size / 4 {
+            self.stats.refused_full += 1;
+            return Err(StoreError::Full(format!(
+                "the command needs {log_bytes} bytes of log, more than a quarter of this {ring_size}-byte log: \
+                 split it, or use a pool with a larger --log-size"
+            )));
         }
         let mut appended = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
