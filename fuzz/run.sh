@@ -14,6 +14,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(http_head resp_parser log_records tree_node pool_open)
 mkdir -p logs
+crashed=0
 cargo +nightly fuzz build -O >/dev/null 2>&1 || cargo +nightly fuzz build -O
 for target in "${targets[@]}"; do
     dict=()
@@ -25,6 +26,10 @@ for target in "${targets[@]}"; do
     status=ok
     cargo +nightly fuzz run -O "$target" "corpus/$target" "seeds/$target" -- \
         -max_total_time="$seconds" -print_final_stats=1 "${dict[@]}" >"logs/$target.log" 2>&1 || status=crash
+    if [ "$status" = crash ]; then
+        crashed=1
+        grep -A 12 -E 'panicked|ERROR: libFuzzer|SUMMARY' "logs/$target.log" | head -40 >&2
+    fi
     last=$(grep -E '^#[0-9]+' "logs/$target.log" | tail -1)
     execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "logs/$target.log" | grep -oE '[0-9]+$' || true)
     [ -n "$execs" ] || execs=$(echo "$last" | grep -oE '^#[0-9]+' | tr -d '#')
@@ -35,3 +40,4 @@ for target in "${targets[@]}"; do
     printf '| %s | %s s | %s | %s | %s | %s | %s | %s |\n' "$target" "$seconds" "$execs" "$rate" "$cov" "$ft" "$corp" "$status" \
         | tee -a logs/summary.md
 done
+exit "$crashed"

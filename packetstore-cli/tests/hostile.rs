@@ -318,3 +318,38 @@ fn resets_in_the_middle_of_a_value_give_every_buffer_back() {
     let exists: bool = good.exists("reset").unwrap();
     assert!(!exists, "a value cut off by a reset is not stored");
 }
+
+/// Many clients at once into a receive ring of 16 buffers: receives run
+/// out of buffers (-ENOBUFS) over and over; every request is still
+/// answered, right, once buffers come back.
+#[test]
+fn a_storm_of_receives_on_a_tiny_ring_loses_nothing() {
+    let pool = TempPool::new("enobufs");
+    let server = Server::start(&pool.0, &["--ring-entries", "16", "--whole-buffers"]);
+    let resp = server.resp;
+    let clients: Vec<_> = (0..32)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut c = redis::Client::open(format!("redis://{resp}/")).unwrap().get_connection().unwrap();
+                for round in 0..10 {
+                    let mut pipe = redis::pipe();
+                    for i in 0..50 {
+                        pipe.set(format!("storm{client}:{i}"), vec![(client + round + i) as u8; 3000]).ignore();
+                    }
+                    let () = pipe.query(&mut c).unwrap();
+                }
+                for i in 0..50 {
+                    let value: Vec<u8> = c.get(format!("storm{client}:{i}")).unwrap();
+                    assert_eq!(value, vec![(client + 9 + i) as u8; 3000], "client {client} key {i}");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let mut good = server.client();
+    let enobufs = info_field(&mut good, "ring_enobufs");
+    assert!(enobufs > 0, "the ring never ran out: the test did not storm");
+    eprintln!("enobufs storm: {enobufs} receives ran out of buffers, every request answered");
+}

@@ -72,6 +72,7 @@ impl Pool {
         let result = (|| {
             let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
             file.set_len(geometry.file_size())?;
+            reserve(&file, geometry.file_size())?;
             if options.preallocate {
                 preallocate(&file, geometry.file_size())?;
             }
@@ -410,6 +411,26 @@ impl Drop for Pool {
         }
         // The file (and with it the lock) closes after this.
         let _ = self.file.take();
+    }
+}
+
+/// Reserves the file's blocks (posix_fallocate): a pool that was created
+/// never meets a full file system later, where a store into a hole of the
+/// mapping would kill the process (SIGBUS). A file system without
+/// fallocate keeps the file sparse.
+fn reserve(file: &File, len: u64) -> io::Result<()> {
+    // SAFETY: fd is open; offsets are within off_t (len <= POOL_SIZE_MAX).
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) } {
+        0 | libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
+        libc::ENOSPC => Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!(
+                "no room for a pool of {} MiB on this file system (the pool's space is reserved when it is \
+                 created): free space or choose a smaller --pool-size",
+                len >> 20
+            ),
+        )),
+        errno => Err(io::Error::from_raw_os_error(errno)),
     }
 }
 
