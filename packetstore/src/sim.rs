@@ -67,6 +67,9 @@ struct State {
     dirty: BTreeSet<u64>,
     fences: u64,
     crash_at_fence: Option<(u64, u64)>,
+    /// An I/O error injected at this fence (the device lives on).
+    fail_at_fence: Option<u64>,
+    failed_fences: u64,
     crash_image: Option<Vec<u8>>,
     dead: bool,
     /// Line ranges lent to the kernel: first line -> end line (exclusive).
@@ -116,6 +119,8 @@ impl SimDevice {
                 dirty: BTreeSet::new(),
                 fences: 0,
                 crash_at_fence: None,
+                fail_at_fence: None,
+                failed_fences: 0,
                 crash_image: None,
                 dead: false,
                 lent: BTreeMap::new(),
@@ -287,6 +292,14 @@ impl SimDevice {
             return Err(power_lost());
         }
         state.fences += 1;
+        if state.fail_at_fence == Some(state.fences) {
+            // Nothing of this fence or sync reaches the media; the device
+            // works on (a real failed fdatasync may even have written part:
+            // the page domain must never trust what it covered).
+            state.fail_at_fence = None;
+            state.failed_fences += 1;
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
         if let Some((at_fence, seed)) = state.crash_at_fence {
             if state.fences == at_fence {
                 let image = self.image(state, seed);
@@ -306,6 +319,17 @@ impl SimDevice {
     /// Arms a power failure at the `fence_number`-th fence (counting from
     /// 1 over the device's life): that fence captures the crash image with
     /// `seed`, commits nothing, and fails; the device is dead afterwards.
+    /// Makes fence (or sync completion) `fence_number` fail with EIO,
+    /// committing nothing, while the device stays up.
+    pub fn fail_at_fence(&self, fence_number: u64) {
+        self.state.lock().expect("sim lock").fail_at_fence = Some(fence_number);
+    }
+
+    /// How many injected failures happened.
+    pub fn failed_fences(&self) -> u64 {
+        self.state.lock().expect("sim lock").failed_fences
+    }
+
     pub fn crash_at_fence(&self, fence_number: u64, seed: u64) {
         self.state.lock().expect("sim lock").crash_at_fence = Some((fence_number, seed));
     }
