@@ -80,11 +80,28 @@ struct State {
 /// writes to it and the test that crashes it.
 pub struct SimDevice {
     mode: SimMode,
-    /// The program's view; `u64` elements keep it 8-byte aligned. Written
-    /// through the raw pointer the pool holds, never through this field.
-    memory: Box<[u64]>,
+    /// The program's view; `u64` elements keep it 8-byte aligned. A box
+    /// turned raw (`Box::leak`, freed in `Drop`): the pool writes through
+    /// pointers derived from it while the device is shared, which a
+    /// `Box` field, reached through `&self`, would not allow.
+    memory: std::ptr::NonNull<[u64]>,
     len: u64,
     state: Mutex<State>,
+}
+
+// SAFETY: `memory` is owned by the device and only reached through raw
+// pointers; the state is behind a Mutex. As with real memory, concurrent
+// stores to the same bytes are the program's affair (one writer thread).
+unsafe impl Send for SimDevice {}
+// SAFETY: as above.
+unsafe impl Sync for SimDevice {}
+
+impl Drop for SimDevice {
+    fn drop(&mut self) {
+        // SAFETY: from `Box::leak` in `from_image`; the device and every
+        // pool over it (which hold an `Arc` of it) are gone.
+        drop(unsafe { Box::from_raw(self.memory.as_ptr()) });
+    }
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -110,7 +127,7 @@ impl SimDevice {
         }
         SimDevice {
             mode,
-            memory,
+            memory: std::ptr::NonNull::from(Box::leak(memory)),
             len,
             state: Mutex::new(State {
                 durable: image,

@@ -72,8 +72,11 @@ impl Segment {
 #[derive(Default)]
 pub struct Stream {
     segments: VecDeque<Segment>,
-    /// The memory of `Heap` segments, in stream order.
-    heap: VecDeque<Box<[u8]>>,
+    /// The memory of `Heap` segments, in stream order: boxes turned into
+    /// raw pointers (`Box::into_raw`), so that moving them never
+    /// invalidates the segments' pointers into them; freed on release or
+    /// drop.
+    heap: VecDeque<std::ptr::NonNull<[u8]>>,
     /// Bytes of the front segment already consumed.
     front_consumed: u32,
     len: usize,
@@ -83,6 +86,16 @@ pub struct Stream {
 // SAFETY: the raw pointers refer to pool or loop-owned memory that the
 // stream holds references on; a stream is used by one thread at a time.
 unsafe impl Send for Stream {}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        for memory in self.heap.drain(..) {
+            // SAFETY: from `Box::leak` in `coalesce`; the stream and its
+            // segments go now.
+            drop(unsafe { Box::from_raw(memory.as_ptr()) });
+        }
+    }
+}
 
 impl Stream {
     pub fn new() -> Stream {
@@ -262,18 +275,21 @@ impl Stream {
         self.for_each_slice(self.len, |slice| bytes.extend_from_slice(slice));
         let len = self.len;
         self.clear(&mut release);
-        let bytes = bytes.into_boxed_slice();
-        // SAFETY: the box's heap block does not move while the box lives in
-        // `self.heap`; it is dropped only when this segment is released.
-        let segment = unsafe { Segment::new(Source::Heap, bytes.as_ptr(), 0, len as u32) };
-        self.heap.push_back(bytes);
+        let memory = std::ptr::NonNull::from(Box::leak(bytes.into_boxed_slice()));
+        // SAFETY: the memory stays allocated, and unwritten, until this
+        // segment is released (`release_one` frees it).
+        let segment = unsafe { Segment::new(Source::Heap, memory.as_ptr() as *const u8, 0, len as u32) };
+        self.heap.push_back(memory);
         self.push(segment);
     }
 
     fn release_one(&mut self, segment: Segment, release: &mut impl FnMut(Segment)) {
         if segment.source == Source::Heap {
             let memory = self.heap.pop_front().expect("a heap segment owns memory");
-            assert_eq!(memory.as_ptr(), segment.ptr, "heap segments are released in order");
+            assert_eq!(memory.as_ptr() as *const u8, segment.ptr, "heap segments are released in order");
+            // SAFETY: from `Box::leak` in `coalesce`; its only segment is
+            // released now, so nothing points into it any more.
+            drop(unsafe { Box::from_raw(memory.as_ptr()) });
         } else {
             release(segment);
         }

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""A well-behaved client's latency while hostile clients attack the server
+(issue 6): the target is p99 within 2x of the same client's p99 alone, with
+the server's memory bounded.
+
+For each scenario, packetstore serve (pool on /dev/shm, CPU 1) is started
+fresh, and redis-benchmark (CPU 0) measures SET and GET of 1 KiB values
+(`-c 10 -d 1024 -r 10000`) twice: alone (A), then with the scenario's
+hostile clients running (B), A B A B A B over the rounds. Reported per
+scenario: the median p99 of A and of B and their ratio, the throughput
+ratio, and the server's peak resident memory (VmHWM) during B.
+
+Scenarios:
+  slowloris    2,000 connections sending HTTP heads one byte per second
+  idle         10,000 idle connections against --connections-max 5000
+               (5,000 refused and counted)
+  never-reads  8 connections pipelining GETs of a 4 KiB value without
+               reading a reply (--client-pause 4MiB, --client-stall-timeout 5s)
+  over-limit   a loop of requests over every limit: a 1 GiB Content-Length,
+               a 32 KiB head, a RESP argument over the value limit, a 100 KiB
+               inline line, a multibulk count over the maximum
+  resets       a loop of connections that send half of a 1 MB SET, then reset
+
+The hostile clients run in this process on CPU 0 with redis-benchmark: they
+compete with the measuring client for that core, which makes the figures
+conservative.
+
+Writes bench/results/hostile.md and hostile.csv.
+Usage: python3 bench/hostile.py [--rounds N] [--requests N]
+"""
+
+import argparse
+import csv
+import os
+import selectors
+import socket
+import statistics
+import struct
+import subprocess
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.environ.get("PACKETSTORE_BIN", os.path.join(ROOT, "target", "release", "packetstore"))
+RESULTS = os.path.join(ROOT, "bench", "results")
+RESP_PORT = 16390
+HTTP_PORT = 18090
+POOL = "/dev/shm/packetstore-bench-hostile.pool"
+
+
+def start_server(extra):
+    if os.path.exists(POOL):
+        os.remove(POOL)
+    args = ["taskset", "-c", "1", BINARY, "serve", "--pool", POOL, "--pool-size", "1GiB",
+            "--http", f"127.0.0.1:{HTTP_PORT}", "--resp", f"127.0.0.1:{RESP_PORT}"] + extra
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in proc.stdout:
+        if line.startswith("listening:"):
+            break
+    else:
+        raise RuntimeError("the server did not start")
+    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+    return proc
+
+
+def peak_rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def benchmark(requests):
+    """redis-benchmark's p99 (ms) and throughput for SET and GET."""
+    out = subprocess.run(
+        ["taskset", "-c", "0", "redis-benchmark", "-p", str(RESP_PORT), "-t", "set,get", "-n", str(requests),
+         "-c", "10", "-d", "1024", "-r", "10000", "--csv"],
+        capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines()[1:]:
+        fields = [f.strip('"') for f in line.split(",")]
+        # test, rps, avg, min, p50, p95, p99, max
+        rows[fields[0]] = (float(fields[1]), float(fields[6]))
+    return rows
+
+
+class Hostile:
+    """Runs a scenario's hostile clients in a thread until stopped."""
+
+    def __init__(self, scenario):
+        self.scenario = scenario
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.sockets = []
+
+    def __enter__(self):
+        os.sched_setaffinity(0, {0})
+        self.thread.start()
+        time.sleep(2.0 if self.scenario in ("slowloris", "idle") else 0.5)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        for s in self.sockets:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def connect(self, port, blocking=True):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setblocking(blocking)
+        return s
+
+    def run(self):
+        getattr(self, self.scenario.replace("-", "_"))()
+
+    def slowloris(self):
+        head = b"PUT /kv/slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"p" * 4000
+        for _ in range(2000):
+            self.sockets.append(self.connect(HTTP_PORT, blocking=False))
+        at = 0
+        while not self.stop.is_set():
+            for s in self.sockets:
+                try:
+                    s.send(head[at % len(head):at % len(head) + 1])
+                except OSError:
+                    pass
+            at += 1
+            self.stop.wait(1.0)
+
+    def idle(self):
+        for _ in range(10_000):
+            try:
+                self.sockets.append(self.connect(RESP_PORT, blocking=False))
+            except OSError:
+                break
+        self.stop.wait()
+
+    def never_reads(self):
+        # A 4 KiB value, then GETs that are never read.
+        s = self.connect(RESP_PORT)
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nv\r\n$4096\r\n" + b"x" * 4096 + b"\r\n")
+        s.recv(16)
+        s.close()
+        batch = b"GET v\r\n" * 4096
+        while not self.stop.is_set():
+            conns = [self.connect(RESP_PORT, blocking=False) for _ in range(8)]
+            self.sockets.extend(conns)
+            deadline = time.time() + 8
+            while time.time() < deadline and not self.stop.is_set():
+                for s in conns:
+                    try:
+                        s.send(batch)
+                    except OSError:
+                        pass
+                self.stop.wait(0.01)
+
+    def over_limit(self):
+        requests = [
+            (HTTP_PORT, b"PUT /kv/big HTTP/1.1\r\nContent-Length: 1073741824\r\n\r\n"),
+            (HTTP_PORT, b"GET /kv/" + b"h" * 32768 + b" HTTP/1.1\r\n\r\n"),
+            (RESP_PORT, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$999999999999\r\n"),
+            (RESP_PORT, b"PING " + b"i" * 100_000 + b"\r\n"),
+            (RESP_PORT, b"*99999999\r\n"),
+        ]
+        while not self.stop.is_set():
+            for port, request in requests:
+                try:
+                    s = self.connect(port)
+                    s.settimeout(2)
+                    s.sendall(request)
+                    s.recv(256)
+                    s.close()
+                except OSError:
+                    pass
+
+    def resets(self):
+        half = b"*3\r\n$3\r\nSET\r\n$5\r\nreset\r\n$1000000\r\n" + b"r" * 500_000
+        linger = struct.pack("ii", 1, 0)
+        while not self.stop.is_set():
+            try:
+                s = self.connect(RESP_PORT)
+                s.sendall(half)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                s.close()
+            except OSError:
+                pass
+
+
+SCENARIOS = {
+    "slowloris": [],
+    "idle": ["--connections-max", "5000"],
+    "never-reads": ["--client-pause", "4MiB", "--client-stall-timeout", "5s"],
+    "over-limit": [],
+    "resets": [],
+}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=100_000)
+    args = parser.parse_args()
+    os.makedirs(RESULTS, exist_ok=True)
+    samples = {name: [] for name in SCENARIOS}
+    for round_ in range(args.rounds):
+        for name, extra in SCENARIOS.items():
+            proc = start_server(extra)
+            try:
+                alone = benchmark(args.requests)
+                with Hostile(name):
+                    attacked = benchmark(args.requests)
+                rss = peak_rss_mib(proc.pid)
+                alive = proc.poll() is None
+            finally:
+                proc.kill()
+                proc.wait()
+            samples[name].append((alone, attacked, rss, alive))
+            print(f"round {round_ + 1} {name}: alone {alone}, attacked {attacked}, peak RSS {rss:.0f} MiB",
+                  flush=True)
+    rows = []
+    for name, runs in samples.items():
+        for test in ("SET", "GET"):
+            p99_alone = statistics.median(r[0][test][1] for r in runs)
+            p99_attacked = statistics.median(r[1][test][1] for r in runs)
+            rps_alone = statistics.median(r[0][test][0] for r in runs)
+            rps_attacked = statistics.median(r[1][test][0] for r in runs)
+            rows.append({
+                "scenario": name, "test": test,
+                "p99_alone_ms": p99_alone, "p99_attacked_ms": p99_attacked,
+                "p99_ratio": p99_attacked / p99_alone if p99_alone else float("nan"),
+                "throughput_ratio": rps_attacked / rps_alone,
+                "peak_rss_mib": max(r[2] for r in runs),
+                "server_alive": all(r[3] for r in runs),
+            })
+    with open(os.path.join(RESULTS, "hostile.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(os.path.join(RESULTS, "hostile.md"), "w") as f:
+        f.write("# A well-behaved client under hostile clients\n\n")
+        f.write(f"`python3 bench/hostile.py --rounds {args.rounds} --requests {args.requests}`: "
+                "redis-benchmark SET/GET, 1 KiB values, 10 connections, alone (A) then during the "
+                "scenario (B), A B per round, medians over the rounds. Server on CPU 1, clients on CPU 0.\n\n")
+        f.write("| scenario | test | p99 alone (ms) | p99 attacked (ms) | ratio | throughput ratio | "
+                "server peak RSS (MiB) | server alive |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+        for r in rows:
+            f.write(f"| {r['scenario']} | {r['test']} | {r['p99_alone_ms']:.3f} | {r['p99_attacked_ms']:.3f} | "
+                    f"{r['p99_ratio']:.2f}x | {r['throughput_ratio']:.2f}x | {r['peak_rss_mib']:.0f} | "
+                    f"{'yes' if r['server_alive'] else 'NO'} |\n")
+    print(open(os.path.join(RESULTS, "hostile.md")).read())
+
+
+if __name__ == "__main__":
+    main()
