@@ -6,7 +6,8 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
 use packetstore::epoll::CommitPolicy;
-use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool};
+use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool, SimDevice, SimMode};
+use std::sync::Arc;
 
 /// Parses "4096", "64KiB", "64K", "1GiB", "2g": binary units.
 pub fn parse_size(text: &str) -> anyhow::Result<u64> {
@@ -146,6 +147,43 @@ pub struct PersistArgs {
     /// page domain's syncs never allocate blocks (slower creation).
     #[arg(long)]
     pub preallocate: bool,
+    /// Test switch: run the pool in memory on the crash simulator
+    /// (cache-line or page), where a debug request cuts the power (RESP
+    /// `DEBUG POWERFAIL`, HTTP `GET /debug/powerfail`) and the crash image
+    /// is written back to the file. Nothing is durable until then. Refused
+    /// unless PACKETSTORE_ENABLE_TEST_SWITCHES=1.
+    #[arg(long, hide = true)]
+    pub simulate_power_failures: Option<String>,
+}
+
+/// The crash simulator of `--simulate-power-failures`, loaded with the
+/// pool file's bytes: refused unless the environment enables test switches.
+pub fn power_switch(args: &PersistArgs, pool: &Path) -> anyhow::Result<Option<Arc<SimDevice>>> {
+    let Some(mode) = &args.simulate_power_failures else { return Ok(None) };
+    if std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() != Ok("1") {
+        bail!(
+            "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
+             it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"
+        );
+    }
+    let mode = match mode.as_str() {
+        "cache-line" => SimMode::CacheLine,
+        "page" => SimMode::Page,
+        other => bail!("unknown simulator mode '{other}': use cache-line or page"),
+    };
+    let image = std::fs::read(pool).with_context(|| format!("cannot read {}", pool.display()))?;
+    Ok(Some(Arc::new(SimDevice::from_image(image, mode))))
+}
+
+/// The simulated power failed: writes what survived into the pool file,
+/// as a restart after a real failure would find it.
+pub fn write_crash_image(device: &SimDevice, pool: &Path) -> anyhow::Result<()> {
+    let image = device.take_crash_image().context("a dead simulator has its crash image")?;
+    let file = std::fs::OpenOptions::new().write(true).open(pool)?;
+    std::os::unix::fs::FileExt::write_all_at(&file, &image, 0)?;
+    file.sync_data()?;
+    println!("power failed (simulated): the crash image is in {}", pool.display());
+    Ok(())
 }
 
 impl PersistArgs {

@@ -15,10 +15,11 @@ use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::EpollServer;
 use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
-use packetstore::{Buffers, Pool, SimDevice, SimMode};
-use std::sync::Arc;
+use packetstore::{Buffers, Pool};
 
-use crate::options::{io_path, open_or_create_pool, parse_duration, parse_size, LoopArgs, PersistArgs};
+use crate::options::{
+    io_path, open_or_create_pool, parse_duration, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -77,31 +78,6 @@ pub struct Args {
     pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
-    /// Test switch: run the pool in memory on the crash simulator
-    /// (cache-line or page), where `DEBUG POWERFAIL` cuts the power and the
-    /// crash image is written back to the file. Nothing is durable until
-    /// then. Refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1.
-    #[arg(long, hide = true)]
-    pub simulate_power_failures: Option<String>,
-}
-
-/// The crash simulator of `--simulate-power-failures`: refused unless the
-/// environment enables test switches.
-fn power_switch(args: &Args) -> anyhow::Result<Option<Arc<SimDevice>>> {
-    let Some(mode) = &args.simulate_power_failures else { return Ok(None) };
-    if std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() != Ok("1") {
-        bail!(
-            "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
-             it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"
-        );
-    }
-    let mode = match mode.as_str() {
-        "cache-line" => SimMode::CacheLine,
-        "page" => SimMode::Page,
-        other => bail!("unknown simulator mode '{other}': use cache-line or page"),
-    };
-    let image = std::fs::read(&args.pool).with_context(|| format!("cannot read {}", args.pool.display()))?;
-    Ok(Some(Arc::new(SimDevice::from_image(image, mode))))
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -113,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     crate::wal::raise_open_file_limit();
     let (file_pool, created) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, 1, &options)?;
     // The file pool stays open (and locked) while a simulated one runs.
-    let power = power_switch(&args)?;
+    let power = power_switch(&args.persist_args, &args.pool)?;
     let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;
     let pool = simulated.as_ref().unwrap_or(&file_pool);
     let geometry = pool.geometry();
@@ -232,12 +208,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             std::io::stdout().flush()?;
             let outcome = engine.run(&stop);
             if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
-                let image = device.take_crash_image().expect("a dead simulator has its crash image");
-                let file = std::fs::OpenOptions::new().write(true).open(&args.pool)?;
-                std::os::unix::fs::FileExt::write_all_at(&file, &image, 0)?;
-                file.sync_data()?;
-                println!("power failed (simulated): the crash image is in {}", args.pool.display());
-                return Ok(());
+                return write_crash_image(device, &args.pool);
             }
             outcome?;
         }

@@ -14,7 +14,9 @@ use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
 use packetstore::{Buffers, Pool};
 
-use crate::options::{io_path, open_or_create_pool, parse_size, LoopArgs, PersistArgs};
+use crate::options::{
+    io_path, open_or_create_pool, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -59,7 +61,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     raise_open_file_limit();
-    let (pool, _) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, threads, &options)?;
+    let (file_pool, _) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, threads, &options)?;
+    // The file pool stays open (and locked) while a simulated one runs.
+    let power = power_switch(&args.persist_args, &args.pool)?;
+    let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;
+    let pool = simulated.as_ref().unwrap_or(&file_pool);
     let geometry = pool.geometry();
     if geometry.log_count != threads {
         bail!(
@@ -85,12 +91,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(out, "packetstore wal {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "pool: {} ({:.1} MiB, {})", args.pool.display(), pool.len() as f64 / 1048576.0, geometry)?;
     writeln!(out, "persistence domain: {}", pool.domain())?;
+    if power.is_some() {
+        writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; GET /debug/powerfail writes the crash image back to the file")?;
+    }
     drop(out);
     // The first listener is bound here, so that an ephemeral port is known
     // before the other loops bind it too (SO_REUSEPORT spreads connections).
     let first = packetstore::net::listen(args.listen, threads > 1, policy.is_some())?;
     let addr = packetstore::net::local_addr(&first)?;
-    let shared = SeqIndex::new(&pool);
+    let shared = SeqIndex::new(pool);
     let stop = AtomicBool::new(false);
     let mut first = Some(first);
     let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<String>>();
@@ -100,7 +109,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 Some(listener) => listener,
                 None => packetstore::net::listen(addr, true, policy.is_some())?,
             };
-            let (pool, shared, stop, ready) = (&pool, shared.clone(), &stop, ready.clone());
+            let (shared, stop, ready, power) = (shared.clone(), &stop, ready.clone(), power.clone());
+            let pool_path = &args.pool;
             let ring_entries = args.loop_args.ring_entries;
             let busy_poll = args.loop_args.busy_poll;
             let syncs_in_flight = args.loop_args.syncs_in_flight;
@@ -119,7 +129,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     stall_timeout,
                     ..EngineConfig::default()
                 };
-                let result = serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready);
+                let result =
+                    serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready, power.clone());
+                if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
+                    // The simulated power failed: the first loop to see it
+                    // writes what survived, and the process ends as a
+                    // machine would.
+                    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+                    let _guard = WRITING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let code = match write_crash_image(device, pool_path) {
+                        Ok(()) => 0,
+                        Err(error) => {
+                            eprintln!("packetstore: error: writing the crash image: {error:#}");
+                            1
+                        }
+                    };
+                    std::process::exit(code);
+                }
                 if let Err(error) = result {
                     // A loop that stops (a failed sync, say) stops the process:
                     // nothing it held back may be acknowledged by another.
@@ -159,6 +185,7 @@ fn serve(
     listener: std::os::fd::OwnedFd,
     stop: &AtomicBool,
     ready: &std::sync::mpsc::Sender<anyhow::Result<String>>,
+    power: Option<std::sync::Arc<packetstore::SimDevice>>,
 ) -> anyhow::Result<()> {
     let (first, count) = pool.geometry().buffer_range(index);
     let mut buffers = Buffers::range(first, count);
@@ -169,6 +196,9 @@ fn serve(
             return Ok(());
         }
     };
+    if let Some(device) = power {
+        wal.set_power_switch(device);
+    }
     let line = format!("recovery: log {index}: {report}");
     match policy {
         None => {

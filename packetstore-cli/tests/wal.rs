@@ -21,11 +21,18 @@ use common::TempPool;
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// What it prints after listening.
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Server {
     fn start(pool: &Path, extra: &[&str]) -> Server {
+        Self::start_env(pool, extra, &[])
+    }
+
+    fn start_env(pool: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+            .envs(env.iter().copied())
             .args(["wal", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--log-size", "64MiB"])
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
@@ -40,8 +47,25 @@ impl Server {
                 break rest.split_whitespace().next().unwrap().parse().unwrap();
             }
         };
-        std::thread::spawn(move || for _ in lines {}); // keep its stdout drained
-        Server { child, addr }
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Server { child, addr, lines: receive }
+    }
+
+    /// Waits for the process to exit by itself; false after `timeout`.
+    fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
     }
 
     fn connect(&self) -> TcpStream {
@@ -382,7 +406,8 @@ fn a_full_pool_answers_503_and_keeps_serving() {
             break rest.split_whitespace().next().unwrap().parse().unwrap();
         }
     };
-    let server = Server { child, addr };
+    let (_, lines) = std::sync::mpsc::channel();
+    let server = Server { child, addr, lines };
     let mut refused = 0;
     let mut acked = Vec::new();
     for i in 0..400u64 {
@@ -414,12 +439,37 @@ fn kill_9_loses_no_acknowledged_body_page_domain() {
     kill_9(TempPool::on_disk("kill"));
 }
 
+/// Power failures of the real binary through its test switch
+/// (`--simulate-power-failures`, `GET /debug/powerfail`), two event loops:
+/// `PACKETSTORE_WAL_POWERFAILS` (25) per simulator mode.
+#[test]
+fn power_failures_of_the_binary_lose_no_acknowledged_body() {
+    let rounds = std::env::var("PACKETSTORE_WAL_POWERFAILS").ok().and_then(|v| v.parse().ok()).unwrap_or(25);
+    for mode in ["cache-line", "page"] {
+        restarts(TempPool::new(&format!("wal-power-{mode}")), Some(mode), rounds);
+    }
+}
+
+#[test]
+fn the_power_switch_is_refused_by_a_normal_server() {
+    let pool = TempPool::new("wal-switch");
+    let server = Server::start(&pool.0, &[]);
+    let response = exchange(&server, &get_bytes("/debug/powerfail?seed=1&fences=1"));
+    assert_eq!(response.status, 403, "a normal server must not arm the simulator");
+}
+
 /// Kills per storage: `PACKETSTORE_WAL_KILLS`, 100 by default.
 fn wal_kills() -> u64 {
     std::env::var("PACKETSTORE_WAL_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(100)
 }
 
 fn kill_9(pool: TempPool) {
+    restarts(pool, None, wal_kills());
+}
+
+/// Stops the server `rounds` times under load, by SIGKILL or (with a
+/// simulator mode) by a simulated power failure, and checks the bodies.
+fn restarts(pool: TempPool, power: Option<&str>, rounds: u64) {
     // Writers POST distinct bodies and note every acknowledged X-Seq; the
     // server is killed at a random moment, restarted, and the records must
     // read back byte for byte: after each restart those of the last run
@@ -427,8 +477,14 @@ fn kill_9(pool: TempPool) {
     let mut rng = SplitMix64::new(42);
     let mut acked: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut last_round: Vec<u64> = Vec::new();
-    for round in 0..wal_kills() {
-        let server = Server::start(&pool.0, &[]);
+    let (extra, env): (Vec<&str>, Vec<(&str, &str)>) = match power {
+        Some(mode) => {
+            (vec!["--simulate-power-failures", mode, "--threads", "2"], vec![("PACKETSTORE_ENABLE_TEST_SWITCHES", "1")])
+        }
+        None => (vec![], vec![]),
+    };
+    for round in 0..rounds {
+        let mut server = Server::start_env(&pool.0, &extra, &env);
         let older: Vec<u64> = acked.keys().copied().collect();
         let sample = (0..200.min(older.len())).map(|_| older[rng.below(older.len() as u64) as usize]);
         for seq in last_round.iter().copied().chain(sample) {
@@ -458,7 +514,20 @@ fn kill_9(pool: TempPool) {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
-        server.kill();
+        match power {
+            None => server.kill(),
+            Some(_) => {
+                let fences = 1 + rng.below(40);
+                let armed = exchange(&server, &get_bytes(&format!("/debug/powerfail?seed={round}&fences={fences}")));
+                assert_eq!(armed.status, 200, "round {round}: the switch refused");
+                assert!(server.wait_exit(Duration::from_secs(60)), "round {round}: the power never failed");
+                let said: Vec<String> = server.lines.try_iter().collect();
+                assert!(
+                    said.iter().any(|l| l.starts_with("power failed (simulated)")),
+                    "round {round}: the server stopped for another reason: {said:?}"
+                );
+            }
+        }
         last_round.clear();
         for writer in writers {
             let done = writer.join().unwrap();
@@ -467,8 +536,8 @@ fn kill_9(pool: TempPool) {
         }
     }
     assert!(acked.len() > 100, "only {} bodies acknowledged", acked.len());
-    eprintln!("{}: {} kills, {} bodies acknowledged", pool.0.display(), wal_kills(), acked.len());
-    let server = Server::start(&pool.0, &[]);
+    eprintln!("{}: {rounds} restarts, {} bodies acknowledged", pool.0.display(), acked.len());
+    let server = Server::start_env(&pool.0, &extra, &env);
     for (seq, data) in &acked {
         let response = exchange(&server, &get_bytes(&format!("/log/{seq}")));
         assert!(response.status == 200 && response.body == *data, "record {seq} lost or damaged");

@@ -146,9 +146,17 @@ pub struct Wal {
     stats: WalStats,
     /// Counters of the I/O loop, reported by `GET /log`.
     io_counters: IoCounters,
+    /// Tests only: the crash simulator the pool runs on, which
+    /// `GET /debug/powerfail?seed=S&fences=F` arms (refused without it).
+    power_switch: Option<std::sync::Arc<crate::sim::SimDevice>>,
 }
 
 impl Wal {
+    /// Tests only: lets `GET /debug/powerfail` cut the simulated power.
+    pub fn set_power_switch(&mut self, device: std::sync::Arc<crate::sim::SimDevice>) {
+        self.power_switch = Some(device);
+    }
+
     /// Records the I/O loop's counters (called by the loop once per turn).
     pub fn set_io_counters(&mut self, counters: IoCounters) {
         self.io_counters = counters;
@@ -204,6 +212,7 @@ impl Wal {
             appended_since_commit: false,
             stats: WalStats::default(),
             io_counters: IoCounters::default(),
+            power_switch: None,
         };
         // Recovery made every recovered record durable.
         wal.publish(wal.local.len());
@@ -457,6 +466,22 @@ impl Wal {
                 respond(out, status, &[], body, keep_alive);
             }
         };
+        if let Some(query) = target.strip_prefix(b"/debug/powerfail") {
+            let Some(device) = &self.power_switch else {
+                return body_of(out, 403, b"the power switch is disabled: it needs a server started with --simulate-power-failures (tests only)\n");
+            };
+            // ?seed=S&fences=F: the power fails at the F-th fence or sync
+            // from now, keeping what a real failure there could keep.
+            let field = |name: &str| {
+                let query = std::str::from_utf8(query.strip_prefix(b"?")?).ok()?;
+                query.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse::<u64>().ok())
+            };
+            let (Some(seed), Some(fences @ 1..)) = (field("seed"), field("fences")) else {
+                return body_of(out, 400, b"usage: /debug/powerfail?seed=S&fences=F, unsigned integers, F >= 1\n");
+            };
+            device.crash_at_fence(device.fences() + fences, seed);
+            return body_of(out, 200, b"armed\n");
+        }
         if target == b"/log" {
             let usage = self.log.usage();
             let fences = pool.stats().fences.load(std::sync::atomic::Ordering::Relaxed);
