@@ -147,6 +147,11 @@ pub struct PersistArgs {
     /// page domain's syncs never allocate blocks (slower creation).
     #[arg(long)]
     pub preallocate: bool,
+    /// When creating a pool: leave the file sparse instead of reserving its
+    /// space. A huge pool then costs only what it holds, but a full file
+    /// system can kill the server (SIGBUS) when it writes into a hole.
+    #[arg(long)]
+    pub sparse: bool,
     /// Test switch: run the pool in memory on the crash simulator
     /// (cache-line or page), where a debug request cuts the power (RESP
     /// `DEBUG POWERFAIL`, HTTP `GET /debug/powerfail`) and the crash image
@@ -203,6 +208,7 @@ impl PersistArgs {
             fence_latency_ns: self.fence_latency_ns,
             prefault: self.prefault,
             preallocate: self.preallocate,
+            sparse: self.sparse,
         })
     }
 }

@@ -106,6 +106,11 @@ pub struct PersistOptions {
     /// At creation only: write zeros over the whole file, so that the page
     /// domain's syncs never allocate blocks (no metadata to write per sync).
     pub preallocate: bool,
+    /// At creation only: leave the file sparse instead of reserving its
+    /// blocks (posix_fallocate). A huge pool then costs only what it holds,
+    /// but a full file system can kill the process (SIGBUS) on a store into
+    /// a hole.
+    pub sparse: bool,
 }
 
 impl Default for PersistOptions {
@@ -116,6 +121,7 @@ impl Default for PersistOptions {
             fence_latency_ns: 0,
             prefault: false,
             preallocate: false,
+            sparse: false,
         }
     }
 }

@@ -72,7 +72,9 @@ impl Pool {
         let result = (|| {
             let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
             file.set_len(geometry.file_size())?;
-            reserve(&file, geometry.file_size())?;
+            if !options.sparse {
+                reserve(&file, geometry.file_size())?;
+            }
             if options.preallocate {
                 preallocate(&file, geometry.file_size())?;
             }
