@@ -64,6 +64,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (file_pool, _) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, threads, &options)?;
     // The file pool stays open (and locked) while a simulated one runs.
     let power = power_switch(&args.persist_args, &args.pool)?;
+    if power.is_some() && threads > 1 {
+        // It checks that every store was declared; two loops storing at
+        // once would race with that check.
+        bail!("--simulate-power-failures supports one event loop: use --threads 1");
+    }
     let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;
     let pool = simulated.as_ref().unwrap_or(&file_pool);
     let geometry = pool.geometry();

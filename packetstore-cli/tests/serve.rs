@@ -354,7 +354,7 @@ fn a_full_pool_refuses_writes_and_keeps_reads_and_deletes() {
         while statuses.last() != Some(&507) {
             let status = http(&server, &put).0;
             assert!(status == 204 || status == 507, "a PUT to a full pool: {status}");
-            assert!(statuses.len() < 100, "the pool never filled again: {statuses:?}");
+            assert!(statuses.len() < 2000, "the pool never filled again: {} PUTs stored", statuses.len());
             statuses.push(status);
         }
         if statuses.len() > 1 {
@@ -682,7 +682,13 @@ fn restarts_under_load(pool: TempPool, extra: &[&str], stop: Stop, rounds: usize
             Stop::Kill => server.kill(),
             Stop::PowerFail => {
                 let fences = 1 + (round as u64 * 7919) % 40;
-                let _: () = redis::cmd("DEBUG").arg("POWERFAIL").arg(round).arg(fences).query(&mut c).unwrap();
+                // The reply may never come: the power can fail at the very
+                // sync that would release it.
+                match redis::cmd("DEBUG").arg("POWERFAIL").arg(round).arg(fences).query::<()>(&mut c) {
+                    Ok(()) => {}
+                    Err(error) if error.is_io_error() || error.is_connection_dropped() => {}
+                    Err(error) => panic!("round {round}: DEBUG POWERFAIL: {error}"),
+                }
                 assert!(server.wait_exit(Duration::from_secs(60)), "round {round}: the power never failed");
                 let said: Vec<String> = server.lines.try_iter().collect();
                 assert!(
