@@ -70,6 +70,7 @@ const OP_SEND: u64 = 3;
 const OP_SYNC: u64 = 4;
 const OP_TIMER: u64 = 5;
 const OP_CANCEL: u64 = 6;
+const OP_POLL: u64 = 7;
 /// A stream of more segments than this (a peer trickling bytes, or input
 /// waiting while paused) is coalesced into one, if it holds at most
 /// `COALESCE_BYTES_MAX` bytes.
@@ -148,6 +149,9 @@ pub struct EngineStats {
     pub stalled: u64,
     /// Streams of many small segments copied into one (trickling peers).
     pub coalesced: u64,
+    /// Connections closed because their peer reset while they waited for
+    /// receive buffers.
+    pub reset_while_starved: u64,
 }
 
 struct InFlightSync<T> {
@@ -181,6 +185,10 @@ struct Conn<C> {
     paused_since: Option<Instant>,
     /// An AsyncCancel of the receive is in flight (paused input).
     recv_cancelling: bool,
+    /// A poll for a reset is armed (while the receive waits for buffers),
+    /// and whether its cancel was sent (closing).
+    poll_armed: bool,
+    poll_cancelling: bool,
     /// Stop reading: the peer closed, failed, or the protocol said so.
     closing: bool,
     shut_down: bool,
@@ -449,6 +457,7 @@ impl<'a, A: App> Engine<'a, A> {
                 self.disconnect_stalled();
             }
             OP_CANCEL => {}
+            OP_POLL => self.polled(slot, generation, result),
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
@@ -484,6 +493,8 @@ impl<'a, A: App> Engine<'a, A> {
             recv_armed: false,
             paused_since: None,
             recv_cancelling: false,
+            poll_armed: false,
+            poll_cancelling: false,
             closing: false,
             shut_down: false,
             dirty: false,
@@ -491,6 +502,25 @@ impl<'a, A: App> Engine<'a, A> {
         let slot = crate::slots::insert(&mut self.conns, &mut self.free_slots, conn);
         self.stats.accepted += 1;
         self.rearm.push(slot);
+        self.arm_reset_poll(slot);
+    }
+
+    /// Polls a connection for a reset (POLLERR, POLLHUP; not a half-close)
+    /// for as long as it lives. Its receive usually reports a reset; but a
+    /// receive that waits for buffers does not run, and under a storm of
+    /// resets a receive armed on a socket already reset was seen never to
+    /// complete (one connection in tens of thousands): such a connection
+    /// would keep its slot and its partial request's buffers for good.
+    fn arm_reset_poll(&mut self, slot: u32) {
+        let conn = self.conns[slot as usize].as_mut().expect("live");
+        if conn.poll_armed {
+            return;
+        }
+        conn.poll_armed = true;
+        let entry = opcode::PollAdd::new(types::Fd(conn.fd), (libc::POLLERR | libc::POLLHUP) as u32)
+            .build()
+            .user_data(user_data(OP_POLL, slot, conn.generation));
+        let _ = self.push(entry);
     }
 
     fn received(&mut self, slot: u32, generation: u32, result: i32, flags: u32) {
@@ -544,6 +574,7 @@ impl<'a, A: App> Engine<'a, A> {
             conn.recv_armed = false;
             conn.recv_cancelling = false;
             self.out_of_buffers.push(slot);
+            // Not receiving, it notices a reset through its poll.
             return;
         } else {
             // 0: the peer closed its side; < 0: an error (reset, ...).
@@ -899,9 +930,32 @@ impl<'a, A: App> Engine<'a, A> {
 
     /// Closes a connection marked closing once its replies are out and its
     /// receive has ended: shutdown() ends the receive (completion 0).
+    /// The poll for a reset completed (or was cancelled).
+    fn polled(&mut self, slot: u32, generation: u32, result: i32) {
+        let conn = self.conns[slot as usize].as_mut().expect("a connection outlives its poll");
+        assert_eq!(conn.generation & 0xFF_FFFF, generation, "a poll of this connection");
+        conn.poll_armed = false;
+        if result > 0 && result & i32::from(libc::POLLERR | libc::POLLHUP) != 0 && !conn.closing {
+            conn.closing = true;
+            self.stats.reset_while_starved += 1;
+        }
+        self.pending.push(slot);
+    }
+
     fn maybe_close(&mut self, slot: u32) {
         let conn = self.conns[slot as usize].as_mut().expect("live");
         if !conn.closing || conn.send_in_flight || !conn.out.is_empty() {
+            return;
+        }
+        if conn.poll_armed {
+            // Closed once the poll is back (it refers to the descriptor).
+            if !conn.poll_cancelling {
+                conn.poll_cancelling = true;
+                let entry = opcode::AsyncCancel::new(user_data(OP_POLL, slot, conn.generation))
+                    .build()
+                    .user_data(user_data(OP_CANCEL, slot, conn.generation));
+                let _ = self.push(entry);
+            }
             return;
         }
         if conn.recv_armed {
