@@ -379,3 +379,48 @@ fn a_storm_of_resets_leaves_no_connection_behind() {
     }
     still_served(&mut good, 1);
 }
+
+/// The same with large partial values into a small receive ring, so that
+/// receives also run out of buffers (-ENOBUFS): a connection whose reset
+/// was seen while it waited for buffers must still close. (It did not: the
+/// receive it waited for ended with -ENOBUFS, and a closing connection was
+/// then neither re-armed nor closed.)
+#[test]
+fn resets_while_the_ring_is_dry_leave_no_connection_behind() {
+    let pool = TempPool::new("reset-enobufs");
+    let server = Server::start(&pool.0, &["--connections-max", "300", "--ring-entries", "64"]);
+    let mut good = server.client();
+    let partial = [b"*3\r\n$3\r\nSET\r\n$5\r\nreset\r\n$1000000\r\n".as_slice(), &vec![b'r'; 200_000]].concat();
+    let senders: Vec<_> = (0..4)
+        .map(|_| {
+            let resp = server.resp;
+            let partial = partial.clone();
+            std::thread::spawn(move || {
+                for _ in 0..500 {
+                    let Ok(mut stream) = TcpStream::connect(resp) else { continue };
+                    let _ = stream.write_all(&partial);
+                    reset(stream);
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.join().unwrap();
+    }
+    let enobufs = info_field(&mut good, "ring_enobufs");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let connected = info_field(&mut good, "connected_clients");
+        if connected == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} reset connections were never reaped ({enobufs} receives ran out of buffers)",
+            connected - 1
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(enobufs > 0, "the ring never ran dry: the test did not reach its case");
+    still_served(&mut good, 1);
+}

@@ -564,7 +564,9 @@ impl<'a, A: App> Engine<'a, A> {
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.recv_cancelling = false;
             conn.recv_armed = false;
-            if conn.paused_since.is_none() && !conn.closing {
+            if conn.closing {
+                self.pending.push(slot);
+            } else if conn.paused_since.is_none() {
                 self.rearm.push(slot);
             }
             return;
@@ -573,8 +575,14 @@ impl<'a, A: App> Engine<'a, A> {
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.recv_armed = false;
             conn.recv_cancelling = false;
-            self.out_of_buffers.push(slot);
-            // Not receiving, it notices a reset through its poll.
+            if conn.closing {
+                // Closing already (its reset poll fired, or the server shut
+                // its socket down): the receive it waited for is over.
+                self.pending.push(slot);
+            } else {
+                // Not receiving, it notices a reset through its poll.
+                self.out_of_buffers.push(slot);
+            }
             return;
         } else {
             // 0: the peer closed its side; < 0: an error (reset, ...).
