@@ -368,16 +368,22 @@ fn a_storm_of_resets_leaves_no_connection_behind() {
         let _ = stream.write_all(b"*3\r\n$3\r\nSET\r\n$5\r\nreset\r\n$1000000\r\n");
         reset(stream);
     }
+    wait_until_alone(&mut good, "");
+    still_served(&mut good, 1);
+}
+
+/// Waits until the well-behaved client is the only one connected: every
+/// reset connection reaped.
+fn wait_until_alone(good: &mut redis::Connection, context: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let connected = info_field(&mut good, "connected_clients");
+        let connected = info_field(good, "connected_clients");
         if connected == 1 {
-            break;
+            return;
         }
-        assert!(Instant::now() < deadline, "{} reset connections were never reaped", connected - 1);
+        assert!(Instant::now() < deadline, "{} reset connections were never reaped{context}", connected - 1);
         std::thread::sleep(Duration::from_millis(100));
     }
-    still_served(&mut good, 1);
 }
 
 /// The same with large partial values into a small receive ring, so that
@@ -408,19 +414,7 @@ fn resets_while_the_ring_is_dry_leave_no_connection_behind() {
         sender.join().unwrap();
     }
     let enobufs = info_field(&mut good, "ring_enobufs");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let connected = info_field(&mut good, "connected_clients");
-        if connected == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} reset connections were never reaped ({enobufs} receives ran out of buffers)",
-            connected - 1
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_alone(&mut good, &format!(" ({enobufs} receives ran out of buffers)"));
     assert!(enobufs > 0, "the ring never ran dry: the test did not reach its case");
     still_served(&mut good, 1);
 }
