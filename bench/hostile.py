@@ -21,10 +21,16 @@ Scenarios:
                a 32 KiB head, a RESP argument over the value limit, a 100 KiB
                inline line, a multibulk count over the maximum
   resets       a loop of connections that send half of a 1 MB SET, then reset
+  resets-unfair  the same, against a server without the per-turn receive
+               limit (--client-receive-per-turn 0): the control row
 
-The hostile clients run in this process on CPU 0 with redis-benchmark: they
-compete with the measuring client for that core, which makes the figures
-conservative.
+The hostile clients run in this process on CPU 0, with redis-benchmark.
+The measuring client runs at real-time priority (chrt -f 50, alone and
+attacked alike), so that it stands for a client on its own machine: the
+reset flood keeps a core busy sending, and a measuring client that shared
+that core at normal priority waited up to a 4 ms scheduler tick for it,
+which is the client machine's latency, not the server's. The attack's own
+rate (bytes sent, connections made per second) is reported per row.
 
 Writes bench/results/hostile.md and hostile.csv.
 Usage: python3 bench/hostile.py [--rounds N] [--requests N]
@@ -84,7 +90,7 @@ def info_field(name):
 def benchmark(requests):
     """redis-benchmark's p99 (ms) and throughput for SET and GET."""
     out = subprocess.run(
-        ["taskset", "-c", "0", "redis-benchmark", "-p", str(RESP_PORT), "-t", "set,get", "-n", str(requests),
+        ["chrt", "-f", "50", "taskset", "-c", "0", "redis-benchmark", "-p", str(RESP_PORT), "-t", "set,get", "-n", str(requests),
          "-c", "10", "-d", "1024", "-r", "10000", "--csv"],
         capture_output=True, text=True, check=True).stdout
     rows = {}
@@ -104,9 +110,14 @@ class Hostile:
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.sockets = []
         self.ready = threading.Event()
+        self.sent_bytes = 0
+        self.connections = 0
+        self.started = 0.0
+        self.seconds = 0.0
 
     def __enter__(self):
         os.sched_setaffinity(0, {0})
+        self.started = time.time()
         self.thread.start()
         if self.scenario == "idle":
             self.ready.wait(60)
@@ -117,6 +128,7 @@ class Hostile:
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join()
+        self.seconds = time.time() - self.started
         for s in self.sockets:
             try:
                 s.close()
@@ -129,7 +141,11 @@ class Hostile:
         return s
 
     def run(self):
-        getattr(self, self.scenario.replace("-", "_"))()
+        getattr(self, self.scenario.split("-unfair")[0].replace("-", "_"))()
+
+    def rate(self):
+        """The attack's rate: MB/s sent and connections/s."""
+        return self.sent_bytes / self.seconds / 1e6, self.connections / self.seconds
 
     def slowloris(self):
         head = b"PUT /kv/slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"p" * 4000
@@ -207,6 +223,8 @@ class Hostile:
                 s.sendall(half)
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
                 s.close()
+                self.sent_bytes += len(half)
+                self.connections += 1
             except OSError:
                 pass
 
@@ -217,6 +235,7 @@ SCENARIOS = {
     "never-reads": ["--client-pause", "4MiB", "--client-stall-timeout", "5s"],
     "over-limit": [],
     "resets": [],
+    "resets-unfair": ["--client-receive-per-turn", "0"],
 }
 
 
@@ -232,8 +251,9 @@ def main():
             proc = start_server(extra)
             try:
                 alone = benchmark(args.requests)
-                with Hostile(name):
+                with Hostile(name) as hostile:
                     attacked = benchmark(args.requests)
+                attack = hostile.rate()
                 rss = peak_rss_mib(proc.pid)
                 alive = proc.poll() is None
                 if name == "idle":
@@ -241,7 +261,7 @@ def main():
             finally:
                 proc.kill()
                 proc.wait()
-            samples[name].append((alone, attacked, rss, alive))
+            samples[name].append((alone, attacked, rss, alive, attack))
             print(f"round {round_ + 1} {name}: alone {alone}, attacked {attacked}, peak RSS {rss:.0f} MiB",
                   flush=True)
     rows = []
@@ -258,6 +278,8 @@ def main():
                 "throughput_ratio": rps_attacked / rps_alone,
                 "peak_rss_mib": max(r[2] for r in runs),
                 "server_alive": all(r[3] for r in runs),
+                "attack_mb_s": statistics.median(r[4][0] for r in runs),
+                "attack_conn_s": statistics.median(r[4][1] for r in runs),
             })
     with open(os.path.join(RESULTS, "hostile.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -267,13 +289,19 @@ def main():
         f.write("# A well-behaved client under hostile clients\n\n")
         f.write(f"`python3 bench/hostile.py --rounds {args.rounds} --requests {args.requests}`: "
                 "redis-benchmark SET/GET, 1 KiB values, 10 connections, alone (A) then during the "
-                "scenario (B), A B per round, medians over the rounds. Server on CPU 1, clients on CPU 0.\n\n")
+                "scenario (B), A B per round, medians over the rounds. Server on CPU 1; the hostile "
+                "clients and redis-benchmark on CPU 0, redis-benchmark at real-time priority "
+                "(`chrt -f 50`) so that it stands for a client on its own machine. "
+                "`resets-unfair` is the control: the same flood against a server without the per-turn "
+                "receive limit (`--client-receive-per-turn 0`).\n\n")
         f.write("| scenario | test | p99 alone (ms) | p99 attacked (ms) | ratio | throughput ratio | "
-                "server peak RSS (MiB) | server alive |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+                "server peak RSS (MiB) | server alive | attack (MB/s, conn/s) |\n"
+                "|---|---|---:|---:|---:|---:|---:|---|---:|\n")
         for r in rows:
+            attack = (f"{r['attack_mb_s']:.0f}, {r['attack_conn_s']:.0f}" if r["attack_mb_s"] else "")
             f.write(f"| {r['scenario']} | {r['test']} | {r['p99_alone_ms']:.3f} | {r['p99_attacked_ms']:.3f} | "
                     f"{r['p99_ratio']:.2f}x | {r['throughput_ratio']:.2f}x | {r['peak_rss_mib']:.0f} | "
-                    f"{'yes' if r['server_alive'] else 'NO'} |\n")
+                    f"{'yes' if r['server_alive'] else 'NO'} | {attack} |\n")
     print(open(os.path.join(RESULTS, "hostile.md")).read())
 
 

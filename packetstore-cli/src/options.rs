@@ -113,16 +113,37 @@ pub struct LoopArgs {
     /// A paused client that reads nothing for this long is disconnected.
     #[arg(long, default_value = "60s")]
     pub client_stall_timeout: String,
+    /// Fairness: what one client may send in one loop turn before the
+    /// others are served (its receive is re-armed for the next turn);
+    /// 0: unlimited (a fast sender then stretches everyone's turns).
+    #[arg(long, default_value = "64KiB")]
+    pub client_receive_per_turn: String,
 }
 
 impl LoopArgs {
-    /// The engine's limits on clients, from the flags.
-    pub fn client_limits(&self) -> anyhow::Result<(usize, u64, std::time::Duration)> {
+    /// The event loop's configuration, from the flags (`incremental`: the
+    /// persist mode and loop allow incremental buffer consumption).
+    pub fn engine_config(&self, incremental: bool) -> anyhow::Result<packetstore::engine::EngineConfig> {
         anyhow::ensure!(self.connections_max >= 1, "--connections-max must be at least 1");
-        let pause = parse_size(&self.client_pause).context("--client-pause")?;
-        anyhow::ensure!(pause >= 64 * 1024, "--client-pause must be at least 64KiB");
-        let stall = parse_duration(&self.client_stall_timeout).context("--client-stall-timeout")?;
-        Ok((self.connections_max, pause, stall))
+        let out_pause_bytes = parse_size(&self.client_pause).context("--client-pause")?;
+        anyhow::ensure!(out_pause_bytes >= 64 * 1024, "--client-pause must be at least 64KiB");
+        let stall_timeout = parse_duration(&self.client_stall_timeout).context("--client-stall-timeout")?;
+        let per_turn = parse_size(&self.client_receive_per_turn).context("--client-receive-per-turn")?;
+        anyhow::ensure!(
+            per_turn == 0 || (4096..=1 << 30).contains(&per_turn),
+            "--client-receive-per-turn must be 0 (unlimited) or between 4KiB and 1GiB"
+        );
+        Ok(packetstore::engine::EngineConfig {
+            ring_entries: self.ring_entries,
+            busy_poll: self.busy_poll,
+            syncs_in_flight: self.syncs_in_flight,
+            incremental: incremental && !self.whole_buffers,
+            connections_max: self.connections_max,
+            out_pause_bytes,
+            stall_timeout,
+            turn_receive_bytes: per_turn as u32,
+            ..packetstore::engine::EngineConfig::default()
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
 use packetstore::compact::CompactConfig;
-use packetstore::engine::{Engine, EngineConfig};
+use packetstore::engine::Engine;
 use packetstore::epoll::EpollServer;
 use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
@@ -179,7 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let http_addr = packetstore::net::local_addr(&http)?;
     let resp_addr = packetstore::net::local_addr(&resp)?;
     let listeners = vec![http, resp];
-    let (connections_max, out_pause_bytes, stall_timeout) = args.loop_args.client_limits()?;
+    let config = args.loop_args.engine_config(persist == Persist::ZeroCopy)?;
     let stop = AtomicBool::new(false);
     let kind = match policy {
         None => "io uring".to_string(),
@@ -193,16 +193,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     match policy {
         None => {
-            let config = EngineConfig {
-                ring_entries: args.loop_args.ring_entries,
-                busy_poll: args.loop_args.busy_poll,
-                syncs_in_flight: args.loop_args.syncs_in_flight,
-                incremental: persist == Persist::ZeroCopy && !args.loop_args.whole_buffers,
-                connections_max,
-                out_pause_bytes,
-                stall_timeout,
-                ..EngineConfig::default()
-            };
             let mut engine = Engine::new(pool, &mut buffers, &mut server, config, listeners)?;
             println!("{ready}");
             std::io::stdout().flush()?;

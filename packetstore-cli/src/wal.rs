@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let config = WalConfig { persist, body_size_max: parse_size(&args.body_size_max)?, buffers_reserve };
-    let (connections_max, out_pause_bytes, stall_timeout) = args.loop_args.client_limits()?;
+    let engine_config = args.loop_args.engine_config(persist == Persist::ZeroCopy && policy.is_none())?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "packetstore wal {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "pool: {} ({:.1} MiB, {})", args.pool.display(), pool.len() as f64 / 1048576.0, geometry)?;
@@ -116,24 +116,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             let (shared, stop, ready, power) = (shared.clone(), &stop, ready.clone(), power.clone());
             let pool_path = &args.pool;
-            let ring_entries = args.loop_args.ring_entries;
-            let busy_poll = args.loop_args.busy_poll;
-            let syncs_in_flight = args.loop_args.syncs_in_flight;
-            let incremental = persist == Persist::ZeroCopy && policy.is_none() && !args.loop_args.whole_buffers;
             // Each loop takes its share of the connection limit.
-            let connections_max = connections_max.div_ceil(threads as usize);
+            let loop_config = EngineConfig {
+                listen: addr,
+                connections_max: engine_config.connections_max.div_ceil(threads as usize),
+                ..engine_config.clone()
+            };
             scope.spawn(move || {
-                let loop_config = EngineConfig {
-                    listen: addr,
-                    ring_entries,
-                    busy_poll,
-                    syncs_in_flight,
-                    incremental,
-                    connections_max,
-                    out_pause_bytes,
-                    stall_timeout,
-                    ..EngineConfig::default()
-                };
                 let result =
                     serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready, power.clone());
                 if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {

@@ -316,6 +316,38 @@ fn resets_in_the_middle_of_a_value_give_every_buffer_back() {
     assert!(!exists, "a value cut off by a reset is not stored");
 }
 
+/// Fairness: a connection streaming a large value receives at most one
+/// receive's byte limit per loop turn (64 KiB, plus at most one buffer the
+/// last receive may overshoot by), so its bandwidth cannot stretch the
+/// turns every other connection waits on; the value arrives intact across
+/// the re-armed receives.
+#[test]
+fn a_large_value_is_received_a_bounded_amount_per_turn() {
+    const LIMIT: u64 = 64 << 10;
+    const BUFFER: u64 = 2048;
+    let pool = TempPool::new("fair");
+    let server = Server::start(&pool.0, &[]);
+    let mut good = server.client();
+    let value: Vec<u8> = (0..4u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let mut big = TcpStream::connect(server.resp).unwrap();
+    big.write_all(format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", value.len()).as_bytes()).unwrap();
+    big.write_all(&value).unwrap();
+    big.write_all(b"\r\n").unwrap();
+    let mut reply = [0u8; 5];
+    big.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"+OK\r\n");
+    let got: Vec<u8> = good.get("big").unwrap();
+    assert!(got == value, "the value read back differs from the one sent");
+    let limited = info_field(&mut good, "receives_limited");
+    let max = info_field(&mut good, "turn_received_bytes_max");
+    assert!(
+        limited >= value.len() as u64 / (LIMIT + BUFFER),
+        "only {limited} receives ended at their byte limit for a 4 MiB value"
+    );
+    assert!(max <= LIMIT + BUFFER, "one connection received {max} bytes in one turn (limit {LIMIT})");
+    still_served(&mut good, 0);
+}
+
 /// Many clients at once into a receive ring of 16 buffers: receives run
 /// out of buffers (-ENOBUFS) over and over; every request is still
 /// answered, right, once buffers come back.

@@ -347,18 +347,21 @@ fn a_full_pool_refuses_writes_and_keeps_reads_and_deletes() {
         assert!(refused.starts_with("OOM"), "{refused}");
         assert!(acknowledged.len() > 1000, "{} values fit", acknowledged.len());
         // HTTP says 507. A checkpoint since the refusal may have freed a
-        // few buffers (tree nodes replaced): fill those first.
-        let mut put = b"PUT /kv/over HTTP/1.1\r\nContent-Length: 1000\r\n\r\n".to_vec();
-        put.extend_from_slice(&[7u8; 1000]);
-        let mut statuses = Vec::new();
-        while statuses.last() != Some(&507) {
+        // few buffers (tree nodes replaced): fill those first, each PUT a
+        // new key (one key overwritten would free its old value each time).
+        let mut stored = 0;
+        loop {
+            let key = format!("over{stored:04}");
+            let mut put = format!("PUT /kv/{key} HTTP/1.1\r\nContent-Length: 1000\r\n\r\n").into_bytes();
+            put.extend_from_slice(&[7u8; 1000]);
             let status = http(&server, &put).0;
             assert!(status == 204 || status == 507, "a PUT to a full pool: {status}");
-            assert!(statuses.len() < 2000, "the pool never filled again: {} PUTs stored", statuses.len());
-            statuses.push(status);
-        }
-        if statuses.len() > 1 {
-            acknowledged.insert("over".to_string(), vec![7u8; 1000]);
+            if status == 507 {
+                break;
+            }
+            acknowledged.insert(key, vec![7u8; 1000]);
+            stored += 1;
+            assert!(stored < 2000, "the pool never filled again: {stored} PUTs stored");
         }
         // Reads work, and deletes (which need no new buffers).
         for (key, value) in acknowledged.iter().step_by(97) {

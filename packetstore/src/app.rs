@@ -76,6 +76,10 @@ pub struct IoCounters {
     pub stalled: u64,
     /// Trickling streams coalesced.
     pub coalesced: u64,
+    /// Receives ended by the per-turn byte limit, and the most bytes one
+    /// connection received in one turn.
+    pub receive_limited: u64,
+    pub turn_received_max: u64,
 }
 
 /// Gives a fully consumed segment's buffer back to the loop.

@@ -23,7 +23,18 @@
 //! 5. Queue the sends of the replies (one send, or a sendmsg whose iovecs
 //!    point at pool bytes: the reply holds a reference on each such buffer
 //!    until the send completes), re-provide buffers, re-arm receives
-//!    stopped by -ENOBUFS; they are submitted by the next turn's enter.
+//!    stopped by -ENOBUFS or by their byte limit; they are submitted by the
+//!    next turn's enter.
+//!
+//! # Fairness
+//!
+//! A multishot receive ends after `turn_receive_bytes` (the kernel's
+//! per-request byte limit, `sqe->optlen`, Linux 6.16) and is re-armed at
+//! the end of the turn. So one connection's receive work per turn is
+//! bounded: a peer streaming a large value (or a flood of abandoned ones)
+//! cannot make a turn, and the latency of every other connection's
+//! requests, grow with its bandwidth. Kernels without the limit refuse it
+//! (-EINVAL); the engine then drops it once and goes on without.
 //!
 //! # Buffers
 //!
@@ -78,6 +89,9 @@ const STREAM_SEGMENTS_MAX: usize = 32;
 const COALESCE_BYTES_MAX: usize = 256 << 10;
 /// Slices one send may carry (iovecs of a sendmsg).
 const SEND_SLICES_MAX: usize = 64;
+/// The default `turn_receive_bytes`: 32 buffers of 2 KiB, what the kernel
+/// receives in one pass of a multishot receive before it requeues it.
+pub const TURN_RECEIVE_BYTES: u32 = 64 << 10;
 const BUFFER_GROUP: u16 = 0;
 /// The most fdatasyncs in flight at once (page domain).
 pub const SYNCS_IN_FLIGHT_MAX: usize = 16;
@@ -112,6 +126,9 @@ pub struct EngineConfig {
     /// A paused connection whose peer reads nothing for this long is
     /// disconnected.
     pub stall_timeout: Duration,
+    /// Fairness: a connection's receive stops after this many bytes and is
+    /// re-armed for the next turn (0: no limit).
+    pub turn_receive_bytes: u32,
 }
 
 impl Default for EngineConfig {
@@ -128,6 +145,7 @@ impl Default for EngineConfig {
             out_pause_bytes: 4 << 20,
             input_pause_bytes: 256 << 10,
             stall_timeout: Duration::from_secs(60),
+            turn_receive_bytes: TURN_RECEIVE_BYTES,
         }
     }
 }
@@ -152,6 +170,10 @@ pub struct EngineStats {
     /// Connections closed because their peer reset while they waited for
     /// receive buffers.
     pub reset_while_starved: u64,
+    /// Receives ended by `turn_receive_bytes` (and re-armed).
+    pub receive_limited: u64,
+    /// The most bytes one connection received in one turn.
+    pub turn_received_max: u64,
 }
 
 struct InFlightSync<T> {
@@ -180,6 +202,9 @@ struct Conn<C> {
     send_len: usize,
     send_in_flight: bool,
     recv_armed: bool,
+    /// Bytes received in turn `received_turn` (fairness figures).
+    received_in_turn: u64,
+    received_turn: u64,
     /// Back-pressure: the peer is behind reading replies, so its requests
     /// wait; since when it has read nothing (a stall).
     paused_since: Option<Instant>,
@@ -250,6 +275,22 @@ pub struct Engine<'a, A: App> {
 
 fn user_data(op: u64, slot: u32, generation: u32) -> u64 {
     op << 56 | u64::from(generation & 0xFF_FFFF) << 32 | u64::from(slot)
+}
+
+/// Sets a multishot receive's byte limit (`sqe->optlen`, Linux 6.16: the
+/// receive ends, without IORING_CQE_F_MORE, once it has received that many
+/// bytes; 0: no limit). The io-uring crate has no setter for it.
+fn with_optlen(entry: squeue::Entry, optlen: u32) -> squeue::Entry {
+    const OPTLEN_OFFSET: usize = 44;
+    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+    // SAFETY: `squeue::Entry` is `#[repr(C)]` around `io_uring_sqe`, 64
+    // plain bytes (asserted above); bytes 44..48 are the u32 union of
+    // splice_fd_in, file_index and optlen, which a receive leaves zero.
+    let mut raw: [u8; 64] = unsafe { std::mem::transmute(entry) };
+    debug_assert_eq!(raw[OPTLEN_OFFSET..OPTLEN_OFFSET + 4], [0; 4]);
+    raw[OPTLEN_OFFSET..OPTLEN_OFFSET + 4].copy_from_slice(&optlen.to_ne_bytes());
+    // SAFETY: any bytes are a valid `io_uring_sqe` (a C struct of integers).
+    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
 fn decode(user_data: u64) -> (u64, u32, u32) {
@@ -435,6 +476,7 @@ impl<'a, A: App> Engine<'a, A> {
             slot,
             conn.generation,
         ));
+        let entry = with_optlen(entry, self.config.turn_receive_bytes);
         self.push(entry)
     }
 
@@ -491,6 +533,8 @@ impl<'a, A: App> Engine<'a, A> {
             send_len: 0,
             send_in_flight: false,
             recv_armed: false,
+            received_in_turn: 0,
+            received_turn: 0,
             paused_since: None,
             recv_cancelling: false,
             poll_armed: false,
@@ -533,6 +577,12 @@ impl<'a, A: App> Engine<'a, A> {
             let segment = self.take_buffer(bid, result as u32, cqueue::buffer_more(flags));
             self.stats.received_bytes += result as u64;
             let conn = self.conns[slot as usize].as_mut().expect("live");
+            if conn.received_turn != self.stats.turns {
+                conn.received_turn = self.stats.turns;
+                conn.received_in_turn = 0;
+            }
+            conn.received_in_turn += result as u64;
+            self.stats.turn_received_max = self.stats.turn_received_max.max(conn.received_in_turn);
             if conn.closing {
                 // Reading stopped: drop the bytes (and the buffer).
                 self.ring_available += release_segment(segment, self.buffers, &mut self.bufring, &self.backing);
@@ -570,6 +620,17 @@ impl<'a, A: App> Engine<'a, A> {
                 self.rearm.push(slot);
             }
             return;
+        } else if result == -libc::EINVAL && self.config.turn_receive_bytes != 0 {
+            // A kernel without the multishot byte limit (before 6.16).
+            eprintln!(
+                "io_uring: this kernel refuses a receive byte limit; receiving without one (no per-turn fairness)"
+            );
+            self.config.turn_receive_bytes = 0;
+            let conn = self.conns[slot as usize].as_mut().expect("live");
+            conn.recv_armed = false;
+            conn.recv_cancelling = false;
+            self.rearm.push(slot);
+            return;
         } else if result == -libc::ENOBUFS {
             self.stats.enobufs += 1;
             let conn = self.conns[slot as usize].as_mut().expect("live");
@@ -602,6 +663,11 @@ impl<'a, A: App> Engine<'a, A> {
             if conn.closing {
                 self.pending.push(slot);
             } else {
+                if result > 0 {
+                    // Its byte limit ended it: re-armed at the end of the
+                    // turn, so it receives again in the next one.
+                    self.stats.receive_limited += 1;
+                }
                 self.rearm.push(slot);
             }
         }
@@ -773,6 +839,8 @@ impl<'a, A: App> Engine<'a, A> {
             paused: self.stats.paused,
             stalled: self.stats.stalled,
             coalesced: self.stats.coalesced,
+            receive_limited: self.stats.receive_limited,
+            turn_received_max: self.stats.turn_received_max,
         });
         let dirty = std::mem::take(&mut self.dirty);
         let mut more = Vec::new();

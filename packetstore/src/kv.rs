@@ -816,7 +816,7 @@ impl KvServer {
         if wants("stats") {
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ncoalesced_streams:{}\r\n\r\n",
+                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\n\r\n",
                 self.stats.commands,
                 self.stats.http_requests,
                 self.stats.writes,
@@ -828,7 +828,9 @@ impl KvServer {
                 self.io.enobufs,
                 self.io.paused,
                 self.io.stalled,
-                self.io.coalesced
+                self.io.coalesced,
+                self.io.receive_limited,
+                self.io.turn_received_max
             );
         }
         if wants("keyspace") {
