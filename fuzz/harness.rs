@@ -134,7 +134,7 @@ enum Reference {
 /// A one-shot RESP parser over the whole input, with the semantics the
 /// incremental one documents (inputs shorter than `LINE_SIZE_MAX`).
 fn reference_resp(data: &[u8], value_size_max: u64) -> Vec<Reference> {
-    use packetstore::resp::{ARGS_MAX, SMALL_ARG_MAX};
+    use packetstore::resp::{ARGS_MAX, BULK_LEN_MAX, SMALL_ARG_MAX};
     fn line(data: &[u8], at: &mut usize) -> Option<Vec<u8>> {
         let end = data[*at..].windows(2).position(|w| w == b"\r\n")?;
         let line = data[*at..*at + end].to_vec();
@@ -173,7 +173,8 @@ fn reference_resp(data: &[u8], value_size_max: u64) -> Vec<Reference> {
                 out.push(Reference::Malformed);
                 break 'commands;
             }
-            let Some(len) = int(&header[1..]).filter(|&n| n >= 0) else {
+            let Some(len) = int(&header[1..]).filter(|&n| n >= 0 && n as u64 <= BULK_LEN_MAX.max(value_size_max))
+            else {
                 out.push(Reference::Malformed);
                 break 'commands;
             };

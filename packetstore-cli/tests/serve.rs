@@ -266,6 +266,14 @@ fn pipelining_resp3_auth_and_limits() {
     assert_eq!(pong, "PONG");
     let missing: Option<Vec<u8>> = c.get("huge").unwrap();
     assert_eq!(missing, None);
+    // A length no client sends by mistake (over Redis's 512 MiB
+    // proto-max-bulk-len): answered at once, not drained, then closed.
+    let mut raw = TcpStream::connect(server.resp).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    raw.write_all(b"AUTH s3cret\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$999999999999\r\n").unwrap();
+    let mut reply = String::new();
+    raw.read_to_string(&mut reply).expect("the reply, then the close, without waiting for the value");
+    assert_eq!(reply, "+OK\r\n-ERR Protocol error: invalid bulk length\r\n");
     // Pipelining: 2,000 commands in one write, replies in order.
     let mut pipe = redis::pipe();
     for i in 0..1000 {

@@ -11,7 +11,10 @@
 //! Limits are explicit: a command has at most `ARGS_MAX` arguments, a line
 //! at most `LINE_SIZE_MAX` bytes, an argument at most the caller's value
 //! limit. A bulk argument over the limit is skipped (its bytes drained) and
-//! the command answered with an error: the connection stays usable. A
+//! the command answered with an error: the connection stays usable. A bulk
+//! length over `BULK_LEN_MAX` (and over the value limit) is not skipped but
+//! malformed, as in Redis (proto-max-bulk-len): nobody sends that much by
+//! mistake, and draining it would hold the error back for as long. A
 //! malformed frame cannot be resynchronised: an error, then close.
 //!
 //! Invariant: every reference the parsed command holds (`Args::extents`)
@@ -32,6 +35,9 @@ pub const SMALL_ARG_MAX: usize = 64;
 pub const ARGS_MAX: usize = 65_536;
 /// The longest line (`*N`, `$N`, or an inline command).
 pub const LINE_SIZE_MAX: usize = 64 * 1024;
+/// Bulk lengths above this (and above the value limit) are malformed rather
+/// than skipped: Redis's default proto-max-bulk-len.
+pub const BULK_LEN_MAX: u64 = 512 << 20;
 
 /// One argument: copied bytes, or a value in pool buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,7 +215,8 @@ impl Parser {
                         let got = line.first().map_or(String::from(" "), |&b| (b as char).to_string());
                         return Parsed::Malformed(format!("Protocol error: expected '$', got '{got}'"));
                     }
-                    let Some(len) = parse_int(&line[1..]).filter(|&n| n >= 0) else {
+                    let bulk_len_max = BULK_LEN_MAX.max(config.value_size_max);
+                    let Some(len) = parse_int(&line[1..]).filter(|&n| n >= 0 && n as u64 <= bulk_len_max) else {
                         return Parsed::Malformed("Protocol error: invalid bulk length".into());
                     };
                     let len = len as u64;
