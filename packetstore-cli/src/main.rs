@@ -10,6 +10,7 @@ mod demo;
 mod inspect;
 mod options;
 mod serve;
+mod shutdown;
 mod wal;
 
 use clap::{CommandFactory, Parser, Subcommand};

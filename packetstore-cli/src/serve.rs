@@ -6,12 +6,11 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
 use packetstore::compact::CompactConfig;
-use packetstore::engine::Engine;
+use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::EpollServer;
 use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
@@ -179,8 +178,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let http_addr = packetstore::net::local_addr(&http)?;
     let resp_addr = packetstore::net::local_addr(&resp)?;
     let listeners = vec![http, resp];
-    let config = args.loop_args.engine_config(persist == Persist::ZeroCopy)?;
-    let stop = AtomicBool::new(false);
+    let (stop, wake_fd) = crate::shutdown::install()?;
+    let config = EngineConfig { wake_fd: Some(wake_fd), ..args.loop_args.engine_config(persist == Persist::ZeroCopy)? };
     let kind = match policy {
         None => "io uring".to_string(),
         Some(_) => format!("io epoll, commit {}", args.commit),
@@ -196,17 +195,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let mut engine = Engine::new(pool, &mut buffers, &mut server, config, listeners)?;
             println!("{ready}");
             std::io::stdout().flush()?;
-            let outcome = engine.run(&stop);
+            let outcome = engine.run(stop);
             if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
                 return write_crash_image(device, &args.pool);
             }
             outcome?;
+            let drained = engine.is_drained();
+            drop(engine);
+            if drained {
+                let started = std::time::Instant::now();
+                let records = server.checkpoint_all(pool, &mut buffers).context("the shutdown checkpoint failed")?;
+                eprintln!(
+                    "shutdown: every reply sent; checkpoint: {records} log records folded into the tree in {:.1} ms",
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+            } else {
+                eprintln!("shutdown: gave up on clients that did not read their replies; no checkpoint (recovery replays the log)");
+            }
         }
         Some(policy) => {
             let mut epoll = EpollServer::new(pool, &mut buffers, &mut server, http_addr, policy, listeners)?;
+            epoll.set_wake_fd(wake_fd)?;
             println!("{ready}");
             std::io::stdout().flush()?;
-            epoll.run(&stop)?;
+            epoll.run(stop)?;
         }
     }
     Ok(())

@@ -105,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let first = packetstore::net::listen(args.listen, threads > 1, policy.is_some())?;
     let addr = packetstore::net::local_addr(&first)?;
     let shared = SeqIndex::new(pool);
-    let stop = AtomicBool::new(false);
+    let (stop, wake_fd) = crate::shutdown::install()?;
     let mut first = Some(first);
     let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<String>>();
     std::thread::scope(|scope| {
@@ -114,12 +114,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 Some(listener) => listener,
                 None => packetstore::net::listen(addr, true, policy.is_some())?,
             };
-            let (shared, stop, ready, power) = (shared.clone(), &stop, ready.clone(), power.clone());
+            let (shared, ready, power) = (shared.clone(), ready.clone(), power.clone());
             let pool_path = &args.pool;
             // Each loop takes its share of the connection limit.
             let loop_config = EngineConfig {
                 listen: addr,
                 connections_max: engine_config.connections_max.div_ceil(threads as usize),
+                wake_fd: Some(wake_fd),
                 ..engine_config.clone()
             };
             scope.spawn(move || {
@@ -164,7 +165,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "listening on {addr} ({kind}, persist {}, threads {threads})", persist.name())?;
         out.flush()?;
         Ok(())
-    })
+    })?;
+    eprintln!("shutdown: every event loop stopped, its replies sent; pool closed");
+    Ok(())
 }
 
 /// One event loop: recovers its log, then serves until stopped.
@@ -203,6 +206,9 @@ fn serve(
         Some(policy) => {
             let mut server =
                 EpollServer::new(pool, &mut buffers, &mut wal, engine_config.listen, policy, vec![listener])?;
+            if let Some(fd) = engine_config.wake_fd {
+                server.set_wake_fd(fd)?;
+            }
             let _ = ready.send(Ok(line));
             server.run(stop)?;
         }

@@ -54,6 +54,17 @@
 //! Copy and off: the ring's entries point at private memory; a consumed
 //! segment's bid is provided again with the same memory.
 //!
+//! # Stopping
+//!
+//! Once `stop` is set (a signal handler also writes `wake_fd`, an eventfd
+//! every loop polls, so that loops asleep in the kernel wake up), the loop
+//! drains: it stops accepting (its listeners are shut down, so new
+//! connections are refused), stops reading, serves and commits what it has
+//! already received, sends every reply, and closes each connection once its
+//! replies are out; it returns when none is left, or after `drain_timeout`
+//! for peers that do not read. Nothing acknowledged is left unsent unless
+//! its peer stops reading.
+//!
 //! Invariant: every buffer is in exactly one place: the ring, a stream, a
 //! starved bid's absence, or the free list (plus record and request
 //! references); a closed connection releases all of its stream's segments
@@ -82,6 +93,7 @@ const OP_SYNC: u64 = 4;
 const OP_TIMER: u64 = 5;
 const OP_CANCEL: u64 = 6;
 const OP_POLL: u64 = 7;
+const OP_WAKE: u64 = 8;
 /// A stream of more segments than this (a peer trickling bytes, or input
 /// waiting while paused) is coalesced into one, if it holds at most
 /// `COALESCE_BYTES_MAX` bytes.
@@ -129,6 +141,11 @@ pub struct EngineConfig {
     /// Fairness: a connection's receive stops after this many bytes and is
     /// re-armed for the next turn (0: no limit).
     pub turn_receive_bytes: u32,
+    /// Stopping: a descriptor (an eventfd) that becomes readable when the
+    /// caller's `stop` flag is set, so that a loop asleep wakes up.
+    pub wake_fd: Option<RawFd>,
+    /// Stopping: how long the loop waits for replies to be read.
+    pub drain_timeout: Duration,
 }
 
 impl Default for EngineConfig {
@@ -146,6 +163,8 @@ impl Default for EngineConfig {
             input_pause_bytes: 256 << 10,
             stall_timeout: Duration::from_secs(60),
             turn_receive_bytes: TURN_RECEIVE_BYTES,
+            wake_fd: None,
+            drain_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -270,6 +289,8 @@ pub struct Engine<'a, A: App> {
     /// The application's timer: its timespec (fixed address while armed).
     timer: Box<types::Timespec>,
     timer_armed: bool,
+    /// Stopping: the drain's deadline, once it began.
+    draining_until: Option<Instant>,
     stats: EngineStats,
 }
 
@@ -372,10 +393,16 @@ impl<'a, A: App> Engine<'a, A> {
             paused: Vec::new(),
             timer: Box::new(types::Timespec::new()),
             timer_armed: false,
+            draining_until: None,
             stats: EngineStats::default(),
         };
         for index in 0..engine.listeners.len() {
             engine.arm_accept(index)?;
+        }
+        if let Some(fd) = engine.config.wake_fd {
+            let entry =
+                opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build().user_data(user_data(OP_WAKE, 0, 0));
+            engine.push(entry)?;
         }
         Ok(engine)
     }
@@ -393,7 +420,19 @@ impl<'a, A: App> Engine<'a, A> {
     /// fails (fatal: replies waiting for it are never sent).
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut completions = Vec::with_capacity(4096);
-        while !stop.load(Ordering::Relaxed) {
+        loop {
+            if stop.load(Ordering::Relaxed) && self.draining_until.is_none() {
+                self.begin_drain();
+                // Its sends and closes are queued before the loop sleeps
+                // (and the drain's timer bounds every later wait).
+                self.end_turn()?;
+            }
+            if let Some(deadline) = self.draining_until {
+                let live = self.conns.len() - self.free_slots.len();
+                if (live == 0 && self.syncs.is_empty()) || Instant::now() >= deadline {
+                    return Ok(());
+                }
+            }
             self.enter()?;
             completions.clear();
             completions.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
@@ -404,7 +443,29 @@ impl<'a, A: App> Engine<'a, A> {
             }
             self.end_turn()?;
         }
-        Ok(())
+    }
+
+    /// Whether the loop stopped with nothing left: no connection and no
+    /// sync in flight (a drain that did not time out).
+    pub fn is_drained(&self) -> bool {
+        self.conns.len() == self.free_slots.len() && self.syncs.is_empty()
+    }
+
+    /// Stopping: no more connections and no more reading; every connection
+    /// closes once its replies are out (see "Stopping" above).
+    fn begin_drain(&mut self) {
+        self.draining_until = Some(Instant::now() + self.config.drain_timeout);
+        for listener in &self.listeners {
+            // SAFETY: our descriptor. A listening socket shut down refuses
+            // new connections and ends its pending accept.
+            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) };
+        }
+        for slot in 0..self.conns.len() as u32 {
+            if let Some(conn) = self.conns[slot as usize].as_mut() {
+                conn.closing = true;
+                self.pending.push(slot);
+            }
+        }
     }
 
     fn enter(&mut self) -> io::Result<()> {
@@ -449,14 +510,12 @@ impl<'a, A: App> Engine<'a, A> {
 
     /// Arms the application's timer if it wants one and none is armed.
     fn arm_timer(&mut self) -> io::Result<()> {
-        // Paused connections are checked for stalls at least every second.
+        // Paused connections are checked for stalls at least every second;
+        // a drain for its deadline every 100 ms.
         let stall_check = (!self.paused.is_empty()).then_some(Duration::from_secs(1));
-        let interval = match (self.app.tick_interval(), stall_check) {
-            (Some(app), Some(stall)) => app.min(stall),
-            (app, stall) => match app.or(stall) {
-                Some(interval) => interval,
-                None => return Ok(()),
-            },
+        let drain_check = self.draining_until.map(|_| Duration::from_millis(100));
+        let Some(interval) = [self.app.tick_interval(), stall_check, drain_check].into_iter().flatten().min() else {
+            return Ok(());
         };
         if self.timer_armed {
             return Ok(());
@@ -487,7 +546,7 @@ impl<'a, A: App> Engine<'a, A> {
                 if result >= 0 {
                     self.accept(result, slot as usize);
                 }
-                if !cqueue::more(flags) {
+                if !cqueue::more(flags) && self.draining_until.is_none() {
                     self.arm_accept(slot as usize)?;
                 }
             }
@@ -500,6 +559,7 @@ impl<'a, A: App> Engine<'a, A> {
             }
             OP_CANCEL => {}
             OP_POLL => self.polled(slot, generation, result),
+            OP_WAKE => {}
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
@@ -507,7 +567,7 @@ impl<'a, A: App> Engine<'a, A> {
 
     fn accept(&mut self, fd: RawFd, listener: usize) {
         let live = self.conns.len() - self.free_slots.len();
-        if live >= self.config.connections_max {
+        if live >= self.config.connections_max || self.draining_until.is_some() {
             // SAFETY: a descriptor the kernel just gave us and nobody uses.
             unsafe { libc::close(fd) };
             self.stats.refused += 1;

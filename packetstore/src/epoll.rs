@@ -24,6 +24,8 @@ const CHUNK_SIZE: usize = 16 * 1024;
 const READ_PER_TURN_MAX: usize = 256 * 1024;
 const EVENTS_MAX: usize = 1024;
 const LISTENER_TOKEN: u64 = u64::MAX;
+/// The stop eventfd (`set_wake_fd`): it only wakes the loop up.
+const WAKE_TOKEN: u64 = u64::MAX / 2;
 /// Slices one sendmsg carries.
 const IOV_MAX: usize = 64;
 
@@ -122,6 +124,12 @@ impl<'a, A: App> EpollServer<'a, A> {
         Ok(server)
     }
 
+    /// Stopping: `fd` (an eventfd) becomes readable when the caller's
+    /// `stop` flag is set, so that this loop wakes up to see it.
+    pub fn set_wake_fd(&mut self, fd: RawFd) -> io::Result<()> {
+        self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, WAKE_TOKEN)
+    }
+
     /// The address of the first listener.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         crate::net::local_addr(&self.listeners[0])
@@ -147,6 +155,9 @@ impl<'a, A: App> EpollServer<'a, A> {
             }
             for event in &events[..n as usize] {
                 let (token, flags) = (event.u64, event.events);
+                if token == WAKE_TOKEN {
+                    continue;
+                }
                 if token > LISTENER_TOKEN - self.listeners.len() as u64 {
                     self.accept_all((LISTENER_TOKEN - token) as usize)?;
                     continue;

@@ -263,6 +263,15 @@ impl KvServer {
         &self.store
     }
 
+    /// A clean shutdown, once the event loop has stopped with nothing in
+    /// flight: checkpoints until every log record is folded into the tree,
+    /// so the next start replays nothing. Returns the records folded.
+    pub fn checkpoint_all(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<usize, StoreError> {
+        let records = self.store.live_records().count();
+        self.store.checkpoint_all(pool, buffers)?;
+        Ok(records)
+    }
+
     pub fn stats(&self) -> KvStats {
         self.stats
     }

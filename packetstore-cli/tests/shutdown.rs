@@ -1,0 +1,163 @@
+//! Goal: SIGTERM and SIGINT stop the servers gracefully: no new
+//! connections, the turn in flight committed, every reply sent, the
+//! connections closed, a checkpoint (KV), the lock released, exit 0; a
+//! client that does not read cannot hold the shutdown forever; every loop
+//! of a multi-threaded server wakes up to stop.
+//!
+//! Method: the real binary under pipelined load; the signal; then a
+//! restart on the same pool (which the lock would refuse if it were still
+//! held) that must find every acknowledged write and replay no log record.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::Commands;
+
+mod common;
+use common::{Server, TempPool};
+
+fn signal(child: &std::process::Child, signal: libc::c_int) {
+    // SAFETY: sends a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+}
+
+/// A client pipelining SETs of its own keys in batches until the server
+/// closes the connection; returns the keys acknowledged.
+fn pipelining_writer(addr: SocketAddr, client: usize) -> Vec<String> {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut acknowledged = Vec::new();
+    for batch in 0.. {
+        let keys: Vec<String> = (0..100).map(|i| format!("c{client}:{}", batch * 100 + i)).collect();
+        let mut request = Vec::new();
+        for key in &keys {
+            request.extend_from_slice(
+                format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$8\r\nvalue-{client:02}\r\n", key.len()).as_bytes(),
+            );
+        }
+        if stream.write_all(&request).is_err() {
+            return acknowledged;
+        }
+        for key in keys {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return acknowledged,
+                Ok(_) => {
+                    assert_eq!(line, "+OK\r\n", "a reply during shutdown");
+                    acknowledged.push(key);
+                }
+            }
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn sigterm_sends_every_reply_checkpoints_and_releases_the_lock() {
+    for (pool, how) in [(TempPool::new("term"), libc::SIGTERM), (TempPool::on_disk("term"), libc::SIGINT)] {
+        let mut server = Server::start(&pool.0, &[]);
+        let resp = server.resp;
+        let writers: Vec<_> =
+            (0..4).map(|client| std::thread::spawn(move || pipelining_writer(resp, client))).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        signal(&server.child, how);
+        assert!(server.wait_exit(Duration::from_secs(20)), "the server did not stop");
+        let status = server.child.wait().unwrap();
+        assert!(status.success(), "a graceful stop exits 0: {status}");
+        let acknowledged: Vec<Vec<String>> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        assert!(acknowledged.iter().all(|keys| !keys.is_empty()), "every writer was acknowledged before the stop");
+
+        // The lock is free, the checkpoint folded every record, and every
+        // acknowledged write is there.
+        let server = Server::start(&pool.0, &[]);
+        let banner = server.banner().join("\n");
+        assert!(banner.contains(" 0 log records replayed"), "a clean stop leaves nothing to replay: {banner}");
+        let mut c = server.client();
+        for (client, keys) in acknowledged.iter().enumerate() {
+            for key in keys {
+                let value: Option<String> = c.get(key).unwrap();
+                assert_eq!(value.as_deref(), Some(format!("value-{client:02}").as_str()), "{key}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_that_does_not_read_cannot_hold_the_shutdown_forever() {
+    let pool = TempPool::new("term-stuck");
+    let mut server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let _: () = c.set("big", vec![b'x'; 64 << 10]).unwrap();
+    let mut stuck = TcpStream::connect(server.resp).unwrap();
+    stuck.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let batch = b"GET big\r\n".repeat(1000);
+    // Enough GETs that megabytes of replies wait unread.
+    for _ in 0..20 {
+        if stuck.write_all(&batch).is_err() {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    signal(&server.child, libc::SIGTERM);
+    assert!(server.wait_exit(Duration::from_secs(20)), "a client that never reads held the shutdown");
+    assert!(server.child.wait().unwrap().success());
+    assert!(started.elapsed() >= Duration::from_secs(4), "the drain gave up before its 5 s: {:?}", started.elapsed());
+    drop(stuck);
+    // The store is intact (the log is replayed instead).
+    let server = Server::start(&pool.0, &[]);
+    let value: Vec<u8> = server.client().get("big").unwrap();
+    assert_eq!(value.len(), 64 << 10);
+}
+
+#[test]
+fn sigterm_stops_every_loop_of_a_multi_threaded_wal() {
+    let pool = TempPool::new("term-wal");
+    /// Killed if the test fails before the server exits.
+    struct Guard(std::process::Child);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut guard = Guard(
+        Command::new(env!("CARGO_BIN_EXE_packetstore"))
+            .args(["wal", "--pool", pool.0.to_str().unwrap(), "--pool-size", "64MiB", "--log-size", "4MiB"])
+            .args(["--listen", "127.0.0.1:0", "--threads", "2", "--ring-entries", "256"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut guard.0;
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr: SocketAddr = loop {
+        let line = lines.next().expect("the server exited before listening").unwrap();
+        if let Some(rest) = line.strip_prefix("listening on ") {
+            break rest.split(' ').next().unwrap().parse().unwrap();
+        }
+    };
+    // Requests on several connections, so both loops have clients.
+    for _ in 0..8 {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.write_all(b"POST /log HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello").unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    }
+    signal(child, libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "a loop did not wake up to stop");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status}");
+    // After the stop, nobody listens any more.
+    assert!(TcpStream::connect(addr).is_err());
+}
