@@ -160,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Store::open_with_progress(pool, &mut buffers, store_config, &mut progress).context("recovery failed")?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
+    let recovery_duration = report.duration;
     let kv_config = KvConfig {
         persist,
         value_size_max,
@@ -170,6 +171,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         power_switch: power.clone(),
     };
     let mut server = KvServer::new(kv_config, store, recovery);
+    server.set_recovery_duration(recovery_duration);
     let nonblocking = policy.is_some();
     let http = packetstore::net::listen(args.http, false, nonblocking)
         .with_context(|| format!("cannot listen on {} (HTTP)", args.http))?;

@@ -477,6 +477,10 @@ fn http_pkvs_with_a_rust_client_and_curl() {
     assert!(body == value);
     let (status, _) = http(&server, b"HEAD /kv/a%20b%00c HTTP/1.1\r\n\r\n");
     assert_eq!(status, 200);
+    // A PUT asking to close gets its reply before the close (it was
+    // stored, then closed unanswered, before the fix).
+    let put = b"PUT /kv/closing HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+    assert_eq!(http(&server, put).0, 204);
     // The same store on both protocols: binary key and all.
     let mut c = server.client();
     let via_redis: Vec<u8> = c.get(b"a b\0c").unwrap();

@@ -164,6 +164,22 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
+/// Prometheus's text exposition format.
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Appends a complete response with `body` of `content_type`.
+pub fn respond_typed(out: &mut Vec<u8>, status: u16, content_type: &str, body: &[u8], keep_alive: bool) {
+    let mut head = Vec::new();
+    respond_head(&mut head, status, &[], body.len(), keep_alive);
+    // The head ends with an empty line: the Content-Type goes before it.
+    head.truncate(head.len() - 2);
+    out.extend_from_slice(&head);
+    out.extend_from_slice(b"Content-Type: ");
+    out.extend_from_slice(content_type.as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body);
+}
+
 /// Appends a complete response with `body`.
 pub fn respond(out: &mut Vec<u8>, status: u16, headers: &[(&str, u64)], body: &[u8], keep_alive: bool) {
     respond_head(out, status, headers, body.len(), keep_alive);

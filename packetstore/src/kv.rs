@@ -63,6 +63,9 @@ pub struct KvConfig {
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KvStats {
+    /// Requests by protocol (`PROTOCOLS`), kind (`KINDS`) and result
+    /// (`RESULTS`), for /metrics.
+    pub requests: [[[u64; 3]; 3]; 2],
     pub commands: u64,
     pub http_requests: u64,
     pub reads: u64,
@@ -71,6 +74,10 @@ pub struct KvStats {
     pub errors: u64,
     pub bytes_sent_zero_copy: u64,
     pub bytes_sent_copied: u64,
+    /// Value bytes written: persisted where they were received (zero copy)
+    /// or copied (copy mode, and values small enough to be inlined).
+    pub value_bytes_in_place: u64,
+    pub value_bytes_copied: u64,
 }
 
 /// One connection's protocol state.
@@ -108,7 +115,26 @@ pub struct KvServer {
     recovery: String,
     /// Commands served at the last tick (a tick with none is idle).
     commands_at_tick: u64,
+    /// Write commands per commit (group commit batch sizes), and the
+    /// writes counted at the last commit.
+    batch_writes: crate::metrics::Histogram,
+    writes_at_commit: u64,
+    recovery_ns: u64,
+    /// Value bytes of the command being built: left where they were
+    /// received, or copied (counted once it applies).
+    staged_in_place: u64,
+    staged_copied: u64,
 }
+
+/// Labels of `KvStats::requests`.
+pub const PROTOCOLS: [&str; 2] = ["resp", "http"];
+pub const KINDS: [&str; 3] = ["read", "write", "other"];
+pub const RESULTS: [&str; 3] = ["ok", "error", "refused"];
+const RESP: usize = 0;
+const HTTP: usize = 1;
+const READ: usize = 0;
+const WRITE: usize = 1;
+const OTHER: usize = 2;
 
 type Cmd = fn(&mut KvServer, &mut Ctx<'_>) -> Result<(), StoreError>;
 
@@ -124,6 +150,8 @@ struct Ctx<'a> {
     out: &'a mut OutQueue,
     now: u64,
     close: bool,
+    /// An error reply was written.
+    failed: bool,
 }
 
 impl Ctx<'_> {
@@ -140,6 +168,7 @@ impl Ctx<'_> {
     }
 
     fn error(&mut self, text: &str) {
+        self.failed = true;
         let enc = self.enc();
         enc.error(self.out.bytes(), text);
     }
@@ -256,6 +285,199 @@ impl KvServer {
             started: std::time::Instant::now(),
             recovery,
             commands_at_tick: 0,
+            batch_writes: crate::metrics::Histogram::default(),
+            writes_at_commit: 0,
+            recovery_ns: 0,
+            staged_in_place: 0,
+            staged_copied: 0,
+        }
+    }
+
+    /// How long recovery took (for /metrics).
+    pub fn set_recovery_duration(&mut self, duration: Duration) {
+        self.recovery_ns = duration.as_nanos() as u64;
+    }
+
+    /// Counts a request: its kind, and its result from what it did to the
+    /// error and refusal counters since `before` (errors, refused_full).
+    fn count_request(&mut self, protocol: usize, kind: usize, before: (u64, u64), failed: bool) {
+        let result = if self.stats.refused_full > before.1 {
+            2
+        } else if failed || self.stats.errors > before.0 {
+            1
+        } else {
+            0
+        };
+        self.stats.requests[protocol][kind][result] += 1;
+    }
+
+    /// `GET /metrics`: the Prometheus text exposition of what INFO shows.
+    pub fn metrics_text(&self, pool: &Pool, buffers: &Buffers) -> String {
+        let mut e = crate::metrics::Exposition::default();
+        e.family("packetstore_info", "gauge", "The server's version, persistence domain and persist mode.");
+        e.sample(
+            "packetstore_info",
+            &[
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("domain", &self.config.domain_name),
+                ("persist", self.config.persist.name()),
+            ],
+            1.0,
+        );
+        e.single("packetstore_uptime_seconds", "gauge", "Seconds since start.", self.started.elapsed().as_secs_f64());
+        e.single(
+            "packetstore_recovery_seconds",
+            "gauge",
+            "How long recovery took at start.",
+            self.recovery_ns as f64 / 1e9,
+        );
+        e.family("packetstore_requests_total", "counter", "Requests by protocol, kind and result.");
+        for (p, protocol) in PROTOCOLS.iter().enumerate() {
+            for (k, kind) in KINDS.iter().enumerate() {
+                for (r, result) in RESULTS.iter().enumerate() {
+                    let labels = [("protocol", *protocol), ("kind", *kind), ("result", *result)];
+                    e.sample("packetstore_requests_total", &labels, self.stats.requests[p][k][r] as f64);
+                }
+            }
+        }
+        e.histogram(
+            "packetstore_commit_batch_writes",
+            "Write commands per commit (group commit).",
+            &[],
+            &self.batch_writes,
+            1.0,
+            0,
+            14,
+            1,
+        );
+        let store = self.store.stats();
+        e.single("packetstore_commits_total", "counter", "Commits (log batches made durable).", store.commits as f64);
+        e.single("packetstore_checkpoints_total", "counter", "Checkpoints of the tree.", store.checkpoints as f64);
+        let persist = pool.stats();
+        let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed) as f64;
+        e.single(
+            "packetstore_lines_flushed_total",
+            "counter",
+            "Cache lines flushed (clwb/clflushopt).",
+            load(&persist.lines_flushed),
+        );
+        e.single(
+            "packetstore_fences_total",
+            "counter",
+            "Fences: an sfence after flushes, or in the page domain an fdatasync or msync.",
+            load(&persist.fences),
+        );
+        let domain = [("domain", self.config.domain_name.as_str())];
+        e.histogram(
+            "packetstore_fence_seconds",
+            "Fence latency (page domain: the sync).",
+            &domain,
+            &persist.fence_ns,
+            1e-9,
+            8,
+            34,
+            2,
+        );
+        e.family(
+            "packetstore_value_bytes_written_total",
+            "counter",
+            "Value bytes written, persisted where received (in_place) or copied.",
+        );
+        e.sample(
+            "packetstore_value_bytes_written_total",
+            &[("path", "in_place")],
+            self.stats.value_bytes_in_place as f64,
+        );
+        e.sample("packetstore_value_bytes_written_total", &[("path", "copied")], self.stats.value_bytes_copied as f64);
+        e.family(
+            "packetstore_bytes_sent_total",
+            "counter",
+            "Reply value bytes sent from the pool (zero_copy) or copied.",
+        );
+        e.sample("packetstore_bytes_sent_total", &[("path", "zero_copy")], self.stats.bytes_sent_zero_copy as f64);
+        e.sample("packetstore_bytes_sent_total", &[("path", "copied")], self.stats.bytes_sent_copied as f64);
+        let geometry = pool.geometry();
+        e.single("packetstore_pool_bytes", "gauge", "The pool file's size.", pool.len() as f64);
+        e.single("packetstore_pool_buffers", "gauge", "Buffers in the pool.", buffers.count() as f64);
+        e.single("packetstore_pool_free_buffers", "gauge", "Free buffers.", buffers.free_count() as f64);
+        e.single("packetstore_buffer_bytes", "gauge", "The size of one buffer.", f64::from(geometry.buffer_size));
+        let usage = self.store.log().usage();
+        e.single("packetstore_log_bytes", "gauge", "The log ring's size.", usage.ring_size as f64);
+        e.single("packetstore_log_free_bytes", "gauge", "Free bytes in the log ring.", usage.free_bytes as f64);
+        e.single(
+            "packetstore_log_live_records",
+            "gauge",
+            "Log records not yet checkpointed.",
+            usage.live_records as f64,
+        );
+        e.single("packetstore_keys", "gauge", "Keys in the store.", self.store.keys() as f64);
+        e.single("packetstore_tree_height", "gauge", "The B+ tree's height.", self.store.tree().height() as f64);
+        let compaction = self.store.compaction();
+        e.single(
+            "packetstore_compaction_running",
+            "gauge",
+            "1 while a compaction pass runs.",
+            f64::from(u8::from(compaction.running)),
+        );
+        e.single(
+            "packetstore_compaction_waste_ratio",
+            "gauge",
+            "Dead share of the bytes in value buffers.",
+            self.store.waste_ratio(),
+        );
+        e.single(
+            "packetstore_compaction_passes_total",
+            "counter",
+            "Compaction passes.",
+            compaction.relocation_passes as f64,
+        );
+        e.single(
+            "packetstore_compaction_relocated_values_total",
+            "counter",
+            "Values moved by compaction.",
+            compaction.relocated_values as f64,
+        );
+        e.single(
+            "packetstore_compaction_relocated_bytes_total",
+            "counter",
+            "Bytes moved by compaction.",
+            compaction.relocated_bytes as f64,
+        );
+        e.single("packetstore_connections", "gauge", "Connections open.", self.io.connections as f64);
+        e.single("packetstore_connections_accepted_total", "counter", "Connections accepted.", self.io.accepted as f64);
+        e.single(
+            "packetstore_connections_refused_total",
+            "counter",
+            "Connections refused (over --connections-max).",
+            self.io.refused as f64,
+        );
+        e.single(
+            "packetstore_ring_enobufs_total",
+            "counter",
+            "Receives that found the buffer ring empty.",
+            self.io.enobufs as f64,
+        );
+        e.single(
+            "packetstore_clients_paused_total",
+            "counter",
+            "Clients paused for not reading their replies.",
+            self.io.paused as f64,
+        );
+        e.single(
+            "packetstore_clients_stalled_total",
+            "counter",
+            "Clients disconnected for not reading.",
+            self.io.stalled as f64,
+        );
+        e.text
+    }
+
+    /// Group commit: the write commands the commit now beginning covers.
+    fn observe_batch(&mut self) {
+        let batch = self.stats.writes - self.writes_at_commit;
+        if batch > 0 {
+            self.batch_writes.observe(batch);
+            self.writes_at_commit = self.stats.writes;
         }
     }
 
@@ -325,12 +547,32 @@ impl KvServer {
 
     /// Runs the parsed command; true if the connection should close.
     fn execute(&mut self, pool: &Pool, buffers: &mut Buffers, conn: &mut KvConn, out: &mut OutQueue) -> bool {
+        let before = (self.stats.errors, self.stats.refused_full);
+        let (close, kind, failed) = self.run_command(pool, buffers, conn, out);
+        self.count_request(RESP, kind, before, failed);
+        close
+    }
+
+    /// `execute`'s work; also returns the command's kind and whether its
+    /// reply was an error.
+    fn run_command(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        out: &mut OutQueue,
+    ) -> (bool, usize, bool) {
         self.stats.commands += 1;
         let entry = {
             let name = conn.args.bytes(pool, 0);
             COMMANDS.iter().find(|c| c.0.as_bytes().eq_ignore_ascii_case(&name))
         };
-        let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false };
+        let kind = match entry {
+            Some(entry) if entry.2.contains(&"write") => WRITE,
+            Some(entry) if entry.2.contains(&"readonly") => READ,
+            _ => OTHER,
+        };
+        let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false, failed: false };
         let Some(&(cmd_name, arity, flags, _, _, _, handler)) = entry else {
             let mut text =
                 format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&ctx.arg(0)));
@@ -339,7 +581,7 @@ impl KvServer {
             }
             ctx.error(&text);
             self.stats.errors += 1;
-            return false;
+            return (false, kind, true);
         };
         if self.config.requirepass.is_some()
             && !ctx.conn.authenticated
@@ -347,18 +589,18 @@ impl KvServer {
             && cmd_name != "quit"
         {
             ctx.error("NOAUTH Authentication required.");
-            return false;
+            return (false, kind, true);
         }
         let argc = ctx.argc() as i64;
         if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
             ctx.error(&format!("ERR wrong number of arguments for '{cmd_name}' command"));
             self.stats.errors += 1;
-            return false;
+            return (false, kind, true);
         }
         if let Some(why) = ctx.conn.args.refused.clone() {
             ctx.error(&why);
             self.stats.refused_full += 1;
-            return false;
+            return (false, kind, true);
         }
         if let Err(error) = handler(self, &mut ctx) {
             if error.is_full() {
@@ -369,7 +611,7 @@ impl KvServer {
                 ctx.error(&format!("ERR {error}"));
             }
         }
-        ctx.close
+        (ctx.close, kind, ctx.failed)
     }
 
     /// Applies a command's ops; gives back their references either way.
@@ -379,9 +621,28 @@ impl KvServer {
         let result = result.and_then(|()| self.store.apply(ctx.pool, ctx.buffers, ops));
         Store::release_ops(ctx.buffers, ops);
         if result.is_ok() {
-            self.stats.writes += 1;
+            self.count_write();
         }
+        self.staged_in_place = 0;
+        self.staged_copied = 0;
         result
+    }
+
+    /// Counts an applied write command and its value bytes.
+    fn count_write(&mut self) {
+        self.stats.writes += 1;
+        self.stats.value_bytes_in_place += std::mem::take(&mut self.staged_in_place);
+        self.stats.value_bytes_copied += std::mem::take(&mut self.staged_copied);
+    }
+
+    /// Notes value bytes a command writes: received bytes it keeps where
+    /// they are (`received`; copied anyway in copy mode) or bytes it copies.
+    fn stage_bytes(&mut self, len: u64, received: bool) {
+        if received && self.config.persist == Persist::ZeroCopy {
+            self.staged_in_place += len;
+        } else {
+            self.staged_copied += len;
+        }
     }
 
     /// Ends a command whose ops were being built: applies them and calls
@@ -420,10 +681,12 @@ impl KvServer {
                 for extent in extents {
                     ctx.buffers.retain(extent.buffer)?;
                 }
+                self.stage_bytes(len, true);
                 extents.to_vec()
             }
             None => {
                 let bytes = ctx.arg(i).into_owned();
+                self.stage_bytes(len, false);
                 self.store.stage(ctx.pool, ctx.buffers, &bytes)?
             }
         };
@@ -433,6 +696,7 @@ impl KvServer {
     /// A `Put` of computed bytes.
     fn put_bytes(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, bytes: &[u8]) -> Result<Op, StoreError> {
         let extents = self.store.stage(ctx.pool, ctx.buffers, bytes)?;
+        self.stage_bytes(bytes.len() as u64, false);
         Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
     }
 
@@ -801,7 +1065,7 @@ impl KvServer {
             let compaction = self.store.compaction();
             let _ = write!(
                 text,
-                "# Persistence\r\nloading:0\r\naof_enabled:1\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\ncompaction_counted:{}\r\ncompaction_running:{}\r\ncompaction_waste_pct:{:.1}\r\ncompaction_passes:{}\r\ncompaction_relocated_values:{}\r\ncompaction_relocated_bytes:{}\r\n\r\n",
+                "# Persistence\r\nloading:0\r\naof_enabled:1\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\ncompaction_counted:{}\r\ncompaction_running:{}\r\ncompaction_waste_pct:{:.1}\r\ncompaction_passes:{}\r\ncompaction_relocated_values:{}\r\ncompaction_relocated_bytes:{}\r\n",
                 self.config.domain_name,
                 self.config.persist.name(),
                 usage.live_records,
@@ -820,6 +1084,18 @@ impl KvServer {
                 compaction.relocation_passes,
                 compaction.relocated_values,
                 compaction.relocated_bytes
+            );
+            let persist = pool.stats();
+            let fences = persist.fences.load(std::sync::atomic::Ordering::Relaxed);
+            let _ = write!(
+                text,
+                "fences:{fences}\r\nfence_us_avg:{:.3}\r\nlines_flushed:{}\r\ncommit_batch_writes_avg:{:.2}\r\nvalue_bytes_in_place:{}\r\nvalue_bytes_copied:{}\r\nrecovery_ms:{:.3}\r\n\r\n",
+                persist.fence_ns.sum() as f64 / fences.max(1) as f64 / 1e3,
+                persist.lines_flushed.load(std::sync::atomic::Ordering::Relaxed),
+                self.batch_writes.sum() as f64 / self.batch_writes.count().max(1) as f64,
+                self.stats.value_bytes_in_place,
+                self.stats.value_bytes_copied,
+                self.recovery_ns as f64 / 1e6
             );
         }
         if wants("stats") {
@@ -1156,10 +1432,12 @@ impl KvServer {
                         ctx.buffers.retain(extent.buffer)?;
                         extents.push(*extent);
                     }
+                    self.stage_bytes(ctx.conn.args.arg_len(2), true);
                 }
                 None => {
                     let bytes = ctx.arg(2).into_owned();
                     extents.extend(self.store.stage(ctx.pool, ctx.buffers, &bytes)?);
+                    self.stage_bytes(bytes.len() as u64, false);
                 }
             }
             Ok::<(), StoreError>(())
@@ -1549,23 +1827,38 @@ impl KvServer {
             self.stats.http_requests += 1;
             progress.requests += 1;
             progress.close |= !head.keep_alive;
+            let before = (self.stats.errors, self.stats.refused_full);
+            let kind = match head.method {
+                Method::Get | Method::Head => READ,
+                Method::Put | Method::Post | Method::Delete => WRITE,
+            };
+            if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
+                let text = self.metrics_text(pool, buffers);
+                http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
+                self.count_request(HTTP, OTHER, before, false);
+                continue;
+            }
             let key = match target.strip_prefix(b"/kv/").map(percent_decode) {
                 Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => key,
                 Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
                     http::respond(out.bytes(), 414, &[], b"key too long\n", false);
                     progress.close = true;
+                    self.count_request(HTTP, kind, before, true);
                     continue;
                 }
                 _ => {
                     if head.content_length > 0 {
-                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key>\n", false);
+                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key> or /metrics\n", false);
                         progress.close = true;
                     } else {
-                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key>\n", head.keep_alive);
+                        let why = b"no such path: use /kv/<key> or /metrics\n";
+                        http::respond(out.bytes(), 404, &[], why, head.keep_alive);
                     }
+                    self.count_request(HTTP, OTHER, before, true);
                     continue;
                 }
             };
+            let mut failed = false;
             match head.method {
                 Method::Put | Method::Post => {
                     conn.http = Some(HttpBody {
@@ -1578,28 +1871,33 @@ impl KvServer {
                         refused: false,
                     });
                     progress.requests -= 1; // counted when the body is in
+                                            // A close waits for the body and its reply.
+                    progress.close = false;
+                    continue;
                 }
                 Method::Get | Method::Head if head.content_length == 0 => {
                     self.stats.reads += 1;
                     let now = now_ms();
                     match self.store.get(pool, &key, now) {
                         Ok(Some(value)) => {
-                            let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
+                            let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
                             let body = head.method == Method::Get;
                             if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
                                 http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                                failed = true;
                             }
                         }
                         Ok(None) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
                         Err(error) => {
-                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive)
+                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                            failed = true;
                         }
                     }
                 }
                 Method::Delete if head.content_length == 0 => {
                     let now = now_ms();
                     let mut ops = Vec::new();
-                    let mut ctx = Ctx { pool, buffers, conn, out, now, close: false };
+                    let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
                     let live = self.store.get(pool, &key, now).map(|v| v.is_some());
                     let result = live.and_then(|live| {
                         self.delete_ops(ctx.pool, &key, &mut ops)?;
@@ -1610,15 +1908,18 @@ impl KvServer {
                         Ok(true) => http::respond(out.bytes(), 204, &[], b"", head.keep_alive),
                         Ok(false) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
                         Err(error) => {
-                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive)
+                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                            failed = true;
                         }
                     }
                 }
                 _ => {
                     http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
                     progress.close = true;
+                    failed = true;
                 }
             }
+            self.count_request(HTTP, kind, before, failed);
         }
         progress
     }
@@ -1681,6 +1982,12 @@ impl KvServer {
     }
 
     fn finish_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
+        let before = (self.stats.errors, self.stats.refused_full);
+        self.store_put(pool, buffers, body, out);
+        self.count_request(HTTP, WRITE, before, false);
+    }
+
+    fn store_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
         if body.refused {
             http::respond(out.bytes(), 507, &[], b"the pool is full: the value was not stored\n", body.keep_alive);
             self.stats.refused_full += 1;
@@ -1701,7 +2008,8 @@ impl KvServer {
         }
         match result {
             Ok(()) => {
-                self.stats.writes += 1;
+                self.stage_bytes(body.len, true);
+                self.count_write();
                 http::respond(out.bytes(), 204, &[], b"", body.keep_alive)
             }
             Err(error) if error.is_full() => {
@@ -1806,10 +2114,12 @@ impl App for KvServer {
     }
 
     fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
+        self.observe_batch();
         self.store.commit(pool, buffers).map_err(std::io::Error::other)
     }
 
     fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<Option<StoreTicket>> {
+        self.observe_batch();
         self.store.begin_commit(pool, buffers).map_err(std::io::Error::other)
     }
 

@@ -26,6 +26,7 @@ pub mod kv;
 pub mod layout;
 pub mod limits;
 pub mod log;
+pub mod metrics;
 pub mod net;
 pub mod node;
 pub mod outq;

@@ -173,6 +173,8 @@ pub struct PersistStats {
     pub fences: AtomicU64,
     pub fence_ns_total: AtomicU64,
     pub fence_ns_max: AtomicU64,
+    /// Every fence's latency (the page domain's: its fdatasync or msync).
+    pub fence_ns: crate::metrics::Histogram,
 }
 
 /// The persistence backend of one pool.
@@ -225,6 +227,7 @@ impl Persistence {
         stats.fences.fetch_add(1, Ordering::Relaxed);
         stats.fence_ns_total.fetch_add(ns, Ordering::Relaxed);
         stats.fence_ns_max.fetch_max(ns, Ordering::Relaxed);
+        stats.fence_ns.observe(ns);
         result
     }
 }
@@ -278,6 +281,7 @@ impl Persistence {
         stats.fences.fetch_add(1, Ordering::Relaxed);
         stats.fence_ns_total.fetch_add(ns, Ordering::Relaxed);
         stats.fence_ns_max.fetch_max(ns, Ordering::Relaxed);
+        stats.fence_ns.observe(ns);
         result
     }
 

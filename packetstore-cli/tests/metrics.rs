@@ -1,0 +1,112 @@
+//! Goal: `GET /metrics` serves the Prometheus text exposition, and its
+//! counters count what clients did: requests by protocol, kind and result,
+//! group-commit batches, fences, value bytes, connections; INFO shows the
+//! same figures.
+//!
+//! Method: the real binary; a known mix of requests over both protocols;
+//! the exposition parsed line by line (every line a comment or a sample,
+//! histograms cumulative) and its values compared with the mix.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use redis::Commands;
+
+mod common;
+use common::{Server, TempPool};
+
+/// One HTTP/1.1 request on its own connection: (status, head, body).
+fn http(server: &Server, request: &[u8]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(server.http).unwrap();
+    stream.write_all(request).unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).unwrap();
+    let reply = String::from_utf8(reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    (head[9..12].parse().unwrap(), head.to_string(), body.to_string())
+}
+
+/// Samples by `name{labels}`; panics on a line that is neither a comment
+/// nor a sample.
+fn parse(text: &str) -> BTreeMap<String, f64> {
+    let mut samples = BTreeMap::new();
+    for line in text.lines() {
+        if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {line:?}"));
+        let name_end = series.find('{').unwrap_or(series.len());
+        assert!(series[..name_end].chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "a metric name: {line:?}");
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line:?}"));
+        assert!(samples.insert(series.to_string(), value).is_none(), "a series twice: {series}");
+    }
+    samples
+}
+
+#[test]
+fn metrics_count_what_clients_did() {
+    let pool = TempPool::new("metrics");
+    let server = Server::start(&pool.0, &["--value-size-max", "64KiB"]);
+    let mut c = server.client();
+    for i in 0..100 {
+        let _: () = c.set(format!("k{i}"), vec![b'v'; 1000]).unwrap();
+    }
+    // A value small enough to travel in the command is copied.
+    let _: () = c.set("tiny", "abcd").unwrap();
+    let _: Vec<u8> = c.get("k1").unwrap();
+    let _: Option<Vec<u8>> = c.get("missing").unwrap();
+    assert!(redis::cmd("NOSUCHCOMMAND").query::<()>(&mut c).is_err());
+    assert!(c.set::<_, _, ()>("big", vec![b'x'; 100 << 10]).is_err(), "over the value limit");
+    assert_eq!(http(&server, b"PUT /kv/h HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello").0, 204);
+    assert_eq!(http(&server, b"GET /kv/h HTTP/1.1\r\nConnection: close\r\n\r\n").0, 200);
+    assert_eq!(http(&server, b"GET /nowhere HTTP/1.1\r\nConnection: close\r\n\r\n").0, 404);
+
+    let (status, head, body) = http(&server, b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
+    let m = parse(&body);
+    let requests = |protocol: &str, kind: &str, result: &str| {
+        m[&format!("packetstore_requests_total{{protocol=\"{protocol}\",kind=\"{kind}\",result=\"{result}\"}}")]
+    };
+    assert_eq!(requests("resp", "write", "ok"), 101.0);
+    assert_eq!(requests("resp", "write", "refused"), 1.0, "the SET over the limit");
+    assert_eq!(requests("resp", "read", "ok"), 2.0);
+    assert_eq!(requests("resp", "other", "error"), 1.0, "the unknown command");
+    assert_eq!(requests("http", "write", "ok"), 1.0);
+    assert_eq!(requests("http", "read", "ok"), 1.0);
+    assert_eq!(requests("http", "other", "error"), 1.0, "the unknown path");
+    // Every write was in exactly one group-commit batch.
+    assert_eq!(m["packetstore_commit_batch_writes_sum"], 102.0);
+    assert_eq!(m["packetstore_commit_batch_writes_bucket{le=\"+Inf\"}"], m["packetstore_commit_batch_writes_count"]);
+    assert!(m["packetstore_fences_total"] >= m["packetstore_commit_batch_writes_count"], "a fence per batch at least");
+    let fence_count = m["packetstore_fence_seconds_count{domain=\"cache-line\"}"];
+    assert_eq!(fence_count, m["packetstore_fences_total"]);
+    let buckets: Vec<f64> = m
+        .iter()
+        .filter(|(series, _)| series.starts_with("packetstore_fence_seconds_bucket"))
+        .map(|(_, &v)| v)
+        .collect();
+    assert!(buckets.iter().all(|&b| b <= fence_count), "cumulative buckets never pass the count");
+    let in_place = m["packetstore_value_bytes_written_total{path=\"in_place\"}"];
+    assert_eq!(in_place, 100_005.0, "the 1 KB values and the PUT's body stay where they were received");
+    assert_eq!(m["packetstore_value_bytes_written_total{path=\"copied\"}"], 4.0, "the small value");
+    assert!(m["packetstore_connections"] >= 1.0);
+    assert!(m["packetstore_connections_accepted_total"] >= 5.0, "the Redis client and four HTTP requests");
+    assert_eq!(m["packetstore_keys"], 102.0);
+    assert!(m["packetstore_pool_free_buffers"] < m["packetstore_pool_buffers"]);
+    assert!(m["packetstore_log_bytes"] > 0.0);
+    assert!(m["packetstore_recovery_seconds"] > 0.0);
+    // INFO has the same figures in Redis's layout.
+    let info: String = redis::cmd("INFO").arg("everything").query(&mut c).unwrap();
+    let field = |name: &str| -> f64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("INFO {name}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(field("value_bytes_in_place"), 100_005.0);
+    assert!(field("fences") >= m["packetstore_fences_total"]);
+    assert!(field("commit_batch_writes_avg") >= 1.0);
+}
