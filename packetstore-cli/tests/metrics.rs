@@ -14,11 +14,15 @@ use std::net::TcpStream;
 use redis::Commands;
 
 mod common;
-use common::{Server, TempPool};
+use common::{Server, TempPool, Wal};
 
 /// One HTTP/1.1 request on its own connection: (status, head, body).
 fn http(server: &Server, request: &[u8]) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(server.http).unwrap();
+    http_to(server.http, request)
+}
+
+fn http_to(addr: std::net::SocketAddr, request: &[u8]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
     stream.write_all(request).unwrap();
     let mut reply = Vec::new();
     stream.read_to_end(&mut reply).unwrap();
@@ -109,4 +113,23 @@ fn metrics_count_what_clients_did() {
     assert_eq!(field("value_bytes_in_place"), 100_005.0);
     assert!(field("fences") >= m["packetstore_fences_total"]);
     assert!(field("commit_batch_writes_avg") >= 1.0);
+}
+
+#[test]
+fn the_wal_server_has_metrics_too() {
+    let pool = TempPool::new("metrics-wal");
+    let wal = Wal::start(&pool.0, &[]);
+    for body in ["one", "two", "three"] {
+        let request =
+            format!("POST /log HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        assert_eq!(http_to(wal.addr, request.as_bytes()).0, 200);
+    }
+    let (status, head, body) = http_to(wal.addr, b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
+    let m = parse(&body);
+    assert_eq!(m["packetstore_records_total{loop=\"0\"}"], 3.0);
+    assert_eq!(m["packetstore_log_live_records{loop=\"0\"}"], 3.0);
+    assert!(m["packetstore_fences_total"] >= 3.0, "each request a batch of its own, at least one fence each");
+    assert_eq!(m["packetstore_value_bytes_written_total{loop=\"0\",path=\"in_place\"}"], 11.0);
 }

@@ -10,13 +10,12 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
 
 mod common;
-use common::{Server, TempPool};
+use common::{Server, TempPool, Wal};
 
 fn signal(child: &std::process::Child, signal: libc::c_int) {
     // SAFETY: sends a signal to our own child process.
@@ -116,30 +115,8 @@ fn a_client_that_does_not_read_cannot_hold_the_shutdown_forever() {
 #[test]
 fn sigterm_stops_every_loop_of_a_multi_threaded_wal() {
     let pool = TempPool::new("term-wal");
-    /// Killed if the test fails before the server exits.
-    struct Guard(std::process::Child);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut guard = Guard(
-        Command::new(env!("CARGO_BIN_EXE_packetstore"))
-            .args(["wal", "--pool", pool.0.to_str().unwrap(), "--pool-size", "64MiB", "--log-size", "4MiB"])
-            .args(["--listen", "127.0.0.1:0", "--threads", "2", "--ring-entries", "256"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let child = &mut guard.0;
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().expect("the server exited before listening").unwrap();
-        if let Some(rest) = line.strip_prefix("listening on ") {
-            break rest.split(' ').next().unwrap().parse().unwrap();
-        }
-    };
+    let mut wal = Wal::start(&pool.0, &["--threads", "2"]);
+    let (child, addr) = (&mut wal.child, wal.addr);
     // Requests on several connections, so both loops have clients.
     for _ in 0..8 {
         let mut stream = TcpStream::connect(addr).unwrap();

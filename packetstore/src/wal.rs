@@ -449,6 +449,92 @@ impl Wal {
         Ok(seq)
     }
 
+    /// `GET /metrics`: this event loop's figures (its log, requests and
+    /// connections; the pool's fences), in the Prometheus text format.
+    fn metrics_text(&self, pool: &Pool, free_buffers: u32) -> String {
+        let mut e = crate::metrics::Exposition::default();
+        let index = self.index.to_string();
+        let this = [("loop", index.as_str())];
+        e.family("packetstore_info", "gauge", "The server's version, persistence domain and persist mode.");
+        let domain = pool.domain().domain.name();
+        let labels = [
+            ("server", "wal"),
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("domain", domain),
+            ("persist", self.config.persist.name()),
+        ];
+        e.sample("packetstore_info", &labels, 1.0);
+        let stats = self.stats;
+        e.family("packetstore_requests_total", "counter", "HTTP requests by result (this event loop).");
+        let ok = stats.requests.saturating_sub(stats.refused_full + stats.refused_malformed);
+        for (result, value) in [("ok", ok), ("refused", stats.refused_full), ("error", stats.refused_malformed)] {
+            e.sample("packetstore_requests_total", &[("loop", index.as_str()), ("result", result)], value as f64);
+        }
+        e.family("packetstore_records_total", "counter", "Bodies logged (this event loop).");
+        e.sample("packetstore_records_total", &this, stats.records as f64);
+        e.family("packetstore_commits_total", "counter", "Commits (this event loop).");
+        e.sample("packetstore_commits_total", &this, stats.commits as f64);
+        e.family(
+            "packetstore_value_bytes_written_total",
+            "counter",
+            "Body bytes logged where received (in_place) or copied.",
+        );
+        e.sample(
+            "packetstore_value_bytes_written_total",
+            &[("loop", index.as_str()), ("path", "in_place")],
+            stats.bytes_zero_copy as f64,
+        );
+        e.sample(
+            "packetstore_value_bytes_written_total",
+            &[("loop", index.as_str()), ("path", "copied")],
+            stats.bytes_copied as f64,
+        );
+        let persist = pool.stats();
+        let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed) as f64;
+        e.single(
+            "packetstore_fences_total",
+            "counter",
+            "Fences of the pool: an sfence after flushes, or in the page domain an fdatasync or msync.",
+            load(&persist.fences),
+        );
+        e.single(
+            "packetstore_lines_flushed_total",
+            "counter",
+            "Cache lines flushed (clwb/clflushopt).",
+            load(&persist.lines_flushed),
+        );
+        e.histogram(
+            "packetstore_fence_seconds",
+            "Fence latency (page domain: the sync).",
+            &[("domain", domain)],
+            &persist.fence_ns,
+            1e-9,
+            8,
+            34,
+            2,
+        );
+        let usage = self.log.usage();
+        e.family("packetstore_log_bytes", "gauge", "The log ring's size (this event loop's log).");
+        e.sample("packetstore_log_bytes", &this, usage.ring_size as f64);
+        e.family("packetstore_log_free_bytes", "gauge", "Free bytes in the log ring.");
+        e.sample("packetstore_log_free_bytes", &this, usage.free_bytes as f64);
+        e.family("packetstore_log_live_records", "gauge", "Records in the log.");
+        e.sample("packetstore_log_live_records", &this, self.local.len() as f64);
+        e.family("packetstore_pool_free_buffers", "gauge", "Free buffers of this event loop's share of the pool.");
+        e.sample("packetstore_pool_free_buffers", &this, f64::from(free_buffers));
+        e.single("packetstore_pool_bytes", "gauge", "The pool file's size.", pool.len() as f64);
+        let io = self.io_counters;
+        e.family("packetstore_connections", "gauge", "Connections open (this event loop).");
+        e.sample("packetstore_connections", &this, io.connections as f64);
+        e.family("packetstore_connections_accepted_total", "counter", "Connections accepted.");
+        e.sample("packetstore_connections_accepted_total", &this, io.accepted as f64);
+        e.family("packetstore_connections_refused_total", "counter", "Connections refused (over --connections-max).");
+        e.sample("packetstore_connections_refused_total", &this, io.refused as f64);
+        e.family("packetstore_ring_enobufs_total", "counter", "Receives that found the buffer ring empty.");
+        e.sample("packetstore_ring_enobufs_total", &this, io.enobufs as f64);
+        e.text
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn get(
         &mut self,
@@ -481,6 +567,16 @@ impl Wal {
             };
             device.crash_at_fence(device.fences() + fences, seed);
             return body_of(out, 200, b"armed\n");
+        }
+        if target == b"/metrics" && !head_only {
+            let text = self.metrics_text(pool, free_buffers);
+            return crate::http::respond_typed(
+                out,
+                200,
+                crate::http::METRICS_CONTENT_TYPE,
+                text.as_bytes(),
+                keep_alive,
+            );
         }
         if target == b"/log" {
             let usage = self.log.usage();

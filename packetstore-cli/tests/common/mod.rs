@@ -121,3 +121,37 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// `packetstore wal` on an ephemeral port, killed on drop unless it has
+/// exited.
+pub struct Wal {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Wal {
+    pub fn start(pool: &Path, extra: &[&str]) -> Wal {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+            .args(["wal", "--pool", pool.to_str().unwrap(), "--pool-size", "64MiB", "--log-size", "4MiB"])
+            .args(["--listen", "127.0.0.1:0", "--ring-entries", "256"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines.next().expect("the server exited before listening").unwrap();
+            if let Some(rest) = line.strip_prefix("listening on ") {
+                break rest.split(' ').next().unwrap().parse().unwrap();
+            }
+        };
+        Wal { child, addr }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
