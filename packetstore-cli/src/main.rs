@@ -69,7 +69,23 @@ enum BenchCommand {
     Tree(bench_tree::Args),
 }
 
+/// Logs go to stderr, one line per notable event; `PACKETSTORE_LOG`
+/// (tracing's filter syntax: `warn`, `debug`, `packetstore=debug`) sets the
+/// level, `info` by default.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PACKETSTORE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
 fn main() {
+    init_logging();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(error) => {

@@ -165,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         persist,
         value_size_max,
         zero_copy_min: parse_size(&args.zero_copy_min)?,
-        requirepass: args.requirepass.map(String::into_bytes),
+        requirepass: args.requirepass.clone().map(String::into_bytes),
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
         power_switch: power.clone(),
@@ -187,10 +187,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(_) => format!("io epoll, commit {}", args.commit),
     };
     let ready = format!(
-        "listening: http {http_addr}, redis {resp_addr} ({kind}, persist {}, limits: value {} bytes, key {} bytes)",
+        "listening: http {http_addr}, redis {resp_addr} ({kind}, 1 event loop, persist {}, limits: value {} bytes, key {} bytes)",
         persist.name(),
         value_size_max,
         packetstore::store::KEY_SIZE_MAX
+    );
+    println!(
+        "limits: {} connections, client output pause {} KiB, stall timeout {:.0} s, receive per turn {}, auth {}",
+        config.connections_max,
+        config.out_pause_bytes >> 10,
+        config.stall_timeout.as_secs_f64(),
+        match config.turn_receive_bytes {
+            0 => "unlimited".to_string(),
+            bytes => format!("{} KiB", bytes >> 10),
+        },
+        if args.requirepass.is_some() {
+            "required (--requirepass)"
+        } else {
+            "none: anyone who can connect may read and write"
+        }
     );
     match policy {
         None => {
@@ -207,12 +222,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if drained {
                 let started = std::time::Instant::now();
                 let records = server.checkpoint_all(pool, &mut buffers).context("the shutdown checkpoint failed")?;
-                eprintln!(
-                    "shutdown: every reply sent; checkpoint: {records} log records folded into the tree in {:.1} ms",
+                tracing::info!(
+                    "stopped: every reply sent; checkpoint: {records} log records folded into the tree in {:.1} ms; pool closed",
                     started.elapsed().as_secs_f64() * 1e3
                 );
             } else {
-                eprintln!("shutdown: gave up on clients that did not read their replies; no checkpoint (recovery replays the log)");
+                tracing::warn!("stopped: gave up on clients that did not read their replies; no checkpoint (recovery replays the log); pool closed");
             }
         }
         Some(policy) => {

@@ -166,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out.flush()?;
         Ok(())
     })?;
-    eprintln!("shutdown: every event loop stopped, its replies sent; pool closed");
+    tracing::info!("stopped: every event loop's replies sent; pool closed");
     Ok(())
 }
 

@@ -138,3 +138,30 @@ fn sigterm_stops_every_loop_of_a_multi_threaded_wal() {
     // After the stop, nobody listens any more.
     assert!(TcpStream::connect(addr).is_err());
 }
+
+/// The log: one line per notable event, none at steady state: a flood of
+/// refused connections is one line, a thousand requests none, a stop two.
+#[test]
+fn the_log_is_one_line_per_event_and_quiet_at_steady_state() {
+    let pool = TempPool::new("log");
+    let log = pool.0.with_extension("log");
+    let mut server = Server::start_logging(&pool.0, &["--connections-max", "4"], &log);
+    let mut c = server.client();
+    let mut extra = Vec::new();
+    for _ in 0..100 {
+        extra.push(TcpStream::connect(server.resp).unwrap());
+    }
+    for i in 0..1000 {
+        let _: () = c.set(format!("k{i}"), i).unwrap();
+        let _: u32 = c.get(format!("k{i}")).unwrap();
+    }
+    signal(&server.child, libc::SIGTERM);
+    assert!(server.wait_exit(Duration::from_secs(20)));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].contains("WARN") && lines[0].contains("connections refused"), "{text}");
+    assert!(lines[1].contains("INFO") && lines[1].contains("stopping"), "{text}");
+    assert!(lines[2].contains("INFO") && lines[2].contains("stopped: every reply sent"), "{text}");
+}

@@ -291,6 +291,9 @@ pub struct Engine<'a, A: App> {
     timer_armed: bool,
     /// Stopping: the drain's deadline, once it began.
     draining_until: Option<Instant>,
+    /// Refused connections not yet logged, and when the last line was.
+    refused_unlogged: u64,
+    refused_logged_at: Option<Instant>,
     stats: EngineStats,
 }
 
@@ -394,6 +397,8 @@ impl<'a, A: App> Engine<'a, A> {
             timer: Box::new(types::Timespec::new()),
             timer_armed: false,
             draining_until: None,
+            refused_unlogged: 0,
+            refused_logged_at: None,
             stats: EngineStats::default(),
         };
         for index in 0..engine.listeners.len() {
@@ -455,6 +460,10 @@ impl<'a, A: App> Engine<'a, A> {
     /// closes once its replies are out (see "Stopping" above).
     fn begin_drain(&mut self) {
         self.draining_until = Some(Instant::now() + self.config.drain_timeout);
+        tracing::info!(
+            connections = self.conns.len() - self.free_slots.len(),
+            "stopping: no new connections; sending the replies of what was received"
+        );
         for listener in &self.listeners {
             // SAFETY: our descriptor. A listening socket shut down refuses
             // new connections and ends its pending accept.
@@ -571,6 +580,19 @@ impl<'a, A: App> Engine<'a, A> {
             // SAFETY: a descriptor the kernel just gave us and nobody uses.
             unsafe { libc::close(fd) };
             self.stats.refused += 1;
+            // One line per 10 s at most: a flood must not flood the log.
+            self.refused_unlogged += 1;
+            if self.draining_until.is_none()
+                && self.refused_logged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+            {
+                tracing::warn!(
+                    refused = self.refused_unlogged,
+                    open = live,
+                    "connections refused: --connections-max reached"
+                );
+                self.refused_unlogged = 0;
+                self.refused_logged_at = Some(Instant::now());
+            }
             return;
         }
         crate::net::set_nodelay(fd);
@@ -682,9 +704,7 @@ impl<'a, A: App> Engine<'a, A> {
             return;
         } else if result == -libc::EINVAL && self.config.turn_receive_bytes != 0 {
             // A kernel without the multishot byte limit (before 6.16).
-            eprintln!(
-                "io_uring: this kernel refuses a receive byte limit; receiving without one (no per-turn fairness)"
-            );
+            tracing::warn!("this kernel refuses a receive byte limit: receiving without one (no per-turn fairness)");
             self.config.turn_receive_bytes = 0;
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.recv_armed = false;
@@ -845,6 +865,10 @@ impl<'a, A: App> Engine<'a, A> {
                 unsafe { libc::shutdown(conn.fd, libc::SHUT_RDWR) };
             }
             self.stats.stalled += 1;
+            tracing::info!(
+                timeout_s = timeout.as_secs_f64(),
+                "disconnected a client that read none of its replies for --client-stall-timeout"
+            );
             self.pending.push(slot);
             false
         });
@@ -1015,6 +1039,7 @@ impl<'a, A: App> Engine<'a, A> {
             let outcome = if result < 0 { Err(io::Error::from_raw_os_error(-result)) } else { Ok(()) };
             if let Err(error) = self.pool.complete_sync(sync.token, outcome) {
                 // Fatal: the replies waiting for this sync are never sent.
+                tracing::error!("fdatasync failed: {error}; stopping without acknowledging what it covered");
                 self.app.fail_commit();
                 return Err(io::Error::other(format!("fdatasync failed, stopping: {error}")));
             }
@@ -1182,7 +1207,7 @@ fn setup_ring(config: &EngineConfig) -> io::Result<IoUring> {
     match IoUring::builder().setup_single_issuer().setup_defer_taskrun().setup_cqsize(cq).build(config.queue_entries) {
         Ok(ring) => Ok(ring),
         Err(error) => {
-            eprintln!("io_uring: SINGLE_ISSUER | DEFER_TASKRUN unavailable ({error}); using a plain ring");
+            tracing::warn!("io_uring: SINGLE_ISSUER | DEFER_TASKRUN unavailable ({error}); using a plain ring");
             IoUring::builder().setup_cqsize(cq).build(config.queue_entries)
         }
     }

@@ -2139,14 +2139,26 @@ impl App for KvServer {
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
         if self.store.is_reclaiming() {
             if let Err(error) = self.store.reclaim_step(pool, buffers, 64) {
-                eprintln!("packetstore: reclamation walk stopped: {error}");
+                tracing::error!("the tree's reclamation walk stopped: {error}");
             }
         }
         self.store.note_buffers(buffers);
         let idle = self.stats.commands == self.commands_at_tick;
         self.commands_at_tick = self.stats.commands;
+        let before = self.store.compaction();
         if let Err(error) = self.store.compact_step(pool, buffers, idle) {
-            eprintln!("packetstore: compaction step failed: {error}");
+            tracing::error!("a compaction step failed: {error}");
+        }
+        let after = self.store.compaction();
+        if after.running && !before.running {
+            tracing::info!(waste_pct = format!("{:.1}", self.store.waste_ratio() * 100.0), "compaction started");
+        } else if before.running && !after.running {
+            tracing::info!(
+                values = after.relocated_values - before.relocated_values,
+                bytes = after.relocated_bytes - before.relocated_bytes,
+                total_passes = after.relocation_passes,
+                "compaction pass done"
+            );
         }
         let now = now_ms();
         let expired = self.store.expired_keys(now, EXPIRE_PER_TICK_MAX);

@@ -51,13 +51,22 @@ impl Server {
 
     /// `start` with environment variables (test switches).
     pub fn start_env(pool: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Self::spawn(pool, extra, env, Stdio::inherit())
+    }
+
+    /// `start` with the server's log (stderr) written to `log`.
+    pub fn start_logging(pool: &Path, extra: &[&str], log: &Path) -> Server {
+        Self::spawn(pool, extra, &[], Stdio::from(std::fs::File::create(log).unwrap()))
+    }
+
+    fn spawn(pool: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
             .envs(env.iter().copied())
             .args(["serve", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--ring-entries", "1024"])
             .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
