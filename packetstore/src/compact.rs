@@ -28,6 +28,12 @@ use std::ops::Bound;
 
 use crate::record::Extent;
 
+/// A relocation pass starts only when it can free at least this many
+/// buffers. Values already packed as tightly as they can be (a few small
+/// ones in one buffer: half of it or more is "waste") are left alone; else
+/// an idle server moved them from buffer to buffer 15 times a second.
+pub const RECLAIM_BUFFERS_MIN: u64 = 8;
+
 /// When and how much to compact.
 #[derive(Clone, Copy, Debug)]
 pub struct CompactConfig {
@@ -121,6 +127,11 @@ impl Compactor {
         (self.value_buffers * u64::from(self.buffer_size)).saturating_sub(self.live_total)
     }
 
+    /// Value buffers a perfect packing of the live bytes would free.
+    pub fn reclaimable_buffers(&self) -> u64 {
+        self.value_buffers.saturating_sub(self.live_total.div_ceil(u64::from(self.buffer_size)))
+    }
+
     /// The fraction of the value buffers' bytes that is waste.
     pub fn waste_ratio(&self) -> f64 {
         if self.value_buffers == 0 {
@@ -180,7 +191,11 @@ impl Compactor {
     /// the waste it otherwise waits for.
     pub fn next_range(&mut self, short: bool) -> Option<KeyRange> {
         let waste_min = if short { self.config.waste_min / 4.0 } else { self.config.waste_min };
-        if self.pass == Pass::Idle && self.stats.counted && self.waste_ratio() >= waste_min {
+        if self.pass == Pass::Idle
+            && self.stats.counted
+            && self.waste_ratio() >= waste_min
+            && self.reclaimable_buffers() >= RECLAIM_BUFFERS_MIN
+        {
             self.pass = Pass::Relocating { after: None };
         }
         let after = match &self.pass {

@@ -150,6 +150,8 @@ pub struct RecordView {
     pub key: Vec<u8>,
     pub extents: Vec<Extent>,
     pub data_len: u64,
+    /// The CRC-32C of the bytes the extents name.
+    pub data_crc: u32,
 }
 
 impl RecordView {
@@ -162,6 +164,7 @@ impl RecordView {
             key: record::key(bytes, header).to_vec(),
             extents: record::extents(bytes, header).collect(),
             data_len: header.data_len,
+            data_crc: header.data_crc,
         }
     }
 }

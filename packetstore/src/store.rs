@@ -238,6 +238,11 @@ pub struct Store {
     /// Hashes among the keys (in memory: counted at open).
     hashes: u64,
     keys_written: Option<u64>,
+    /// The `#lsn` value the tree holds (None: not known since open).
+    /// Rewriting an unchanged one copied its leaf and root, whose old
+    /// copies the next checkpoint then had to release: an idle server
+    /// checkpointed every second forever.
+    covered_written: Option<u64>,
     expiries: HashMap<Vec<u8>, u64>,
     /// The same, ordered by time: the keys due first are found in O(log n).
     expiry_order: std::collections::BTreeSet<(u64, Vec<u8>)>,
@@ -401,6 +406,7 @@ impl Store {
             keys,
             hashes: 0,
             keys_written: Some(keys),
+            covered_written: None,
             expiries: HashMap::new(),
             expiry_order: std::collections::BTreeSet::new(),
             arena: None,
@@ -1128,7 +1134,10 @@ impl Store {
                 }
                 self.covered = self.records.len();
                 let mark = self.log.usage().tail_lsn;
-                self.tree.insert(pool, buffers, COVERED_ENTRY, &Value::Inline(mark.to_le_bytes().to_vec()))?;
+                if self.covered_written != Some(mark) {
+                    self.tree.insert(pool, buffers, COVERED_ENTRY, &Value::Inline(mark.to_le_bytes().to_vec()))?;
+                    self.covered_written = Some(mark);
+                }
                 if self.tree.prepare(pool, buffers)? {
                     self.phase = Phase::Prepared { durable: false };
                     Ok(Some(Step::Prepare))

@@ -288,6 +288,9 @@ pub struct TreeStats {
     pub entries: u64,
     /// Bytes used by entries, slots and headers, over all nodes.
     pub bytes_used: u64,
+    /// The values' bytes (inline or in value buffers), and those inline.
+    pub value_bytes: u64,
+    pub inline_bytes: u64,
     /// References the tree holds on each buffer: one per node, one per
     /// value extent, and those it drops at the next commit.
     pub refs: BTreeMap<u32, u32>,
@@ -389,6 +392,19 @@ impl Tree {
     /// reclamation walk ends. `buffers` must be fresh (references taken by
     /// a log's recovery may be in it).
     pub fn open_with(pool: &Pool, buffers: &mut Buffers, config: TreeConfig) -> Result<Tree, TreeError> {
+        Self::open_inner(pool, buffers, config, false)
+    }
+
+    /// Opens the tree of `pool` to read it, writing nothing (not even the
+    /// erasure of the other meta slot): for `packetstore inspect`. The tree
+    /// it returns must not be changed.
+    pub fn inspect(pool: &Pool) -> Result<Tree, TreeError> {
+        let config = TreeConfig::for_node_size(pool.geometry().buffer_size as usize);
+        let mut buffers = Buffers::new(pool.geometry().buffer_count);
+        Self::open_inner(pool, &mut buffers, config, true)
+    }
+
+    fn open_inner(pool: &Pool, buffers: &mut Buffers, config: TreeConfig, read_only: bool) -> Result<Tree, TreeError> {
         let node_size = pool.geometry().buffer_size as usize;
         config.check(node_size)?;
         let mut best: Option<(usize, Meta)> = None;
@@ -410,7 +426,7 @@ impl Tree {
         let other = META_SLOT_OFFSETS[1 - slot];
         let mut remnant = [0u8; META_SIZE];
         pool.read(other, &mut remnant);
-        if remnant.iter().any(|&b| b != 0) {
+        if remnant.iter().any(|&b| b != 0) && !read_only {
             pool.write(other, &[0u8; META_SIZE]);
             pool.flush(other, META_SIZE as u64);
             pool.fence().map_err(TreeError::CommitFailed)?;
@@ -470,6 +486,11 @@ impl Tree {
     }
 
     /// The generation of the last commit.
+    /// The root node's buffer, if the tree has one (for `inspect`).
+    pub fn root(&self) -> Option<u32> {
+        self.work.root
+    }
+
     pub fn generation(&self) -> u64 {
         self.committed.generation
     }
@@ -1148,7 +1169,11 @@ impl Tree {
             pool.flush(pool.buffer_offset(buffer), size);
         }
         self.work.generation = generation;
-        let meta = Meta { high_water: buffers.high_water(), ..self.work };
+        // The working version carries the mark too: were it left behind,
+        // `work != committed` would call every later checkpoint a change,
+        // and an idle server wrote a new meta every second.
+        self.work.high_water = buffers.high_water();
+        let meta = self.work;
         self.fresh.clear();
         self.prepared =
             Some(Prepared { meta, release: std::mem::take(&mut self.release_at_commit), meta_written: false });
@@ -1249,7 +1274,16 @@ impl Tree {
             stats.leaves += 1;
             stats.entries += view.count() as u64;
             for i in 0..view.count() {
-                let buffers = self.value_buffers(pool, node, &view.value(i)).map_err(|e| e.to_string())?;
+                let value = view.value(i);
+                stats.value_bytes += match &value {
+                    Value::Inline(bytes) => {
+                        stats.inline_bytes += bytes.len() as u64;
+                        bytes.len() as u64
+                    }
+                    Value::Extents(extents) => extents.iter().map(|e| u64::from(e.len)).sum(),
+                    Value::Indirect { len, .. } => *len,
+                };
+                let buffers = self.value_buffers(pool, node, &value).map_err(|e| e.to_string())?;
                 for buffer in buffers {
                     *stats.refs.entry(buffer).or_default() += 1;
                 }
