@@ -353,31 +353,7 @@ impl KvServer {
         let store = self.store.stats();
         e.single("packetstore_commits_total", "counter", "Commits (log batches made durable).", store.commits as f64);
         e.single("packetstore_checkpoints_total", "counter", "Checkpoints of the tree.", store.checkpoints as f64);
-        let persist = pool.stats();
-        let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed) as f64;
-        e.single(
-            "packetstore_lines_flushed_total",
-            "counter",
-            "Cache lines flushed (clwb/clflushopt).",
-            load(&persist.lines_flushed),
-        );
-        e.single(
-            "packetstore_fences_total",
-            "counter",
-            "Fences: an sfence after flushes, or in the page domain an fdatasync or msync.",
-            load(&persist.fences),
-        );
-        let domain = [("domain", self.config.domain_name.as_str())];
-        e.histogram(
-            "packetstore_fence_seconds",
-            "Fence latency (page domain: the sync).",
-            &domain,
-            &persist.fence_ns,
-            1e-9,
-            8,
-            34,
-            2,
-        );
+        e.persistence(pool.stats(), &self.config.domain_name);
         e.family(
             "packetstore_value_bytes_written_total",
             "counter",

@@ -489,30 +489,7 @@ impl Wal {
             &[("loop", index.as_str()), ("path", "copied")],
             stats.bytes_copied as f64,
         );
-        let persist = pool.stats();
-        let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed) as f64;
-        e.single(
-            "packetstore_fences_total",
-            "counter",
-            "Fences of the pool: an sfence after flushes, or in the page domain an fdatasync or msync.",
-            load(&persist.fences),
-        );
-        e.single(
-            "packetstore_lines_flushed_total",
-            "counter",
-            "Cache lines flushed (clwb/clflushopt).",
-            load(&persist.lines_flushed),
-        );
-        e.histogram(
-            "packetstore_fence_seconds",
-            "Fence latency (page domain: the sync).",
-            &[("domain", domain)],
-            &persist.fence_ns,
-            1e-9,
-            8,
-            34,
-            2,
-        );
+        e.persistence(pool.stats(), domain);
         let usage = self.log.usage();
         e.family("packetstore_log_bytes", "gauge", "The log ring's size (this event loop's log).");
         e.sample("packetstore_log_bytes", &this, usage.ring_size as f64);
