@@ -32,8 +32,8 @@ that core at normal priority waited up to a 4 ms scheduler tick for it,
 which is the client machine's latency, not the server's. The attack's own
 rate (bytes sent, connections made per second) is reported per row.
 
-Writes bench/results/hostile.md and hostile.csv.
-Usage: python3 bench/hostile.py [--rounds N] [--requests N]
+Writes bench/results/hostile.md, hostile.csv and hostile.png.
+Usage: python3 bench/hostile.py [--rounds N] [--requests N] | --replot
 """
 
 import argparse
@@ -284,11 +284,49 @@ SCENARIOS = {
 }
 
 
+def plot():
+    """hostile.png from hostile.csv: each scenario's p99, alone and
+    attacked, for SET and GET, with the 2x target."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    with open(os.path.join(RESULTS, "hostile.csv")) as f:
+        rows = list(csv.DictReader(f))
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, test in zip(axes, ("SET", "GET")):
+        by = {r["scenario"]: r for r in rows if r["test"] == test}
+        xs = range(len(scenarios))
+        alone = [float(by[s]["p99_alone_ms"]) for s in scenarios]
+        attacked = [float(by[s]["p99_attacked_ms"]) for s in scenarios]
+        ax.bar([x - 0.2 for x in xs], alone, 0.4, label="alone")
+        ax.bar([x + 0.2 for x in xs], attacked, 0.4, label="attacked")
+        ax.scatter(list(xs), [2 * a for a in alone], marker="_", s=400, color="black", label="2x alone (target)")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(scenarios, rotation=25, ha="right")
+        ax.set_yscale("log")
+        ax.set_title(f"well-behaved client's {test} p99 (ms)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend()
+    fig.suptitle("packetstore under hostile clients (bench/hostile.py; resets-unfair: without the per-turn receive limit)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(RESULTS, "hostile.png"), dpi=110)
+    print("wrote", os.path.join(RESULTS, "hostile.png"))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--replot", action="store_true", help="redraw hostile.png from hostile.csv")
     args = parser.parse_args()
+    if args.replot:
+        plot()
+        return
     os.makedirs(RESULTS, exist_ok=True)
     samples = {name: [] for name in SCENARIOS}
     for round_ in range(args.rounds):
@@ -348,6 +386,7 @@ def main():
                     f"{r['p99_ratio']:.2f}x | {r['throughput_ratio']:.2f}x | {r['peak_rss_mib']:.0f} | "
                     f"{'yes' if r['server_alive'] else 'NO'} | {attack} |\n")
     print(open(os.path.join(RESULTS, "hostile.md")).read())
+    plot()
 
 
 if __name__ == "__main__":
