@@ -94,6 +94,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         referenced.extend(stats.refs.keys().copied());
     }
     let free_buffers = geometry.buffer_count - referenced.len() as u32;
+    // The store's key count, as its last checkpoint wrote it.
+    let keys = tree.get(&pool, b"#keys").ok().flatten().and_then(|value| match value {
+        packetstore::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
+        _ => None,
+    });
     let tree_figures = walk.as_ref().map(|stats| {
         // Buffers the tree references are its nodes and its values'.
         let value_buffers = stats.refs.len() as u64 - stats.nodes;
@@ -135,10 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "tree": tree_figures.as_ref().map(|(stats, value_buffers, dead)| serde_json::json!({
                 "generation": tree.generation(),
                 "root": tree.root(),
-                "keys": tree.get(&pool, b"#keys").ok().flatten().and_then(|value| match value {
-                    packetstore::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
-                    _ => None,
-                }),
+                "keys": keys,
                 "height": stats.height,
                 "entries": stats.entries,
                 "nodes": stats.nodes,
@@ -190,9 +192,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match &tree_figures {
         Some((stats, value_buffers, dead)) => {
             println!(
-                "tree        generation {}, height {}, {} keys in {} nodes",
+                "tree        generation {}, height {}, {} keys ({} entries: fields, expiries, the checkpoint's own) in {} nodes",
                 tree.generation(),
                 stats.height,
+                keys.unwrap_or(0),
                 stats.entries,
                 stats.nodes
             );
