@@ -4,6 +4,7 @@
 
 mod bench_log;
 mod bench_tree;
+mod compact;
 mod config;
 mod crash_writer;
 mod demo;
@@ -50,6 +51,10 @@ enum Command {
     /// Show a pool's geometry, persistence domain and log, without
     /// modifying it.
     Inspect(inspect::Args),
+    /// Compact a key-value pool by hand (no server may be using it):
+    /// relocate the values of partly live buffers until no pass frees
+    /// any, then checkpoint.
+    Compact(compact::Args),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -97,6 +102,7 @@ fn main() {
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Compact(args) => compact::run(args),
         Command::Wal(args) => wal::run(args),
         Command::Bench(BenchCommand::Log(args)) => bench_log::run(args),
         Command::Bench(BenchCommand::Tree(args)) => bench_tree::run(args),

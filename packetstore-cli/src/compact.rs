@@ -1,0 +1,107 @@
+//! `packetstore compact`: compaction started by hand, on a pool no server
+//! is using (the lock says so): recovery, then relocation passes until no
+//! pass can free buffers, then a checkpoint so the freed buffers are free
+//! in the file too. A spinner on a terminal shows the values moved.
+//!
+//! It runs the server's own compactor (`compact.rs`) with a waste threshold
+//! of the caller's choosing (default 0: whatever can free buffers), so what
+//! it does is what a server left idle long enough would do.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use packetstore::compact::CompactConfig;
+use packetstore::store::{Store, StoreConfig};
+use packetstore::{Buffers, Pool};
+
+use crate::options::PersistArgs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The pool file (a key-value server's).
+    pub pool: PathBuf,
+    /// Relocate when at least this fraction of the value buffers' bytes is
+    /// waste (0: whenever a pass can free buffers).
+    #[arg(long, default_value_t = 0.0)]
+    pub waste: f64,
+    #[command(flatten)]
+    pub persist: PersistArgs,
+}
+
+/// Passes at most; a pass that leaves the waste as it was ends it sooner.
+const PASSES_MAX: u64 = 8;
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let pool = Pool::open(&args.pool, &args.persist.options()?)
+        .with_context(|| "cannot open the pool (is a server using it? stop it first)")?;
+    let mut buffers = Buffers::new(pool.geometry().buffer_count);
+    let config = StoreConfig {
+        compaction: CompactConfig { waste_min: args.waste, ..CompactConfig::default() },
+        ..StoreConfig::default()
+    };
+    let (mut store, report) = Store::open(&pool, &mut buffers, config).context("recovery failed")?;
+    println!("recovery: {report}");
+    store.finish_reclaim(&pool, &mut buffers)?;
+    store.checkpoint_all(&pool, &mut buffers)?;
+    // The compactor first counts the live bytes of every buffer.
+    while !store.compaction().counted {
+        store.compact_step(&pool, &mut buffers, true)?;
+    }
+    let free_before = buffers.free_count();
+    let waste_before = store.waste_ratio();
+    let spinner = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let spinner = indicatif::ProgressBar::new_spinner();
+        spinner.set_style(
+            indicatif::ProgressStyle::with_template("compaction {spinner} {msg} {elapsed}").expect("a valid template"),
+        );
+        spinner
+    });
+    let started = std::time::Instant::now();
+    let mut waste_before_pass = waste_before;
+    loop {
+        let before = store.compaction();
+        store.compact_step(&pool, &mut buffers, true)?;
+        if store.needs_commit() {
+            store.commit(&pool, &mut buffers)?;
+        }
+        let after = store.compaction();
+        if let Some(spinner) = &spinner {
+            spinner.set_message(format!(
+                "pass {}: {} values, {} bytes moved",
+                after.relocation_passes + 1,
+                after.relocated_values,
+                after.relocated_bytes
+            ));
+            spinner.tick();
+        }
+        if after.relocation_passes > before.relocation_passes {
+            // A pass ended: another only if this one made the buffers
+            // holding values less wasteful (moving the last, half-filled
+            // destination buffer's values around frees nothing).
+            let waste = store.waste_ratio();
+            if waste > waste_before_pass - 0.001 || after.relocation_passes >= PASSES_MAX {
+                break;
+            }
+            waste_before_pass = waste;
+        } else if !before.running && !after.running {
+            break; // no pass to run: nothing would free a buffer
+        }
+    }
+    store.checkpoint_all(&pool, &mut buffers)?;
+    if let Some(spinner) = spinner {
+        spinner.finish_and_clear();
+    }
+    let stats = store.compaction();
+    println!(
+        "compaction: {} passes, {} values and {} bytes moved in {:.1} s; waste {:.1}% -> {:.1}%; free buffers {} -> {}",
+        stats.relocation_passes,
+        stats.relocated_values,
+        stats.relocated_bytes,
+        started.elapsed().as_secs_f64(),
+        waste_before * 100.0,
+        store.waste_ratio() * 100.0,
+        free_before,
+        buffers.free_count()
+    );
+    Ok(())
+}
