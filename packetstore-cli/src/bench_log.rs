@@ -181,6 +181,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(table, "| domain | record B | batch | zero-copy rec/s | copy rec/s | zero-copy / copy | zc p50 us | zc p99 us | copy p50 us | copy p99 us |")?;
     writeln!(table, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     println!("{}", table.trim_end());
+    let steps = args.domains.len() * args.sizes.len() * args.batches.len() * args.rounds;
+    let bar = crate::progress::bar(steps as u64, "bench log");
     for name in &args.domains {
         let setup = setup(name, &args.dirs)?;
         std::fs::create_dir_all(&setup.dir).with_context(|| format!("creating {}", setup.dir.display()))?;
@@ -192,7 +194,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         for &size in &args.sizes {
             for &batch in &args.batches {
                 let mut cells = [(); 2].map(|_| Cell { rates: Vec::new(), latencies: Vec::new(), fences: 0 });
-                for _ in 0..args.rounds {
+                for round in 0..args.rounds {
+                    crate::progress::step(
+                        &bar,
+                        format!("{}: {size} B, batch {batch}, round {}", setup.name, round + 1),
+                    );
                     for (i, mode) in [Mode::ZeroCopy, Mode::Copy].into_iter().enumerate() {
                         let result = bench.run(mode, size, batch, args.seconds)?;
                         cells[i].rates.push(result.records_per_second);

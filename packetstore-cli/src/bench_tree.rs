@@ -315,6 +315,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
          tree_scan,dram_scan,open_first_get_ms,walk_ms,replay_ms\n",
     );
     println!("{}", table.trim_end());
+    let steps = args.domains.len() * args.values.len() * args.node_sizes.len() * args.rounds;
+    let bar = crate::progress::bar(steps as u64, "bench tree");
     for name in &args.domains {
         let setup = setup(name, &args.dirs)?;
         std::fs::create_dir_all(&setup.dir).with_context(|| format!("creating {}", setup.dir.display()))?;
@@ -324,7 +326,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             for &node_size in &args.node_sizes {
                 let (mut trees, mut drams, mut replays) = (Vec::new(), Vec::new(), Vec::new());
                 for round in 0..args.rounds {
-                    eprintln!("# {} {} {node_size} B: round {}", setup.name, kind.name(), round + 1);
+                    crate::progress::step(
+                        &bar,
+                        format!("{} {} {node_size} B: round {}", setup.name, kind.name(), round + 1),
+                    );
                     trees.push(run_tree(&path, &setup.options, node_size, kind, &keys, args.single_seconds)?);
                     drams.push(run_dram(kind, &keys)?);
                     replays.push(run_replay(&path, &setup.options, kind, &keys)?);

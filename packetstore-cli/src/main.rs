@@ -10,6 +10,7 @@ mod crash_writer;
 mod demo;
 mod inspect;
 mod options;
+mod progress;
 mod serve;
 mod shutdown;
 mod wal;
