@@ -17,15 +17,16 @@ mod wal;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-/// Parses the command line, with `serve --config FILE` expanded first.
+/// Parses the command line, with the servers' `--config FILE` expanded
+/// first.
 fn parse() -> anyhow::Result<Cli> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).and_then(|a| a.to_str()) != Some("serve") {
+    let Some(name) = args.get(1).and_then(|a| a.to_str()).filter(|name| ["serve", "wal"].contains(name)) else {
         return Ok(Cli::parse_from(args));
-    }
+    };
     let command = Cli::command();
-    let serve = command.find_subcommand("serve").expect("the serve subcommand");
-    let flags: Vec<String> = serve.get_arguments().filter_map(|a| a.get_long().map(String::from)).collect();
+    let subcommand = command.find_subcommand(name).expect("the server subcommands");
+    let flags: Vec<String> = subcommand.get_arguments().filter_map(|a| a.get_long().map(String::from)).collect();
     Ok(Cli::parse_from(config::expand(args, &flags)?))
 }
 
@@ -48,6 +49,7 @@ enum Command {
     Demo(demo::Args),
     /// The paper's WAL server: POST bodies are logged durably where they
     /// landed and acknowledged with X-Seq; GET /log/<seq> reads them back.
+    #[command(args_override_self = true)]
     Wal(wal::Args),
     /// Show a pool's geometry, persistence domain and log, without
     /// modifying it.

@@ -20,6 +20,11 @@ use crate::options::{
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// A TOML file of options: the keys are these flags without dashes
+    /// (pool-size = "4GiB", threads = 2, busy-poll = true). Flags given on
+    /// the command line win.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// The pool file (created if missing).
     #[arg(long, default_value = "packetstore-data/wal.pool")]
     pub pool: PathBuf,

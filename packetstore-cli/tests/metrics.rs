@@ -133,3 +133,23 @@ fn the_wal_server_has_metrics_too() {
     assert!(m["packetstore_fences_total"] >= 3.0, "each request a batch of its own, at least one fence each");
     assert_eq!(m["packetstore_value_bytes_written_total{loop=\"0\",path=\"in_place\"}"], 11.0);
 }
+
+/// `wal --config FILE` reads its options from the file (here a connection
+/// limit of 2), and a flag on the command line wins over the file.
+#[test]
+fn the_wal_server_reads_a_config_file() {
+    let pool = TempPool::new("wal-config");
+    let config = pool.0.with_extension("toml");
+    std::fs::write(&config, "connections-max = 2\nlog-size = \"1GiB\"\n").unwrap();
+    let wal = Wal::start(&pool.0, &["--config", config.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&config);
+    let held: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(wal.addr).unwrap()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    drop(held);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (_, _, body) = http_to(wal.addr, b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    let m = parse(&body);
+    assert!(m["packetstore_connections_refused_total{loop=\"0\"}"] >= 2.0, "the file's limit applies");
+    // Wal::start's --log-size 4MiB (after the file's 1GiB) wins.
+    assert!(m["packetstore_log_bytes{loop=\"0\"}"] < (8 << 20) as f64, "the command line wins");
+}
