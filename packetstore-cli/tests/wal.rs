@@ -31,22 +31,14 @@ impl Server {
     }
 
     fn start_env(pool: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_packetstore"));
+        command
             .envs(env.iter().copied())
             .args(["wal", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--log-size", "64MiB"])
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("the server exited before listening").unwrap();
-            if let Some(rest) = line.strip_prefix("listening on ") {
-                break rest.split_whitespace().next().unwrap().parse().unwrap();
-            }
-        };
+            .stderr(Stdio::inherit());
+        let (child, addr, lines) = common::spawn_wal(&mut command);
         let (send, receive) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
@@ -393,19 +385,14 @@ fn a_ring_running_dry_loses_no_byte() {
 #[test]
 fn a_full_pool_answers_503_and_keeps_serving() {
     let pool = TempPool::new("full");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
-        .args(["wal", "--pool", pool.0.to_str().unwrap(), "--pool-size", "24MiB", "--log-size", "4MiB"])
-        .args(["--listen", "127.0.0.1:0", "--ring-entries", "256"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(rest) = line.strip_prefix("listening on ") {
-            break rest.split_whitespace().next().unwrap().parse().unwrap();
-        }
-    };
+    let mut command = Command::new(env!("CARGO_BIN_EXE_packetstore"));
+    command.args(["wal", "--pool", pool.0.to_str().unwrap(), "--pool-size", "24MiB", "--log-size", "4MiB"]).args([
+        "--listen",
+        "127.0.0.1:0",
+        "--ring-entries",
+        "256",
+    ]);
+    let (child, addr, _) = common::spawn_wal(&mut command);
     let (_, lines) = std::sync::mpsc::channel();
     let server = Server { child, addr, lines };
     let mut refused = 0;

@@ -140,22 +140,29 @@ pub struct Wal {
 
 impl Wal {
     pub fn start(pool: &Path, extra: &[&str]) -> Wal {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_packetstore"));
+        command
             .args(["wal", "--pool", pool.to_str().unwrap(), "--pool-size", "64MiB", "--log-size", "4MiB"])
             .args(["--listen", "127.0.0.1:0", "--ring-entries", "256"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("the server exited before listening").unwrap();
-            if let Some(rest) = line.strip_prefix("listening on ") {
-                break rest.split(' ').next().unwrap().parse().unwrap();
-            }
-        };
+            .args(extra);
+        let (child, addr, _) = spawn_wal(&mut command);
         Wal { child, addr }
     }
+}
+
+/// Spawns a `packetstore wal` command and reads its stdout up to its
+/// "listening on ADDR" line: the child, the address, and the rest of its
+/// output.
+pub fn spawn_wal(command: &mut Command) -> (Child, SocketAddr, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("the server exited before listening").unwrap();
+        if let Some(rest) = line.strip_prefix("listening on ") {
+            break rest.split_whitespace().next().unwrap().parse().unwrap();
+        }
+    };
+    (child, addr, lines)
 }
 
 impl Drop for Wal {
