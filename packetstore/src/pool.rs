@@ -75,8 +75,8 @@ impl Pool {
             if !options.sparse {
                 reserve(&file, geometry.file_size())?;
             }
-            if options.preallocate {
-                preallocate(&file, geometry.file_size())?;
+            if !options.sparse && options.zero_fill && !on_tmpfs(&file) {
+                zero_fill(&file, geometry.file_size())?;
             }
             file.write_all_at(&initial_metadata(&geometry), 0)?;
             file.sync_all()?;
@@ -436,17 +436,28 @@ fn reserve(file: &File, len: u64) -> io::Result<()> {
     }
 }
 
-/// Writes zeros over the whole file: every block is allocated and written
-/// once, so later syncs write data only.
-fn preallocate(file: &File, len: u64) -> io::Result<()> {
-    const CHUNK: usize = 1 << 20;
-    let zeros = vec![0u8; CHUNK];
+/// Writes zeros over the whole file, one page per write (see
+/// `PersistOptions::zero_fill`): a larger write would put the file's pages
+/// in the cache as large folios, and the page domain's writeback writes a
+/// whole folio for any store into it.
+fn zero_fill(file: &File, len: u64) -> io::Result<()> {
+    const PAGE: usize = 4096;
+    let zeros = [0u8; PAGE];
+    if len >= 1 << 30 {
+        tracing::info!(mib = len >> 20, "writing zeros over the new pool once (about 1 s per GiB)");
+    }
+    let started = std::time::Instant::now();
     let mut at = 0;
     while at < len {
-        let n = (len - at).min(CHUNK as u64) as usize;
+        let n = (len - at).min(PAGE as u64) as usize;
         file.write_all_at(&zeros[..n], at)?;
         at += n as u64;
     }
+    tracing::info!(
+        mib = len >> 20,
+        ms = started.elapsed().as_millis() as u64,
+        "pool zero-filled at creation, so syncs write data only"
+    );
     Ok(())
 }
 

@@ -361,6 +361,95 @@ fn a_64_gib_sparse_pool_opens() {
     assert!(allocated < 64 << 20, "a 64 GiB pool allocated {allocated} bytes");
 }
 
+/// (unwritten extents, all extents) of `path`, from FIEMAP.
+fn extent_counts(path: &Path) -> (usize, usize) {
+    use std::os::fd::AsRawFd;
+    const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+    const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
+    const FIEMAP_EXTENT_LAST: u32 = 0x1;
+    const EXTENTS: usize = 256;
+    // struct fiemap (32 bytes) then struct fiemap_extent[EXTENTS] (56 each).
+    #[repr(C)]
+    struct Fiemap {
+        start: u64,
+        length: u64,
+        flags: u32,
+        mapped_extents: u32,
+        extent_count: u32,
+        reserved: u32,
+        extents: [[u64; 7]; EXTENTS],
+    }
+    let file = std::fs::File::open(path).unwrap();
+    let (mut unwritten, mut all, mut start) = (0, 0, 0u64);
+    loop {
+        let mut map = Fiemap {
+            start,
+            length: u64::MAX,
+            flags: 0,
+            mapped_extents: 0,
+            extent_count: EXTENTS as u32,
+            reserved: 0,
+            extents: [[0; 7]; EXTENTS],
+        };
+        // SAFETY: `map` is a struct fiemap with room for `extent_count`
+        // extents, as the ioctl expects; the fd is open.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP, &mut map as *mut Fiemap) };
+        assert_eq!(rc, 0, "FIEMAP on {}: {}", path.display(), std::io::Error::last_os_error());
+        let mapped = &map.extents[..map.mapped_extents as usize];
+        for extent in mapped {
+            let flags = extent[5] as u32;
+            all += 1;
+            unwritten += usize::from(flags & FIEMAP_EXTENT_UNWRITTEN != 0);
+        }
+        match mapped.last() {
+            Some(last) if last[5] as u32 & FIEMAP_EXTENT_LAST == 0 => start = last[0] + last[2],
+            _ => return (unwritten, all),
+        }
+    }
+}
+
+/// Pages of `path` in the page cache, from mincore over a read-only map.
+fn cached_pages(path: &Path) -> (usize, usize) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap();
+    let len = file.metadata().unwrap().len() as usize;
+    // SAFETY: a fresh read-only mapping of the whole file, unmapped below.
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+    assert_ne!(base, libc::MAP_FAILED);
+    let mut resident = vec![0u8; len.div_ceil(4096)];
+    // SAFETY: `base` maps `len` bytes; `resident` has one byte per page.
+    assert_eq!(unsafe { libc::mincore(base, len, resident.as_mut_ptr()) }, 0);
+    // SAFETY: the mapping made above, no longer used.
+    unsafe { libc::munmap(base, len) };
+    (resident.iter().filter(|&&r| r & 1 != 0).count(), resident.len())
+}
+
+#[test]
+fn a_disk_pool_is_zero_filled_at_creation() {
+    let dir = TempDir::new(&disk_dir(), "zero-fill");
+    let geometry = Geometry::for_file_size(32 << 20, 2048, 1 << 20).unwrap();
+    let filled = dir.path("filled");
+    drop(Pool::create(&filled, geometry, &PersistOptions::default()).unwrap());
+    let (unwritten, all) = extent_counts(&filled);
+    assert!(all > 0);
+    assert_eq!(unwritten, 0, "{unwritten} of {all} extents are unwritten: syncs would commit the journal");
+    let (cached, pages) = cached_pages(&filled);
+    assert!(cached * 10 >= pages * 9, "only {cached} of {pages} pages are in the page cache");
+    let pool = Pool::open(&filled, &PersistOptions::default()).unwrap();
+    let mut last = [1u8; 2048];
+    pool.read(pool.buffer_offset(geometry.buffer_count - 1), &mut last);
+    assert!(last.iter().all(|&b| b == 0), "a fresh pool's buffers read as zeros");
+    drop(pool);
+
+    // The control: reserving alone leaves unwritten extents, so the test
+    // above would see them if creation did not write the pool.
+    let reserved = dir.path("reserved");
+    let options = PersistOptions { zero_fill: false, ..PersistOptions::default() };
+    drop(Pool::create(&reserved, geometry, &options).unwrap());
+    let (unwritten, _) = extent_counts(&reserved);
+    assert!(unwritten > 0, "a reserved pool has unwritten extents");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     #[test]
