@@ -2,7 +2,7 @@
 """The key-value server against Redis 7, side by side (PASTE, NSDI 2018,
 section 5.1.2, with redis-benchmark instead of the paper's client).
 
-For each storage (/dev/shm: emulated persistent memory for packetstore and a
+For each storage (tmpfs, --shm-dir: emulated persistent memory for packetstore and a
 tmpfs AOF for Redis; the ext4 disk: packetstore's page domain and a disk
 AOF) and each pipeline depth (1 and 16), runs redis-benchmark
 `-t set` and `-t get` (`-d 1024 -c 50 -r 100000`) against:
@@ -321,6 +321,46 @@ def run_zero_copy_reads(args, storage, directory):
     return samples
 
 
+def run_page_sizes(args):
+    """The emulated persistent memory's page size: packetstore with its pool
+    on /dev/shm (4 KiB pages) vs on the huge-page tmpfs (2 MiB pages), SET
+    and GET, alternated. Only when --shm-dir is another tmpfs than /dev/shm
+    (kv.sh mounts one with huge=within_size)."""
+    dirs = [("4KiB", "/dev/shm"), ("2MiB", args.shm_dir)]
+    samples = {}
+    for pipeline in args.pipelines:
+        for rnd in range(args.rounds):
+            for pages, directory in dirs:
+                proc, data = start("packetstore", directory)
+                try:
+                    for test in ["set", "get"]:
+                        n = args.requests * (4 if pipeline > 1 else 1)
+                        cpu0 = cpu_seconds(proc.pid)
+                        steal0 = steal_ticks()
+                        result = redis_benchmark(test, n, pipeline)
+                        steal1 = steal_ticks()
+                        result["server_us_per_req"] = (cpu_seconds(proc.pid) - cpu0) / n * 1e6
+                        result["steal_pct"] = 100 * (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
+                        samples.setdefault((pipeline, test, pages), []).append(result)
+                        print(f"pages P{pipeline} {test} {pages} round {rnd}: {result['rps']:.0f}/s "
+                              f"p99 {result['p99_ms']:.2f} ms server {result['server_us_per_req']:.2f} us/req "
+                              f"steal {result['steal_pct']:.0f}%", flush=True)
+                finally:
+                    stop(proc, data)
+    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+        f.write("\n## Emulated persistent memory: 4 KiB pages (/dev/shm) vs 2 MiB pages (tmpfs huge=within_size)\n\n"
+                "redis-benchmark -d 1024 -c 50 -r 100000, packetstore only, the pool on each tmpfs in turn.\n\n"
+                "| pipeline | test | pages | req/s | p99 ms | server us/req | steal % | req/s vs 4 KiB | "
+                "CPU/req advantage |\n|---:|---|---|---:|---:|---:|---:|---:|---:|\n")
+        for (pipeline, test, pages), rows in sorted(samples.items()):
+            base = samples[(pipeline, test, "4KiB")]
+            f.write(f"| {pipeline} | {test.upper()} | {pages} | {median(rows, 'rps'):,.0f} | "
+                    f"{median(rows, 'p99_ms'):.3f} | {median(rows, 'server_us_per_req'):.2f} | "
+                    f"{median(rows, 'steal_pct'):.0f} | {median(rows, 'rps') / median(base, 'rps'):.2f}x | "
+                    f"{median(base, 'server_us_per_req') / median(rows, 'server_us_per_req'):.2f}x |\n")
+    return samples
+
+
 def write_section_csv(name, key_columns, samples, key_cells):
     """A section's medians, one row per sample key, then its plot."""
     with open(os.path.join(RESULTS, name), "w", newline="") as f:
@@ -415,7 +455,7 @@ def main():
     parser.add_argument("--disk-dir", default=os.path.join(ROOT, "target"))
     parser.add_argument("--storages", nargs="+", default=["shm", "ext4"])
     parser.add_argument("--skip-ycsb", action="store_true")
-    parser.add_argument("--sections", nargs="+", default=["redis", "compaction", "zero-copy", "ycsb"],
+    parser.add_argument("--sections", nargs="+", default=["redis", "pages", "compaction", "zero-copy", "ycsb"],
                         help="which comparisons to run (results of the others are left as they are)")
     parser.add_argument("--read-sizes", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
     parser.add_argument("--quick", action="store_true", help="one round, fewer requests")
@@ -430,6 +470,8 @@ def main():
     if "redis" in args.sections:
         samples = run_redis_rows(args, storages)
         plot(samples)
+    if "pages" in args.sections and os.path.realpath(args.shm_dir) != "/dev/shm":
+        run_page_sizes(args)
     if "compaction" in args.sections:
         run_compaction(args, "shm", args.shm_dir)
     if "zero-copy" in args.sections:

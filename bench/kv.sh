@@ -15,4 +15,16 @@ fi
 systemctl stop redis-server 2>/dev/null || true
 python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib || true
 cargo build --release -q
-exec python3 bench/kv.py "$@"
+# /dev/shm maps files with 4 KiB pages. A tmpfs mounted with
+# huge=within_size gives the emulated persistent memory 2 MiB pages, as a
+# DAX mapping of real persistent memory has (docs/operations.md). Both
+# packetstore's pool and Redis's AOF live on it; --shm-dir overrides.
+huge=$(mktemp -d /tmp/packetstore-bench-huge.XXXXXX)
+if mount -t tmpfs -o size=12g,huge=within_size tmpfs "$huge"; then
+  trap 'umount "$huge"; rmdir "$huge"' EXIT
+  python3 bench/kv.py --shm-dir "$huge" "$@"
+else
+  rmdir "$huge"
+  echo "kv.sh: could not mount a huge-page tmpfs (not root?); using /dev/shm (4 KiB pages)" >&2
+  python3 bench/kv.py "$@"
+fi

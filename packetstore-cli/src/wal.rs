@@ -104,6 +104,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if power.is_some() {
         writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; GET /debug/powerfail writes the crash image back to the file")?;
     }
+    if pool.domain().tmpfs_huge_pages == Some(false) {
+        writeln!(out, "{}", crate::serve::TMPFS_SMALL_PAGES)?;
+    }
     drop(out);
     // The first listener is bound here, so that an ephemeral port is known
     // before the other loops bind it too (SO_REUSEPORT spreads connections).

@@ -214,6 +214,7 @@ impl Pool {
             page_sync: crate::persist::PageSync::Fdatasync,
             fence_latency_ns: 0,
             simulated: true,
+            tmpfs_huge_pages: None,
         };
         Pool {
             base: device.memory_ptr(),
@@ -629,6 +630,15 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    if on_tmpfs(file) {
+        // Memory, with no writeback: no advice against 2 MiB pages, which
+        // the mount's huge= option grants (`tmpfs_huge_pages`); a sparse
+        // pool on a huge=advise mount gets them through this advice. A
+        // large pool in 4 KiB pages misses the TLB on every node and value.
+        // SAFETY: the range is the mapping just created.
+        unsafe { libc::madvise(base, len as usize, libc::MADV_HUGEPAGE) };
+        return Ok((base.cast(), false));
+    }
     // A page-cache mapping: no readahead, so a fault brings in one 4 KiB
     // page rather than a large folio. Writeback writes whole folios: with
     // readahead's 2 MiB folios, a 1 KiB value cost a 2 MiB write at every
@@ -695,5 +705,34 @@ fn choose_domain(file: &File, dax: bool, options: &PersistOptions) -> Result<Dom
         page_sync: options.page_sync,
         fence_latency_ns: if matches!(domain, Domain::CacheLine | Domain::Byte) { options.fence_latency_ns } else { 0 },
         simulated: false,
+        tmpfs_huge_pages: tmpfs.then(|| tmpfs_huge_pages(file)),
+    })
+}
+
+/// Whether a pool on tmpfs gets 2 MiB pages: its mount's `huge=` option
+/// (/proc/self/mountinfo, found by the file's device number) is always or
+/// within_size, unless the system-wide shmem_enabled says deny; or
+/// shmem_enabled says force. (huge=advise does not do: the reservation at
+/// creation allocates the pages before any mapping can ask for huge ones.)
+fn tmpfs_huge_pages(file: &File) -> bool {
+    let shmem = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled").unwrap_or_default();
+    let chosen = shmem.split_whitespace().find(|w| w.starts_with('[')).unwrap_or("").trim_matches(['[', ']']);
+    match chosen {
+        "force" => return true,
+        "deny" => return false,
+        _ => {}
+    }
+    let Ok(meta) = file.metadata() else { return false };
+    use std::os::unix::fs::MetadataExt;
+    let device = format!("{}:{}", libc::major(meta.dev()), libc::minor(meta.dev()));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mountinfo.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let Some(dash) = fields.iter().position(|&f| f == "-") else { return false };
+        fields.get(2) == Some(&device.as_str())
+            && fields.get(dash + 1) == Some(&"tmpfs")
+            && fields
+                .get(dash + 3)
+                .is_some_and(|options| options.split(',').any(|o| matches!(o, "huge=always" | "huge=within_size")))
     })
 }

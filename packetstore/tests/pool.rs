@@ -450,6 +450,82 @@ fn a_disk_pool_is_zero_filled_at_creation() {
     assert!(unwritten > 0, "a reserved pool has unwritten extents");
 }
 
+/// A tmpfs mounted with `huge` on a fresh directory; unmounted on drop.
+/// Needs root, as the disk-full test's loop mount does.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(name: &str, huge: &str) -> Tmpfs {
+        let dir = Path::new(&disk_dir()).join(format!("packetstore-test-tmpfs-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size=64m,huge={huge}"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .expect("mount (this test needs root)");
+        assert!(status.success(), "mount -t tmpfs -o huge={huge} failed (this test needs root)");
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Bytes of the mapping that contains `address` mapped by 2 MiB pages
+/// (`ShmemPmdMapped` or `FilePmdMapped` in /proc/self/smaps).
+fn pmd_mapped_bytes(address: usize) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    let mut bytes = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-').filter(|(s, _)| !s.ends_with(':')) {
+            if let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) {
+                inside = (start..end).contains(&address);
+                continue;
+            }
+        }
+        if inside && (line.starts_with("ShmemPmdMapped:") || line.starts_with("FilePmdMapped:")) {
+            bytes += line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024;
+        }
+    }
+    bytes
+}
+
+#[test]
+fn a_tmpfs_pool_asks_for_huge_pages_and_says_whether_it_got_them() {
+    let geometry = Geometry::for_file_size(16 << 20, 2048, 1 << 20).unwrap();
+    let touch = |pool: &Pool| {
+        for i in (0..geometry.buffer_count).step_by(2) {
+            pool.write(pool.buffer_offset(i), b"x");
+        }
+    };
+    // huge=within_size: the reservation allocates 2 MiB pages, and the
+    // mapping must not refuse them (MADV_NOHUGEPAGE is for page-cache files).
+    let within = Tmpfs::mount("within", "within_size");
+    let pool = Pool::create(&within.0.join("pool"), geometry, &PersistOptions::default()).unwrap();
+    assert_eq!(pool.domain().tmpfs_huge_pages, Some(true));
+    touch(&pool);
+    let huge = pmd_mapped_bytes(pool.address(0) as usize);
+    assert!(huge >= 4 << 20, "only {huge} bytes of the pool are mapped with 2 MiB pages");
+    drop(pool);
+
+    // huge=advise: the reservation (no mapping yet) allocates 4 KiB pages.
+    let advise = Tmpfs::mount("advise", "advise");
+    let pool = Pool::create(&advise.0.join("pool"), geometry, &PersistOptions::default()).unwrap();
+    assert_eq!(pool.domain().tmpfs_huge_pages, Some(false), "the banner's note must show");
+    touch(&pool);
+    assert_eq!(pmd_mapped_bytes(pool.address(0) as usize), 0);
+
+    let dir = TempDir::new(&disk_dir(), "not-tmpfs");
+    let pool = Pool::create(&dir.path("pool"), geometry, &PersistOptions::default()).unwrap();
+    assert_eq!(pool.domain().tmpfs_huge_pages, None);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     #[test]
