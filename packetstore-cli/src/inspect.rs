@@ -150,7 +150,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "value_buffers": value_buffers,
                 "dead_bytes_in_value_buffers": dead,
             })),
-            "recovery": { "records_to_replay": usage.live_records },
+            "recovery": {
+                "records_to_replay": usage.live_records,
+                "last": pool.last_recovery().map(|last| serde_json::json!({
+                    "pid": last.pid,
+                    "finished_unix_ns": last.finished_unix_ns,
+                    "duration_us": last.duration_us,
+                    "records_replayed": last.records_replayed,
+                    "records_dropped": last.records_dropped,
+                    "keys": last.keys,
+                })),
+            },
             "verify": args.verify.then(|| serde_json::json!({
                 "ok": problems.is_empty(),
                 "records_checked": verified_records,
@@ -188,7 +198,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (index, report) in scans.iter().enumerate() {
         println!("scan        log {index}: {report}");
     }
-    println!("recovery    would replay {} live log records into the tree", usage.live_records);
+    match pool.last_recovery() {
+        Some(last) => {
+            let ago_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+                .saturating_sub(last.finished_unix_ns)
+                / 1_000_000_000;
+            println!(
+                "recovery    last: {} log records replayed, {} of a torn command dropped, {} keys, {:.1} ms \
+                 (pid {}, {} s ago)",
+                last.records_replayed,
+                last.records_dropped,
+                last.keys,
+                last.duration_us as f64 / 1e3,
+                last.pid,
+                ago_s
+            );
+        }
+        None => println!("recovery    last: none recorded (never served by `packetstore serve`)"),
+    }
+    println!("recovery    next: would replay {} live log records into the tree", usage.live_records);
     match &tree_figures {
         Some((stats, value_buffers, dead)) => {
             println!(

@@ -109,6 +109,39 @@ fn verify_catches_a_damaged_tree_node_and_reports_the_tree() {
     assert!(problems.contains(&format!("node {root}")), "{problems}");
 }
 
+/// The last recovery, as the server that ran it recorded it in the pool:
+/// after a kill -9, the next start replays the 200 records, and inspect
+/// says so after that server has stopped too.
+#[test]
+fn inspect_reports_the_last_recovery() {
+    let pool = TempPool::new("inspect-last");
+    let server = Server::start(&pool.0, &[]);
+    let first_pid = server.child.id();
+    fill(&server);
+    server.kill();
+    let (ok, json) = inspect(&pool.0, false);
+    assert!(ok, "{json}");
+    let last = &json["recovery"]["last"];
+    assert_eq!(last["pid"], first_pid, "{json}");
+    assert_eq!(last["records_replayed"], 0, "a new pool: nothing to replay");
+    assert_eq!(json["recovery"]["records_to_replay"], 200);
+
+    let mut server = Server::start(&pool.0, &[]);
+    let second_pid = server.child.id();
+    // SAFETY: a signal to our own child.
+    assert_eq!(unsafe { libc::kill(second_pid as libc::pid_t, libc::SIGTERM) }, 0);
+    assert!(server.wait_exit(Duration::from_secs(20)));
+    let (ok, json) = inspect(&pool.0, false);
+    assert!(ok, "{json}");
+    let last = &json["recovery"]["last"];
+    assert_eq!(last["pid"], second_pid, "{json}");
+    assert_eq!(last["records_replayed"], 200, "{json}");
+    assert_eq!(last["records_dropped"], 0);
+    assert_eq!(last["keys"], 200);
+    assert!(last["duration_us"].as_u64().unwrap() > 0);
+    assert_eq!(json["recovery"]["records_to_replay"], 0, "checkpointed at the stop");
+}
+
 /// `packetstore compact`: a pool left wasteful (its server never compacted)
 /// is compacted by hand: values moved, buffers freed, every value intact.
 #[test]

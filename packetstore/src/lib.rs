@@ -47,6 +47,6 @@ pub use error::{BufferError, LogError, PoolError};
 pub use layout::Geometry;
 pub use log::{CommitSummary, CommitTicket, Log, RecordView, RecoveryReport};
 pub use persist::{Domain, DomainInfo, PageSync, PersistOptions, SyncToken};
-pub use pool::Pool;
+pub use pool::{LastRecovery, Pool};
 pub use record::Extent;
 pub use sim::{SimDevice, SimMode};

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::cpu::FlushInstruction;
 use crate::error::PoolError;
-use crate::layout::{Geometry, Header, HeaderError, HDR_SIZE};
+use crate::layout::{get_u32, get_u64, put_u32, put_u64, Geometry, Header, HeaderError, HDR_SIZE};
 use crate::limits::{FENCE_LATENCY_NS_MAX, HEADER_REGION_SIZE};
 use crate::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence, SyncToken};
 use crate::sim::{SimDevice, SimMode};
@@ -37,6 +37,58 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// the checksummed header. Advisory, never synced.
 const HDR_HOLDER_PID: u64 = 256;
 const _: () = assert!(HDR_HOLDER_PID >= HDR_SIZE as u64 && HDR_HOLDER_PID + 4 <= HEADER_REGION_SIZE);
+
+/// Where a server records what its recovery found (`LastRecovery`): in the
+/// header page, outside the checksummed header, with its own CRC.
+const HDR_LAST_RECOVERY: u64 = 128;
+const LAST_RECOVERY_SIZE: usize = 64;
+const LAST_RECOVERY_MAGIC: u32 = u32::from_le_bytes(*b"LREC");
+const _: () = assert!(HDR_LAST_RECOVERY >= HDR_SIZE as u64 && HDR_LAST_RECOVERY + 64 <= HDR_HOLDER_PID);
+
+/// What the last recovery of a pool found, as the server that ran it
+/// recorded it (`docs/format.md`, header page offset 128). Advisory: it
+/// is written after recovery and goes out with the next fence or sync,
+/// never on its own; a torn or missing record only loses this report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LastRecovery {
+    pub pid: u32,
+    /// When recovery finished (Unix time, ns).
+    pub finished_unix_ns: u64,
+    pub duration_us: u64,
+    /// Log records replayed (into the tree, for the key-value store).
+    pub records_replayed: u64,
+    /// Records of a torn batch or command dropped.
+    pub records_dropped: u64,
+    /// Keys afterwards (the key-value store; 0 for the WAL).
+    pub keys: u64,
+}
+
+impl LastRecovery {
+    fn encode(&self) -> [u8; LAST_RECOVERY_SIZE] {
+        let mut b = [0u8; LAST_RECOVERY_SIZE];
+        put_u32(&mut b, 0, LAST_RECOVERY_MAGIC);
+        put_u32(&mut b, 4, self.pid);
+        put_u64(&mut b, 8, self.finished_unix_ns);
+        put_u64(&mut b, 16, self.duration_us);
+        put_u64(&mut b, 24, self.records_replayed);
+        put_u64(&mut b, 32, self.records_dropped);
+        put_u64(&mut b, 40, self.keys);
+        let crc = crc32c::crc32c(&b[..60]);
+        put_u32(&mut b, 60, crc);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<LastRecovery> {
+        (get_u32(b, 0) == LAST_RECOVERY_MAGIC && get_u32(b, 60) == crc32c::crc32c(&b[..60])).then(|| LastRecovery {
+            pid: get_u32(b, 4),
+            finished_unix_ns: get_u64(b, 8),
+            duration_us: get_u64(b, 16),
+            records_replayed: get_u64(b, 24),
+            records_dropped: get_u64(b, 32),
+            keys: get_u64(b, 40),
+        })
+    }
+}
 
 /// An open pool.
 pub struct Pool {
@@ -243,6 +295,20 @@ impl Pool {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Records what this process's recovery found (see `LastRecovery`):
+    /// stored and flushed, made durable by the next fence or sync.
+    pub fn record_recovery(&self, recovery: &LastRecovery) {
+        self.write(HDR_LAST_RECOVERY, &recovery.encode());
+        self.flush(HDR_LAST_RECOVERY, LAST_RECOVERY_SIZE as u64);
+    }
+
+    /// The last recovery recorded, if any (and intact).
+    pub fn last_recovery(&self) -> Option<LastRecovery> {
+        let mut b = [0u8; LAST_RECOVERY_SIZE];
+        self.read(HDR_LAST_RECOVERY, &mut b);
+        LastRecovery::decode(&b)
     }
 
     pub fn stats(&self) -> &PersistStats {
