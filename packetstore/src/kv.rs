@@ -716,9 +716,16 @@ impl KvServer {
             self.push_extents(ctx, &extents);
             ctx.out.push(b"\r\n");
             self.stats.bytes_sent_zero_copy += len;
+        } else if let Value::Inline(bytes) = value {
+            ctx.bulk(bytes);
+            self.stats.bytes_sent_copied += len;
         } else {
-            let bytes = value_bytes(ctx.pool, value)?;
-            ctx.bulk(&bytes);
+            // Copied from the pool straight into the reply.
+            let extents = value_extents(ctx.pool, value)?;
+            let enc = ctx.enc();
+            enc.bulk_header(ctx.out.bytes(), len);
+            ctx.pool.read_extents(&extents, ctx.out.bytes());
+            ctx.out.push(b"\r\n");
             self.stats.bytes_sent_copied += len;
         }
         Ok(())
@@ -1918,9 +1925,12 @@ impl KvServer {
             self.push_extents(ctx, &extents);
             self.stats.bytes_sent_zero_copy += len;
         } else {
-            let bytes = value_bytes(ctx.pool, value)?;
+            // Copied from the pool (or the leaf) straight into the reply.
             http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
-            ctx.out.push(&bytes);
+            match value {
+                Value::Inline(bytes) => ctx.out.push(bytes),
+                _ => ctx.pool.read_extents(&value_extents(ctx.pool, value)?, ctx.out.bytes()),
+            }
             self.stats.bytes_sent_copied += len;
         }
         Ok(())
