@@ -71,10 +71,11 @@ pub const KIND_DEL_HASH: u16 = 0x22;
 pub const KIND_FLUSH: u16 = 0x23;
 /// Tree entries compaction may visit per op written.
 const ENTRIES_PER_OP: usize = 4;
-/// Compaction may copy 1/COPY_SHARE of the bytes written (measured: a
-/// share of 1/2 cost up to 31% of SET throughput when relocating all the
-/// time; 1/5 keeps it near the 20% bound).
-const COPY_SHARE: u64 = 5;
+/// Compaction may copy 1/COPY_SHARE of the bytes written (measured when
+/// relocating all the time: 1/2 cost up to 31% of SET throughput; 1/5 cost
+/// 15%, then 36% at -P 16 once 2 MiB pages made writes faster; 1/8 costs
+/// 7% and 17%, within the 20% bound; bench/results/kv.md).
+const COPY_SHARE: u64 = 8;
 /// Tag bit of a command's last record.
 pub const TAG_END: u64 = 1;
 
