@@ -120,6 +120,19 @@ def redis_benchmark(test, requests, pipeline):
     return {"rps": float(fields[1]), "p50_ms": float(fields[4]), "p99_ms": float(fields[6])}
 
 
+def measured_benchmark(proc, test, requests, pipeline):
+    """One redis-benchmark run with the server's CPU time per request and
+    the CPU steal over it."""
+    steal0 = steal_ticks()
+    cpu0 = cpu_seconds(proc.pid)
+    result = redis_benchmark(test, requests, pipeline)
+    cpu = cpu_seconds(proc.pid) - cpu0
+    steal1 = steal_ticks()
+    result["server_us_per_req"] = cpu / requests * 1e6
+    result["steal_pct"] = 100 * (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
+    return result
+
+
 def run_redis_rows(args, storages):
     systems = ["packetstore", "redis-always", "redis-everysec", "redis-no"]
     samples = {}
@@ -131,14 +144,8 @@ def run_redis_rows(args, storages):
                     try:
                         # Fill the key space so GETs find values.
                         for test in ["set", "get"]:
-                            steal0 = steal_ticks()
-                            cpu0 = cpu_seconds(proc.pid)
-                            result = redis_benchmark(test, args.requests * (4 if pipeline > 1 else 1), pipeline)
-                            cpu = cpu_seconds(proc.pid) - cpu0
-                            steal1 = steal_ticks()
                             n = args.requests * (4 if pipeline > 1 else 1)
-                            result["server_us_per_req"] = cpu / n * 1e6
-                            result["steal_pct"] = 100 * (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
+                            result = measured_benchmark(proc, test, n, pipeline)
                             key = (storage, pipeline, test, system)
                             samples.setdefault(key, []).append(result)
                             print(f"{storage} P{pipeline} {test} {system} round {rnd}: "
@@ -247,13 +254,7 @@ def run_compaction(args, storage, directory):
             for system in systems:
                 proc, data = start(system, directory)
                 try:
-                    n = args.requests * (4 if pipeline > 1 else 1)
-                    cpu0 = cpu_seconds(proc.pid)
-                    steal0 = steal_ticks()
-                    result = redis_benchmark("set", n, pipeline)
-                    steal1 = steal_ticks()
-                    result["server_us_per_req"] = (cpu_seconds(proc.pid) - cpu0) / n * 1e6
-                    result["steal_pct"] = 100 * (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
+                    result = measured_benchmark(proc, "set", args.requests * (4 if pipeline > 1 else 1), pipeline)
                     result["relocated"] = info_field("compaction_relocated_values")
                     result["waste_pct"] = info_field("compaction_waste_pct")
                     samples.setdefault((storage, pipeline, system), []).append(result)
@@ -334,13 +335,7 @@ def run_page_sizes(args):
                 proc, data = start("packetstore", directory)
                 try:
                     for test in ["set", "get"]:
-                        n = args.requests * (4 if pipeline > 1 else 1)
-                        cpu0 = cpu_seconds(proc.pid)
-                        steal0 = steal_ticks()
-                        result = redis_benchmark(test, n, pipeline)
-                        steal1 = steal_ticks()
-                        result["server_us_per_req"] = (cpu_seconds(proc.pid) - cpu0) / n * 1e6
-                        result["steal_pct"] = 100 * (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1])
+                        result = measured_benchmark(proc, test, args.requests * (4 if pipeline > 1 else 1), pipeline)
                         samples.setdefault((pipeline, test, pages), []).append(result)
                         print(f"pages P{pipeline} {test} {pages} round {rnd}: {result['rps']:.0f}/s "
                               f"p99 {result['p99_ms']:.2f} ms server {result['server_us_per_req']:.2f} us/req "
