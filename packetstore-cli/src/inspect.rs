@@ -216,7 +216,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ago_s
             );
         }
-        None => println!("recovery    last: none recorded (never served by `packetstore serve`)"),
+        None => {
+            println!("recovery    last: none recorded (never served by this version of `packetstore serve` or `wal`)")
+        }
     }
     println!("recovery    next: would replay {} live log records into the tree", usage.live_records);
     match &tree_figures {

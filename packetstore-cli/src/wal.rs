@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
-use packetstore::{Buffers, Pool};
+use packetstore::{Buffers, Pool, RecoveryReport};
 
 use crate::options::{
     io_path, open_or_create_pool, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let shared = SeqIndex::new(pool);
     let (stop, wake_fd) = crate::shutdown::install()?;
     let mut first = Some(first);
-    let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<String>>();
+    let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<(String, RecoveryReport)>>();
     std::thread::scope(|scope| {
         for index in 0..threads {
             let listener = match first.take() {
@@ -159,12 +159,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         drop(ready);
         let mut out = std::io::stdout().lock();
+        // What the loops' recoveries found, summed for `inspect` (each loop
+        // recovered its own log, in parallel: the longest is the time).
+        let mut last = packetstore::LastRecovery { pid: std::process::id(), ..Default::default() };
         for _ in 0..threads {
             match started.recv() {
-                Ok(Ok(line)) => writeln!(out, "{line}")?,
+                Ok(Ok((line, report))) => {
+                    writeln!(out, "{line}")?;
+                    last.records_replayed += report.live_records;
+                    last.records_dropped += report.torn_records_erased;
+                    last.duration_us = last.duration_us.max(report.duration.as_micros() as u64);
+                }
                 Ok(Err(error)) => return Err(error),
                 Err(_) => bail!("an event loop failed to start"),
             }
+        }
+        // Not on the crash simulator: its check that every store is
+        // declared assumes one writer, and the loop is already serving.
+        if power.is_none() {
+            last.finished_unix_ns =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            pool.record_recovery(&last);
         }
         let kind = match policy {
             None => "io uring".to_string(),
@@ -189,7 +204,7 @@ fn serve(
     engine_config: EngineConfig,
     listener: std::os::fd::OwnedFd,
     stop: &AtomicBool,
-    ready: &std::sync::mpsc::Sender<anyhow::Result<String>>,
+    ready: &std::sync::mpsc::Sender<anyhow::Result<(String, RecoveryReport)>>,
     power: Option<std::sync::Arc<packetstore::SimDevice>>,
 ) -> anyhow::Result<()> {
     let (first, count) = pool.geometry().buffer_range(index);
@@ -208,7 +223,7 @@ fn serve(
     match policy {
         None => {
             let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, vec![listener])?;
-            let _ = ready.send(Ok(line));
+            let _ = ready.send(Ok((line, report)));
             engine.run(stop)?;
         }
         Some(policy) => {
@@ -217,7 +232,7 @@ fn serve(
             if let Some(fd) = engine_config.wake_fd {
                 server.set_wake_fd(fd)?;
             }
-            let _ = ready.send(Ok(line));
+            let _ = ready.send(Ok((line, report)));
             server.run(stop)?;
         }
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use redis::Commands;
 
 mod common;
-use common::{Server, TempPool};
+use common::{Server, TempPool, Wal};
 
 fn inspect(pool: &Path, verify: bool) -> (bool, serde_json::Value) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_packetstore"));
@@ -140,6 +140,51 @@ fn inspect_reports_the_last_recovery() {
     assert_eq!(last["keys"], 200);
     assert!(last["duration_us"].as_u64().unwrap() > 0);
     assert_eq!(json["recovery"]["records_to_replay"], 0, "checkpointed at the stop");
+}
+
+/// The WAL server records its loops' recoveries too, summed: two loops,
+/// 100 bodies, a restart, and inspect counts the 100 records it recovered.
+#[test]
+fn inspect_reports_the_wal_servers_last_recovery() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let pool = TempPool::new("inspect-wal");
+    let threads = ["--threads", "2"];
+    let server = Wal::start(&pool.0, &threads);
+    for i in 0..100u32 {
+        // A connection each, so that both loops take some.
+        let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+        let body = format!("body {i}");
+        write!(stream, "POST /wal HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 20"), "{status}");
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+    }
+    drop(server); // kill -9
+    let mut server = Wal::start(&pool.0, &threads);
+    let second_pid = server.child.id();
+    // SAFETY: a signal to our own child.
+    assert_eq!(unsafe { libc::kill(second_pid as libc::pid_t, libc::SIGTERM) }, 0);
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let (ok, json) = inspect(&pool.0, false);
+    assert!(ok, "{json}");
+    let last = &json["recovery"]["last"];
+    assert_eq!(last["pid"], second_pid, "{json}");
+    assert_eq!(last["records_replayed"], 100, "{json}");
+    assert_eq!(last["keys"], 0);
 }
 
 /// `packetstore compact`: a pool left wasteful (its server never compacted)
