@@ -25,6 +25,7 @@ Usage: bench/kv.sh [--rounds N] [--requests N] [--quick]
 
 import argparse
 import csv
+import io
 import os
 import re
 import shutil
@@ -118,6 +119,33 @@ def redis_benchmark(test, requests, pipeline):
     row = [line for line in out.splitlines() if line.startswith(f'"{test.upper()}"')][-1]
     fields = [f.strip('"') for f in row.split(",")]
     return {"rps": float(fields[1]), "p50_ms": float(fields[4]), "p99_ms": float(fields[6])}
+
+
+class KvMdSection:
+    """Collects one "## " section of kv.md and writes it in place of an
+    earlier copy of the same section (running one section again replaces
+    it), or at the end when there is none."""
+
+    def __enter__(self):
+        self.text = io.StringIO()
+        return self.text
+
+    def __exit__(self, kind, value, traceback):
+        if kind is not None:
+            return False
+        text = self.text.getvalue()
+        path = os.path.join(RESULTS, "kv.md")
+        old = open(path).read() if os.path.exists(path) else ""
+        title = "\n" + text.lstrip("\n").split("\n", 1)[0] + "\n"
+        at = old.find(title)
+        if at < 0:
+            new = old + text
+        else:
+            end = old.find("\n## ", at + 1)
+            new = old[:at] + text + (old[end:] if end >= 0 else "")
+        with open(path, "w") as f:
+            f.write(new)
+        return False
 
 
 def measured_benchmark(proc, test, requests, pipeline):
@@ -229,7 +257,7 @@ def run_ycsb(args, storage, directory):
                 finally:
                     stop(proc, data)
     write_section_csv("kv-ycsb.csv", ["storage", "write_pct", "system"], samples, lambda key: list(key))
-    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+    with KvMdSection() as f:
         f.write("\n## YCSB-like mixes over HTTP (wrk, Zipf 0.99 over 1,000 keys, 1 KiB values)\n\n")
         f.write("| storage | writes | system | req/s | p99 ms | server us/req |\n|---|---:|---|---:|---:|---:|\n")
         for (st, pct, system), rows in sorted(samples.items()):
@@ -266,7 +294,7 @@ def run_compaction(args, storage, directory):
                     stop(proc, data)
     write_section_csv("kv-compaction.csv", ["storage", "pipeline", "compaction"], samples,
                       lambda key: [key[0], key[1], key[2].rsplit("-", 1)[1]])
-    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+    with KvMdSection() as f:
         f.write("\n## Compaction running (relocating continuously) vs off\n\n"
                 "redis-benchmark -t set -d 1024 -c 50 -r 100000; `--compact-waste 0` vs `--compact-waste 2`.\n\n"
                 "| storage | pipeline | compaction | req/s | p99 ms | server us/req | values relocated | waste % at end | "
@@ -308,7 +336,7 @@ def run_zero_copy_reads(args, storage, directory):
                           f"server {result['server_us_per_req']:.2f} us/req", flush=True)
                 finally:
                     stop(proc, data)
-    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+    with KvMdSection() as f:
         f.write("\n## GET replies: from the pool (zero copy) vs copied\n\n"
                 "redis-benchmark -t get -c 50 -r 10000 -P 16 after loading the keys; `--zero-copy-min 0` vs "
                 "`--zero-copy-min 1TiB`.\n\n"
@@ -342,7 +370,7 @@ def run_page_sizes(args):
                               f"steal {result['steal_pct']:.0f}%", flush=True)
                 finally:
                     stop(proc, data)
-    with open(os.path.join(RESULTS, "kv.md"), "a") as f:
+    with KvMdSection() as f:
         f.write("\n## Emulated persistent memory: 4 KiB pages (/dev/shm) vs 2 MiB pages (tmpfs huge=within_size)\n\n"
                 "redis-benchmark -d 1024 -c 50 -r 100000, packetstore only, the pool on each tmpfs in turn.\n\n"
                 "| pipeline | test | pages | req/s | p99 ms | server us/req | steal % | req/s vs 4 KiB | "
