@@ -200,11 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     match pool.last_recovery() {
         Some(last) => {
-            let ago_s = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-                .saturating_sub(last.finished_unix_ns)
-                / 1_000_000_000;
+            let ago_s = packetstore::pool::unix_ns().saturating_sub(last.finished_unix_ns) / 1_000_000_000;
             println!(
                 "recovery    last: {} log records replayed, {} of a torn command dropped, {} keys, {:.1} ms \
                  (pid {}, {} s ago)",

@@ -166,14 +166,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let recovery_duration = report.duration;
     // For `inspect`: what this recovery found (advisory, in the header page).
     pool.record_recovery(&packetstore::LastRecovery {
-        pid: std::process::id(),
-        finished_unix_ns: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64),
         duration_us: report.duration.as_micros() as u64,
         records_replayed: report.replayed_records,
         records_dropped: report.dropped_records,
         keys: report.keys,
+        ..Default::default()
     });
     let kv_config = KvConfig {
         persist,

@@ -161,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         // What the loops' recoveries found, summed for `inspect` (each loop
         // recovered its own log, in parallel: the longest is the time).
-        let mut last = packetstore::LastRecovery { pid: std::process::id(), ..Default::default() };
+        let mut last = packetstore::LastRecovery::default();
         for _ in 0..threads {
             match started.recv() {
                 Ok(Ok((line, report))) => {
@@ -177,8 +177,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // Not on the crash simulator: its check that every store is
         // declared assumes one writer, and the loop is already serving.
         if power.is_none() {
-            last.finished_unix_ns =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
             pool.record_recovery(&last);
         }
         let kind = match policy {

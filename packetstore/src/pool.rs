@@ -297,9 +297,11 @@ impl Pool {
         &self.path
     }
 
-    /// Records what this process's recovery found (see `LastRecovery`):
-    /// stored and flushed, made durable by the next fence or sync.
+    /// Records what this process's recovery found (see `LastRecovery`),
+    /// stamped with this process's pid and the time now: stored and
+    /// flushed, made durable by the next fence or sync.
     pub fn record_recovery(&self, recovery: &LastRecovery) {
+        let recovery = LastRecovery { pid: std::process::id(), finished_unix_ns: unix_ns(), ..*recovery };
         self.write(HDR_LAST_RECOVERY, &recovery.encode());
         self.flush(HDR_LAST_RECOVERY, LAST_RECOVERY_SIZE as u64);
     }
@@ -564,7 +566,8 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Header, PoolError> {
     })
 }
 
-fn unix_ns() -> u64 {
+/// The time now, in nanoseconds since the Unix epoch (0 before it).
+pub fn unix_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
