@@ -42,9 +42,14 @@ pub struct Args {
     /// Redis protocol listener.
     #[arg(long, default_value = "127.0.0.1:6380")]
     pub resp: SocketAddr,
-    /// Require AUTH with this password on the Redis protocol.
+    /// Require this password on both ports: AUTH on the Redis protocol,
+    /// `Authorization: Bearer <password>` (or Basic) on HTTP.
     #[arg(long)]
     pub requirepass: Option<String>,
+    /// With --requirepass, let GET /metrics through without the password
+    /// (for a Prometheus scraper on a trusted network).
+    #[arg(long)]
+    pub metrics_public: bool,
     /// I/O path: uring (PASTE's engine) or epoll (the Linux baseline).
     #[arg(long, default_value = "uring")]
     pub io: String,
@@ -177,6 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         value_size_max,
         zero_copy_min: parse_size(&args.zero_copy_min)?,
         requirepass: args.requirepass.clone().map(String::into_bytes),
+        metrics_public: args.metrics_public,
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
         power_switch: power.clone(),
@@ -212,10 +218,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             0 => "unlimited".to_string(),
             bytes => format!("{} KiB", bytes >> 10),
         },
-        if args.requirepass.is_some() {
-            "required (--requirepass)"
-        } else {
-            "none: anyone who can connect may read and write"
+        match (args.requirepass.is_some(), args.metrics_public) {
+            (true, false) => "password required on both ports (Redis: AUTH; HTTP: Authorization), /metrics included",
+            (true, true) => "password required on both ports (Redis: AUTH; HTTP: Authorization), except GET /metrics",
+            (false, _) => "none: anyone who can connect may read and write",
         }
     );
     match policy {

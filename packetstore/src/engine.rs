@@ -235,6 +235,9 @@ struct Conn<C> {
     poll_cancelling: bool,
     /// Stop reading: the peer closed, failed, or the protocol said so.
     closing: bool,
+    /// The protocol said close: what is left of its input is never parsed
+    /// (a peer that closed may still have requests to serve; this may not).
+    app_closed: bool,
     shut_down: bool,
     dirty: bool,
 }
@@ -622,6 +625,7 @@ impl<'a, A: App> Engine<'a, A> {
             poll_armed: false,
             poll_cancelling: false,
             closing: false,
+            app_closed: false,
             shut_down: false,
             dirty: false,
         };
@@ -931,6 +935,10 @@ impl<'a, A: App> Engine<'a, A> {
         for &slot in &dirty {
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.dirty = false;
+            if conn.app_closed {
+                self.pending.push(slot);
+                continue;
+            }
             let (buffers, bufring, backing) = (&mut *self.buffers, &mut self.bufring, &self.backing);
             let available = &mut self.ring_available;
             let mut release = |segment: Segment, buffers: &mut Buffers| {
@@ -947,6 +955,7 @@ impl<'a, A: App> Engine<'a, A> {
             );
             if progress.close {
                 conn.closing = true;
+                conn.app_closed = true;
             }
             if conn.out.is_full() && conn.paused_since.is_none() && !conn.closing {
                 conn.paused_since = Some(Instant::now());

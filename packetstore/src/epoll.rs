@@ -271,6 +271,10 @@ impl<'a, A: App> EpollServer<'a, A> {
         let requests_max = if self.policy == CommitPolicy::PerRequest { 1 } else { usize::MAX };
         loop {
             let conn = self.conns[slot as usize].as_mut().expect("live");
+            if conn.closing {
+                // The protocol said close: what is left is never parsed.
+                break;
+            }
             let free = &mut self.chunks.free;
             let mut release = |segment: Segment, buffers: &mut Buffers| match segment.source {
                 Source::Private(id) => free.push(id),

@@ -30,6 +30,8 @@ pub struct RequestHead {
     pub target: std::ops::Range<usize>,
     pub content_length: u64,
     pub keep_alive: bool,
+    /// The `Authorization` header's value, a byte range of the head.
+    pub authorization: Option<std::ops::Range<usize>>,
     /// Bytes of the head, blank line included.
     pub head_len: usize,
 }
@@ -76,6 +78,7 @@ pub fn parse_head(bytes: &[u8], body_size_max: u64) -> Result<RequestHead, HeadE
     };
     let target_start = target.as_ptr() as usize - bytes.as_ptr() as usize;
     let mut content_length: Option<u64> = None;
+    let mut authorization = None;
     for (count, line) in lines.enumerate() {
         if count >= HEADERS_MAX {
             return Err(HeadError::Refuse(431, "too many headers"));
@@ -93,6 +96,9 @@ pub fn parse_head(bytes: &[u8], body_size_max: u64) -> Result<RequestHead, HeadE
             content_length = Some(length);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             return Err(HeadError::Refuse(411, "chunked bodies are not accepted: send Content-Length"));
+        } else if name.eq_ignore_ascii_case(b"authorization") {
+            let start = value.as_ptr() as usize - bytes.as_ptr() as usize;
+            authorization = Some(start..start + value.len());
         } else if name.eq_ignore_ascii_case(b"connection") {
             if contains_token(value, b"close") {
                 keep_alive = false;
@@ -105,7 +111,14 @@ pub fn parse_head(bytes: &[u8], body_size_max: u64) -> Result<RequestHead, HeadE
     if content_length > body_size_max {
         return Err(HeadError::Refuse(413, "body larger than the server's limit"));
     }
-    Ok(RequestHead { method, target: target_start..target_start + target.len(), content_length, keep_alive, head_len })
+    Ok(RequestHead {
+        method,
+        target: target_start..target_start + target.len(),
+        content_length,
+        keep_alive,
+        authorization,
+        head_len,
+    })
 }
 
 /// Method, target and version of a request line.
@@ -151,9 +164,11 @@ pub fn reason(status: u16) -> &'static str {
         204 => "No Content",
         400 => "Bad Request",
         404 => "Not Found",
+        401 => "Unauthorized",
         405 => "Method Not Allowed",
         411 => "Length Required",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -162,6 +177,70 @@ pub fn reason(status: u16) -> &'static str {
         507 => "Insufficient Storage",
         _ => "Unknown",
     }
+}
+
+/// The password an `Authorization` header carries: `Bearer <password>`, or
+/// `Basic base64(user:password)` whose user is empty or `default` (Redis's
+/// only user). None: no credentials in a form this server takes.
+pub fn authorization_password(value: &[u8]) -> Option<Vec<u8>> {
+    let split = value.iter().position(|&b| b == b' ')?;
+    let (scheme, credentials) = (&value[..split], trim(&value[split + 1..]));
+    if scheme.eq_ignore_ascii_case(b"bearer") {
+        return Some(credentials.to_vec());
+    }
+    if !scheme.eq_ignore_ascii_case(b"basic") {
+        return None;
+    }
+    let decoded = base64_decode(credentials)?;
+    let colon = decoded.iter().position(|&b| b == b':')?;
+    let user = &decoded[..colon];
+    (user.is_empty() || user == b"default").then(|| decoded[colon + 1..].to_vec())
+}
+
+/// Standard base64 with padding (RFC 4648), as Basic credentials use.
+fn base64_decode(text: &[u8]) -> Option<Vec<u8>> {
+    fn sextet(b: u8) -> Option<u32> {
+        Some(match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+    if text.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    for (i, quad) in text.chunks(4).enumerate() {
+        let last = i + 1 == text.len() / 4;
+        let pad = quad.iter().rev().take_while(|&&b| b == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &b in &quad[..4 - pad] {
+            n = (n << 6) | sextet(b)?;
+        }
+        n <<= 6 * pad as u32;
+        out.extend_from_slice(&n.to_be_bytes()[1..4 - pad]);
+    }
+    Some(out)
+}
+
+/// A 401 asking for the password (either scheme); closes the connection
+/// when the refused request has a body (it is not read).
+pub fn respond_unauthorized(out: &mut Vec<u8>, keep_alive: bool) {
+    let body = b"authentication required: send Authorization: Bearer <password> (or Basic)\n";
+    let mut head = Vec::new();
+    respond_head(&mut head, 401, &[], body.len(), keep_alive);
+    head.truncate(head.len() - 2);
+    out.extend_from_slice(&head);
+    out.extend_from_slice(
+        b"WWW-Authenticate: Basic realm=\"packetstore\"\r\nWWW-Authenticate: Bearer realm=\"packetstore\"\r\n\r\n",
+    );
+    out.extend_from_slice(body);
 }
 
 /// Prometheus's text exposition format.
@@ -240,6 +319,23 @@ mod tests {
         assert_eq!(head.content_length, 1024);
         assert!(head.keep_alive);
         assert_eq!(head.head_len, text.len() - 4);
+    }
+
+    #[test]
+    fn authorization_schemes() {
+        let text = "GET /kv/a HTTP/1.1\r\nAuthorization:  Bearer s3cret \r\n\r\n";
+        let head = parse(text).unwrap();
+        let value = &text.as_bytes()[head.authorization.clone().unwrap()];
+        assert_eq!(authorization_password(value).as_deref(), Some(&b"s3cret"[..]));
+        // "default:s3cret" and ":pa:ss" (a colon in the password).
+        assert_eq!(authorization_password(b"Basic ZGVmYXVsdDpzM2NyZXQ=").as_deref(), Some(&b"s3cret"[..]));
+        assert_eq!(authorization_password(b"basic OnBhOnNz").as_deref(), Some(&b"pa:ss"[..]));
+        // "alice:s3cret": not the default user.
+        assert_eq!(authorization_password(b"Basic YWxpY2U6czNjcmV0"), None);
+        assert_eq!(authorization_password(b"Basic ZGVmYXVsdDpzM2NyZXQ"), None, "unpadded");
+        assert_eq!(authorization_password(b"Digest x"), None);
+        assert_eq!(authorization_password(b"Bearer"), None);
+        assert_eq!(parse("GET / HTTP/1.1\r\n\r\n").unwrap().authorization, None);
     }
 
     #[test]

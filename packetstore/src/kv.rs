@@ -50,7 +50,11 @@ pub struct KvConfig {
     pub value_size_max: u64,
     /// Values at least this long are sent from the pool (zero copy).
     pub zero_copy_min: u64,
+    /// The password of both ports: AUTH on the Redis port, an
+    /// `Authorization` header on the HTTP port.
     pub requirepass: Option<Vec<u8>>,
+    /// With a password, /metrics still answers without it.
+    pub metrics_public: bool,
     /// Free buffers kept back for receiving (the ring's refills).
     pub buffers_reserve: u32,
     /// What the server reports (INFO, CONFIG GET).
@@ -72,6 +76,10 @@ pub struct KvStats {
     pub writes: u64,
     pub refused_full: u64,
     pub errors: u64,
+    /// Commands whose handler panicked (answered with an error).
+    pub panics: u64,
+    /// Redis connections closed for sending an HTTP request.
+    pub cross_protocol: u64,
     pub bytes_sent_zero_copy: u64,
     pub bytes_sent_copied: u64,
     /// Value bytes written: persisted where they were received (zero copy)
@@ -86,6 +94,9 @@ pub struct KvConn {
     id: u64,
     name: Option<Vec<u8>>,
     authenticated: bool,
+    /// MULTI was refused: every command is refused until EXEC or DISCARD,
+    /// so none of a would-be transaction runs.
+    in_refused_multi: bool,
     encoder: Encoder,
     parser: Parser,
     args: Args,
@@ -124,6 +135,8 @@ pub struct KvServer {
     /// received, or copied (counted once it applies).
     staged_in_place: u64,
     staged_copied: u64,
+    /// When a cross-protocol attempt was last logged.
+    cross_protocol_logged: Option<std::time::Instant>,
 }
 
 /// Labels of `KvStats::requests`.
@@ -138,9 +151,67 @@ const OTHER: usize = 2;
 
 type Cmd = fn(&mut KvServer, &mut Ctx<'_>) -> Result<(), StoreError>;
 
-/// A command's table entry: name, arity (negative: at least), flags, first
-/// key, last key, key step (COMMAND's layout), and its handler.
-type CommandEntry = (&'static str, i64, &'static [&'static str], i64, i64, i64, Cmd);
+/// A command's table entry, in COMMAND's terms.
+struct CommandEntry {
+    /// Lower case.
+    name: &'static str,
+    /// The number of arguments, the name included; negative: at least.
+    arity: i64,
+    flags: &'static [&'static str],
+    /// First key, last key (negative: from the end), step.
+    keys: (i64, i64, i64),
+    /// COMMAND DOCS's group: string, hash, generic, connection, server.
+    group: &'static str,
+    summary: &'static str,
+    handler: Cmd,
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn cmd(
+    name: &'static str,
+    arity: i64,
+    flags: &'static [&'static str],
+    keys: (i64, i64, i64),
+    group: &'static str,
+    summary: &'static str,
+    handler: Cmd,
+) -> CommandEntry {
+    CommandEntry { name, arity, flags, keys, group, summary, handler }
+}
+
+impl CommandEntry {
+    fn find(name: &[u8]) -> Option<&'static CommandEntry> {
+        COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// Redis 7's ACL categories, from the flags and the group.
+    fn acl_categories(&self) -> Vec<&'static str> {
+        let mut categories = Vec::new();
+        let group = match self.group {
+            "string" => "@string",
+            "hash" => "@hash",
+            "generic" => "@keyspace",
+            "connection" => "@connection",
+            _ => "@admin",
+        };
+        if self.has_flag("write") {
+            categories.push("@write");
+        }
+        if self.has_flag("readonly") {
+            categories.push("@read");
+        }
+        categories.push(group);
+        categories.push(if self.has_flag("fast") { "@fast" } else { "@slow" });
+        if self.has_flag("admin") {
+            categories.push("@dangerous");
+        }
+        categories
+    }
+}
 
 /// What a command handler works with.
 struct Ctx<'a> {
@@ -222,55 +293,436 @@ fn parse_i64(bytes: &[u8]) -> Option<i64> {
     text.parse().ok()
 }
 
+/// Answered to the commands of a connection whose MULTI was refused.
+const MULTI_REFUSED: &str =
+    "EXECABORT MULTI is not supported yet, so this connection refuses every command until EXEC or DISCARD";
+/// Cross-protocol attempts are logged at most this often.
+const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Whether a Redis command name is an HTTP request's first word or a
+/// header (Redis's `securityWarningCommand` test).
+fn is_http_line(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:")
+}
+
+/// A panic's message.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(text), _) => text.to_string(),
+        (_, Some(text)) => text.clone(),
+        _ => "a panic".to_string(),
+    }
+}
+
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 const SYNTAX: &str = "ERR syntax error";
 
-/// Name, arity (negative: at least), flags, first key, last key, step.
+/// The commands, as COMMAND describes them (Redis 7's arities, flags and
+/// key positions).
 const COMMANDS: &[CommandEntry] = &[
-    ("ping", -1, &["fast", "stale"], 0, 0, 0, KvServer::cmd_ping),
-    ("echo", 2, &["fast"], 0, 0, 0, KvServer::cmd_echo),
-    ("debug", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, KvServer::cmd_debug),
-    ("quit", -1, &["fast"], 0, 0, 0, KvServer::cmd_quit),
-    ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], 0, 0, 0, KvServer::cmd_auth),
-    ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], 0, 0, 0, KvServer::cmd_hello),
-    ("select", 2, &["loading", "stale", "fast"], 0, 0, 0, KvServer::cmd_select),
-    ("client", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, KvServer::cmd_client),
-    ("command", -1, &["random", "loading", "stale"], 0, 0, 0, KvServer::cmd_command),
-    ("config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, KvServer::cmd_config),
-    ("info", -1, &["random", "loading", "stale"], 0, 0, 0, KvServer::cmd_info),
-    ("dbsize", 1, &["readonly", "fast"], 0, 0, 0, KvServer::cmd_dbsize),
-    ("set", -3, &["write", "denyoom"], 1, 1, 1, KvServer::cmd_set),
-    ("get", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_get),
-    ("getdel", 2, &["write", "fast"], 1, 1, 1, KvServer::cmd_getdel),
-    ("del", -2, &["write"], 1, -1, 1, KvServer::cmd_del),
-    ("unlink", -2, &["write", "fast"], 1, -1, 1, KvServer::cmd_del),
-    ("exists", -2, &["readonly", "fast"], 1, -1, 1, KvServer::cmd_exists),
-    ("mset", -3, &["write", "denyoom"], 1, -1, 2, KvServer::cmd_mset),
-    ("mget", -2, &["readonly", "fast"], 1, -1, 1, KvServer::cmd_mget),
-    ("incr", 2, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_incr),
-    ("decr", 2, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_decr),
-    ("incrby", 3, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_incrby),
-    ("decrby", 3, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_decrby),
-    ("append", 3, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_append),
-    ("strlen", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_strlen),
-    ("hset", -4, &["write", "denyoom", "fast"], 1, 1, 1, KvServer::cmd_hset),
-    ("hget", 3, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_hget),
-    ("hdel", -3, &["write", "fast"], 1, 1, 1, KvServer::cmd_hdel),
-    ("hgetall", 2, &["readonly"], 1, 1, 1, KvServer::cmd_hgetall),
-    ("hlen", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_hlen),
-    ("hexists", 3, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_hexists),
-    ("keys", 2, &["readonly"], 0, 0, 0, KvServer::cmd_keys),
-    ("scan", -2, &["readonly"], 0, 0, 0, KvServer::cmd_scan),
-    ("flushall", -1, &["write"], 0, 0, 0, KvServer::cmd_flushall),
-    ("flushdb", -1, &["write"], 0, 0, 0, KvServer::cmd_flushall),
-    ("type", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_type),
-    ("ttl", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_ttl),
-    ("pttl", 2, &["readonly", "fast"], 1, 1, 1, KvServer::cmd_pttl),
-    ("expire", 3, &["write", "fast"], 1, 1, 1, KvServer::cmd_expire),
-    ("pexpire", 3, &["write", "fast"], 1, 1, 1, KvServer::cmd_pexpire),
-    ("persist", 2, &["write", "fast"], 1, 1, 1, KvServer::cmd_persist),
+    cmd("ping", -1, &["fast", "stale"], (0, 0, 0), "connection", "Returns PONG, or the argument.", KvServer::cmd_ping),
+    cmd("echo", 2, &["fast"], (0, 0, 0), "connection", "Returns the argument.", KvServer::cmd_echo),
+    cmd(
+        "debug",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        (0, 0, 0),
+        "server",
+        "DEBUG POWERFAIL: arms a simulated power failure (test servers only).",
+        KvServer::cmd_debug,
+    ),
+    cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
+    cmd(
+        "auth",
+        -2,
+        &["noscript", "loading", "stale", "fast", "no_auth"],
+        (0, 0, 0),
+        "connection",
+        "Authenticates the connection.",
+        KvServer::cmd_auth,
+    ),
+    cmd(
+        "hello",
+        -1,
+        &["noscript", "loading", "stale", "fast", "no_auth"],
+        (0, 0, 0),
+        "connection",
+        "Handshakes: protocol version, authentication, client name.",
+        KvServer::cmd_hello,
+    ),
+    cmd(
+        "multi",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        (0, 0, 0),
+        "transactions",
+        "Refused: transactions are not supported yet (nothing runs until EXEC or DISCARD).",
+        KvServer::cmd_multi,
+    ),
+    cmd(
+        "exec",
+        1,
+        &["noscript", "loading", "stale"],
+        (0, 0, 0),
+        "transactions",
+        "Ends a refused MULTI (EXECABORT: nothing was applied).",
+        KvServer::cmd_exec,
+    ),
+    cmd(
+        "discard",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        (0, 0, 0),
+        "transactions",
+        "Ends a refused MULTI.",
+        KvServer::cmd_discard,
+    ),
+    cmd(
+        "select",
+        2,
+        &["loading", "stale", "fast"],
+        (0, 0, 0),
+        "connection",
+        "Selects database 0 (the only one).",
+        KvServer::cmd_select,
+    ),
+    cmd(
+        "client",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        (0, 0, 0),
+        "connection",
+        "Names the connection, returns its name or id.",
+        KvServer::cmd_client,
+    ),
+    cmd(
+        "command",
+        -1,
+        &["random", "loading", "stale"],
+        (0, 0, 0),
+        "server",
+        "Describes the commands this server knows.",
+        KvServer::cmd_command,
+    ),
+    cmd(
+        "config",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        (0, 0, 0),
+        "server",
+        "Returns configuration values.",
+        KvServer::cmd_config,
+    ),
+    cmd(
+        "info",
+        -1,
+        &["random", "loading", "stale"],
+        (0, 0, 0),
+        "server",
+        "Returns information and statistics about the server.",
+        KvServer::cmd_info,
+    ),
+    cmd("dbsize", 1, &["readonly", "fast"], (0, 0, 0), "server", "Returns the number of keys.", KvServer::cmd_dbsize),
+    cmd(
+        "set",
+        -3,
+        &["write", "denyoom"],
+        (1, 1, 1),
+        "string",
+        "Sets a key to a string value, durably.",
+        KvServer::cmd_set,
+    ),
+    cmd("get", 2, &["readonly", "fast"], (1, 1, 1), "string", "Returns the string value of a key.", KvServer::cmd_get),
+    cmd(
+        "getdel",
+        2,
+        &["write", "fast"],
+        (1, 1, 1),
+        "string",
+        "Returns the string value of a key and deletes the key.",
+        KvServer::cmd_getdel,
+    ),
+    cmd("del", -2, &["write"], (1, -1, 1), "generic", "Deletes keys.", KvServer::cmd_del),
+    cmd("unlink", -2, &["write", "fast"], (1, -1, 1), "generic", "Deletes keys.", KvServer::cmd_del),
+    cmd(
+        "exists",
+        -2,
+        &["readonly", "fast"],
+        (1, -1, 1),
+        "generic",
+        "Counts how many of the keys exist.",
+        KvServer::cmd_exists,
+    ),
+    cmd(
+        "mset",
+        -3,
+        &["write", "denyoom"],
+        (1, -1, 2),
+        "string",
+        "Sets several keys at once, all or none.",
+        KvServer::cmd_mset,
+    ),
+    cmd(
+        "mget",
+        -2,
+        &["readonly", "fast"],
+        (1, -1, 1),
+        "string",
+        "Returns the string values of several keys.",
+        KvServer::cmd_mget,
+    ),
+    cmd(
+        "incr",
+        2,
+        &["write", "denyoom", "fast"],
+        (1, 1, 1),
+        "string",
+        "Increments the integer value of a key by one.",
+        KvServer::cmd_incr,
+    ),
+    cmd(
+        "decr",
+        2,
+        &["write", "denyoom", "fast"],
+        (1, 1, 1),
+        "string",
+        "Decrements the integer value of a key by one.",
+        KvServer::cmd_decr,
+    ),
+    cmd(
+        "incrby",
+        3,
+        &["write", "denyoom", "fast"],
+        (1, 1, 1),
+        "string",
+        "Increments the integer value of a key by a number.",
+        KvServer::cmd_incrby,
+    ),
+    cmd(
+        "decrby",
+        3,
+        &["write", "denyoom", "fast"],
+        (1, 1, 1),
+        "string",
+        "Decrements the integer value of a key by a number.",
+        KvServer::cmd_decrby,
+    ),
+    cmd(
+        "append",
+        3,
+        &["write", "denyoom", "fast"],
+        (1, 1, 1),
+        "string",
+        "Appends a string to the value of a key.",
+        KvServer::cmd_append,
+    ),
+    cmd(
+        "strlen",
+        2,
+        &["readonly", "fast"],
+        (1, 1, 1),
+        "string",
+        "Returns the length of a string value.",
+        KvServer::cmd_strlen,
+    ),
+    cmd("hset", -4, &["write", "denyoom", "fast"], (1, 1, 1), "hash", "Sets fields of a hash.", KvServer::cmd_hset),
+    cmd("hget", 3, &["readonly", "fast"], (1, 1, 1), "hash", "Returns the value of a hash field.", KvServer::cmd_hget),
+    cmd("hdel", -3, &["write", "fast"], (1, 1, 1), "hash", "Deletes fields of a hash.", KvServer::cmd_hdel),
+    cmd(
+        "hgetall",
+        2,
+        &["readonly"],
+        (1, 1, 1),
+        "hash",
+        "Returns every field and value of a hash.",
+        KvServer::cmd_hgetall,
+    ),
+    cmd(
+        "hlen",
+        2,
+        &["readonly", "fast"],
+        (1, 1, 1),
+        "hash",
+        "Returns the number of fields of a hash.",
+        KvServer::cmd_hlen,
+    ),
+    cmd("hexists", 3, &["readonly", "fast"], (1, 1, 1), "hash", "Whether a hash field exists.", KvServer::cmd_hexists),
+    cmd("keys", 2, &["readonly"], (0, 0, 0), "generic", "Returns the keys matching a pattern.", KvServer::cmd_keys),
+    cmd("scan", -2, &["readonly"], (0, 0, 0), "generic", "Iterates over the keys.", KvServer::cmd_scan),
+    cmd("flushall", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
+    cmd("flushdb", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
+    cmd("type", 2, &["readonly", "fast"], (1, 1, 1), "generic", "Returns the type of a key.", KvServer::cmd_type),
+    cmd(
+        "ttl",
+        2,
+        &["readonly", "fast"],
+        (1, 1, 1),
+        "generic",
+        "Returns the time to live of a key in seconds.",
+        KvServer::cmd_ttl,
+    ),
+    cmd(
+        "pttl",
+        2,
+        &["readonly", "fast"],
+        (1, 1, 1),
+        "generic",
+        "Returns the time to live of a key in milliseconds.",
+        KvServer::cmd_pttl,
+    ),
+    cmd("expire", 3, &["write", "fast"], (1, 1, 1), "generic", "Sets a time to live in seconds.", KvServer::cmd_expire),
+    cmd(
+        "pexpire",
+        3,
+        &["write", "fast"],
+        (1, 1, 1),
+        "generic",
+        "Sets a time to live in milliseconds.",
+        KvServer::cmd_pexpire,
+    ),
+    cmd(
+        "persist",
+        2,
+        &["write", "fast"],
+        (1, 1, 1),
+        "generic",
+        "Removes the time to live of a key.",
+        KvServer::cmd_persist,
+    ),
 ];
+
+const COMMAND_HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands.",
+    "COUNT",
+    "    Return the total number of commands in this server.",
+    "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+    "    Return a list of all commands in this server.",
+    "INFO [<command-name> ...]",
+    "    Return details about the given commands, or all of them.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about the given commands, or all of them.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full command.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// COMMAND INFO's entry for one command (Redis 7's ten fields).
+fn write_command_info(ctx: &mut Ctx<'_>, entry: &CommandEntry) {
+    let enc = ctx.enc();
+    ctx.array(10);
+    ctx.bulk(entry.name.as_bytes());
+    ctx.int(entry.arity);
+    ctx.array(entry.flags.len());
+    entry.flags.iter().for_each(|flag| enc.simple(ctx.out.bytes(), flag));
+    ctx.int(entry.keys.0);
+    ctx.int(entry.keys.1);
+    ctx.int(entry.keys.2);
+    let categories = entry.acl_categories();
+    ctx.array(categories.len());
+    categories.iter().for_each(|category| enc.simple(ctx.out.bytes(), category));
+    ctx.array(0); // tips
+    ctx.array(0); // key specs
+    ctx.array(0); // subcommands
+}
+
+/// The commands named from argument 2 on, or all of them.
+fn named_commands(ctx: &Ctx<'_>) -> Vec<(Vec<u8>, Option<&'static CommandEntry>)> {
+    if ctx.argc() == 2 {
+        return COMMANDS.iter().map(|entry| (entry.name.as_bytes().to_vec(), Some(entry))).collect();
+    }
+    (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).map(|name| (name.clone(), CommandEntry::find(&name))).collect()
+}
+
+fn command_info(ctx: &mut Ctx<'_>) {
+    let named = named_commands(ctx);
+    ctx.array(named.len());
+    for (_, entry) in named {
+        match entry {
+            Some(entry) => write_command_info(ctx, entry),
+            None => ctx.null(),
+        }
+    }
+}
+
+/// COMMAND DOCS: a map of the known commands among those named to their
+/// summary and group (unknown names are left out, as Redis does).
+fn command_docs(ctx: &mut Ctx<'_>) {
+    let known: Vec<&CommandEntry> = named_commands(ctx).into_iter().filter_map(|(_, entry)| entry).collect();
+    ctx.map(known.len());
+    for entry in known {
+        ctx.bulk(entry.name.as_bytes());
+        ctx.map(2);
+        ctx.bulk(b"summary");
+        ctx.bulk(entry.summary.as_bytes());
+        ctx.bulk(b"group");
+        ctx.bulk(entry.group.as_bytes());
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE m | ACLCAT c | PATTERN p].
+fn command_list(ctx: &mut Ctx<'_>) {
+    let filter = if ctx.argc() == 5 {
+        if !ctx.arg(2).eq_ignore_ascii_case(b"FILTERBY") {
+            ctx.error(SYNTAX);
+            return;
+        }
+        Some((ctx.arg(3).to_ascii_uppercase(), ctx.arg(4).into_owned()))
+    } else {
+        None
+    };
+    let keep = |entry: &CommandEntry| match &filter {
+        None => Some(true),
+        Some((by, _)) if by == b"MODULE" => Some(false),
+        Some((by, category)) if by == b"ACLCAT" => Some(
+            entry
+                .acl_categories()
+                .iter()
+                .any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(category.strip_prefix(b"@").unwrap_or(category))),
+        ),
+        Some((by, pattern)) if by == b"PATTERN" => Some(glob_match(pattern, entry.name.as_bytes())),
+        Some(_) => None,
+    };
+    let mut names = Vec::new();
+    for entry in COMMANDS {
+        match keep(entry) {
+            Some(true) => names.push(entry.name),
+            Some(false) => {}
+            None => {
+                ctx.error(SYNTAX);
+                return;
+            }
+        }
+    }
+    ctx.array(names.len());
+    names.iter().for_each(|name| ctx.bulk(name.as_bytes()));
+}
+
+/// COMMAND GETKEYS cmd args...: the keys, by the command's key positions.
+fn command_getkeys(ctx: &mut Ctx<'_>) {
+    let Some(entry) = CommandEntry::find(&ctx.arg(2)) else {
+        ctx.error("ERR Invalid command specified");
+        return;
+    };
+    let argc = (ctx.argc() - 2) as i64;
+    if (entry.arity > 0 && argc != entry.arity) || (entry.arity < 0 && argc < -entry.arity) {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let (first, last, step) = entry.keys;
+    if first == 0 {
+        ctx.error("ERR The command has no key arguments");
+        return;
+    }
+    let last = if last < 0 { argc + last } else { last.min(argc - 1) };
+    let keys: Vec<Vec<u8>> =
+        (first..=last).step_by(step.max(1) as usize).map(|i| ctx.arg(2 + i as usize).into_owned()).collect();
+    ctx.array(keys.len());
+    keys.iter().for_each(|key| ctx.bulk(key));
+}
 
 impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
@@ -290,6 +742,7 @@ impl KvServer {
             recovery_ns: 0,
             staged_in_place: 0,
             staged_copied: 0,
+            cross_protocol_logged: None,
         }
     }
 
@@ -352,6 +805,18 @@ impl KvServer {
         );
         let store = self.store.stats();
         e.single("packetstore_commits_total", "counter", "Commits (log batches made durable).", store.commits as f64);
+        e.single(
+            "packetstore_command_panics_total",
+            "counter",
+            "Commands that hit a bug; answered with an error, the server went on.",
+            self.stats.panics as f64,
+        );
+        e.single(
+            "packetstore_cross_protocol_closed_total",
+            "counter",
+            "Redis connections closed for sending an HTTP request (POST or Host:).",
+            self.stats.cross_protocol as f64,
+        );
         e.single("packetstore_checkpoints_total", "counter", "Checkpoints of the tree.", store.checkpoints as f64);
         e.persistence(pool.stats(), &self.config.domain_name);
         e.family(
@@ -539,55 +1004,106 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> (bool, usize, bool) {
         self.stats.commands += 1;
-        let entry = {
-            let name = conn.args.bytes(pool, 0);
-            COMMANDS.iter().find(|c| c.0.as_bytes().eq_ignore_ascii_case(&name))
-        };
+        let entry = CommandEntry::find(&conn.args.bytes(pool, 0));
         let kind = match entry {
-            Some(entry) if entry.2.contains(&"write") => WRITE,
-            Some(entry) if entry.2.contains(&"readonly") => READ,
+            Some(entry) if entry.has_flag("write") => WRITE,
+            Some(entry) if entry.has_flag("readonly") => READ,
             _ => OTHER,
         };
         let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false, failed: false };
-        let Some(&(cmd_name, arity, flags, _, _, _, handler)) = entry else {
-            let mut text =
-                format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&ctx.arg(0)));
-            for i in 1..ctx.argc().min(4) {
-                let _ = write!(text, "'{}' ", String::from_utf8_lossy(&ctx.arg(i)));
-            }
-            ctx.error(&text);
+        if entry.is_none() && is_http_line(&ctx.arg(0)) {
+            self.warn_cross_protocol(&ctx);
             self.stats.errors += 1;
-            return (false, kind, true);
-        };
-        if self.config.requirepass.is_some()
-            && !ctx.conn.authenticated
-            && !flags.contains(&"no_auth")
-            && cmd_name != "quit"
-        {
-            ctx.error("NOAUTH Authentication required.");
+            return (true, kind, true);
+        }
+        if let Err(why) = self.check_command(&mut ctx, entry) {
+            ctx.error(&why);
             return (false, kind, true);
         }
-        let argc = ctx.argc() as i64;
-        if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
-            ctx.error(&format!("ERR wrong number of arguments for '{cmd_name}' command"));
-            self.stats.errors += 1;
-            return (false, kind, true);
-        }
+        let entry = entry.expect("checked by check_command");
         if let Some(why) = ctx.conn.args.refused.clone() {
             ctx.error(&why);
             self.stats.refused_full += 1;
             return (false, kind, true);
         }
-        if let Err(error) = handler(self, &mut ctx) {
-            if error.is_full() {
+        // A bug in a handler answers this client with an error instead of
+        // stopping the server, unless it struck while the store was
+        // between its log and its tree: then only a restart may go on.
+        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.handler)(self, &mut ctx)));
+        match handled {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) if error.is_full() => {
                 self.stats.refused_full += 1;
                 ctx.error(&format!("OOM command not allowed: {error}"));
-            } else {
+            }
+            Ok(Err(error)) => {
                 self.stats.errors += 1;
                 ctx.error(&format!("ERR {error}"));
             }
+            Err(panic) => {
+                if !self.store.is_consistent() {
+                    std::panic::resume_unwind(panic);
+                }
+                self.stats.errors += 1;
+                self.stats.panics += 1;
+                let what = panic_text(&panic);
+                tracing::error!("command '{}' failed on a bug, answered with an error: {what}", entry.name);
+                ctx.error(&format!("ERR internal error in '{}': the command was not run ({what})", entry.name));
+            }
         }
         (ctx.close, kind, ctx.failed)
+    }
+
+    /// What must hold before a command runs: it is known, the connection is
+    /// authenticated, its arity is right, and no refused transaction is
+    /// open. Err: the error to answer (counted).
+    fn check_command(&mut self, ctx: &mut Ctx<'_>, entry: Option<&CommandEntry>) -> Result<(), String> {
+        let Some(entry) = entry else {
+            self.stats.errors += 1;
+            let mut text =
+                format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&ctx.arg(0)));
+            for i in 1..ctx.argc().min(4) {
+                let _ = write!(text, "'{}' ", String::from_utf8_lossy(&ctx.arg(i)));
+            }
+            return Err(text);
+        };
+        if self.config.requirepass.is_some()
+            && !ctx.conn.authenticated
+            && !entry.has_flag("no_auth")
+            && entry.name != "quit"
+        {
+            return Err("NOAUTH Authentication required.".into());
+        }
+        let argc = ctx.argc() as i64;
+        if (entry.arity > 0 && argc != entry.arity) || (entry.arity < 0 && argc < -entry.arity) {
+            self.stats.errors += 1;
+            return Err(format!("ERR wrong number of arguments for '{}' command", entry.name));
+        }
+        if ctx.conn.in_refused_multi && !matches!(entry.name, "exec" | "discard" | "multi" | "quit") {
+            self.stats.errors += 1;
+            return Err(format!("{MULTI_REFUSED} ('{}' was not run)", entry.name));
+        }
+        Ok(())
+    }
+
+    /// Redis's rule against cross-protocol scripting: a Redis connection
+    /// whose command is `POST` or `Host:` is a web page talking HTTP to a
+    /// local server; it is closed without a reply. Logged at most once a
+    /// minute.
+    fn warn_cross_protocol(&mut self, ctx: &Ctx<'_>) {
+        self.stats.cross_protocol += 1;
+        let now = std::time::Instant::now();
+        if self.cross_protocol_logged.is_some_and(|at| now.duration_since(at) < CROSS_PROTOCOL_LOG_INTERVAL) {
+            return;
+        }
+        self.cross_protocol_logged = Some(now);
+        tracing::warn!(
+            "possible security attack: a client (connection {}) sent '{}' to the Redis port, an HTTP request \
+             (cross-protocol scripting); connection closed ({} so far; logged at most once a minute)",
+            ctx.conn.id,
+            String::from_utf8_lossy(&ctx.arg(0)),
+            self.stats.cross_protocol
+        );
     }
 
     /// Applies a command's ops; gives back their references either way.
@@ -778,14 +1294,17 @@ impl KvServer {
     /// (`--simulate-power-failures`, itself refused unless enabled).
     fn cmd_debug(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let sub = ctx.arg(1).to_ascii_uppercase();
-        if sub != b"POWERFAIL" {
-            ctx.error("ERR DEBUG supports only POWERFAIL <seed> <fences> (tests)");
+        if sub != b"POWERFAIL" && sub != b"PANIC" {
+            ctx.error("ERR DEBUG supports only POWERFAIL <seed> <fences> and PANIC (tests)");
             return Ok(());
         }
         let Some(device) = self.config.power_switch.clone() else {
-            ctx.error("ERR DEBUG POWERFAIL is disabled: it needs a server started with --simulate-power-failures (tests only)");
+            ctx.error("ERR DEBUG is disabled: it needs a server started with --simulate-power-failures (tests only)");
             return Ok(());
         };
+        // A bug in a handler, on purpose: the client gets an error, the
+        // server goes on.
+        assert!(sub != b"PANIC", "DEBUG PANIC (a test of the command path's panic handling)");
         let usage = "ERR usage: DEBUG POWERFAIL <seed> <fences>, both unsigned integers, fences at least 1";
         if ctx.argc() != 4 {
             ctx.error(usage);
@@ -801,6 +1320,39 @@ impl KvServer {
         Ok(())
     }
 
+    // ---- transactions: refused until they exist, so nothing runs half ----
+
+    fn cmd_multi(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.conn.in_refused_multi {
+            ctx.error("ERR MULTI calls can not be nested");
+            return Ok(());
+        }
+        ctx.conn.in_refused_multi = true;
+        ctx.error(
+            "ERR MULTI is not supported yet: packetstore does not run transactions; \
+             every command until EXEC or DISCARD is refused, so nothing of it is applied",
+        );
+        Ok(())
+    }
+
+    fn cmd_exec(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if std::mem::take(&mut ctx.conn.in_refused_multi) {
+            ctx.error("EXECABORT Transaction discarded because of previous errors.");
+        } else {
+            ctx.error("ERR EXEC without MULTI");
+        }
+        Ok(())
+    }
+
+    fn cmd_discard(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if std::mem::take(&mut ctx.conn.in_refused_multi) {
+            ctx.ok();
+        } else {
+            ctx.error("ERR DISCARD without MULTI");
+        }
+        Ok(())
+    }
+
     fn cmd_quit(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         ctx.ok();
         ctx.close = true;
@@ -811,7 +1363,11 @@ impl KvServer {
         let Some(expected) = &self.config.requirepass else {
             return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         };
-        if user.is_some_and(|u| u != b"default") || password != expected.as_slice() {
+        // Every byte is compared, so the time taken says nothing of where
+        // a guess first differs.
+        let differ = password.len() != expected.len()
+            || password.iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0;
+        if user.is_some_and(|u| u != b"default") || differ {
             return Err("WRONGPASS invalid username-password pair or user is disabled.");
         }
         Ok(())
@@ -934,40 +1490,38 @@ impl KvServer {
     }
 
     fn cmd_command(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let write_info = |ctx: &mut Ctx<'_>, entry: &CommandEntry| {
-            let (name, arity, flags, first, last, step, _) = *entry;
-            ctx.array(6);
-            ctx.bulk(name.as_bytes());
-            ctx.int(arity);
-            ctx.array(flags.len());
-            for flag in flags {
-                let enc = ctx.enc();
-                enc.simple(ctx.out.bytes(), flag);
-            }
-            ctx.int(first);
-            ctx.int(last);
-            ctx.int(step);
+        if ctx.argc() == 1 {
+            ctx.array(COMMANDS.len());
+            COMMANDS.iter().for_each(|entry| write_command_info(ctx, entry));
+            return Ok(());
+        }
+        let sub = ctx.arg(1).to_ascii_uppercase();
+        let argc = ctx.argc();
+        let arity_ok = match sub.as_slice() {
+            b"COUNT" | b"HELP" => argc == 2,
+            b"GETKEYS" => argc >= 3,
+            b"LIST" => argc == 2 || argc == 5,
+            _ => true,
         };
-        match ctx.conn.args.upper(1).as_deref() {
-            None => {
-                ctx.array(COMMANDS.len());
-                for entry in COMMANDS {
-                    write_info(ctx, entry);
-                }
+        if !arity_ok {
+            let name = String::from_utf8_lossy(&sub).to_ascii_lowercase();
+            ctx.error(&format!("ERR wrong number of arguments for 'command|{name}' command"));
+            return Ok(());
+        }
+        match sub.as_slice() {
+            b"COUNT" => ctx.int(COMMANDS.len() as i64),
+            b"INFO" => command_info(ctx),
+            b"DOCS" => command_docs(ctx),
+            b"LIST" => command_list(ctx),
+            b"GETKEYS" => command_getkeys(ctx),
+            b"HELP" => {
+                ctx.array(COMMAND_HELP.len());
+                COMMAND_HELP.iter().for_each(|line| ctx.enc().simple(ctx.out.bytes(), line));
             }
-            Some(b"COUNT") => ctx.int(COMMANDS.len() as i64),
-            Some(b"INFO") => {
-                let names: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).to_ascii_lowercase()).collect();
-                ctx.array(names.len());
-                for name in names {
-                    match COMMANDS.iter().find(|c| c.0.as_bytes() == name.as_slice()) {
-                        Some(entry) => write_info(ctx, entry),
-                        None => ctx.null(),
-                    }
-                }
-            }
-            Some(b"DOCS") => ctx.map(0),
-            _ => ctx.error("ERR unknown subcommand. Try COMMAND HELP."),
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
         }
         Ok(())
     }
@@ -1003,6 +1557,9 @@ impl KvServer {
             Some(b"SET") => ctx.error("ERR CONFIG SET is not supported: restart packetstore with the option"),
             Some(b"RESETSTAT") => {
                 self.stats = KvStats::default();
+                // Batch sizes are counted from the writes at the last
+                // commit: zeroed together (a bare reset underflowed).
+                self.writes_at_commit = 0;
                 ctx.ok()
             }
             _ => ctx.error("ERR unknown subcommand or wrong number of arguments for 'config'. Try CONFIG HELP."),
@@ -1084,7 +1641,7 @@ impl KvServer {
         if wants("stats") {
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\n\r\n",
+                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\n\r\n",
                 self.stats.commands,
                 self.stats.http_requests,
                 self.stats.writes,
@@ -1098,7 +1655,9 @@ impl KvServer {
                 self.io.stalled,
                 self.io.coalesced,
                 self.io.receive_limited,
-                self.io.turn_received_max
+                self.io.turn_received_max,
+                self.stats.panics,
+                self.stats.cross_protocol
             );
         }
         if wants("keyspace") {
@@ -1806,6 +2365,7 @@ impl KvServer {
                 }
             };
             let target = stream.prefix(http::HEAD_SIZE_MAX)[head.target.clone()].to_vec();
+            let authorized = self.http_authorized(&target, &head, stream.prefix(http::HEAD_SIZE_MAX));
             stream.consume(head.head_len, |segment| release(segment, buffers));
             self.stats.http_requests += 1;
             progress.requests += 1;
@@ -1815,6 +2375,14 @@ impl KvServer {
                 Method::Get | Method::Head => READ,
                 Method::Put | Method::Post | Method::Delete => WRITE,
             };
+            if !authorized {
+                // A refused body is not read: the connection closes.
+                let keep_alive = head.keep_alive && head.content_length == 0;
+                http::respond_unauthorized(out.bytes(), keep_alive);
+                progress.close |= !keep_alive;
+                self.count_request(HTTP, kind, before, true);
+                continue;
+            }
             if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
                 let text = self.metrics_text(pool, buffers);
                 http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
@@ -1905,6 +2473,17 @@ impl KvServer {
             self.count_request(HTTP, kind, before, failed);
         }
         progress
+    }
+
+    /// Whether an HTTP request may proceed: no password is set, it is for
+    /// /metrics left public (`--metrics-public`), or its `Authorization`
+    /// carries the password.
+    fn http_authorized(&self, target: &[u8], head: &http::RequestHead, head_bytes: &[u8]) -> bool {
+        if self.config.requirepass.is_none() || (target == b"/metrics" && self.config.metrics_public) {
+            return true;
+        }
+        let password = head.authorization.clone().and_then(|range| http::authorization_password(&head_bytes[range]));
+        password.is_some_and(|password| self.check_password(None, &password).is_ok())
     }
 
     /// A 200 with the value as its body (unless `body` is false: HEAD),
@@ -2060,6 +2639,7 @@ impl App for KvServer {
             id,
             name: None,
             authenticated: self.config.requirepass.is_none(),
+            in_refused_multi: false,
             encoder: Encoder { resp3: false },
             parser: Parser::default(),
             args: Args::default(),

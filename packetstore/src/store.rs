@@ -250,6 +250,8 @@ pub struct Store {
     /// A buffer computed values are packed into, and its fill.
     arena: Option<(u32, u32)>,
     last_checkpoint: Instant,
+    /// Set while `apply` holds a command in the log but not yet in the tree.
+    mutating: bool,
     checkpoint_started: Option<Instant>,
     /// A quarter of the pool or less is free (see `note_buffers`).
     buffers_low: bool,
@@ -412,6 +414,7 @@ impl Store {
             expiry_order: std::collections::BTreeSet::new(),
             arena: None,
             last_checkpoint: Instant::now(),
+            mutating: false,
             checkpoint_started: None,
             buffers_low: false,
             writes_unsynced: false,
@@ -828,6 +831,9 @@ impl Store {
                  split it, or use a pool with a larger --log-size"
             )));
         }
+        // Cleared once the log and the tree both hold the command: a panic
+        // in between leaves it set (`is_consistent`).
+        self.mutating = true;
         let mut appended = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             let tag = if i + 1 == ops.len() { TAG_END } else { 0 };
@@ -845,6 +851,7 @@ impl Store {
                     }
                     self.log_dirty = true;
                     self.stats.refused_full += 1;
+                    self.mutating = false;
                     return Err(error.into());
                 }
             }
@@ -864,7 +871,16 @@ impl Store {
             // tree (poisoned), and recovery would replay the command.
             self.apply_tree(pool, buffers, op)?;
         }
+        self.mutating = false;
         Ok(())
+    }
+
+    /// False while `apply` is between appending a command to the log and
+    /// applying it to the tree: if a panic left it there, the store's
+    /// volatile state no longer matches the log, and only a restart (which
+    /// replays the log) may go on.
+    pub fn is_consistent(&self) -> bool {
+        !self.mutating
     }
 
     /// Applies one op to the tree's working version.

@@ -136,6 +136,7 @@ fn run_server(
                 value_size_max: 1 << 20,
                 zero_copy_min: 1024,
                 requirepass: None,
+                metrics_public: false,
                 buffers_reserve: u32::from(RING_ENTRIES) * 2,
                 domain_name: "simulated".into(),
                 power_switch: None,

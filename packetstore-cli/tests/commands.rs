@@ -1,0 +1,306 @@
+//! No client command can stop the server (issue 15): every command name
+//! the server knows and every one Redis 7.0.15 knows
+//! (`fixtures/redis-7.0.15-commands.txt`, from its `COMMAND LIST`), with 0
+//! to 4 arguments of assorted shapes, is answered, and PING still answers
+//! after each; a bug in a handler (DEBUG PANIC, on a test server) is an
+//! error for that client only. Also: COMMAND and its subcommands as Redis 7
+//! answers them, a refused MULTI applies nothing, an HTTP request sent to
+//! the Redis port is closed and stores nothing, and `--requirepass` guards
+//! the HTTP port too.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::{Server, TempPool};
+
+/// One RESP reply, read whole: its first line and, for aggregates, its
+/// elements' first lines (enough to tell an error from an answer).
+fn read_reply(reader: &mut impl BufRead) -> std::io::Result<String> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let line = line.trim_end().to_string();
+    let (kind, rest) = line.split_at(1);
+    let n: i64 = rest.parse().unwrap_or(0);
+    match kind {
+        "$" | "=" | "!" if n >= 0 => {
+            let mut body = vec![0; n as usize + 2];
+            reader.read_exact(&mut body)?;
+        }
+        "*" | "~" | ">" if n > 0 => {
+            for _ in 0..n {
+                read_reply(reader)?;
+            }
+        }
+        "%" | "|" if n > 0 => {
+            for _ in 0..2 * n {
+                read_reply(reader)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(line)
+}
+
+fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+struct Raw {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Raw {
+    fn connect(server: &Server) -> Raw {
+        let stream = TcpStream::connect(server.resp).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Raw { reader: BufReader::new(stream.try_clone().unwrap()), stream }
+    }
+
+    fn call(&mut self, args: &[&[u8]]) -> std::io::Result<String> {
+        self.stream.write_all(&encode(args))?;
+        read_reply(&mut self.reader)
+    }
+}
+
+/// Arguments of assorted shapes: empty, numbers at the edges, words that
+/// are options of many commands, a 100-byte argument (received into pool
+/// buffers, not copied), binary bytes.
+fn shapes() -> Vec<Vec<u8>> {
+    let mut shapes: Vec<Vec<u8>> = ["", "0", "-1", "1", "9223372036854775807", "-9223372036854775808", "k", "*", "NX"]
+        .iter()
+        .chain(["EX", "GET", "COUNT", "MATCH", "TYPE", "INFO", "1.5", "field"].iter())
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    shapes.push(vec![b'v'; 100]);
+    shapes.push(vec![0, 0xff, b'\r', b'\n']);
+    shapes
+}
+
+/// Every name to try: Redis 7's (a container's subcommand `config|get` is
+/// sent as CONFIG GET) and this server's own.
+fn command_names(server: &Server) -> Vec<Vec<Vec<u8>>> {
+    let fixture = include_str!("fixtures/redis-7.0.15-commands.txt");
+    let mut names: Vec<Vec<Vec<u8>>> =
+        fixture.lines().map(|line| line.split('|').map(|part| part.as_bytes().to_vec()).collect()).collect();
+    let ours = redis::cmd("COMMAND").arg("LIST").query::<Vec<String>>(&mut server.client()).unwrap();
+    assert!(ours.len() >= 40, "COMMAND LIST: {ours:?}");
+    names.extend(ours.iter().map(|name| vec![name.as_bytes().to_vec()]));
+    // QUIT closes the connection (tried last); SHUTDOWN is Redis's only.
+    names.retain(|name| name[0] != b"quit" && name[0] != b"shutdown");
+    names
+}
+
+#[test]
+fn no_command_with_up_to_four_arguments_stops_the_server() {
+    let pool = TempPool::new("every-command");
+    let server = Server::start(&pool.0, &[]);
+    let shapes = shapes();
+    let mut raw = Raw::connect(&server);
+    let mut sent = 0;
+    for name in command_names(&server) {
+        for argc in 0..=4 {
+            // Three arrangements of the shapes per count, all different.
+            for rotation in 0..3 {
+                let mut args: Vec<&[u8]> = name.iter().map(Vec::as_slice).collect();
+                args.extend((0..argc).map(|i| shapes[(i * 7 + rotation * 5 + argc) % shapes.len()].as_slice()));
+                let reply = raw.call(&args).unwrap_or_else(|e| panic!("{args:?}: no reply ({e})"));
+                assert!(!reply.contains("internal error"), "{args:?}: a handler panicked: {reply}");
+                sent += 1;
+                // A refused MULTI refuses PING until DISCARD.
+                let _ = raw.call(&[b"DISCARD"]).unwrap();
+                assert_eq!(raw.call(&[b"PING"]).unwrap(), "+PONG", "after {args:?}");
+                // HELLO 3 may have switched the protocol: back to RESP2.
+                let _ = raw.call(&[b"HELLO", b"2"]).unwrap();
+            }
+        }
+    }
+    assert!(sent > 5_000, "{sent} commands sent");
+    assert_eq!(raw.call(&[b"QUIT"]).unwrap(), "+OK");
+    let mut client = server.client();
+    assert_eq!(redis::cmd("PING").query::<String>(&mut client).unwrap(), "PONG");
+}
+
+#[test]
+fn a_handler_that_panics_answers_an_error_and_the_server_goes_on() {
+    let pool = TempPool::new("debug-panic");
+    let switches = [("PACKETSTORE_ENABLE_TEST_SWITCHES", "1")];
+    let server = Server::start_env(&pool.0, &["--simulate-power-failures", "cache-line"], &switches);
+    let mut client = server.client();
+    redis::cmd("SET").arg("kept").arg("1").query::<()>(&mut client).unwrap();
+    let error = redis::cmd("DEBUG").arg("PANIC").query::<()>(&mut client).unwrap_err();
+    assert!(error.to_string().contains("internal error in 'debug'"), "{error}");
+    assert_eq!(redis::cmd("GET").arg("kept").query::<String>(&mut client).unwrap(), "1");
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut client).unwrap();
+    assert!(info.contains("command_panics:1\r\n"), "{info}");
+}
+
+#[test]
+fn command_and_its_subcommands_answer_as_redis_7() {
+    let pool = TempPool::new("command");
+    let server = Server::start(&pool.0, &[]);
+    let mut client = server.client();
+    let all: Vec<redis::Value> = redis::cmd("COMMAND").query(&mut client).unwrap();
+    let count: usize = redis::cmd("COMMAND").arg("COUNT").query(&mut client).unwrap();
+    assert_eq!(all.len(), count);
+    let info: Vec<Vec<redis::Value>> =
+        redis::cmd("COMMAND").arg("INFO").arg("get").arg("set").query(&mut client).unwrap();
+    assert_eq!(info.len(), 2);
+    assert_eq!(info[0].len(), 10, "Redis 7's ten fields: {:?}", info[0]);
+    assert_eq!(info[0][0], redis::Value::BulkString(b"get".to_vec()));
+    assert_eq!(info[0][1], redis::Value::Int(2));
+    let unknown: Vec<redis::Value> = redis::cmd("COMMAND").arg("INFO").arg("nosuch").query(&mut client).unwrap();
+    assert_eq!(unknown, vec![redis::Value::Nil]);
+    let docs: redis::Value = redis::cmd("COMMAND").arg("DOCS").arg("get").query(&mut client).unwrap();
+    assert!(format!("{docs:?}").contains("summary"), "{docs:?}");
+    let list: Vec<String> = redis::cmd("COMMAND").arg("LIST").query(&mut client).unwrap();
+    assert_eq!(list.len(), count);
+    let hashes: Vec<String> =
+        redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("PATTERN").arg("h*").query(&mut client).unwrap();
+    assert!(hashes.contains(&"hset".to_string()) && hashes.iter().all(|name| name.starts_with('h')), "{hashes:?}");
+    let writes: Vec<String> =
+        redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("ACLCAT").arg("write").query(&mut client).unwrap();
+    assert!(writes.contains(&"set".to_string()) && !writes.contains(&"get".to_string()), "{writes:?}");
+    let keys: Vec<String> = redis::cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("MSET")
+        .arg("a")
+        .arg("1")
+        .arg("b")
+        .arg("2")
+        .query(&mut client)
+        .unwrap();
+    assert_eq!(keys, ["a", "b"]);
+    let help: Vec<String> = redis::cmd("COMMAND").arg("HELP").query(&mut client).unwrap();
+    assert!(help[0].starts_with("COMMAND <subcommand>"));
+    let error = redis::cmd("COMMAND").arg("COUNT").arg("x").query::<()>(&mut client).unwrap_err();
+    assert!(error.to_string().contains("wrong number of arguments for 'command|count'"), "{error}");
+    let error = redis::cmd("COMMAND").arg("NOSUCH").query::<()>(&mut client).unwrap_err();
+    assert!(error.to_string().contains("unknown subcommand 'NOSUCH'"), "{error}");
+    // The report's crash: redis-cli's bare COMMAND.
+    let out = std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &server.resp.port().to_string(), "command"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("getdel"));
+    assert_eq!(redis::cmd("PING").query::<String>(&mut client).unwrap(), "PONG");
+}
+
+#[test]
+fn a_refused_multi_applies_nothing() {
+    let pool = TempPool::new("multi");
+    let server = Server::start(&pool.0, &[]);
+    let mut client = server.client();
+    redis::cmd("SET").arg("alice").arg("100").query::<()>(&mut client).unwrap();
+    redis::cmd("SET").arg("bob").arg("0").query::<()>(&mut client).unwrap();
+    // redis-rs's atomic pipeline, like redis-py's pipeline(): MULTI, the
+    // commands, EXEC in one write.
+    let transfer = redis::pipe()
+        .atomic()
+        .cmd("DECRBY")
+        .arg("alice")
+        .arg(30)
+        .cmd("INCRBY")
+        .arg("bob")
+        .arg(30)
+        .query::<()>(&mut client);
+    assert!(transfer.is_err(), "a transaction cannot succeed: {transfer:?}");
+    let balances: (String, String) = redis::cmd("MGET").arg("alice").arg("bob").query(&mut client).unwrap();
+    assert_eq!(balances, ("100".to_string(), "0".to_string()), "nothing of the transfer applied");
+    // Step by step on one connection: every command refused until EXEC.
+    let mut raw = Raw::connect(&server);
+    assert!(raw.call(&[b"MULTI"]).unwrap().starts_with("-ERR MULTI is not supported"));
+    assert!(raw.call(&[b"SET", b"alice", b"0"]).unwrap().starts_with("-EXECABORT"));
+    assert!(raw.call(&[b"PING"]).unwrap().starts_with("-EXECABORT"));
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "-ERR MULTI calls can not be nested");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-EXECABORT Transaction discarded because of previous errors.");
+    assert_eq!(raw.call(&[b"GET", b"alice"]).unwrap(), "$3");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-ERR EXEC without MULTI");
+    assert!(raw.call(&[b"MULTI"]).unwrap().starts_with("-ERR"));
+    assert!(raw.call(&[b"DEL", b"bob"]).unwrap().starts_with("-EXECABORT"));
+    assert_eq!(raw.call(&[b"DISCARD"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"DISCARD"]).unwrap(), "-ERR DISCARD without MULTI");
+    assert_eq!(raw.call(&[b"EXISTS", b"bob"]).unwrap(), ":1");
+}
+
+/// Writes `request` to the Redis port; returns what came back before the
+/// server closed the connection.
+fn http_to_redis_port(server: &Server, request: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(server.resp).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("the server closes the connection");
+    answer
+}
+
+#[test]
+fn an_http_request_to_the_redis_port_is_closed_and_stores_nothing() {
+    let pool = TempPool::new("cross-protocol");
+    let server = Server::start(&pool.0, &[]);
+    let body = "SET pwned x\r\n";
+    let post = format!("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    assert_eq!(http_to_redis_port(&server, post.as_bytes()), b"", "closed without a reply");
+    // A GET's request line is an inline GET (wrong arity); its Host: line
+    // closes the connection before the body.
+    let get = format!("GET / HTTP/1.1\r\nhost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let answer = http_to_redis_port(&server, get.as_bytes());
+    assert!(String::from_utf8_lossy(&answer).starts_with("-ERR wrong number of arguments for 'get'"), "{answer:?}");
+    assert!(!String::from_utf8_lossy(&answer).contains("+OK"));
+    let mut client = server.client();
+    assert_eq!(redis::cmd("EXISTS").arg("pwned").query::<i64>(&mut client).unwrap(), 0);
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut client).unwrap();
+    assert!(info.contains("cross_protocol_closed:2\r\n"), "{info}");
+}
+
+/// An HTTP exchange: the status and the head's lines.
+fn http(server: &Server, request: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(server.http).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).to_string();
+    (text[9..12].parse().unwrap(), text)
+}
+
+#[test]
+fn requirepass_guards_the_http_port_too() {
+    let pool = TempPool::new("http-auth");
+    let server = Server::start(&pool.0, &["--requirepass", "s3cret"]);
+    assert!(server.banner().iter().any(|line| line.contains("password required on both ports")));
+    let put = |auth: &str| format!("PUT /kv/a HTTP/1.1\r\n{auth}Content-Length: 6\r\nConnection: close\r\n\r\nsecret");
+    let (status, head) = http(&server, &put(""));
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("WWW-Authenticate: Basic realm=\"packetstore\""), "{head}");
+    assert_eq!(http(&server, &put("Authorization: Bearer wrong\r\n")).0, 401);
+    assert_eq!(http(&server, "GET /kv/a HTTP/1.1\r\nConnection: close\r\n\r\n").0, 401);
+    assert_eq!(http(&server, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n").0, 401);
+    let mut client = server.client();
+    redis::cmd("AUTH").arg("s3cret").query::<()>(&mut client).unwrap();
+    assert_eq!(redis::cmd("EXISTS").arg("a").query::<i64>(&mut client).unwrap(), 0, "a refused PUT stores nothing");
+    assert_eq!(http(&server, &put("Authorization: Bearer s3cret\r\n")).0, 204);
+    // "default:s3cret"
+    let (status, text) =
+        http(&server, "GET /kv/a HTTP/1.1\r\nAuthorization: Basic ZGVmYXVsdDpzM2NyZXQ=\r\nConnection: close\r\n\r\n");
+    assert_eq!((status, text.ends_with("secret")), (200, true), "{text}");
+    assert_eq!(
+        http(&server, "GET /metrics HTTP/1.1\r\nAuthorization: Bearer s3cret\r\nConnection: close\r\n\r\n").0,
+        200
+    );
+    drop(server);
+    let public = Server::start(&pool.0, &["--requirepass", "s3cret", "--metrics-public"]);
+    assert_eq!(http(&public, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n").0, 200);
+    assert_eq!(http(&public, "GET /kv/a HTTP/1.1\r\nConnection: close\r\n\r\n").0, 401);
+}
