@@ -182,7 +182,7 @@ fn functional_on(pool: TempPool, mode: &[&str], domain: &str) {
         assert_eq!(response.status, 200);
         acked.push((response.seq(), data));
     }
-    assert_eq!(read_response(&mut reader).unwrap().status, 200, "GET of another path");
+    assert_eq!(read_response(&mut reader).unwrap().status, 404, "GET of a path outside the API");
     let seqs: Vec<u64> = acked.iter().map(|(seq, _)| *seq).collect();
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{mode:?}: sequence numbers are dense: {seqs:?}");
 
@@ -222,6 +222,17 @@ fn functional_on(pool: TempPool, mode: &[&str], domain: &str) {
         );
         assert!(read_response(&mut reader).is_none(), "{mode:?}: the connection is closed after an error");
     }
+    // Paths outside the API: 404, and a POST's body is not logged.
+    let records = |server: &Server| {
+        let summary = String::from_utf8(exchange(server, &get_bytes("/log")).body).unwrap();
+        summary.split("\"records\":").nth(1).map(|rest| rest.split([',', '}']).next().unwrap().to_string())
+    };
+    let before = records(&server);
+    assert_eq!(exchange(&server, &get_bytes("/")).status, 404, "{mode:?}");
+    assert_eq!(exchange(&server, &get_bytes("/nonsense")).status, 404, "{mode:?}");
+    let stray = b"POST /elsewhere HTTP/1.1\r\nContent-Length: 5\r\n\r\nstray";
+    assert_eq!(exchange(&server, stray).status, 404, "{mode:?}");
+    assert_eq!(records(&server), before, "{mode:?}: nothing logged for a stray POST");
     // The server is still there for everyone else.
     assert_eq!(exchange(&server, &post_bytes(b"after errors")).status, 200);
 }

@@ -3,11 +3,13 @@
 //! engine commits.
 //!
 //! Protocol (HTTP/1.1, keep-alive, pipelining):
-//! - `POST <any path>` with a Content-Length body: the body becomes one log
-//!   record; the reply `200` carries `X-Seq: <seq>`. The engine sends it only
-//!   after the turn's commit, so an acknowledged body is durable.
+//! - `POST /wal` (or `/log`; PUT too) with a Content-Length body: the body
+//!   becomes one log record; the reply `200` carries `X-Seq: <seq>`. The
+//!   engine sends it only after the turn's commit, so an acknowledged body
+//!   is durable.
 //! - `GET /log/<seq>`: the record's body, byte for byte (404 if absent);
-//!   `GET /log`: a JSON summary; `GET <other>`: 200, nothing persisted.
+//!   `GET /log`: a JSON summary; `GET /metrics`; any other path: 404
+//!   (a POST's body is then not read: the connection closes).
 //! - malformed: 400 (or 411, 413, 431, 501, 505) and close; log or pool
 //!   full: 503 with Retry-After, nothing acknowledged, the server goes on.
 //!
@@ -344,6 +346,10 @@ impl Wal {
             stream.consume(head.head_len, |segment| release(segment, buffers));
             self.stats.requests += 1;
             match head.method {
+                Method::Post | Method::Put if !matches!(target.as_slice(), b"/wal" | b"/log") => {
+                    respond(out, 404, &[], b"no such path: POST bodies to /wal\n", false);
+                    progress.close = true;
+                }
                 Method::Post | Method::Put => {
                     conn.request = Some(InFlight {
                         keep_alive: head.keep_alive,
@@ -581,7 +587,7 @@ impl Wal {
         }
         let Some(seq) = target.strip_prefix(b"/log/").and_then(|s| std::str::from_utf8(s).ok()?.parse::<u64>().ok())
         else {
-            return body_of(out, 200, b"ok\n");
+            return body_of(out, 404, b"no such path: use POST /wal, GET /log, /log/<seq> or /metrics\n");
         };
         let view = match split_seq(seq, self.logs) {
             // Our own log: any record, committed or not (replies wait for
