@@ -474,7 +474,7 @@ const KV_GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 192, l
 fn kv_config() -> StoreConfig {
     StoreConfig {
         value_size_max: 1 << 20,
-        checkpoint_records: 8,
+        replay_records_max: 8,
         checkpoint_interval: Duration::from_secs(3600),
         buffers_reserve: 0,
         compaction: CompactConfig { waste_min: 0.0, fill_max: 1.01, entries_per_step: 5, bytes_per_step: 16 * 1024 },

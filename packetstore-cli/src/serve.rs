@@ -67,10 +67,13 @@ pub struct Args {
     /// from 8 KiB; bench/results/kv.md).
     #[arg(long, default_value = "8KiB")]
     pub zero_copy_min: String,
-    /// Checkpoint the index after this many logged writes...
-    #[arg(long, default_value_t = 100_000)]
-    pub checkpoint_records: usize,
-    /// ... or this long after the last checkpoint ("500ms", "10s").
+    /// The replay budget: a restart replays at most this many log records
+    /// (a checkpoint starts at half of it; writes wait at all of it).
+    /// About 2 us a record (bench/results/restart.md).
+    #[arg(long, default_value_t = packetstore::store::REPLAY_RECORDS_MAX_DEFAULT, alias = "checkpoint-records")]
+    pub replay_budget: usize,
+    /// Checkpoint the index this long after the last checkpoint too
+    /// ("500ms", "10s").
     #[arg(long, default_value = "1s")]
     pub checkpoint_interval: String,
     /// Compact (relocate the values of partly live buffers) when this
@@ -138,7 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
     let store_config = StoreConfig {
         value_size_max,
-        checkpoint_records: args.checkpoint_records,
+        replay_records_max: args.replay_budget,
         checkpoint_interval: parse_duration(&args.checkpoint_interval)?,
         buffers_reserve,
         compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },

@@ -79,6 +79,11 @@ const COPY_SHARE: u64 = 8;
 /// Tag bit of a command's last record.
 pub const TAG_END: u64 = 1;
 
+/// The default replay budget (records). Replaying a record costs about
+/// 2 us (`bench/restart.sh`): this bounds a restart's replay to tens of
+/// milliseconds.
+pub const REPLAY_RECORDS_MAX_DEFAULT: usize = 20_000;
+
 /// The longest key a client may use.
 pub const KEY_SIZE_MAX: usize = 256;
 /// The longest hash field.
@@ -129,9 +134,13 @@ impl StoreError {
 #[derive(Clone, Copy, Debug)]
 pub struct StoreConfig {
     pub value_size_max: u64,
-    /// Start a checkpoint after this many records...
-    pub checkpoint_records: usize,
-    /// ... or this long after the last one, if anything changed.
+    /// The replay budget: recovery replays at most this many log records
+    /// (plus those of the one command that crossed it). A checkpoint
+    /// starts when the log holds half as many records since the durable
+    /// tree's mark; commands wait while it holds all of them.
+    pub replay_records_max: usize,
+    /// A checkpoint also starts this long after the last one, if anything
+    /// changed.
     pub checkpoint_interval: Duration,
     /// Free buffers kept back from writes (the receive ring's refills).
     pub buffers_reserve: u32,
@@ -142,7 +151,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             value_size_max: VALUE_SIZE_MAX_DEFAULT,
-            checkpoint_records: 100_000,
+            replay_records_max: REPLAY_RECORDS_MAX_DEFAULT,
             checkpoint_interval: Duration::from_secs(1),
             buffers_reserve: 0,
             compaction: CompactConfig::default(),
@@ -696,10 +705,13 @@ impl Store {
     /// caller stops reading until the next commit). A log more than five
     /// eighths full also stops it: the checkpoint due since half full
     /// then releases the log within a few commits, and a burst of writes
-    /// waits for it instead of being refused at three quarters.
+    /// waits for it instead of being refused at three quarters. So does a
+    /// log holding the whole replay budget: that bounds recovery.
     pub fn batch_has_room(&self) -> bool {
         let usage = self.log.usage();
-        self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2 && usage.free_bytes >= usage.ring_size * 3 / 8
+        self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2
+            && usage.free_bytes >= usage.ring_size * 3 / 8
+            && self.records.len() < self.config.replay_records_max
     }
 
     /// Refuses a write that could not complete: free buffers below the
@@ -1114,7 +1126,7 @@ impl Store {
             return false;
         }
         let usage = self.log.usage();
-        self.records.len() >= self.config.checkpoint_records
+        self.records.len() >= self.config.replay_records_max / 2
             || usage.free_bytes < usage.ring_size / 2
             || self.buffers_low
             || self.last_checkpoint.elapsed() >= self.config.checkpoint_interval

@@ -84,7 +84,7 @@ impl Setup {
     fn store_config() -> StoreConfig {
         StoreConfig {
             value_size_max: 1 << 20,
-            checkpoint_records: 40,
+            replay_records_max: 40,
             checkpoint_interval: Duration::from_millis(5),
             buffers_reserve: u32::from(RING_ENTRIES) * 2,
             // Compaction relocates all the time.
@@ -245,6 +245,10 @@ fn read_reply(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Resul
 const STRINGS: u64 = 6;
 const HASHES: u64 = 2;
 const FIELDS: u64 = 3;
+
+/// The most log records one command of this workload appends (an HSET
+/// that creates its hash: the field and the hash's count).
+const COMMAND_RECORDS_MAX: usize = 2;
 
 #[derive(Clone, Debug)]
 enum Cmd {
@@ -678,8 +682,18 @@ fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
         let mut buffers = Buffers::new(geometry.buffer_count);
         match server {
             Server::Kv => {
-                let (store, _) = Store::open(&pool, &mut buffers, Setup::store_config())
+                let (store, report) = Store::open(&pool, &mut buffers, Setup::store_config())
                     .unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+                // The replay budget bounds recovery whenever the power
+                // fails: at most the budget, plus the records of the one
+                // command that crossed it (this workload's have at most
+                // COMMAND_RECORDS_MAX).
+                let bound = (Setup::store_config().replay_records_max + COMMAND_RECORDS_MAX - 1) as u64;
+                assert!(
+                    report.replayed_records <= bound,
+                    "{context}: recovery replayed {} records, over the budget's bound of {bound}",
+                    report.replayed_records
+                );
                 acknowledged_ops += kv_runs.iter().map(|r| r.answered).sum::<usize>();
                 for (client, run) in kv_runs.iter().enumerate() {
                     let recovered = kv_recovered(&store, &pool, client);

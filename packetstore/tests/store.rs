@@ -31,7 +31,7 @@ const GEOMETRY: Geometry = Geometry { buffer_size: 2048, buffer_count: 2048, log
 fn config() -> StoreConfig {
     StoreConfig {
         value_size_max: 1 << 20,
-        checkpoint_records: 12,
+        replay_records_max: 12,
         checkpoint_interval: Duration::from_secs(3600),
         buffers_reserve: 0,
         // Compaction runs all the time, relocating every value it meets.
