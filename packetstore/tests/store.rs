@@ -59,11 +59,14 @@ fn model_apply(model: &mut Model, ops: &[(Op, Vec<u8>)]) {
     }
 }
 
+/// The most ops (log records) of one `command`.
+const COMMAND_OPS_MAX: usize = 3;
+
 /// A random command: its ops (with the bytes of each Put) on a small key
 /// space, with values from empty to two buffers long.
 fn command(rng: &mut SplitMix64, pool: &Pool, buffers: &mut Buffers) -> Vec<(Op, Vec<u8>)> {
     let mut ops = Vec::new();
-    for _ in 0..1 + rng.below(3) {
+    for _ in 0..1 + rng.below(COMMAND_OPS_MAX as u64) {
         let key = format!("key{}", rng.below(12)).into_bytes();
         let put = |rng: &mut SplitMix64, buffers: &mut Buffers, tree_key: Vec<u8>, len: usize| {
             let mut bytes = vec![0u8; len];
@@ -201,12 +204,17 @@ fn run(seed: u64) {
         let mut batch: Vec<Model> = vec![acknowledged.clone()];
         let mut image = None;
         for step in 0..1 + rng.below(80) {
-            let ops = command(&mut rng, &pool, &mut buffers);
-            let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
-            store.apply(&pool, &mut buffers, &plain).unwrap_or_else(|e| panic!("{context}: apply: {e}"));
-            Store::release_ops(&mut buffers, &plain);
-            model_apply(&mut model, &ops);
-            batch.push(model.clone());
+            // As the server does, a command waits for a commit while the
+            // batch has no room (the log holds the whole replay budget).
+            let waits = !store.batch_has_room();
+            if !waits {
+                let ops = command(&mut rng, &pool, &mut buffers);
+                let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
+                store.apply(&pool, &mut buffers, &plain).unwrap_or_else(|e| panic!("{context}: apply: {e}"));
+                Store::release_ops(&mut buffers, &plain);
+                model_apply(&mut model, &ops);
+                batch.push(model.clone());
+            }
             if rng.chance(1, 3) {
                 // Compaction's relocations are commands too: same state.
                 store
@@ -214,7 +222,7 @@ fn run(seed: u64) {
                     .unwrap_or_else(|e| panic!("{context}: compaction: {e}"));
                 batch.push(model.clone());
             }
-            if step % 5 == 4 || rng.chance(1, 4) {
+            if waits || step % 5 == 4 || rng.chance(1, 4) {
                 if rng.chance(1, 3) {
                     device.crash_at_fence(device.fences() + 1 + rng.below(3), rng.next_u64());
                 }
@@ -236,7 +244,16 @@ fn run(seed: u64) {
         pool = Pool::open_simulated(device.clone()).unwrap();
         buffers = Buffers::new(GEOMETRY.buffer_count);
         buffers.set_sequential(mode == SimMode::Page);
-        (store, _) = Store::open(&pool, &mut buffers, config()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+        let report;
+        (store, report) = Store::open(&pool, &mut buffers, config()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+        // The replay budget bounds recovery: at most the budget, plus the
+        // records of the one command that crossed it.
+        let bound = (config().replay_records_max + COMMAND_OPS_MAX - 1) as u64;
+        assert!(
+            report.replayed_records <= bound,
+            "{context}: replayed {} records (bound {bound})",
+            report.replayed_records
+        );
         acknowledged = check_recovered(&mut store, &pool, &mut buffers, &batch, &context);
     }
 }
