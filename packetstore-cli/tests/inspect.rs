@@ -232,3 +232,65 @@ fn compact_by_hand_frees_buffers_and_keeps_every_value() {
         assert!(got == *value, "{key}");
     }
 }
+
+/// The replay budget bounds recovery: far more writes than the budget,
+/// pipelined from four clients with checkpoints left to the budget alone,
+/// a kill -9 under load, and the restart replays at most the budget (from
+/// the recovery record the restarted server wrote, not from wall time),
+/// with every acknowledged write present.
+#[test]
+fn recovery_replays_at_most_the_replay_budget() {
+    const BUDGET: u64 = 1_000;
+    let pool = TempPool::new("inspect-budget");
+    let budget = BUDGET.to_string();
+    let extra = ["--replay-budget", budget.as_str(), "--checkpoint-interval", "60m"];
+    let server = Server::start(&pool.0, &extra);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|client| {
+            let mut connection = server.client();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut acknowledged = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut pipe = redis::pipe();
+                    for i in acknowledged..acknowledged + 100 {
+                        pipe.set(format!("c{client}-{i}"), i).ignore();
+                    }
+                    if pipe.query::<()>(&mut connection).is_err() {
+                        break;
+                    }
+                    acknowledged += 100;
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut server = server;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acknowledged: Vec<u64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert!(acknowledged.iter().sum::<u64>() > 10 * BUDGET, "far more writes than the budget: {acknowledged:?}");
+    let (ok, json) = inspect(&pool.0, false);
+    assert!(ok, "{json}");
+    let to_replay = json["recovery"]["records_to_replay"].as_u64().unwrap();
+    assert!(to_replay <= BUDGET, "the log holds {to_replay} records to replay, over the budget of {BUDGET}");
+
+    let mut server = Server::start(&pool.0, &extra);
+    let mut c = server.client();
+    for (client, &count) in acknowledged.iter().enumerate() {
+        for i in (0..count).step_by(97).chain(count.checked_sub(1)) {
+            let value: Option<u64> = c.get(format!("c{client}-{i}")).unwrap();
+            assert_eq!(value, Some(i), "client {client}'s acknowledged write {i}");
+        }
+    }
+    // SAFETY: a signal to our own child.
+    assert_eq!(unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    assert!(server.wait_exit(Duration::from_secs(20)));
+    let (_, json) = inspect(&pool.0, false);
+    let replayed = json["recovery"]["last"]["records_replayed"].as_u64().unwrap();
+    assert_eq!(replayed, to_replay, "the restart replayed what inspect said it would");
+    assert!(replayed <= BUDGET);
+}
