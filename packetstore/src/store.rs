@@ -196,19 +196,28 @@ pub struct StoreReport {
     pub dropped_records: u64,
     pub keys: u64,
     pub duration: Duration,
+    /// Where the time went: the log's scan, opening the tree (and counting
+    /// hashes and expiries), the replay, the closing checkpoint, and the
+    /// reclamation walk when it had to finish first.
+    pub phases: [(&'static str, Duration); 5],
 }
 
 impl std::fmt::Display for StoreReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} keys; tree generation {}; {} log records replayed, {} of a torn command dropped; {:.1} ms",
+            "{} keys; tree generation {}; {} log records replayed, {} of a torn command dropped; {:.1} ms (",
             self.keys,
             self.tree_generation,
             self.replayed_records,
             self.dropped_records,
             self.duration.as_secs_f64() * 1e3
-        )
+        )?;
+        for (i, (name, duration)) in self.phases.iter().enumerate() {
+            let separator = if i == 0 { "" } else { ", " };
+            write!(f, "{separator}{name} {:.1}", duration.as_secs_f64() * 1e3)?;
+        }
+        write!(f, ")")
     }
 }
 
@@ -390,7 +399,10 @@ impl Store {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<(Store, StoreReport), StoreError> {
         let started = Instant::now();
+        let mut lap = started;
+        let mut phase = move || std::mem::replace(&mut lap, Instant::now()).elapsed();
         let (log, log_report) = Log::recover(pool, buffers)?;
+        let log_time = phase();
         let mut tree = Tree::open(pool, buffers)?;
         let longest = 3 + KEY_SIZE_MAX + FIELD_SIZE_MAX;
         if tree.config().key_size_max < longest {
@@ -434,8 +446,10 @@ impl Store {
             stats: StoreStats::default(),
         };
         store.hashes = store.count_prefix(pool, &[NS_HASH])?;
+        let tree_time = phase();
         let (replayed, dropped) = store.replay(pool, buffers, progress)?;
         store.load_expiries(pool)?;
+        let replay_time = phase();
         // Recovery ends with a checkpoint: the replayed records, and the
         // overwritten values their buffers hold, are released now. Without
         // it, a server killed before its first checkpoint, again and again,
@@ -443,6 +457,7 @@ impl Store {
         if replayed > 0 {
             store.checkpoint_all(pool, buffers)?;
         }
+        let checkpoint_time = phase();
         // The buffers the previous run used stay unknown (held) until the
         // tree's reclamation walk has found which are free; it runs in
         // steps while serving. If what is known free now could not even
@@ -452,6 +467,7 @@ impl Store {
         if buffers.is_holding() && buffers.free_count() < store.config.buffers_reserve.max(64) * 2 {
             store.finish_reclaim(pool, buffers)?;
         }
+        let reclaim_time = phase();
         let report = StoreReport {
             log: log_report,
             tree_generation,
@@ -459,6 +475,13 @@ impl Store {
             dropped_records: dropped,
             keys: store.keys,
             duration: started.elapsed(),
+            phases: [
+                ("log", log_time),
+                ("tree", tree_time),
+                ("replay", replay_time),
+                ("checkpoint", checkpoint_time),
+                ("reclaim", reclaim_time),
+            ],
         };
         Ok((store, report))
     }
