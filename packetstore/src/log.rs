@@ -82,6 +82,9 @@ struct Slot {
     released: bool,
 }
 
+/// A scan's usual end: the next position holds no record of this lap.
+pub const END_OF_WRITTEN: &str = "end of the written log";
+
 /// What recovery found and how long it took.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
@@ -101,12 +104,22 @@ pub struct RecoveryReport {
     pub duration: Duration,
 }
 
+impl RecoveryReport {
+    /// Why the scan ended, in words that read as normal when it is.
+    pub fn end_words(&self) -> String {
+        match self.end_reason {
+            "" | END_OF_WRITTEN => END_OF_WRITTEN.to_string(),
+            reason => format!("a record that did not validate ({reason}): a batch cut short, never acknowledged"),
+        }
+    }
+}
+
 impl std::fmt::Display for RecoveryReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "recovered {} live records ({} data bytes, {} buffers referenced), skipped {} released, \
-             scanned {} log bytes [{}, {}) (end: {}), erased {} torn records, in {:.3} ms",
+             scanned {} log bytes [{}, {}) up to {}, erased {} torn records, in {:.3} ms",
             self.live_records,
             self.live_data_bytes,
             self.referenced_buffers,
@@ -114,7 +127,7 @@ impl std::fmt::Display for RecoveryReport {
             self.log_bytes_scanned,
             self.head_lsn,
             self.end_lsn,
-            self.end_reason,
+            self.end_words(),
             self.torn_records_erased,
             self.duration.as_secs_f64() * 1e3
         )
@@ -341,7 +354,12 @@ impl Log {
             let header = match self.read_record(pool, lsn) {
                 Ok(header) => header,
                 Err(reason) => {
-                    report.end_reason = reason;
+                    let mut line = [0u8; HEADER_SIZE];
+                    pool.read(self.position(lsn), &mut line);
+                    // Zeros, or a record of an earlier lap: the usual end.
+                    let earlier_lap = record::decode_header(&line).is_ok_and(|h| h.lsn < lsn);
+                    report.end_reason =
+                        if line.iter().all(|&b| b == 0) || earlier_lap { END_OF_WRITTEN } else { reason };
                     break;
                 }
             };

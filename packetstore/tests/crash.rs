@@ -571,3 +571,30 @@ fn pool_bytes(pool: &Pool, offset: u64) -> [u8; 64] {
     pool.read(offset, &mut bytes);
     bytes
 }
+
+/// The recovery report reads as normal when the scan ends where the log
+/// does (a new pool, a clean end), and names a record that did not
+/// validate when one is past the end (a batch cut short).
+#[test]
+fn a_clean_end_reads_as_normal_and_a_cut_batch_does_not() {
+    use packetstore::log::{ANCHOR_SIZE, END_OF_WRITTEN};
+    let geometry = Geometry { buffer_size: 2048, buffer_count: 64, log_size: 64 * 1024, log_count: 1 };
+    let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
+    let pool = Pool::create_simulated(device, geometry).unwrap();
+    let (mut log, report) = Log::recover(&pool, &mut Buffers::new(geometry.buffer_count)).unwrap();
+    assert_eq!(report.end_words(), END_OF_WRITTEN, "a new pool");
+    let mut buffers = Buffers::new(geometry.buffer_count);
+    for i in 0..3u64 {
+        log.append(&pool, &mut buffers, 1, i, b"key", &[]).unwrap();
+    }
+    log.commit(&pool, &mut buffers).unwrap();
+    drop(log);
+    let (_, report) = Log::recover(&pool, &mut Buffers::new(geometry.buffer_count)).unwrap();
+    assert_eq!((report.live_records, report.end_words()), (3, END_OF_WRITTEN.to_string()));
+    assert!(!report.to_string().contains("magic"), "{report}");
+    // Bytes that are no record, where the next one would go.
+    let ring_offset = geometry.log_region_offset(0) + ANCHOR_SIZE;
+    pool.write(ring_offset + report.end_lsn, &[0xa5; 64]);
+    let (_, report) = Log::recover(&pool, &mut Buffers::new(geometry.buffer_count)).unwrap();
+    assert!(report.end_words().contains("did not validate"), "{}", report.end_words());
+}
