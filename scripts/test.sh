@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The test command (README, "Testing"; .ci/run calls it): installs what the
+# tests drive the servers with when it is missing (redis-cli from
+# redis-tools, curl, mkfs.ext4 and mount for the full-disk test; apt, as
+# root or through sudo), then runs `cargo test --workspace` with any
+# arguments given. Prints the number of tests passed and failed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "test.sh: cargo not found; packetstore needs Rust >= 1.85 (https://rustup.rs)" >&2
+  exit 1
+fi
+
+missing=()
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
+command -v mount >/dev/null 2>&1 || missing+=(mount)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "test.sh: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The tests put pools on tmpfs (emulated persistent memory) and on the
+# project's disk (the page domain).
+if [ ! -d /dev/shm ] || [ ! -w /dev/shm ]; then
+  echo "test.sh: /dev/shm must be a writable tmpfs" >&2
+  exit 1
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
+echo
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
