@@ -103,12 +103,15 @@ fn version_3_pool_opens() {
     check_fixture(3, PoolKind::Log, GEOMETRY_V3, 0);
 }
 
-/// A file path unique to this test process, removed on drop.
+/// A file path unique to this test process and this call (tests run in
+/// parallel, some on copies of the same fixture), removed on drop.
 struct TempFile(PathBuf);
 
 impl TempFile {
     fn new(name: &str) -> TempFile {
-        let path = std::env::temp_dir().join(format!("packetstore-format-{name}-{}.pool", std::process::id()));
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("packetstore-format-{name}-{}-{call}.pool", std::process::id()));
         let _ = std::fs::remove_file(&path);
         TempFile(path)
     }
