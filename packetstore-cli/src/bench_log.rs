@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use packetstore::rng::SplitMix64;
-use packetstore::{Buffers, Domain, Geometry, Log, PageSync, PersistOptions, Pool};
+use packetstore::{Buffers, Domain, Geometry, Log, PageSync, PersistOptions, Pool, PoolKind};
 
 /// Records kept live while benchmarking; older ones are released, so the
 /// log and the pool reach a steady state with reclamation included.
@@ -106,7 +106,8 @@ impl Bench {
     fn open(path: &Path, options: &PersistOptions) -> anyhow::Result<Bench> {
         let _ = std::fs::remove_file(path);
         let geometry = Geometry { buffer_size: 2048, buffer_count: 65536, log_size: 16 << 20, log_count: 1 };
-        let pool = Pool::create(path, geometry, options).with_context(|| format!("creating {}", path.display()))?;
+        let pool = Pool::create_as(path, PoolKind::Log, geometry, options)
+            .with_context(|| format!("creating {}", path.display()))?;
         let mut buffers = Buffers::new(geometry.buffer_count);
         let (log, _) = Log::recover(&pool, &mut buffers)?;
         let mut source = vec![0u8; 64 * 1024];

@@ -19,7 +19,7 @@ use anyhow::{ensure, Context};
 use packetstore::node::Value;
 use packetstore::rng::SplitMix64;
 use packetstore::tree::Tree;
-use packetstore::{Buffers, Extent, Geometry, Log, PersistOptions, Pool};
+use packetstore::{Buffers, Extent, Geometry, Log, PersistOptions, Pool, PoolKind};
 
 use crate::bench_log::{median, setup, Dirs};
 
@@ -166,7 +166,8 @@ fn run_tree(
 ) -> anyhow::Result<TreeRun> {
     let _ = std::fs::remove_file(path);
     let geometry = geometry(node_size, keys.len() + 100_000, kind, 16 * 1024);
-    let pool = Pool::create(path, geometry, options).with_context(|| format!("creating {}", path.display()))?;
+    let pool = Pool::create_as(path, PoolKind::Tree, geometry, options)
+        .with_context(|| format!("creating {}", path.display()))?;
     let mut buffers = Buffers::new(geometry.buffer_count);
     let mut tree = Tree::open(&pool, &mut buffers)?;
     let mut packer = Packer { current: None };
@@ -216,7 +217,7 @@ fn run_tree(
     drop((tree, buffers, pool));
     // The O(1) open: the pool, the tree's meta, and one get's path.
     let started = Instant::now();
-    let pool = Pool::open(path, options)?;
+    let pool = Pool::open_as(path, PoolKind::Tree, options)?;
     let mut buffers = Buffers::new(pool.geometry().buffer_count);
     let mut tree = Tree::open(&pool, &mut buffers)?;
     ensure!(tree.get(&pool, &keys[keys.len() / 2].to_be_bytes())?.is_some(), "the first get after open");
@@ -267,7 +268,7 @@ fn run_replay(path: &Path, options: &PersistOptions, kind: ValueKind, keys: &[u6
     let log_size = (keys.len() as u64 * 128 * 5 / 4).next_power_of_two().max(1 << 20);
     let geometry = geometry(2048, keys.len(), kind, log_size);
     {
-        let pool = Pool::create(path, geometry, options)?;
+        let pool = Pool::create_as(path, PoolKind::Log, geometry, options)?;
         let mut buffers = Buffers::new(geometry.buffer_count);
         let (mut log, _) = Log::recover(&pool, &mut buffers)?;
         let mut packer = Packer { current: None };
@@ -282,7 +283,7 @@ fn run_replay(path: &Path, options: &PersistOptions, kind: ValueKind, keys: &[u6
         log.checkpoint(&pool, &mut buffers)?;
     }
     let started = Instant::now();
-    let pool = Pool::open(path, options)?;
+    let pool = Pool::open_as(path, PoolKind::Log, options)?;
     let mut buffers = Buffers::new(pool.geometry().buffer_count);
     let (log, _) = Log::recover(&pool, &mut buffers)?;
     let mut map: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use packetstore::compact::CompactConfig;
 use packetstore::store::{Store, StoreConfig};
-use packetstore::{Buffers, Pool};
+use packetstore::{Buffers, Pool, PoolError, PoolKind};
 
-use crate::options::PersistArgs;
+use crate::options::{refusal, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -32,8 +32,11 @@ pub struct Args {
 const PASSES_MAX: u64 = 8;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let pool = Pool::open(&args.pool, &args.persist.options()?)
-        .with_context(|| "cannot open the pool (is a server using it? stop it first)")?;
+    let pool =
+        Pool::open_as(&args.pool, PoolKind::KeyValue, &args.persist.options()?).map_err(|error| match error {
+            PoolError::WrongKind { .. } => refusal(error, "`packetstore compact`", "give it a key-value pool's path"),
+            other => anyhow::Error::from(other).context("cannot open the pool (is a server using it? stop it first)"),
+        })?;
     let mut buffers = Buffers::new(pool.geometry().buffer_count);
     let config = StoreConfig {
         compaction: CompactConfig { waste_min: args.waste, ..CompactConfig::default() },

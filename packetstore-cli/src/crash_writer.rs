@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure};
 use packetstore::rng::SplitMix64;
-use packetstore::{Buffers, Geometry, Log, LogError, PersistOptions, Pool};
+use packetstore::{Buffers, Geometry, Log, LogError, PersistOptions, Pool, PoolKind};
 
 /// A writer runs at most this long, so a test that forgets it cannot leak it.
 const RUN_TIME_MAX: Duration = Duration::from_secs(60);
@@ -39,7 +39,7 @@ fn payload(number: u64) -> Vec<u8> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let pool = Pool::open_or_create(&args.pool, GEOMETRY, &PersistOptions::default())?;
+    let pool = Pool::open_or_create_as(&args.pool, PoolKind::Log, GEOMETRY, &PersistOptions::default())?;
     let mut buffers = Buffers::new(GEOMETRY.buffer_count);
     let (mut log, _) = Log::recover(&pool, &mut buffers)?;
     let mut live = Vec::new();

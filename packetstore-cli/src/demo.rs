@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
-use packetstore::{Buffers, Geometry, Log, LogError, Pool};
+use packetstore::{Buffers, Geometry, Log, LogError, Pool, PoolKind};
 
-use crate::options::{parse_size, PersistArgs};
+use crate::options::{parse_size, refusal, PersistArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -41,11 +41,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The size applies to a new pool only; an existing pool opens as it is.
     let existed = args.pool.exists();
     let pool = if existed {
-        Pool::open(&args.pool, &options)?
+        Pool::open_as(&args.pool, PoolKind::Log, &options)
+            .map_err(|error| refusal(error, "`packetstore demo`", "give --pool another path"))?
     } else {
         let geometry = Geometry::for_file_size(parse_size(&args.pool_size)?, 2048, 4 << 20)
             .map_err(|e| anyhow::anyhow!("pool size {}: {e}", args.pool_size))?;
-        Pool::create(&args.pool, geometry, &options)?
+        Pool::create_as(&args.pool, PoolKind::Log, geometry, &options)?
     };
     println!(
         "{} pool {} ({:.1} MiB, {})",

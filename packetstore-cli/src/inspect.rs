@@ -1,10 +1,18 @@
 //! `packetstore inspect`: what a pool holds, read without modifying it.
+//!
+//! It prints what applies to the pool's kind (recorded in the header, or
+//! inferred from the contents of an old pool): the logs, one per event
+//! loop, of a WAL pool; the log, tree, keys and values of a key-value
+//! pool; everything for a pool whose kind cannot be told (to diagnose it).
+//! `--verify` also checks that the contents fit the kind: no tree in a WAL
+//! or log pool, no record of another program in a key-value or WAL pool.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use packetstore::tree::Tree;
-use packetstore::{Buffers, Log, Pool};
+use packetstore::kind::Evidence;
+use packetstore::tree::{Tree, TreeStats};
+use packetstore::{Buffers, Log, LogUsage, Pool, PoolKind, RecordView, RecoveryReport};
 
 use crate::options::PersistArgs;
 
@@ -19,235 +27,326 @@ pub struct Args {
     #[arg(long)]
     pub records: bool,
     /// Also check every live record's data against its CRC (the scan
-    /// checks headers), and every tree node's CRC and invariants; exit 1
-    /// if anything is wrong.
+    /// checks headers), and every tree node's CRC and invariants, and that
+    /// the contents fit the pool's kind; exit 1 if anything is wrong.
     #[arg(long)]
     pub verify: bool,
     #[command(flatten)]
     pub persist: PersistArgs,
 }
 
+/// The pool's kind as `inspect` reports it.
+struct KindReport {
+    /// Recorded, inferred, or `Unset` (empty, or undecided).
+    kind: PoolKind,
+    /// The header records it (version 3).
+    recorded: bool,
+    /// `inspect --json`'s `kind`: the kind's label, or "unknown".
+    label: &'static str,
+    /// How it was told, for the text and `kind_evidence`.
+    evidence: String,
+}
+
+impl KindReport {
+    fn of(pool: &Pool) -> KindReport {
+        let version = pool.header().version;
+        let recorded = pool.header().kind != PoolKind::Unset;
+        match pool.kind_evidence() {
+            Evidence::Kind { kind, .. } if recorded => {
+                KindReport { kind, recorded, label: kind.label(), evidence: "recorded in the header".into() }
+            }
+            Evidence::Kind { kind, why } => KindReport {
+                kind,
+                recorded,
+                label: kind.label(),
+                evidence: format!("not recorded (format version {version}); inferred from its contents: {why}"),
+            },
+            Evidence::Empty => KindReport {
+                kind: PoolKind::Unset,
+                recorded,
+                label: PoolKind::Unset.label(),
+                evidence: format!(
+                    "not recorded (format version {version}) and the pool is empty: the first server to open it uses it"
+                ),
+            },
+            Evidence::Undecided(reason) => KindReport {
+                kind: PoolKind::Unset,
+                recorded,
+                label: "unknown",
+                evidence: format!("not recorded (format version {version}), and the contents do not tell: {reason}"),
+            },
+        }
+    }
+}
+
+/// One log's scan.
+struct LogScan {
+    usage: LogUsage,
+    report: RecoveryReport,
+    /// The tags of the first and last live records (a WAL's sequence numbers).
+    tags: Option<(u64, u64)>,
+}
+
+/// What inspect found, for either output.
+#[derive(Default)]
+struct Findings {
+    logs: Vec<LogScan>,
+    records: Vec<(u32, RecordView)>,
+    problems: Vec<String>,
+    verified_records: u64,
+    verified_bytes: u64,
+    /// Buffers referenced by a live record or by the tree.
+    referenced: std::collections::HashSet<u32>,
+    /// The tree, for kinds that hold one: its walk (None if damaged).
+    tree: Option<(Tree, Option<TreeStats>)>,
+    /// The store's key count, as its last checkpoint wrote it.
+    keys: Option<u64>,
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let pool = Pool::open(&args.pool, &args.persist.options()?)
         .with_context(|| "cannot open the pool (is a server using it? inspect takes the lock too)")?;
-    let geometry = pool.geometry();
-    let header = pool.header();
-    // Every log, each with its share of the buffers; figures are summed.
-    let mut usage = Usage::default();
-    let mut records = Vec::new();
-    let mut scans = Vec::new();
-    let mut problems = Vec::new();
-    let mut verified_records = 0u64;
-    // Buffers referenced by a live record or by the tree.
-    let mut referenced = std::collections::HashSet::new();
-    let mut verified_bytes = 0u64;
-    for index in 0..geometry.log_count {
-        let (first, count) = geometry.buffer_range(index);
-        let mut buffers = Buffers::range(first, count);
-        let (log, report) =
-            Log::inspect(&pool, index, &mut buffers).with_context(|| format!("log {index} does not validate"))?;
-        if args.verify && report.end_reason.contains("checksum") {
-            problems.push(format!(
-                "log {index}: the scan stops at lsn {} on a record that fails its check ({}): a batch torn by a \
-                 crash (the next open erases it) or damage; records after it are not recovered",
-                report.end_lsn, report.end_reason
-            ));
-        }
-        let log_usage = log.usage();
-        usage.live_records += log_usage.live_records;
-        usage.live_data_bytes += log_usage.live_data_bytes;
-        usage.free_bytes += log_usage.free_bytes;
-        usage.ring_size += log_usage.ring_size;
-        usage.released += report.released_records;
-        usage.torn += report.torn_records_erased;
-        usage.free_buffers += buffers.free_count();
-        {
-            for lsn in log.live_lsns() {
-                let view = log.view(&pool, lsn)?;
-                referenced.extend(view.extents.iter().map(|e| e.buffer));
-                if args.verify {
-                    let data = log.read_data(&pool, &view);
-                    if crc32c::crc32c(&data) != view.data_crc {
-                        problems.push(format!("log {index} record {lsn}: its data does not match its CRC"));
-                    }
-                    verified_records += 1;
-                    verified_bytes += data.len() as u64;
-                }
-                if args.records {
-                    records.push((index, view));
-                }
-            }
-        }
-        scans.push(report);
+    let kind = KindReport::of(&pool);
+    let mut findings = Findings::default();
+    for index in 0..pool.geometry().log_count {
+        scan_log(&pool, index, &args, kind.kind, &mut findings)?;
     }
-    // The tree (key-value pools): walked read-only, every node's CRC and
-    // the tree's invariants checked on the way.
-    let tree = Tree::inspect(&pool).context("the tree's meta does not validate")?;
-    let walk = match tree.check_invariants(&pool) {
+    if kind.kind.holds_tree() {
+        walk_tree(&pool, &mut findings)?;
+    } else if args.verify && packetstore::tree::has_committed_version(&pool) {
+        findings.problems.push(format!("a committed B+ tree in a {} pool, which has none", kind.kind));
+    }
+    if args.json {
+        print_json(&pool, &args, &kind, &findings)?;
+    } else {
+        print_text(&pool, &args, &kind, &findings);
+    }
+    anyhow::ensure!(!args.verify || findings.problems.is_empty(), "verification failed");
+    Ok(())
+}
+
+/// Scans log `index` read-only, with its share of the buffers.
+fn scan_log(pool: &Pool, index: u32, args: &Args, kind: PoolKind, findings: &mut Findings) -> anyhow::Result<()> {
+    let (first, count) = pool.geometry().buffer_range(index);
+    let mut buffers = Buffers::range(first, count);
+    let (log, report) =
+        Log::inspect(pool, index, &mut buffers).with_context(|| format!("log {index} does not validate"))?;
+    if args.verify && report.end_reason.contains("checksum") {
+        findings.problems.push(format!(
+            "log {index}: the scan stops at lsn {} on a record that fails its check ({}): a batch torn by a \
+             crash (the next open erases it) or damage; records after it are not recovered",
+            report.end_lsn, report.end_reason
+        ));
+    }
+    let mut tags = None;
+    for lsn in log.live_lsns() {
+        let view = log.view(pool, lsn)?;
+        findings.referenced.extend(view.extents.iter().map(|e| e.buffer));
+        tags = Some((tags.map_or(view.tag, |(first, _)| first), view.tag));
+        if args.verify {
+            verify_record(pool, &log, index, kind, &view, findings);
+        }
+        if args.records {
+            findings.records.push((index, view));
+        }
+    }
+    findings.logs.push(LogScan { usage: log.usage(), report, tags });
+    Ok(())
+}
+
+fn verify_record(pool: &Pool, log: &Log, index: u32, kind: PoolKind, view: &RecordView, findings: &mut Findings) {
+    let data = log.read_data(pool, view);
+    if crc32c::crc32c(&data) != view.data_crc {
+        findings.problems.push(format!("log {index} record {}: its data does not match its CRC", view.lsn));
+    }
+    if !kind.holds_record(view.kind, view.key.len() as u16) {
+        findings.problems.push(format!(
+            "log {index} record {}: kind {:#x} (key of {} bytes) is not a record of a {kind} pool: written by \
+             another program",
+            view.lsn,
+            view.kind,
+            view.key.len()
+        ));
+    }
+    findings.verified_records += 1;
+    findings.verified_bytes += data.len() as u64;
+}
+
+/// Walks the tree read-only, checking every node's CRC and the tree's
+/// invariants on the way.
+fn walk_tree(pool: &Pool, findings: &mut Findings) -> anyhow::Result<()> {
+    let tree = Tree::inspect(pool).context("the tree's meta does not validate")?;
+    let walk = match tree.check_invariants(pool) {
         Ok(stats) => Some(stats),
         Err(problem) => {
-            problems.push(format!("tree: {problem}"));
+            findings.problems.push(format!("tree: {problem}"));
             None
         }
     };
     if let Some(stats) = &walk {
-        referenced.extend(stats.refs.keys().copied());
+        findings.referenced.extend(stats.refs.keys().copied());
     }
-    let free_buffers = geometry.buffer_count - referenced.len() as u32;
-    // The store's key count, as its last checkpoint wrote it.
-    let keys = tree.get(&pool, b"#keys").ok().flatten().and_then(|value| match value {
+    findings.keys = tree.get(pool, b"#keys").ok().flatten().and_then(|value| match value {
         packetstore::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
         _ => None,
     });
-    let tree_figures = walk.as_ref().map(|stats| {
-        // Buffers the tree references are its nodes and its values'.
-        let value_buffers = stats.refs.len() as u64 - stats.nodes;
-        let in_buffers = stats.value_bytes - stats.inline_bytes;
-        let dead = (value_buffers * u64::from(geometry.buffer_size)).saturating_sub(in_buffers);
-        (stats, value_buffers, dead)
+    findings.tree = Some((tree, walk));
+    Ok(())
+}
+
+/// The tree's figures: its walk, its value buffers, the dead bytes in them.
+fn tree_figures(findings: &Findings, buffer_size: u32) -> Option<(&Tree, &TreeStats, u64, u64)> {
+    let (tree, Some(stats)) = findings.tree.as_ref()? else { return None };
+    // Buffers the tree references are its nodes and its values'.
+    let value_buffers = stats.refs.len() as u64 - stats.nodes;
+    let in_buffers = stats.value_bytes - stats.inline_bytes;
+    let dead = (value_buffers * u64::from(buffer_size)).saturating_sub(in_buffers);
+    Some((tree, stats, value_buffers, dead))
+}
+
+/// The logs' figures, summed.
+fn total(findings: &Findings, figure: impl Fn(&LogScan) -> u64) -> u64 {
+    findings.logs.iter().map(figure).sum()
+}
+
+fn print_json(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) -> anyhow::Result<()> {
+    let geometry = pool.geometry();
+    let header = pool.header();
+    let free_buffers = geometry.buffer_count - findings.referenced.len() as u32;
+    let tree = tree_figures(findings, geometry.buffer_size).map(|(tree, stats, value_buffers, dead)| {
+        serde_json::json!({
+            "generation": tree.generation(),
+            "root": tree.root(),
+            "keys": findings.keys,
+            "height": stats.height,
+            "entries": stats.entries,
+            "nodes": stats.nodes,
+            "node_bytes_used": stats.bytes_used,
+            "live_value_bytes": stats.value_bytes,
+            "inline_value_bytes": stats.inline_bytes,
+            "value_buffers": value_buffers,
+            "dead_bytes_in_value_buffers": dead,
+        })
     });
-    if args.json {
-        let json = serde_json::json!({
-            "path": args.pool,
-            "file_size": pool.len(),
-            "format_version": header.version,
-            "creation_id": format!("{:032x}", header.creation_id),
-            "created_unix_ns": header.created_unix_ns,
-            "geometry": {
-                "buffer_size": geometry.buffer_size,
-                "buffer_count": geometry.buffer_count,
-                "log_size": geometry.log_size,
-                "log_offset": geometry.log_offset(),
-                "buffers_offset": geometry.buffers_offset(),
-            },
-            "domain": {
-                "name": pool.domain().domain.name(),
-                "durable": pool.domain().durable,
-                "detected_by": pool.domain().detected_by,
-                "description": pool.domain().to_string(),
-            },
-            "log": {
-                "logs": geometry.log_count,
-                "ring_size": usage.ring_size,
-                "free_bytes": usage.free_bytes,
-                "live_records": usage.live_records,
-                "live_data_bytes": usage.live_data_bytes,
-                "released_records_not_reclaimed": usage.released,
-                "torn_records_past_end": usage.torn,
-                "scan_ms": scans.iter().map(|r| r.duration.as_secs_f64() * 1e3).sum::<f64>(),
-            },
-            "buffers": { "referenced": referenced.len(), "free": free_buffers },
-            "tree": tree_figures.as_ref().map(|(stats, value_buffers, dead)| serde_json::json!({
-                "generation": tree.generation(),
-                "root": tree.root(),
-                "keys": keys,
-                "height": stats.height,
-                "entries": stats.entries,
-                "nodes": stats.nodes,
-                "node_bytes_used": stats.bytes_used,
-                "live_value_bytes": stats.value_bytes,
-                "inline_value_bytes": stats.inline_bytes,
-                "value_buffers": value_buffers,
-                "dead_bytes_in_value_buffers": dead,
+    let logs: Vec<_> = findings
+        .logs
+        .iter()
+        .enumerate()
+        .map(|(index, scan)| {
+            serde_json::json!({
+                "log": index,
+                "live_records": scan.usage.live_records,
+                "live_data_bytes": scan.usage.live_data_bytes,
+                "free_bytes": scan.usage.free_bytes,
+                "ring_size": scan.usage.ring_size,
+                "first_tag": scan.tags.map(|(first, _)| first),
+                "last_tag": scan.tags.map(|(_, last)| last),
+            })
+        })
+        .collect();
+    let json = serde_json::json!({
+        "path": args.pool,
+        "file_size": pool.len(),
+        "format_version": header.version,
+        "kind": kind.label,
+        "kind_recorded": kind.recorded,
+        "kind_evidence": kind.evidence,
+        "creation_id": format!("{:032x}", header.creation_id),
+        "created_unix_ns": header.created_unix_ns,
+        "geometry": {
+            "buffer_size": geometry.buffer_size,
+            "buffer_count": geometry.buffer_count,
+            "log_size": geometry.log_size,
+            "log_offset": geometry.log_offset(),
+            "buffers_offset": geometry.buffers_offset(),
+        },
+        "domain": {
+            "name": pool.domain().domain.name(),
+            "durable": pool.domain().durable,
+            "detected_by": pool.domain().detected_by,
+            "description": pool.domain().to_string(),
+        },
+        "log": {
+            "logs": geometry.log_count,
+            "ring_size": total(findings, |s| s.usage.ring_size),
+            "free_bytes": total(findings, |s| s.usage.free_bytes),
+            "live_records": total(findings, |s| s.usage.live_records),
+            "live_data_bytes": total(findings, |s| s.usage.live_data_bytes),
+            "released_records_not_reclaimed": total(findings, |s| s.report.released_records),
+            "torn_records_past_end": total(findings, |s| s.report.torn_records_erased),
+            "scan_ms": findings.logs.iter().map(|s| s.report.duration.as_secs_f64() * 1e3).sum::<f64>(),
+        },
+        "logs": logs,
+        "buffers": { "referenced": findings.referenced.len(), "free": free_buffers },
+        "tree": tree,
+        "recovery": {
+            "records_to_replay": total(findings, |s| s.usage.live_records),
+            "last": pool.last_recovery().map(|last| serde_json::json!({
+                "pid": last.pid,
+                "finished_unix_ns": last.finished_unix_ns,
+                "duration_us": last.duration_us,
+                "records_replayed": last.records_replayed,
+                "records_dropped": last.records_dropped,
+                "keys": last.keys,
             })),
-            "recovery": {
-                "records_to_replay": usage.live_records,
-                "last": pool.last_recovery().map(|last| serde_json::json!({
-                    "pid": last.pid,
-                    "finished_unix_ns": last.finished_unix_ns,
-                    "duration_us": last.duration_us,
-                    "records_replayed": last.records_replayed,
-                    "records_dropped": last.records_dropped,
-                    "keys": last.keys,
-                })),
-            },
-            "verify": args.verify.then(|| serde_json::json!({
-                "ok": problems.is_empty(),
-                "records_checked": verified_records,
-                "data_bytes_checked": verified_bytes,
-                "nodes_checked": walk.as_ref().map_or(0, |s| s.nodes),
-                "problems": problems,
-            })),
-            "records": records.iter().map(|(log, r)| serde_json::json!({
-                "log": log, "lsn": r.lsn, "kind": r.kind, "tag": r.tag,
-                "key": String::from_utf8_lossy(&r.key), "data_len": r.data_len,
-                "extents": r.extents.iter().map(|e| [e.buffer, u32::from(e.offset), u32::from(e.len)]).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        println!("{}", serde_json::to_string_pretty(&json)?);
-        anyhow::ensure!(!args.verify || problems.is_empty(), "verification failed");
-        return Ok(());
-    }
+        },
+        "verify": args.verify.then(|| serde_json::json!({
+            "ok": findings.problems.is_empty(),
+            "records_checked": findings.verified_records,
+            "data_bytes_checked": findings.verified_bytes,
+            "nodes_checked": findings.tree.as_ref().and_then(|(_, walk)| walk.as_ref()).map_or(0, |s| s.nodes),
+            "problems": findings.problems,
+        })),
+        "records": findings.records.iter().map(|(log, r)| serde_json::json!({
+            "log": log, "lsn": r.lsn, "kind": r.kind, "tag": r.tag,
+            "key": String::from_utf8_lossy(&r.key), "data_len": r.data_len,
+            "extents": r.extents.iter().map(|e| [e.buffer, u32::from(e.offset), u32::from(e.len)]).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
+}
+
+fn print_text(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) {
+    let geometry = pool.geometry();
     println!("pool        {}", args.pool.display());
     println!(
         "size        {} bytes ({:.1} MiB), format version {}",
         pool.len(),
         pool.len() as f64 / 1048576.0,
-        header.version
+        pool.header().version
     );
+    match kind.kind {
+        PoolKind::Unset => println!("kind        {}: {}", kind.label, kind.evidence),
+        known => println!("kind        {known} (made by {}): {}", known.made_by(), kind.evidence),
+    }
     println!("geometry    {geometry}");
     println!("domain      {}", pool.domain());
-    println!(
-        "log         {} live records, {} data bytes in {} log(s); {} of {} ring bytes free",
-        usage.live_records, usage.live_data_bytes, geometry.log_count, usage.free_bytes, usage.ring_size
-    );
-    if usage.torn > 0 {
-        println!("            {} records of an interrupted batch past the end (erased at the next open)", usage.torn);
-    }
-    println!("buffers     {} referenced (by live records and the tree), {} free", referenced.len(), free_buffers);
-    for (index, report) in scans.iter().enumerate() {
-        println!("scan        log {index}: {report}");
-    }
-    match pool.last_recovery() {
-        Some(last) => {
-            let ago_s = packetstore::pool::unix_ns().saturating_sub(last.finished_unix_ns) / 1_000_000_000;
-            println!(
-                "recovery    last: {} log records replayed, {} of a torn command dropped, {} keys, {:.1} ms \
-                 (pid {}, {} s ago)",
-                last.records_replayed,
-                last.records_dropped,
-                last.keys,
-                last.duration_us as f64 / 1e3,
-                last.pid,
-                ago_s
-            );
-        }
-        None => {
-            println!("recovery    last: none recorded (never served by this version of `packetstore serve` or `wal`)")
-        }
-    }
-    println!("recovery    next: would replay {} live log records into the tree", usage.live_records);
-    match &tree_figures {
-        Some((stats, value_buffers, dead)) => {
-            println!(
-                "tree        generation {}, height {}, {} keys ({} entries: fields, expiries, the checkpoint's own) in {} nodes",
-                tree.generation(),
-                stats.height,
-                keys.unwrap_or(0),
-                stats.entries,
-                stats.nodes
-            );
-            println!(
-                "values      {} live bytes ({} inline), {} value buffers, {} dead bytes in them (compaction reclaims)",
-                stats.value_bytes, stats.inline_bytes, value_buffers, dead
-            );
-        }
-        None => println!("tree        damaged (see verify)"),
+    print_logs(kind.kind, findings, geometry.log_count);
+    let free_buffers = geometry.buffer_count - findings.referenced.len() as u32;
+    let by = if findings.tree.is_some() { "by live records and the tree" } else { "by live records" };
+    println!("buffers     {} referenced ({by}), {free_buffers} free", findings.referenced.len());
+    print_recovery(pool, kind.kind, findings);
+    if findings.tree.is_some() {
+        print_tree(findings, geometry.buffer_size);
     }
     if args.verify {
         println!(
             "verify      {} records ({} data bytes) and {} tree nodes checked: {}",
-            verified_records,
-            verified_bytes,
-            walk.as_ref().map_or(0, |s| s.nodes),
-            if problems.is_empty() { "ok".to_string() } else { format!("{} PROBLEMS", problems.len()) }
+            findings.verified_records,
+            findings.verified_bytes,
+            findings.tree.as_ref().and_then(|(_, walk)| walk.as_ref()).map_or(0, |s| s.nodes),
+            if findings.problems.is_empty() {
+                "ok".to_string()
+            } else {
+                format!("{} PROBLEMS", findings.problems.len())
+            }
         );
-        for problem in &problems {
+        for problem in &findings.problems {
             println!("  {problem}");
         }
-        anyhow::ensure!(problems.is_empty(), "verification failed");
     }
-    for (log, r) in &records {
+    for (log, r) in &findings.records {
         println!(
             "  log {log} lsn {:>10}  kind {:>3}  tag {:>20}  {:>8} bytes in {:>3} extents  key {:?}",
             r.lsn,
@@ -258,17 +357,81 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             String::from_utf8_lossy(&r.key)
         );
     }
-    Ok(())
 }
 
-/// Figures summed over a pool's logs.
-#[derive(Default)]
-struct Usage {
-    live_records: u64,
-    live_data_bytes: u64,
-    free_bytes: u64,
-    ring_size: u64,
-    released: u64,
-    torn: u64,
-    free_buffers: u32,
+/// The logs: summed, then one line per log (per event loop, for a WAL).
+fn print_logs(kind: PoolKind, findings: &Findings, log_count: u32) {
+    println!(
+        "log         {} live records, {} data bytes in {log_count} log(s); {} of {} ring bytes free",
+        total(findings, |s| s.usage.live_records),
+        total(findings, |s| s.usage.live_data_bytes),
+        total(findings, |s| s.usage.free_bytes),
+        total(findings, |s| s.usage.ring_size)
+    );
+    let torn = total(findings, |s| s.report.torn_records_erased);
+    if torn > 0 {
+        println!("            {torn} records of an interrupted batch past the end (erased at the next open)");
+    }
+    for (index, scan) in findings.logs.iter().enumerate() {
+        if kind != PoolKind::KeyValue {
+            let seq = match (kind, scan.tags) {
+                (PoolKind::Wal, Some((first, last))) => format!(", first sequence number {first}, last {last}"),
+                _ => String::new(),
+            };
+            let event_loop = if kind == PoolKind::Wal { format!("event loop {index}: ") } else { String::new() };
+            println!(
+                "log {index:<7} {event_loop}{} live records, {} data bytes{seq}; {} of {} ring bytes free",
+                scan.usage.live_records, scan.usage.live_data_bytes, scan.usage.free_bytes, scan.usage.ring_size
+            );
+        }
+        println!("scan        log {index}: {}", scan.report);
+    }
+}
+
+fn print_recovery(pool: &Pool, kind: PoolKind, findings: &Findings) {
+    let key_value = kind == PoolKind::KeyValue;
+    match pool.last_recovery() {
+        Some(last) => {
+            let ago_s = packetstore::pool::unix_ns().saturating_sub(last.finished_unix_ns) / 1_000_000_000;
+            let keys = if key_value { format!(", {} keys", last.keys) } else { String::new() };
+            println!(
+                "recovery    last: {} log records {}, {} of a torn {} dropped{keys}, {:.1} ms (pid {}, {} s ago)",
+                last.records_replayed,
+                if key_value { "replayed" } else { "recovered" },
+                last.records_dropped,
+                if key_value { "command" } else { "batch" },
+                last.duration_us as f64 / 1e3,
+                last.pid,
+                ago_s
+            );
+        }
+        None => {
+            println!("recovery    last: none recorded (never served by this version of `packetstore serve` or `wal`)")
+        }
+    }
+    let live = total(findings, |s| s.usage.live_records);
+    if key_value {
+        println!("recovery    next: would replay {live} live log records into the tree");
+    } else {
+        println!("recovery    next: would recover {live} live log records");
+    }
+}
+
+fn print_tree(findings: &Findings, buffer_size: u32) {
+    let Some((tree, stats, value_buffers, dead)) = tree_figures(findings, buffer_size) else {
+        println!("tree        damaged (see verify)");
+        return;
+    };
+    println!(
+        "tree        generation {}, height {}, {} keys ({} entries: fields, expiries, the checkpoint's own) in {} nodes",
+        tree.generation(),
+        stats.height,
+        findings.keys.unwrap_or(0),
+        stats.entries,
+        stats.nodes
+    );
+    println!(
+        "values      {} live bytes ({} inline), {} value buffers, {} dead bytes in them (compaction reclaims)",
+        stats.value_bytes, stats.inline_bytes, value_buffers, dead
+    );
 }

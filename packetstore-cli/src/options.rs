@@ -1,12 +1,13 @@
-//! Command-line options shared by subcommands: sizes with units, and the
-//! persistence options of a pool.
+//! Command-line options shared by subcommands: sizes with units, the
+//! persistence options of a pool, and opening a pool as the command's kind
+//! (a pool of another kind is refused, unchanged, with what to do).
 
 use std::path::Path;
 
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
 use packetstore::epoll::CommitPolicy;
-use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool, SimDevice, SimMode};
+use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool, PoolError, PoolKind, SimDevice, SimMode};
 use std::sync::Arc;
 
 /// Parses "4096", "64KiB", "64K", "1GiB", "2g": binary units.
@@ -59,11 +60,14 @@ pub fn io_path(io: &str, commit: &str, persist: Persist) -> anyhow::Result<Optio
     Ok(policy)
 }
 
-/// Opens the pool at `path`, or creates it (and its directory) with
-/// `pool_size` bytes, 2 KiB buffers, and `log_count` logs of `log_size`
-/// bytes in all. Returns whether it was created.
+/// Opens the pool at `path` as a pool of `kind` (the servers': `serve`
+/// for key-value, `wal` for WAL), or creates it (and its directory) with
+/// that kind, `pool_size` bytes, 2 KiB buffers, and `log_count` logs of
+/// `log_size` bytes in all. Returns whether it was created. A pool of
+/// another kind is refused before anything is written to it.
 pub fn open_or_create_pool(
     path: &Path,
+    kind: PoolKind,
     pool_size: &str,
     log_size: &str,
     log_count: u32,
@@ -73,13 +77,31 @@ pub fn open_or_create_pool(
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
     if path.exists() {
-        return Ok((Pool::open(path, options)?, false));
+        let pool =
+            Pool::open_as(path, kind, options).map_err(|e| refusal(e, kind.made_by(), "give --pool another path"))?;
+        return Ok((pool, false));
     }
     let mut geometry = Geometry::for_file_size(parse_size(pool_size)?, 2048, parse_size(log_size)?)
         .map_err(|e| anyhow::anyhow!("pool size {pool_size}: {e}"))?;
     geometry.log_count = log_count;
     geometry.validate().map_err(|e| anyhow::anyhow!("{log_count} logs: {e}"))?;
-    Ok((Pool::create(path, geometry, options)?, true))
+    Ok((Pool::create_as(path, kind, geometry, options)?, true))
+}
+
+/// A pool of the wrong kind, said so that the user can act: what the pool
+/// is, what `command` (in backquotes) needs, and `remedy`. Any other
+/// error passes through as it is.
+pub fn refusal(error: PoolError, command: &str, remedy: &str) -> anyhow::Error {
+    let PoolError::WrongKind { path, found, wanted, evidence } = error else {
+        return error.into();
+    };
+    let inferred = evidence.map(|why| format!("; its header records no kind, but its contents do: {why}"));
+    anyhow::anyhow!(
+        "{} is a {found} pool (made by {}{}); {command} needs a {wanted} pool: {remedy} (the pool was left unchanged)",
+        path.display(),
+        found.made_by(),
+        inferred.unwrap_or_default()
+    )
 }
 
 /// The io_uring event loop's options, shared by `wal` and `serve`.

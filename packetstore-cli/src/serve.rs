@@ -14,7 +14,7 @@ use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::EpollServer;
 use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
-use packetstore::{Buffers, Pool};
+use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::options::{
     io_path, open_or_create_pool, parse_duration, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
@@ -94,7 +94,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     crate::wal::raise_open_file_limit();
-    let (file_pool, created) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, 1, &options)?;
+    let (file_pool, created) =
+        open_or_create_pool(&args.pool, PoolKind::KeyValue, &args.pool_size, &args.log_size, 1, &options)?;
     // The file pool stays open (and locked) while a simulated one runs.
     let power = power_switch(&args.persist_args, &args.pool)?;
     let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;

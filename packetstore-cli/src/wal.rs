@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use packetstore::engine::{Engine, EngineConfig};
 use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
-use packetstore::{Buffers, Pool, RecoveryReport};
+use packetstore::{Buffers, Pool, PoolKind, RecoveryReport};
 
 use crate::options::{
     io_path, open_or_create_pool, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
@@ -66,7 +66,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     raise_open_file_limit();
-    let (file_pool, _) = open_or_create_pool(&args.pool, &args.pool_size, &args.log_size, threads, &options)?;
+    let (file_pool, _) =
+        open_or_create_pool(&args.pool, PoolKind::Wal, &args.pool_size, &args.log_size, threads, &options)?;
     // The file pool stays open (and locked) while a simulated one runs.
     let power = power_switch(&args.persist_args, &args.pool)?;
     if power.is_some() && threads > 1 {

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::kind::PoolKind;
+
 /// Errors from creating or opening a pool.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
@@ -26,6 +28,28 @@ pub enum PoolError {
     GeometryMismatch { path: PathBuf, found: String, wanted: String },
     #[error("{path}: persistence domain {domain} is not available here: {reason}")]
     DomainUnavailable { path: PathBuf, domain: &'static str, reason: String },
+    /// The pool is of another kind than the opener's (`Pool::open_as`).
+    /// Nothing was written.
+    #[error(
+        "{path} is a {found} pool (made by {}{}), not the {wanted} pool {} needs; it was left unchanged",
+        found.made_by(),
+        evidence.as_ref().map(|why| format!("; its header records no kind, its contents say so: {why}")).unwrap_or_default(),
+        wanted.made_by()
+    )]
+    WrongKind { path: PathBuf, found: PoolKind, wanted: PoolKind, evidence: Option<String> },
+    /// An old pool that records no kind, whose contents do not tell it
+    /// either (damaged, or of two kinds). Nothing was written.
+    #[error(
+        "{path} is a version-{version} pool, which does not record what made it, and its contents do not tell: \
+         {reason}. It was left unchanged; `packetstore inspect --verify {}` shows what it holds",
+        path.display()
+    )]
+    KindUndecided { path: PathBuf, version: u32, reason: String },
+    #[error(
+        "{path}: pool kind {found} is not one this build knows (1 key-value, 2 WAL, 3 log, 4 tree): \
+         made by a later build? It was left unchanged"
+    )]
+    UnknownKind { path: PathBuf, found: u32 },
 }
 
 /// Errors from the log: appends, releases, commits and recovery.

@@ -4,19 +4,25 @@
 //! Invariant: the layout of a pool is computed only from its header, so the
 //! same file always opens to the same buffers (PASTE's deterministic Ppool).
 //! The header is written once, at creation, and never modified afterwards:
-//! there is no mutable state in it to tear. See `docs/format.md`.
+//! there is no mutable state in it to tear. That holds for the pool's kind
+//! too (version 3): an old pool that records none is never rewritten to
+//! claim one (`kind.rs`). See `docs/format.md`.
 //!
 //! ```text
 //! 0          4096                4096+log_size (rounded up to 4 KiB)
 //! | header   | log region         | buffer 0 | buffer 1 | ... | buffer n-1 |
 //! ```
 
+use crate::kind::{PoolKind, POOL_KIND_VALUE_MAX};
 use crate::limits::*;
 
 pub const POOL_MAGIC: [u8; 8] = *b"PKTSTPOL";
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 3 records the pool's kind; version 2 added `log_count`.
+pub const FORMAT_VERSION: u32 = 3;
 /// Oldest version this build opens (version 1 had one log, no log count).
 pub const FORMAT_VERSION_MIN: u32 = 1;
+/// The first version whose header records the pool's kind.
+pub const FORMAT_VERSION_KIND: u32 = 3;
 
 // Header field offsets, chained so that a change to one moves the rest.
 pub const HDR_MAGIC: usize = 0;
@@ -31,7 +37,8 @@ pub const HDR_FILE_SIZE: usize = HDR_BUFFERS_OFFSET + 8;
 pub const HDR_CREATION_ID: usize = HDR_FILE_SIZE + 8;
 pub const HDR_CREATED_UNIX_NS: usize = HDR_CREATION_ID + 16;
 pub const HDR_LOG_COUNT: usize = HDR_CREATED_UNIX_NS + 8;
-pub const HDR_RESERVED: usize = HDR_LOG_COUNT + 4;
+pub const HDR_KIND: usize = HDR_LOG_COUNT + 4;
+pub const HDR_RESERVED: usize = HDR_KIND + 4;
 pub const HDR_CRC: usize = 124;
 /// Bytes of the header that carry meaning; the rest of its page is zero.
 pub const HDR_SIZE: usize = HDR_CRC + 4;
@@ -39,6 +46,7 @@ pub const HDR_SIZE: usize = HDR_CRC + 4;
 const _: () = assert!(HDR_RESERVED <= HDR_CRC);
 const _: () = assert!(HDR_SIZE as u64 <= HEADER_REGION_SIZE);
 const _: () = assert!(HDR_CREATION_ID % 8 == 0 && HDR_LOG_OFFSET % 8 == 0);
+const _: () = assert!(HDR_KIND == 84 && HDR_RESERVED == 88, "docs/format.md draws the kind at 84");
 
 /// What a caller chooses when creating a pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +177,8 @@ pub struct Header {
     /// The format version the file was written with (this build writes
     /// `FORMAT_VERSION`; it reads back to `FORMAT_VERSION_MIN`).
     pub version: u32,
+    /// What the pool is for (version 3); `Unset` in older versions.
+    pub kind: PoolKind,
 }
 
 /// Why a header was refused.
@@ -176,8 +186,13 @@ pub struct Header {
 pub enum HeaderError {
     BadMagic,
     UnsupportedVersion(u32),
-    BadChecksum { stored: u32, computed: u32 },
+    BadChecksum {
+        stored: u32,
+        computed: u32,
+    },
     BadGeometry(String),
+    /// A kind value this build does not know (a later build's kind).
+    UnknownKind(u32),
 }
 
 impl Header {
@@ -196,6 +211,7 @@ impl Header {
         b[HDR_CREATION_ID..HDR_CREATION_ID + 16].copy_from_slice(&self.creation_id.to_le_bytes());
         put_u64(&mut b, HDR_CREATED_UNIX_NS, self.created_unix_ns);
         put_u32(&mut b, HDR_LOG_COUNT, g.log_count);
+        put_u32(&mut b, HDR_KIND, self.kind.as_u32());
         let crc = crc32c::crc32c(&b[..HDR_CRC]);
         put_u32(&mut b, HDR_CRC, crc);
         b
@@ -228,6 +244,7 @@ impl Header {
         if version == 1 && get_u32(b, HDR_LOG_COUNT) != 0 {
             return Err(HeaderError::BadGeometry("version 1 header with nonzero reserved bytes".into()));
         }
+        let kind = decode_kind(b, version)?;
         geometry.validate().map_err(HeaderError::BadGeometry)?;
         let derived = [
             (u64::from(get_u32(b, HDR_HEADER_SIZE)), HEADER_REGION_SIZE, "header size"),
@@ -249,7 +266,27 @@ impl Header {
             creation_id: u128::from_le_bytes(id),
             created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS),
             version,
+            kind,
         })
+    }
+}
+
+/// The kind at `HDR_KIND`: from version 3; in older versions those bytes
+/// were reserved, so they must be zero, and the kind is `Unset`.
+fn decode_kind(b: &[u8], version: u32) -> Result<PoolKind, HeaderError> {
+    let value = get_u32(b, HDR_KIND);
+    if version < FORMAT_VERSION_KIND {
+        if value != 0 {
+            return Err(HeaderError::BadGeometry(format!("version {version} header with nonzero reserved bytes")));
+        }
+        return Ok(PoolKind::Unset);
+    }
+    match PoolKind::from_u32(value) {
+        Some(kind) => Ok(kind),
+        None => {
+            debug_assert!(value > POOL_KIND_VALUE_MAX);
+            Err(HeaderError::UnknownKind(value))
+        }
     }
 }
 
@@ -288,6 +325,7 @@ mod tests {
             creation_id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
             created_unix_ns: 42,
             version: FORMAT_VERSION,
+            kind: PoolKind::Wal,
         }
     }
 

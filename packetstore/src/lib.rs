@@ -22,6 +22,7 @@ pub mod epoll;
 pub mod error;
 pub mod http;
 pub mod indirect;
+pub mod kind;
 pub mod kv;
 pub mod layout;
 pub mod limits;
@@ -44,8 +45,9 @@ pub mod wal;
 
 pub use buffers::Buffers;
 pub use error::{BufferError, LogError, PoolError};
+pub use kind::PoolKind;
 pub use layout::Geometry;
-pub use log::{CommitSummary, CommitTicket, Log, RecordView, RecoveryReport};
+pub use log::{CommitSummary, CommitTicket, Log, LogUsage, RecordView, RecoveryReport};
 pub use persist::{Domain, DomainInfo, PageSync, PersistOptions, SyncToken};
 pub use pool::{LastRecovery, Pool};
 pub use record::Extent;

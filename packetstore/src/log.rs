@@ -792,6 +792,54 @@ pub fn read_record_at(pool: &Pool, index: u32, lsn: u64) -> Option<RecordView> {
     Some(RecordView::new(lsn, &bytes, &header))
 }
 
+/// What the first record of a log says, read without its `Log` and
+/// without writing (`kind::infer`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogHead {
+    /// No valid record at the head, which the anchor does not vouch for:
+    /// recovery finds the log empty (its remnants, if any, never committed).
+    Empty,
+    /// A valid record (live or released) at the head, or just after the
+    /// padding at the head.
+    Record { lsn: u64, kind: u16, key_len: u16 },
+    /// A bad anchor, or an invalid record the anchor says was committed.
+    Damaged(String),
+}
+
+/// The first record of log `index`: the one at the anchor's head, or after
+/// the padding there. Reads the anchor and at most two records.
+pub fn head_of(pool: &Pool, index: u32) -> LogHead {
+    let geometry = pool.geometry();
+    let anchor_offset = geometry.log_region_offset(index);
+    let ring_size = geometry.log_region_size() - ANCHOR_SIZE;
+    let mut anchor = [0u8; ANCHOR_SIZE as usize];
+    pool.read(anchor_offset, &mut anchor);
+    if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
+        return LogHead::Damaged("the log anchor has a bad magic".into());
+    }
+    let mut lsn = get_u64(&anchor, ANCHOR_OFF_HEAD_LSN as usize);
+    let committed = get_u64(&anchor, ANCHOR_OFF_COMMITTED_LSN as usize);
+    // At most one padding record precedes the first record: it fills the
+    // rest of a lap, and the next lap starts with a record or nothing.
+    for _ in 0..2 {
+        if let Some(view) = read_record_at(pool, index, lsn) {
+            return LogHead::Record { lsn, kind: view.kind, key_len: view.key.len() as u16 };
+        }
+        let mut line = [0u8; HEADER_SIZE];
+        pool.read(geometry.log_region_offset(index) + ANCHOR_SIZE + lsn % ring_size, &mut line);
+        match record::decode_header(&line) {
+            Ok(pad) if pad.kind == KIND_PAD && pad.lsn == lsn && record::header_crc(&line) == pad.header_crc => {
+                lsn += u64::from(pad.record_len);
+            }
+            _ if lsn < committed => {
+                return LogHead::Damaged(format!("no valid record at lsn {lsn}, which the log committed"));
+            }
+            _ => return LogHead::Empty,
+        }
+    }
+    LogHead::Damaged(format!("padding follows padding at lsn {lsn}"))
+}
+
 fn put_u32_record_len(record: &mut [u8], len: u32) {
     crate::layout::put_u32(record, record::OFF_RECORD_LEN, len);
     let crc = record::header_crc(record);

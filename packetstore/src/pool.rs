@@ -13,6 +13,9 @@
 //!   a second opener, in this process or another, gets `PoolError::Locked`.
 //! - Opening never repairs: bad magic, version, checksum, size or geometry
 //!   is an error naming the file.
+//! - Opening as a kind (`open_as`) refuses a pool of another kind before
+//!   it writes anything, even the lock holder's pid: a refused pool is
+//!   left byte for byte as it was.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -26,6 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::cpu::FlushInstruction;
 use crate::error::PoolError;
+use crate::kind::{Evidence, PoolKind};
 use crate::layout::{get_u32, get_u64, put_u32, put_u64, Geometry, Header, HeaderError, HDR_SIZE};
 use crate::limits::{FENCE_LATENCY_NS_MAX, HEADER_REGION_SIZE};
 use crate::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence, SyncToken};
@@ -113,8 +117,20 @@ unsafe impl Send for Pool {}
 unsafe impl Sync for Pool {}
 
 impl Pool {
-    /// Creates a new pool file at `path`. Fails if `path` exists.
+    /// Creates a new pool file at `path` that records no kind (a pool for
+    /// tests and tools; see `create_as`). Fails if `path` exists.
     pub fn create(path: &Path, geometry: Geometry, options: &PersistOptions) -> Result<Pool, PoolError> {
+        Self::create_as(path, PoolKind::Unset, geometry, options)
+    }
+
+    /// Creates a new pool file at `path` for `kind`, recorded in its header.
+    /// Fails if `path` exists.
+    pub fn create_as(
+        path: &Path,
+        kind: PoolKind,
+        geometry: Geometry,
+        options: &PersistOptions,
+    ) -> Result<Pool, PoolError> {
         let io_err = |source| PoolError::Io { path: path.to_path_buf(), source };
         geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.to_path_buf(), reason })?;
         if path.exists() {
@@ -130,7 +146,7 @@ impl Pool {
             if !options.sparse && options.zero_fill && !on_tmpfs(&file) {
                 zero_fill(&file, geometry.file_size())?;
             }
-            file.write_all_at(&initial_metadata(&geometry), 0)?;
+            file.write_all_at(&initial_metadata(&geometry, kind), 0)?;
             file.sync_all()?;
             rename_no_replace(&temporary, path)?;
             sync_parent_directory(path)
@@ -145,8 +161,21 @@ impl Pool {
         Self::open(path, options)
     }
 
-    /// Opens an existing pool.
+    /// Opens an existing pool, of any kind (`inspect`, tests).
     pub fn open(path: &Path, options: &PersistOptions) -> Result<Pool, PoolError> {
+        Self::open_checked(path, None, options)
+    }
+
+    /// Opens an existing pool for a program that uses pools of `kind`:
+    /// a pool of another kind is refused (`PoolError::WrongKind`) before
+    /// anything is written. A pool that records no kind is accepted if its
+    /// contents say it is of `kind`, or if it is empty (`kind::infer`).
+    pub fn open_as(path: &Path, kind: PoolKind, options: &PersistOptions) -> Result<Pool, PoolError> {
+        assert!(kind != PoolKind::Unset, "a program opens a pool as its own kind");
+        Self::open_checked(path, Some(kind), options)
+    }
+
+    fn open_checked(path: &Path, kind: Option<PoolKind>, options: &PersistOptions) -> Result<Pool, PoolError> {
         let pool_err = |source| PoolError::Io { path: path.to_path_buf(), source };
         if options.fence_latency_ns > FENCE_LATENCY_NS_MAX {
             return Err(PoolError::BadGeometry {
@@ -172,7 +201,6 @@ impl Pool {
         if actual != expected {
             return Err(PoolError::SizeMismatch { path: path.into(), expected, actual });
         }
-        record_holder(&file);
         let (base, dax) = map(&file, expected, options).map_err(pool_err)?;
         let domain = match choose_domain(&file, dax, options) {
             Ok(domain) => domain,
@@ -192,7 +220,7 @@ impl Pool {
             dirty_ranges: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
         });
-        Ok(Pool {
+        let pool = Pool {
             base,
             len: expected,
             header,
@@ -202,15 +230,71 @@ impl Pool {
             path: path.to_path_buf(),
             file: Some(file),
             mapped: true,
-        })
+        };
+        if let Some(kind) = kind {
+            pool.check_kind(kind)?; // reads only: a refused pool is unchanged
+        }
+        record_holder(pool.file.as_ref().expect("a file pool"));
+        Ok(pool)
+    }
+
+    /// Refuses the pool unless it is of `wanted`, as recorded or, for a
+    /// pool that records none, as its contents say (or it is empty).
+    fn check_kind(&self, wanted: PoolKind) -> Result<(), PoolError> {
+        let path = self.path.clone();
+        let found = self.header.kind;
+        if found == wanted {
+            return Ok(());
+        }
+        if found != PoolKind::Unset {
+            return Err(PoolError::WrongKind { path, found, wanted, evidence: None });
+        }
+        match crate::kind::infer(self) {
+            Evidence::Empty => Ok(()),
+            Evidence::Kind { kind, .. } if kind == wanted => Ok(()),
+            Evidence::Kind { kind, why } => {
+                Err(PoolError::WrongKind { path, found: kind, wanted, evidence: Some(why) })
+            }
+            Evidence::Undecided(reason) => Err(PoolError::KindUndecided { path, version: self.header.version, reason }),
+        }
+    }
+
+    /// What the pool is for: as recorded in its header, or (for a pool that
+    /// records no kind) as its contents say (`kind::infer`).
+    pub fn kind_evidence(&self) -> Evidence {
+        match self.header.kind {
+            PoolKind::Unset => crate::kind::infer(self),
+            kind => Evidence::Kind { kind, why: "recorded in the header".into() },
+        }
     }
 
     /// Opens `path`, creating it with `geometry` if it does not exist. An
     /// existing pool must have exactly that geometry.
     pub fn open_or_create(path: &Path, geometry: Geometry, options: &PersistOptions) -> Result<Pool, PoolError> {
-        match Self::create(path, geometry, options) {
+        Self::open_or_create_checked(path, None, geometry, options)
+    }
+
+    /// `open_or_create` for a program that uses pools of `kind`: a new pool
+    /// records it, an existing one must be of it (`open_as`).
+    pub fn open_or_create_as(
+        path: &Path,
+        kind: PoolKind,
+        geometry: Geometry,
+        options: &PersistOptions,
+    ) -> Result<Pool, PoolError> {
+        assert!(kind != PoolKind::Unset, "a program opens a pool as its own kind");
+        Self::open_or_create_checked(path, Some(kind), geometry, options)
+    }
+
+    fn open_or_create_checked(
+        path: &Path,
+        kind: Option<PoolKind>,
+        geometry: Geometry,
+        options: &PersistOptions,
+    ) -> Result<Pool, PoolError> {
+        match Self::create_as(path, kind.unwrap_or(PoolKind::Unset), geometry, options) {
             Err(PoolError::Exists { .. }) => {
-                let pool = Self::open(path, options)?;
+                let pool = Self::open_checked(path, kind, options)?;
                 if pool.geometry() != geometry {
                     return Err(PoolError::GeometryMismatch {
                         path: path.into(),
@@ -229,7 +313,7 @@ impl Pool {
         let path = PathBuf::from("<simulated>");
         geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.clone(), reason })?;
         assert!(device.len() >= geometry.file_size(), "the device is smaller than the pool");
-        let metadata = initial_metadata(&geometry);
+        let metadata = initial_metadata(&geometry, PoolKind::Unset);
         let pool = Self::simulated_unchecked(device, Header::decode(&metadata).expect("a fresh header decodes"));
         pool.write(0, &metadata);
         pool.flush(0, metadata.len() as u64);
@@ -538,12 +622,13 @@ fn zero_fill(file: &File, len: u64) -> io::Result<()> {
 }
 
 /// The header page and the initial log anchor, written once at creation.
-fn initial_metadata(geometry: &Geometry) -> Vec<u8> {
+fn initial_metadata(geometry: &Geometry, kind: PoolKind) -> Vec<u8> {
     let header = Header {
         geometry: *geometry,
         creation_id: creation_id(),
         created_unix_ns: unix_ns(),
         version: crate::layout::FORMAT_VERSION,
+        kind,
     };
     let last_anchor = geometry.log_region_offset(geometry.log_count - 1);
     let mut bytes = vec![0u8; (last_anchor + crate::log::ANCHOR_SIZE) as usize];
@@ -563,6 +648,7 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Header, PoolError> {
         }
         HeaderError::BadChecksum { stored, computed } => PoolError::BadChecksum { path: path.into(), stored, computed },
         HeaderError::BadGeometry(reason) => PoolError::BadGeometry { path: path.into(), reason },
+        HeaderError::UnknownKind(found) => PoolError::UnknownKind { path: path.into(), found },
     })
 }
 

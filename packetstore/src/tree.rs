@@ -116,6 +116,17 @@ impl Meta {
     }
 }
 
+/// Whether either meta slot of `pool` holds a valid meta (magic and CRC):
+/// a tree was committed there. Reads 128 bytes, writes nothing (the kind
+/// inference, `kind::infer`).
+pub fn has_committed_version(pool: &Pool) -> bool {
+    META_SLOT_OFFSETS.iter().any(|&offset| {
+        let mut bytes = [0u8; META_SIZE];
+        pool.read(offset, &mut bytes);
+        Meta::decode(&bytes).is_some()
+    })
+}
+
 /// Size limits of keys and values, checked against the node size so that
 /// a node always holds three of the largest entries (a split leaves both
 /// halves non-empty; `fill_min` follows from it).
