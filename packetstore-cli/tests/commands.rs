@@ -127,6 +127,7 @@ fn no_command_with_up_to_four_arguments_stops_the_server() {
         }
     }
     assert!(sent > 5_000, "{sent} commands sent");
+    eprintln!("{sent} commands sent, each followed by DISCARD, PING and HELLO 2");
     assert_eq!(raw.call(&[b"QUIT"]).unwrap(), "+OK");
     let mut client = server.client();
     assert_eq!(redis::cmd("PING").query::<String>(&mut client).unwrap(), "PONG");
