@@ -1,6 +1,7 @@
 //! The `packetstore` command: a thin layer over the library. Each
 //! subcommand lives in its own file; this one parses arguments and reports
-//! errors (what was wrong and what to do), exiting non-zero.
+//! errors (what was wrong and what to do), exiting non-zero, with each
+//! cause in an error's chain printed once.
 
 mod bench_log;
 mod bench_tree;
@@ -9,6 +10,7 @@ mod config;
 mod crash_writer;
 mod demo;
 mod inspect;
+mod listen;
 mod options;
 mod progress;
 mod serve;
@@ -97,7 +99,7 @@ fn main() {
     let cli = match parse() {
         Ok(cli) => cli,
         Err(error) => {
-            eprintln!("packetstore: error: {error:#}");
+            eprintln!("packetstore: error: {}", error_text(&error));
             std::process::exit(2);
         }
     };
@@ -112,7 +114,41 @@ fn main() {
         Command::CrashWriter(args) => crash_writer::run(args),
     };
     if let Err(error) = result {
-        eprintln!("packetstore: error: {error:#}");
+        eprintln!("packetstore: error: {}", error_text(&error));
         std::process::exit(1);
+    }
+}
+
+/// An error and its causes, joined by ": ", leaving out a cause whose text
+/// is already there: an error that shows its source in its own message
+/// (`"{path}: {source}"`) and also returns it as its `source()` would
+/// otherwise print the OS error twice.
+fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let os = std::io::Error::from_raw_os_error(libc::EACCES);
+        let pool = packetstore::PoolError::Io { path: "/p/kv.pool".into(), source: os };
+        let error = anyhow::Error::new(pool).context("cannot open the pool");
+        assert_eq!(error_text(&error), "cannot open the pool: /p/kv.pool: Permission denied (os error 13)");
+        let chained = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(error_text(&chained), "outer: middle: inner");
     }
 }

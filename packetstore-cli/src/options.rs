@@ -1,6 +1,9 @@
 //! Command-line options shared by subcommands: sizes with units, the
-//! persistence options of a pool, and opening a pool as the command's kind
-//! (a pool of another kind is refused, unchanged, with what to do).
+//! persistence options of a pool, opening a pool as the command's kind
+//! (a pool of another kind is refused, unchanged, with what to do), and
+//! whether a pool holds enough buffers for the servers' receive rings
+//! (checked before a new pool is created, so a pool too small is never
+//! written).
 
 use std::path::Path;
 
@@ -81,11 +84,134 @@ pub fn open_or_create_pool(
             Pool::open_as(path, kind, options).map_err(|e| refusal(e, kind.made_by(), "give --pool another path"))?;
         return Ok((pool, false));
     }
-    let mut geometry = Geometry::for_file_size(parse_size(pool_size)?, 2048, parse_size(log_size)?)
+    let geometry = new_geometry(pool_size, log_size, log_count)?;
+    Ok((Pool::create_as(path, kind, geometry, options)?, true))
+}
+
+/// The size of a new pool when `--pool-size` is not given.
+pub const POOL_SIZE_DEFAULT: &str = "1GiB";
+
+/// The buffers of a pool the servers create.
+pub const BUFFER_SIZE: u32 = packetstore::limits::BUFFER_SIZE_DEFAULT;
+
+/// The geometry of a new pool of `pool_size` bytes with `log_count` logs
+/// sharing `log_size` bytes, and 2 KiB buffers in the rest.
+pub fn new_geometry(pool_size: &str, log_size: &str, log_count: u32) -> anyhow::Result<Geometry> {
+    let mut geometry = Geometry::for_file_size(parse_size(pool_size)?, BUFFER_SIZE, parse_size(log_size)?)
         .map_err(|e| anyhow::anyhow!("pool size {pool_size}: {e}"))?;
     geometry.log_count = log_count;
     geometry.validate().map_err(|e| anyhow::anyhow!("{log_count} logs: {e}"))?;
-    Ok((Pool::create_as(path, kind, geometry, options)?, true))
+    Ok(geometry)
+}
+
+/// The buffers a server needs in each of its event loops' equal shares of
+/// a pool, to keep its receive ring refilled: `per_entry` per ring entry,
+/// and at least `fixed`.
+#[derive(Clone, Copy, Debug)]
+pub struct BuffersNeeded {
+    pub ring_entries: u16,
+    pub per_entry: u32,
+    pub fixed: u32,
+    pub loops: u32,
+}
+
+impl BuffersNeeded {
+    /// Buffers each loop needs with a ring of `ring_entries`.
+    pub fn per_loop(&self, ring_entries: u16) -> u32 {
+        (self.per_entry * u32::from(ring_entries)).max(self.fixed)
+    }
+
+    /// The smallest pool with a log region of `log_size` bytes that holds
+    /// them, in whole MiB.
+    pub fn pool_size_min_mib(&self, log_size: u64) -> u64 {
+        let per_loop = self.per_loop(self.ring_entries).max(packetstore::limits::BUFFER_COUNT_MIN);
+        let geometry =
+            Geometry { buffer_size: BUFFER_SIZE, buffer_count: per_loop * self.loops, log_size, log_count: self.loops };
+        geometry.file_size().div_ceil(1 << 20)
+    }
+
+    /// The largest ring (a power of two) that `buffers_per_loop` can feed.
+    pub fn ring_entries_max(&self, buffers_per_loop: u32) -> Option<u16> {
+        (0..=15).rev().map(|shift| 1u16 << shift).find(|&entries| self.per_loop(entries) <= buffers_per_loop)
+    }
+
+    /// What they are, in words: "a receive ring of 1024 entries (8 buffers
+    /// of 2 KiB per ring entry)".
+    fn describe(&self) -> String {
+        let loops = if self.loops > 1 { format!("{} event loops, each with ", self.loops) } else { String::new() };
+        let rule = match (self.per_entry, self.fixed) {
+            (0, fixed) => format!("{fixed} buffers of 2 KiB"),
+            (per_entry, _) => format!("{per_entry} buffers of 2 KiB per ring entry"),
+        };
+        let each = if self.loops > 1 { ", per loop" } else { "" };
+        format!("{loops}a receive ring of {} entries ({rule}{each})", self.ring_entries)
+    }
+}
+
+/// Before a pool is created: refuses a `pool_size` too small for `needed`,
+/// naming the smallest that will do. An existing pool (`path` exists) is
+/// checked once opened, by `check_buffers`.
+pub fn check_new_pool(path: &Path, pool_size: &str, log_size: &str, needed: &BuffersNeeded) -> anyhow::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    let log_bytes = parse_size(log_size).context("--log-size")?;
+    let min_mib = needed.pool_size_min_mib(log_bytes);
+    let too_small = || {
+        anyhow::anyhow!(
+            "--pool-size {pool_size} is too small for {}: with a {} MiB log (--log-size), a pool needs at least \
+             {min_mib} MiB; use --pool-size {min_mib}MiB or more, or shrink --ring-entries",
+            needed.describe(),
+            log_bytes >> 20,
+        )
+    };
+    if parse_size(pool_size).context("--pool-size")? < min_mib << 20 {
+        return Err(too_small());
+    }
+    let geometry = new_geometry(pool_size, log_size, needed.loops)?;
+    if geometry.buffer_range(0).1 < needed.per_loop(needed.ring_entries) {
+        return Err(too_small());
+    }
+    Ok(())
+}
+
+/// After a pool is opened: refuses one whose loops' shares are too small
+/// for `needed`. An existing pool keeps its size: the way out is a smaller
+/// ring.
+pub fn check_buffers(path: &Path, geometry: &Geometry, needed: &BuffersNeeded) -> anyhow::Result<()> {
+    let have = geometry.buffer_range(0).1;
+    if have >= needed.per_loop(needed.ring_entries) {
+        return Ok(());
+    }
+    let fix = match needed.ring_entries_max(have) {
+        Some(entries) => format!("shrink --ring-entries to {entries} or less"),
+        None => "no receive ring fits it".to_string(),
+    };
+    bail!(
+        "{} holds {have} buffers per event loop, too few for {}; an existing pool keeps its size (--pool-size \
+         applies to a new pool only): {fix}, or move it away and start with a new, larger pool",
+        path.display(),
+        needed.describe()
+    )
+}
+
+/// A `--pool-size` given for an existing pool that a new pool of that size
+/// would not match: a warning, since the pool keeps its size.
+pub fn warn_pool_size_ignored(path: &Path, pool_size: Option<&str>, pool: &Pool) {
+    let Some(pool_size) = pool_size else { return };
+    let geometry = pool.geometry();
+    let wanted = parse_size(pool_size)
+        .ok()
+        .and_then(|bytes| Geometry::for_file_size(bytes, geometry.buffer_size, geometry.log_size).ok())
+        .map(|wanted| wanted.buffer_count);
+    if wanted != Some(geometry.buffer_count) {
+        tracing::warn!(
+            "--pool-size {pool_size} is ignored: {} already exists and keeps its size ({:.1} MiB); --pool-size \
+             applies to a new pool only",
+            path.display(),
+            pool.len() as f64 / 1048576.0
+        );
+    }
 }
 
 /// A pool of the wrong kind, said so that the user can act: what the pool
@@ -261,8 +387,22 @@ impl PersistArgs {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_size};
+    use super::{parse_duration, parse_size, BuffersNeeded};
     use std::time::Duration;
+
+    #[test]
+    fn the_smallest_pool_for_a_ring() {
+        let serve = BuffersNeeded { ring_entries: 1024, per_entry: 8, fixed: 0, loops: 1 };
+        // 8192 buffers of 2 KiB after a 64 MiB log and the header page.
+        assert_eq!(serve.pool_size_min_mib(64 << 20), 81);
+        assert_eq!(serve.ring_entries_max(8192), Some(1024));
+        assert_eq!(serve.ring_entries_max(8191), Some(512));
+        assert_eq!(serve.ring_entries_max(7), None);
+        let wal = BuffersNeeded { ring_entries: 256, per_entry: 3, fixed: 0, loops: 2 };
+        assert_eq!(wal.pool_size_min_mib(4 << 20), 8);
+        let copy = BuffersNeeded { ring_entries: 4096, per_entry: 0, fixed: 256, loops: 1 };
+        assert_eq!(copy.per_loop(4096), 256);
+    }
 
     #[test]
     fn sizes() {

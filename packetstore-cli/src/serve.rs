@@ -16,8 +16,10 @@ use packetstore::kv::{KvConfig, KvServer};
 use packetstore::store::{Store, StoreConfig};
 use packetstore::{Buffers, Pool, PoolKind};
 
+use crate::listen::BindArgs;
 use crate::options::{
-    io_path, open_or_create_pool, parse_duration, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
+    check_buffers, check_new_pool, io_path, open_or_create_pool, parse_duration, parse_size, power_switch,
+    warn_pool_size_ignored, write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -30,17 +32,23 @@ pub struct Args {
     /// The pool file (created on first run).
     #[arg(long, default_value = "packetstore-data/kv.pool")]
     pub pool: PathBuf,
-    /// Size of a new pool (an existing pool keeps its size).
-    #[arg(long, default_value = "1GiB")]
-    pub pool_size: String,
+    /// Size of a new pool [default: 1GiB]. An existing pool keeps its
+    /// size (a different value is a warning). A new pool needs about 8
+    /// buffers of 2 KiB per receive ring entry after its log: at least 81
+    /// MiB for the defaults (the error names the minimum).
+    #[arg(long)]
+    pub pool_size: Option<String>,
     /// Log region of a new pool.
     #[arg(long, default_value = "64MiB")]
     pub log_size: String,
-    /// HTTP listener (PUT/GET/HEAD/DELETE /kv/<key>).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// HTTP listener (PUT/GET/HEAD/DELETE /kv/<key>): IP:PORT or
+    /// HOST:PORT. A host name binds the first address it resolves to, IPv4
+    /// first (localhost: 127.0.0.1). HTTP has no authentication.
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = crate::listen::parse_address)]
     pub http: SocketAddr,
-    /// Redis protocol listener.
-    #[arg(long, default_value = "127.0.0.1:6380")]
+    /// Redis protocol listener, as --http (a host name binds its first
+    /// address, IPv4 first).
+    #[arg(long, default_value = "127.0.0.1:6380", value_parser = crate::listen::parse_address)]
     pub resp: SocketAddr,
     /// Require this password on both ports: AUTH on the Redis protocol,
     /// `Authorization: Bearer <password>` (or Basic) on HTTP.
@@ -82,6 +90,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
     #[command(flatten)]
+    pub bind_args: BindArgs,
+    #[command(flatten)]
     pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
@@ -94,8 +104,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     crate::wal::raise_open_file_limit();
-    let (file_pool, created) =
-        open_or_create_pool(&args.pool, PoolKind::KeyValue, &args.pool_size, &args.log_size, 1, &options)?;
+    // Sizes are checked and both listeners bound before the pool is
+    // created or opened: a failure leaves no file and replays nothing.
+    let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
+    let needed = BuffersNeeded { ring_entries: args.loop_args.ring_entries, per_entry: 0, fixed: 0, loops: 1 };
+    let needed = match persist {
+        Persist::ZeroCopy => BuffersNeeded { per_entry: 8, ..needed },
+        _ => BuffersNeeded { fixed: 4 * buffers_reserve, ..needed },
+    };
+    let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
+    check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
+    let listeners = bind_listeners(&args, policy.is_some())?;
+    let (file_pool, created) = open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
+    if !created {
+        warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
+    }
     // The file pool stays open (and locked) while a simulated one runs.
     let power = power_switch(&args.persist_args, &args.pool)?;
     let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;
@@ -104,14 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if geometry.log_count != 1 {
         bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);
     }
-    let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
-    if geometry.buffer_count < 4 * buffers_reserve {
-        bail!(
-            "the pool has {} buffers, too few for a receive ring of {} (grow --pool-size or shrink --ring-entries)",
-            geometry.buffer_count,
-            args.loop_args.ring_entries
-        );
-    }
+    check_buffers(&args.pool, &geometry, &needed)?;
     let value_size_max = parse_size(&args.value_size_max)?;
     let domain = pool.domain().clone();
     let mut out = std::io::stdout().lock();
@@ -193,14 +209,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut server = KvServer::new(kv_config, store, recovery);
     server.set_recovery_duration(recovery_duration);
-    let nonblocking = policy.is_some();
-    let http = packetstore::net::listen(args.http, false, nonblocking)
-        .with_context(|| format!("cannot listen on {} (HTTP)", args.http))?;
-    let resp = packetstore::net::listen(args.resp, false, nonblocking)
-        .with_context(|| format!("cannot listen on {} (Redis protocol)", args.resp))?;
-    let http_addr = packetstore::net::local_addr(&http)?;
-    let resp_addr = packetstore::net::local_addr(&resp)?;
-    let listeners = vec![http, resp];
+    let http_addr = packetstore::net::local_addr(&listeners[0])?;
+    let resp_addr = packetstore::net::local_addr(&listeners[1])?;
     let (stop, wake_fd) = crate::shutdown::install()?;
     let config = EngineConfig { wake_fd: Some(wake_fd), ..args.loop_args.engine_config(persist == Persist::ZeroCopy)? };
     let kind = match policy {
@@ -260,6 +270,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The HTTP and Redis protocol listeners, in that order, each bound with
+/// the wait of `--bind-timeout`; a warning for each that the network can
+/// reach without a password.
+fn bind_listeners(args: &Args, nonblocking: bool) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
+    let timeout = args.bind_args.timeout()?;
+    if args.http == args.resp && args.http.port() != 0 {
+        bail!("--http and --resp are both {}: give them different ports", args.http);
+    }
+    let http = crate::listen::bind(args.http, "HTTP", false, nonblocking, timeout)?;
+    let resp = crate::listen::bind(args.resp, "Redis protocol", false, nonblocking, timeout)?;
+    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some());
+    Ok(vec![http, resp])
 }
 
 /// Printed when a tmpfs pool gets 4 KiB pages (`DomainInfo::tmpfs_huge_pages`).

@@ -14,8 +14,10 @@ use packetstore::epoll::{CommitPolicy, EpollServer};
 use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
 use packetstore::{Buffers, Pool, PoolKind, RecoveryReport};
 
+use crate::listen::BindArgs;
 use crate::options::{
-    io_path, open_or_create_pool, parse_size, power_switch, write_crash_image, LoopArgs, PersistArgs,
+    check_buffers, check_new_pool, io_path, open_or_create_pool, parse_size, power_switch, warn_pool_size_ignored,
+    write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -28,14 +30,19 @@ pub struct Args {
     /// The pool file (created if missing).
     #[arg(long, default_value = "packetstore-data/wal.pool")]
     pub pool: PathBuf,
-    /// Size of a new pool (an existing pool keeps its size).
-    #[arg(long, default_value = "1GiB")]
-    pub pool_size: String,
+    /// Size of a new pool [default: 1GiB]. An existing pool keeps its
+    /// size (a different value is a warning). In zero copy, each event
+    /// loop needs 3 buffers of 2 KiB per receive ring entry after the log
+    /// (the error names the minimum).
+    #[arg(long)]
+    pub pool_size: Option<String>,
     /// Log region of a new pool.
     #[arg(long, default_value = "256MiB")]
     pub log_size: String,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on: IP:PORT or HOST:PORT. A host name binds the
+    /// first address it resolves to, IPv4 first (localhost: 127.0.0.1).
+    /// The WAL server has no authentication.
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = crate::listen::parse_address)]
     pub listen: SocketAddr,
     /// I/O path: uring (PASTE's engine) or epoll (the paper's Linux baseline).
     #[arg(long, default_value = "uring")]
@@ -53,6 +60,8 @@ pub struct Args {
     #[arg(long, default_value = "64MiB")]
     pub body_size_max: String,
     #[command(flatten)]
+    pub bind_args: BindArgs,
+    #[command(flatten)]
     pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
@@ -66,8 +75,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let options = args.persist_args.options()?;
     raise_open_file_limit();
-    let (file_pool, _) =
-        open_or_create_pool(&args.pool, PoolKind::Wal, &args.pool_size, &args.log_size, threads, &options)?;
+    // Sizes are checked and every loop's listener bound before the pool is
+    // created or opened: a failure leaves no file and recovers nothing.
+    // Each loop's receive ring stays refillable: twice its size stays free.
+    let buffers_reserve = u32::from(args.loop_args.ring_entries) * 2;
+    let needed = BuffersNeeded {
+        ring_entries: args.loop_args.ring_entries,
+        per_entry: if persist == Persist::ZeroCopy { 3 } else { 0 },
+        fixed: 0,
+        loops: threads,
+    };
+    let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
+    check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
+    let listeners = bind_listeners(&args, threads, policy.is_some())?;
+    let addr = packetstore::net::local_addr(&listeners[0])?;
+    let (file_pool, created) = open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options)?;
+    if !created {
+        warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
+    }
     // The file pool stays open (and locked) while a simulated one runs.
     let power = power_switch(&args.persist_args, &args.pool)?;
     if power.is_some() && threads > 1 {
@@ -87,15 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             geometry.log_count
         );
     }
-    // Keep each loop's receive ring refillable: twice its size stays free.
-    let buffers_reserve = u32::from(args.loop_args.ring_entries) * 2;
-    let share = geometry.buffer_range(0).1;
-    if persist == Persist::ZeroCopy && share < u32::from(args.loop_args.ring_entries) + buffers_reserve {
-        bail!(
-            "each event loop has {share} buffers, too few for a ring of {} (grow --pool-size)",
-            args.loop_args.ring_entries
-        );
-    }
+    check_buffers(&args.pool, &geometry, &needed)?;
     let config = WalConfig { persist, body_size_max: parse_size(&args.body_size_max)?, buffers_reserve };
     let engine_config = args.loop_args.engine_config(persist == Persist::ZeroCopy && policy.is_none())?;
     let mut out = std::io::stdout().lock();
@@ -109,20 +126,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "{}", crate::serve::TMPFS_SMALL_PAGES)?;
     }
     drop(out);
-    // The first listener is bound here, so that an ephemeral port is known
-    // before the other loops bind it too (SO_REUSEPORT spreads connections).
-    let first = packetstore::net::listen(args.listen, threads > 1, policy.is_some())?;
-    let addr = packetstore::net::local_addr(&first)?;
     let shared = SeqIndex::new(pool);
     let (stop, wake_fd) = crate::shutdown::install()?;
-    let mut first = Some(first);
+    let mut listeners = listeners.into_iter();
     let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<(String, RecoveryReport)>>();
     std::thread::scope(|scope| {
         for index in 0..threads {
-            let listener = match first.take() {
-                Some(listener) => listener,
-                None => packetstore::net::listen(addr, true, policy.is_some())?,
-            };
+            let listener = listeners.next().expect("a listener per loop");
             let (shared, ready, power) = (shared.clone(), ready.clone(), power.clone());
             let pool_path = &args.pool;
             // Each loop takes its share of the connection limit.
@@ -190,6 +200,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     tracing::info!("stopped: every event loop's replies sent; pool closed");
     Ok(())
+}
+
+/// A listener per event loop, all on one port (SO_REUSEPORT spreads the
+/// connections over them): the first is bound with the wait of
+/// `--bind-timeout`, so that an ephemeral port is known and a port in use
+/// is waited for; the others join it.
+fn bind_listeners(args: &Args, threads: u32, nonblocking: bool) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
+    let reuse_port = threads > 1;
+    let first = crate::listen::bind(args.listen, "WAL", reuse_port, nonblocking, args.bind_args.timeout()?)?;
+    let addr = packetstore::net::local_addr(&first)?;
+    let mut listeners = vec![first];
+    for index in 1..threads {
+        let listener = packetstore::net::listen(addr, true, nonblocking)
+            .with_context(|| format!("cannot listen on {addr} (WAL, event loop {index})"))?;
+        listeners.push(listener);
+    }
+    crate::listen::warn_wal_exposure(args.listen);
+    Ok(listeners)
 }
 
 /// One event loop: recovers its log, then serves until stopped.

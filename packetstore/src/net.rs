@@ -1,9 +1,24 @@
 //! Listening sockets: bound with SO_REUSEADDR and, for several event loops
-//! on one port, SO_REUSEPORT (the kernel spreads connections over them).
+//! on one port, SO_REUSEPORT (the kernel spreads connections over them);
+//! bound again, for a bounded time, while their address is in use; and who
+//! holds an address, from `/proc/net/tcp`, `/proc/net/tcp6` and
+//! `/proc/*/fd`.
+//!
+//! Why retry: a process killed with SIGKILL may keep its listening socket
+//! for a moment after it has been reaped, because its io_uring is torn down
+//! by a kernel worker afterwards (measured in `docs/operations.md`); a
+//! supervisor that restarts it at once would otherwise get EADDRINUSE.
+//!
+//! Invariant: a socket that `listen_retrying` binds with SO_REUSEPORT is
+//! the only listener on its address when it is returned. The kernel lets a
+//! socket with SO_REUSEPORT join any listener of the same user that set it
+//! too, dead or alive, and would then hand that listener a share of the
+//! connections; such a port counts as in use.
 
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 /// Connections waiting to be accepted, per listening socket.
 pub const LISTEN_BACKLOG: i32 = 4096;
@@ -36,6 +51,180 @@ pub fn listen(addr: SocketAddr, reuse_port: bool, nonblocking: bool) -> io::Resu
     // SAFETY: a bound socket.
     check(unsafe { libc::listen(raw, LISTEN_BACKLOG) })?;
     Ok(fd)
+}
+
+/// The first wait of `listen_retrying` between attempts; each wait doubles,
+/// up to `BIND_RETRY_INTERVAL_MAX`.
+pub const BIND_RETRY_INTERVAL_MIN: Duration = Duration::from_millis(1);
+/// The longest wait of `listen_retrying` between attempts (so a port freed
+/// is taken within this).
+pub const BIND_RETRY_INTERVAL_MAX: Duration = Duration::from_millis(20);
+
+/// `listen`, tried again while the address is in use (EADDRINUSE), until
+/// `timeout` has passed; the last EADDRINUSE is returned then, and any
+/// other error at once. `on_wait` is called once, when the first attempt
+/// finds the address in use. With `reuse_port`, an address that another
+/// socket already listens on counts as in use (see the invariant above).
+pub fn listen_retrying(
+    addr: SocketAddr,
+    reuse_port: bool,
+    nonblocking: bool,
+    timeout: Duration,
+    on_wait: impl FnOnce(),
+) -> io::Result<OwnedFd> {
+    let deadline = Instant::now() + timeout;
+    let mut interval = BIND_RETRY_INTERVAL_MIN;
+    let mut on_wait = Some(on_wait);
+    loop {
+        let error = match listen_alone(addr, reuse_port, nonblocking) {
+            Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => error,
+            result => return result,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(error);
+        }
+        if let Some(on_wait) = on_wait.take() {
+            on_wait();
+        }
+        std::thread::sleep(interval.min(left));
+        interval = (interval * 2).min(BIND_RETRY_INTERVAL_MAX);
+    }
+}
+
+/// `listen`, refusing (EADDRINUSE) to share a fixed port through
+/// SO_REUSEPORT with a listener that is not this socket.
+fn listen_alone(addr: SocketAddr, reuse_port: bool, nonblocking: bool) -> io::Result<OwnedFd> {
+    let fd = listen(addr, reuse_port, nonblocking)?;
+    if reuse_port && addr.port() != 0 {
+        let mine = socket_inode(&fd)?;
+        if listeners_on(addr).iter().any(|&inode| inode != mine) {
+            // Dropping `fd` closes it: the port stays the other's alone.
+            return Err(io::Error::from_raw_os_error(libc::EADDRINUSE));
+        }
+    }
+    Ok(fd)
+}
+
+/// The inode of a socket, as `/proc/net/tcp` and `/proc/PID/fd` name it.
+fn socket_inode(fd: &OwnedFd) -> io::Result<u64> {
+    // SAFETY: `stat` is plain data; zero is a valid initial value.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and a valid out-parameter.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) })?;
+    Ok(stat.st_ino)
+}
+
+/// TCP's LISTEN state in `/proc/net/tcp` (`TCP_LISTEN`).
+const TCP_STATE_LISTEN: u8 = 0x0A;
+
+/// The inodes of the sockets listening on an address that overlaps `addr`
+/// (the same port, and the same IP or a wildcard on either side), in this
+/// network namespace. Empty when `/proc` cannot be read.
+pub fn listeners_on(addr: SocketAddr) -> Vec<u64> {
+    let mut inodes = Vec::new();
+    for (path, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        inodes.extend(
+            parse_proc_net_tcp(&text, v6)
+                .filter(|&(local, state, _)| state == TCP_STATE_LISTEN && overlaps(local, addr))
+                .map(|(_, _, inode)| inode),
+        );
+    }
+    inodes
+}
+
+/// Whether a socket bound to `a` and one bound to `b` claim the same
+/// connections: the same port, and the same IP (IPv4-mapped IPv6 counting
+/// as IPv4) or a wildcard on either side.
+fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
+    let canonical = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    let (ip_a, ip_b) = (canonical(a.ip()), canonical(b.ip()));
+    a.port() == b.port() && (ip_a == ip_b || ip_a.is_unspecified() || ip_b.is_unspecified())
+}
+
+/// The rows of `/proc/net/tcp` (or `tcp6`): local address, state, inode.
+/// Rows that do not parse are skipped.
+fn parse_proc_net_tcp(text: &str, v6: bool) -> impl Iterator<Item = (SocketAddr, u8, u64)> + '_ {
+    text.lines().skip(1).filter_map(move |line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (address, port) = fields.get(1)?.split_once(':')?;
+        let ip = if v6 { parse_ipv6_hex(address)? } else { parse_ipv4_hex(address)? };
+        let port = u16::from_str_radix(port, 16).ok()?;
+        let state = u8::from_str_radix(fields.get(3)?, 16).ok()?;
+        let inode = fields.get(9)?.parse().ok()?;
+        Some((SocketAddr::new(ip, port), state, inode))
+    })
+}
+
+/// An IPv4 address as the kernel prints it: the in-memory (network order)
+/// 32-bit word, as a hexadecimal number of this machine's byte order.
+fn parse_ipv4_hex(hex: &str) -> Option<IpAddr> {
+    let word = u32::from_str_radix(hex, 16).ok().filter(|_| hex.len() == 8)?;
+    Some(IpAddr::V4(Ipv4Addr::from(word.to_ne_bytes())))
+}
+
+/// An IPv6 address as the kernel prints it: four such words.
+fn parse_ipv6_hex(hex: &str) -> Option<IpAddr> {
+    if hex.len() != 32 || !hex.is_ascii() {
+        return None;
+    }
+    let mut octets = [0u8; 16];
+    for (index, chunk) in octets.chunks_exact_mut(4).enumerate() {
+        let word = u32::from_str_radix(&hex[index * 8..index * 8 + 8], 16).ok()?;
+        chunk.copy_from_slice(&word.to_ne_bytes());
+    }
+    Some(IpAddr::V6(Ipv6Addr::from(octets)))
+}
+
+/// A process with a descriptor for a socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    /// Its command line (its `comm` if that is empty), at most
+    /// `HOLDER_COMMAND_CHARS_MAX` characters.
+    pub command: String,
+}
+
+/// The longest command line a `Holder` reports.
+pub const HOLDER_COMMAND_CHARS_MAX: usize = 120;
+
+/// The processes that hold a descriptor for one of the sockets `inodes`,
+/// found by reading every `/proc/PID/fd` this process may read. A socket
+/// that no process holds (one being closed by the kernel after its process
+/// died, or one in another PID namespace) has none.
+pub fn holders(inodes: &[u64]) -> Vec<Holder> {
+    let names: Vec<String> = inodes.iter().map(|inode| format!("socket:[{inode}]")).collect();
+    let Ok(processes) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in processes.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|target| names.iter().any(|name| target.as_os_str() == name.as_str()))
+        });
+        if holds {
+            found.push(Holder { pid, command: command_of(pid) });
+        }
+    }
+    found
+}
+
+/// A process's command line, spaces for its NULs, else its `comm`.
+fn command_of(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut command: String = String::from_utf8_lossy(&cmdline).replace('\0', " ").trim().to_string();
+    if command.is_empty() {
+        command = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string();
+    }
+    if command.chars().count() > HOLDER_COMMAND_CHARS_MAX {
+        command = command.chars().take(HOLDER_COMMAND_CHARS_MAX).collect::<String>() + "...";
+    }
+    command
 }
 
 /// The address a socket is bound to (to learn an ephemeral port).
@@ -102,5 +291,66 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
             sin6.sin6_addr.s6_addr = v6.ip().octets();
             (storage, std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_net_tcp_rows_parse() {
+        let v4 = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 123456 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:A0B2 01 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 20 4 30 10 -1
+";
+        let rows: Vec<_> = parse_proc_net_tcp(v4, false).collect();
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(rows, vec![(local, TCP_STATE_LISTEN, 123456), (local, 1, 0)]);
+        let v6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:18EC 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777 1 0000000000000000 100 0 0 10 0
+";
+        let rows: Vec<_> = parse_proc_net_tcp(v6, true).collect();
+        assert_eq!(rows, vec![("[::1]:6380".parse().unwrap(), TCP_STATE_LISTEN, 777)]);
+        assert_eq!(parse_proc_net_tcp("header\ngarbage row\n", false).count(), 0);
+    }
+
+    #[test]
+    fn overlapping_addresses() {
+        let at = |text: &str| text.parse::<SocketAddr>().unwrap();
+        assert!(overlaps(at("127.0.0.1:80"), at("127.0.0.1:80")));
+        assert!(overlaps(at("0.0.0.0:80"), at("127.0.0.1:80")));
+        assert!(overlaps(at("[::]:80"), at("127.0.0.1:80")));
+        assert!(overlaps(at("[::ffff:127.0.0.1]:80"), at("127.0.0.1:80")));
+        assert!(!overlaps(at("127.0.0.1:80"), at("127.0.0.1:81")));
+        assert!(!overlaps(at("127.0.0.2:80"), at("127.0.0.1:80")));
+    }
+
+    /// A port this process listens on: the retry gives up after its
+    /// timeout with EADDRINUSE, having said once that it waits; this
+    /// process is the holder; a port freed while it waits is taken.
+    #[test]
+    fn an_address_in_use_is_retried_then_reported_with_its_holder() {
+        let held = listen("127.0.0.1:0".parse().unwrap(), false, false).unwrap();
+        let addr = local_addr(&held).unwrap();
+        let mut waits = 0;
+        let error = listen_retrying(addr, false, false, Duration::from_millis(50), || waits += 1).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EADDRINUSE));
+        assert_eq!(waits, 1);
+        let inodes = listeners_on(addr);
+        assert_eq!(inodes, vec![socket_inode(&held).unwrap()]);
+        let found = holders(&inodes);
+        assert!(found.iter().any(|h| h.pid == std::process::id()), "{found:?}");
+        // SO_REUSEPORT on both sides: the kernel would let it join; it waits.
+        let shared = listen("127.0.0.1:0".parse().unwrap(), true, false).unwrap();
+        let shared_addr = local_addr(&shared).unwrap();
+        let error = listen_retrying(shared_addr, true, false, Duration::from_millis(50), || {}).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EADDRINUSE));
+        let freer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(held);
+        });
+        listen_retrying(addr, false, false, Duration::from_secs(60), || {}).expect("the freed port is taken");
+        freer.join().unwrap();
     }
 }
