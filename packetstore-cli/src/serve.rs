@@ -115,7 +115,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
     let listeners = bind_listeners(&args, policy.is_some())?;
-    let (file_pool, created) = open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
+    let (file_pool, created) =
+        open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
     if !created {
         warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
     }
