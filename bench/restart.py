@@ -118,7 +118,15 @@ def main():
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--budgets", default="1000,5000,20000,100000,400000")
     parser.add_argument("--dir", default="/dev/shm", help="where pools and AOFs live")
+    parser.add_argument("--replot", action="store_true", help="redraw restart.png from restart.csv")
     args = parser.parse_args()
+    if args.replot:
+        with open(os.path.join(RESULTS, "restart.csv")) as f:
+            rows = [{k: (v if k == "system" else float(v) if v else None) for k, v in r.items()}
+                    for r in csv.DictReader(f)]
+        redis_ms = statistics.median([r["first_answer_ms"] for r in rows if r["system"] == "redis"])
+        plot(rows, redis_ms)
+        return
     systems = ["redis"] + [f"packetstore-{b}" for b in args.budgets.split(",")]
     rows = []
     for round_ in range(args.rounds):
@@ -164,14 +172,17 @@ def plot(rows, redis_ms):
         print("matplotlib missing: no plot")
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ours = [r for r in rows if r["system"] != "redis"]
-    ax.scatter([r["records_replayed"] for r in ours], [r["first_answer_ms"] for r in ours],
-               label="packetstore (each run)")
+    budgets = sorted({r["system"] for r in rows if r["system"] != "redis"}, key=lambda s: int(s.split("-")[1]))
+    for system in budgets:
+        ours = [r for r in rows if r["system"] == system]
+        ax.scatter([r["records_replayed"] for r in ours], [r["first_answer_ms"] for r in ours],
+                   label=f"packetstore, --replay-budget {int(system.split('-')[1]):,}")
     ax.axhline(redis_ms, color="tab:red", linestyle="--", label=f"Redis 7 AOF replay (median {redis_ms:.0f} ms)")
     ax.axhline(redis_ms / 10, color="tab:gray", linestyle=":", label="target: 1/10 of Redis")
     ax.set_xlabel("log records replayed (since the last checkpoint)")
     ax.set_ylabel("time to first answer (ms)")
     ax.set_xscale("symlog", linthresh=1000)
+    ax.set_xlim(left=0)
     ax.set_yscale("log")
     ax.legend()
     ax.set_title("Restart after kill -9 (1M SETs of 16 B)")
