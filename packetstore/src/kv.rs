@@ -1076,7 +1076,10 @@ impl KvServer {
             return Ok(());
         }
         let Some(device) = self.config.power_switch.clone() else {
-            ctx.error("ERR DEBUG is disabled: it needs a server started with --simulate-power-failures (tests only)");
+            let sub = String::from_utf8_lossy(&sub);
+            ctx.error(&format!(
+                "ERR DEBUG {sub} is disabled: it needs a server started with --simulate-power-failures (tests only)"
+            ));
             return Ok(());
         };
         // A bug in a handler, on purpose: the client gets an error, the
