@@ -42,10 +42,13 @@ const WAITING: &str = "is in use; trying again";
 /// connections are closed by the kernel; this only bounds a bug).
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// One server and storage's restart rounds: their summary.
+type Run = Box<dyn FnOnce() -> String + Send>;
+
 #[test]
 fn kill_9_then_an_immediate_restart_on_the_same_ports_loses_nothing() {
     let started = Instant::now();
-    let runs: Vec<(&str, Box<dyn FnOnce() -> String + Send>)> = vec![
+    let runs: Vec<(&str, Run)> = vec![
         ("serve on tmpfs", Box::new(|| serve_restarts(TempPool::new("restart-serve")))),
         ("serve on ext4", Box::new(|| serve_restarts(TempPool::on_disk("restart-serve")))),
         ("wal on tmpfs", Box::new(|| wal_restarts(TempPool::new("restart-wal")))),
