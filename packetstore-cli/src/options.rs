@@ -400,6 +400,9 @@ mod tests {
         assert_eq!(serve.ring_entries_max(7), None);
         let wal = BuffersNeeded { ring_entries: 256, per_entry: 3, fixed: 0, loops: 2 };
         assert_eq!(wal.pool_size_min_mib(4 << 20), 8);
+        // The defaults, as serve's and wal's --help state them.
+        assert_eq!(BuffersNeeded { ring_entries: 4096, ..serve }.pool_size_min_mib(64 << 20), 129);
+        assert_eq!(BuffersNeeded { ring_entries: 4096, loops: 1, ..wal }.pool_size_min_mib(256 << 20), 281);
         let copy = BuffersNeeded { ring_entries: 4096, per_entry: 0, fixed: 256, loops: 1 };
         assert_eq!(copy.per_loop(4096), 256);
     }

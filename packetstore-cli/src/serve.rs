@@ -34,8 +34,8 @@ pub struct Args {
     pub pool: PathBuf,
     /// Size of a new pool [default: 1GiB]. An existing pool keeps its
     /// size (a different value is a warning). A new pool needs about 8
-    /// buffers of 2 KiB per receive ring entry after its log: at least 81
-    /// MiB for the defaults (the error names the minimum).
+    /// buffers of 2 KiB per receive ring entry after its log: at least 129
+    /// MiB with the defaults (the error names the minimum).
     #[arg(long)]
     pub pool_size: Option<String>,
     /// Log region of a new pool.

@@ -32,8 +32,8 @@ pub struct Args {
     pub pool: PathBuf,
     /// Size of a new pool [default: 1GiB]. An existing pool keeps its
     /// size (a different value is a warning). In zero copy, each event
-    /// loop needs 3 buffers of 2 KiB per receive ring entry after the log
-    /// (the error names the minimum).
+    /// loop needs 3 buffers of 2 KiB per receive ring entry after the log:
+    /// at least 281 MiB with the defaults (the error names the minimum).
     #[arg(long)]
     pub pool_size: Option<String>,
     /// Log region of a new pool.
