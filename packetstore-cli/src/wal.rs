@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::{bail, Context};
 use packetstore::engine::{Engine, EngineConfig};
@@ -131,6 +131,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (stop, wake_fd) = crate::shutdown::install()?;
     let mut listeners = listeners.into_iter();
     let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<(String, RecoveryReport)>>();
+    let gate = RecoveredGate { recovered: AtomicU32::new(0), failed: AtomicBool::new(false), loops: threads };
+    let gate = &gate;
     std::thread::scope(|scope| {
         for index in 0..threads {
             let listener = listeners.next().expect("a listener per loop");
@@ -144,8 +146,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ..engine_config.clone()
             };
             scope.spawn(move || {
-                let result =
-                    serve(pool, index, shared, config, policy, loop_config, listener, stop, &ready, power.clone());
+                let result = serve(
+                    pool,
+                    index,
+                    shared,
+                    config,
+                    policy,
+                    loop_config,
+                    listener,
+                    (stop, gate),
+                    &ready,
+                    power.clone(),
+                );
                 if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
                     // The simulated power failed: the first loop to see it
                     // writes what survived, and the process ends as a
@@ -221,7 +233,33 @@ fn bind_listeners(args: &Args, threads: u32, nonblocking: bool) -> anyhow::Resul
     Ok(listeners)
 }
 
-/// One event loop: recovers its log, then serves until stopped.
+/// The loops serve only once every loop has recovered its log: a GET may
+/// name a record of another loop's log, which is in the shared index only
+/// after that loop's recovery (a loop serving early answered 404 for an
+/// acknowledged body: found by tests/restart.rs).
+struct RecoveredGate {
+    recovered: AtomicU32,
+    failed: AtomicBool,
+    loops: u32,
+}
+
+impl RecoveredGate {
+    /// This loop has recovered: waits for the others. False if one failed
+    /// or the server is stopping (then this loop does not serve).
+    fn wait_for_all(&self, stop: &AtomicBool) -> bool {
+        self.recovered.fetch_add(1, Ordering::SeqCst);
+        while self.recovered.load(Ordering::SeqCst) < self.loops {
+            if self.failed.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        true
+    }
+}
+
+/// One event loop: recovers its log, waits for the other loops to recover
+/// theirs, then serves until stopped.
 #[allow(clippy::too_many_arguments)]
 fn serve(
     pool: &Pool,
@@ -231,7 +269,7 @@ fn serve(
     policy: Option<CommitPolicy>,
     engine_config: EngineConfig,
     listener: std::os::fd::OwnedFd,
-    stop: &AtomicBool,
+    (stop, gate): (&AtomicBool, &RecoveredGate),
     ready: &std::sync::mpsc::Sender<anyhow::Result<(String, RecoveryReport)>>,
     power: Option<std::sync::Arc<packetstore::SimDevice>>,
 ) -> anyhow::Result<()> {
@@ -240,10 +278,14 @@ fn serve(
     let (mut wal, report) = match Wal::recover_log(pool, index, &mut buffers, config, shared) {
         Ok(recovered) => recovered,
         Err(error) => {
+            gate.failed.store(true, Ordering::SeqCst);
             let _ = ready.send(Err(anyhow::anyhow!("log {index}: {error}")));
             return Ok(());
         }
     };
+    if !gate.wait_for_all(stop) {
+        return Ok(());
+    }
     if let Some(device) = power {
         wal.set_power_switch(device);
     }

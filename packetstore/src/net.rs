@@ -80,12 +80,14 @@ pub fn listen_retrying(
             Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => error,
             result => return result,
         };
+        // Said once, even when the first attempt alone outlasted the
+        // timeout (a slow scan of /proc/net/tcp on a busy machine).
+        if let Some(on_wait) = on_wait.take() {
+            on_wait();
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(error);
-        }
-        if let Some(on_wait) = on_wait.take() {
-            on_wait();
         }
         std::thread::sleep(interval.min(left));
         interval = (interval * 2).min(BIND_RETRY_INTERVAL_MAX);
