@@ -126,6 +126,7 @@ fn serve_restarts(pool: TempPool) -> String {
         kill_and_reap(&mut server.child);
         clients = writers.into_iter().map(|w| w.join().unwrap()).collect();
     }
+    let _ = std::fs::remove_file(&log);
     let writes: u64 = clients.iter().map(|keys| keys.writes).sum();
     assert!(writes >= rounds, "only {writes} SETs acknowledged over {rounds} rounds: the load proved little");
     format!(
@@ -247,6 +248,7 @@ fn wal_restarts(pool: TempPool) -> String {
             acknowledged.extend(done);
         }
     }
+    let _ = std::fs::remove_file(&log);
     assert!(
         acknowledged.len() as u64 >= rounds,
         "only {} bodies acknowledged: the load proved little",
