@@ -111,20 +111,15 @@ fn reachable_from_the_network(addr: SocketAddr) -> bool {
 }
 
 /// `serve`: a warning per listener that the network can reach without a
-/// password. HTTP has no authentication at all (`--requirepass` covers
-/// the Redis protocol only).
+/// password (`--requirepass` guards both ports).
 pub fn warn_serve_exposure(http: SocketAddr, resp: SocketAddr, requirepass: bool) {
-    if reachable_from_the_network(http) {
-        tracing::warn!(
-            "HTTP listens on {http}, reachable from the network, and HTTP has no authentication (--requirepass \
-             covers the Redis protocol only): anyone who can connect may read and write every key"
-        );
-    }
-    if reachable_from_the_network(resp) && !requirepass {
-        tracing::warn!(
-            "the Redis protocol listens on {resp}, reachable from the network, without --requirepass: anyone \
-             who can connect may read and write every key"
-        );
+    for (what, addr) in [("HTTP", http), ("the Redis protocol", resp)] {
+        if reachable_from_the_network(addr) && !requirepass {
+            tracing::warn!(
+                "{what} listens on {addr}, reachable from the network, without --requirepass: anyone who can \
+                 connect may read and write every key"
+            );
+        }
     }
 }
 

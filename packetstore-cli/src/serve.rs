@@ -43,7 +43,7 @@ pub struct Args {
     pub log_size: String,
     /// HTTP listener (PUT/GET/HEAD/DELETE /kv/<key>): IP:PORT or
     /// HOST:PORT. A host name binds the first address it resolves to, IPv4
-    /// first (localhost: 127.0.0.1). HTTP has no authentication.
+    /// first (localhost: 127.0.0.1).
     #[arg(long, default_value = "127.0.0.1:8080", value_parser = crate::listen::parse_address)]
     pub http: SocketAddr,
     /// Redis protocol listener, as --http (a host name binds its first
