@@ -91,6 +91,11 @@ struct LogScan {
 #[derive(Default)]
 struct Findings {
     logs: Vec<LogScan>,
+    /// Every log's live records' lsns.
+    live_lsns: Vec<u64>,
+    /// The key-value store's replay mark (`#lsn`): records below it are in
+    /// the tree already, and recovery releases them without replaying.
+    replay_from: Option<u64>,
     records: Vec<(u32, RecordView)>,
     problems: Vec<String>,
     verified_records: u64,
@@ -140,6 +145,7 @@ fn scan_log(pool: &Pool, index: u32, args: &Args, kind: PoolKind, findings: &mut
     }
     let mut tags = None;
     for lsn in log.live_lsns() {
+        findings.live_lsns.push(lsn);
         let view = log.view(pool, lsn)?;
         findings.referenced.extend(view.extents.iter().map(|e| e.buffer));
         tags = Some((tags.map_or(view.tag, |(first, _)| first), view.tag));
@@ -186,10 +192,14 @@ fn walk_tree(pool: &Pool, findings: &mut Findings) -> anyhow::Result<()> {
     if let Some(stats) = &walk {
         findings.referenced.extend(stats.refs.keys().copied());
     }
-    findings.keys = tree.get(pool, b"#keys").ok().flatten().and_then(|value| match value {
-        packetstore::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
-        _ => None,
-    });
+    let entry = |key: &[u8]| {
+        tree.get(pool, key).ok().flatten().and_then(|value| match value {
+            packetstore::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
+            _ => None,
+        })
+    };
+    findings.keys = entry(b"#keys");
+    findings.replay_from = entry(b"#lsn");
     findings.tree = Some((tree, walk));
     Ok(())
 }
@@ -280,7 +290,7 @@ fn print_json(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) 
         "buffers": { "referenced": findings.referenced.len(), "free": free_buffers },
         "tree": tree,
         "recovery": {
-            "records_to_replay": total(findings, |s| s.usage.live_records),
+            "records_to_replay": records_to_replay(findings),
             "last": pool.last_recovery().map(|last| serde_json::json!({
                 "pid": last.pid,
                 "finished_unix_ns": last.finished_unix_ns,
@@ -409,12 +419,19 @@ fn print_recovery(pool: &Pool, kind: PoolKind, findings: &Findings) {
             println!("recovery    last: none recorded (never served by this version of `packetstore serve` or `wal`)")
         }
     }
-    let live = total(findings, |s| s.usage.live_records);
+    let live = records_to_replay(findings);
     if key_value {
         println!("recovery    next: would replay {live} live log records into the tree");
     } else {
         println!("recovery    next: would recover {live} live log records");
     }
+}
+
+/// What the next start would replay: the live records, except, in a
+/// key-value pool, those below the tree's replay mark.
+fn records_to_replay(findings: &Findings) -> u64 {
+    let from = findings.replay_from.unwrap_or(0);
+    findings.live_lsns.iter().filter(|&&lsn| lsn >= from).count() as u64
 }
 
 fn print_tree(findings: &Findings, buffer_size: u32) {
