@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use packetstore::app::Persist;
 use packetstore::epoll::CommitPolicy;
+use packetstore::probe::{Feature, Features};
 use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool, PoolError, PoolKind, SimDevice, SimMode};
 use std::sync::Arc;
 
@@ -61,6 +62,16 @@ pub fn io_path(io: &str, commit: &str, persist: Persist) -> anyhow::Result<Optio
         bail!("--io epoll receives into private buffers: it cannot --persist zerocopy (use copy)");
     }
     Ok(policy)
+}
+
+/// Probes io_uring once, at start (before recovery, so that a kernel or a
+/// sandbox that cannot run the engine is reported at once), with the
+/// fallbacks `PACKETSTORE_URING_DISABLE` forces. Where the engine cannot
+/// run at all, the error says what to use instead.
+pub fn probe_uring() -> anyhow::Result<Features> {
+    let disabled = Feature::disabled_by_environment().map_err(anyhow::Error::msg)?;
+    packetstore::probe::probe(&disabled)
+        .map_err(|error| anyhow::anyhow!("{error}; run with --io epoll --persist copy, which needs no io_uring"))
 }
 
 /// Opens the pool at `path` as a pool of `kind` (the servers': `serve`

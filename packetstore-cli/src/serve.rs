@@ -18,7 +18,7 @@ use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::listen::BindArgs;
 use crate::options::{
-    check_buffers, check_new_pool, io_path, open_or_create_pool, parse_duration, parse_size, power_switch,
+    check_buffers, check_new_pool, io_path, open_or_create_pool, parse_duration, parse_size, power_switch, probe_uring,
     warn_pool_size_ignored, write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
 };
 
@@ -102,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .filter(|&p| p != Persist::Off)
         .with_context(|| format!("unknown --persist '{}': use zerocopy or copy", args.persist))?;
     let policy = io_path(&args.io, &args.commit, persist)?;
+    let features = if policy.is_none() { Some(probe_uring()?) } else { None };
     let options = args.persist_args.options()?;
     crate::wal::raise_open_file_limit();
     // Sizes are checked and both listeners bound before the pool is
@@ -213,7 +214,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let http_addr = packetstore::net::local_addr(&listeners[0])?;
     let resp_addr = packetstore::net::local_addr(&listeners[1])?;
     let (stop, wake_fd) = crate::shutdown::install()?;
-    let config = EngineConfig { wake_fd: Some(wake_fd), ..args.loop_args.engine_config(persist == Persist::ZeroCopy)? };
+    let mut config =
+        EngineConfig { wake_fd: Some(wake_fd), ..args.loop_args.engine_config(persist == Persist::ZeroCopy)? };
+    if let Some(features) = &features {
+        config = config.adapt_to(features);
+    }
     let kind = match policy {
         None => "io uring".to_string(),
         Some(_) => format!("io epoll, commit {}", args.commit),
@@ -241,7 +246,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     match policy {
         None => {
-            let mut engine = Engine::new(pool, &mut buffers, &mut server, config, listeners)?;
+            let mut engine = Engine::new(pool, &mut buffers, &mut server, config, listeners)
+                .context("setting up the io_uring engine")?;
             println!("{ready}");
             std::io::stdout().flush()?;
             let outcome = engine.run(stop);
@@ -251,25 +257,39 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             outcome?;
             let drained = engine.is_drained();
             drop(engine);
-            if drained {
-                let started = std::time::Instant::now();
-                let records = server.checkpoint_all(pool, &mut buffers).context("the shutdown checkpoint failed")?;
-                tracing::info!(
-                    "stopped: every reply sent; checkpoint: {records} log records folded into the tree in {:.1} ms; pool closed",
-                    started.elapsed().as_secs_f64() * 1e3
-                );
-            } else {
-                tracing::warn!("stopped: gave up on clients that did not read their replies; no checkpoint (recovery replays the log); pool closed");
-            }
+            stopped(drained, &mut server, pool, &mut buffers)
         }
         Some(policy) => {
             let mut epoll = EpollServer::new(pool, &mut buffers, &mut server, http_addr, policy, listeners)?;
             epoll.set_wake_fd(wake_fd)?;
             println!("{ready}");
             std::io::stdout().flush()?;
-            epoll.run(stop)?;
+            let outcome = epoll.run(stop);
+            if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
+                return write_crash_image(device, &args.pool);
+            }
+            outcome?;
+            let drained = epoll.is_drained();
+            drop(epoll);
+            stopped(drained, &mut server, pool, &mut buffers)
         }
     }
+}
+
+/// After a graceful stop (either loop): a drain that sent every reply is
+/// followed by a checkpoint, so that the next start replays nothing; one
+/// that gave up on clients leaves the log to recovery.
+fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buffers) -> anyhow::Result<()> {
+    if !drained {
+        tracing::warn!("stopped: gave up on clients that did not read their replies; no checkpoint (recovery replays the log); pool closed");
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let records = server.checkpoint_all(pool, buffers).context("the shutdown checkpoint failed")?;
+    tracing::info!(
+        "stopped: every reply sent; checkpoint: {records} log records folded into the tree in {:.1} ms; pool closed",
+        started.elapsed().as_secs_f64() * 1e3
+    );
     Ok(())
 }
 

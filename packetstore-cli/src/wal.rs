@@ -16,8 +16,8 @@ use packetstore::{Buffers, Pool, PoolKind, RecoveryReport};
 
 use crate::listen::BindArgs;
 use crate::options::{
-    check_buffers, check_new_pool, io_path, open_or_create_pool, parse_size, power_switch, warn_pool_size_ignored,
-    write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
+    check_buffers, check_new_pool, io_path, open_or_create_pool, parse_size, power_switch, probe_uring,
+    warn_pool_size_ignored, write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -73,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let threads =
         u32::try_from(args.threads).ok().filter(|t| (1..=64).contains(t)).context("--threads must be 1..=64")?;
     let policy = io_path(&args.io, &args.commit, persist)?;
+    let features = if policy.is_none() { Some(probe_uring()?) } else { None };
     let options = args.persist_args.options()?;
     raise_open_file_limit();
     // Sizes are checked and every loop's listener bound before the pool is
@@ -115,7 +116,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     check_buffers(&args.pool, &geometry, &needed)?;
     let config = WalConfig { persist, body_size_max: parse_size(&args.body_size_max)?, buffers_reserve };
-    let engine_config = args.loop_args.engine_config(persist == Persist::ZeroCopy && policy.is_none())?;
+    let mut engine_config = args.loop_args.engine_config(persist == Persist::ZeroCopy && policy.is_none())?;
+    if let Some(features) = &features {
+        engine_config = engine_config.adapt_to(features);
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "packetstore wal {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "pool: {} ({:.1} MiB, {})", args.pool.display(), pool.len() as f64 / 1048576.0, geometry)?;
@@ -292,7 +296,8 @@ fn serve(
     let line = format!("recovery: log {index}: {report}");
     match policy {
         None => {
-            let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, vec![listener])?;
+            let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, vec![listener])
+                .context("setting up the io_uring engine")?;
             let _ = ready.send(Ok((line, report)));
             engine.run(stop)?;
         }

@@ -1,8 +1,8 @@
-//! Goal: SIGTERM and SIGINT stop the servers gracefully: no new
-//! connections, the turn in flight committed, every reply sent, the
-//! connections closed, a checkpoint (KV), the lock released, exit 0; a
-//! client that does not read cannot hold the shutdown forever; every loop
-//! of a multi-threaded server wakes up to stop.
+//! Goal: SIGTERM and SIGINT stop the servers gracefully, in both I/O
+//! paths (io_uring and epoll): no new connections, the turn in flight
+//! committed, every reply sent, the connections closed, a checkpoint (KV),
+//! the lock released, exit 0; a client that does not read cannot hold the
+//! shutdown forever; every loop of a multi-threaded server wakes up to stop.
 //!
 //! Method: the real binary under pipelined load; the signal; then a
 //! restart on the same pool (which the lock would refuse if it were still
@@ -54,10 +54,23 @@ fn pipelining_writer(addr: SocketAddr, client: usize) -> Vec<String> {
     unreachable!()
 }
 
+/// The epoll loop, as `--io epoll` runs it.
+const EPOLL: &[&str] = &["--io", "epoll", "--persist", "copy"];
+
 #[test]
 fn sigterm_sends_every_reply_checkpoints_and_releases_the_lock() {
-    for (pool, how) in [(TempPool::new("term"), libc::SIGTERM), (TempPool::on_disk("term"), libc::SIGINT)] {
-        let mut server = Server::start(&pool.0, &[]);
+    sigterm_under_load(&[]);
+}
+
+#[test]
+fn sigterm_in_epoll_mode_sends_every_reply_checkpoints_and_releases_the_lock() {
+    sigterm_under_load(EPOLL);
+}
+
+fn sigterm_under_load(io: &[&str]) {
+    let name = format!("term{}", io.concat());
+    for (pool, how) in [(TempPool::new(&name), libc::SIGTERM), (TempPool::on_disk(&name), libc::SIGINT)] {
+        let mut server = Server::start(&pool.0, io);
         let resp = server.resp;
         let writers: Vec<_> =
             (0..4).map(|client| std::thread::spawn(move || pipelining_writer(resp, client))).collect();
@@ -71,9 +84,9 @@ fn sigterm_sends_every_reply_checkpoints_and_releases_the_lock() {
 
         // The lock is free, the checkpoint folded every record, and every
         // acknowledged write is there.
-        let server = Server::start(&pool.0, &[]);
+        let server = Server::start(&pool.0, io);
         let banner = server.banner().join("\n");
-        assert!(banner.contains(" 0 log records replayed"), "a clean stop leaves nothing to replay: {banner}");
+        assert!(banner.contains(" 0 log records replayed"), "{io:?}: a clean stop leaves nothing to replay: {banner}");
         let mut c = server.client();
         for (client, keys) in acknowledged.iter().enumerate() {
             for key in keys {
@@ -86,8 +99,17 @@ fn sigterm_sends_every_reply_checkpoints_and_releases_the_lock() {
 
 #[test]
 fn a_client_that_does_not_read_cannot_hold_the_shutdown_forever() {
-    let pool = TempPool::new("term-stuck");
-    let mut server = Server::start(&pool.0, &[]);
+    a_stuck_client(&[]);
+}
+
+#[test]
+fn a_client_that_does_not_read_cannot_hold_an_epoll_shutdown_forever() {
+    a_stuck_client(EPOLL);
+}
+
+fn a_stuck_client(io: &[&str]) {
+    let pool = TempPool::new(&format!("term-stuck{}", io.concat()));
+    let mut server = Server::start(&pool.0, io);
     let mut c = server.client();
     let _: () = c.set("big", vec![b'x'; 64 << 10]).unwrap();
     let mut stuck = TcpStream::connect(server.resp).unwrap();
@@ -107,15 +129,24 @@ fn a_client_that_does_not_read_cannot_hold_the_shutdown_forever() {
     assert!(started.elapsed() >= Duration::from_secs(4), "the drain gave up before its 5 s: {:?}", started.elapsed());
     drop(stuck);
     // The store is intact (the log is replayed instead).
-    let server = Server::start(&pool.0, &[]);
+    let server = Server::start(&pool.0, io);
     let value: Vec<u8> = server.client().get("big").unwrap();
     assert_eq!(value.len(), 64 << 10);
 }
 
 #[test]
 fn sigterm_stops_every_loop_of_a_multi_threaded_wal() {
-    let pool = TempPool::new("term-wal");
-    let mut wal = Wal::start(&pool.0, &["--threads", "2"]);
+    every_wal_loop_stops(&[]);
+}
+
+#[test]
+fn sigterm_stops_every_epoll_loop_of_a_multi_threaded_wal() {
+    every_wal_loop_stops(EPOLL);
+}
+
+fn every_wal_loop_stops(io: &[&str]) {
+    let pool = TempPool::new(&format!("term-wal{}", io.concat()));
+    let mut wal = Wal::start(&pool.0, &[io, &["--threads", "2"]].concat());
     let (child, addr) = (&mut wal.child, wal.addr);
     // Requests on several connections, so both loops have clients.
     for _ in 0..8 {
@@ -137,6 +168,27 @@ fn sigterm_stops_every_loop_of_a_multi_threaded_wal() {
     assert!(status.success(), "{status}");
     // After the stop, nobody listens any more.
     assert!(TcpStream::connect(addr).is_err());
+}
+
+/// The epoll loop logs its stop as the io_uring engine does: two lines,
+/// the checkpoint's with every reply sent.
+#[test]
+fn an_epoll_stop_logs_the_same_lines() {
+    let pool = TempPool::new("log-epoll");
+    let log = pool.0.with_extension("log");
+    let mut server = Server::start_logging(&pool.0, EPOLL, &log);
+    let mut c = server.client();
+    for i in 0..1000 {
+        let _: () = c.set(format!("k{i}"), i).unwrap();
+    }
+    signal(&server.child, libc::SIGTERM);
+    assert!(server.wait_exit(Duration::from_secs(20)));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].contains("INFO") && lines[0].contains("stopping") && lines[0].contains("connections=1"), "{text}");
+    assert!(lines[1].contains("INFO") && lines[1].contains("stopped: every reply sent; checkpoint: "), "{text}");
 }
 
 /// The log: one line per notable event, none at steady state: a flood of

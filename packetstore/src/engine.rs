@@ -29,12 +29,21 @@
 //! # Fairness
 //!
 //! A multishot receive ends after `turn_receive_bytes` (the kernel's
-//! per-request byte limit, `sqe->optlen`, Linux 6.16) and is re-armed at
+//! per-request byte limit, `sqe->optlen`, Linux 6.17) and is re-armed at
 //! the end of the turn. So one connection's receive work per turn is
 //! bounded: a peer streaming a large value (or a flood of abandoned ones)
 //! cannot make a turn, and the latency of every other connection's
 //! requests, grow with its bandwidth. Kernels without the limit refuse it
-//! (-EINVAL); the engine then drops it once and goes on without.
+//! (-EINVAL): the start-up probe (`probe.rs`, [`EngineConfig::adapt_to`])
+//! turns it off beforehand, and an engine configured without a probe drops
+//! it at the first refusal and goes on without.
+//!
+//! # Older kernels
+//!
+//! `probe.rs` finds which optional features the kernel has;
+//! [`EngineConfig::adapt_to`] turns off those it lacks (a plain ring for
+//! SINGLE_ISSUER | DEFER_TASKRUN, whole buffers for incremental
+//! consumption, no receive limit), logging one line each.
 //!
 //! # Buffers
 //!
@@ -84,6 +93,7 @@ use crate::bufring::BufRing;
 use crate::outq::{Mark, OutQueue};
 use crate::persist::AsyncSync;
 use crate::pool::Pool;
+use crate::probe::{Feature, Features};
 use crate::stream::{Segment, Source, Stream};
 
 const OP_ACCEPT: u64 = 1;
@@ -146,6 +156,35 @@ pub struct EngineConfig {
     pub wake_fd: Option<RawFd>,
     /// Stopping: how long the loop waits for replies to be read.
     pub drain_timeout: Duration,
+    /// Set up the ring with SINGLE_ISSUER | DEFER_TASKRUN (Linux 6.1):
+    /// completions' task work runs when the loop waits, not whenever the
+    /// kernel likes.
+    pub defer_taskrun: bool,
+}
+
+impl EngineConfig {
+    /// Turns off what the kernel lacks (or `PACKETSTORE_URING_DISABLE`
+    /// disables), as `features` (the start-up probe) says, logging one line
+    /// per feature this configuration wanted and may not have. Call it
+    /// once per process: every loop of a server shares the result.
+    pub fn adapt_to(mut self, features: &Features) -> EngineConfig {
+        let wanted = [
+            (Feature::DeferTaskrun, self.defer_taskrun),
+            (Feature::IncrementalBuffers, self.incremental),
+            (Feature::ReceiveLimit, self.turn_receive_bytes != 0),
+        ];
+        for (feature, wants) in wanted {
+            if wants && !features.has(feature) {
+                tracing::warn!("{}", features.fallback_line(feature));
+            }
+        }
+        self.defer_taskrun &= features.has(Feature::DeferTaskrun);
+        self.incremental &= features.has(Feature::IncrementalBuffers);
+        if !features.has(Feature::ReceiveLimit) {
+            self.turn_receive_bytes = 0;
+        }
+        self
+    }
 }
 
 impl Default for EngineConfig {
@@ -165,6 +204,7 @@ impl Default for EngineConfig {
             turn_receive_bytes: TURN_RECEIVE_BYTES,
             wake_fd: None,
             drain_timeout: Duration::from_secs(5),
+            defer_taskrun: true,
         }
     }
 }
@@ -304,10 +344,10 @@ fn user_data(op: u64, slot: u32, generation: u32) -> u64 {
     op << 56 | u64::from(generation & 0xFF_FFFF) << 32 | u64::from(slot)
 }
 
-/// Sets a multishot receive's byte limit (`sqe->optlen`, Linux 6.16: the
+/// Sets a multishot receive's byte limit (`sqe->optlen`, Linux 6.17: the
 /// receive ends, without IORING_CQE_F_MORE, once it has received that many
 /// bytes; 0: no limit). The io-uring crate has no setter for it.
-fn with_optlen(entry: squeue::Entry, optlen: u32) -> squeue::Entry {
+pub(crate) fn with_optlen(entry: squeue::Entry, optlen: u32) -> squeue::Entry {
     const OPTLEN_OFFSET: usize = 44;
     const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
     // SAFETY: `squeue::Entry` is `#[repr(C)]` around `io_uring_sqe`, 64
@@ -707,7 +747,8 @@ impl<'a, A: App> Engine<'a, A> {
             }
             return;
         } else if result == -libc::EINVAL && self.config.turn_receive_bytes != 0 {
-            // A kernel without the multishot byte limit (before 6.16).
+            // A kernel without the multishot byte limit (before 6.17),
+            // in an engine configured without the start-up probe.
             tracing::warn!("this kernel refuses a receive byte limit: receiving without one (no per-turn fairness)");
             self.config.turn_receive_bytes = 0;
             let conn = self.conns[slot as usize].as_mut().expect("live");
@@ -1213,9 +1254,13 @@ fn prepare_send<C>(conn: &mut Conn<C>, slot: u32) -> squeue::Entry {
 
 fn setup_ring(config: &EngineConfig) -> io::Result<IoUring> {
     let cq = config.queue_entries * 4;
+    if !config.defer_taskrun {
+        return IoUring::builder().setup_cqsize(cq).build(config.queue_entries);
+    }
     match IoUring::builder().setup_single_issuer().setup_defer_taskrun().setup_cqsize(cq).build(config.queue_entries) {
         Ok(ring) => Ok(ring),
         Err(error) => {
+            // Not probed (`adapt_to` was not called): fall back here.
             tracing::warn!("io_uring: SINGLE_ISSUER | DEFER_TASKRUN unavailable ({error}); using a plain ring");
             IoUring::builder().setup_cqsize(cq).build(config.queue_entries)
         }

@@ -7,11 +7,20 @@
 //!
 //! Private buffers are 16 KiB chunks recycled through a free list; a
 //! stream segment names its chunk, and a consumed chunk returns to the list.
+//!
+//! Stopping, as the io_uring engine does: once `stop` is set (the wake
+//! descriptor gets the loop out of epoll_wait), the loop stops accepting
+//! (its listeners are shut down) and reading; what it received was served
+//! and committed in the turn that read it, so it sends every reply and
+//! closes each connection once its replies are out, within `DRAIN_TIMEOUT`
+//! for peers that do not read. `is_drained` says whether every connection
+//! closed in time.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::app::App;
 use crate::buffers::Buffers;
@@ -28,6 +37,11 @@ const LISTENER_TOKEN: u64 = u64::MAX;
 const WAKE_TOKEN: u64 = u64::MAX / 2;
 /// Slices one sendmsg carries.
 const IOV_MAX: usize = 64;
+/// Stopping: how long the loop waits for peers to read their replies (the
+/// io_uring engine's default `drain_timeout`).
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Stopping: how often a drain that waits wakes up to check its deadline.
+const DRAIN_CHECK_MS: i32 = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommitPolicy {
@@ -74,6 +88,10 @@ pub struct EpollServer<'a, A: App> {
     free_slots: Vec<u32>,
     chunks: Chunks,
     touched: Vec<u32>,
+    /// The wake descriptor, removed from the set when the drain begins.
+    wake_fd: Option<RawFd>,
+    /// Stopping: the drain's deadline, once it began.
+    draining_until: Option<Instant>,
 }
 
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
@@ -112,6 +130,8 @@ impl<'a, A: App> EpollServer<'a, A> {
             free_slots: Vec::new(),
             chunks: Chunks::default(),
             touched: Vec::new(),
+            wake_fd: None,
+            draining_until: None,
         };
         for (index, listener) in server.listeners.iter().enumerate() {
             server.control(
@@ -127,7 +147,9 @@ impl<'a, A: App> EpollServer<'a, A> {
     /// Stopping: `fd` (an eventfd) becomes readable when the caller's
     /// `stop` flag is set, so that this loop wakes up to see it.
     pub fn set_wake_fd(&mut self, fd: RawFd) -> io::Result<()> {
-        self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, WAKE_TOKEN)
+        self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, WAKE_TOKEN)?;
+        self.wake_fd = Some(fd);
+        Ok(())
     }
 
     /// The address of the first listener.
@@ -141,11 +163,23 @@ impl<'a, A: App> EpollServer<'a, A> {
         check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut event) }).map(drop)
     }
 
+    /// Runs turns until `stop` is set (checked once per turn), then drains
+    /// (see "Stopping" above) and returns.
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_MAX];
-        while !stop.load(Ordering::Relaxed) {
+        loop {
+            if stop.load(Ordering::Relaxed) && self.draining_until.is_none() {
+                self.begin_drain()?;
+            }
+            if let Some(deadline) = self.draining_until {
+                if self.is_drained() || Instant::now() >= deadline {
+                    return Ok(());
+                }
+            }
+            let timeout_ms = if self.draining_until.is_some() { DRAIN_CHECK_MS } else { -1 };
             // SAFETY: `events` has EVENTS_MAX entries.
-            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS_MAX as i32, -1) };
+            let n =
+                unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS_MAX as i32, timeout_ms) };
             if n < 0 {
                 let error = io::Error::last_os_error();
                 if error.raw_os_error() == Some(libc::EINTR) {
@@ -163,6 +197,11 @@ impl<'a, A: App> EpollServer<'a, A> {
                     continue;
                 }
                 let slot = token as u32;
+                if self.draining_until.is_some() {
+                    // Writable, or the peer went away: send, or close.
+                    self.write_out(slot)?;
+                    continue;
+                }
                 if flags & libc::EPOLLOUT as u32 != 0 {
                     self.write_out(slot)?;
                 }
@@ -180,6 +219,48 @@ impl<'a, A: App> EpollServer<'a, A> {
             }
             self.touched = touched;
             self.touched.clear();
+        }
+    }
+
+    /// Whether every connection is closed (after a drain: it did not time
+    /// out).
+    pub fn is_drained(&self) -> bool {
+        self.conns.len() == self.free_slots.len()
+    }
+
+    /// Stopping: no more connections and no more reading. The previous turn
+    /// committed and readied every reply of what it read; each connection
+    /// closes once they are out (watching only for writability).
+    fn begin_drain(&mut self) -> io::Result<()> {
+        self.draining_until = Some(Instant::now() + DRAIN_TIMEOUT);
+        tracing::info!(
+            connections = self.conns.len() - self.free_slots.len(),
+            "stopping: no new connections; sending the replies of what was received"
+        );
+        if let Some(fd) = self.wake_fd.take() {
+            // It stays readable: it would wake every wait of the drain.
+            self.control(libc::EPOLL_CTL_DEL, fd, 0, WAKE_TOKEN)?;
+        }
+        for listener in &self.listeners {
+            let fd = listener.as_raw_fd();
+            self.control(libc::EPOLL_CTL_DEL, fd, 0, 0)?;
+            // SAFETY: our descriptor. A listening socket shut down refuses
+            // new connections.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+        if self.app.needs_commit() {
+            self.app.commit(self.pool, self.buffers).map_err(|e| io::Error::other(format!("commit failed: {e}")))?;
+        }
+        for slot in 0..self.conns.len() as u32 {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
+            conn.closing = true;
+            conn.out.ready_all();
+            conn.writable_wanted = false;
+            let fd = conn.fd;
+            // Level-triggered EPOLLIN would fire for unread input forever;
+            // `write_out` asks for EPOLLOUT if the replies do not fit.
+            self.control(libc::EPOLL_CTL_MOD, fd, 0, u64::from(slot))?;
+            self.write_out(slot)?;
         }
         Ok(())
     }
@@ -344,12 +425,8 @@ impl<'a, A: App> EpollServer<'a, A> {
                     if !conn.writable_wanted {
                         conn.writable_wanted = true;
                         let fd = conn.fd;
-                        self.control(
-                            libc::EPOLL_CTL_MOD,
-                            fd,
-                            (libc::EPOLLIN | libc::EPOLLOUT) as u32,
-                            u64::from(slot),
-                        )?;
+                        let reading = if self.draining_until.is_some() { 0 } else { libc::EPOLLIN };
+                        self.control(libc::EPOLL_CTL_MOD, fd, (reading | libc::EPOLLOUT) as u32, u64::from(slot))?;
                     }
                     return Ok(());
                 }
@@ -362,7 +439,8 @@ impl<'a, A: App> EpollServer<'a, A> {
         if conn.writable_wanted {
             conn.writable_wanted = false;
             let fd = conn.fd;
-            self.control(libc::EPOLL_CTL_MOD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
+            let reading = if self.draining_until.is_some() { 0 } else { libc::EPOLLIN };
+            self.control(libc::EPOLL_CTL_MOD, fd, reading as u32, u64::from(slot))?;
         }
         let conn = self.conns[slot as usize].as_mut().expect("live");
         if conn.closing && conn.out.is_empty() {

@@ -33,6 +33,7 @@ pub mod node;
 pub mod outq;
 pub mod persist;
 pub mod pool;
+pub mod probe;
 pub mod record;
 pub mod resp;
 pub mod rng;

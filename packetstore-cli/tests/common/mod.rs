@@ -56,7 +56,12 @@ impl Server {
 
     /// `start` with the server's log (stderr) written to `log`.
     pub fn start_logging(pool: &Path, extra: &[&str], log: &Path) -> Server {
-        Self::spawn(pool, extra, &[], Stdio::from(std::fs::File::create(log).unwrap()))
+        Self::start_env_logging(pool, extra, &[], log)
+    }
+
+    /// `start_env` with the server's log (stderr) written to `log`.
+    pub fn start_env_logging(pool: &Path, extra: &[&str], env: &[(&str, &str)], log: &Path) -> Server {
+        Self::spawn(pool, extra, env, Stdio::from(std::fs::File::create(log).unwrap()))
     }
 
     fn spawn(pool: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
