@@ -109,11 +109,11 @@ impl Feature {
         match self {
             Feature::DeferTaskrun => {
                 "using a plain ring (completions run as task work at any time instead of at the loop's \
-                 wait; measured here within noise of the default, bench/results/kv.md)"
+                 wait; measured here: 0.80x SET and 0.69x GET throughput, bench/results/fallbacks.md)"
             }
             Feature::IncrementalBuffers => {
                 "receiving into whole buffers, one or more per receive (measured here: SET of 1 KiB \
-                 values at parity on tmpfs, 0.9x on ext4; bench/results/kv.md)"
+                 values 0.89x pipelined, at parity unpipelined; bench/results/fallbacks.md)"
             }
             Feature::ReceiveLimit => {
                 "no per-client fairness limit: one client's flood can stretch every turn (measured here: \
