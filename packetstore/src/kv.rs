@@ -184,6 +184,11 @@ impl CommandEntry {
         COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
     }
 
+    /// Whether `argc` arguments (the name included) fit its arity.
+    fn arity_fits(&self, argc: i64) -> bool {
+        (self.arity > 0 && argc == self.arity) || (self.arity < 0 && argc >= -self.arity)
+    }
+
     fn has_flag(&self, flag: &str) -> bool {
         self.flags.contains(&flag)
     }
@@ -485,7 +490,7 @@ fn command_getkeys(ctx: &mut Ctx<'_>) {
         return;
     };
     let argc = (ctx.argc() - 2) as i64;
-    if (entry.arity > 0 && argc != entry.arity) || (entry.arity < 0 && argc < -entry.arity) {
+    if !entry.arity_fits(argc) {
         ctx.error("ERR Invalid number of arguments specified for command");
         return;
     }
@@ -851,8 +856,7 @@ impl KvServer {
         {
             return Err("NOAUTH Authentication required.".into());
         }
-        let argc = ctx.argc() as i64;
-        if (entry.arity > 0 && argc != entry.arity) || (entry.arity < 0 && argc < -entry.arity) {
+        if !entry.arity_fits(ctx.argc() as i64) {
             self.stats.errors += 1;
             return Err(format!("ERR wrong number of arguments for '{}' command", entry.name));
         }
