@@ -30,15 +30,15 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use packetstore::app::Persist;
-use packetstore::compact::CompactConfig;
-use packetstore::http::{parse_head, HeadError};
-use packetstore::kv::percent_decode;
-use packetstore::node::{self, Node};
-use packetstore::record::{self, Extent, HEADER_SIZE, KIND_PAD};
-use packetstore::resp::{Args, Parsed, Parser, ReceiveConfig};
-use packetstore::store::{value_bytes, Op, Store, StoreConfig};
-use packetstore::stream::{Segment, Source, Stream};
+use packetstore::apps::kv::percent_decode;
+use packetstore::index::compact::CompactConfig;
+use packetstore::index::node::{self, Node};
+use packetstore::io::app::Persist;
+use packetstore::io::stream::{Segment, Source, Stream};
+use packetstore::log::record::{self, Extent, HEADER_SIZE, KIND_PAD};
+use packetstore::proto::http::{parse_head, HeadError};
+use packetstore::proto::resp::{Args, Parsed, Parser, ReceiveConfig};
+use packetstore::store::db::{value_bytes, Op, Store, StoreConfig};
 use packetstore::{Buffers, Geometry, Log, Pool, SimDevice, SimMode};
 
 /// Reads fuzz input as a sequence of small integers; zeros once exhausted.
@@ -134,7 +134,7 @@ enum Reference {
 /// A one-shot RESP parser over the whole input, with the semantics the
 /// incremental one documents (inputs shorter than `LINE_SIZE_MAX`).
 fn reference_resp(data: &[u8], value_size_max: u64) -> Vec<Reference> {
-    use packetstore::resp::{ARGS_MAX, BULK_LEN_MAX, SMALL_ARG_MAX};
+    use packetstore::proto::resp::{ARGS_MAX, BULK_LEN_MAX, SMALL_ARG_MAX};
     fn line(data: &[u8], at: &mut usize) -> Option<Vec<u8>> {
         let end = data[*at..].windows(2).position(|w| w == b"\r\n")?;
         let line = data[*at..*at + end].to_vec();
@@ -216,7 +216,7 @@ fn resp_fixture() -> &'static Vec<u8> {
 }
 
 pub fn resp_parser(data: &[u8]) {
-    use packetstore::resp::LINE_SIZE_MAX;
+    use packetstore::proto::resp::LINE_SIZE_MAX;
     let mut input = Input { bytes: data };
     let flags = input.u8();
     let zero_copy = flags & 1 == 1;
@@ -486,7 +486,7 @@ fn kv_config() -> StoreConfig {
 fn kv_fixture() -> &'static Vec<u8> {
     static IMAGE: OnceLock<Vec<u8>> = OnceLock::new();
     IMAGE.get_or_init(|| {
-        use packetstore::store::{field_key, string_key};
+        use packetstore::store::db::{field_key, string_key};
         let device = Arc::new(SimDevice::new(KV_GEOMETRY.file_size(), SimMode::CacheLine));
         let pool = Pool::create_simulated(device.clone(), KV_GEOMETRY).expect("a fresh pool");
         let mut buffers = Buffers::new(KV_GEOMETRY.buffer_count);
@@ -567,7 +567,7 @@ pub fn pool_open(data: &[u8]) {
     // And takes writes, if the damage left it consistent.
     let mut extents = Vec::new();
     if buffers.copy_in(&pool, b"after the damage", &mut extents).is_ok() {
-        let ops = [Op::Put { key: packetstore::store::string_key(b"fuzz"), extents, len: 16 }];
+        let ops = [Op::Put { key: packetstore::store::db::string_key(b"fuzz"), extents, len: 16 }];
         if store.apply(&pool, &mut buffers, &ops).is_ok() {
             let _ = store.commit(&pool, &mut buffers);
         }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Domain, Geometry, Log, PageSync, PersistOptions, Pool, PoolKind};
 
 /// Records kept live while benchmarking; older ones are released, so the

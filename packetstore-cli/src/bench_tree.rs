@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{ensure, Context};
-use packetstore::node::Value;
-use packetstore::rng::SplitMix64;
-use packetstore::tree::Tree;
+use packetstore::index::node::Value;
+use packetstore::index::tree::Tree;
+use packetstore::util::rng::SplitMix64;
+use packetstore::PoolKindExt;
 use packetstore::{Buffers, Extent, Geometry, Log, PersistOptions, Pool, PoolKind};
 
 use crate::bench_log::{median, setup, Dirs};

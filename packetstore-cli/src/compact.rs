@@ -10,8 +10,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use packetstore::compact::CompactConfig;
-use packetstore::store::{Store, StoreConfig};
+use packetstore::index::compact::CompactConfig;
+use packetstore::store::db::{Store, StoreConfig};
+use packetstore::PoolKindExt;
 use packetstore::{Buffers, Pool, PoolError, PoolKind};
 
 use crate::options::{refusal, PersistArgs};

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure};
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
+use packetstore::PoolKindExt;
 use packetstore::{Buffers, Geometry, Log, LogError, PersistOptions, Pool, PoolKind};
 
 /// A writer runs at most this long, so a test that forgets it cannot leak it.

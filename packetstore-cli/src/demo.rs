@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
+use packetstore::PoolKindExt;
 use packetstore::{Buffers, Geometry, Log, LogError, Pool, PoolKind};
 
 use crate::options::{parse_size, refusal, PersistArgs};

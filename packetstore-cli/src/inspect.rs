@@ -10,8 +10,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use packetstore::kind::Evidence;
-use packetstore::tree::{Tree, TreeStats};
+use packetstore::index::tree::{Tree, TreeStats};
+use packetstore::pool::kind::Evidence;
+use packetstore::PoolKindExt;
 use packetstore::{Buffers, Log, LogUsage, Pool, PoolKind, RecordView, RecoveryReport};
 
 use crate::options::PersistArgs;
@@ -118,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if kind.kind.holds_tree() {
         walk_tree(&pool, &mut findings)?;
-    } else if args.verify && packetstore::tree::has_committed_version(&pool) {
+    } else if args.verify && packetstore::index::tree::has_committed_version(&pool) {
         findings.problems.push(format!("a committed B+ tree in a {} pool, which has none", kind.kind));
     }
     if args.json {
@@ -194,7 +195,7 @@ fn walk_tree(pool: &Pool, findings: &mut Findings) -> anyhow::Result<()> {
     }
     let entry = |key: &[u8]| {
         tree.get(pool, key).ok().flatten().and_then(|value| match value {
-            packetstore::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
+            packetstore::index::node::Value::Inline(bytes) => bytes.try_into().ok().map(u64::from_le_bytes),
             _ => None,
         })
     };
@@ -402,7 +403,7 @@ fn print_recovery(pool: &Pool, kind: PoolKind, findings: &Findings) {
     let key_value = kind == PoolKind::KeyValue;
     match pool.last_recovery() {
         Some(last) => {
-            let ago_s = packetstore::pool::unix_ns().saturating_sub(last.finished_unix_ns) / 1_000_000_000;
+            let ago_s = packetstore::pool::file::unix_ns().saturating_sub(last.finished_unix_ns) / 1_000_000_000;
             let keys = if key_value { format!(", {} keys", last.keys) } else { String::new() };
             println!(
                 "recovery    last: {} log records {}, {} of a torn {} dropped{keys}, {:.1} ms (pid {}, {} s ago)",

@@ -74,7 +74,7 @@ pub fn bind(
             timeout.as_secs_f64()
         )
     };
-    match packetstore::net::listen_retrying(addr, reuse_port, nonblocking, timeout, on_wait) {
+    match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, timeout, on_wait) {
         Ok(fd) => Ok(fd),
         Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => Err(anyhow::anyhow!(
             "cannot listen on {addr} ({what}): the address is still in use after {:.1} s (--bind-timeout); {}",
@@ -87,11 +87,11 @@ pub fn bind(
 
 /// Who listens on `addr`, in words.
 fn holder_text(addr: SocketAddr) -> String {
-    let inodes = packetstore::net::listeners_on(addr);
+    let inodes = packetstore::io::net::listeners_on(addr);
     if inodes.is_empty() {
         return "no listening socket on it was found in /proc/net/tcp (another network namespace?)".into();
     }
-    let holders = packetstore::net::holders(&inodes);
+    let holders = packetstore::io::net::holders(&inodes);
     if holders.is_empty() {
         return "its listening socket belongs to no process (one still being closed by the kernel after its \
                 process died, or one in another PID namespace)"

@@ -8,9 +8,10 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use packetstore::app::Persist;
-use packetstore::epoll::CommitPolicy;
-use packetstore::probe::{Feature, Features};
+use packetstore::io::app::Persist;
+use packetstore::io::epoll::CommitPolicy;
+use packetstore::io::probe::{Feature, Features};
+use packetstore::PoolKindExt;
 use packetstore::{Domain, Geometry, PageSync, PersistOptions, Pool, PoolError, PoolKind, SimDevice, SimMode};
 use std::sync::Arc;
 
@@ -70,7 +71,7 @@ pub fn io_path(io: &str, commit: &str, persist: Persist) -> anyhow::Result<Optio
 /// run at all, the error says what to use instead.
 pub fn probe_uring() -> anyhow::Result<Features> {
     let disabled = Feature::disabled_by_environment().map_err(anyhow::Error::msg)?;
-    packetstore::probe::probe(&disabled)
+    packetstore::io::probe::probe(&disabled)
         .map_err(|error| anyhow::anyhow!("{error}; run with --io epoll --persist copy, which needs no io_uring"))
 }
 
@@ -282,7 +283,7 @@ pub struct LoopArgs {
 impl LoopArgs {
     /// The event loop's configuration, from the flags (`incremental`: the
     /// persist mode and loop allow incremental buffer consumption).
-    pub fn engine_config(&self, incremental: bool) -> anyhow::Result<packetstore::engine::EngineConfig> {
+    pub fn engine_config(&self, incremental: bool) -> anyhow::Result<packetstore::io::engine::EngineConfig> {
         anyhow::ensure!(self.connections_max >= 1, "--connections-max must be at least 1");
         let out_pause_bytes = parse_size(&self.client_pause).context("--client-pause")?;
         anyhow::ensure!(out_pause_bytes >= 64 * 1024, "--client-pause must be at least 64KiB");
@@ -292,7 +293,7 @@ impl LoopArgs {
             per_turn == 0 || (4096..=1 << 30).contains(&per_turn),
             "--client-receive-per-turn must be 0 (unlimited) or between 4KiB and 1GiB"
         );
-        Ok(packetstore::engine::EngineConfig {
+        Ok(packetstore::io::engine::EngineConfig {
             ring_entries: self.ring_entries,
             busy_poll: self.busy_poll,
             syncs_in_flight: self.syncs_in_flight,
@@ -301,7 +302,7 @@ impl LoopArgs {
             out_pause_bytes,
             stall_timeout,
             turn_receive_bytes: per_turn as u32,
-            ..packetstore::engine::EngineConfig::default()
+            ..packetstore::io::engine::EngineConfig::default()
         })
     }
 }

@@ -1,6 +1,6 @@
 //! `packetstore serve`: the durable key-value server. HTTP (`/kv/<key>`,
 //! PASTE's pKVS) and the Redis protocol on one event loop over one pool.
-//! See `packetstore::kv` for the protocols and `packetstore::store` for how
+//! See `packetstore::apps::kv` for the protocols and `packetstore::store::db` for how
 //! writes become durable.
 
 use std::io::Write;
@@ -8,12 +8,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use packetstore::app::Persist;
-use packetstore::compact::CompactConfig;
-use packetstore::engine::{Engine, EngineConfig};
-use packetstore::epoll::EpollServer;
-use packetstore::kv::{KvConfig, KvServer};
-use packetstore::store::{Store, StoreConfig};
+use packetstore::apps::kv::{KvConfig, KvServer};
+use packetstore::index::compact::CompactConfig;
+use packetstore::io::app::Persist;
+use packetstore::io::engine::{Engine, EngineConfig};
+use packetstore::io::epoll::EpollServer;
+use packetstore::store::db::{Store, StoreConfig};
 use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::listen::BindArgs;
@@ -78,7 +78,7 @@ pub struct Args {
     /// The replay budget: a restart replays at most this many log records
     /// (a checkpoint starts at half of it; writes wait at all of it).
     /// About 2 us a record (bench/results/restart.md).
-    #[arg(long, default_value_t = packetstore::store::REPLAY_RECORDS_MAX_DEFAULT, alias = "checkpoint-records")]
+    #[arg(long, default_value_t = packetstore::store::db::REPLAY_RECORDS_MAX_DEFAULT, alias = "checkpoint-records")]
     pub replay_budget: usize,
     /// Checkpoint the index this long after the last checkpoint too
     /// ("500ms", "10s").
@@ -211,8 +211,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut server = KvServer::new(kv_config, store, recovery);
     server.set_recovery_duration(recovery_duration);
-    let http_addr = packetstore::net::local_addr(&listeners[0])?;
-    let resp_addr = packetstore::net::local_addr(&listeners[1])?;
+    let http_addr = packetstore::io::net::local_addr(&listeners[0])?;
+    let resp_addr = packetstore::io::net::local_addr(&listeners[1])?;
     let (stop, wake_fd) = crate::shutdown::install()?;
     let mut config =
         EngineConfig { wake_fd: Some(wake_fd), ..args.loop_args.engine_config(persist == Persist::ZeroCopy)? };
@@ -227,7 +227,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "listening: http {http_addr}, redis {resp_addr} ({kind}, 1 event loop, persist {}, limits: value {} bytes, key {} bytes)",
         persist.name(),
         value_size_max,
-        packetstore::store::KEY_SIZE_MAX
+        packetstore::store::db::KEY_SIZE_MAX
     );
     println!(
         "limits: {} connections, client output pause {} KiB, stall timeout {:.0} s, receive per turn {}, auth {}",

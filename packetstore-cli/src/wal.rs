@@ -1,6 +1,6 @@
 //! `packetstore wal`: the paper's WAL server. POST bodies become log
 //! records, acknowledged with `X-Seq` once durable; `GET /log/<seq>` reads
-//! one back. See `packetstore::wal` for the protocol and `engine` / `epoll`
+//! one back. See `packetstore::apps::wal` for the protocol and `engine` / `epoll`
 //! for the I/O paths.
 
 use std::io::Write;
@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::{bail, Context};
-use packetstore::engine::{Engine, EngineConfig};
-use packetstore::epoll::{CommitPolicy, EpollServer};
-use packetstore::wal::{Persist, SeqIndex, Wal, WalConfig};
+use packetstore::apps::wal::{Persist, SeqIndex, Wal, WalConfig};
+use packetstore::io::engine::{Engine, EngineConfig};
+use packetstore::io::epoll::{CommitPolicy, EpollServer};
 use packetstore::{Buffers, Pool, PoolKind, RecoveryReport};
 
 use crate::listen::BindArgs;
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
     let listeners = bind_listeners(&args, threads, policy.is_some())?;
-    let addr = packetstore::net::local_addr(&listeners[0])?;
+    let addr = packetstore::io::net::local_addr(&listeners[0])?;
     let (file_pool, created) =
         open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options)?;
     if !created {
@@ -226,10 +226,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn bind_listeners(args: &Args, threads: u32, nonblocking: bool) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
     let reuse_port = threads > 1;
     let first = crate::listen::bind(args.listen, "WAL", reuse_port, nonblocking, args.bind_args.timeout()?)?;
-    let addr = packetstore::net::local_addr(&first)?;
+    let addr = packetstore::io::net::local_addr(&first)?;
     let mut listeners = vec![first];
     for index in 1..threads {
-        let listener = packetstore::net::listen(addr, true, nonblocking)
+        let listener = packetstore::io::net::listen(addr, true, nonblocking)
             .with_context(|| format!("cannot listen on {addr} (WAL, event loop {index})"))?;
         listeners.push(listener);
     }

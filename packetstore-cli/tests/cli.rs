@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 
 fn packetstore() -> Command {
     Command::new(env!("CARGO_BIN_EXE_packetstore"))

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 
 mod common;
 use common::{Server, TempPool};
@@ -354,8 +354,8 @@ fn run(args: &[&str]) -> (std::process::ExitStatus, String) {
 #[test]
 fn a_port_held_by_another_listener_is_waited_for_then_named_with_its_holder() {
     let plain = TcpListener::bind("127.0.0.1:0").unwrap();
-    let shared = packetstore::net::listen("127.0.0.1:0".parse().unwrap(), true, false).unwrap();
-    let shared_addr = packetstore::net::local_addr(&shared).unwrap().to_string();
+    let shared = packetstore::io::net::listen("127.0.0.1:0".parse().unwrap(), true, false).unwrap();
+    let shared_addr = packetstore::io::net::local_addr(&shared).unwrap().to_string();
     let plain_addr = plain.local_addr().unwrap().to_string();
     let pool = TempPool::new("held");
     let path = pool.0.to_str().unwrap();

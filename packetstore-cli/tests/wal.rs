@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 
 mod common;
 use common::TempPool;

@@ -5,8 +5,8 @@
 //! DRAM `BTreeMap` of 1M keys. Run:
 //! `taskset -c 1 cargo run --release -p packetstore --example cow_probe`
 
-use packetstore::node::{Node, Value};
-use packetstore::rng::SplitMix64;
+use packetstore::index::node::{Node, Value};
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Domain, Geometry, PersistOptions, Pool};
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::kind::PoolKind;
+use crate::pool::kind::PoolKind;
 
 /// Errors from creating or opening a pool.
 #[derive(Debug, thiserror::Error)]

@@ -1,55 +1,57 @@
-//! packetstore: PASTE (NSDI 2018) rebuilt in user space on io_uring.
+//! packetstore: PASTE (NSDI 2018) rebuilt in user space on io_uring, and
+//! the durable servers built on it.
 //!
-//! This crate is the storage foundation: a persistent pool of fixed-size
-//! buffers in one named file ([`pool`]), persistence domains that make its
-//! bytes durable on persistent memory, emulated persistent memory or an
-//! ordinary SSD file ([`persist`]), a crash simulator to prove it ([`sim`]),
-//! buffer reference counts ([`buffers`]) and a recoverable log of records
-//! that name extents of retained buffers ([`log`], [`record`]).
+//! TCP data is received by io_uring straight into buffers of a named,
+//! persistent pool file; a mutating request is made durable where it
+//! landed (cache-line flushes on persistent memory, or one fdatasync on an
+//! ordinary file, once per event-loop batch), logged as a small record
+//! naming its extents, and acknowledged. Reads are never flushed.
 //!
-//! The on-disk format is drawn byte by byte in `docs/format.md`.
+//! The layers, lowest first (each uses only those above it in this list):
+//!
+//! - [`error`], [`limits`], [`util`]: error types, every bound in one
+//!   place, metrics and a deterministic generator.
+//! - [`pool`]: PASTE's Ppool. The pool file, its layout and kind,
+//!   persistence domains and flush instructions, buffer reference counts,
+//!   extents, and the crash simulator.
+//! - [`log`]: PASTE's Plog. Records naming extents, in a ring in the
+//!   pool's log region; commit, release, recovery.
+//! - [`index`]: the persistent copy-on-write B+ tree and its compaction.
+//! - [`store`]: the key-value store (commands as log groups, checkpoints,
+//!   recovery) and which program a pool belongs to.
+//! - [`io`]: the event loops (io_uring, epoll), sockets, and the `App`
+//!   trait through which they serve an application. Stands on `pool` only.
+//! - [`proto`]: wire formats, HTTP/1.1 heads and the Redis protocol.
+//! - [`apps`]: the WAL server and the key-value server, each an `App`.
+//!
+//! Every persistent structure is drawn byte by byte, with its persistence
+//! order, in `docs/format.md`; `docs/architecture.md` walks the layers.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-pub mod app;
-pub mod buffers;
-pub mod bufring;
-pub mod compact;
-pub mod cpu;
-pub mod engine;
-pub mod epoll;
 pub mod error;
-pub mod http;
-pub mod indirect;
-pub mod kind;
-pub mod kv;
-pub mod layout;
 pub mod limits;
-pub mod log;
-pub mod metrics;
-pub mod net;
-pub mod node;
-pub mod outq;
-pub mod persist;
-pub mod pool;
-pub mod probe;
-pub mod record;
-pub mod resp;
-pub mod rng;
-pub mod sim;
-pub mod slots;
-pub mod store;
-pub mod stream;
-pub mod tree;
-pub mod wal;
+pub mod util;
 
-pub use buffers::Buffers;
+pub mod pool;
+
+pub mod log;
+
+pub mod index;
+
+pub mod store;
+
+pub mod io;
+
+pub mod proto;
+
+pub mod apps;
+
 pub use error::{BufferError, LogError, PoolError};
-pub use kind::PoolKind;
-pub use layout::Geometry;
 pub use log::{CommitSummary, CommitTicket, Log, LogUsage, RecordView, RecoveryReport};
-pub use persist::{Domain, DomainInfo, PageSync, PersistOptions, SyncToken};
-pub use pool::{LastRecovery, Pool};
-pub use record::Extent;
-pub use sim::{SimDevice, SimMode};
+pub use pool::{
+    Buffers, Domain, DomainInfo, Extent, Geometry, LastRecovery, PageSync, PersistOptions, Pool, PoolKind, SimDevice,
+    SimMode, SyncToken,
+};
+pub use store::PoolKindExt;

@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Extent, Geometry, Log, LogError, Pool, SimDevice, SimMode};
 
 const CYCLES_PER_SEED: u64 = 3;
@@ -524,7 +524,7 @@ fn an_erased_remnant_never_comes_back_through_a_torn_write() {
     let remnant = log.append(&pool, &mut buffers, 7, 1, b"remnant!", &[]).unwrap();
     assert!(first > committed && remnant > first);
     let mut image = device.crash(1);
-    let ring = |lsn: u64| (geometry.log_region_offset(0) + packetstore::log::ANCHOR_SIZE + lsn) as usize;
+    let ring = |lsn: u64| (geometry.log_region_offset(0) + packetstore::log::ring::ANCHOR_SIZE + lsn) as usize;
     let mut remnant_bytes = [0u8; 64];
     remnant_bytes.copy_from_slice(&pool_bytes(&pool, ring(remnant) as u64));
     image[ring(first)..ring(first) + 64].fill(0);
@@ -577,7 +577,7 @@ fn pool_bytes(pool: &Pool, offset: u64) -> [u8; 64] {
 /// validate when one is past the end (a batch cut short).
 #[test]
 fn a_clean_end_reads_as_normal_and_a_cut_batch_does_not() {
-    use packetstore::log::{ANCHOR_SIZE, END_OF_WRITTEN};
+    use packetstore::log::ring::{ANCHOR_SIZE, END_OF_WRITTEN};
     let geometry = Geometry { buffer_size: 2048, buffer_count: 64, log_size: 64 * 1024, log_count: 1 };
     let device = Arc::new(SimDevice::new(geometry.file_size(), SimMode::CacheLine));
     let pool = Pool::create_simulated(device, geometry).unwrap();

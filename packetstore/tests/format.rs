@@ -15,10 +15,11 @@
 
 use std::path::{Path, PathBuf};
 
-use packetstore::kind::{Evidence, POOL_KINDS, POOL_KIND_VALUE_MAX};
-use packetstore::layout::{Header, HeaderError, FORMAT_VERSION, HDR_CRC, HDR_KIND, HDR_SIZE, HDR_VERSION};
-use packetstore::node::Value;
-use packetstore::tree::Tree;
+use packetstore::index::node::Value;
+use packetstore::index::tree::Tree;
+use packetstore::pool::kind::{Evidence, POOL_KINDS, POOL_KIND_VALUE_MAX};
+use packetstore::pool::layout::{Header, HeaderError, FORMAT_VERSION, HDR_CRC, HDR_KIND, HDR_SIZE, HDR_VERSION};
+use packetstore::PoolKindExt;
 use packetstore::{Buffers, Extent, Geometry, Log, PersistOptions, Pool, PoolError, PoolKind};
 
 const GEOMETRY_V1: Geometry = Geometry { buffer_size: 512, buffer_count: 16, log_size: 16 * 1024, log_count: 1 };
@@ -268,7 +269,7 @@ fn an_old_key_value_pool_opens_as_key_value_only() {
     // Known by its tree (checkpointed), or by its log's first record (a
     // store killed before its first checkpoint).
     let fills: [(&str, fn(&Pool)); 2] =
-        [("kv-tree", commit_tree), ("kv-log", |pool| append(pool, packetstore::store::KIND_PUT, b"kkey", 1))];
+        [("kv-tree", commit_tree), ("kv-log", |pool| append(pool, packetstore::store::db::KIND_PUT, b"kkey", 1))];
     for (name, fill) in fills {
         let old = old_pool(name, fill);
         for wanted in [PoolKind::Wal, PoolKind::Log, PoolKind::Tree] {
@@ -285,7 +286,7 @@ fn an_old_key_value_pool_opens_as_key_value_only() {
 
 #[test]
 fn an_old_wal_pool_opens_as_wal_only() {
-    let old = old_pool("wal", |pool| append(pool, packetstore::wal::KIND_WAL, b"", 1));
+    let old = old_pool("wal", |pool| append(pool, packetstore::apps::wal::KIND_WAL, b"", 1));
     for wanted in [PoolKind::KeyValue, PoolKind::Log, PoolKind::Tree] {
         let error = refused_unchanged(&old.0, wanted);
         assert!(matches!(&error, PoolError::WrongKind { found: PoolKind::Wal, evidence: Some(_), .. }), "{error}");
@@ -310,7 +311,7 @@ fn an_old_pool_of_two_kinds_or_damaged_is_refused_to_every_kind() {
     // The reported damage: a WAL server appended to a key-value pool.
     let mixed = old_pool("mixed", |pool| {
         commit_tree(pool);
-        append(pool, packetstore::wal::KIND_WAL, b"", 1);
+        append(pool, packetstore::apps::wal::KIND_WAL, b"", 1);
     });
     // A log anchor whose magic is gone: the head cannot be read.
     let damaged = old_pool("damaged", |pool| {

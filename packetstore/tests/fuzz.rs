@@ -8,7 +8,7 @@ mod harness;
 
 use std::path::Path;
 
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 
 fn cases() -> u64 {
     std::env::var("PACKETSTORE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)

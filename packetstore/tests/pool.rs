@@ -10,7 +10,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use packetstore::rng::SplitMix64;
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Domain, Extent, Geometry, Log, LogError, PersistOptions, Pool, PoolError};
 use proptest::prelude::*;
 

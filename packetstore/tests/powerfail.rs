@@ -28,12 +28,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use packetstore::compact::CompactConfig;
-use packetstore::engine::{Engine, EngineConfig};
-use packetstore::kv::{KvConfig, KvServer};
-use packetstore::rng::SplitMix64;
-use packetstore::store::{value_bytes, Store, StoreConfig};
-use packetstore::wal::{Persist, Wal, WalConfig};
+use packetstore::apps::kv::{KvConfig, KvServer};
+use packetstore::apps::wal::{Persist, Wal, WalConfig};
+use packetstore::index::compact::CompactConfig;
+use packetstore::io::engine::{Engine, EngineConfig};
+use packetstore::store::db::{value_bytes, Store, StoreConfig};
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
 
 const FAILURES_PER_SEED: usize = 4;
@@ -613,9 +613,9 @@ fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
         // protocol on its second; the WAL server serves one.
         let mut listeners = Vec::new();
         for _ in 0..if server == Server::Kv { 2 } else { 1 } {
-            listeners.push(packetstore::net::listen("127.0.0.1:0".parse().unwrap(), false, false).unwrap());
+            listeners.push(packetstore::io::net::listen("127.0.0.1:0".parse().unwrap(), false, false).unwrap());
         }
-        let addr = packetstore::net::local_addr(listeners.last().expect("a listener")).unwrap();
+        let addr = packetstore::io::net::local_addr(listeners.last().expect("a listener")).unwrap();
         // Power fails at a random fence (or sync completion) ahead. In
         // the page mode, one round in four an fdatasync fails with EIO
         // instead: the server must stop without acknowledging what that

@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use packetstore::compact::CompactConfig;
-use packetstore::rng::SplitMix64;
-use packetstore::store::{expire_key, field_key, hash_key, string_key, value_bytes, Op, Store, StoreConfig};
+use packetstore::index::compact::CompactConfig;
+use packetstore::store::db::{expire_key, field_key, hash_key, string_key, value_bytes, Op, Store, StoreConfig};
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

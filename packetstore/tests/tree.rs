@@ -17,9 +17,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use packetstore::node::Value;
-use packetstore::rng::SplitMix64;
-use packetstore::tree::Tree;
+use packetstore::index::node::Value;
+use packetstore::index::tree::Tree;
+use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Extent, Geometry, Pool, SimDevice, SimMode};
 
 struct Store {
@@ -99,7 +99,7 @@ impl Store {
         match (&stored, &value) {
             (Value::Indirect { .. }, Value::Extents(extents)) => {
                 assert_eq!(
-                    &packetstore::tree::value_extents(&self.pool, &stored).unwrap(),
+                    &packetstore::index::tree::value_extents(&self.pool, &stored).unwrap(),
                     extents,
                     "{context}: indirect"
                 )
@@ -151,7 +151,7 @@ impl Store {
         for (key, value) in &self.model {
             assert_eq!(self.tree.get(&self.pool, key).unwrap().as_ref(), Some(value), "{context}: get {key:?}");
             if !matches!(value, Value::Inline(_)) {
-                for extent in packetstore::tree::value_extents(&self.pool, value).unwrap() {
+                for extent in packetstore::index::tree::value_extents(&self.pool, value).unwrap() {
                     let (offset, bytes) = &self.contents[&extent.buffer];
                     assert_eq!((extent.offset, usize::from(extent.len)), (*offset, bytes.len()));
                     let mut found = vec![0u8; bytes.len()];
@@ -484,7 +484,7 @@ fn opening_reads_no_node() {
 fn leaf_holds(pool: &Pool, buffer: u32, key: &[u8]) -> bool {
     let mut bytes = vec![0u8; pool.geometry().buffer_size as usize];
     pool.read(pool.buffer_offset(buffer), &mut bytes);
-    matches!(packetstore::node::Node::decode(&bytes), Ok(packetstore::node::Node::Leaf { entries, .. })
+    matches!(packetstore::index::node::Node::decode(&bytes), Ok(packetstore::index::node::Node::Leaf { entries, .. })
         if entries.iter().any(|(k, _)| k == key))
 }
 
@@ -541,7 +541,7 @@ fn a_full_pool_refuses_changes_cleanly() {
 /// limits that would not fit three entries to a node are refused at open.
 #[test]
 fn limits_are_explicit() {
-    use packetstore::tree::{TreeConfig, TreeError};
+    use packetstore::index::tree::{TreeConfig, TreeError};
     let geometry = Geometry { buffer_size: 2048, buffer_count: 64, log_size: 16 * 1024, log_count: 1 };
     let mut store = Store::new(0, geometry, SimMode::CacheLine);
     let config = store.tree.config();

@@ -87,14 +87,14 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::app::{App, IoCounters, Persist};
-use crate::buffers::Buffers;
-use crate::bufring::BufRing;
-use crate::outq::{Mark, OutQueue};
-use crate::persist::AsyncSync;
-use crate::pool::Pool;
-use crate::probe::{Feature, Features};
-use crate::stream::{Segment, Source, Stream};
+use crate::io::app::{App, IoCounters, Persist};
+use crate::io::bufring::BufRing;
+use crate::io::outq::{Mark, OutQueue};
+use crate::io::probe::{with_optlen, Feature, Features};
+use crate::io::stream::{Segment, Source, Stream};
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use crate::pool::persist::AsyncSync;
 
 const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
@@ -237,7 +237,7 @@ pub struct EngineStats {
 
 struct InFlightSync<T> {
     ticket: T,
-    token: crate::persist::SyncToken,
+    token: crate::pool::persist::SyncToken,
     epoch: u64,
     result: Option<i32>,
 }
@@ -344,22 +344,6 @@ fn user_data(op: u64, slot: u32, generation: u32) -> u64 {
     op << 56 | u64::from(generation & 0xFF_FFFF) << 32 | u64::from(slot)
 }
 
-/// Sets a multishot receive's byte limit (`sqe->optlen`, Linux 6.17: the
-/// receive ends, without IORING_CQE_F_MORE, once it has received that many
-/// bytes; 0: no limit). The io-uring crate has no setter for it.
-pub(crate) fn with_optlen(entry: squeue::Entry, optlen: u32) -> squeue::Entry {
-    const OPTLEN_OFFSET: usize = 44;
-    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
-    // SAFETY: `squeue::Entry` is `#[repr(C)]` around `io_uring_sqe`, 64
-    // plain bytes (asserted above); bytes 44..48 are the u32 union of
-    // splice_fd_in, file_index and optlen, which a receive leaves zero.
-    let mut raw: [u8; 64] = unsafe { std::mem::transmute(entry) };
-    debug_assert_eq!(raw[OPTLEN_OFFSET..OPTLEN_OFFSET + 4], [0; 4]);
-    raw[OPTLEN_OFFSET..OPTLEN_OFFSET + 4].copy_from_slice(&optlen.to_ne_bytes());
-    // SAFETY: any bytes are a valid `io_uring_sqe` (a C struct of integers).
-    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
-}
-
 fn decode(user_data: u64) -> (u64, u32, u32) {
     (user_data >> 56, ((user_data >> 32) & 0xFF_FFFF) as u32, user_data as u32)
 }
@@ -399,7 +383,7 @@ impl<'a, A: App> Engine<'a, A> {
             Backing::Pool { table, used: vec![0; entries as usize], starved: Vec::new(), incremental }
         } else {
             let len = entries as usize * PRIVATE_BUFFER_SIZE as usize;
-            let memory = crate::bufring::map_anonymous(len)?;
+            let memory = crate::io::bufring::map_anonymous(len)?;
             for bid in 0..entries {
                 // SAFETY: inside our mapping, which outlives the ring.
                 unsafe {
@@ -410,7 +394,7 @@ impl<'a, A: App> Engine<'a, A> {
         };
         bufring.publish();
         let listeners = if listeners.is_empty() {
-            vec![crate::net::listen(config.listen, config.reuse_port, false)?]
+            vec![crate::io::net::listen(config.listen, config.reuse_port, false)?]
         } else {
             listeners
         };
@@ -457,7 +441,7 @@ impl<'a, A: App> Engine<'a, A> {
 
     /// The address of the first listener.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        crate::net::local_addr(&self.listeners[0])
+        crate::io::net::local_addr(&self.listeners[0])
     }
 
     pub fn stats(&self) -> EngineStats {
@@ -638,7 +622,7 @@ impl<'a, A: App> Engine<'a, A> {
             }
             return;
         }
-        crate::net::set_nodelay(fd);
+        crate::io::net::set_nodelay(fd);
         self.generation = self.generation.wrapping_add(1) & 0xFF_FFFF;
         let conn = Conn {
             fd,
@@ -669,7 +653,7 @@ impl<'a, A: App> Engine<'a, A> {
             shut_down: false,
             dirty: false,
         };
-        let slot = crate::slots::insert(&mut self.conns, &mut self.free_slots, conn);
+        let slot = crate::io::slots::insert(&mut self.conns, &mut self.free_slots, conn);
         self.stats.accepted += 1;
         self.rearm.push(slot);
         self.arm_reset_poll(slot);

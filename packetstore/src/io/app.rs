@@ -1,5 +1,5 @@
-//! The contract between an I/O loop (the io_uring [`engine`](crate::engine)
-//! or the [`epoll`](crate::epoll) baseline) and an application (the WAL
+//! The contract between an I/O loop (the io_uring [`engine`](crate::io::engine)
+//! or the [`epoll`](crate::io::epoll) baseline) and an application (the WAL
 //! server, the key-value server).
 //!
 //! The loop owns connections, their received bytes ([`Stream`]) and their
@@ -17,10 +17,10 @@
 use std::io;
 use std::time::Duration;
 
-use crate::buffers::Buffers;
-use crate::outq::OutQueue;
-use crate::pool::Pool;
-use crate::stream::{Segment, Stream};
+use crate::io::outq::OutQueue;
+use crate::io::stream::{Segment, Stream};
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
 
 /// Where request bodies are persisted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -54,25 +54,15 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::buffers::Buffers;
 use crate::error::LogError;
-use crate::layout::{get_u64, put_u64};
 use crate::limits::{KEY_SIZE_MAX, LOG_BATCH_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
-use crate::pool::Pool;
-use crate::record::{self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC};
-
-pub const ANCHOR_MAGIC: u64 = u64::from_le_bytes(*b"PSLOGANC");
-/// The anchor: one cache line at the start of the log region.
-pub const ANCHOR_SIZE: u64 = 64;
-pub const ANCHOR_OFF_MAGIC: u64 = 0;
-pub const ANCHOR_OFF_HEAD_LSN: u64 = 8;
-pub const ANCHOR_OFF_COMMITTED_LSN: u64 = 16;
-
-/// The anchor of a fresh log: magic, head 0, committed 0.
-pub(crate) fn encode_initial_anchor(out: &mut [u8]) {
-    out[..ANCHOR_SIZE as usize].fill(0);
-    put_u64(out, ANCHOR_OFF_MAGIC as usize, ANCHOR_MAGIC);
-}
+use crate::log::record::{self, Extent, RecordHeader, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC};
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use crate::pool::layout::get_u64;
+pub use crate::pool::layout::{
+    ANCHOR_MAGIC, ANCHOR_OFF_COMMITTED_LSN, ANCHOR_OFF_HEAD_LSN, ANCHOR_OFF_MAGIC, ANCHOR_SIZE,
+};
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -841,7 +831,7 @@ pub fn head_of(pool: &Pool, index: u32) -> LogHead {
 }
 
 fn put_u32_record_len(record: &mut [u8], len: u32) {
-    crate::layout::put_u32(record, record::OFF_RECORD_LEN, len);
+    crate::pool::layout::put_u32(record, record::OFF_RECORD_LEN, len);
     let crc = record::header_crc(record);
-    crate::layout::put_u32(record, record::OFF_HEADER_CRC, crc);
+    crate::pool::layout::put_u32(record, record::OFF_HEADER_CRC, crc);
 }

@@ -9,8 +9,9 @@
 //! its data can be made durable by the same fence. Byte diagram:
 //! `docs/format.md`.
 
-use crate::layout::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::limits::{CACHE_LINE_SIZE, KEY_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
+pub use crate::pool::extent::Extent;
+use crate::pool::layout::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 
 pub const RECORD_MAGIC: u32 = 0x4352_5350; // "PSRC" in little-endian bytes
 pub const HEADER_SIZE: usize = 64;
@@ -35,38 +36,6 @@ pub const OFF_HEADER_CRC: usize = OFF_DATA_CRC + 4;
 pub const OFF_RELEASE_MARK: usize = OFF_HEADER_CRC + 4;
 const _: () = assert!(OFF_RELEASE_MARK == 56 && OFF_RELEASE_MARK + 8 == HEADER_SIZE);
 const _: () = assert!(OFF_LSN % 8 == 0 && OFF_RELEASE_MARK % 8 == 0);
-
-/// A byte range inside one buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Extent {
-    pub buffer: u32,
-    pub offset: u16,
-    pub len: u16,
-}
-
-impl Extent {
-    pub fn new(buffer: u32, offset: usize, len: usize) -> Extent {
-        Extent {
-            buffer,
-            offset: u16::try_from(offset).expect("extent offset fits 16 bits"),
-            len: u16::try_from(len).expect("extent length fits 16 bits"),
-        }
-    }
-
-    /// Valid in a pool of `buffer_count` buffers of `buffer_size` bytes.
-    pub fn check(&self, buffer_count: u32, buffer_size: u32) -> Result<(), String> {
-        if self.buffer >= buffer_count {
-            return Err(format!("extent names buffer {} of {buffer_count}", self.buffer));
-        }
-        if self.len == 0 || u32::from(self.offset) + u32::from(self.len) > buffer_size {
-            return Err(format!(
-                "extent [{}, +{}) of buffer {} does not fit a {buffer_size}-byte buffer",
-                self.offset, self.len, self.buffer
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// The fields of a record header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,13 +27,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::cpu::FlushInstruction;
 use crate::error::PoolError;
-use crate::kind::{Evidence, PoolKind};
-use crate::layout::{get_u32, get_u64, put_u32, put_u64, Geometry, Header, HeaderError, HDR_SIZE};
+use crate::pool::flush::FlushInstruction;
+use crate::pool::kind::{Evidence, PoolKind};
+
+/// What the contents of a pool that records no kind say it is
+/// (`store::claim::infer`, which reads the log and the tree).
+pub type Infer = fn(&Pool) -> Evidence;
 use crate::limits::{FENCE_LATENCY_NS_MAX, HEADER_REGION_SIZE};
-use crate::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence, SyncToken};
-use crate::sim::{SimDevice, SimMode};
+use crate::pool::layout::{get_u32, get_u64, put_u32, put_u64, Geometry, Header, HeaderError, HDR_SIZE};
+use crate::pool::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence, SyncToken};
+use crate::pool::sim::{SimDevice, SimMode};
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
@@ -168,14 +172,20 @@ impl Pool {
 
     /// Opens an existing pool for a program that uses pools of `kind`:
     /// a pool of another kind is refused (`PoolError::WrongKind`) before
-    /// anything is written. A pool that records no kind is accepted if its
-    /// contents say it is of `kind`, or if it is empty (`kind::infer`).
-    pub fn open_as(path: &Path, kind: PoolKind, options: &PersistOptions) -> Result<Pool, PoolError> {
+    /// anything is written. A pool that records no kind is accepted if
+    /// `infer` says its contents are of `kind`, or that it is empty. Programs
+    /// call `PoolKindExt::open_as`, which passes the store's inference.
+    pub fn open_claimed(
+        path: &Path,
+        kind: PoolKind,
+        options: &PersistOptions,
+        infer: Infer,
+    ) -> Result<Pool, PoolError> {
         assert!(kind != PoolKind::Unset, "a program opens a pool as its own kind");
-        Self::open_checked(path, Some(kind), options)
+        Self::open_checked(path, Some((kind, infer)), options)
     }
 
-    fn open_checked(path: &Path, kind: Option<PoolKind>, options: &PersistOptions) -> Result<Pool, PoolError> {
+    fn open_checked(path: &Path, kind: Option<(PoolKind, Infer)>, options: &PersistOptions) -> Result<Pool, PoolError> {
         let pool_err = |source| PoolError::Io { path: path.to_path_buf(), source };
         if options.fence_latency_ns > FENCE_LATENCY_NS_MAX {
             return Err(PoolError::BadGeometry {
@@ -189,7 +199,7 @@ impl Pool {
         let mut bytes = vec![0u8; HDR_SIZE];
         if actual < HDR_SIZE as u64 {
             file.read_at(&mut bytes[..actual as usize], 0).map_err(pool_err)?;
-            return Err(if bytes[..actual as usize] == crate::layout::POOL_MAGIC[..(actual as usize).min(8)] {
+            return Err(if bytes[..actual as usize] == crate::pool::layout::POOL_MAGIC[..(actual as usize).min(8)] {
                 PoolError::SizeMismatch { path: path.into(), expected: HEADER_REGION_SIZE, actual }
             } else {
                 PoolError::BadMagic { path: path.into() }
@@ -231,8 +241,8 @@ impl Pool {
             file: Some(file),
             mapped: true,
         };
-        if let Some(kind) = kind {
-            pool.check_kind(kind)?; // reads only: a refused pool is unchanged
+        if let Some((kind, infer)) = kind {
+            pool.check_kind(kind, infer)?; // reads only: a refused pool is unchanged
         }
         record_holder(pool.file.as_ref().expect("a file pool"));
         Ok(pool)
@@ -240,7 +250,7 @@ impl Pool {
 
     /// Refuses the pool unless it is of `wanted`, as recorded or, for a
     /// pool that records none, as its contents say (or it is empty).
-    fn check_kind(&self, wanted: PoolKind) -> Result<(), PoolError> {
+    fn check_kind(&self, wanted: PoolKind, infer: Infer) -> Result<(), PoolError> {
         let path = self.path.clone();
         let found = self.header.kind;
         if found == wanted {
@@ -249,7 +259,7 @@ impl Pool {
         if found != PoolKind::Unset {
             return Err(PoolError::WrongKind { path, found, wanted, evidence: None });
         }
-        match crate::kind::infer(self) {
+        match infer(self) {
             Evidence::Empty => Ok(()),
             Evidence::Kind { kind, .. } if kind == wanted => Ok(()),
             Evidence::Kind { kind, why } => {
@@ -259,11 +269,11 @@ impl Pool {
         }
     }
 
-    /// What the pool is for: as recorded in its header, or (for a pool that
-    /// records no kind) as its contents say (`kind::infer`).
-    pub fn kind_evidence(&self) -> Evidence {
+    /// What the pool is for, as recorded in its header, or (for a pool
+    /// that records none) as `infer` says its contents are.
+    pub fn kind_evidence_with(&self, infer: Infer) -> Evidence {
         match self.header.kind {
-            PoolKind::Unset => crate::kind::infer(self),
+            PoolKind::Unset => infer(self),
             kind => Evidence::Kind { kind, why: "recorded in the header".into() },
         }
     }
@@ -275,24 +285,25 @@ impl Pool {
     }
 
     /// `open_or_create` for a program that uses pools of `kind`: a new pool
-    /// records it, an existing one must be of it (`open_as`).
-    pub fn open_or_create_as(
+    /// records it, an existing one must be of it (`open_claimed`).
+    pub fn open_or_create_claimed(
         path: &Path,
         kind: PoolKind,
         geometry: Geometry,
         options: &PersistOptions,
+        infer: Infer,
     ) -> Result<Pool, PoolError> {
         assert!(kind != PoolKind::Unset, "a program opens a pool as its own kind");
-        Self::open_or_create_checked(path, Some(kind), geometry, options)
+        Self::open_or_create_checked(path, Some((kind, infer)), geometry, options)
     }
 
     fn open_or_create_checked(
         path: &Path,
-        kind: Option<PoolKind>,
+        kind: Option<(PoolKind, Infer)>,
         geometry: Geometry,
         options: &PersistOptions,
     ) -> Result<Pool, PoolError> {
-        match Self::create_as(path, kind.unwrap_or(PoolKind::Unset), geometry, options) {
+        match Self::create_as(path, kind.map_or(PoolKind::Unset, |(kind, _)| kind), geometry, options) {
             Err(PoolError::Exists { .. }) => {
                 let pool = Self::open_checked(path, kind, options)?;
                 if pool.geometry() != geometry {
@@ -347,7 +358,7 @@ impl Pool {
             durable: false,
             detected_by: "the crash simulator".into(),
             instruction: None,
-            page_sync: crate::persist::PageSync::Fdatasync,
+            page_sync: crate::pool::persist::PageSync::Fdatasync,
             fence_latency_ns: 0,
             simulated: true,
             tmpfs_huge_pages: None,
@@ -430,7 +441,7 @@ impl Pool {
     }
 
     /// Appends the bytes `extents` name, in order, to `out`.
-    pub fn read_extents(&self, extents: &[crate::record::Extent], out: &mut Vec<u8>) {
+    pub fn read_extents(&self, extents: &[crate::pool::extent::Extent], out: &mut Vec<u8>) {
         for extent in extents {
             let (offset, len) = (self.buffer_offset(extent.buffer) + u64::from(extent.offset), usize::from(extent.len));
             self.check(offset, len as u64);
@@ -552,7 +563,7 @@ impl Pool {
     }
 
     /// How syncs run asynchronously (page domain), if they do.
-    pub fn async_sync(&self) -> Option<crate::persist::AsyncSync> {
+    pub fn async_sync(&self) -> Option<crate::pool::persist::AsyncSync> {
         self.persistence.async_sync()
     }
 
@@ -627,15 +638,15 @@ fn initial_metadata(geometry: &Geometry, kind: PoolKind) -> Vec<u8> {
         geometry: *geometry,
         creation_id: creation_id(),
         created_unix_ns: unix_ns(),
-        version: crate::layout::FORMAT_VERSION,
+        version: crate::pool::layout::FORMAT_VERSION,
         kind,
     };
     let last_anchor = geometry.log_region_offset(geometry.log_count - 1);
-    let mut bytes = vec![0u8; (last_anchor + crate::log::ANCHOR_SIZE) as usize];
+    let mut bytes = vec![0u8; (last_anchor + crate::pool::layout::ANCHOR_SIZE) as usize];
     bytes[..HDR_SIZE].copy_from_slice(&header.encode());
     for log in 0..geometry.log_count {
         let at = geometry.log_region_offset(log) as usize;
-        crate::log::encode_initial_anchor(&mut bytes[at..]);
+        crate::pool::layout::encode_initial_anchor(&mut bytes[at..]);
     }
     bytes
 }
@@ -644,7 +655,7 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Header, PoolError> {
     Header::decode(bytes).map_err(|error| match error {
         HeaderError::BadMagic => PoolError::BadMagic { path: path.into() },
         HeaderError::UnsupportedVersion(found) => {
-            PoolError::UnsupportedVersion { path: path.into(), found, supported: crate::layout::FORMAT_VERSION }
+            PoolError::UnsupportedVersion { path: path.into(), found, supported: crate::pool::layout::FORMAT_VERSION }
         }
         HeaderError::BadChecksum { stored, computed } => PoolError::BadChecksum { path: path.into(), stored, computed },
         HeaderError::BadGeometry(reason) => PoolError::BadGeometry { path: path.into(), reason },

@@ -22,11 +22,11 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::app::App;
-use crate::buffers::Buffers;
-use crate::outq::OutQueue;
-use crate::pool::Pool;
-use crate::stream::{Segment, Source, Stream};
+use crate::io::app::App;
+use crate::io::outq::OutQueue;
+use crate::io::stream::{Segment, Source, Stream};
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
 
 const CHUNK_SIZE: usize = 16 * 1024;
 /// Bytes read from one connection per turn before moving on (fairness).
@@ -114,7 +114,8 @@ impl<'a, A: App> EpollServer<'a, A> {
         policy: CommitPolicy,
         listeners: Vec<OwnedFd>,
     ) -> io::Result<Self> {
-        let listeners = if listeners.is_empty() { vec![crate::net::listen(listen, false, true)?] } else { listeners };
+        let listeners =
+            if listeners.is_empty() { vec![crate::io::net::listen(listen, false, true)?] } else { listeners };
         // SAFETY: creates a new descriptor, owned from here on.
         let epoll = unsafe {
             <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?)
@@ -154,7 +155,7 @@ impl<'a, A: App> EpollServer<'a, A> {
 
     /// The address of the first listener.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        crate::net::local_addr(&self.listeners[0])
+        crate::io::net::local_addr(&self.listeners[0])
     }
 
     fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
@@ -308,7 +309,7 @@ impl<'a, A: App> EpollServer<'a, A> {
                     _ => Err(error),
                 };
             }
-            crate::net::set_nodelay(fd);
+            crate::io::net::set_nodelay(fd);
             let conn = Conn {
                 fd,
                 stream: Stream::new(),
@@ -318,7 +319,7 @@ impl<'a, A: App> EpollServer<'a, A> {
                 eof: false,
                 writable_wanted: false,
             };
-            let slot = crate::slots::insert(&mut self.conns, &mut self.free_slots, conn);
+            let slot = crate::io::slots::insert(&mut self.conns, &mut self.free_slots, conn);
             self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
         }
     }

@@ -22,11 +22,11 @@
 
 use std::ops::Range;
 
-use crate::app::Persist;
-use crate::buffers::Buffers;
-use crate::pool::Pool;
-use crate::record::Extent;
-use crate::stream::Stream;
+use crate::io::app::Persist;
+use crate::io::stream::Stream;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
 
 /// Arguments up to this size are copied into the command.
 pub const SMALL_ARG_MAX: usize = 64;
@@ -166,7 +166,7 @@ impl Parser {
         config: &ReceiveConfig,
         stream: &mut Stream,
         args: &mut Args,
-        release: &mut crate::app::Release<'_>,
+        release: &mut crate::io::app::Release<'_>,
     ) -> Parsed {
         loop {
             match self.state {
@@ -328,7 +328,7 @@ impl Parser {
 /// Takes one CRLF-terminated line (without the CRLF) off the stream. Most
 /// lines sit whole in the front segment and are found there; a line that
 /// straddles segments is gathered (bounded by `LINE_SIZE_MAX`).
-fn take_line(stream: &mut Stream, release: &mut crate::app::Release<'_>, buffers: &mut Buffers) -> Option<Vec<u8>> {
+fn take_line(stream: &mut Stream, release: &mut crate::io::app::Release<'_>, buffers: &mut Buffers) -> Option<Vec<u8>> {
     let front = stream.front();
     let (line, taken) = match find_crlf(front) {
         Some(end) => (front[..end].to_vec(), end + 2),
@@ -463,7 +463,7 @@ pub fn push_int(out: &mut Vec<u8>, value: i64) {
     if value < 0 {
         out.push(b'-');
     }
-    crate::http::push_decimal(out, value.unsigned_abs());
+    crate::proto::http::push_decimal(out, value.unsigned_abs());
 }
 
 /// Redis's glob-style pattern match (`*`, `?`, `[...]` with `^` and

@@ -21,8 +21,8 @@
 //! - internal entry: key_len u16, key, child u32 (the child holding keys
 //!   >= key); the node's first child is in the reserved field.
 
-use crate::layout::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
-use crate::record::Extent;
+use crate::pool::extent::Extent;
+use crate::pool::layout::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use std::ops::Range;
 
 pub const NODE_MAGIC: u32 = 0x444E_5350; // "PSND"

@@ -28,9 +28,9 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use io_uring::{cqueue, opcode, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::bufring::BufRing;
+use crate::io::bufring::BufRing;
 
 /// The environment variable that forces fallbacks: a comma-separated list
 /// of [`Feature::name`]s, or `all`. For testing the fallbacks on a kernel
@@ -358,7 +358,7 @@ fn receive(ring: &mut IoUring, limit_bytes: u32) -> io::Result<()> {
     let (ours, peer) = socket_pair()?;
     let tag = 2 + u64::from(limit_bytes);
     let entry = opcode::RecvMulti::new(types::Fd(ours.as_raw_fd()), GROUP).build().user_data(tag);
-    let entry = crate::engine::with_optlen(entry, limit_bytes);
+    let entry = with_optlen(entry, limit_bytes);
     let bytes = [0x5Au8; PROBE_BYTES];
     // SAFETY: writes our own bytes to our socket.
     let written = unsafe { libc::write(peer.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
@@ -473,6 +473,22 @@ pub fn kernel_release() -> String {
 pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Sets a multishot receive's byte limit (`sqe->optlen`, Linux 6.17: the
+/// receive ends, without IORING_CQE_F_MORE, once it has received that many
+/// bytes; 0: no limit). The io-uring crate has no setter for it.
+pub(crate) fn with_optlen(entry: squeue::Entry, optlen: u32) -> squeue::Entry {
+    const OPTLEN_OFFSET: usize = 44;
+    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+    // SAFETY: `squeue::Entry` is `#[repr(C)]` around `io_uring_sqe`, 64
+    // plain bytes (asserted above); bytes 44..48 are the u32 union of
+    // splice_fd_in, file_index and optlen, which a receive leaves zero.
+    let mut raw: [u8; 64] = unsafe { std::mem::transmute(entry) };
+    debug_assert_eq!(raw[OPTLEN_OFFSET..OPTLEN_OFFSET + 4], [0; 4]);
+    raw[OPTLEN_OFFSET..OPTLEN_OFFSET + 4].copy_from_slice(&optlen.to_ne_bytes());
+    // SAFETY: any bytes are a valid `io_uring_sqe` (a C struct of integers).
+    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
 #[cfg(test)]

@@ -62,13 +62,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::buffers::Buffers;
 use crate::error::BufferError;
-use crate::indirect;
-use crate::layout::{get_u32, get_u64, put_u32, put_u64};
-use crate::node::{self, Edit, Node, NodeBytes, NodeError, Value, NODE_HEADER_SIZE};
-use crate::pool::Pool;
-use crate::record::Extent;
+use crate::index::indirect;
+use crate::index::node::{self, Edit, Node, NodeBytes, NodeError, Value, NODE_HEADER_SIZE};
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::pool::layout::{get_u32, get_u64, put_u32, put_u64};
 
 /// Where the two meta slots live: unused bytes of the header page.
 pub const META_SLOT_OFFSETS: [u64; 2] = [1024, 1088];

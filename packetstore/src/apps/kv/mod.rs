@@ -19,20 +19,20 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::app::{App, IoCounters, Persist, Progress, Release};
-use crate::buffers::Buffers;
-use crate::http::{self, HeadError, Method};
-use crate::node::Value;
-use crate::outq::OutQueue;
-use crate::pool::Pool;
-use crate::record::Extent;
-use crate::resp::{glob_match, Args, Encoder, Parsed, Parser, ReceiveConfig};
-use crate::store::{
+use crate::index::node::Value;
+use crate::index::tree::value_extents;
+use crate::io::app::{App, IoCounters, Persist, Progress, Release};
+use crate::io::outq::OutQueue;
+use crate::io::stream::Stream;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::proto::http::{self, HeadError, Method};
+use crate::proto::resp::{glob_match, Args, Encoder, Parsed, Parser, ReceiveConfig};
+use crate::store::db::{
     expire_key, field_key, hash_key, now_ms, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError,
     StoreTicket, FIELD_SIZE_MAX, KEY_SIZE_MAX,
 };
-use crate::stream::Stream;
-use crate::tree::value_extents;
 
 /// Listener indexes of the server's two protocols.
 pub const LISTENER_HTTP: usize = 0;
@@ -62,7 +62,7 @@ pub struct KvConfig {
     /// Tests only: the crash simulator the pool runs on, which
     /// `DEBUG POWERFAIL` arms. None (every real deployment): the command
     /// is refused.
-    pub power_switch: Option<std::sync::Arc<crate::sim::SimDevice>>,
+    pub power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -128,7 +128,7 @@ pub struct KvServer {
     commands_at_tick: u64,
     /// Write commands per commit (group commit batch sizes), and the
     /// writes counted at the last commit.
-    batch_writes: crate::metrics::Histogram,
+    batch_writes: crate::util::metrics::Histogram,
     writes_at_commit: u64,
     recovery_ns: u64,
     /// Value bytes of the command being built: left where they were
@@ -519,7 +519,7 @@ impl KvServer {
             started: std::time::Instant::now(),
             recovery,
             commands_at_tick: 0,
-            batch_writes: crate::metrics::Histogram::default(),
+            batch_writes: crate::util::metrics::Histogram::default(),
             writes_at_commit: 0,
             recovery_ns: 0,
             staged_in_place: 0,
@@ -548,7 +548,7 @@ impl KvServer {
 
     /// `GET /metrics`: the Prometheus text exposition of what INFO shows.
     pub fn metrics_text(&self, pool: &Pool, buffers: &Buffers) -> String {
-        let mut e = crate::metrics::Exposition::default();
+        let mut e = crate::util::metrics::Exposition::default();
         e.family("packetstore_info", "gauge", "The server's version, persistence domain and persist mode.");
         e.sample(
             "packetstore_info",
@@ -600,7 +600,7 @@ impl KvServer {
             self.stats.cross_protocol as f64,
         );
         e.single("packetstore_checkpoints_total", "counter", "Checkpoints of the tree.", store.checkpoints as f64);
-        e.persistence(pool.stats(), &self.config.domain_name);
+        pool.stats().expose(&mut e, &self.config.domain_name);
         e.family(
             "packetstore_value_bytes_written_total",
             "counter",
@@ -1680,7 +1680,7 @@ impl KvServer {
         let mut ops = Vec::new();
         self.purge_if_expired(ctx, &key, &mut ops)?;
         let mut text = Vec::new();
-        crate::resp::push_int(&mut text, next);
+        crate::proto::resp::push_int(&mut text, next);
         let put = self.put_bytes(ctx, string_key(&key), &text)?;
         ops.push(put);
         self.apply(ctx, &ops)?;

@@ -22,8 +22,8 @@
 
 use crate::error::BufferError;
 use crate::limits::BUFFER_REFS_MAX;
-use crate::pool::Pool;
-use crate::record::Extent;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
 
 /// Free buffers below the sweep cursor: a stack (the most recently freed
 /// first: warm in the caches), or ordered (the lowest first: a batch's
@@ -347,7 +347,7 @@ impl Buffers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::SplitMix64;
+    use crate::util::rng::SplitMix64;
 
     #[test]
     fn never_hands_out_a_referenced_buffer() {

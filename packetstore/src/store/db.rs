@@ -54,21 +54,25 @@ use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::time::{Duration, Instant};
 
-use crate::buffers::Buffers;
-use crate::compact::{CompactConfig, CompactStats, Compactor};
 use crate::error::{BufferError, LogError};
+use crate::index::compact::{CompactConfig, CompactStats, Compactor};
+use crate::index::node::Value;
+use crate::index::tree::{value_extents, Tree, TreeError};
 use crate::limits::LOG_BATCH_SIZE_MAX;
-use crate::log::{CommitTicket, Log, RecoveryReport};
-use crate::node::Value;
-use crate::pool::Pool;
-use crate::record::Extent;
-use crate::tree::{value_extents, Tree, TreeError};
+use crate::log::ring::{CommitTicket, Log, RecoveryReport};
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
 pub const KIND_DEL: u16 = 0x21;
 pub const KIND_DEL_HASH: u16 = 0x22;
 pub const KIND_FLUSH: u16 = 0x23;
+const _: () = assert!(
+    *crate::pool::kind::STORE_RECORD_KINDS.start() == KIND_PUT
+        && *crate::pool::kind::STORE_RECORD_KINDS.end() == KIND_FLUSH
+);
 /// Tree entries compaction may visit per op written.
 const ENTRIES_PER_OP: usize = 4;
 /// Compaction may copy 1/COPY_SHARE of the bytes written (measured when
@@ -416,7 +420,7 @@ impl Store {
         tree.set_value_flush(false);
         // The page domain syncs whole pages: the batch's nodes wait in DRAM
         // until a checkpoint writes them once.
-        tree.set_shadow(pool.domain().domain == crate::persist::Domain::Page)?;
+        tree.set_shadow(pool.domain().domain == crate::pool::persist::Domain::Page)?;
         let keys = tree.get(pool, KEYS_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
         let tree_generation = tree.generation();
         let mut store = Store {
@@ -825,7 +829,7 @@ impl Store {
                         });
                     }
                     if extents.len() * 8 > tree.value_size_max {
-                        index_buffers += crate::indirect::buffers_needed(extents.len(), size);
+                        index_buffers += crate::index::indirect::buffers_needed(extents.len(), size);
                     }
                     key.len()
                 }
@@ -852,10 +856,10 @@ impl Store {
         let log_bytes: usize = ops
             .iter()
             .map(|op| match op {
-                Op::Put { key, extents, .. } => crate::record::record_len(extents.len(), key.len()),
-                Op::Del { key } => crate::record::record_len(0, key.len()),
-                Op::DelHash { name } => crate::record::record_len(0, name.len()),
-                Op::Flush => crate::record::record_len(0, 0),
+                Op::Put { key, extents, .. } => crate::log::record::record_len(extents.len(), key.len()),
+                Op::Del { key } => crate::log::record::record_len(0, key.len()),
+                Op::DelHash { name } => crate::log::record::record_len(0, name.len()),
+                Op::Flush => crate::log::record::record_len(0, 0),
             })
             .sum();
         let ring_size = self.log.usage().ring_size;

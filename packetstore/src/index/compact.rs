@@ -26,7 +26,7 @@
 
 use std::ops::Bound;
 
-use crate::record::Extent;
+use crate::pool::extent::Extent;
 
 /// A relocation pass starts only when it can free at least this many
 /// buffers. Values already packed as tightly as they can be (a few small

@@ -122,28 +122,6 @@ impl Exposition {
     }
 }
 
-impl Exposition {
-    /// The pool's persistence work (both servers): cache lines flushed,
-    /// fences, and the fences' latency (the page domain's: its syncs).
-    pub fn persistence(&mut self, persist: &crate::persist::PersistStats, domain: &str) {
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed) as f64;
-        self.single(
-            "packetstore_lines_flushed_total",
-            "counter",
-            "Cache lines flushed (clwb/clflushopt).",
-            load(&persist.lines_flushed),
-        );
-        self.single(
-            "packetstore_fences_total",
-            "counter",
-            "Fences of the pool: an sfence after flushes, or in the page domain an fdatasync or msync.",
-            load(&persist.fences),
-        );
-        let help = "Fence latency (page domain: the sync).";
-        self.histogram("packetstore_fence_seconds", help, &[("domain", domain)], &persist.fence_ns, 1e-9, 8, 34, 2);
-    }
-}
-
 fn write_labels(text: &mut String, labels: Labels<'_>, le: Option<&str>) {
     if labels.is_empty() && le.is_none() {
         return;

@@ -13,8 +13,8 @@
 //! | header   | log region         | buffer 0 | buffer 1 | ... | buffer n-1 |
 //! ```
 
-use crate::kind::{PoolKind, POOL_KIND_VALUE_MAX};
 use crate::limits::*;
+use crate::pool::kind::{PoolKind, POOL_KIND_VALUE_MAX};
 
 pub const POOL_MAGIC: [u8; 8] = *b"PKTSTPOL";
 /// Version 3 records the pool's kind; version 2 added `log_count`.
@@ -313,6 +313,23 @@ pub(crate) fn get_u32(b: &[u8], at: usize) -> u32 {
 #[inline]
 pub(crate) fn get_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+// The log anchor: the first cache line of each log region. The log owns
+// its meaning (`log/ring.rs`); the pool writes the initial one when it
+// formats a new file, so its encoding lives here, below both.
+
+pub const ANCHOR_MAGIC: u64 = u64::from_le_bytes(*b"PSLOGANC");
+/// The anchor: one cache line at the start of the log region.
+pub const ANCHOR_SIZE: u64 = 64;
+pub const ANCHOR_OFF_MAGIC: u64 = 0;
+pub const ANCHOR_OFF_HEAD_LSN: u64 = 8;
+pub const ANCHOR_OFF_COMMITTED_LSN: u64 = 16;
+
+/// The anchor of a fresh log: magic, head 0, committed 0.
+pub(crate) fn encode_initial_anchor(out: &mut [u8]) {
+    out[..ANCHOR_SIZE as usize].fill(0);
+    put_u64(out, ANCHOR_OFF_MAGIC as usize, ANCHOR_MAGIC);
 }
 
 #[cfg(test)]

@@ -16,11 +16,11 @@
 //! that the chain names exactly the extent count its leaf says, so a damaged
 //! chain is an error, never a wrong value.
 
-use crate::buffers::Buffers;
 use crate::error::BufferError;
-use crate::layout::{get_u16, get_u32, put_u16, put_u32};
-use crate::pool::Pool;
-use crate::record::Extent;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::pool::layout::{get_u16, get_u32, put_u16, put_u32};
 
 pub const INDEX_MAGIC: u32 = 0x5849_5350; // "PSIX"
 pub const INDEX_HEADER_SIZE: usize = 16;

@@ -24,20 +24,21 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-use crate::app::{App, Release};
-pub use crate::app::{IoCounters, Persist, Progress};
-use crate::buffers::Buffers;
 use crate::error::LogError;
-use crate::http::{self, respond, respond_head, HeadError, Method};
+use crate::io::app::{App, Release};
+pub use crate::io::app::{IoCounters, Persist, Progress};
+use crate::io::outq::OutQueue;
+use crate::io::stream::Stream;
 use crate::limits::RECORD_EXTENTS_MAX;
-use crate::log::{CommitTicket, Log, RecoveryReport};
-use crate::outq::OutQueue;
-use crate::pool::Pool;
-use crate::record::Extent;
-use crate::stream::Stream;
+use crate::log::ring::{CommitTicket, Log, RecoveryReport};
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::proto::http::{self, respond, respond_head, HeadError, Method};
 
 /// The record kind of a WAL entry.
 pub const KIND_WAL: u16 = 1;
+const _: () = assert!(KIND_WAL == crate::pool::kind::WAL_RECORD_KIND);
 /// The default limit on a request body.
 pub const BODY_SIZE_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
 
@@ -150,12 +151,12 @@ pub struct Wal {
     io_counters: IoCounters,
     /// Tests only: the crash simulator the pool runs on, which
     /// `GET /debug/powerfail?seed=S&fences=F` arms (refused without it).
-    power_switch: Option<std::sync::Arc<crate::sim::SimDevice>>,
+    power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
 }
 
 impl Wal {
     /// Tests only: lets `GET /debug/powerfail` cut the simulated power.
-    pub fn set_power_switch(&mut self, device: std::sync::Arc<crate::sim::SimDevice>) {
+    pub fn set_power_switch(&mut self, device: std::sync::Arc<crate::pool::sim::SimDevice>) {
         self.power_switch = Some(device);
     }
 
@@ -458,7 +459,7 @@ impl Wal {
     /// `GET /metrics`: this event loop's figures (its log, requests and
     /// connections; the pool's fences), in the Prometheus text format.
     fn metrics_text(&self, pool: &Pool, free_buffers: u32) -> String {
-        let mut e = crate::metrics::Exposition::default();
+        let mut e = crate::util::metrics::Exposition::default();
         let index = self.index.to_string();
         let this = [("loop", index.as_str())];
         e.family("packetstore_info", "gauge", "The server's version, persistence domain and persist mode.");
@@ -495,7 +496,7 @@ impl Wal {
             &[("loop", index.as_str()), ("path", "copied")],
             stats.bytes_copied as f64,
         );
-        e.persistence(pool.stats(), domain);
+        pool.stats().expose(&mut e, domain);
         let usage = self.log.usage();
         e.family("packetstore_log_bytes", "gauge", "The log ring's size (this event loop's log).");
         e.sample("packetstore_log_bytes", &this, usage.ring_size as f64);
@@ -553,10 +554,10 @@ impl Wal {
         }
         if target == b"/metrics" && !head_only {
             let text = self.metrics_text(pool, free_buffers);
-            return crate::http::respond_typed(
+            return crate::proto::http::respond_typed(
                 out,
                 200,
-                crate::http::METRICS_CONTENT_TYPE,
+                crate::proto::http::METRICS_CONTENT_TYPE,
                 text.as_bytes(),
                 keep_alive,
             );
@@ -600,13 +601,13 @@ impl Wal {
             Some((log, k)) => self
                 .shared
                 .lookup(log, k)
-                .and_then(|lsn| crate::log::read_record_at(pool, log, lsn))
+                .and_then(|lsn| crate::log::ring::read_record_at(pool, log, lsn))
                 .filter(|view| view.tag == seq),
             None => None,
         };
         match view {
             Some(view) => {
-                let data = crate::log::read_data(pool, &view);
+                let data = crate::log::ring::read_data(pool, &view);
                 body_of(out, 200, &data)
             }
             None => body_of(out, 404, b"no such record\n"),

@@ -27,9 +27,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::cpu::{spin_ns, store_fence, FlushInstruction};
 use crate::limits::PAGE_SIZE;
-use crate::sim::SimDevice;
+use crate::pool::flush::{spin_ns, store_fence, FlushInstruction};
+use crate::pool::sim::SimDevice;
+use crate::util::metrics::{Exposition, Histogram};
 
 /// The granularity at which stores become durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,7 +187,30 @@ pub struct PersistStats {
     pub fence_ns_total: AtomicU64,
     pub fence_ns_max: AtomicU64,
     /// Every fence's latency (the page domain's: its fdatasync or msync).
-    pub fence_ns: crate::metrics::Histogram,
+    pub fence_ns: Histogram,
+}
+
+impl PersistStats {
+    /// Writes the pool's persistence work into a /metrics exposition (both
+    /// servers): cache lines flushed, fences, and the fences' latency (the
+    /// page domain's: its syncs).
+    pub fn expose(&self, e: &mut Exposition, domain: &str) {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed) as f64;
+        e.single(
+            "packetstore_lines_flushed_total",
+            "counter",
+            "Cache lines flushed (clwb/clflushopt).",
+            load(&self.lines_flushed),
+        );
+        e.single(
+            "packetstore_fences_total",
+            "counter",
+            "Fences of the pool: an sfence after flushes, or in the page domain an fdatasync or msync.",
+            load(&self.fences),
+        );
+        let help = "Fence latency (page domain: the sync).";
+        e.histogram("packetstore_fence_seconds", help, &[("domain", domain)], &self.fence_ns, 1e-9, 8, 34, 2);
+    }
 }
 
 /// The persistence backend of one pool.
@@ -256,7 +280,7 @@ pub enum AsyncSync {
 /// A sync begun and not yet completed (see `Pool::begin_sync`).
 pub struct SyncToken {
     started: Instant,
-    covered: Option<crate::sim::SimSync>,
+    covered: Option<crate::pool::sim::SimSync>,
 }
 
 impl Persistence {
@@ -306,7 +330,9 @@ impl Persistence {
             Persistence::Hardware(hw) if hw.domain == Domain::Page && hw.page_sync == PageSync::Fdatasync => {
                 Some(AsyncSync::File(hw.fd))
             }
-            Persistence::Simulated(device) if device.mode() == crate::sim::SimMode::Page => Some(AsyncSync::Simulated),
+            Persistence::Simulated(device) if device.mode() == crate::pool::sim::SimMode::Page => {
+                Some(AsyncSync::Simulated)
+            }
             _ => None,
         }
     }

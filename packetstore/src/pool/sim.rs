@@ -39,7 +39,7 @@ use std::io;
 use std::sync::Mutex;
 
 use crate::limits::CACHE_LINE_SIZE;
-use crate::rng::SplitMix64;
+use crate::util::rng::SplitMix64;
 
 const LINE: u64 = CACHE_LINE_SIZE as u64;
 const WORDS_PER_LINE: usize = CACHE_LINE_SIZE / 8;

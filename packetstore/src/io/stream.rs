@@ -17,10 +17,10 @@
 
 use std::collections::VecDeque;
 
-use crate::buffers::Buffers;
 use crate::error::BufferError;
-use crate::pool::Pool;
-use crate::record::Extent;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
 
 /// Where a segment's bytes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

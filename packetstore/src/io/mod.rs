@@ -1,0 +1,21 @@
+//! The I/O layer: event loops that move bytes between sockets and pool
+//! buffers and know applications only through the `App` trait. The
+//! io_uring engine (`engine`, with its provided-buffer ring `bufring` and
+//! the kernel feature probe `probe`), the epoll baseline (`epoll`), a
+//! connection's received bytes (`stream`) and outgoing bytes (`outq`),
+//! connection slots, and listening sockets (`net`).
+//!
+//! It stands on the pool only: it never reaches the log, the index, the
+//! store, the wire formats or the applications.
+
+pub mod app;
+pub mod bufring;
+pub mod engine;
+pub mod epoll;
+pub mod net;
+pub mod outq;
+pub mod probe;
+pub mod slots;
+pub mod stream;
+
+pub use app::App;

@@ -1,0 +1,27 @@
+//! PASTE's Ppool: one named file of fixed-size buffers and their
+//! durability. The file and its layout, the persistence domains that make
+//! its bytes durable (cache-line flushes on persistent memory, emulated or
+//! real; fdatasync on an ordinary file), the flush instructions, buffer
+//! reference counts, the extents that name bytes in buffers, the pool's
+//! kind, and the crash simulator that proves all of it.
+//!
+//! The lowest layer of storage: it knows nothing of the log, the tree or
+//! the network (the log anchor's initial encoding is in `layout`, because
+//! the pool writes it when it formats a file).
+
+pub mod buffers;
+pub mod extent;
+pub mod file;
+pub mod flush;
+pub mod kind;
+pub mod layout;
+pub mod persist;
+pub mod sim;
+
+pub use buffers::Buffers;
+pub use extent::Extent;
+pub use file::{Infer, LastRecovery, Pool};
+pub use kind::{Evidence, PoolKind};
+pub use layout::Geometry;
+pub use persist::{Domain, DomainInfo, PageSync, PersistOptions, PersistStats, SyncToken};
+pub use sim::{SimDevice, SimMode};

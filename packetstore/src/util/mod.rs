@@ -1,0 +1,6 @@
+//! Utilities below every layer: metrics (histograms and the Prometheus
+//! text exposition) and a deterministic generator for the simulator and
+//! the tests. Nothing here knows the pool.
+
+pub mod metrics;
+pub mod rng;
