@@ -235,7 +235,8 @@ fn wal_restarts(pool: TempPool) -> (String, usize) {
     let mut last_round: Vec<u64> = Vec::new();
     let mut listen = "127.0.0.1:0".to_string();
     // The last round's writers, collected after the restart (as for serve).
-    let mut writers: Vec<std::thread::JoinHandle<Vec<(u64, (u64, usize))>>> = Vec::new();
+    type Writer = std::thread::JoinHandle<Vec<(u64, (u64, usize))>>;
+    let mut writers: Vec<Writer> = Vec::new();
     let (mut waits, rounds) = (0, rounds());
     for round in 0..=rounds {
         let (mut child, addr) = start_wal(&pool.0, &listen, &log);

@@ -24,6 +24,8 @@ fn error_of<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
     }
 }
 
+// Allowed: one scripted session against the server, asserted step by step.
+#[allow(clippy::too_many_lines)]
 #[test]
 fn redis_crate_strings_and_keys() {
     let pool = TempPool::new("strings");

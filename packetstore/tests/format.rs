@@ -268,7 +268,8 @@ fn commit_tree(pool: &Pool) {
 fn an_old_key_value_pool_opens_as_key_value_only() {
     // Known by its tree (checkpointed), or by its log's first record (a
     // store killed before its first checkpoint).
-    let fills: [(&str, fn(&Pool)); 2] =
+    type Fill = (&'static str, fn(&Pool));
+    let fills: [Fill; 2] =
         [("kv-tree", commit_tree), ("kv-log", |pool| append(pool, packetstore::store::db::KIND_PUT, b"kkey", 1))];
     for (name, fill) in fills {
         let old = old_pool(name, fill);
