@@ -2,7 +2,8 @@
 //! length:16}, the unit in which log records and tree values name data.
 //!
 //! Invariant: an extent is non-empty and lies inside its buffer
-//! (`Extent::check`, applied to every extent read from the media).
+//! (`Extent::check`, which the log applies on append and recovery, and the
+//! tree on insert and on reading a node or an index buffer back).
 
 /// A byte range inside one buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,7 +4,8 @@
 //! Owns: the file, its lock, the mapping, and the persistence backend. All
 //! access to pool memory goes through this type, which bounds-checks every
 //! range and declares every store to the backend (so the crash simulator
-//! sees it). This file and `cpu.rs` hold the library's `unsafe` code.
+//! sees it). This file and `flush.rs` hold the unsafe code of pool memory
+//! access (system calls and io_uring have theirs in `io/`).
 //!
 //! Guarantees:
 //! - A pool appears under its name only complete: it is built under a

@@ -1,6 +1,6 @@
 //! Cache-line write-back instructions, detected with CPUID.
 //!
-//! This file and `pool.rs` hold the library's `unsafe` code. clwb and
+//! The pool's memory `unsafe` is here and in `file.rs`. clwb and
 //! clflushopt have no stable Rust intrinsic, so they are issued with inline
 //! assembly; clflush and sfence use the stable intrinsics. A write-back is
 //! only ordered by the next `sfence` (clwb, clflushopt) or is ordered by

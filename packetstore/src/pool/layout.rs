@@ -6,7 +6,7 @@
 //! The header is written once, at creation, and never modified afterwards:
 //! there is no mutable state in it to tear. That holds for the pool's kind
 //! too (version 3): an old pool that records none is never rewritten to
-//! claim one (`kind.rs`). See `docs/format.md`.
+//! claim one (`kind.rs`, `store/claim.rs`). See `docs/format.md`.
 //!
 //! ```text
 //! 0          4096                4096+log_size (rounded up to 4 KiB)
