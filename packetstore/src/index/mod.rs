@@ -5,7 +5,7 @@
 //! durable; a tree version is durable when its meta slot is.
 
 pub mod compact;
-pub mod indirect;
+pub(crate) mod indirect;
 pub mod node;
 pub mod tree;
 

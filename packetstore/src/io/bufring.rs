@@ -26,7 +26,6 @@ pub struct BufRing {
     base: *mut BufRingEntry,
     map_len: usize,
     entries: u16,
-    group: u16,
     tail: u16,
     published: u16,
 }
@@ -52,15 +51,7 @@ impl BufRing {
             unsafe { libc::munmap(base.cast(), map_len) };
             return Err(error);
         }
-        Ok(BufRing { base, map_len, entries, group, tail: 0, published: 0 })
-    }
-
-    pub fn group(&self) -> u16 {
-        self.group
-    }
-
-    pub fn entries(&self) -> u16 {
-        self.entries
+        Ok(BufRing { base, map_len, entries, tail: 0, published: 0 })
     }
 
     /// Queues buffer `addr..addr+len` under `bid`; visible after `publish`.

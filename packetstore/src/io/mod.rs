@@ -9,13 +9,13 @@
 //! store, the wire formats or the applications.
 
 pub mod app;
-pub mod bufring;
+mod bufring;
 pub mod engine;
 pub mod epoll;
 pub mod net;
-pub mod outq;
+pub(crate) mod outq;
 pub mod probe;
-pub mod slots;
+mod slots;
 pub mod stream;
 
 pub use app::App;

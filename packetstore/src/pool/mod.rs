@@ -9,14 +9,14 @@
 //! the network (the log anchor's initial encoding is in `layout`, because
 //! the pool writes it when it formats a file).
 
-pub mod buffers;
-pub mod extent;
+pub(crate) mod buffers;
+pub(crate) mod extent;
 pub mod file;
-pub mod flush;
+mod flush;
 pub mod kind;
 pub mod layout;
-pub mod persist;
-pub mod sim;
+pub(crate) mod persist;
+pub(crate) mod sim;
 
 pub use buffers::Buffers;
 pub use extent::Extent;

@@ -3,7 +3,7 @@
 //! what the tree does not yet hold (`db`); and which program a pool
 //! belongs to (`claim`), which reads the log and the tree.
 
-pub mod claim;
+mod claim;
 pub mod db;
 
 pub use claim::PoolKindExt;

@@ -2,5 +2,5 @@
 //! text exposition) and a deterministic generator for the simulator and
 //! the tests. Nothing here knows the pool.
 
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod rng;
