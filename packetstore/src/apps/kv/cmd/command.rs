@@ -1,0 +1,189 @@
+//! COMMAND and its subcommands (COUNT, INFO, DOCS, LIST, GETKEYS, HELP),
+//! answered from the command tables as Redis 7 answers them.
+//!
+//! Invariant: it describes exactly the commands the dispatcher runs (the
+//! same tables, `dispatch::all_commands`).
+
+use crate::apps::kv::dispatch::{all_commands, cmd, command_count, CommandEntry, Ctx};
+use crate::apps::kv::ops::SYNTAX;
+use crate::apps::kv::server::KvServer;
+use crate::proto::resp::glob_match;
+use crate::store::db::StoreError;
+
+const COMMAND_HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands.",
+    "COUNT",
+    "    Return the total number of commands in this server.",
+    "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+    "    Return a list of all commands in this server.",
+    "INFO [<command-name> ...]",
+    "    Return details about the given commands, or all of them.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about the given commands, or all of them.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full command.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// COMMAND INFO's entry for one command (Redis 7's ten fields).
+fn write_command_info(ctx: &mut Ctx<'_>, entry: &CommandEntry) {
+    let enc = ctx.enc();
+    ctx.array(10);
+    ctx.bulk(entry.name.as_bytes());
+    ctx.int(entry.arity);
+    ctx.array(entry.flags.len());
+    entry.flags.iter().for_each(|flag| enc.simple(ctx.out.bytes(), flag));
+    ctx.int(entry.keys.0);
+    ctx.int(entry.keys.1);
+    ctx.int(entry.keys.2);
+    let categories = entry.acl_categories();
+    ctx.array(categories.len());
+    categories.iter().for_each(|category| enc.simple(ctx.out.bytes(), category));
+    ctx.array(0); // tips
+    ctx.array(0); // key specs
+    ctx.array(0); // subcommands
+}
+
+/// The commands named from argument 2 on, or all of them.
+fn named_commands(ctx: &Ctx<'_>) -> Vec<(Vec<u8>, Option<&'static CommandEntry>)> {
+    if ctx.argc() == 2 {
+        return all_commands().map(|entry| (entry.name.as_bytes().to_vec(), Some(entry))).collect();
+    }
+    (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).map(|name| (name.clone(), CommandEntry::find(&name))).collect()
+}
+
+fn command_info(ctx: &mut Ctx<'_>) {
+    let named = named_commands(ctx);
+    ctx.array(named.len());
+    for (_, entry) in named {
+        match entry {
+            Some(entry) => write_command_info(ctx, entry),
+            None => ctx.null(),
+        }
+    }
+}
+
+/// COMMAND DOCS: a map of the known commands among those named to their
+/// summary and group (unknown names are left out, as Redis does).
+fn command_docs(ctx: &mut Ctx<'_>) {
+    let known: Vec<&CommandEntry> = named_commands(ctx).into_iter().filter_map(|(_, entry)| entry).collect();
+    ctx.map(known.len());
+    for entry in known {
+        ctx.bulk(entry.name.as_bytes());
+        ctx.map(2);
+        ctx.bulk(b"summary");
+        ctx.bulk(entry.summary.as_bytes());
+        ctx.bulk(b"group");
+        ctx.bulk(entry.group.as_bytes());
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE m | ACLCAT c | PATTERN p].
+fn command_list(ctx: &mut Ctx<'_>) {
+    let filter = if ctx.argc() == 5 {
+        if !ctx.arg(2).eq_ignore_ascii_case(b"FILTERBY") {
+            ctx.error(SYNTAX);
+            return;
+        }
+        Some((ctx.arg(3).to_ascii_uppercase(), ctx.arg(4).into_owned()))
+    } else {
+        None
+    };
+    let keep = |entry: &CommandEntry| match &filter {
+        None => Some(true),
+        Some((by, _)) if by == b"MODULE" => Some(false),
+        Some((by, category)) if by == b"ACLCAT" => Some(
+            entry
+                .acl_categories()
+                .iter()
+                .any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(category.strip_prefix(b"@").unwrap_or(category))),
+        ),
+        Some((by, pattern)) if by == b"PATTERN" => Some(glob_match(pattern, entry.name.as_bytes())),
+        Some(_) => None,
+    };
+    let mut names = Vec::new();
+    for entry in all_commands() {
+        match keep(entry) {
+            Some(true) => names.push(entry.name),
+            Some(false) => {}
+            None => {
+                ctx.error(SYNTAX);
+                return;
+            }
+        }
+    }
+    ctx.array(names.len());
+    names.iter().for_each(|name| ctx.bulk(name.as_bytes()));
+}
+
+/// COMMAND GETKEYS cmd args...: the keys, by the command's key positions.
+fn command_getkeys(ctx: &mut Ctx<'_>) {
+    let Some(entry) = CommandEntry::find(&ctx.arg(2)) else {
+        ctx.error("ERR Invalid command specified");
+        return;
+    };
+    let argc = (ctx.argc() - 2) as i64;
+    if !entry.arity_fits(argc) {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let (first, last, step) = entry.keys;
+    if first == 0 {
+        ctx.error("ERR The command has no key arguments");
+        return;
+    }
+    let last = if last < 0 { argc + last } else { last.min(argc - 1) };
+    let keys: Vec<Vec<u8>> =
+        (first..=last).step_by(step.max(1) as usize).map(|i| ctx.arg(2 + i as usize).into_owned()).collect();
+    ctx.array(keys.len());
+    keys.iter().for_each(|key| ctx.bulk(key));
+}
+
+/// This family's commands, as COMMAND describes them (Redis 7's arities,
+/// flags and key positions).
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("command", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Describes the commands this server knows.", KvServer::cmd_command),
+];
+
+impl KvServer {
+    fn cmd_command(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.argc() == 1 {
+            ctx.array(command_count());
+            all_commands().for_each(|entry| write_command_info(ctx, entry));
+            return Ok(());
+        }
+        let sub = ctx.arg(1).to_ascii_uppercase();
+        let argc = ctx.argc();
+        let arity_ok = match sub.as_slice() {
+            b"COUNT" | b"HELP" => argc == 2,
+            b"GETKEYS" => argc >= 3,
+            b"LIST" => argc == 2 || argc == 5,
+            _ => true,
+        };
+        if !arity_ok {
+            let name = String::from_utf8_lossy(&sub).to_ascii_lowercase();
+            ctx.error(&format!("ERR wrong number of arguments for 'command|{name}' command"));
+            return Ok(());
+        }
+        match sub.as_slice() {
+            b"COUNT" => ctx.int(command_count() as i64),
+            b"INFO" => command_info(ctx),
+            b"DOCS" => command_docs(ctx),
+            b"LIST" => command_list(ctx),
+            b"GETKEYS" => command_getkeys(ctx),
+            b"HELP" => {
+                ctx.array(COMMAND_HELP.len());
+                COMMAND_HELP.iter().for_each(|line| ctx.enc().simple(ctx.out.bytes(), line));
+            }
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
+        }
+        Ok(())
+    }
+}

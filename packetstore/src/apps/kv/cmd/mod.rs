@@ -1,0 +1,8 @@
+//! The command families, one file each, with its table of commands
+//! (`COMMANDS`, listed in `dispatch::FAMILIES`) and its handlers.
+
+pub(super) mod command;
+pub(super) mod hashes;
+pub(super) mod keys;
+pub(super) mod server;
+pub(super) mod strings;

@@ -1,0 +1,311 @@
+//! Connection and server commands: PING, ECHO, QUIT, AUTH, HELLO, SELECT,
+//! CLIENT, CONFIG, INFO, DBSIZE, FLUSHALL/FLUSHDB, DEBUG, and the refused
+//! transaction commands MULTI, EXEC and DISCARD.
+//!
+//! Invariant: MULTI applies nothing: after it, every command is refused
+//! until EXEC or DISCARD, so no part of a would-be transaction runs.
+
+use crate::apps::kv::dispatch::{cmd, CommandEntry, Ctx};
+use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
+use crate::apps::kv::server::{KvServer, KvStats};
+use crate::proto::resp::glob_match;
+use crate::store::db::{Op, StoreError};
+
+/// This family's commands, as COMMAND describes them (Redis 7's arities,
+/// flags and key positions).
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("ping", -1, &["fast", "stale"], (0, 0, 0), "connection", "Returns PONG, or the argument.", KvServer::cmd_ping),
+    cmd("echo", 2, &["fast"], (0, 0, 0), "connection", "Returns the argument.", KvServer::cmd_echo),
+    cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG POWERFAIL and PANIC: test servers only.", KvServer::cmd_debug),
+    cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
+    cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
+    cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
+    cmd("multi", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "transactions", "Refused: transactions are not supported yet (nothing runs until EXEC or DISCARD).", KvServer::cmd_multi),
+    cmd("exec", 1, &["noscript", "loading", "stale"], (0, 0, 0), "transactions", "Ends a refused MULTI (EXECABORT: nothing was applied).", KvServer::cmd_exec),
+    cmd("discard", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "transactions", "Ends a refused MULTI.", KvServer::cmd_discard),
+    cmd("select", 2, &["loading", "stale", "fast"], (0, 0, 0), "connection", "Selects database 0 (the only one).", KvServer::cmd_select),
+    cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "Names the connection, returns its name or id.", KvServer::cmd_client),
+    cmd("config", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Returns configuration values.", KvServer::cmd_config),
+    cmd("info", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Returns information and statistics about the server.", KvServer::cmd_info),
+    cmd("dbsize", 1, &["readonly", "fast"], (0, 0, 0), "server", "Returns the number of keys.", KvServer::cmd_dbsize),
+    cmd("flushall", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
+    cmd("flushdb", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
+];
+
+impl KvServer {
+    fn cmd_ping(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match ctx.argc() {
+            1 => ctx.out.push(b"+PONG\r\n"),
+            2 => {
+                let message = ctx.arg(1).into_owned();
+                ctx.bulk(&message)
+            }
+            _ => ctx.error("ERR wrong number of arguments for 'ping' command"),
+        }
+        Ok(())
+    }
+
+    fn cmd_echo(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let message = ctx.arg(1).into_owned();
+        ctx.bulk(&message);
+        Ok(())
+    }
+
+    /// `DEBUG POWERFAIL <seed> <fences>`, for tests: the power fails at
+    /// the `fences`-th fence or sync from now, and the crash simulator
+    /// keeps what a real failure there could keep (chosen by `seed`).
+    /// Refused unless the server runs on the simulator
+    /// (`--simulate-power-failures`, itself refused unless enabled).
+    fn cmd_debug(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let sub = ctx.arg(1).to_ascii_uppercase();
+        if sub != b"POWERFAIL" && sub != b"PANIC" {
+            ctx.error("ERR DEBUG supports only POWERFAIL <seed> <fences> and PANIC (tests)");
+            return Ok(());
+        }
+        let Some(device) = self.config.power_switch.clone() else {
+            let sub = String::from_utf8_lossy(&sub);
+            ctx.error(&format!(
+                "ERR DEBUG {sub} is disabled: it needs a server started with --simulate-power-failures (tests only)"
+            ));
+            return Ok(());
+        };
+        // A bug in a handler, on purpose: the client gets an error, the
+        // server goes on.
+        assert!(sub != b"PANIC", "DEBUG PANIC (a test of the command path's panic handling)");
+        let usage = "ERR usage: DEBUG POWERFAIL <seed> <fences>, both unsigned integers, fences at least 1";
+        if ctx.argc() != 4 {
+            ctx.error(usage);
+            return Ok(());
+        }
+        let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok().and_then(|t| t.parse::<u64>().ok());
+        let (Some(seed), Some(fences @ 1..)) = (number(&ctx.arg(2)), number(&ctx.arg(3))) else {
+            ctx.error(usage);
+            return Ok(());
+        };
+        device.crash_at_fence(device.fences() + fences, seed);
+        ctx.ok();
+        Ok(())
+    }
+
+    // ---- transactions: refused until they exist, so nothing runs half ----
+
+    fn cmd_multi(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.conn.in_refused_multi {
+            ctx.error("ERR MULTI calls can not be nested");
+            return Ok(());
+        }
+        ctx.conn.in_refused_multi = true;
+        ctx.error(
+            "ERR MULTI is not supported yet: packetstore does not run transactions; \
+             every command until EXEC or DISCARD is refused, so nothing of it is applied",
+        );
+        Ok(())
+    }
+
+    fn cmd_exec(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if std::mem::take(&mut ctx.conn.in_refused_multi) {
+            ctx.error("EXECABORT Transaction discarded because of previous errors.");
+        } else {
+            ctx.error("ERR EXEC without MULTI");
+        }
+        Ok(())
+    }
+
+    fn cmd_discard(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if std::mem::take(&mut ctx.conn.in_refused_multi) {
+            ctx.ok();
+        } else {
+            ctx.error("ERR DISCARD without MULTI");
+        }
+        Ok(())
+    }
+
+    fn cmd_quit(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        ctx.ok();
+        ctx.close = true;
+        Ok(())
+    }
+
+    fn cmd_auth(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let result = match ctx.argc() {
+            2 => self.check_password(None, &ctx.arg(1)),
+            3 => self.check_password(Some(&ctx.arg(1)), &ctx.arg(2)),
+            _ => {
+                ctx.error(SYNTAX);
+                return Ok(());
+            }
+        };
+        match result {
+            Ok(()) => {
+                ctx.conn.authenticated = true;
+                ctx.ok()
+            }
+            Err(why) => ctx.error(why),
+        }
+        Ok(())
+    }
+
+    fn cmd_hello(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let mut i = 1;
+        let mut protocol = None;
+        if ctx.argc() > 1 {
+            match parse_i64(&ctx.arg(1)) {
+                Some(v @ (2 | 3)) => protocol = Some(v),
+                Some(_) => {
+                    ctx.error("NOPROTO unsupported protocol version");
+                    return Ok(());
+                }
+                None => {
+                    ctx.error("ERR Protocol version is not an integer or out of range");
+                    return Ok(());
+                }
+            }
+            i = 2;
+        }
+        while i < ctx.argc() {
+            match ctx.conn.args.upper(i).as_deref() {
+                Some(b"AUTH") if i + 2 < ctx.argc() => {
+                    if let Err(why) = self.check_password(Some(&ctx.arg(i + 1)), &ctx.arg(i + 2)) {
+                        ctx.error(why);
+                        return Ok(());
+                    }
+                    ctx.conn.authenticated = true;
+                    i += 3;
+                }
+                Some(b"SETNAME") if i + 1 < ctx.argc() => {
+                    ctx.conn.name = Some(ctx.arg(i + 1).into_owned());
+                    i += 2;
+                }
+                _ => {
+                    ctx.error(&format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&ctx.arg(i))));
+                    return Ok(());
+                }
+            }
+        }
+        if self.config.requirepass.is_some() && !ctx.conn.authenticated {
+            ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+            return Ok(());
+        }
+        if let Some(protocol) = protocol {
+            ctx.conn.encoder.resp3 = protocol == 3;
+        }
+        let proto = if ctx.conn.encoder.resp3 { 3 } else { 2 };
+        ctx.map(7);
+        for (name, value) in [("server", "redis"), ("version", "7.0.0")] {
+            ctx.bulk(name.as_bytes());
+            ctx.bulk(value.as_bytes());
+        }
+        ctx.bulk(b"proto");
+        ctx.int(proto);
+        ctx.bulk(b"id");
+        ctx.int(ctx.conn.id as i64);
+        for (name, value) in [("mode", "standalone"), ("role", "master")] {
+            ctx.bulk(name.as_bytes());
+            ctx.bulk(value.as_bytes());
+        }
+        ctx.bulk(b"modules");
+        ctx.array(0);
+        Ok(())
+    }
+
+    fn cmd_select(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match parse_i64(&ctx.arg(1)) {
+            Some(0) => ctx.ok(),
+            Some(_) => ctx.error("ERR DB index is out of range"),
+            None => ctx.error(NOT_INTEGER),
+        }
+        Ok(())
+    }
+
+    fn cmd_client(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match (ctx.conn.args.upper(1).as_deref(), ctx.argc()) {
+            (Some(b"SETNAME"), 3) => {
+                let name = ctx.arg(2).into_owned();
+                if name.iter().any(|&b| b <= b' ' || b > b'~') {
+                    ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
+                } else {
+                    ctx.conn.name = (!name.is_empty()).then_some(name);
+                    ctx.ok();
+                }
+            }
+            (Some(b"GETNAME"), 2) => match ctx.conn.name.clone() {
+                Some(name) => ctx.bulk(&name),
+                None => ctx.null(),
+            },
+            (Some(b"ID"), 2) => ctx.int(ctx.conn.id as i64),
+            (Some(b"SETINFO"), 4) => ctx.ok(),
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
+        }
+        Ok(())
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        let durable = self.config.domain_name != "none";
+        vec![
+            ("save", String::new()),
+            ("appendonly", if durable { "yes" } else { "no" }.into()),
+            ("appendfsync", if durable { "always" } else { "no" }.into()),
+            ("databases", "1".into()),
+            ("maxmemory", "0".into()),
+            ("proto-max-bulk-len", self.config.value_size_max.to_string()),
+            ("requirepass", if self.config.requirepass.is_some() { "********" } else { "" }.into()),
+        ]
+    }
+
+    fn cmd_config(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match ctx.conn.args.upper(1).as_deref() {
+            Some(b"GET") if ctx.argc() >= 3 => {
+                let patterns: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).to_ascii_lowercase()).collect();
+                let found: Vec<_> = self
+                    .config_values()
+                    .into_iter()
+                    .filter(|(name, _)| patterns.iter().any(|p| glob_match(p, name.as_bytes())))
+                    .collect();
+                ctx.map(found.len());
+                for (name, value) in found {
+                    ctx.bulk(name.as_bytes());
+                    ctx.bulk(value.as_bytes());
+                }
+            }
+            Some(b"SET") => ctx.error("ERR CONFIG SET is not supported: restart packetstore with the option"),
+            Some(b"RESETSTAT") => {
+                self.stats = KvStats::default();
+                // Batch sizes are counted from the writes at the last
+                // commit: zeroed together (a bare reset underflowed).
+                self.writes_at_commit = 0;
+                ctx.ok()
+            }
+            _ => ctx.error("ERR unknown subcommand or wrong number of arguments for 'config'. Try CONFIG HELP."),
+        }
+        Ok(())
+    }
+
+    fn cmd_info(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let section = (ctx.argc() > 1).then(|| String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase());
+        let text = self.info_text(ctx.pool, ctx.buffers, section.as_deref());
+        let enc = ctx.enc();
+        enc.verbatim(ctx.out.bytes(), &text);
+        Ok(())
+    }
+
+    fn cmd_dbsize(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        ctx.int(self.store.keys() as i64);
+        Ok(())
+    }
+
+    fn cmd_flushall(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.argc() > 2 || (ctx.argc() == 2 && !matches!(ctx.conn.args.upper(1).as_deref(), Some(b"SYNC" | b"ASYNC")))
+        {
+            ctx.error(SYNTAX);
+            return Ok(());
+        }
+        self.apply(ctx, &[Op::Flush])?;
+        self.scan_cursors.clear();
+        ctx.ok();
+        Ok(())
+    }
+}

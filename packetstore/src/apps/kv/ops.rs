@@ -1,0 +1,207 @@
+//! What command handlers share: writes as store [`Op`]s (values staged in
+//! the buffers they arrived in, or copied), applied all or nothing;
+//! replies of stored values (zero copy from pool buffers when large); and
+//! the argument checks and error strings of Redis.
+//!
+//! Invariant: a write that fails (the pool or the log is full) leaves
+//! nothing behind: its staged values are released (`Store::release_ops`)
+//! and the client gets the error.
+
+use crate::apps::kv::dispatch::Ctx;
+use crate::apps::kv::server::KvServer;
+use crate::index::node::Value;
+use crate::index::tree::value_extents;
+use crate::io::app::Persist;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::store::db::{expire_key, hash_key, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX};
+
+/// Checks a key's size.
+pub(super) fn key_ok(key: &[u8]) -> Result<(), String> {
+    if key.len() > KEY_SIZE_MAX {
+        return Err(format!("ERR key of {} bytes is over the limit of {KEY_SIZE_MAX}", key.len()));
+    }
+    Ok(())
+}
+
+pub(super) fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.is_empty() || text.len() > 20 || text.starts_with('+') || (text.starts_with('0') && text.len() > 1) {
+        return None;
+    }
+    if text.starts_with("-0") {
+        return None;
+    }
+    text.parse().ok()
+}
+
+pub(super) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+pub(super) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+
+pub(super) const SYNTAX: &str = "ERR syntax error";
+
+impl KvServer {
+    /// Applies a command's ops; gives back their references either way.
+    pub(super) fn apply(&mut self, ctx: &mut Ctx<'_>, ops: &[Op]) -> Result<(), StoreError> {
+        let writes = ops.iter().any(|op| matches!(op, Op::Put { .. }));
+        let result = if writes { self.store.check_room_for_write(ctx.buffers) } else { Ok(()) };
+        let result = result.and_then(|()| self.store.apply(ctx.pool, ctx.buffers, ops));
+        Store::release_ops(ctx.buffers, ops);
+        if result.is_ok() {
+            self.count_write();
+        }
+        self.staged_in_place = 0;
+        self.staged_copied = 0;
+        result
+    }
+
+    /// Counts an applied write command and its value bytes.
+    pub(super) fn count_write(&mut self) {
+        self.stats.writes += 1;
+        self.stats.value_bytes_in_place += std::mem::take(&mut self.staged_in_place);
+        self.stats.value_bytes_copied += std::mem::take(&mut self.staged_copied);
+    }
+
+    /// Notes value bytes a command writes: received bytes it keeps where
+    /// they are (`received`; copied anyway in copy mode) or bytes it copies.
+    pub(super) fn stage_bytes(&mut self, len: u64, received: bool) {
+        if received && self.config.persist == Persist::ZeroCopy {
+            self.staged_in_place += len;
+        } else {
+            self.staged_copied += len;
+        }
+    }
+
+    /// Ends a command whose ops were being built: applies them and calls
+    /// `reply`, or, when building stopped (`built` is an error reply or a
+    /// failure), gives their references back.
+    pub(super) fn finish_ops(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        ops: &[Op],
+        built: Result<Result<(), String>, StoreError>,
+        reply: impl FnOnce(&mut Ctx<'_>),
+    ) -> Result<(), StoreError> {
+        match built {
+            Ok(Ok(())) => {
+                self.apply(ctx, ops)?;
+                reply(ctx);
+                Ok(())
+            }
+            Ok(Err(why)) => {
+                Store::release_ops(ctx.buffers, ops);
+                ctx.error(&why);
+                Ok(())
+            }
+            Err(error) => {
+                Store::release_ops(ctx.buffers, ops);
+                Err(error)
+            }
+        }
+    }
+
+    /// A `Put` of argument `i` (its own references on the extents).
+    pub(super) fn put_arg(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, i: usize) -> Result<Op, StoreError> {
+        let len = ctx.conn.args.arg_len(i);
+        let extents = match ctx.conn.args.extents(i) {
+            Some(extents) => {
+                for extent in extents {
+                    ctx.buffers.retain(extent.buffer)?;
+                }
+                self.stage_bytes(len, true);
+                extents.to_vec()
+            }
+            None => {
+                let bytes = ctx.arg(i).into_owned();
+                self.stage_bytes(len, false);
+                self.store.stage(ctx.pool, ctx.buffers, &bytes)?
+            }
+        };
+        Ok(Op::Put { key: tree_key, extents, len })
+    }
+
+    /// A `Put` of computed bytes.
+    pub(super) fn put_bytes(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, bytes: &[u8]) -> Result<Op, StoreError> {
+        let extents = self.store.stage(ctx.pool, ctx.buffers, bytes)?;
+        self.stage_bytes(bytes.len() as u64, false);
+        Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
+    }
+
+    /// Ops that make `key` ready for a new string value: a hash there goes,
+    /// and so does its expiry unless `keep_expiry` and the key is live.
+    pub(super) fn clear_for_string(
+        &self,
+        pool: &Pool,
+        now: u64,
+        key: &[u8],
+        keep_expiry: bool,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), StoreError> {
+        if self.store.has_hashes() && self.store.get_raw(pool, &hash_key(key))?.is_some() {
+            ops.push(Op::DelHash { name: key.to_vec() });
+        }
+        let live = !self.store.is_expired(key, now);
+        if self.store.expiry(key).is_some() && !(keep_expiry && live) {
+            ops.push(Op::Del { key: expire_key(key) });
+        }
+        Ok(())
+    }
+
+    /// Ops that remove `key` if it has expired (so a write starts afresh).
+    pub(super) fn purge_if_expired(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
+        if !self.store.is_expired(key, ctx.now) {
+            return Ok(());
+        }
+        self.delete_ops(ctx.pool, key, ops)
+    }
+
+    /// Ops deleting `key` whatever its type, and its expiry; `raw` ignores
+    /// expiry when looking (purging an expired key).
+    /// Replies with a string value: from the pool when long enough.
+    pub(super) fn reply_value(&mut self, ctx: &mut Ctx<'_>, value: &Value) -> Result<(), StoreError> {
+        let len = value_len(value);
+        if len >= self.config.zero_copy_min && !matches!(value, Value::Inline(_)) {
+            let extents = value_extents(ctx.pool, value)?;
+            let enc = ctx.enc();
+            enc.bulk_header(ctx.out.bytes(), len);
+            self.push_extents(ctx, &extents);
+            ctx.out.push(b"\r\n");
+            self.stats.bytes_sent_zero_copy += len;
+        } else if let Value::Inline(bytes) = value {
+            ctx.bulk(bytes);
+            self.stats.bytes_sent_copied += len;
+        } else {
+            // Copied from the pool straight into the reply.
+            let extents = value_extents(ctx.pool, value)?;
+            let enc = ctx.enc();
+            enc.bulk_header(ctx.out.bytes(), len);
+            ctx.pool.read_extents(&extents, ctx.out.bytes());
+            ctx.out.push(b"\r\n");
+            self.stats.bytes_sent_copied += len;
+        }
+        Ok(())
+    }
+
+    /// Queues pool bytes as reply parts, each holding a reference.
+    pub(super) fn push_extents(&mut self, ctx: &mut Ctx<'_>, extents: &[Extent]) {
+        for extent in extents {
+            ctx.buffers.retain(extent.buffer).expect("a stored value's buffer takes a reply's reference");
+            let offset = ctx.pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+            // SAFETY: the reply took a reference on the buffer just above:
+            // nothing reuses or writes it until it is sent.
+            unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
+        }
+    }
+
+    /// The live string at `key`; Err(()) if it holds a hash.
+    pub(super) fn string_of(&self, ctx: &Ctx<'_>, key: &[u8]) -> Result<Result<Option<Value>, ()>, StoreError> {
+        if let Some(value) = self.store.get(ctx.pool, key, ctx.now)? {
+            return Ok(Ok(Some(value)));
+        }
+        if self.store.key_type(ctx.pool, key, ctx.now)? == Some(KeyType::Hash) {
+            return Ok(Err(()));
+        }
+        Ok(Ok(None))
+    }
+}

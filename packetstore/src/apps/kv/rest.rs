@@ -1,0 +1,348 @@
+//! The key-value server over HTTP (PASTE's pKVS): `PUT`, `GET`, `HEAD` and
+//! `DELETE /kv/<key>`, plus `GET /metrics`, guarded by `--requirepass`.
+//!
+//! Invariant: a PUT's body is received into pool buffers and stored where
+//! it landed (or copied when small); a refused body (unauthorized,
+//! oversized, a full pool) is never stored, and every buffer reference it
+//! took is given back.
+
+use crate::apps::kv::dispatch::Ctx;
+use crate::apps::kv::report::{HTTP, OTHER, READ, WRITE};
+use crate::apps::kv::server::{KvConn, KvServer};
+use crate::index::node::Value;
+use crate::index::tree::value_extents;
+use crate::io::app::{Persist, Progress, Release};
+use crate::io::outq::OutQueue;
+use crate::io::stream::Stream;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::proto::http::{self, HeadError, Method};
+use crate::store::db::{expire_key, hash_key, now_ms, string_key, value_len, Op, Store, StoreError, KEY_SIZE_MAX};
+
+/// An HTTP request whose body is arriving.
+pub(super) struct HttpBody {
+    pub(super) key: Vec<u8>,
+    pub(super) keep_alive: bool,
+    pub(super) remaining: u64,
+    pub(super) len: u64,
+    pub(super) extents: Vec<Extent>,
+    pub(super) copy_fill: Option<usize>,
+    pub(super) refused: bool,
+}
+
+/// `%xx` escapes decoded; None if an escape is malformed.
+pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'%' {
+            // Exactly two hex digits (from_str_radix alone would also take
+            // a sign: "%+1").
+            let digit = |at: usize| (*text.get(at)? as char).to_digit(16);
+            out.push((digit(i + 1)? << 4 | digit(i + 2)?) as u8);
+            i += 3;
+        } else {
+            out.push(text[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+impl KvServer {
+    #[allow(clippy::too_many_arguments, clippy::too_many_lines)] // TODO(issue 16): split with the KV server
+    pub(super) fn serve_http(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        requests_max: usize,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let mut progress = Progress::default();
+        while progress.requests < requests_max && !progress.close && !out.is_full() {
+            if conn.http.is_some() {
+                if !self.take_http_body(pool, buffers, conn, stream, release) {
+                    break;
+                }
+                let body = conn.http.take().expect("checked");
+                progress.close |= !body.keep_alive;
+                self.finish_put(pool, buffers, body, out);
+                progress.requests += 1;
+                continue;
+            }
+            if stream.is_empty() {
+                break;
+            }
+            if !self.store.batch_has_room() {
+                progress.more = true;
+                break;
+            }
+            let head = match http::parse_head(stream.prefix(http::HEAD_SIZE_MAX), self.config.value_size_max) {
+                Ok(head) => head,
+                Err(HeadError::Incomplete) => break,
+                Err(HeadError::Refuse(status, why)) => {
+                    http::respond(out.bytes(), status, &[], why.as_bytes(), false);
+                    self.stats.errors += 1;
+                    progress.close = true;
+                    break;
+                }
+            };
+            let target = stream.prefix(http::HEAD_SIZE_MAX)[head.target.clone()].to_vec();
+            let authorized = self.http_authorized(&target, &head, stream.prefix(http::HEAD_SIZE_MAX));
+            stream.consume(head.head_len, |segment| release(segment, buffers));
+            self.stats.http_requests += 1;
+            progress.requests += 1;
+            progress.close |= !head.keep_alive;
+            let before = (self.stats.errors, self.stats.refused_full);
+            let kind = match head.method {
+                Method::Get | Method::Head => READ,
+                Method::Put | Method::Post | Method::Delete => WRITE,
+            };
+            if !authorized {
+                // A refused body is not read: the connection closes.
+                let keep_alive = head.keep_alive && head.content_length == 0;
+                http::respond_unauthorized(out.bytes(), keep_alive);
+                progress.close |= !keep_alive;
+                self.count_request(HTTP, kind, before, true);
+                continue;
+            }
+            if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
+                let text = self.metrics_text(pool, buffers);
+                http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
+                self.count_request(HTTP, OTHER, before, false);
+                continue;
+            }
+            let key = match target.strip_prefix(b"/kv/").map(percent_decode) {
+                Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => key,
+                Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
+                    http::respond(out.bytes(), 414, &[], b"key too long\n", false);
+                    progress.close = true;
+                    self.count_request(HTTP, kind, before, true);
+                    continue;
+                }
+                _ => {
+                    if head.content_length > 0 {
+                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key> or /metrics\n", false);
+                        progress.close = true;
+                    } else {
+                        let why = b"no such path: use /kv/<key> or /metrics\n";
+                        http::respond(out.bytes(), 404, &[], why, head.keep_alive);
+                    }
+                    self.count_request(HTTP, OTHER, before, true);
+                    continue;
+                }
+            };
+            let mut failed = false;
+            match head.method {
+                Method::Put | Method::Post => {
+                    conn.http = Some(HttpBody {
+                        key,
+                        keep_alive: head.keep_alive,
+                        remaining: head.content_length,
+                        len: head.content_length,
+                        extents: Vec::new(),
+                        copy_fill: None,
+                        refused: false,
+                    });
+                    progress.requests -= 1; // counted when the body is in
+                                            // A close waits for the body and its reply.
+                    progress.close = false;
+                    continue;
+                }
+                Method::Get | Method::Head if head.content_length == 0 => {
+                    self.stats.reads += 1;
+                    let now = now_ms();
+                    match self.store.get(pool, &key, now) {
+                        Ok(Some(value)) => {
+                            let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
+                            let body = head.method == Method::Get;
+                            if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
+                                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                                failed = true;
+                            }
+                        }
+                        Ok(None) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
+                        Err(error) => {
+                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                            failed = true;
+                        }
+                    }
+                }
+                Method::Delete if head.content_length == 0 => {
+                    let now = now_ms();
+                    let mut ops = Vec::new();
+                    let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
+                    let live = self.store.get(pool, &key, now).map(|v| v.is_some());
+                    let result = live.and_then(|live| {
+                        self.delete_ops(ctx.pool, &key, &mut ops)?;
+                        self.apply(&mut ctx, &ops)?;
+                        Ok(live)
+                    });
+                    match result {
+                        Ok(true) => http::respond(out.bytes(), 204, &[], b"", head.keep_alive),
+                        Ok(false) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
+                        Err(error) => {
+                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                            failed = true;
+                        }
+                    }
+                }
+                _ => {
+                    http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
+                    progress.close = true;
+                    failed = true;
+                }
+            }
+            self.count_request(HTTP, kind, before, failed);
+        }
+        progress
+    }
+
+    /// Whether an HTTP request may proceed: no password is set, it is for
+    /// /metrics left public (`--metrics-public`), or its `Authorization`
+    /// carries the password.
+    pub(super) fn http_authorized(&self, target: &[u8], head: &http::RequestHead, head_bytes: &[u8]) -> bool {
+        if self.config.requirepass.is_none() || (target == b"/metrics" && self.config.metrics_public) {
+            return true;
+        }
+        let password = head.authorization.clone().and_then(|range| http::authorization_password(&head_bytes[range]));
+        password.is_some_and(|password| self.check_password(None, &password).is_ok())
+    }
+
+    /// A 200 with the value as its body (unless `body` is false: HEAD),
+    /// from the pool or copied. On an error nothing is queued.
+    pub(super) fn reply_http_value(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        value: &Value,
+        body: bool,
+        keep_alive: bool,
+    ) -> Result<(), StoreError> {
+        let len = value_len(value);
+        if !body {
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
+        } else if len >= self.config.zero_copy_min && !matches!(value, Value::Inline(_)) {
+            let extents = value_extents(ctx.pool, value)?;
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
+            self.push_extents(ctx, &extents);
+            self.stats.bytes_sent_zero_copy += len;
+        } else {
+            // Copied from the pool (or the leaf) straight into the reply.
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
+            match value {
+                Value::Inline(bytes) => ctx.out.push(bytes),
+                _ => ctx.pool.read_extents(&value_extents(ctx.pool, value)?, ctx.out.bytes()),
+            }
+            self.stats.bytes_sent_copied += len;
+        }
+        Ok(())
+    }
+
+    /// Moves body bytes into the request; true when the whole body is in.
+    pub(super) fn take_http_body(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        release: &mut Release<'_>,
+    ) -> bool {
+        let body = conn.http.as_mut().expect("a body in flight");
+        let take = body.remaining.min(stream.len() as u64) as usize;
+        if take > 0 {
+            if !body.refused && buffers.free_count() < self.config.buffers_reserve {
+                body.refused = true;
+                buffers.release_extents(&body.extents).expect("the request's references");
+                body.extents.clear();
+            }
+            let zero_copy = self.config.persist == Persist::ZeroCopy;
+            if !body.refused
+                && stream.keep(pool, buffers, take, zero_copy, &mut body.extents, &mut body.copy_fill).is_err()
+            {
+                body.refused = true;
+                buffers.release_extents(&body.extents).expect("the request's references");
+                body.extents.clear();
+            }
+            stream.consume(take, |segment| release(segment, buffers));
+            body.remaining -= take as u64;
+        }
+        body.remaining == 0
+    }
+
+    pub(super) fn finish_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
+        let before = (self.stats.errors, self.stats.refused_full);
+        self.store_put(pool, buffers, body, out);
+        self.count_request(HTTP, WRITE, before, false);
+    }
+
+    pub(super) fn store_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
+        if body.refused {
+            http::respond(out.bytes(), 507, &[], b"the pool is full: the value was not stored\n", body.keep_alive);
+            self.stats.refused_full += 1;
+            return;
+        }
+        let now = now_ms();
+        let mut ops = Vec::new();
+        let result = (|| {
+            self.clear_for_string(pool, now, &body.key, false, &mut ops)?;
+            // The op takes over the request's references.
+            ops.push(Op::Put { key: string_key(&body.key), extents: body.extents.clone(), len: body.len });
+            let writes = self.store.check_room_for_write(buffers);
+            writes.and_then(|()| self.store.apply(pool, buffers, &ops))
+        })();
+        Store::release_ops(buffers, &ops);
+        if ops.is_empty() {
+            buffers.release_extents(&body.extents).expect("the request's references");
+        }
+        match result {
+            Ok(()) => {
+                self.stage_bytes(body.len, true);
+                self.count_write();
+                http::respond(out.bytes(), 204, &[], b"", body.keep_alive)
+            }
+            Err(error) if error.is_full() => {
+                self.stats.refused_full += 1;
+                http::respond(out.bytes(), 507, &[], format!("{error}\n").as_bytes(), body.keep_alive)
+            }
+            Err(error) => {
+                self.stats.errors += 1;
+                http::respond(out.bytes(), 500, &[], format!("{error}\n").as_bytes(), body.keep_alive)
+            }
+        }
+    }
+
+    /// Ops deleting `key` whatever its type (expired or not), and its
+    /// expiry.
+    pub(super) fn delete_ops(&self, pool: &Pool, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
+        if self.store.get_raw(pool, &string_key(key))?.is_some() {
+            ops.push(Op::Del { key: string_key(key) });
+        }
+        if self.store.get_raw(pool, &hash_key(key))?.is_some() {
+            ops.push(Op::DelHash { name: key.to_vec() });
+        }
+        if self.store.expiry(key).is_some() {
+            ops.push(Op::Del { key: expire_key(key) });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_escapes_take_exactly_two_hex_digits() {
+        assert_eq!(percent_decode(b"a%20b%2F%2f"), Some(b"a b//".to_vec()));
+        assert_eq!(percent_decode(b"%00%ff"), Some(vec![0, 255]));
+        // Found by fuzzing (fuzz/regressions/http_head/percent-plus-sign):
+        // u8::from_str_radix accepted a sign, so "%+1" decoded to 0x01.
+        for bad in [&b"%+1"[..], b"%-1", b"%1", b"%", b"%zz", b"%1g"] {
+            assert_eq!(percent_decode(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
