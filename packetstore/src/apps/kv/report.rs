@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use crate::apps::kv::server::KvServer;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
+use crate::util::metrics::Exposition;
 
 /// Labels of `KvStats::requests`.
 pub const PROTOCOLS: [&str; 2] = ["resp", "http"];
@@ -43,9 +44,18 @@ impl KvServer {
     }
 
     /// `GET /metrics`: the Prometheus text exposition of what INFO shows.
-    #[allow(clippy::too_many_lines)] // TODO(issue 16): split with the KV server
     pub fn metrics_text(&self, pool: &Pool, buffers: &Buffers) -> String {
-        let mut e = crate::util::metrics::Exposition::default();
+        let mut e = Exposition::default();
+        self.expose_server(&mut e);
+        pool.stats().expose(&mut e, &self.config.domain_name);
+        self.expose_bytes(&mut e);
+        self.expose_pool_and_store(&mut e, pool, buffers);
+        self.expose_connections(&mut e);
+        e.text
+    }
+
+    /// The server: version, uptime, recovery, requests, commits, checkpoints.
+    fn expose_server(&self, e: &mut Exposition) {
         e.family("packetstore_info", "gauge", "The server's version, persistence domain and persist mode.");
         e.sample(
             "packetstore_info",
@@ -97,7 +107,10 @@ impl KvServer {
             self.stats.cross_protocol as f64,
         );
         e.single("packetstore_checkpoints_total", "counter", "Checkpoints of the tree.", store.checkpoints as f64);
-        pool.stats().expose(&mut e, &self.config.domain_name);
+    }
+
+    /// Value bytes written (in place or copied) and sent (zero copy or copied).
+    fn expose_bytes(&self, e: &mut Exposition) {
         e.family(
             "packetstore_value_bytes_written_total",
             "counter",
@@ -116,6 +129,10 @@ impl KvServer {
         );
         e.sample("packetstore_bytes_sent_total", &[("path", "zero_copy")], self.stats.bytes_sent_zero_copy as f64);
         e.sample("packetstore_bytes_sent_total", &[("path", "copied")], self.stats.bytes_sent_copied as f64);
+    }
+
+    /// The pool's buffers, the log, the keys, the tree and compaction.
+    fn expose_pool_and_store(&self, e: &mut Exposition, pool: &Pool, buffers: &Buffers) {
         let geometry = pool.geometry();
         e.single("packetstore_pool_bytes", "gauge", "The pool file's size.", pool.len() as f64);
         e.single("packetstore_pool_buffers", "gauge", "Buffers in the pool.", buffers.count() as f64);
@@ -163,6 +180,10 @@ impl KvServer {
             "Bytes moved by compaction.",
             compaction.relocated_bytes as f64,
         );
+    }
+
+    /// The event loop's connections and clients held back.
+    fn expose_connections(&self, e: &mut Exposition) {
         e.single("packetstore_connections", "gauge", "Connections open.", self.io.connections as f64);
         e.single("packetstore_connections_accepted_total", "counter", "Connections accepted.", self.io.accepted as f64);
         e.single(
@@ -189,7 +210,6 @@ impl KvServer {
             "Clients disconnected for not reading.",
             self.io.stalled as f64,
         );
-        e.text
     }
 
     /// Group commit: the write commands the commit now beginning covers.

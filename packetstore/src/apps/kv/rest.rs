@@ -50,8 +50,15 @@ pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A request for a path that names no key: whether the connection closes,
+/// and whether it counts as kind "other" (not a read or write of a key).
+pub(super) struct PathRefused {
+    close: bool,
+    other: bool,
+}
+
 impl KvServer {
-    #[allow(clippy::too_many_arguments, clippy::too_many_lines)] // TODO(issue 16): split with the KV server
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn serve_http(
         &mut self,
         pool: &Pool,
@@ -116,28 +123,15 @@ impl KvServer {
                 self.count_request(HTTP, OTHER, before, false);
                 continue;
             }
-            let key = match target.strip_prefix(b"/kv/").map(percent_decode) {
-                Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => key,
-                Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
-                    http::respond(out.bytes(), 414, &[], b"key too long\n", false);
-                    progress.close = true;
-                    self.count_request(HTTP, kind, before, true);
-                    continue;
-                }
-                _ => {
-                    if head.content_length > 0 {
-                        http::respond(out.bytes(), 404, &[], b"no such path: use /kv/<key> or /metrics\n", false);
-                        progress.close = true;
-                    } else {
-                        let why = b"no such path: use /kv/<key> or /metrics\n";
-                        http::respond(out.bytes(), 404, &[], why, head.keep_alive);
-                    }
-                    self.count_request(HTTP, OTHER, before, true);
+            let key = match self.http_key(&target, &head, out) {
+                Ok(key) => key,
+                Err(refused) => {
+                    progress.close |= refused.close;
+                    self.count_request(HTTP, if refused.other { OTHER } else { kind }, before, true);
                     continue;
                 }
             };
-            let mut failed = false;
-            match head.method {
+            let failed = match head.method {
                 Method::Put | Method::Post => {
                     conn.http = Some(HttpBody {
                         key,
@@ -148,58 +142,113 @@ impl KvServer {
                         copy_fill: None,
                         refused: false,
                     });
-                    progress.requests -= 1; // counted when the body is in
-                                            // A close waits for the body and its reply.
+                    // Counted when the body is in; a close waits for the
+                    // body and its reply.
+                    progress.requests -= 1;
                     progress.close = false;
                     continue;
                 }
                 Method::Get | Method::Head if head.content_length == 0 => {
-                    self.stats.reads += 1;
-                    let now = now_ms();
-                    match self.store.get(pool, &key, now) {
-                        Ok(Some(value)) => {
-                            let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
-                            let body = head.method == Method::Get;
-                            if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
-                                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
-                                failed = true;
-                            }
-                        }
-                        Ok(None) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
-                        Err(error) => {
-                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
-                            failed = true;
-                        }
-                    }
+                    self.http_get(pool, buffers, conn, out, &key, &head)
                 }
                 Method::Delete if head.content_length == 0 => {
-                    let now = now_ms();
-                    let mut ops = Vec::new();
-                    let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
-                    let live = self.store.get(pool, &key, now).map(|v| v.is_some());
-                    let result = live.and_then(|live| {
-                        self.delete_ops(ctx.pool, &key, &mut ops)?;
-                        self.apply(&mut ctx, &ops)?;
-                        Ok(live)
-                    });
-                    match result {
-                        Ok(true) => http::respond(out.bytes(), 204, &[], b"", head.keep_alive),
-                        Ok(false) => http::respond(out.bytes(), 404, &[], b"", head.keep_alive),
-                        Err(error) => {
-                            http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
-                            failed = true;
-                        }
-                    }
+                    self.http_delete(pool, buffers, conn, out, &key, head.keep_alive)
                 }
                 _ => {
                     http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
                     progress.close = true;
-                    failed = true;
+                    true
                 }
-            }
+            };
             self.count_request(HTTP, kind, before, failed);
         }
         progress
+    }
+
+    /// The key a `/kv/<key>` target names. Otherwise the refusal is sent:
+    /// 414 for a key too long, 404 for another path.
+    fn http_key(&self, target: &[u8], head: &http::RequestHead, out: &mut OutQueue) -> Result<Vec<u8>, PathRefused> {
+        match target.strip_prefix(b"/kv/").map(percent_decode) {
+            Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => Ok(key),
+            Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
+                http::respond(out.bytes(), 414, &[], b"key too long\n", false);
+                Err(PathRefused { close: true, other: false })
+            }
+            _ => {
+                let why = b"no such path: use /kv/<key> or /metrics\n";
+                if head.content_length > 0 {
+                    http::respond(out.bytes(), 404, &[], why, false);
+                    Err(PathRefused { close: true, other: true })
+                } else {
+                    http::respond(out.bytes(), 404, &[], why, head.keep_alive);
+                    Err(PathRefused { close: false, other: true })
+                }
+            }
+        }
+    }
+
+    /// `GET` or `HEAD /kv/<key>`: the value (from the pool buffers holding
+    /// it when large), 404, or 500. True if it failed.
+    fn http_get(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        out: &mut OutQueue,
+        key: &[u8],
+        head: &http::RequestHead,
+    ) -> bool {
+        self.stats.reads += 1;
+        let now = now_ms();
+        match self.store.get(pool, key, now) {
+            Ok(Some(value)) => {
+                let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
+                let body = head.method == Method::Get;
+                if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
+                    http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                    return true;
+                }
+                false
+            }
+            Ok(None) => {
+                http::respond(out.bytes(), 404, &[], b"", head.keep_alive);
+                false
+            }
+            Err(error) => {
+                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                true
+            }
+        }
+    }
+
+    /// `DELETE /kv/<key>`: 204 once durable, 404, or 500. True if it failed.
+    fn http_delete(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        out: &mut OutQueue,
+        key: &[u8],
+        keep_alive: bool,
+    ) -> bool {
+        let now = now_ms();
+        let mut ops = Vec::new();
+        let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
+        let live = self.store.get(pool, key, now).map(|v| v.is_some());
+        let result = live.and_then(|live| {
+            self.delete_ops(ctx.pool, key, &mut ops)?;
+            self.apply(&mut ctx, &ops)?;
+            Ok(live)
+        });
+        match result {
+            Ok(true) => http::respond(out.bytes(), 204, &[], b"", keep_alive),
+            Ok(false) => http::respond(out.bytes(), 404, &[], b"", keep_alive),
+            Err(error) => {
+                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), keep_alive);
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether an HTTP request may proceed: no password is set, it is for
