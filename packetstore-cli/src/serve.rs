@@ -11,8 +11,8 @@ use anyhow::{bail, Context};
 use packetstore::apps::kv::{KvConfig, KvServer};
 use packetstore::index::compact::CompactConfig;
 use packetstore::io::app::Persist;
-use packetstore::io::engine::{Engine, EngineConfig};
-use packetstore::io::epoll::EpollServer;
+use packetstore::io::cores::{raise_open_file_limit, run_loop};
+use packetstore::io::engine::EngineConfig;
 use packetstore::store::db::{Store, StoreConfig};
 use packetstore::{Buffers, Pool, PoolKind};
 
@@ -20,6 +20,7 @@ use crate::listen::BindArgs;
 use crate::options::{
     check_buffers, check_new_pool, io_path, open_or_create_pool, parse_duration, parse_size, power_switch, probe_uring,
     warn_pool_size_ignored, write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
+    TMPFS_SMALL_PAGES,
 };
 
 #[derive(clap::Args)]
@@ -104,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = io_path(&args.io, &args.commit, persist)?;
     let features = if policy.is_none() { Some(probe_uring()?) } else { None };
     let options = args.persist_args.options()?;
-    crate::wal::raise_open_file_limit();
+    raise_open_file_limit();
     // Sizes are checked and both listeners bound before the pool is
     // created or opened: a failure leaves no file and replays nothing.
     let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
@@ -132,62 +133,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     check_buffers(&args.pool, &geometry, &needed)?;
     let value_size_max = parse_size(&args.value_size_max)?;
     let domain = pool.domain().clone();
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "packetstore serve {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(
-        out,
-        "pool: {} ({:.1} MiB, {}{})",
-        args.pool.display(),
-        pool.len() as f64 / 1048576.0,
-        geometry,
-        if created { ", created" } else { "" }
-    )?;
-    writeln!(out, "persistence domain: {domain}")?;
-    if power.is_some() {
-        writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash image back to the file")?;
-    } else if !domain.durable {
-        writeln!(out, "WARNING: this domain is not durable across power loss (emulated or none): use it for testing")?;
-    }
-    if domain.tmpfs_huge_pages == Some(false) {
-        writeln!(out, "{TMPFS_SMALL_PAGES}")?;
-    }
-    out.flush()?;
-    drop(out);
+    print_banner(&args.pool, pool, created, power.is_some())?;
 
     let mut buffers = Buffers::new(geometry.buffer_count);
     // The page domain writes back whole pages at each sync: hand out
     // neighbouring buffers so that a batch's values share pages.
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
-    let store_config = StoreConfig {
-        value_size_max,
-        replay_records_max: args.replay_budget,
-        checkpoint_interval: parse_duration(&args.checkpoint_interval)?,
-        buffers_reserve,
-        compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },
-    };
-    // A progress bar for long replays, on a terminal only.
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    let mut progress = |done: u64, total: u64| {
-        if total < 50_000 || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            return;
-        }
-        let bar = bar.get_or_insert_with(|| {
-            let bar = indicatif::ProgressBar::new(total);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "recovery: replaying the log {bar:40} {pos}/{len} records {eta}",
-                )
-                .expect("a valid template"),
-            );
-            bar
-        });
-        bar.set_position(done);
-        if done == total {
-            bar.finish_and_clear();
-        }
-    };
-    let (store, report) =
-        Store::open_with_progress(pool, &mut buffers, store_config, &mut progress).context("recovery failed")?;
+    let (store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve)?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -214,8 +166,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let http_addr = packetstore::io::net::local_addr(&listeners[0])?;
     let resp_addr = packetstore::io::net::local_addr(&listeners[1])?;
     let (stop, wake_fd) = crate::shutdown::install()?;
-    let mut config =
-        EngineConfig { wake_fd: Some(wake_fd), ..args.loop_args.engine_config(persist == Persist::ZeroCopy)? };
+    let mut config = EngineConfig {
+        listen: http_addr,
+        wake_fd: Some(wake_fd),
+        ..args.loop_args.engine_config(persist == Persist::ZeroCopy)?
+    };
     if let Some(features) = &features {
         config = config.adapt_to(features);
     }
@@ -229,51 +184,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         value_size_max,
         packetstore::store::db::KEY_SIZE_MAX
     );
-    println!(
-        "limits: {} connections, client output pause {} KiB, stall timeout {:.0} s, receive per turn {}, auth {}",
-        config.connections_max,
-        config.out_pause_bytes >> 10,
-        config.stall_timeout.as_secs_f64(),
-        match config.turn_receive_bytes {
-            0 => "unlimited".to_string(),
-            bytes => format!("{} KiB", bytes >> 10),
-        },
-        match (args.requirepass.is_some(), args.metrics_public) {
-            (true, false) => "password required on both ports (Redis: AUTH; HTTP: Authorization), /metrics included",
-            (true, true) => "password required on both ports (Redis: AUTH; HTTP: Authorization), except GET /metrics",
-            (false, _) => "none: anyone who can connect may read and write",
-        }
-    );
-    match policy {
-        None => {
-            let mut engine = Engine::new(pool, &mut buffers, &mut server, config, listeners)
-                .context("setting up the io_uring engine")?;
-            println!("{ready}");
-            std::io::stdout().flush()?;
-            let outcome = engine.run(stop);
-            if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
-                return write_crash_image(device, &args.pool);
-            }
-            outcome?;
-            let drained = engine.is_drained();
-            drop(engine);
-            stopped(drained, &mut server, pool, &mut buffers)
-        }
-        Some(policy) => {
-            let mut epoll = EpollServer::new(pool, &mut buffers, &mut server, http_addr, policy, listeners)?;
-            epoll.set_wake_fd(wake_fd)?;
-            println!("{ready}");
-            std::io::stdout().flush()?;
-            let outcome = epoll.run(stop);
-            if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
-                return write_crash_image(device, &args.pool);
-            }
-            outcome?;
-            let drained = epoll.is_drained();
-            drop(epoll);
-            stopped(drained, &mut server, pool, &mut buffers)
-        }
+    print_limits(&config, &args);
+    let on_ready = || {
+        println!("{ready}");
+        let _ = std::io::stdout().flush();
+    };
+    let outcome = run_loop(pool, &mut buffers, &mut server, policy, config, listeners, (stop, on_ready));
+    if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
+        return write_crash_image(device, &args.pool);
     }
+    let drained = outcome?;
+    stopped(drained, &mut server, pool, &mut buffers)
 }
 
 /// After a graceful stop (either loop): a drain that sent every reply is
@@ -307,6 +228,90 @@ fn bind_listeners(args: &Args, nonblocking: bool) -> anyhow::Result<Vec<std::os:
     Ok(vec![http, resp])
 }
 
-/// Printed when a tmpfs pool gets 4 KiB pages (`DomainInfo::tmpfs_huge_pages`).
-pub const TMPFS_SMALL_PAGES: &str = "note: this tmpfs maps the pool with 4 KiB pages; a tmpfs mounted with \
-    huge=within_size maps it with 2 MiB pages and serves about 1.5x faster (docs/operations.md)";
+/// The banner: version, pool, persistence domain and its warnings.
+fn print_banner(path: &std::path::Path, pool: &Pool, created: bool, simulated: bool) -> anyhow::Result<()> {
+    let geometry = pool.geometry();
+    let domain = pool.domain();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "packetstore serve {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(
+        out,
+        "pool: {} ({:.1} MiB, {}{})",
+        path.display(),
+        pool.len() as f64 / 1048576.0,
+        geometry,
+        if created { ", created" } else { "" }
+    )?;
+    writeln!(out, "persistence domain: {domain}")?;
+    if simulated {
+        writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash image back to the file")?;
+    } else if !domain.durable {
+        writeln!(out, "WARNING: this domain is not durable across power loss (emulated or none): use it for testing")?;
+    }
+    if domain.tmpfs_huge_pages == Some(false) {
+        writeln!(out, "{TMPFS_SMALL_PAGES}")?;
+    }
+    out.flush()?;
+    drop(out);
+
+    Ok(())
+}
+
+/// Opens the store: recovery (a progress bar for long replays, on a
+/// terminal).
+fn open_store(
+    args: &Args,
+    pool: &Pool,
+    buffers: &mut Buffers,
+    value_size_max: u64,
+    buffers_reserve: u32,
+) -> anyhow::Result<(Store, packetstore::store::db::StoreReport)> {
+    let store_config = StoreConfig {
+        value_size_max,
+        replay_records_max: args.replay_budget,
+        checkpoint_interval: parse_duration(&args.checkpoint_interval)?,
+        buffers_reserve,
+        compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },
+    };
+    // A progress bar for long replays, on a terminal only.
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut progress = |done: u64, total: u64| {
+        if total < 50_000 || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "recovery: replaying the log {bar:40} {pos}/{len} records {eta}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
+        bar.set_position(done);
+        if done == total {
+            bar.finish_and_clear();
+        }
+    };
+    Store::open_with_progress(pool, buffers, store_config, &mut progress).context("recovery failed")
+}
+
+/// The limits line: connections, client pauses, receive per turn, auth.
+fn print_limits(config: &EngineConfig, args: &Args) {
+    println!(
+        "limits: {} connections, client output pause {} KiB, stall timeout {:.0} s, receive per turn {}, auth {}",
+        config.connections_max,
+        config.out_pause_bytes >> 10,
+        config.stall_timeout.as_secs_f64(),
+        match config.turn_receive_bytes {
+            0 => "unlimited".to_string(),
+            bytes => format!("{} KiB", bytes >> 10),
+        },
+        match (args.requirepass.is_some(), args.metrics_public) {
+            (true, false) => "password required on both ports (Redis: AUTH; HTTP: Authorization), /metrics included",
+            (true, true) => "password required on both ports (Redis: AUTH; HTTP: Authorization), except GET /metrics",
+            (false, _) => "none: anyone who can connect may read and write",
+        }
+    );
+}

@@ -5,14 +5,14 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use packetstore::apps::wal::{Persist, SeqIndex, Wal, WalConfig};
-use packetstore::io::engine::{Engine, EngineConfig};
-use packetstore::io::epoll::{CommitPolicy, EpollServer};
-use packetstore::{Buffers, Pool, PoolKind, RecoveryReport};
+use packetstore::io::cores::{listeners_on_port, raise_open_file_limit, LoopError, Loops};
+use packetstore::io::engine::EngineConfig;
+use packetstore::{Buffers, Pool, PoolKind, RecoveryReport, SimDevice};
 
 use crate::listen::BindArgs;
 use crate::options::{
@@ -128,79 +128,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; GET /debug/powerfail writes the crash image back to the file")?;
     }
     if pool.domain().tmpfs_huge_pages == Some(false) {
-        writeln!(out, "{}", crate::serve::TMPFS_SMALL_PAGES)?;
+        writeln!(out, "{}", crate::options::TMPFS_SMALL_PAGES)?;
     }
     drop(out);
     let shared = SeqIndex::new(pool);
     let (stop, wake_fd) = crate::shutdown::install()?;
-    let mut listeners = listeners.into_iter();
-    let (ready, started) = std::sync::mpsc::channel::<anyhow::Result<(String, RecoveryReport)>>();
-    let gate = RecoveredGate { recovered: AtomicU32::new(0), failed: AtomicBool::new(false), loops: threads };
-    let gate = &gate;
-    std::thread::scope(|scope| {
-        for index in 0..threads {
-            let listener = listeners.next().expect("a listener per loop");
-            let (shared, ready, power) = (shared.clone(), ready.clone(), power.clone());
-            let pool_path = &args.pool;
-            // Each loop takes its share of the connection limit.
-            let loop_config = EngineConfig {
-                listen: addr,
-                connections_max: engine_config.connections_max.div_ceil(threads as usize),
-                wake_fd: Some(wake_fd),
-                ..engine_config.clone()
-            };
-            scope.spawn(move || {
-                let result = serve(
-                    pool,
-                    index,
-                    shared,
-                    config,
-                    policy,
-                    loop_config,
-                    listener,
-                    (stop, gate),
-                    &ready,
-                    power.clone(),
-                );
-                if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
-                    // The simulated power failed: the first loop to see it
-                    // writes what survived, and the process ends as a
-                    // machine would.
-                    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-                    let _guard = WRITING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    let code = match write_crash_image(device, pool_path) {
-                        Ok(()) => 0,
-                        Err(error) => {
-                            eprintln!("packetstore: error: writing the crash image: {error:#}");
-                            1
-                        }
-                    };
-                    std::process::exit(code);
-                }
-                if let Err(error) = result {
-                    // A loop that stops (a failed sync, say) stops the process:
-                    // nothing it held back may be acknowledged by another.
-                    eprintln!("packetstore: error: event loop {index}: {error:#}");
-                    std::process::exit(1);
-                }
-            });
+    let loops = Loops {
+        pool,
+        policy,
+        config: EngineConfig { listen: addr, wake_fd: Some(wake_fd), ..engine_config },
+        listeners,
+        stop,
+    };
+    // Each loop recovers its own log, in parallel.
+    let recover = |index: u32, buffers: &mut Buffers| {
+        let (mut wal, report) = Wal::recover_log(pool, index, buffers, config, shared.clone())
+            .map_err(|error| format!("log {index}: {error}"))?;
+        if let Some(device) = &power {
+            wal.set_power_switch(device.clone());
         }
-        drop(ready);
+        Ok((wal, (format!("recovery: log {index}: {report}"), report)))
+    };
+    let finished = |index: u32, outcome: Result<bool, LoopError>| loop_finished(index, outcome, &power, &args.pool);
+    let started = |reports: Vec<(String, RecoveryReport)>| -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         // What the loops' recoveries found, summed for `inspect` (each loop
         // recovered its own log, in parallel: the longest is the time).
         let mut last = packetstore::LastRecovery::default();
-        for _ in 0..threads {
-            match started.recv() {
-                Ok(Ok((line, report))) => {
-                    writeln!(out, "{line}")?;
-                    last.records_replayed += report.live_records;
-                    last.records_dropped += report.torn_records_erased;
-                    last.duration_us = last.duration_us.max(report.duration.as_micros() as u64);
-                }
-                Ok(Err(error)) => return Err(error),
-                Err(_) => bail!("an event loop failed to start"),
-            }
+        for (line, report) in reports {
+            writeln!(out, "{line}")?;
+            last.records_replayed += report.live_records;
+            last.records_dropped += report.torn_records_erased;
+            last.duration_us = last.duration_us.max(report.duration.as_micros() as u64);
         }
         // Not on the crash simulator: its check that every store is
         // declared assumes one writer, and the loop is already serving.
@@ -214,9 +173,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "listening on {addr} ({kind}, persist {}, threads {threads})", persist.name())?;
         out.flush()?;
         Ok(())
-    })?;
+    };
+    loops.run(recover, finished, started)?;
     tracing::info!("stopped: every event loop's replies sent; pool closed");
     Ok(())
+}
+
+/// A loop has returned: if the simulated power failed, the first loop to
+/// see it writes what survived and the process ends as a machine would; a
+/// loop that stopped on an error (a failed sync, say) stops the process,
+/// so nothing it held back is acknowledged by another.
+fn loop_finished(index: u32, outcome: Result<bool, LoopError>, power: &Option<Arc<SimDevice>>, pool_path: &Path) {
+    if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
+        static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _guard = WRITING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let code = match write_crash_image(device, pool_path) {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("packetstore: error: writing the crash image: {error:#}");
+                1
+            }
+        };
+        std::process::exit(code);
+    }
+    if let Err(error) = outcome {
+        eprintln!("packetstore: error: event loop {index}: {error:#}");
+        std::process::exit(1);
+    }
 }
 
 /// A listener per event loop, all on one port (SO_REUSEPORT spreads the
@@ -227,101 +210,9 @@ fn bind_listeners(args: &Args, threads: u32, nonblocking: bool) -> anyhow::Resul
     let reuse_port = threads > 1;
     let first = crate::listen::bind(args.listen, "WAL", reuse_port, nonblocking, args.bind_args.timeout()?)?;
     let addr = packetstore::io::net::local_addr(&first)?;
-    let mut listeners = vec![first];
-    for index in 1..threads {
-        let listener = packetstore::io::net::listen(addr, true, nonblocking)
-            .with_context(|| format!("cannot listen on {addr} (WAL, event loop {index})"))?;
-        listeners.push(listener);
-    }
+    let listeners = listeners_on_port(first, threads, nonblocking).map_err(|(index, error)| {
+        anyhow::Error::new(error).context(format!("cannot listen on {addr} (WAL, event loop {index})"))
+    })?;
     crate::listen::warn_wal_exposure(args.listen);
     Ok(listeners)
-}
-
-/// The loops serve only once every loop has recovered its log: a GET may
-/// name a record of another loop's log, which is in the shared index only
-/// after that loop's recovery (a loop serving early answered 404 for an
-/// acknowledged body: found by tests/restart.rs).
-struct RecoveredGate {
-    recovered: AtomicU32,
-    failed: AtomicBool,
-    loops: u32,
-}
-
-impl RecoveredGate {
-    /// This loop has recovered: waits for the others. False if one failed
-    /// or the server is stopping (then this loop does not serve).
-    fn wait_for_all(&self, stop: &AtomicBool) -> bool {
-        self.recovered.fetch_add(1, Ordering::SeqCst);
-        while self.recovered.load(Ordering::SeqCst) < self.loops {
-            if self.failed.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        true
-    }
-}
-
-/// One event loop: recovers its log, waits for the other loops to recover
-/// theirs, then serves until stopped.
-#[allow(clippy::too_many_arguments)]
-fn serve(
-    pool: &Pool,
-    index: u32,
-    shared: std::sync::Arc<SeqIndex>,
-    config: WalConfig,
-    policy: Option<CommitPolicy>,
-    engine_config: EngineConfig,
-    listener: std::os::fd::OwnedFd,
-    (stop, gate): (&AtomicBool, &RecoveredGate),
-    ready: &std::sync::mpsc::Sender<anyhow::Result<(String, RecoveryReport)>>,
-    power: Option<std::sync::Arc<packetstore::SimDevice>>,
-) -> anyhow::Result<()> {
-    let (first, count) = pool.geometry().buffer_range(index);
-    let mut buffers = Buffers::range(first, count);
-    let (mut wal, report) = match Wal::recover_log(pool, index, &mut buffers, config, shared) {
-        Ok(recovered) => recovered,
-        Err(error) => {
-            gate.failed.store(true, Ordering::SeqCst);
-            let _ = ready.send(Err(anyhow::anyhow!("log {index}: {error}")));
-            return Ok(());
-        }
-    };
-    if !gate.wait_for_all(stop) {
-        return Ok(());
-    }
-    if let Some(device) = power {
-        wal.set_power_switch(device);
-    }
-    let line = format!("recovery: log {index}: {report}");
-    match policy {
-        None => {
-            let mut engine = Engine::new(pool, &mut buffers, &mut wal, engine_config, vec![listener])
-                .context("setting up the io_uring engine")?;
-            let _ = ready.send(Ok((line, report)));
-            engine.run(stop)?;
-        }
-        Some(policy) => {
-            let mut server =
-                EpollServer::new(pool, &mut buffers, &mut wal, engine_config.listen, policy, vec![listener])?;
-            if let Some(fd) = engine_config.wake_fd {
-                server.set_wake_fd(fd)?;
-            }
-            let _ = ready.send(Ok((line, report)));
-            server.run(stop)?;
-        }
-    }
-    Ok(())
-}
-
-/// Each connection is a descriptor: lift the soft limit to the hard one.
-pub fn raise_open_file_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: valid out-parameter; then the same struct, adjusted, as input.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
 }

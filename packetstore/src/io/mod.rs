@@ -3,13 +3,15 @@
 //! io_uring engine (`engine`, with its provided-buffer ring `bufring` and
 //! the kernel feature probe `probe`), the epoll baseline (`epoll`), a
 //! connection's received bytes (`stream`) and outgoing bytes (`outq`),
-//! connection slots, and listening sockets (`net`).
+//! connection slots, listening sockets (`net`), and running one loop or N
+//! loops on one port, each with its own ring and buffers (`cores`).
 //!
 //! It stands on the pool only: it never reaches the log, the index, the
 //! store, the wire formats or the applications.
 
 pub mod app;
 mod bufring;
+pub mod cores;
 pub mod engine;
 pub mod epoll;
 pub mod net;

@@ -4,7 +4,7 @@
 //! unknown commands, and running the handler with panics caught.
 //!
 //! Adding a command family means adding a file to `cmd/` with its
-//! `COMMANDS` table and one entry in `FAMILIES`, nothing else.
+//! `COMMANDS` table and one entry in `COMMANDS` here, nothing else.
 //!
 //! Invariant: a handler that panics answers its client with an error and
 //! the server goes on, unless the store was caught between its log and its
@@ -15,152 +15,14 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::apps::kv::cmd;
-use crate::apps::kv::report::{OTHER, READ, RESP, WRITE};
-use crate::apps::kv::server::{KvConn, KvServer};
+use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, MULTI_REFUSED, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
-use crate::proto::resp::{Encoder, Parsed};
-use crate::store::db::{now_ms, StoreError};
-
-pub(super) type Cmd = fn(&mut KvServer, &mut Ctx<'_>) -> Result<(), StoreError>;
-
-/// A command's table entry, in COMMAND's terms.
-pub(super) struct CommandEntry {
-    /// Lower case.
-    pub(super) name: &'static str,
-    /// The number of arguments, the name included; negative: at least.
-    pub(super) arity: i64,
-    pub(super) flags: &'static [&'static str],
-    /// First key, last key (negative: from the end), step.
-    pub(super) keys: (i64, i64, i64),
-    /// COMMAND DOCS's group: string, hash, generic, connection, server.
-    pub(super) group: &'static str,
-    pub(super) summary: &'static str,
-    pub(super) handler: Cmd,
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) const fn cmd(
-    name: &'static str,
-    arity: i64,
-    flags: &'static [&'static str],
-    keys: (i64, i64, i64),
-    group: &'static str,
-    summary: &'static str,
-    handler: Cmd,
-) -> CommandEntry {
-    CommandEntry { name, arity, flags, keys, group, summary, handler }
-}
-
-impl CommandEntry {
-    pub(super) fn find(name: &[u8]) -> Option<&'static CommandEntry> {
-        all_commands().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
-    }
-
-    /// Whether `argc` arguments (the name included) fit its arity.
-    pub(super) fn arity_fits(&self, argc: i64) -> bool {
-        (self.arity > 0 && argc == self.arity) || (self.arity < 0 && argc >= -self.arity)
-    }
-
-    pub(super) fn has_flag(&self, flag: &str) -> bool {
-        self.flags.contains(&flag)
-    }
-
-    /// Redis 7's ACL categories, from the flags and the group.
-    pub(super) fn acl_categories(&self) -> Vec<&'static str> {
-        let mut categories = Vec::new();
-        let group = match self.group {
-            "string" => "@string",
-            "hash" => "@hash",
-            "generic" => "@keyspace",
-            "connection" => "@connection",
-            _ => "@admin",
-        };
-        if self.has_flag("write") {
-            categories.push("@write");
-        }
-        if self.has_flag("readonly") {
-            categories.push("@read");
-        }
-        categories.push(group);
-        categories.push(if self.has_flag("fast") { "@fast" } else { "@slow" });
-        if self.has_flag("admin") {
-            categories.push("@dangerous");
-        }
-        categories
-    }
-}
-
-/// What a command handler works with.
-pub(super) struct Ctx<'a> {
-    pub(super) pool: &'a Pool,
-    pub(super) buffers: &'a mut Buffers,
-    pub(super) conn: &'a mut KvConn,
-    pub(super) out: &'a mut OutQueue,
-    pub(super) now: u64,
-    pub(super) close: bool,
-    /// An error reply was written.
-    pub(super) failed: bool,
-}
-
-impl Ctx<'_> {
-    pub(super) fn enc(&self) -> Encoder {
-        self.conn.encoder
-    }
-
-    pub(super) fn arg(&self, i: usize) -> std::borrow::Cow<'_, [u8]> {
-        self.conn.args.bytes(self.pool, i)
-    }
-
-    pub(super) fn argc(&self) -> usize {
-        self.conn.args.len()
-    }
-
-    pub(super) fn error(&mut self, text: &str) {
-        self.failed = true;
-        let enc = self.enc();
-        enc.error(self.out.bytes(), text);
-    }
-
-    pub(super) fn ok(&mut self) {
-        self.out.push(b"+OK\r\n");
-    }
-
-    pub(super) fn int(&mut self, value: i64) {
-        let enc = self.enc();
-        enc.int(self.out.bytes(), value);
-    }
-
-    pub(super) fn null(&mut self) {
-        let enc = self.enc();
-        enc.null(self.out.bytes());
-    }
-
-    pub(super) fn bulk(&mut self, bytes: &[u8]) {
-        let enc = self.enc();
-        enc.bulk(self.out.bytes(), bytes);
-    }
-
-    pub(super) fn array(&mut self, len: usize) {
-        let enc = self.enc();
-        enc.array(self.out.bytes(), len);
-    }
-
-    pub(super) fn map(&mut self, len: usize) {
-        let enc = self.enc();
-        enc.map(self.out.bytes(), len);
-    }
-}
-
-/// Answered to the commands of a connection whose MULTI was refused.
-pub(super) const MULTI_REFUSED: &str =
-    "EXECABORT MULTI is not supported yet, so this connection refuses every command until EXEC or DISCARD";
-
-/// Cross-protocol attempts are logged at most this often.
-pub(super) const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+use crate::proto::resp::Parsed;
+use crate::store::db::now_ms;
 
 /// Whether a Redis command name is an HTTP request's first word or a
 /// header (Redis's `securityWarningCommand` test).
@@ -178,20 +40,6 @@ pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl KvServer {
-    pub(super) fn check_password(&self, user: Option<&[u8]>, password: &[u8]) -> Result<(), &'static str> {
-        let Some(expected) = &self.config.requirepass else {
-            return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
-        };
-        // Every byte is compared, so the time taken says nothing of where
-        // a guess first differs.
-        let differ = password.len() != expected.len()
-            || password.iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0;
-        if user.is_some_and(|u| u != b"default") || differ {
-            return Err("WRONGPASS invalid username-password pair or user is disabled.");
-        }
-        Ok(())
-    }
-
     #[allow(clippy::too_many_arguments)]
     pub(super) fn serve_resp(
         &mut self,
@@ -253,7 +101,7 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> (bool, usize, bool) {
         self.stats.commands += 1;
-        let entry = CommandEntry::find(&conn.args.bytes(pool, 0));
+        let entry = CommandEntry::find(self.commands, &conn.args.bytes(pool, 0));
         let kind = match entry {
             Some(entry) if entry.has_flag("write") => WRITE,
             Some(entry) if entry.has_flag("readonly") => READ,
@@ -355,22 +203,15 @@ impl KvServer {
     }
 }
 
+/// Cross-protocol attempts are logged at most this often.
+pub(super) const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
 /// The command families, each a file of `cmd/` with its table, in
 /// COMMAND's order. A new family is a file and one entry here.
-const FAMILIES: &[&[CommandEntry]] = &[
+pub(super) const COMMANDS: Commands = Commands(&[
     cmd::server::COMMANDS,
     cmd::command::COMMANDS,
     cmd::strings::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,
-];
-
-/// Every command, family by family.
-pub(super) fn all_commands() -> impl Iterator<Item = &'static CommandEntry> {
-    FAMILIES.iter().flat_map(|family| family.iter())
-}
-
-/// The number of commands (COMMAND COUNT).
-pub(super) fn command_count() -> usize {
-    FAMILIES.iter().map(|family| family.len()).sum()
-}
+]);

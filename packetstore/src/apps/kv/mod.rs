@@ -15,10 +15,12 @@
 //! it ends (`Args::clear`, `abandon`); a write refused for lack of space
 //! leaves nothing behind (`Store::apply` is all or nothing).
 //!
-//! The files: `server.rs` (the state and the `App` impl), `dispatch.rs`
-//! (the command table, arity, auth, unknown commands), `ops.rs` (what
-//! handlers share), `rest.rs` (HTTP), `report.rs` (INFO, /metrics), and
-//! `cmd/`, one file per command family.
+//! The files, lowest first (each imports only those before it):
+//! `state.rs` (the server's state, configuration and counters; a
+//! command's table entry and what a handler works with), `ops.rs` (what handlers share), `report.rs` (INFO, /metrics), `cmd/`
+//! (one file per command family, each with its table), `dispatch.rs` (the
+//! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
+//! and `server.rs` (the `App` impl the event loop calls).
 
 mod cmd;
 mod dispatch;
@@ -26,7 +28,7 @@ mod ops;
 mod report;
 mod rest;
 mod server;
+mod state;
 
-pub use report::{KINDS, PROTOCOLS, RESULTS};
 pub use rest::percent_decode;
-pub use server::{KvConfig, KvConn, KvServer, KvStats, LISTENER_HTTP, LISTENER_RESP};
+pub use state::{KvConfig, KvConn, KvServer, KvStats, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS, RESULTS};

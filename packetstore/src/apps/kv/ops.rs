@@ -7,8 +7,7 @@
 //! nothing behind: its staged values are released (`Store::release_ops`)
 //! and the client gets the error.
 
-use crate::apps::kv::dispatch::Ctx;
-use crate::apps::kv::server::KvServer;
+use crate::apps::kv::state::{Ctx, KvServer};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
 use crate::io::app::Persist;
@@ -42,6 +41,20 @@ pub(super) const NOT_INTEGER: &str = "ERR value is not an integer or out of rang
 pub(super) const SYNTAX: &str = "ERR syntax error";
 
 impl KvServer {
+    pub(super) fn check_password(&self, user: Option<&[u8]>, password: &[u8]) -> Result<(), &'static str> {
+        let Some(expected) = &self.config.requirepass else {
+            return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        };
+        // Every byte is compared, so the time taken says nothing of where
+        // a guess first differs.
+        let differ = password.len() != expected.len()
+            || password.iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0;
+        if user.is_some_and(|u| u != b"default") || differ {
+            return Err("WRONGPASS invalid username-password pair or user is disabled.");
+        }
+        Ok(())
+    }
+
     /// Applies a command's ops; gives back their references either way.
     pub(super) fn apply(&mut self, ctx: &mut Ctx<'_>, ops: &[Op]) -> Result<(), StoreError> {
         let writes = ops.iter().any(|op| matches!(op, Op::Put { .. }));

@@ -7,27 +7,10 @@
 
 use std::fmt::Write as _;
 
-use crate::apps::kv::server::KvServer;
+use crate::apps::kv::state::{KvServer, KINDS, PROTOCOLS, RESULTS};
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::util::metrics::Exposition;
-
-/// Labels of `KvStats::requests`.
-pub const PROTOCOLS: [&str; 2] = ["resp", "http"];
-
-pub const KINDS: [&str; 3] = ["read", "write", "other"];
-
-pub const RESULTS: [&str; 3] = ["ok", "error", "refused"];
-
-pub(super) const RESP: usize = 0;
-
-pub(super) const HTTP: usize = 1;
-
-pub(super) const READ: usize = 0;
-
-pub(super) const WRITE: usize = 1;
-
-pub(super) const OTHER: usize = 2;
 
 impl KvServer {
     /// Counts a request: its kind, and its result from what it did to the

@@ -6,30 +6,16 @@
 //! oversized, a full pool) is never stored, and every buffer reference it
 //! took is given back.
 
-use crate::apps::kv::dispatch::Ctx;
-use crate::apps::kv::report::{HTTP, OTHER, READ, WRITE};
-use crate::apps::kv::server::{KvConn, KvServer};
+use crate::apps::kv::state::{Ctx, HttpBody, KvConn, KvServer, HTTP, OTHER, READ, WRITE};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
 use crate::io::app::{Persist, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
-use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
 use crate::proto::http::{self, HeadError, Method};
 use crate::store::db::{expire_key, hash_key, now_ms, string_key, value_len, Op, Store, StoreError, KEY_SIZE_MAX};
-
-/// An HTTP request whose body is arriving.
-pub(super) struct HttpBody {
-    pub(super) key: Vec<u8>,
-    pub(super) keep_alive: bool,
-    pub(super) remaining: u64,
-    pub(super) len: u64,
-    pub(super) extents: Vec<Extent>,
-    pub(super) copy_fill: Option<usize>,
-    pub(super) refused: bool,
-}
 
 /// `%xx` escapes decoded; None if an escape is malformed.
 pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {

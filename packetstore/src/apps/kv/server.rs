@@ -1,118 +1,23 @@
-//! The key-value server's state and its [`App`] face: configuration,
-//! counters, per-connection protocol state, and the calls the event loop
-//! makes (connect, input, commit, tick, abandon).
+//! The key-value server's [`App`] face: making the server, and the calls
+//! the event loop makes (connect, input, commit, tick, abandon), each
+//! handed to the Redis path (`dispatch.rs`) or the HTTP path (`rest.rs`).
 //!
-//! Invariants: every buffer reference a request holds is given back when it
-//! ends (`Args::clear`, `abandon`); a reply is released to the loop only by
-//! the commit that makes its write durable (the loop holds it until then).
+//! Invariants: an abandoned connection gives back every buffer reference
+//! its unfinished request held; the store's commit is the loop's commit,
+//! so a reply leaves only once the write it acknowledges is durable.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::apps::kv::rest::HttpBody;
+use crate::apps::kv::dispatch::COMMANDS;
+use crate::apps::kv::state::{KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, LISTENER_HTTP};
 use crate::io::app::{App, IoCounters, Persist, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
-use crate::proto::resp::{Args, Encoder, Parser, ReceiveConfig};
-use crate::store::db::{now_ms, Store, StoreError, StoreTicket};
-
-/// Listener indexes of the server's two protocols.
-pub const LISTENER_HTTP: usize = 0;
-
-pub const LISTENER_RESP: usize = 1;
-
-/// Cursors SCAN remembers (the oldest is forgotten first: a client using
-/// it starts over, which SCAN's contract allows).
-pub(super) const SCAN_CURSORS_MAX: usize = 4096;
-
-/// Expired keys removed per tick.
-pub(super) const EXPIRE_PER_TICK_MAX: usize = 256;
-
-#[derive(Clone, Debug)]
-pub struct KvConfig {
-    pub persist: Persist,
-    pub value_size_max: u64,
-    /// Values at least this long are sent from the pool (zero copy).
-    pub zero_copy_min: u64,
-    /// The password of both ports: AUTH on the Redis port, an
-    /// `Authorization` header on the HTTP port.
-    pub requirepass: Option<Vec<u8>>,
-    /// With a password, /metrics still answers without it.
-    pub metrics_public: bool,
-    /// Free buffers kept back for receiving (the ring's refills).
-    pub buffers_reserve: u32,
-    /// What the server reports (INFO, CONFIG GET).
-    pub domain_name: String,
-    /// Tests only: the crash simulator the pool runs on, which
-    /// `DEBUG POWERFAIL` arms. None (every real deployment): the command
-    /// is refused.
-    pub power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-pub struct KvStats {
-    /// Requests by protocol (`PROTOCOLS`), kind (`KINDS`) and result
-    /// (`RESULTS`), for /metrics.
-    pub requests: [[[u64; 3]; 3]; 2],
-    pub commands: u64,
-    pub http_requests: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub refused_full: u64,
-    pub errors: u64,
-    /// Commands whose handler panicked (answered with an error).
-    pub panics: u64,
-    /// Redis connections closed for sending an HTTP request.
-    pub cross_protocol: u64,
-    pub bytes_sent_zero_copy: u64,
-    pub bytes_sent_copied: u64,
-    /// Value bytes written: persisted where they were received (zero copy)
-    /// or copied (copy mode, and values small enough to be inlined).
-    pub value_bytes_in_place: u64,
-    pub value_bytes_copied: u64,
-}
-
-/// One connection's protocol state.
-pub struct KvConn {
-    pub(super) listener: usize,
-    pub(super) id: u64,
-    pub(super) name: Option<Vec<u8>>,
-    pub(super) authenticated: bool,
-    /// MULTI was refused: every command is refused until EXEC or DISCARD,
-    /// so none of a would-be transaction runs.
-    pub(super) in_refused_multi: bool,
-    pub(super) encoder: Encoder,
-    pub(super) parser: Parser,
-    pub(super) args: Args,
-    pub(super) http: Option<HttpBody>,
-}
-
-pub struct KvServer {
-    pub(super) config: KvConfig,
-    pub(super) store: Store,
-    pub(super) next_client_id: u64,
-    pub(super) scan_cursors: VecDeque<(u64, Vec<u8>)>,
-    pub(super) next_cursor: u64,
-    pub(super) io: IoCounters,
-    pub(super) stats: KvStats,
-    pub(super) started: std::time::Instant,
-    pub(super) recovery: String,
-    /// Commands served at the last tick (a tick with none is idle).
-    pub(super) commands_at_tick: u64,
-    /// Write commands per commit (group commit batch sizes), and the
-    /// writes counted at the last commit.
-    pub(super) batch_writes: crate::util::metrics::Histogram,
-    pub(super) writes_at_commit: u64,
-    pub(super) recovery_ns: u64,
-    /// Value bytes of the command being built: left where they were
-    /// received, or copied (counted once it applies).
-    pub(super) staged_in_place: u64,
-    pub(super) staged_copied: u64,
-    /// When a cross-protocol attempt was last logged.
-    pub(super) cross_protocol_logged: Option<std::time::Instant>,
-}
+use crate::proto::resp::{Args, Encoder, Parser};
+use crate::store::db::{now_ms, Store, StoreTicket};
 
 impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
@@ -133,40 +38,9 @@ impl KvServer {
             staged_in_place: 0,
             staged_copied: 0,
             cross_protocol_logged: None,
+            commands: COMMANDS,
         }
     }
-
-    /// How long recovery took (for /metrics).
-    pub fn set_recovery_duration(&mut self, duration: Duration) {
-        self.recovery_ns = duration.as_nanos() as u64;
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    /// A clean shutdown, once the event loop has stopped with nothing in
-    /// flight: checkpoints until every log record is folded into the tree,
-    /// so the next start replays nothing. Returns the records folded.
-    pub fn checkpoint_all(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<usize, StoreError> {
-        let records = self.store.live_records().count();
-        self.store.checkpoint_all(pool, buffers)?;
-        Ok(records)
-    }
-
-    pub fn stats(&self) -> KvStats {
-        self.stats
-    }
-
-    pub(super) fn receive_config(&self) -> ReceiveConfig {
-        ReceiveConfig {
-            persist: self.config.persist,
-            value_size_max: self.config.value_size_max,
-            buffers_reserve: self.config.buffers_reserve,
-        }
-    }
-
-    // ---- the Redis protocol ----
 }
 
 impl App for KvServer {

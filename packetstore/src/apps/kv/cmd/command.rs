@@ -2,11 +2,10 @@
 //! answered from the command tables as Redis 7 answers them.
 //!
 //! Invariant: it describes exactly the commands the dispatcher runs (the
-//! same tables, `dispatch::all_commands`).
+//! same tables, `dispatch::COMMANDS`, which the server holds).
 
-use crate::apps::kv::dispatch::{all_commands, cmd, command_count, CommandEntry, Ctx};
 use crate::apps::kv::ops::SYNTAX;
-use crate::apps::kv::server::KvServer;
+use crate::apps::kv::state::{cmd, CommandEntry, Commands, Ctx, KvServer};
 use crate::proto::resp::glob_match;
 use crate::store::db::StoreError;
 
@@ -48,15 +47,18 @@ fn write_command_info(ctx: &mut Ctx<'_>, entry: &CommandEntry) {
 }
 
 /// The commands named from argument 2 on, or all of them.
-fn named_commands(ctx: &Ctx<'_>) -> Vec<(Vec<u8>, Option<&'static CommandEntry>)> {
+fn named_commands(ctx: &Ctx<'_>, commands: Commands) -> Vec<(Vec<u8>, Option<&'static CommandEntry>)> {
     if ctx.argc() == 2 {
-        return all_commands().map(|entry| (entry.name.as_bytes().to_vec(), Some(entry))).collect();
+        return commands.iter().map(|entry| (entry.name.as_bytes().to_vec(), Some(entry))).collect();
     }
-    (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).map(|name| (name.clone(), CommandEntry::find(&name))).collect()
+    (2..ctx.argc())
+        .map(|i| ctx.arg(i).into_owned())
+        .map(|name| (name.clone(), CommandEntry::find(commands, &name)))
+        .collect()
 }
 
-fn command_info(ctx: &mut Ctx<'_>) {
-    let named = named_commands(ctx);
+fn command_info(ctx: &mut Ctx<'_>, commands: Commands) {
+    let named = named_commands(ctx, commands);
     ctx.array(named.len());
     for (_, entry) in named {
         match entry {
@@ -68,8 +70,8 @@ fn command_info(ctx: &mut Ctx<'_>) {
 
 /// COMMAND DOCS: a map of the known commands among those named to their
 /// summary and group (unknown names are left out, as Redis does).
-fn command_docs(ctx: &mut Ctx<'_>) {
-    let known: Vec<&CommandEntry> = named_commands(ctx).into_iter().filter_map(|(_, entry)| entry).collect();
+fn command_docs(ctx: &mut Ctx<'_>, commands: Commands) {
+    let known: Vec<&CommandEntry> = named_commands(ctx, commands).into_iter().filter_map(|(_, entry)| entry).collect();
     ctx.map(known.len());
     for entry in known {
         ctx.bulk(entry.name.as_bytes());
@@ -82,7 +84,7 @@ fn command_docs(ctx: &mut Ctx<'_>) {
 }
 
 /// COMMAND LIST [FILTERBY MODULE m | ACLCAT c | PATTERN p].
-fn command_list(ctx: &mut Ctx<'_>) {
+fn command_list(ctx: &mut Ctx<'_>, commands: Commands) {
     let filter = if ctx.argc() == 5 {
         if !ctx.arg(2).eq_ignore_ascii_case(b"FILTERBY") {
             ctx.error(SYNTAX);
@@ -105,7 +107,7 @@ fn command_list(ctx: &mut Ctx<'_>) {
         Some(_) => None,
     };
     let mut names = Vec::new();
-    for entry in all_commands() {
+    for entry in commands.iter() {
         match keep(entry) {
             Some(true) => names.push(entry.name),
             Some(false) => {}
@@ -120,8 +122,8 @@ fn command_list(ctx: &mut Ctx<'_>) {
 }
 
 /// COMMAND GETKEYS cmd args...: the keys, by the command's key positions.
-fn command_getkeys(ctx: &mut Ctx<'_>) {
-    let Some(entry) = CommandEntry::find(&ctx.arg(2)) else {
+fn command_getkeys(ctx: &mut Ctx<'_>, commands: Commands) {
+    let Some(entry) = CommandEntry::find(commands, &ctx.arg(2)) else {
         ctx.error("ERR Invalid command specified");
         return;
     };
@@ -152,8 +154,8 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
 impl KvServer {
     fn cmd_command(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         if ctx.argc() == 1 {
-            ctx.array(command_count());
-            all_commands().for_each(|entry| write_command_info(ctx, entry));
+            ctx.array(self.commands.count());
+            self.commands.iter().for_each(|entry| write_command_info(ctx, entry));
             return Ok(());
         }
         let sub = ctx.arg(1).to_ascii_uppercase();
@@ -170,11 +172,11 @@ impl KvServer {
             return Ok(());
         }
         match sub.as_slice() {
-            b"COUNT" => ctx.int(command_count() as i64),
-            b"INFO" => command_info(ctx),
-            b"DOCS" => command_docs(ctx),
-            b"LIST" => command_list(ctx),
-            b"GETKEYS" => command_getkeys(ctx),
+            b"COUNT" => ctx.int(self.commands.count() as i64),
+            b"INFO" => command_info(ctx, self.commands),
+            b"DOCS" => command_docs(ctx, self.commands),
+            b"LIST" => command_list(ctx, self.commands),
+            b"GETKEYS" => command_getkeys(ctx, self.commands),
             b"HELP" => {
                 ctx.array(COMMAND_HELP.len());
                 COMMAND_HELP.iter().for_each(|line| ctx.enc().simple(ctx.out.bytes(), line));

@@ -4,9 +4,8 @@
 //! field) change in the same store group; a hash with no field left is
 //! deleted in that group.
 
-use crate::apps::kv::dispatch::{cmd, CommandEntry, Ctx};
 use crate::apps::kv::ops::{key_ok, WRONGTYPE};
-use crate::apps::kv::server::KvServer;
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::store::db::{expire_key, field_key, hash_key, KeyType, Op, StoreError, FIELD_SIZE_MAX};
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,

@@ -5,9 +5,8 @@
 //! expired removes it in its own store group, and the server's tick
 //! removes the others (durably, as writes).
 
-use crate::apps::kv::dispatch::{cmd, CommandEntry, Ctx};
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
-use crate::apps::kv::server::{KvServer, SCAN_CURSORS_MAX};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, SCAN_CURSORS_MAX};
 use crate::proto::resp::glob_match;
 use crate::store::db::{expire_key, KeyType, Op, StoreError};
 

@@ -5,9 +5,8 @@
 //! Invariant: MULTI applies nothing: after it, every command is refused
 //! until EXEC or DISCARD, so no part of a would-be transaction runs.
 
-use crate::apps::kv::dispatch::{cmd, CommandEntry, Ctx};
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
-use crate::apps::kv::server::{KvServer, KvStats};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
 use crate::store::db::{Op, StoreError};
 

@@ -5,9 +5,8 @@
 //! durable before its reply; a value is kept in the buffers it arrived in
 //! wherever that pays.
 
-use crate::apps::kv::dispatch::{cmd, CommandEntry, Ctx};
 use crate::apps::kv::ops::{key_ok, parse_i64, NOT_INTEGER, SYNTAX, WRONGTYPE};
-use crate::apps::kv::server::KvServer;
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
 use crate::store::db::{expire_key, string_key, value_bytes, value_len, Op, StoreError};

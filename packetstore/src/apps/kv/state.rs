@@ -1,0 +1,334 @@
+//! The key-value server's state and the vocabulary of its command
+//! handlers: configuration, counters, per-connection protocol state; a
+//! command's table entry (`CommandEntry`, made with `cmd`), the set of
+//! tables (`Commands`), and what a handler works with (`Ctx`: the pool,
+//! the connection, the reply queue). They live in one file because they
+//! name each other: the server holds the table, whose handlers take the
+//! server.
+//!
+//! Invariants: every buffer reference a request holds is given back when it
+//! ends (`Args::clear`, `abandon`); a handler writes exactly one reply into
+//! `Ctx` (an error sets `failed`), so replies stay in request order.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::io::app::{IoCounters, Persist};
+use crate::io::outq::OutQueue;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::proto::resp::{Args, Encoder, Parser, ReceiveConfig};
+use crate::store::db::{Store, StoreError};
+
+/// Listener indexes of the server's two protocols.
+pub const LISTENER_HTTP: usize = 0;
+
+pub const LISTENER_RESP: usize = 1;
+
+/// Cursors SCAN remembers (the oldest is forgotten first: a client using
+/// it starts over, which SCAN's contract allows).
+pub(super) const SCAN_CURSORS_MAX: usize = 4096;
+
+/// Expired keys removed per tick.
+pub(super) const EXPIRE_PER_TICK_MAX: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct KvConfig {
+    pub persist: Persist,
+    pub value_size_max: u64,
+    /// Values at least this long are sent from the pool (zero copy).
+    pub zero_copy_min: u64,
+    /// The password of both ports: AUTH on the Redis port, an
+    /// `Authorization` header on the HTTP port.
+    pub requirepass: Option<Vec<u8>>,
+    /// With a password, /metrics still answers without it.
+    pub metrics_public: bool,
+    /// Free buffers kept back for receiving (the ring's refills).
+    pub buffers_reserve: u32,
+    /// What the server reports (INFO, CONFIG GET).
+    pub domain_name: String,
+    /// Tests only: the crash simulator the pool runs on, which
+    /// `DEBUG POWERFAIL` arms. None (every real deployment): the command
+    /// is refused.
+    pub power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KvStats {
+    /// Requests by protocol (`PROTOCOLS`), kind (`KINDS`) and result
+    /// (`RESULTS`), for /metrics.
+    pub requests: [[[u64; 3]; 3]; 2],
+    pub commands: u64,
+    pub http_requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub refused_full: u64,
+    pub errors: u64,
+    /// Commands whose handler panicked (answered with an error).
+    pub panics: u64,
+    /// Redis connections closed for sending an HTTP request.
+    pub cross_protocol: u64,
+    pub bytes_sent_zero_copy: u64,
+    pub bytes_sent_copied: u64,
+    /// Value bytes written: persisted where they were received (zero copy)
+    /// or copied (copy mode, and values small enough to be inlined).
+    pub value_bytes_in_place: u64,
+    pub value_bytes_copied: u64,
+}
+
+/// One connection's protocol state.
+pub struct KvConn {
+    pub(super) listener: usize,
+    pub(super) id: u64,
+    pub(super) name: Option<Vec<u8>>,
+    pub(super) authenticated: bool,
+    /// MULTI was refused: every command is refused until EXEC or DISCARD,
+    /// so none of a would-be transaction runs.
+    pub(super) in_refused_multi: bool,
+    pub(super) encoder: Encoder,
+    pub(super) parser: Parser,
+    pub(super) args: Args,
+    pub(super) http: Option<HttpBody>,
+}
+
+pub struct KvServer {
+    pub(super) config: KvConfig,
+    pub(super) store: Store,
+    pub(super) next_client_id: u64,
+    pub(super) scan_cursors: VecDeque<(u64, Vec<u8>)>,
+    pub(super) next_cursor: u64,
+    pub(super) io: IoCounters,
+    pub(super) stats: KvStats,
+    pub(super) started: std::time::Instant,
+    pub(super) recovery: String,
+    /// Commands served at the last tick (a tick with none is idle).
+    pub(super) commands_at_tick: u64,
+    /// Write commands per commit (group commit batch sizes), and the
+    /// writes counted at the last commit.
+    pub(super) batch_writes: crate::util::metrics::Histogram,
+    pub(super) writes_at_commit: u64,
+    pub(super) recovery_ns: u64,
+    /// Value bytes of the command being built: left where they were
+    /// received, or copied (counted once it applies).
+    pub(super) staged_in_place: u64,
+    pub(super) staged_copied: u64,
+    /// When a cross-protocol attempt was last logged.
+    pub(super) cross_protocol_logged: Option<std::time::Instant>,
+    /// The command table (`dispatch::COMMANDS`).
+    pub(super) commands: Commands,
+}
+
+/// Labels of `KvStats::requests`.
+pub const PROTOCOLS: [&str; 2] = ["resp", "http"];
+
+pub const KINDS: [&str; 3] = ["read", "write", "other"];
+
+pub const RESULTS: [&str; 3] = ["ok", "error", "refused"];
+
+pub(super) const RESP: usize = 0;
+
+pub(super) const HTTP: usize = 1;
+
+pub(super) const READ: usize = 0;
+
+pub(super) const WRITE: usize = 1;
+
+pub(super) const OTHER: usize = 2;
+
+/// An HTTP request whose body is arriving.
+pub(super) struct HttpBody {
+    pub(super) key: Vec<u8>,
+    pub(super) keep_alive: bool,
+    pub(super) remaining: u64,
+    pub(super) len: u64,
+    pub(super) extents: Vec<Extent>,
+    pub(super) copy_fill: Option<usize>,
+    pub(super) refused: bool,
+}
+
+impl KvServer {
+    /// How long recovery took (for /metrics).
+    pub fn set_recovery_duration(&mut self, duration: Duration) {
+        self.recovery_ns = duration.as_nanos() as u64;
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A clean shutdown, once the event loop has stopped with nothing in
+    /// flight: checkpoints until every log record is folded into the tree,
+    /// so the next start replays nothing. Returns the records folded.
+    pub fn checkpoint_all(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<usize, StoreError> {
+        let records = self.store.live_records().count();
+        self.store.checkpoint_all(pool, buffers)?;
+        Ok(records)
+    }
+
+    pub fn stats(&self) -> KvStats {
+        self.stats
+    }
+
+    pub(super) fn receive_config(&self) -> ReceiveConfig {
+        ReceiveConfig {
+            persist: self.config.persist,
+            value_size_max: self.config.value_size_max,
+            buffers_reserve: self.config.buffers_reserve,
+        }
+    }
+
+    // ---- the Redis protocol ----
+}
+
+pub(super) type Cmd = fn(&mut KvServer, &mut Ctx<'_>) -> Result<(), StoreError>;
+
+/// Every command the server runs: its families' tables, in COMMAND's
+/// order (`dispatch::COMMANDS`). The server holds it, so a family (COMMAND
+/// itself) can list the others without importing the table that lists it.
+#[derive(Clone, Copy)]
+pub(super) struct Commands(pub(super) &'static [&'static [CommandEntry]]);
+
+impl Commands {
+    /// Every command, family by family.
+    pub(super) fn iter(self) -> impl Iterator<Item = &'static CommandEntry> {
+        self.0.iter().flat_map(|family| family.iter())
+    }
+
+    /// The number of commands (COMMAND COUNT).
+    pub(super) fn count(self) -> usize {
+        self.0.iter().map(|family| family.len()).sum()
+    }
+}
+
+/// A command's table entry, in COMMAND's terms.
+pub(super) struct CommandEntry {
+    /// Lower case.
+    pub(super) name: &'static str,
+    /// The number of arguments, the name included; negative: at least.
+    pub(super) arity: i64,
+    pub(super) flags: &'static [&'static str],
+    /// First key, last key (negative: from the end), step.
+    pub(super) keys: (i64, i64, i64),
+    /// COMMAND DOCS's group: string, hash, generic, connection, server.
+    pub(super) group: &'static str,
+    pub(super) summary: &'static str,
+    pub(super) handler: Cmd,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) const fn cmd(
+    name: &'static str,
+    arity: i64,
+    flags: &'static [&'static str],
+    keys: (i64, i64, i64),
+    group: &'static str,
+    summary: &'static str,
+    handler: Cmd,
+) -> CommandEntry {
+    CommandEntry { name, arity, flags, keys, group, summary, handler }
+}
+
+impl CommandEntry {
+    pub(super) fn find(commands: Commands, name: &[u8]) -> Option<&'static CommandEntry> {
+        commands.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether `argc` arguments (the name included) fit its arity.
+    pub(super) fn arity_fits(&self, argc: i64) -> bool {
+        (self.arity > 0 && argc == self.arity) || (self.arity < 0 && argc >= -self.arity)
+    }
+
+    pub(super) fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// Redis 7's ACL categories, from the flags and the group.
+    pub(super) fn acl_categories(&self) -> Vec<&'static str> {
+        let mut categories = Vec::new();
+        let group = match self.group {
+            "string" => "@string",
+            "hash" => "@hash",
+            "generic" => "@keyspace",
+            "connection" => "@connection",
+            _ => "@admin",
+        };
+        if self.has_flag("write") {
+            categories.push("@write");
+        }
+        if self.has_flag("readonly") {
+            categories.push("@read");
+        }
+        categories.push(group);
+        categories.push(if self.has_flag("fast") { "@fast" } else { "@slow" });
+        if self.has_flag("admin") {
+            categories.push("@dangerous");
+        }
+        categories
+    }
+}
+
+/// What a command handler works with.
+pub(super) struct Ctx<'a> {
+    pub(super) pool: &'a Pool,
+    pub(super) buffers: &'a mut Buffers,
+    pub(super) conn: &'a mut KvConn,
+    pub(super) out: &'a mut OutQueue,
+    pub(super) now: u64,
+    pub(super) close: bool,
+    /// An error reply was written.
+    pub(super) failed: bool,
+}
+
+impl Ctx<'_> {
+    pub(super) fn enc(&self) -> Encoder {
+        self.conn.encoder
+    }
+
+    pub(super) fn arg(&self, i: usize) -> std::borrow::Cow<'_, [u8]> {
+        self.conn.args.bytes(self.pool, i)
+    }
+
+    pub(super) fn argc(&self) -> usize {
+        self.conn.args.len()
+    }
+
+    pub(super) fn error(&mut self, text: &str) {
+        self.failed = true;
+        let enc = self.enc();
+        enc.error(self.out.bytes(), text);
+    }
+
+    pub(super) fn ok(&mut self) {
+        self.out.push(b"+OK\r\n");
+    }
+
+    pub(super) fn int(&mut self, value: i64) {
+        let enc = self.enc();
+        enc.int(self.out.bytes(), value);
+    }
+
+    pub(super) fn null(&mut self) {
+        let enc = self.enc();
+        enc.null(self.out.bytes());
+    }
+
+    pub(super) fn bulk(&mut self, bytes: &[u8]) {
+        let enc = self.enc();
+        enc.bulk(self.out.bytes(), bytes);
+    }
+
+    pub(super) fn array(&mut self, len: usize) {
+        let enc = self.enc();
+        enc.array(self.out.bytes(), len);
+    }
+
+    pub(super) fn map(&mut self, len: usize) {
+        let enc = self.enc();
+        enc.map(self.out.bytes(), len);
+    }
+}
+
+/// Answered to the commands of a connection whose MULTI was refused.
+pub(super) const MULTI_REFUSED: &str =
+    "EXECABORT MULTI is not supported yet, so this connection refuses every command until EXEC or DISCARD";
