@@ -2,7 +2,7 @@
 """Two builds of packetstore side by side: does a change move throughput?
 
 Runs the same requests against build A and build B, alternated within each
-round (A B, A B, ...), and reports medians, the ratio B/A and the server's
+round (A B, then B A, ...), and reports medians, the ratio B/A and the server's
 CPU time per request (utime + stime from /proc over the run). The server
 runs on CPU 1, the load generator on CPU 0. Every run starts on a fresh
 pool.
@@ -119,6 +119,7 @@ def main():
     parser.add_argument("--requests", type=int, default=200_000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--out")
+    parser.add_argument("--only", help="comma-separated cases to run: set1,set16,get1,get16,disk,wal")
     args = parser.parse_args()
     for tool in ("redis-benchmark", "wrk", "taskset"):
         if shutil.which(tool) is None:
@@ -126,11 +127,17 @@ def main():
     disk_dir = tempfile.mkdtemp(prefix="ab-", dir=os.path.join(ROOT, "target"))
     cases = [("SET", 1, "/dev/shm"), ("SET", 16, "/dev/shm"), ("GET", 1, "/dev/shm"), ("GET", 16, "/dev/shm"),
              ("SET", 16, disk_dir), ("WAL POST", 0, "/dev/shm")]
+    names = ["set1", "set16", "get1", "get16", "disk", "wal"]
+    if args.only:
+        wanted = set(args.only.split(","))
+        cases = [case for name, case in zip(names, cases) if name in wanted]
     samples = {}
     port = PORT_BASE
     for round_index in range(args.rounds):
         for name, pipeline, pool_dir in cases:
-            for label, binary in (("A", args.a), ("B", args.b)):
+            # Odd rounds run B first: neither build always follows the other.
+            order = (("A", args.a), ("B", args.b)) if round_index % 2 == 0 else (("B", args.b), ("A", args.a))
+            for label, binary in order:
                 port += 2
                 if name == "WAL POST":
                     result = wal_run(binary, pool_dir, port, args.seconds)
@@ -140,7 +147,7 @@ def main():
                 print(f"round {round_index}: {name} P{pipeline} {pool_dir} {label}: {result[0]:.0f}/s, "
                       f"{result[1]:.2f} us CPU/request", file=sys.stderr, flush=True)
     shutil.rmtree(disk_dir, ignore_errors=True)
-    lines = [f"A: `{args.a}`, B: `{args.b}`; {args.rounds} rounds alternated A B, medians; "
+    lines = [f"A: `{args.a}`, B: `{args.b}`; {args.rounds} rounds alternated (A B, B A, ...), medians; "
              f"server on CPU 1, load on CPU 0.", "",
              "| request | pipeline | pool | A req/s | B req/s | B/A | A CPU us/req | B CPU us/req |",
              "|---|---:|---|---:|---:|---:|---:|---:|"]
