@@ -4,7 +4,7 @@
 //! to 4 arguments of assorted shapes, is answered, and PING still answers
 //! after each; a bug in a handler (DEBUG PANIC, on a test server) is an
 //! error for that client only. Also: COMMAND and its subcommands as Redis 7
-//! answers them, a refused MULTI applies nothing, an HTTP request sent to
+//! answers them, transactions (MULTI, EXEC, WATCH), an HTTP request sent to
 //! the Redis port is closed and stores nothing, and `--requirepass` guards
 //! the HTTP port too.
 
@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use common::{Server, TempPool};
 
-/// One RESP reply, read whole: its first line and, for aggregates, its
-/// elements' first lines (enough to tell an error from an answer).
+/// One RESP reply, read whole: its first line and, for aggregates, their
+/// elements' in brackets (enough to tell an error from an answer).
 fn read_reply(reader: &mut impl BufRead) -> std::io::Result<String> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
@@ -31,15 +31,10 @@ fn read_reply(reader: &mut impl BufRead) -> std::io::Result<String> {
             let mut body = vec![0; n as usize + 2];
             reader.read_exact(&mut body)?;
         }
-        "*" | "~" | ">" if n > 0 => {
-            for _ in 0..n {
-                read_reply(reader)?;
-            }
-        }
-        "%" | "|" if n > 0 => {
-            for _ in 0..2 * n {
-                read_reply(reader)?;
-            }
+        "*" | "~" | ">" | "%" | "|" if n > 0 => {
+            let count = if kind == "%" || kind == "|" { 2 * n } else { n };
+            let elements = (0..count).map(|_| read_reply(reader)).collect::<std::io::Result<Vec<_>>>()?;
+            return Ok(format!("{line} [{}]", elements.join(", ")));
         }
         _ => {}
     }
@@ -118,7 +113,7 @@ fn no_command_with_up_to_four_arguments_stops_the_server() {
                 let reply = raw.call(&args).unwrap_or_else(|e| panic!("{args:?}: no reply ({e})"));
                 assert!(!reply.contains("internal error"), "{args:?}: a handler panicked: {reply}");
                 sent += 1;
-                // A refused MULTI refuses PING until DISCARD.
+                // After MULTI, commands queue until DISCARD.
                 let _ = raw.call(&[b"DISCARD"]).unwrap();
                 assert_eq!(raw.call(&[b"PING"]).unwrap(), "+PONG", "after {args:?}");
                 // HELLO 3 may have switched the protocol: back to RESP2.
@@ -199,7 +194,7 @@ fn command_and_its_subcommands_answer_as_redis_7() {
 }
 
 #[test]
-fn a_refused_multi_applies_nothing() {
+fn transactions_run_as_redis_runs_them() {
     let pool = TempPool::new("multi");
     let server = Server::start(&pool.0, &[]);
     let mut client = server.client();
@@ -207,7 +202,7 @@ fn a_refused_multi_applies_nothing() {
     redis::cmd("SET").arg("bob").arg("0").query::<()>(&mut client).unwrap();
     // redis-rs's atomic pipeline, like redis-py's pipeline(): MULTI, the
     // commands, EXEC in one write.
-    let transfer = redis::pipe()
+    let (alice, bob): (i64, i64) = redis::pipe()
         .atomic()
         .cmd("DECRBY")
         .arg("alice")
@@ -215,24 +210,69 @@ fn a_refused_multi_applies_nothing() {
         .cmd("INCRBY")
         .arg("bob")
         .arg(30)
-        .query::<()>(&mut client);
-    assert!(transfer.is_err(), "a transaction cannot succeed: {transfer:?}");
+        .query(&mut client)
+        .unwrap();
+    assert_eq!((alice, bob), (70, 30));
     let balances: (String, String) = redis::cmd("MGET").arg("alice").arg("bob").query(&mut client).unwrap();
-    assert_eq!(balances, ("100".to_string(), "0".to_string()), "nothing of the transfer applied");
-    // Step by step on one connection: every command refused until EXEC.
+    assert_eq!(balances, ("70".to_string(), "30".to_string()));
+    // Step by step: queued, then run in order; an error at run time (the
+    // wrong type) fails that command alone.
     let mut raw = Raw::connect(&server);
-    assert!(raw.call(&[b"MULTI"]).unwrap().starts_with("-ERR MULTI is not supported"));
-    assert!(raw.call(&[b"SET", b"alice", b"0"]).unwrap().starts_with("-EXECABORT"));
-    assert!(raw.call(&[b"PING"]).unwrap().starts_with("-EXECABORT"));
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
     assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "-ERR MULTI calls can not be nested");
-    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-EXECABORT Transaction discarded because of previous errors.");
-    assert_eq!(raw.call(&[b"GET", b"alice"]).unwrap(), "$3");
+    assert_eq!(raw.call(&[b"SET", b"carol", b"5"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"HSET", b"carol", b"f", b"v"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"INCR", b"carol"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"WATCH", b"x"]).unwrap(), "-ERR WATCH inside MULTI is not allowed");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "*3 [+OK, -WRONGTYPE Operation against a key holding the wrong kind of value, :6]");
     assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-ERR EXEC without MULTI");
-    assert!(raw.call(&[b"MULTI"]).unwrap().starts_with("-ERR"));
-    assert!(raw.call(&[b"DEL", b"bob"]).unwrap().starts_with("-EXECABORT"));
-    assert_eq!(raw.call(&[b"DISCARD"]).unwrap(), "+OK");
     assert_eq!(raw.call(&[b"DISCARD"]).unwrap(), "-ERR DISCARD without MULTI");
+    // An error while queueing (unknown command, wrong arity) aborts it all.
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"SET", b"alice", b"0"]).unwrap(), "+QUEUED");
+    assert!(raw.call(&[b"NOSUCHCOMMAND"]).unwrap().starts_with("-ERR unknown command"));
+    assert!(raw.call(&[b"GET"]).unwrap().starts_with("-ERR wrong number of arguments"));
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-EXECABORT Transaction discarded because of previous errors.");
+    assert_eq!(raw.call(&[b"GET", b"alice"]).unwrap(), "$2");
+    // DISCARD drops what was queued.
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"DEL", b"bob"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"DISCARD"]).unwrap(), "+OK");
     assert_eq!(raw.call(&[b"EXISTS", b"bob"]).unwrap(), ":1");
+    // WATCH: a key written by another connection fails EXEC (a null
+    // array) and nothing queued runs; unwritten, EXEC runs.
+    let mut other = Raw::connect(&server);
+    assert_eq!(raw.call(&[b"WATCH", b"alice", b"nobody"]).unwrap(), "+OK");
+    assert_eq!(other.call(&[b"SET", b"alice", b"1"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"SET", b"bob", b"watched"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "*-1");
+    assert_eq!(raw.call(&[b"GET", b"bob"]).unwrap(), "$2");
+    assert_eq!(raw.call(&[b"WATCH", b"alice"]).unwrap(), "+OK");
+    assert_eq!(other.call(&[b"GET", b"alice"]).unwrap(), "$1");
+    assert_eq!(other.call(&[b"DEL", b"nobody"]).unwrap(), ":0");
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"SET", b"bob", b"watched"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "*1 [+OK]");
+    // After EXEC nothing is watched any more; UNWATCH forgets too.
+    assert_eq!(other.call(&[b"SET", b"alice", b"2"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"WATCH", b"bob"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"UNWATCH"]).unwrap(), "+OK");
+    assert_eq!(other.call(&[b"SET", b"bob", b"3"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"GET", b"bob"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "*1 [$1]");
+    // FLUSHALL touches every watched key that existed.
+    assert_eq!(raw.call(&[b"WATCH", b"bob"]).unwrap(), "+OK");
+    assert_eq!(other.call(&[b"FLUSHALL"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"PING"]).unwrap(), "+QUEUED");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "*-1");
+    // A connection that goes mid-transaction leaves nothing behind.
+    assert_eq!(other.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(other.call(&[b"SET", b"gone", b"x"]).unwrap(), "+QUEUED");
+    drop(other);
+    assert_eq!(raw.call(&[b"EXISTS", b"gone"]).unwrap(), ":0");
 }
 
 /// Writes `request` to the Redis port; returns what came back before the

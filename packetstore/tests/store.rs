@@ -4,13 +4,14 @@
 //! phases among further changes.
 //!
 //! Method: random commands (groups of blind writes over strings, hashes,
-//! hash fields and expiries, and the odd flush) are applied to a `Store` on
+//! hash fields and expiries, and the odd flush; now and then several in one
+//! group, as a transaction) are applied to a `Store` on
 //! the crash simulator and to a model. A turn ends with a commit, which
 //! acknowledges its commands; checkpoints are due every few records, so
 //! their three phases interleave with changes. Power fails at a random
 //! fence of a commit (in the cache-line and page simulator modes) or
 //! between turns. After recovery the store must equal the acknowledged
-//! model plus a prefix, by whole command, of the commands of the batch in
+//! model plus a prefix, by whole command (whole transaction), of the commands of the batch in
 //! flight; every value's bytes must match; the tree's invariants hold; and
 //! every buffer's reference count must equal the references of the log's
 //! live records plus the tree's.
@@ -55,12 +56,15 @@ fn model_apply(model: &mut Model, ops: &[(Op, Vec<u8>)]) {
                 model.retain(|k, _| !k.starts_with(&prefix));
             }
             Op::Flush => model.clear(),
+            Op::End => unreachable!("commands never build Op::End"),
         }
     }
 }
 
 /// The most ops (log records) of one `command`.
 const COMMAND_OPS_MAX: usize = 3;
+/// The most commands of one transaction (a store group).
+const GROUP_COMMANDS_MAX: usize = 4;
 
 /// A random command: its ops (with the bytes of each Put) on a small key
 /// space, with values from empty to two buffers long.
@@ -208,11 +212,23 @@ fn run(seed: u64) {
             // batch has no room (the log holds the whole replay budget).
             let waits = !store.batch_has_room();
             if !waits {
-                let ops = command(&mut rng, &pool, &mut buffers);
-                let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
-                store.apply(&pool, &mut buffers, &plain).unwrap_or_else(|e| panic!("{context}: apply: {e}"));
-                Store::release_ops(&mut buffers, &plain);
-                model_apply(&mut model, &ops);
+                // Now and then a transaction: its commands are one group,
+                // recovered all or none (one candidate state for all).
+                let group = rng.chance(1, 5);
+                let commands = if group { 1 + rng.below(GROUP_COMMANDS_MAX as u64) } else { 1 };
+                if group {
+                    store.begin_group();
+                }
+                for _ in 0..commands {
+                    let ops = command(&mut rng, &pool, &mut buffers);
+                    let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
+                    store.apply(&pool, &mut buffers, &plain).unwrap_or_else(|e| panic!("{context}: apply: {e}"));
+                    Store::release_ops(&mut buffers, &plain);
+                    model_apply(&mut model, &ops);
+                }
+                if group {
+                    store.end_group(&pool, &mut buffers).unwrap_or_else(|e| panic!("{context}: end group: {e}"));
+                }
                 batch.push(model.clone());
             }
             if rng.chance(1, 3) {
@@ -247,8 +263,9 @@ fn run(seed: u64) {
         let report;
         (store, report) = Store::open(&pool, &mut buffers, config()).unwrap_or_else(|e| panic!("{context}: open: {e}"));
         // The replay budget bounds recovery: at most the budget, plus the
-        // records of the one command that crossed it.
-        let bound = (config().replay_records_max + COMMAND_OPS_MAX - 1) as u64;
+        // records of the one command (or transaction, with its end record)
+        // that crossed it.
+        let bound = (config().replay_records_max + GROUP_COMMANDS_MAX * COMMAND_OPS_MAX) as u64;
         assert!(
             report.replayed_records <= bound,
             "{context}: replayed {} records (bound {bound})",

@@ -419,6 +419,11 @@ impl Encoder {
         out.extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });
     }
 
+    /// A null array (EXEC of a transaction a watched key failed).
+    pub fn null_array(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if self.resp3 { b"_\r\n" } else { b"*-1\r\n" });
+    }
+
     pub fn bulk(&self, out: &mut Vec<u8>, bytes: &[u8]) {
         self.bulk_header(out, bytes.len() as u64);
         out.extend_from_slice(bytes);

@@ -69,10 +69,17 @@ pub const KIND_PUT: u16 = 0x20;
 pub const KIND_DEL: u16 = 0x21;
 pub const KIND_DEL_HASH: u16 = 0x22;
 pub const KIND_FLUSH: u16 = 0x23;
+/// The end of a group of several commands (a transaction): no key, no
+/// extents, tagged `TAG_END`; replaying it changes nothing.
+pub const KIND_END: u16 = 0x24;
 const _: () = assert!(
     *crate::pool::kind::STORE_RECORD_KINDS.start() == KIND_PUT
-        && *crate::pool::kind::STORE_RECORD_KINDS.end() == KIND_FLUSH
+        && *crate::pool::kind::STORE_RECORD_KINDS.end() == KIND_END
 );
+/// The log bytes one group of several commands may take: it must fit the
+/// room a batch always has when a command starts (`batch_has_room`: under
+/// half of `LOG_BATCH_SIZE_MAX` used, three eighths of the ring free).
+pub const GROUP_LOG_BYTES_MAX: u64 = LOG_BATCH_SIZE_MAX / 4;
 /// Tree entries compaction may visit per op written.
 const ENTRIES_PER_OP: usize = 4;
 /// Compaction may copy 1/COPY_SHARE of the bytes written (measured when
@@ -171,6 +178,9 @@ pub enum Op {
     Del { key: Vec<u8> },
     DelHash { name: Vec<u8> },
     Flush,
+    /// Ends a group of several commands (`end_group` appends it; handlers
+    /// never build it).
+    End,
 }
 
 /// The type of a key.
@@ -274,6 +284,9 @@ pub struct Store {
     last_checkpoint: Instant,
     /// Set while `apply` holds a command in the log but not yet in the tree.
     mutating: bool,
+    /// A group of several commands is open (`begin_group`): the log bytes
+    /// and records its commands appended so far.
+    group: Option<(u64, usize)>,
     checkpoint_started: Option<Instant>,
     /// A quarter of the pool or less is free (see `note_buffers`).
     buffers_low: bool,
@@ -440,6 +453,7 @@ impl Store {
             arena: None,
             last_checkpoint: Instant::now(),
             mutating: false,
+            group: None,
             checkpoint_started: None,
             buffers_low: false,
             writes_unsynced: false,
@@ -521,6 +535,7 @@ impl Store {
                 KIND_DEL => Op::Del { key: view.key },
                 KIND_DEL_HASH => Op::DelHash { name: view.key },
                 KIND_FLUSH => Op::Flush,
+                KIND_END => Op::End,
                 other => return Err(StoreError::Corrupt(format!("log record {lsn} has kind {other:#x}"))),
             };
             group.push((lsn, op));
@@ -807,15 +822,10 @@ impl Store {
         }
     }
 
-    /// Appends a command's ops to the log as one group and applies them to
-    /// the tree. Durable at the next commit. On an error nothing of the
-    /// command remains (its records are released at once).
-    pub fn apply(&mut self, pool: &Pool, buffers: &mut Buffers, ops: &[Op]) -> Result<(), StoreError> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        // Everything the tree could refuse is checked before the log
-        // takes the command: after that, the tree must take it too.
+    /// Checks, before the log takes a command, everything the tree or the
+    /// log could refuse half way: after the log holds it, the tree must
+    /// take it too. Returns the log bytes its records take.
+    fn check_fits(&mut self, pool: &Pool, buffers: &Buffers, ops: &[Op]) -> Result<u64, StoreError> {
         let tree = self.tree.config();
         let size = pool.geometry().buffer_size;
         let mut index_buffers = 0;
@@ -835,7 +845,7 @@ impl Store {
                 }
                 Op::Del { key } => key.len(),
                 Op::DelHash { name } => 3 + name.len(),
-                Op::Flush => 0,
+                Op::Flush | Op::End => 0,
             };
             if key_len > tree.key_size_max {
                 return Err(StoreError::Tree(TreeError::KeyTooLarge { size: key_len, limit: tree.key_size_max }));
@@ -859,7 +869,7 @@ impl Store {
                 Op::Put { key, extents, .. } => crate::log::record::record_len(extents.len(), key.len()),
                 Op::Del { key } => crate::log::record::record_len(0, key.len()),
                 Op::DelHash { name } => crate::log::record::record_len(0, name.len()),
-                Op::Flush => crate::log::record::record_len(0, 0),
+                Op::Flush | Op::End => crate::log::record::record_len(0, 0),
             })
             .sum();
         let ring_size = self.log.usage().ring_size;
@@ -870,17 +880,43 @@ impl Store {
                  split it, or use a pool with a larger --log-size"
             )));
         }
+        // A group's commands, and its end record, fit the room every batch
+        // has when a command starts, so the end record always fits.
+        if let Some((group_bytes, _)) = self.group {
+            let end = crate::log::record::record_len(0, 0) as u64;
+            let limit = GROUP_LOG_BYTES_MAX.min(ring_size / 4);
+            if group_bytes + log_bytes as u64 + end > limit {
+                self.stats.refused_full += 1;
+                return Err(StoreError::Full(format!(
+                    "the transaction needs more than {limit} bytes of log (this command {log_bytes}, the ones \
+                     before it {group_bytes}): split it"
+                )));
+            }
+        }
+        Ok(log_bytes as u64)
+    }
+
+    /// Appends a command's ops to the log as one group and applies them to
+    /// the tree. Durable at the next commit. On an error nothing of the
+    /// command remains (its records are released at once).
+    pub fn apply(&mut self, pool: &Pool, buffers: &mut Buffers, ops: &[Op]) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let log_bytes = self.check_fits(pool, buffers, ops)?;
         // Cleared once the log and the tree both hold the command: a panic
         // in between leaves it set (`is_consistent`).
         self.mutating = true;
         let mut appended = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            let tag = if i + 1 == ops.len() { TAG_END } else { 0 };
+            // In a group, only `end_group`'s record ends it.
+            let tag = if i + 1 == ops.len() && self.group.is_none() { TAG_END } else { 0 };
             let result = match op {
                 Op::Put { key, extents, .. } => self.log.append(pool, buffers, KIND_PUT, tag, key, extents),
                 Op::Del { key } => self.log.append(pool, buffers, KIND_DEL, tag, key, &[]),
                 Op::DelHash { name } => self.log.append(pool, buffers, KIND_DEL_HASH, tag, name, &[]),
                 Op::Flush => self.log.append(pool, buffers, KIND_FLUSH, tag, &[], &[]),
+                Op::End => unreachable!("handlers never build Op::End"),
             };
             match result {
                 Ok(lsn) => appended.push(lsn),
@@ -904,6 +940,10 @@ impl Store {
         let written: u64 = ops.iter().map(|op| if let Op::Put { len, .. } = op { *len } else { 0 }).sum();
         self.credit_bytes = (self.credit_bytes + written / COPY_SHARE).min(4 * config.bytes_per_step);
         self.stats.commands += 1;
+        if let Some((group_bytes, group_records)) = &mut self.group {
+            *group_bytes += log_bytes;
+            *group_records += appended.len();
+        }
         self.records.extend(appended);
         for op in ops {
             // The log holds the command: a failure here is fatal for the
@@ -911,6 +951,31 @@ impl Store {
             self.apply_tree(pool, buffers, op)?;
         }
         self.mutating = false;
+        Ok(())
+    }
+
+    /// Opens a group: the commands applied until `end_group` are one
+    /// group of the log (a transaction), replayed all or none after a
+    /// power failure. Each command is still applied to the tree at once,
+    /// so the next one reads its writes. The group's log bytes are bounded
+    /// (`GROUP_LOG_BYTES_MAX`): a command over the bound is refused, and
+    /// the group goes on without it.
+    pub fn begin_group(&mut self) {
+        assert!(self.group.is_none(), "groups do not nest");
+        self.group = Some((0, 0));
+    }
+
+    /// Closes the group `begin_group` opened: appends its end record if any
+    /// command of it wrote. Durable at the next commit, like a command.
+    pub fn end_group(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+        let (_, records) = self.group.take().expect("a group is open");
+        if records == 0 {
+            return Ok(());
+        }
+        // Room was kept for it by every command of the group (`apply`).
+        let lsn = self.log.append(pool, buffers, KIND_END, TAG_END, &[], &[])?;
+        self.records.push_back(lsn);
+        self.stats.records += 1;
         Ok(())
     }
 
@@ -957,6 +1022,7 @@ impl Store {
                     self.tree_delete(pool, buffers, &field)?;
                 }
             }
+            Op::End => {}
             Op::Flush => {
                 let all: Vec<Vec<u8>> = self
                     .tree

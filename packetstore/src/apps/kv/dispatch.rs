@@ -15,7 +15,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::apps::kv::cmd;
-use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, MULTI_REFUSED, OTHER, READ, RESP, WRITE};
+use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
+use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -114,21 +115,37 @@ impl KvServer {
             return (true, kind, true);
         }
         if let Err(why) = self.check_command(&mut ctx, entry) {
+            // A command refused while queueing aborts the transaction.
+            if let Some(multi) = &mut ctx.conn.multi {
+                multi.aborted = true;
+            }
             ctx.error(&why);
             return (false, kind, true);
         }
         let entry = entry.expect("checked by check_command");
         if let Some(why) = ctx.conn.args.refused.clone() {
+            if let Some(multi) = &mut ctx.conn.multi {
+                multi.aborted = true;
+            }
             ctx.error(&why);
             self.stats.refused_full += 1;
             return (false, kind, true);
         }
+        if ctx.conn.multi.is_some() && !runs_in_multi(entry.name) {
+            self.queue(&mut ctx);
+            return (false, OTHER, ctx.failed);
+        }
+        self.modified = false;
         // A bug in a handler answers this client with an error instead of
         // stopping the server, unless it struck while the store was
         // between its log and its tree: then only a restart may go on.
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.handler)(self, &mut ctx)));
         match handled {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => {
+                if self.modified && !self.watched.is_empty() {
+                    self.touch_keys(&mut ctx, entry);
+                }
+            }
             Ok(Err(error)) if error.is_full() => {
                 self.stats.refused_full += 1;
                 ctx.error(&format!("OOM command not allowed: {error}"));
@@ -175,11 +192,44 @@ impl KvServer {
             self.stats.errors += 1;
             return Err(format!("ERR wrong number of arguments for '{}' command", entry.name));
         }
-        if ctx.conn.in_refused_multi && !matches!(entry.name, "exec" | "discard" | "multi" | "quit") {
-            self.stats.errors += 1;
-            return Err(format!("{MULTI_REFUSED} ('{}' was not run)", entry.name));
-        }
         Ok(())
+    }
+
+    /// Queues the parsed command in the connection's transaction (its
+    /// arguments move, references and all), or aborts the transaction if
+    /// its queue is full.
+    fn queue(&mut self, ctx: &mut Ctx<'_>) {
+        let multi = ctx.conn.multi.as_mut().expect("in a transaction");
+        let bytes: u64 = (0..ctx.conn.args.len()).map(|i| ctx.conn.args.arg_len(i)).sum();
+        if multi.queued.len() >= MULTI_COMMANDS_MAX || multi.bytes + bytes > MULTI_BYTES_MAX {
+            multi.aborted = true;
+            multi.clear(ctx.buffers);
+            ctx.error(&format!(
+                "ERR a transaction queues at most {MULTI_COMMANDS_MAX} commands and {MULTI_BYTES_MAX} bytes \
+                 of arguments: this one is aborted"
+            ));
+            return;
+        }
+        if multi.aborted {
+            // No point in keeping what EXEC will refuse.
+            ctx.out.push(b"+QUEUED\r\n");
+            return;
+        }
+        multi.bytes += bytes;
+        multi.queued.push(std::mem::take(&mut ctx.conn.args));
+        ctx.out.push(b"+QUEUED\r\n");
+    }
+
+    /// A command that wrote touches its key arguments: connections
+    /// watching them fail their EXEC.
+    fn touch_keys(&mut self, ctx: &mut Ctx<'_>, entry: &CommandEntry) {
+        for i in entry.key_positions(ctx.argc()) {
+            let key = ctx.arg(i).into_owned();
+            if self.watched.contains_key(&key) {
+                let exists = self.store.key_type(ctx.pool, &key, ctx.now).ok().flatten().is_some();
+                self.touch_key(&key, exists);
+            }
+        }
     }
 
     /// Redis's rule against cross-protocol scripting: a Redis connection
@@ -214,4 +264,5 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::strings::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,
+    cmd::multi::COMMANDS,
 ]);

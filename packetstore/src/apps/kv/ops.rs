@@ -63,6 +63,7 @@ impl KvServer {
         Store::release_ops(ctx.buffers, ops);
         if result.is_ok() {
             self.count_write();
+            self.modified = true;
         }
         self.staged_in_place = 0;
         self.staged_copied = 0;

@@ -39,6 +39,8 @@ impl KvServer {
             staged_copied: 0,
             cross_protocol_logged: None,
             commands: COMMANDS,
+            watched: std::collections::HashMap::new(),
+            modified: false,
         }
     }
 }
@@ -59,7 +61,8 @@ impl App for KvServer {
             id,
             name: None,
             authenticated: self.config.requirepass.is_none(),
-            in_refused_multi: false,
+            multi: None,
+            watching: None,
             encoder: Encoder { resp3: false },
             parser: Parser::default(),
             args: Args::default(),
@@ -86,6 +89,7 @@ impl App for KvServer {
 
     fn abandon(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
         conn.parser.abandon(buffers, &mut conn.args);
+        self.forget_connection(buffers, conn);
         if let Some(body) = conn.http.take() {
             buffers.release_extents(&body.extents).expect("the request's references");
         }
@@ -159,6 +163,8 @@ impl App for KvServer {
             }
             if self.store.apply(pool, buffers, &ops).is_ok() {
                 removed += 1;
+                // Watchers of an expired key fail their EXEC.
+                self.touch_key(&key, false);
             }
         }
         self.store.note_expired(removed);

@@ -83,9 +83,10 @@ pub struct KvConn {
     pub(super) id: u64,
     pub(super) name: Option<Vec<u8>>,
     pub(super) authenticated: bool,
-    /// MULTI was refused: every command is refused until EXEC or DISCARD,
-    /// so none of a would-be transaction runs.
-    pub(super) in_refused_multi: bool,
+    /// The transaction being queued (after MULTI).
+    pub(super) multi: Option<crate::apps::kv::cmd::multi::Multi>,
+    /// Keys WATCH watches.
+    pub(super) watching: Option<crate::apps::kv::cmd::multi::Watching>,
     pub(super) encoder: Encoder,
     pub(super) parser: Parser,
     pub(super) args: Args,
@@ -117,6 +118,11 @@ pub struct KvServer {
     pub(super) cross_protocol_logged: Option<std::time::Instant>,
     /// The command table (`dispatch::COMMANDS`).
     pub(super) commands: Commands,
+    /// Watched keys and who watches them (WATCH).
+    pub(super) watched: std::collections::HashMap<Vec<u8>, Vec<crate::apps::kv::cmd::multi::Watcher>>,
+    /// The command running wrote to the store (its keys are touched for
+    /// WATCH).
+    pub(super) modified: bool,
 }
 
 /// Labels of `KvStats::requests`.
@@ -239,6 +245,16 @@ impl CommandEntry {
         (self.arity > 0 && argc == self.arity) || (self.arity < 0 && argc >= -self.arity)
     }
 
+    /// The positions of its key arguments in a call of `argc` arguments
+    /// (the name included), by its key specification.
+    pub(super) fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let (first, last, step) = self.keys;
+        let argc = argc as i64;
+        let last = if last < 0 { argc + last } else { last.min(argc - 1) };
+        let first = if first == 0 { last + 1 } else { first };
+        (first..=last).step_by(step.max(1) as usize).map(|i| i as usize)
+    }
+
     pub(super) fn has_flag(&self, flag: &str) -> bool {
         self.flags.contains(&flag)
     }
@@ -329,6 +345,3 @@ impl Ctx<'_> {
     }
 }
 
-/// Answered to the commands of a connection whose MULTI was refused.
-pub(super) const MULTI_REFUSED: &str =
-    "EXECABORT MULTI is not supported yet, so this connection refuses every command until EXEC or DISCARD";

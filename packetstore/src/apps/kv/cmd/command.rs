@@ -132,14 +132,11 @@ fn command_getkeys(ctx: &mut Ctx<'_>, commands: Commands) {
         ctx.error("ERR Invalid number of arguments specified for command");
         return;
     }
-    let (first, last, step) = entry.keys;
-    if first == 0 {
+    if entry.keys.0 == 0 {
         ctx.error("ERR The command has no key arguments");
         return;
     }
-    let last = if last < 0 { argc + last } else { last.min(argc - 1) };
-    let keys: Vec<Vec<u8>> =
-        (first..=last).step_by(step.max(1) as usize).map(|i| ctx.arg(2 + i as usize).into_owned()).collect();
+    let keys: Vec<Vec<u8>> = entry.key_positions(argc as usize).map(|i| ctx.arg(2 + i).into_owned()).collect();
     ctx.array(keys.len());
     keys.iter().for_each(|key| ctx.bulk(key));
 }

@@ -1,9 +1,5 @@
 //! Connection and server commands: PING, ECHO, QUIT, AUTH, HELLO, SELECT,
-//! CLIENT, CONFIG, INFO, DBSIZE, FLUSHALL/FLUSHDB, DEBUG, and the refused
-//! transaction commands MULTI, EXEC and DISCARD.
-//!
-//! Invariant: MULTI applies nothing: after it, every command is refused
-//! until EXEC or DISCARD, so no part of a would-be transaction runs.
+//! CLIENT, CONFIG, INFO, DBSIZE, FLUSHALL/FLUSHDB, DEBUG.
 
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
@@ -20,9 +16,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
-    cmd("multi", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "transactions", "Refused: transactions are not supported yet (nothing runs until EXEC or DISCARD).", KvServer::cmd_multi),
-    cmd("exec", 1, &["noscript", "loading", "stale"], (0, 0, 0), "transactions", "Ends a refused MULTI (EXECABORT: nothing was applied).", KvServer::cmd_exec),
-    cmd("discard", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "transactions", "Ends a refused MULTI.", KvServer::cmd_discard),
     cmd("select", 2, &["loading", "stale", "fast"], (0, 0, 0), "connection", "Selects database 0 (the only one).", KvServer::cmd_select),
     cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "Names the connection, returns its name or id.", KvServer::cmd_client),
     cmd("config", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Returns configuration values.", KvServer::cmd_config),
@@ -84,39 +77,6 @@ impl KvServer {
         };
         device.crash_at_fence(device.fences() + fences, seed);
         ctx.ok();
-        Ok(())
-    }
-
-    // ---- transactions: refused until they exist, so nothing runs half ----
-
-    fn cmd_multi(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        if ctx.conn.in_refused_multi {
-            ctx.error("ERR MULTI calls can not be nested");
-            return Ok(());
-        }
-        ctx.conn.in_refused_multi = true;
-        ctx.error(
-            "ERR MULTI is not supported yet: packetstore does not run transactions; \
-             every command until EXEC or DISCARD is refused, so nothing of it is applied",
-        );
-        Ok(())
-    }
-
-    fn cmd_exec(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        if std::mem::take(&mut ctx.conn.in_refused_multi) {
-            ctx.error("EXECABORT Transaction discarded because of previous errors.");
-        } else {
-            ctx.error("ERR EXEC without MULTI");
-        }
-        Ok(())
-    }
-
-    fn cmd_discard(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        if std::mem::take(&mut ctx.conn.in_refused_multi) {
-            ctx.ok();
-        } else {
-            ctx.error("ERR DISCARD without MULTI");
-        }
         Ok(())
     }
 
@@ -302,7 +262,15 @@ impl KvServer {
             ctx.error(SYNTAX);
             return Ok(());
         }
+        // Watchers of keys that existed fail their EXEC.
+        let existed: std::collections::HashSet<Vec<u8>> = self
+            .watched
+            .keys()
+            .filter(|key| self.store.key_type(ctx.pool, key, ctx.now).ok().flatten().is_some())
+            .cloned()
+            .collect();
         self.apply(ctx, &[Op::Flush])?;
+        self.touch_all_keys(|key| existed.contains(key));
         self.scan_cursors.clear();
         ctx.ok();
         Ok(())

@@ -1,0 +1,242 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH (Redis 7.0's
+//! `multi.c`).
+//!
+//! After MULTI a connection's commands are queued, not run: each keeps the
+//! arguments it was received with (`Args`, holding its references on the
+//! pool buffers its values arrived in, so a queued value is not copied).
+//! EXEC runs them one after the other with nothing in between, inside one
+//! store group (`Store::begin_group`): their log records form one group
+//! that recovery replays all or none, so a power failure never leaves half
+//! a transaction. WATCH makes EXEC fail (a null reply) when a watched key
+//! was written, or expired, since.
+//!
+//! Invariants: a queue is bounded (`MULTI_COMMANDS_MAX`,
+//! `MULTI_BYTES_MAX`); every queued command's references are given back
+//! when it runs, when the transaction is discarded or aborted, and when
+//! the connection goes (`KvServer::forget_connection`); a connection's
+//! watched keys are listed both in the server's map and in the connection,
+//! and leave both together.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
+use crate::pool::buffers::Buffers;
+use crate::proto::resp::Args;
+use crate::store::db::StoreError;
+
+/// Commands one transaction may queue.
+pub(in crate::apps::kv) const MULTI_COMMANDS_MAX: usize = 100_000;
+/// Argument bytes one transaction may queue (they pin pool buffers until
+/// EXEC).
+pub(in crate::apps::kv) const MULTI_BYTES_MAX: u64 = 64 << 20;
+
+/// This family's commands, as COMMAND describes them (Redis 7's arities,
+/// flags and key positions).
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "Starts a transaction.", KvServer::cmd_multi),
+    cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], (0, 0, 0), "transactions", "Runs a transaction's commands, one log group.", KvServer::cmd_exec),
+    cmd("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "Discards a transaction.", KvServer::cmd_discard),
+    cmd("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], (1, -1, 1), "transactions", "Makes EXEC fail if any of the keys is written before it.", KvServer::cmd_watch),
+    cmd("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "Forgets every watched key.", KvServer::cmd_unwatch),
+];
+
+/// A transaction being queued.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Multi {
+    pub(in crate::apps::kv) queued: Vec<Args>,
+    /// Argument bytes queued.
+    pub(in crate::apps::kv) bytes: u64,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub(in crate::apps::kv) aborted: bool,
+}
+
+impl Multi {
+    /// Gives back every queued command's references.
+    pub(in crate::apps::kv) fn clear(&mut self, buffers: &mut Buffers) {
+        for mut args in self.queued.drain(..) {
+            args.clear(buffers);
+        }
+        self.bytes = 0;
+    }
+}
+
+/// One connection's watched keys.
+pub(in crate::apps::kv) struct Watching {
+    /// Set when a watched key is written (by the server's map).
+    pub(in crate::apps::kv) dirty: Arc<AtomicBool>,
+    pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
+}
+
+/// A connection watching a key (an entry of the server's map).
+pub(in crate::apps::kv) struct Watcher {
+    pub(in crate::apps::kv) conn: u64,
+    pub(in crate::apps::kv) dirty: Arc<AtomicBool>,
+    /// The key had expired when WATCH was called: its deletion is no change.
+    pub(in crate::apps::kv) expired: bool,
+}
+
+/// Whether a command runs at once inside MULTI rather than being queued.
+pub(in crate::apps::kv) fn runs_in_multi(name: &str) -> bool {
+    matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
+}
+
+impl KvServer {
+    fn cmd_multi(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.conn.multi.is_some() {
+            ctx.error("ERR MULTI calls can not be nested");
+            return Ok(());
+        }
+        ctx.conn.multi = Some(Multi::default());
+        ctx.ok();
+        Ok(())
+    }
+
+    fn cmd_discard(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let Some(mut multi) = ctx.conn.multi.take() else {
+            ctx.error("ERR DISCARD without MULTI");
+            return Ok(());
+        };
+        multi.clear(ctx.buffers);
+        self.unwatch_all(ctx.conn);
+        ctx.ok();
+        Ok(())
+    }
+
+    fn cmd_exec(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let Some(mut multi) = ctx.conn.multi.take() else {
+            ctx.error("ERR EXEC without MULTI");
+            return Ok(());
+        };
+        if multi.aborted {
+            multi.clear(ctx.buffers);
+            self.unwatch_all(ctx.conn);
+            ctx.error("EXECABORT Transaction discarded because of previous errors.");
+            return Ok(());
+        }
+        let dirty = self.watch_failed(ctx);
+        self.unwatch_all(ctx.conn);
+        if dirty {
+            multi.clear(ctx.buffers);
+            let enc = ctx.enc();
+            enc.null_array(ctx.out.bytes());
+            return Ok(());
+        }
+        ctx.array(multi.queued.len());
+        self.store.begin_group();
+        // The EXEC command's own arguments are none: set them aside while
+        // each queued command takes its place.
+        let exec_args = std::mem::take(&mut ctx.conn.args);
+        for args in multi.queued.drain(..) {
+            ctx.conn.args = args;
+            self.execute(ctx.pool, ctx.buffers, ctx.conn, ctx.out);
+            ctx.conn.args.clear(ctx.buffers);
+        }
+        ctx.conn.args = exec_args;
+        // The group's end record: its replies leave with the commit that
+        // makes the whole group durable.
+        self.store.end_group(ctx.pool, ctx.buffers)
+    }
+
+    fn cmd_watch(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        if ctx.conn.multi.is_some() {
+            ctx.error("ERR WATCH inside MULTI is not allowed");
+            return Ok(());
+        }
+        let watching = ctx.conn.watching.get_or_insert_with(|| Watching {
+            dirty: Arc::new(AtomicBool::new(false)),
+            keys: Vec::new(),
+        });
+        // No point in watching more once a watched key changed.
+        if watching.dirty.load(Ordering::Relaxed) {
+            ctx.ok();
+            return Ok(());
+        }
+        let dirty = watching.dirty.clone();
+        for i in 1..ctx.argc() {
+            let key = ctx.arg(i).into_owned();
+            let watching = ctx.conn.watching.as_mut().expect("made above");
+            if watching.keys.contains(&key) {
+                continue;
+            }
+            watching.keys.push(key.clone());
+            let expired = self.store.is_expired(&key, ctx.now);
+            let watcher = Watcher { conn: ctx.conn.id, dirty: dirty.clone(), expired };
+            self.watched.entry(key).or_default().push(watcher);
+        }
+        ctx.ok();
+        Ok(())
+    }
+
+    fn cmd_unwatch(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.unwatch_all(ctx.conn);
+        ctx.ok();
+        Ok(())
+    }
+
+    /// Whether EXEC must fail: a watched key was written, or has expired
+    /// since it was watched (Redis's `isWatchedKeyExpired`).
+    fn watch_failed(&self, ctx: &Ctx<'_>) -> bool {
+        let Some(watching) = &ctx.conn.watching else { return false };
+        if watching.dirty.load(Ordering::Relaxed) {
+            return true;
+        }
+        watching.keys.iter().any(|key| {
+            let expired_now = self.store.is_expired(key, ctx.now);
+            let watcher = self.watched.get(key).and_then(|list| list.iter().find(|w| w.conn == ctx.conn.id));
+            expired_now && watcher.is_some_and(|w| !w.expired)
+        })
+    }
+
+    /// Forgets the connection's watched keys (UNWATCH, EXEC, DISCARD).
+    pub(in crate::apps::kv) fn unwatch_all(&mut self, conn: &mut KvConn) {
+        let Some(watching) = conn.watching.take() else { return };
+        for key in watching.keys {
+            if let Some(list) = self.watched.get_mut(&key) {
+                list.retain(|w| w.conn != conn.id);
+                if list.is_empty() {
+                    self.watched.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// A key was written: connections watching it fail their EXEC. One
+    /// that watched it already expired sees its deletion as no change.
+    pub(in crate::apps::kv) fn touch_key(&mut self, key: &[u8], exists_now: bool) {
+        let Some(list) = self.watched.get_mut(key) else { return };
+        for watcher in list.iter_mut() {
+            if watcher.expired && !exists_now {
+                watcher.expired = false;
+                continue;
+            }
+            watcher.dirty.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Every watched key was possibly written (FLUSHALL, FLUSHDB): each one
+    /// that existed makes its watchers fail; one that had expired does not.
+    pub(in crate::apps::kv) fn touch_all_keys(&mut self, existed: impl Fn(&[u8]) -> bool) {
+        for (key, list) in self.watched.iter_mut() {
+            let existed = existed(key);
+            for watcher in list.iter_mut() {
+                if watcher.expired {
+                    watcher.expired = false;
+                    continue;
+                }
+                if existed {
+                    watcher.dirty.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The connection is gone: its transaction and watched keys go too.
+    pub(in crate::apps::kv) fn forget_connection(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
+        if let Some(mut multi) = conn.multi.take() {
+            multi.clear(buffers);
+        }
+        self.unwatch_all(conn);
+    }
+}
