@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -174,5 +174,72 @@ impl Drop for Wal {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+// ---- a raw RESP client: replies as text, for exact checks ----
+
+/// One RESP reply, read whole: its first line and, for aggregates, their
+/// elements' in brackets (enough to tell an error from an answer).
+pub fn read_reply(reader: &mut impl BufRead) -> std::io::Result<String> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let line = line.trim_end().to_string();
+    let (kind, rest) = line.split_at(1);
+    let n: i64 = rest.parse().unwrap_or(0);
+    match kind {
+        "$" | "=" | "!" if n >= 0 => {
+            let mut body = vec![0; n as usize + 2];
+            reader.read_exact(&mut body)?;
+        }
+        "*" | "~" | ">" | "%" | "|" if n > 0 => {
+            let count = if kind == "%" || kind == "|" { 2 * n } else { n };
+            let elements = (0..count).map(|_| read_reply(reader)).collect::<std::io::Result<Vec<_>>>()?;
+            return Ok(format!("{line} [{}]", elements.join(", ")));
+        }
+        _ => {}
+    }
+    Ok(line)
+}
+
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+pub struct Raw {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Raw {
+    pub fn connect(server: &Server) -> Raw {
+        let stream = TcpStream::connect(server.resp).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Raw { reader: BufReader::new(stream.try_clone().unwrap()), stream }
+    }
+
+    pub fn call(&mut self, args: &[&[u8]]) -> std::io::Result<String> {
+        self.stream.write_all(&encode(args))?;
+        read_reply(&mut self.reader)
+    }
+}
+
+impl Raw {
+    /// Sends a command without reading its reply.
+    pub fn send(&mut self, args: &[&[u8]]) -> std::io::Result<()> {
+        self.stream.write_all(&encode(args))
+    }
+
+    /// Reads the next reply (or pushed message).
+    pub fn read(&mut self) -> std::io::Result<String> {
+        read_reply(&mut self.reader)
     }
 }

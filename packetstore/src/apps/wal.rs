@@ -631,7 +631,7 @@ impl App for Wal {
         self.config.persist
     }
 
-    fn connect(&mut self, _listener: usize) -> ConnState {
+    fn connect(&mut self, _listener: usize, _token: crate::io::app::ConnToken) -> ConnState {
         ConnState::default()
     }
 

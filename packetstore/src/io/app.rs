@@ -82,6 +82,15 @@ pub struct IoCounters {
     pub turn_received_max: u64,
 }
 
+/// A connection of a loop, as the application names it to wake it later:
+/// its slot and the generation that tells it from the slot's later
+/// connections (a token of a connection that is gone wakes nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnToken {
+    pub slot: u32,
+    pub generation: u32,
+}
+
 /// Gives a fully consumed segment's buffer back to the loop.
 pub type Release<'r> = dyn FnMut(Segment, &mut Buffers) + 'r;
 
@@ -94,8 +103,8 @@ pub trait App {
     fn persist(&self) -> Persist;
 
     /// A new connection on listener `listener` (the index in the loop's
-    /// list of listeners).
-    fn connect(&mut self, listener: usize) -> Self::Conn;
+    /// list of listeners), named `token` by the loop.
+    fn connect(&mut self, listener: usize, token: ConnToken) -> Self::Conn;
 
     /// Serves up to `requests_max` requests from `stream`, queueing replies
     /// in `out` (not sent before the next commit).
@@ -142,6 +151,12 @@ pub trait App {
     /// Background work between turns (space reclamation, expiry), bounded
     /// so that a turn stays short.
     fn tick(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
+
+    /// Connections the application wants served although nothing arrived
+    /// for them (a message for a subscriber, a key a blocked client waits
+    /// for, a timeout), appended to `wake`: the loop calls `on_input` for
+    /// each one still connected, within its next turn.
+    fn take_wakeups(&mut self, _wake: &mut Vec<ConnToken>) {}
 
     /// How soon the application wants a turn even if no I/O arrives
     /// (None: only on I/O).

@@ -87,7 +87,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::io::app::{App, IoCounters, Persist};
+use crate::io::app::{App, ConnToken, IoCounters, Persist};
 use crate::io::bufring::BufRing;
 use crate::io::outq::{Mark, OutQueue};
 use crate::io::probe::{with_optlen, Feature, Features};
@@ -308,6 +308,8 @@ pub struct Engine<'a, A: App> {
     free_slots: Vec<u32>,
     generation: u32,
     dirty: Vec<u32>,
+    /// Connections the application asked to serve (`App::take_wakeups`).
+    wake: Vec<ConnToken>,
     /// Connections that may have something to send or to close.
     pending: Vec<u32>,
     rearm: Vec<u32>,
@@ -412,6 +414,7 @@ impl<'a, A: App> Engine<'a, A> {
             free_slots: Vec::new(),
             generation: 0,
             dirty: Vec::new(),
+            wake: Vec::new(),
             pending: Vec::new(),
             rearm: Vec::new(),
             out_of_buffers: Vec::new(),
@@ -628,7 +631,7 @@ impl<'a, A: App> Engine<'a, A> {
             fd,
             generation: self.generation,
             stream: Stream::new(),
-            state: self.app.connect(listener),
+            state: self.app.connect(listener, ConnToken { slot: self.next_slot(), generation: self.generation }),
             out: {
                 let mut out = OutQueue::new();
                 out.set_pause_bytes(self.config.out_pause_bytes);
@@ -653,7 +656,9 @@ impl<'a, A: App> Engine<'a, A> {
             shut_down: false,
             dirty: false,
         };
+        let expected = self.next_slot();
         let slot = crate::io::slots::insert(&mut self.conns, &mut self.free_slots, conn);
+        assert_eq!(slot, expected, "the token given to the application names the slot taken");
         self.stats.accepted += 1;
         self.rearm.push(slot);
         self.arm_reset_poll(slot);
@@ -907,6 +912,7 @@ impl<'a, A: App> Engine<'a, A> {
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
         self.app.tick(self.pool, self.buffers);
+        self.wake_connections();
         if self.async_sync.is_some() {
             self.hold_replies();
             self.start_sync()?;
@@ -939,6 +945,28 @@ impl<'a, A: App> Engine<'a, A> {
             }
         }
         self.arm_timer()
+    }
+
+    /// The connections the application wants served although nothing
+    /// arrived: they are served next turn (a turn with connections to
+    /// serve does not wait for completions).
+    fn wake_connections(&mut self) {
+        let mut wake = std::mem::take(&mut self.wake);
+        self.app.take_wakeups(&mut wake);
+        for token in wake.drain(..) {
+            let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
+            if conn.generation != token.generation || conn.closing || conn.dirty {
+                continue;
+            }
+            conn.dirty = true;
+            self.dirty.push(token.slot);
+        }
+        self.wake = wake;
+    }
+
+    /// The slot the next connection will take.
+    fn next_slot(&self) -> u32 {
+        self.free_slots.last().copied().unwrap_or(self.conns.len() as u32)
     }
 
     /// Step 3: the application parses and logs; replies are only queued.

@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::io::app::App;
+use crate::io::app::{App, ConnToken};
 use crate::io::outq::OutQueue;
 use crate::io::stream::{Segment, Source, Stream};
 use crate::pool::buffers::Buffers;
@@ -51,6 +51,8 @@ pub enum CommitPolicy {
 
 struct Conn<C> {
     fd: RawFd,
+    /// Tells this connection from the slot's earlier and later ones.
+    generation: u32,
     stream: Stream,
     state: C,
     /// Replies; ready (sendable) once committed.
@@ -92,6 +94,10 @@ pub struct EpollServer<'a, A: App> {
     wake_fd: Option<RawFd>,
     /// Stopping: the drain's deadline, once it began.
     draining_until: Option<Instant>,
+    /// The last connection's generation.
+    generation: u32,
+    /// Connections the application asked to serve (`App::take_wakeups`).
+    wake: Vec<ConnToken>,
 }
 
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
@@ -131,6 +137,8 @@ impl<'a, A: App> EpollServer<'a, A> {
             free_slots: Vec::new(),
             chunks: Chunks::default(),
             touched: Vec::new(),
+            generation: 0,
+            wake: Vec::new(),
             wake_fd: None,
             draining_until: None,
         };
@@ -177,7 +185,10 @@ impl<'a, A: App> EpollServer<'a, A> {
                     return Ok(());
                 }
             }
-            let timeout_ms = if self.draining_until.is_some() { DRAIN_CHECK_MS } else { -1 };
+            // The application's tick (expiry, timeouts) runs at its interval
+            // even when no I/O arrives.
+            let tick_ms = self.app.tick_interval().map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+            let timeout_ms = if self.draining_until.is_some() { DRAIN_CHECK_MS } else { tick_ms };
             // SAFETY: `events` has EVENTS_MAX entries.
             let n =
                 unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS_MAX as i32, timeout_ms) };
@@ -211,6 +222,7 @@ impl<'a, A: App> EpollServer<'a, A> {
                 }
             }
             self.app.tick(self.pool, self.buffers);
+            self.wake_connections()?;
             if self.policy == CommitPolicy::PerTurn || self.app.needs_commit() {
                 self.commit()?;
             }
@@ -221,6 +233,21 @@ impl<'a, A: App> EpollServer<'a, A> {
             self.touched = touched;
             self.touched.clear();
         }
+    }
+
+    /// Serves the connections the application asked for although nothing
+    /// arrived for them.
+    fn wake_connections(&mut self) -> io::Result<()> {
+        let mut wake = std::mem::take(&mut self.wake);
+        self.app.take_wakeups(&mut wake);
+        for token in wake.drain(..) {
+            let Some(Some(conn)) = self.conns.get(token.slot as usize) else { continue };
+            if conn.generation == token.generation && !conn.closing {
+                self.serve(token.slot)?;
+            }
+        }
+        self.wake = wake;
+        Ok(())
     }
 
     /// Whether every connection is closed (after a drain: it did not time
@@ -310,16 +337,23 @@ impl<'a, A: App> EpollServer<'a, A> {
                 };
             }
             crate::io::net::set_nodelay(fd);
+            self.generation = self.generation.wrapping_add(1);
+            let token = ConnToken {
+                slot: self.free_slots.last().copied().unwrap_or(self.conns.len() as u32),
+                generation: self.generation,
+            };
             let conn = Conn {
                 fd,
+                generation: self.generation,
                 stream: Stream::new(),
-                state: self.app.connect(listener),
+                state: self.app.connect(listener, token),
                 out: OutQueue::new(),
                 closing: false,
                 eof: false,
                 writable_wanted: false,
             };
             let slot = crate::io::slots::insert(&mut self.conns, &mut self.free_slots, conn);
+            assert_eq!(slot, token.slot, "the token given to the application names the slot taken");
             self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, u64::from(slot))?;
         }
     }

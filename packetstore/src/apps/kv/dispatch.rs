@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::apps::kv::cmd;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
+use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
@@ -53,6 +54,11 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let mut progress = Progress::default();
+        // Messages published to it since it was last served go first.
+        if self.pubsub.deliver(conn, out) {
+            progress.close = true;
+            return progress;
+        }
         let config = self.receive_config();
         while progress.requests < requests_max && !progress.close && !out.is_full() {
             if !self.store.batch_has_room() {
@@ -129,6 +135,14 @@ impl KvServer {
             }
             ctx.error(&why);
             self.stats.refused_full += 1;
+            return (false, kind, true);
+        }
+        if ctx.conn.subscriptions.is_some() && !ctx.conn.encoder.resp3 && !allowed_while_subscribed(entry.name) {
+            ctx.error(&format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in \
+                 this context",
+                entry.name
+            ));
             return (false, kind, true);
         }
         if ctx.conn.multi.is_some() && !runs_in_multi(entry.name) {
@@ -265,4 +279,5 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,
     cmd::multi::COMMANDS,
+    cmd::pubsub::COMMANDS,
 ]);

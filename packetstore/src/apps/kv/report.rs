@@ -276,26 +276,7 @@ impl KvServer {
             );
         }
         if wants("stats") {
-            let _ = write!(
-                text,
-                "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\n\r\n",
-                self.stats.commands,
-                self.stats.http_requests,
-                self.stats.writes,
-                self.store.stats().expired,
-                self.stats.refused_full,
-                self.stats.errors,
-                self.stats.bytes_sent_zero_copy,
-                self.stats.bytes_sent_copied,
-                self.io.enobufs,
-                self.io.paused,
-                self.io.stalled,
-                self.io.coalesced,
-                self.io.receive_limited,
-                self.io.turn_received_max,
-                self.stats.panics,
-                self.stats.cross_protocol
-            );
+            self.info_stats(&mut text);
         }
         if wants("keyspace") {
             text.push_str("# Keyspace\r\n");
@@ -306,4 +287,34 @@ impl KvServer {
         }
         text
     }
+
+    /// INFO's Stats section.
+    fn info_stats(&self, text: &mut String) {
+        let (channels, patterns, shards) = self.pubsub.counts();
+        let _ = write!(
+            text,
+            "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\n\r\n",
+            self.stats.commands,
+            self.stats.http_requests,
+            self.stats.writes,
+            self.store.stats().expired,
+            self.stats.refused_full,
+            self.stats.errors,
+            self.stats.bytes_sent_zero_copy,
+            self.stats.bytes_sent_copied,
+            self.io.enobufs,
+            self.io.paused,
+            self.io.stalled,
+            channels,
+            patterns,
+            shards,
+            self.pubsub.overflowed,
+            self.io.coalesced,
+            self.io.receive_limited,
+            self.io.turn_received_max,
+            self.stats.panics,
+            self.stats.cross_protocol
+        );
+    }
+
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::apps::kv::dispatch::COMMANDS;
 use crate::apps::kv::state::{KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, LISTENER_HTTP};
-use crate::io::app::{App, IoCounters, Persist, Progress, Release};
+use crate::io::app::{App, ConnToken, IoCounters, Persist, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
@@ -41,6 +41,7 @@ impl KvServer {
             commands: COMMANDS,
             watched: std::collections::HashMap::new(),
             modified: false,
+            pubsub: Default::default(),
         }
     }
 }
@@ -53,16 +54,18 @@ impl App for KvServer {
         self.config.persist
     }
 
-    fn connect(&mut self, listener: usize) -> KvConn {
+    fn connect(&mut self, listener: usize, token: ConnToken) -> KvConn {
         let id = self.next_client_id;
         self.next_client_id += 1;
         KvConn {
             listener,
             id,
+            token,
             name: None,
             authenticated: self.config.requirepass.is_none(),
             multi: None,
             watching: None,
+            subscriptions: None,
             encoder: Encoder { resp3: false },
             parser: Parser::default(),
             args: Args::default(),
@@ -168,6 +171,10 @@ impl App for KvServer {
             }
         }
         self.store.note_expired(removed);
+    }
+
+    fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
+        wake.append(&mut self.pubsub.wake);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -81,12 +81,16 @@ pub struct KvStats {
 pub struct KvConn {
     pub(super) listener: usize,
     pub(super) id: u64,
+    /// How the event loop names it (to wake it: pub/sub, blocking pops).
+    pub(super) token: crate::io::app::ConnToken,
     pub(super) name: Option<Vec<u8>>,
     pub(super) authenticated: bool,
     /// The transaction being queued (after MULTI).
     pub(super) multi: Option<crate::apps::kv::cmd::multi::Multi>,
     /// Keys WATCH watches.
     pub(super) watching: Option<crate::apps::kv::cmd::multi::Watching>,
+    /// Channels and patterns it subscribes to.
+    pub(super) subscriptions: Option<crate::apps::kv::cmd::pubsub::Subscriptions>,
     pub(super) encoder: Encoder,
     pub(super) parser: Parser,
     pub(super) args: Args,
@@ -123,6 +127,8 @@ pub struct KvServer {
     /// The command running wrote to the store (its keys are touched for
     /// WATCH).
     pub(super) modified: bool,
+    /// Channels, patterns, their subscribers and mailboxes.
+    pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
 }
 
 /// Labels of `KvStats::requests`.

@@ -5,5 +5,6 @@ pub(super) mod command;
 pub(super) mod hashes;
 pub(super) mod keys;
 pub(super) mod multi;
+pub(super) mod pubsub;
 pub(super) mod server;
 pub(super) mod strings;

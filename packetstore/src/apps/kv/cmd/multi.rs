@@ -238,5 +238,6 @@ impl KvServer {
             multi.clear(buffers);
         }
         self.unwatch_all(conn);
+        self.pubsub.forget(conn);
     }
 }

@@ -13,6 +13,7 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("ping", -1, &["fast", "stale"], (0, 0, 0), "connection", "Returns PONG, or the argument.", KvServer::cmd_ping),
     cmd("echo", 2, &["fast"], (0, 0, 0), "connection", "Returns the argument.", KvServer::cmd_echo),
     cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG POWERFAIL and PANIC: test servers only.", KvServer::cmd_debug),
+    cmd("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), "connection", "Resets the connection: no transaction, no watched key, no subscription, RESP2, no name, not authenticated.", KvServer::cmd_reset),
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
@@ -27,6 +28,14 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
 
 impl KvServer {
     fn cmd_ping(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        // A RESP2 subscriber's PING is answered in the subscriber's frame.
+        if ctx.conn.subscriptions.is_some() && !ctx.conn.encoder.resp3 && ctx.argc() <= 2 {
+            let message = if ctx.argc() == 2 { ctx.arg(1).into_owned() } else { Vec::new() };
+            ctx.array(2);
+            ctx.bulk(b"pong");
+            ctx.bulk(&message);
+            return Ok(());
+        }
         match ctx.argc() {
             1 => ctx.out.push(b"+PONG\r\n"),
             2 => {
@@ -77,6 +86,15 @@ impl KvServer {
         };
         device.crash_at_fence(device.fences() + fences, seed);
         ctx.ok();
+        Ok(())
+    }
+
+    fn cmd_reset(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.forget_connection(ctx.buffers, ctx.conn);
+        ctx.conn.encoder.resp3 = false;
+        ctx.conn.name = None;
+        ctx.conn.authenticated = self.config.requirepass.is_none();
+        ctx.out.push(b"+RESET\r\n");
         Ok(())
     }
 
