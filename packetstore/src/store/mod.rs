@@ -5,6 +5,7 @@
 
 mod claim;
 pub mod db;
+pub mod keyspace;
 
 pub use claim::PoolKindExt;
 pub use db::{Op, Store, StoreConfig, StoreError, StoreReport, StoreTicket};
