@@ -108,7 +108,7 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> (bool, usize, bool) {
         self.stats.commands += 1;
-        let entry = CommandEntry::find(self.commands, &conn.args.bytes(pool, 0));
+        let entry = self.command_index.find(&conn.args.bytes(pool, 0));
         let kind = match entry {
             Some(entry) if entry.has_flag("write") => WRITE,
             Some(entry) if entry.has_flag("readonly") => READ,

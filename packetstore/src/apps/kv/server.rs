@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::apps::kv::dispatch::COMMANDS;
-use crate::apps::kv::state::{KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, LISTENER_HTTP};
+use crate::apps::kv::state::{CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, LISTENER_HTTP};
 use crate::io::app::{App, ConnToken, IoCounters, Persist, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -39,6 +39,7 @@ impl KvServer {
             staged_copied: 0,
             cross_protocol_logged: None,
             commands: COMMANDS,
+            command_index: CommandIndex::new(COMMANDS),
             watched: std::collections::HashMap::new(),
             modified: false,
             pubsub: Default::default(),

@@ -120,8 +120,9 @@ pub struct KvServer {
     pub(super) staged_copied: u64,
     /// When a cross-protocol attempt was last logged.
     pub(super) cross_protocol_logged: Option<std::time::Instant>,
-    /// The command table (`dispatch::COMMANDS`).
+    /// The command table (`dispatch::COMMANDS`), and its entries by name.
     pub(super) commands: Commands,
+    pub(super) command_index: CommandIndex,
     /// Watched keys and who watches them (WATCH).
     pub(super) watched: std::collections::HashMap<Vec<u8>, Vec<crate::apps::kv::cmd::multi::Watcher>>,
     /// The command running wrote to the store (its keys are touched for
@@ -210,6 +211,33 @@ impl Commands {
     /// The number of commands (COMMAND COUNT).
     pub(super) fn count(self) -> usize {
         self.0.iter().map(|family| family.len()).sum()
+    }
+}
+
+/// The commands by lower-case name: one hash lookup per command instead of
+/// a scan of every family.
+pub(super) struct CommandIndex(std::collections::HashMap<&'static [u8], &'static CommandEntry>);
+
+/// Command names are at most this long (Redis's longest is 20 bytes).
+const COMMAND_NAME_MAX: usize = 32;
+
+impl CommandIndex {
+    pub(super) fn new(commands: Commands) -> CommandIndex {
+        let index: std::collections::HashMap<_, _> = commands.iter().map(|entry| (entry.name.as_bytes(), entry)).collect();
+        assert_eq!(index.len(), commands.count(), "two commands of the table share a name");
+        assert!(commands.iter().all(|entry| entry.name.len() <= COMMAND_NAME_MAX && entry.name == entry.name.to_lowercase()));
+        CommandIndex(index)
+    }
+
+    /// The command named `name`, in any case.
+    pub(super) fn find(&self, name: &[u8]) -> Option<&'static CommandEntry> {
+        if name.len() > COMMAND_NAME_MAX {
+            return None;
+        }
+        let mut lower = [0u8; COMMAND_NAME_MAX];
+        lower[..name.len()].copy_from_slice(name);
+        lower[..name.len()].make_ascii_lowercase();
+        self.0.get(&lower[..name.len()]).copied()
     }
 }
 
