@@ -298,3 +298,38 @@ fn requirepass_guards_the_http_port_too() {
     assert_eq!(http(&public, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n").0, 200);
     assert_eq!(http(&public, "GET /kv/a HTTP/1.1\r\nConnection: close\r\n\r\n").0, 401);
 }
+
+#[test]
+fn config_get_and_set_know_redis_parameters() {
+    let pool = TempPool::new("config");
+    let server = Server::start(&pool.0, &[]);
+    let mut raw = Raw::connect(&server);
+    // Redis's parameters, with their Redis 6 aliases; packetstore's truth.
+    assert_eq!(raw.call(&[b"CONFIG", b"GET", b"appendfsync"]).unwrap(), "*2 [$11, $6]");
+    assert_eq!(raw.call(&[b"CONFIG", b"GET", b"hash-max-ziplist-entries"]).unwrap(), "*2 [$24, $3]");
+    assert_eq!(raw.call(&[b"CONFIG", b"SET", b"hash-max-ziplist-entries", b"16"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"CONFIG", b"GET", b"hash-max-listpack-entries"]).unwrap(), "*2 [$25, $2]");
+    // Checked as Redis checks them; several at once, all or none.
+    assert_eq!(
+        raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"bla"]).unwrap(),
+        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+    );
+    assert_eq!(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"1gb", b"hz", b"x"]).unwrap().split(" - ").nth(1), Some("argument couldn't be parsed into an integer"));
+    assert_eq!(raw.call(&[b"CONFIG", b"GET", b"maxmemory"]).unwrap(), "*2 [$9, $1]");
+    assert_eq!(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"1gb", b"hz", b"50"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"CONFIG", b"GET", b"maxmemory"]).unwrap(), "*2 [$9, $10]");
+    assert_eq!(
+        raw.call(&[b"CONFIG", b"SET", b"no-such-thing", b"1"]).unwrap(),
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'no-such-thing'"
+    );
+    assert!(raw.call(&[b"CONFIG", b"SET", b"daemonize", b"yes"]).unwrap().ends_with("can't set immutable config"));
+    // What packetstore cannot be is refused with the reason.
+    assert!(raw.call(&[b"CONFIG", b"SET", b"appendfsync", b"everysec"]).unwrap().contains("durable before its reply"));
+    // requirepass takes effect at once, on new connections.
+    assert_eq!(raw.call(&[b"CONFIG", b"SET", b"requirepass", b"pw"]).unwrap(), "+OK");
+    let mut other = Raw::connect(&server);
+    assert_eq!(other.call(&[b"GET", b"x"]).unwrap(), "-NOAUTH Authentication required.");
+    assert_eq!(other.call(&[b"AUTH", b"pw"]).unwrap(), "+OK");
+    assert_eq!(other.call(&[b"CONFIG", b"SET", b"requirepass", b""]).unwrap(), "+OK");
+    assert_eq!(Raw::connect(&server).call(&[b"PING"]).unwrap(), "+PONG");
+}

@@ -275,6 +275,7 @@ pub(super) const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60)
 pub(super) const COMMANDS: Commands = Commands(&[
     cmd::server::COMMANDS,
     cmd::command::COMMANDS,
+    cmd::config::COMMANDS,
     cmd::strings::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,

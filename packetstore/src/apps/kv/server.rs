@@ -22,6 +22,7 @@ use crate::store::db::{now_ms, Store, StoreTicket};
 impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
         KvServer {
+            config_params: crate::apps::kv::cmd::config::initial_values(&config),
             config,
             store,
             next_client_id: 1,

@@ -128,6 +128,8 @@ pub struct KvServer {
     /// The command running wrote to the store (its keys are touched for
     /// WATCH).
     pub(super) modified: bool,
+    /// Redis's configuration parameters as CONFIG GET shows them.
+    pub(super) config_params: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.
     pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
 }

@@ -2,6 +2,8 @@
 //! (`COMMANDS`, listed in `dispatch::FAMILIES`) and its handlers.
 
 pub(super) mod command;
+pub(super) mod config;
+mod config_table;
 pub(super) mod hashes;
 pub(super) mod keys;
 pub(super) mod multi;

@@ -2,8 +2,7 @@
 //! CLIENT, CONFIG, INFO, DBSIZE, FLUSHALL/FLUSHDB, DEBUG.
 
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
-use crate::proto::resp::glob_match;
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::store::db::{Op, StoreError};
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
@@ -19,7 +18,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
     cmd("select", 2, &["loading", "stale", "fast"], (0, 0, 0), "connection", "Selects database 0 (the only one).", KvServer::cmd_select),
     cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "Names the connection, returns its name or id.", KvServer::cmd_client),
-    cmd("config", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Returns configuration values.", KvServer::cmd_config),
     cmd("info", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Returns information and statistics about the server.", KvServer::cmd_info),
     cmd("dbsize", 1, &["readonly", "fast"], (0, 0, 0), "server", "Returns the number of keys.", KvServer::cmd_dbsize),
     cmd("flushall", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
@@ -216,47 +214,6 @@ impl KvServer {
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
                 String::from_utf8_lossy(&ctx.arg(1))
             )),
-        }
-        Ok(())
-    }
-
-    fn config_values(&self) -> Vec<(&'static str, String)> {
-        let durable = self.config.domain_name != "none";
-        vec![
-            ("save", String::new()),
-            ("appendonly", if durable { "yes" } else { "no" }.into()),
-            ("appendfsync", if durable { "always" } else { "no" }.into()),
-            ("databases", "1".into()),
-            ("maxmemory", "0".into()),
-            ("proto-max-bulk-len", self.config.value_size_max.to_string()),
-            ("requirepass", if self.config.requirepass.is_some() { "********" } else { "" }.into()),
-        ]
-    }
-
-    fn cmd_config(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        match ctx.conn.args.upper(1).as_deref() {
-            Some(b"GET") if ctx.argc() >= 3 => {
-                let patterns: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).to_ascii_lowercase()).collect();
-                let found: Vec<_> = self
-                    .config_values()
-                    .into_iter()
-                    .filter(|(name, _)| patterns.iter().any(|p| glob_match(p, name.as_bytes())))
-                    .collect();
-                ctx.map(found.len());
-                for (name, value) in found {
-                    ctx.bulk(name.as_bytes());
-                    ctx.bulk(value.as_bytes());
-                }
-            }
-            Some(b"SET") => ctx.error("ERR CONFIG SET is not supported: restart packetstore with the option"),
-            Some(b"RESETSTAT") => {
-                self.stats = KvStats::default();
-                // Batch sizes are counted from the writes at the last
-                // commit: zeroed together (a bare reset underflowed).
-                self.writes_at_commit = 0;
-                ctx.ok()
-            }
-            _ => ctx.error("ERR unknown subcommand or wrong number of arguments for 'config'. Try CONFIG HELP."),
         }
         Ok(())
     }

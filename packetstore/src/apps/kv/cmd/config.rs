@@ -1,0 +1,276 @@
+//! CONFIG GET, SET, RESETSTAT, REWRITE and HELP over Redis 7.0.15's own
+//! parameters (`config_table.rs`, generated from its `config.c`).
+//!
+//! Three kinds of parameter:
+//! - those packetstore implements change it at run time (`requirepass`,
+//!   `proto-max-bulk-len`) or are its truth (`appendonly yes`,
+//!   `appendfsync always`: every write is durable before its reply, and
+//!   setting them otherwise is refused with the reason);
+//! - the encoding and tuning ones that do not apply to packetstore (the
+//!   `*-max-listpack-*` sizes, `maxmemory-*`, `hz`, ...) are checked as
+//!   Redis checks them, kept, and read back: they change nothing (docs/
+//!   operations.md lists them);
+//! - the immutable ones are read only, as in Redis.
+//!
+//! Invariant: a CONFIG SET of several parameters applies all or none: every
+//! name and value is checked before the first one is set.
+
+use std::collections::HashMap;
+
+use crate::apps::kv::cmd::config_table::PARAMS;
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
+use crate::proto::resp::glob_match;
+use crate::store::db::StoreError;
+
+/// A parameter's type, as Redis checks its values.
+pub(in crate::apps::kv) enum Kind {
+    Bool,
+    Text,
+    Enum(&'static [&'static str]),
+    /// An integer within bounds.
+    Integer(i64, i64),
+    /// Bytes, with Redis's units (1k = 1000, 1kb = 1024, ... gb), or, where
+    /// the lower bound is negative, a percentage (`10%`, kept as -10).
+    Memory(i64, i64),
+}
+
+/// One of Redis's parameters.
+pub(in crate::apps::kv) struct Param {
+    pub(in crate::apps::kv) name: &'static str,
+    /// Its other name (Redis 6's), or empty.
+    pub(in crate::apps::kv) alias: &'static str,
+    pub(in crate::apps::kv) immutable: bool,
+    pub(in crate::apps::kv) kind: Kind,
+    pub(in crate::apps::kv) default: &'static str,
+}
+
+/// This family's commands, as COMMAND describes them (Redis 7's arities,
+/// flags and key positions).
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("config", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "CONFIG GET, SET, RESETSTAT, REWRITE: Redis's parameters (docs/operations.md says which apply).", KvServer::cmd_config),
+];
+
+/// Redis's `memtoull`: a number with an optional unit; None if malformed.
+fn parse_memory(text: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let multiplier: i64 = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<i64>().ok()?.checked_mul(multiplier)
+}
+
+impl Param {
+    /// Checks a value; Err: why it is refused (Redis's words).
+    fn check(&self, value: &str) -> Result<String, String> {
+        match self.kind {
+            Kind::Bool => match value.to_ascii_lowercase().as_str() {
+                "yes" | "no" => Ok(value.to_ascii_lowercase()),
+                _ => Err("argument must be 'yes' or 'no'".into()),
+            },
+            Kind::Text => Ok(value.to_string()),
+            Kind::Enum(values) => {
+                let lower = value.to_ascii_lowercase();
+                values.iter().find(|v| **v == lower).map(|v| v.to_string()).ok_or_else(|| {
+                    format!("argument(s) must be one of the following: {}", values.join(", "))
+                })
+            }
+            Kind::Integer(low, high) => {
+                let n: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+                Self::within(n, low, high)
+            }
+            Kind::Memory(low, high) => {
+                let percent = value.strip_suffix('%').filter(|_| low < 0).and_then(|n| n.parse::<i64>().ok());
+                let n = match percent {
+                    Some(p) => -p,
+                    None => parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?,
+                };
+                Self::within(n, low, high).map(|n| if percent.is_some() { format!("{}%", -n.parse::<i64>().unwrap_or(0)) } else { n })
+            }
+        }
+    }
+
+    fn within(n: i64, low: i64, high: i64) -> Result<String, String> {
+        if n < low || n > high {
+            return Err(format!("argument must be between {low} and {high} inclusive"));
+        }
+        Ok(n.to_string())
+    }
+}
+
+/// The parameter named `name` (or aliased so), in any case.
+fn find(name: &str) -> Option<&'static Param> {
+    PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))
+}
+
+/// Every parameter's value: Redis's defaults, then packetstore's truth.
+pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvConfig) -> HashMap<&'static str, String> {
+    let mut values: HashMap<&'static str, String> = PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
+    let durable = server.domain_name != "none";
+    values.insert("appendonly", if durable { "yes" } else { "no" }.into());
+    values.insert("appendfsync", if durable { "always" } else { "no" }.into());
+    values.insert("databases", "16".into());
+    values.insert("proto-max-bulk-len", server.value_size_max.to_string());
+    values.insert("save", String::new());
+    values.insert("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into());
+    values
+}
+
+impl KvServer {
+    fn cmd_config(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match ctx.conn.args.upper(1).as_deref() {
+            Some(b"GET") if ctx.argc() >= 3 => self.config_get(ctx),
+            Some(b"SET") if ctx.argc() >= 4 && ctx.argc() % 2 == 0 => self.config_set(ctx),
+            Some(b"RESETSTAT") if ctx.argc() == 2 => {
+                self.stats = KvStats::default();
+                // Batch sizes are counted from the writes at the last
+                // commit: zeroed together (a bare reset underflowed).
+                self.writes_at_commit = 0;
+                ctx.ok()
+            }
+            Some(b"REWRITE") if ctx.argc() == 2 => {
+                ctx.error("ERR The server is running without a config file: packetstore's options are its command line")
+            }
+            Some(b"HELP") if ctx.argc() == 2 => {
+                let lines = [
+                    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                    "GET <pattern>",
+                    "SET <directive> <value>",
+                    "RESETSTAT",
+                    "REWRITE",
+                    "HELP",
+                ];
+                ctx.array(lines.len());
+                lines.iter().for_each(|line| ctx.out.push(format!("+{line}\r\n").as_bytes()));
+            }
+            _ => {
+                let sub = String::from_utf8_lossy(&ctx.arg(1)).into_owned();
+                ctx.error(&format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try CONFIG HELP."))
+            }
+        }
+        Ok(())
+    }
+
+    fn config_get(&mut self, ctx: &mut Ctx<'_>) {
+        let patterns: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).to_ascii_lowercase()).collect();
+        let mut found: Vec<(&'static str, String)> = Vec::new();
+        for param in PARAMS {
+            let value = self.config_value(param.name);
+            for name in [param.name, param.alias] {
+                if !name.is_empty() && patterns.iter().any(|p| glob_match(p, name.as_bytes())) {
+                    found.push((name, value.clone()));
+                }
+            }
+        }
+        ctx.map(found.len());
+        for (name, value) in found {
+            ctx.bulk(name.as_bytes());
+            ctx.bulk(value.as_bytes());
+        }
+    }
+
+    /// A parameter's value as CONFIG GET shows it.
+    fn config_value(&self, name: &str) -> String {
+        if name == "requirepass" {
+            return self.config.requirepass.as_ref().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+        }
+        self.config_params.get(name).cloned().unwrap_or_default()
+    }
+
+    fn config_set(&mut self, ctx: &mut Ctx<'_>) {
+        let mut checked: Vec<(&'static Param, String)> = Vec::new();
+        for i in (2..ctx.argc()).step_by(2) {
+            let name = String::from_utf8_lossy(&ctx.arg(i)).into_owned();
+            let value = String::from_utf8_lossy(&ctx.arg(i + 1)).into_owned();
+            let Some(param) = find(&name) else {
+                ctx.error(&format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+                return;
+            };
+            if checked.iter().any(|(p, _)| p.name == param.name) {
+                ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+                return;
+            }
+            let result = if param.immutable { Err("can't set immutable config".to_string()) } else { param.check(&value) };
+            let result = result.and_then(|value| self.check_applies(param, value));
+            match result {
+                Ok(value) => checked.push((param, value)),
+                Err(why) => {
+                    ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"));
+                    return;
+                }
+            }
+        }
+        for (param, value) in checked {
+            self.config_apply(param, &value);
+            self.config_params.insert(param.name, value);
+        }
+        ctx.ok();
+    }
+
+    /// Refuses what packetstore cannot be: it makes every write durable
+    /// before its reply.
+    fn check_applies(&self, param: &Param, value: String) -> Result<String, String> {
+        let durable = self.config.domain_name != "none";
+        match param.name {
+            "appendonly" if durable && value != "yes" => {
+                Err("packetstore makes every write durable before its reply: appendonly is always yes".into())
+            }
+            "appendfsync" if durable && value != "always" => {
+                Err("packetstore makes every write durable before its reply: appendfsync is always 'always'".into())
+            }
+            "proto-max-bulk-len" if value.parse::<u64>().is_ok_and(|n| n < 1024 * 1024) => {
+                Err("argument must be at least 1mb".into())
+            }
+            _ => Ok(value),
+        }
+    }
+
+    /// Makes a checked value take effect where packetstore implements it.
+    fn config_apply(&mut self, param: &Param, value: &str) {
+        match param.name {
+            "requirepass" => {
+                self.config.requirepass = (!value.is_empty()).then(|| value.as_bytes().to_vec());
+            }
+            "proto-max-bulk-len" => {
+                if let Ok(limit) = value.parse::<u64>() {
+                    self.config.value_size_max = limit.min(crate::proto::resp::BULK_LEN_MAX);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_values_parse_as_redis_parses_them() {
+        assert_eq!(parse_memory("100"), Some(100));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("2gb"), Some(2 << 30));
+        assert_eq!(parse_memory("bla"), None);
+        assert_eq!(parse_memory("1xb"), None);
+    }
+
+    #[test]
+    fn the_table_knows_redis_names_and_aliases() {
+        assert_eq!(find("hash-max-ziplist-entries").map(|p| p.name), Some("hash-max-listpack-entries"));
+        assert_eq!(find("MAXMEMORY").map(|p| p.name), Some("maxmemory"));
+        assert!(find("no-such-parameter").is_none());
+        assert!(find("daemonize").unwrap().immutable);
+        assert_eq!(find("maxmemory").unwrap().check("bla"), Err("argument must be a memory value".into()));
+        assert_eq!(find("appendfsync").unwrap().check("ALWAYS"), Ok("always".into()));
+        assert!(PARAMS.len() > 170, "{} parameters", PARAMS.len());
+    }
+}
