@@ -59,6 +59,10 @@ pub struct Args {
     /// (for a Prometheus scraper on a trusted network).
     #[arg(long)]
     pub metrics_public: bool,
+    /// Allow Redis's DEBUG SLEEP and DEBUG SET-ACTIVE-EXPIRE (for test
+    /// suites; Redis's enable-debug-command). Off: DEBUG is refused.
+    #[arg(long)]
+    pub enable_debug_command: bool,
     /// I/O path: uring (PASTE's engine) or epoll (the Linux baseline).
     #[arg(long, default_value = "uring")]
     pub io: String,
@@ -157,6 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         zero_copy_min: parse_size(&args.zero_copy_min)?,
         requirepass: args.requirepass.clone().map(String::into_bytes),
         metrics_public: args.metrics_public,
+        debug_command: args.enable_debug_command,
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
         power_switch: power.clone(),

@@ -333,3 +333,38 @@ fn config_get_and_set_know_redis_parameters() {
     assert_eq!(other.call(&[b"CONFIG", b"SET", b"requirepass", b""]).unwrap(), "+OK");
     assert_eq!(Raw::connect(&server).call(&[b"PING"]).unwrap(), "+PONG");
 }
+
+#[test]
+fn persistence_commands_answer_truthfully_for_an_always_durable_server() {
+    let pool = TempPool::new("durability");
+    let server = Server::start(&pool.0, &[]);
+    let mut raw = Raw::connect(&server);
+    assert_eq!(raw.call(&[b"SAVE"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"BGSAVE"]).unwrap(), "+Background saving started");
+    assert_eq!(raw.call(&[b"BGREWRITEAOF"]).unwrap(), "+Background append only file rewriting started");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let lastsave: i64 = raw.call(&[b"LASTSAVE"]).unwrap()[1..].parse().unwrap();
+    assert!((lastsave - now).abs() <= 2, "LASTSAVE {lastsave}, now {now}");
+    // No replica exists: WAIT counts none, at once, whatever the timeout.
+    let started = std::time::Instant::now();
+    assert_eq!(raw.call(&[b"WAIT", b"1", b"0"]).unwrap(), ":0");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(raw.call(&[b"WAITAOF", b"1", b"0", b"0"]).unwrap(), "*2 [:1, :0]");
+    assert!(raw.call(&[b"TIME"]).unwrap().starts_with("*2 [$10, "));
+    // SAVE is one of the commands a transaction refuses, and it aborts.
+    assert_eq!(raw.call(&[b"MULTI"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"SAVE"]).unwrap(), "-ERR Command not allowed inside a transaction");
+    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-EXECABORT Transaction discarded because of previous errors.");
+    // DEBUG SLEEP and SET-ACTIVE-EXPIRE only with --enable-debug-command.
+    assert!(raw.call(&[b"DEBUG", b"SLEEP", b"0"]).unwrap().starts_with("-ERR DEBUG command not allowed"));
+    let pool = TempPool::new("debug-command");
+    let server = Server::start(&pool.0, &["--enable-debug-command"]);
+    let mut raw = Raw::connect(&server);
+    assert_eq!(raw.call(&[b"DEBUG", b"SLEEP", b"0.05"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]).unwrap(), "+OK");
+    assert_eq!(raw.call(&[b"SET", b"k", b"v", b"PX", b"1"]).unwrap(), "+OK");
+    std::thread::sleep(Duration::from_millis(400));
+    // Not removed by the tick: still counted, though it reads as absent.
+    assert_eq!(raw.call(&[b"DBSIZE"]).unwrap(), ":1");
+    assert_eq!(raw.call(&[b"GET", b"k"]).unwrap(), "$-1");
+}

@@ -137,6 +137,7 @@ fn run_server(
                 zero_copy_min: 1024,
                 requirepass: None,
                 metrics_public: false,
+                debug_command: false,
                 buffers_reserve: u32::from(RING_ENTRIES) * 2,
                 domain_name: "simulated".into(),
                 power_switch: None,

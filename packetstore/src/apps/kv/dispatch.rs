@@ -145,6 +145,13 @@ impl KvServer {
             ));
             return (false, kind, true);
         }
+        if ctx.conn.multi.is_some() && entry.has_flag("no_multi") {
+            if let Some(multi) = &mut ctx.conn.multi {
+                multi.aborted = true;
+            }
+            ctx.error("ERR Command not allowed inside a transaction");
+            return (false, kind, true);
+        }
         if ctx.conn.multi.is_some() && !runs_in_multi(entry.name) {
             self.queue(&mut ctx);
             return (false, OTHER, ctx.failed);
@@ -276,6 +283,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::server::COMMANDS,
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
+    cmd::durability::COMMANDS,
     cmd::strings::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,

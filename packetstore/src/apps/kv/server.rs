@@ -43,6 +43,7 @@ impl KvServer {
             command_index: CommandIndex::new(COMMANDS),
             watched: std::collections::HashMap::new(),
             modified: false,
+            active_expire: true,
             pubsub: Default::default(),
         }
     }
@@ -157,7 +158,7 @@ impl App for KvServer {
         }
         let now = now_ms();
         let expired = self.store.expired_keys(now, EXPIRE_PER_TICK_MAX);
-        if expired.is_empty() || !self.store.batch_has_room() {
+        if expired.is_empty() || !self.store.batch_has_room() || !self.active_expire {
             return;
         }
         let mut removed = 0;

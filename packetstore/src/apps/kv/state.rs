@@ -44,6 +44,9 @@ pub struct KvConfig {
     pub requirepass: Option<Vec<u8>>,
     /// With a password, /metrics still answers without it.
     pub metrics_public: bool,
+    /// DEBUG SLEEP and SET-ACTIVE-EXPIRE are allowed (Redis's
+    /// enable-debug-command; for test suites).
+    pub debug_command: bool,
     /// Free buffers kept back for receiving (the ring's refills).
     pub buffers_reserve: u32,
     /// What the server reports (INFO, CONFIG GET).
@@ -128,6 +131,8 @@ pub struct KvServer {
     /// The command running wrote to the store (its keys are touched for
     /// WATCH).
     pub(super) modified: bool,
+    /// The tick removes expired keys (DEBUG SET-ACTIVE-EXPIRE turns it off).
+    pub(super) active_expire: bool,
     /// Redis's configuration parameters as CONFIG GET shows them.
     pub(super) config_params: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.

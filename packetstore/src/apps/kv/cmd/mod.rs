@@ -3,6 +3,7 @@
 
 pub(super) mod command;
 pub(super) mod config;
+pub(super) mod durability;
 mod config_table;
 pub(super) mod hashes;
 pub(super) mod keys;

@@ -1,5 +1,5 @@
 //! Connection and server commands: PING, ECHO, QUIT, AUTH, HELLO, SELECT,
-//! CLIENT, CONFIG, INFO, DBSIZE, FLUSHALL/FLUSHDB, DEBUG.
+//! CLIENT, INFO, DBSIZE, FLUSHALL/FLUSHDB, TIME, RESET, DEBUG.
 
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
@@ -11,13 +11,14 @@ use crate::store::db::{Op, StoreError};
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("ping", -1, &["fast", "stale"], (0, 0, 0), "connection", "Returns PONG, or the argument.", KvServer::cmd_ping),
     cmd("echo", 2, &["fast"], (0, 0, 0), "connection", "Returns the argument.", KvServer::cmd_echo),
-    cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG POWERFAIL and PANIC: test servers only.", KvServer::cmd_debug),
+    cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command); POWERFAIL and PANIC (test servers).", KvServer::cmd_debug),
     cmd("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), "connection", "Resets the connection: no transaction, no watched key, no subscription, RESP2, no name, not authenticated.", KvServer::cmd_reset),
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
     cmd("select", 2, &["loading", "stale", "fast"], (0, 0, 0), "connection", "Selects database 0 (the only one).", KvServer::cmd_select),
     cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "Names the connection, returns its name or id.", KvServer::cmd_client),
+    cmd("time", 1, &["random", "loading", "stale", "fast"], (0, 0, 0), "server", "Returns the server's time: seconds and microseconds.", KvServer::cmd_time),
     cmd("info", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Returns information and statistics about the server.", KvServer::cmd_info),
     cmd("dbsize", 1, &["readonly", "fast"], (0, 0, 0), "server", "Returns the number of keys.", KvServer::cmd_dbsize),
     cmd("flushall", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
@@ -58,8 +59,12 @@ impl KvServer {
     /// (`--simulate-power-failures`, itself refused unless enabled).
     fn cmd_debug(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let sub = ctx.arg(1).to_ascii_uppercase();
+        if sub == b"SLEEP" || sub == b"SET-ACTIVE-EXPIRE" {
+            self.debug_runtime(ctx, &sub);
+            return Ok(());
+        }
         if sub != b"POWERFAIL" && sub != b"PANIC" {
-            ctx.error("ERR DEBUG supports only POWERFAIL <seed> <fences> and PANIC (tests)");
+            ctx.error("ERR DEBUG supports only SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command), POWERFAIL <seed> <fences> and PANIC (tests)");
             return Ok(());
         }
         let Some(device) = self.config.power_switch.clone() else {
@@ -84,6 +89,39 @@ impl KvServer {
         };
         device.crash_at_fence(device.fences() + fences, seed);
         ctx.ok();
+        Ok(())
+    }
+
+    /// DEBUG SLEEP <seconds> (the whole server sleeps, as Redis's does) and
+    /// DEBUG SET-ACTIVE-EXPIRE <0|1> (the tick's expiry off or on), with
+    /// `--enable-debug-command` only.
+    fn debug_runtime(&mut self, ctx: &mut Ctx<'_>, sub: &[u8]) {
+        if !self.config.debug_command {
+            ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+            return;
+        }
+        let value = (ctx.argc() == 3).then(|| String::from_utf8_lossy(&ctx.arg(2)).into_owned());
+        match (sub, value.as_deref()) {
+            (b"SLEEP", Some(seconds)) => match seconds.parse::<f64>() {
+                Ok(seconds) if (0.0..=3600.0).contains(&seconds) => {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+                    ctx.ok();
+                }
+                _ => ctx.error("ERR DEBUG SLEEP takes seconds from 0 to 3600"),
+            },
+            (b"SET-ACTIVE-EXPIRE", Some(flag @ ("0" | "1"))) => {
+                self.active_expire = flag == "1";
+                ctx.ok();
+            }
+            _ => ctx.error(SYNTAX),
+        }
+    }
+
+    fn cmd_time(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        ctx.array(2);
+        ctx.bulk(now.as_secs().to_string().as_bytes());
+        ctx.bulk(now.subsec_micros().to_string().as_bytes());
         Ok(())
     }
 
