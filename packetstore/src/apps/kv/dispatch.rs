@@ -262,6 +262,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::server::COMMANDS,
     cmd::command::COMMANDS,
     cmd::strings::COMMANDS,
+    cmd::bits::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,
     cmd::multi::COMMANDS,

@@ -13,7 +13,7 @@ use crate::index::tree::value_extents;
 use crate::io::app::Persist;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
-use crate::store::db::{expire_key, hash_key, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX};
+use crate::store::db::{expire_key, hash_key, string_key, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX};
 
 /// Checks a key's size.
 pub(super) fn key_ok(key: &[u8]) -> Result<(), String> {
@@ -39,6 +39,39 @@ pub(super) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding th
 pub(super) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 
 pub(super) const SYNTAX: &str = "ERR syntax error";
+
+/// Redis's error for a write that would make a string longer than the
+/// limit (`KvServer::string_max`).
+pub(super) const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+
+/// Redis's own limit on a string (`proto-max-bulk-len`, 512 MB).
+pub(super) const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
+
+/// `len` bytes of a string value from `start` (within it), read from
+/// only the extents that hold them.
+pub(super) fn value_range(pool: &Pool, value: &Value, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    if let Value::Inline(bytes) = value {
+        return Ok(bytes[start as usize..(start + len) as usize].to_vec());
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    let mut at = 0u64;
+    let end = start + len;
+    for extent in value_extents(pool, value)? {
+        let (from, to) = (at, at + u64::from(extent.len));
+        at = to;
+        if to <= start {
+            continue;
+        }
+        if from >= end {
+            break;
+        }
+        let skip = start.saturating_sub(from);
+        let take = to.min(end) - from - skip;
+        let part = Extent::new(extent.buffer, usize::from(extent.offset) + skip as usize, take as usize);
+        pool.read_extents(&[part], &mut out);
+    }
+    Ok(out)
+}
 
 impl KvServer {
     pub(super) fn check_password(&self, user: Option<&[u8]>, password: &[u8]) -> Result<(), &'static str> {
@@ -140,6 +173,23 @@ impl KvServer {
         let extents = self.store.stage(ctx.pool, ctx.buffers, bytes)?;
         self.stage_bytes(bytes.len() as u64, false);
         Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
+    }
+
+    /// The longest string a command may make: the server's value limit,
+    /// and never more than Redis's.
+    pub(super) fn string_max(&self) -> u64 {
+        self.config.value_size_max.min(PROTO_MAX_BULK_LEN)
+    }
+
+    /// Writes `bytes` as the string at `key` (known not to hold another
+    /// type), keeping its time to live (as SETRANGE, SETBIT, INCRBYFLOAT):
+    /// one store group.
+    pub(super) fn put_string(&mut self, ctx: &mut Ctx<'_>, key: &[u8], bytes: &[u8]) -> Result<(), StoreError> {
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, key, &mut ops)?;
+        let put = self.put_bytes(ctx, string_key(key), bytes)?;
+        ops.push(put);
+        self.apply(ctx, &ops)
     }
 
     /// Ops that make `key` ready for a new string value: a hash there goes,
