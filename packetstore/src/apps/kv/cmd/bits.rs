@@ -95,7 +95,7 @@ fn field_type(text: &[u8]) -> Option<(bool, u32)> {
         _ => return None,
     };
     let bits = parse_i64(&text[1..])?;
-    (bits >= 1 && bits <= if signed { 64 } else { 63 }).then_some((signed, bits as u32))
+    (1..=if signed { 64 } else { 63 }).contains(&bits).then_some((signed, bits as u32))
 }
 
 fn get_unsigned(bytes: &[u8], mut offset: u64, bits: u32) -> u64 {
