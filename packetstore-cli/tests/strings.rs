@@ -295,7 +295,10 @@ fn bitfield() {
     assert_eq!(shown(&mut c, &["BITFIELD", "bf", "OVERFLOW", "SAT", "INCRBY", "i8", "0", "-1000"]), "[-128]");
     assert_eq!(shown(&mut c, &["BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "-1"]), "[nil]");
     assert_eq!(shown(&mut c, &["BITFIELD", "bf", "GET", "i8", "0"]), "[-128]");
-    assert_eq!(shown(&mut c, &["BITFIELD", "u", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY", "u2", "102", "5"]), "[1 3]");
+    assert_eq!(
+        shown(&mut c, &["BITFIELD", "u", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY", "u2", "102", "5"]),
+        "[1 3]"
+    );
     assert_eq!(shown(&mut c, &["BITFIELD", "u", "OVERFLOW", "WRAP", "INCRBY", "u2", "100", "4"]), "[1]");
     assert_eq!(shown(&mut c, &["BITFIELD", "u", "SET", "u8", "#1", "255", "GET", "u8", "#1"]), "[0 255]");
     assert_eq!(shown(&mut c, &["BITFIELD", "u", "GET", "u4", "8", "GET", "i4", "8", "GET", "u8", "1000"]), "[15 -1 0]");
@@ -303,7 +306,10 @@ fn bitfield() {
         shown(&mut c, &["BITFIELD", "w", "SET", "i64", "0", "9223372036854775807", "INCRBY", "i64", "0", "1"]),
         "[0 -9223372036854775808]"
     );
-    assert_eq!(shown(&mut c, &["BITFIELD", "w2", "SET", "u63", "0", "-1", "GET", "u63", "0"]), "[0 9223372036854775807]");
+    assert_eq!(
+        shown(&mut c, &["BITFIELD", "w2", "SET", "u63", "0", "-1", "GET", "u63", "0"]),
+        "[0 9223372036854775807]"
+    );
     assert_eq!(shown(&mut c, &["BITFIELD", "nothere", "GET", "u8", "0"]), "[0]");
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "nothere"]), 0, "GET alone writes nothing");
     assert_eq!(shown(&mut c, &["BITFIELD", "e"]), "[]");

@@ -47,9 +47,12 @@ fn bit_offset(text: &[u8], bits: u32, limit: u64) -> Option<u64> {
 
 /// The bytes and edge masks BITCOUNT and BITPOS look at: first and last
 /// byte (inclusive; first > last: nothing), and in BIT mode the bits of
-/// the first and last bytes outside the range. Redis's rules: negative
-/// indexes count from the end, both are clamped.
-fn bit_range(len: i64, start: i64, end: i64, bit_mode: bool) -> (i64, i64, u8, u8) {
+/// the first and last bytes outside the range.
+type BitRange = (i64, i64, u8, u8);
+
+/// A `BitRange` by Redis's rules: negative indexes count from the end,
+/// both are clamped.
+fn bit_range(len: i64, start: i64, end: i64, bit_mode: bool) -> BitRange {
     let total = if bit_mode { len << 3 } else { len };
     let start = if start < 0 { total + start } else { start }.max(0);
     let end = if end < 0 { total + end } else { end }.max(0).min(total - 1);
@@ -275,7 +278,11 @@ impl KvServer {
             }
         };
         let byte = offset >> 3;
-        let bit = if byte < value_len(&value) { (value_range(ctx.pool, &value, byte, 1)?[0] >> (7 - (offset & 7))) & 1 } else { 0 };
+        let bit = if byte < value_len(&value) {
+            (value_range(ctx.pool, &value, byte, 1)?[0] >> (7 - (offset & 7))) & 1
+        } else {
+            0
+        };
         ctx.int(i64::from(bit));
         Ok(())
     }
@@ -544,7 +551,8 @@ impl KvServer {
         value: Option<&Value>,
         ops: &[FieldOp],
     ) -> Result<Vec<Option<i64>>, StoreError> {
-        let highest = ops.iter().filter(|op| op.kind != FieldKind::Get).map(|op| op.offset + u64::from(op.bits) - 1).max();
+        let highest =
+            ops.iter().filter(|op| op.kind != FieldKind::Get).map(|op| op.offset + u64::from(op.bits) - 1).max();
         let needed = (highest.expect("a write") >> 3) as usize + 1;
         let mut bytes = match value {
             Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
@@ -589,7 +597,7 @@ fn range_unit(ctx: &Ctx<'_>, i: usize) -> Option<bool> {
 
 /// BITPOS's range (`bit_range`) in a string of `len` bytes, and whether
 /// an end was given; Err: the error reply.
-fn bitpos_range(ctx: &Ctx<'_>, len: i64) -> Result<((i64, i64, u8, u8), bool), &'static str> {
+fn bitpos_range(ctx: &Ctx<'_>, len: i64) -> Result<(BitRange, bool), &'static str> {
     match ctx.argc() {
         3 => Ok(((0, len - 1, 0, 0), false)),
         4..=6 => {

@@ -665,7 +665,6 @@ impl KvServer {
     }
 }
 
-
 /// Redis's `MAX_LONG_DOUBLE_CHARS`: longer strings are no numbers.
 const FLOAT_CHARS_MAX: u64 = 5 * 1024;
 
