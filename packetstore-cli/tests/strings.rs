@@ -433,3 +433,67 @@ fn writes_survive_a_restart() {
     assert_eq!(q::<Vec<u8>>(&mut c, &["GET", "n"]), b"\xff\xbf");
     assert_eq!(q::<Vec<u8>>(&mut c, &["GET", "bf"]), b"\x12\x34");
 }
+
+/// SETRANGE, SETBIT and BITFIELD on large values (rewritten without
+/// copying their unchanged bytes) give the bytes a whole rewrite would,
+/// before and after a restart.
+#[test]
+fn edits_of_large_values() {
+    let pool = TempPool::new("strings-large");
+    let mut model: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        let _: () = redis::cmd("SET").arg("big").arg(&model).query(&mut c).unwrap();
+        let _: () = redis::cmd("SET").arg("ttl").arg(&model).arg("EX").arg(1000).query(&mut c).unwrap();
+        // Within, across buffer boundaries, at the end, past the end.
+        for (offset, len) in
+            [(0usize, 10usize), (2040, 20), (100_000, 5000), (299_990, 10), (299_995, 20), (310_000, 3)]
+        {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 + offset) as u8).collect();
+            let total: usize = redis::cmd("SETRANGE").arg("big").arg(offset).arg(&bytes).query(&mut c).unwrap();
+            if model.len() < offset + len {
+                model.resize(offset + len, 0);
+            }
+            model[offset..offset + len].copy_from_slice(&bytes);
+            assert_eq!(total, model.len());
+        }
+        for bit in [0usize, 7, 16_385, 2_480_003, 2_600_000] {
+            let old: i64 = redis::cmd("SETBIT").arg("big").arg(bit).arg(1).query(&mut c).unwrap();
+            if model.len() <= bit / 8 {
+                model.resize(bit / 8 + 1, 0);
+            }
+            assert_eq!(old, i64::from((model[bit / 8] >> (7 - bit % 8)) & 1), "bit {bit}");
+            model[bit / 8] |= 1 << (7 - bit % 8);
+        }
+        let replies: Vec<Option<i64>> = redis::cmd("BITFIELD")
+            .arg(&["big", "SET", "u16", "#1000", "4660", "GET", "u8", "0", "SET", "i8", "2700000", "-1"])
+            .query(&mut c)
+            .unwrap();
+        let old = u16::from_be_bytes([model[2000], model[2001]]);
+        assert_eq!(replies, vec![Some(i64::from(old)), Some(i64::from(model[0])), Some(0)]);
+        model[2000..2002].copy_from_slice(&4660u16.to_be_bytes());
+        model.resize(2_700_000 / 8 + 1, 0);
+        model[2_700_000 / 8] = 0xFF;
+        let back: Vec<u8> = c.get_big("big");
+        assert!(back == model, "the edited value");
+        let _: i64 = redis::cmd("SETRANGE").arg("ttl").arg(150_000).arg("x").query(&mut c).unwrap();
+        let _: i64 = redis::cmd("SETBIT").arg("ttl").arg(1_000_000).arg(1).query(&mut c).unwrap();
+        assert_eq!(q::<i64>(&mut c, &["TTL", "ttl"]), 1000);
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let back: Vec<u8> = c.get_big("big");
+    assert!(back == model, "the edited value after a restart");
+}
+
+trait GetBig {
+    fn get_big(&mut self, key: &str) -> Vec<u8>;
+}
+
+impl GetBig for redis::Connection {
+    fn get_big(&mut self, key: &str) -> Vec<u8> {
+        redis::cmd("GET").arg(key).query(self).unwrap()
+    }
+}

@@ -13,7 +13,9 @@ use crate::index::tree::value_extents;
 use crate::io::app::Persist;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
-use crate::store::db::{expire_key, hash_key, string_key, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX};
+use crate::store::db::{
+    expire_key, hash_key, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX,
+};
 
 /// Checks a key's size.
 pub(super) fn key_ok(key: &[u8]) -> Result<(), String> {
@@ -47,29 +49,39 @@ pub(super) const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed siz
 /// Redis's own limit on a string (`proto-max-bulk-len`, 512 MB).
 pub(super) const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
 
+/// Strings at least this long are rewritten by SETRANGE, SETBIT and
+/// BITFIELD without copying their unchanged bytes (`put_spliced`).
+const SPLICE_MIN: u64 = 4096;
+
+/// The parts of `extents` (a value's, in order) holding its bytes
+/// `from..to`, appended to `out`.
+fn slice_extents(extents: &[Extent], from: u64, to: u64, out: &mut Vec<Extent>) {
+    let mut at = 0u64;
+    for extent in extents {
+        let (start, end) = (at, at + u64::from(extent.len));
+        at = end;
+        if end <= from {
+            continue;
+        }
+        if start >= to {
+            break;
+        }
+        let skip = from.saturating_sub(start);
+        let take = end.min(to) - start - skip;
+        out.push(Extent::new(extent.buffer, usize::from(extent.offset) + skip as usize, take as usize));
+    }
+}
+
 /// `len` bytes of a string value from `start` (within it), read from
 /// only the extents that hold them.
 pub(super) fn value_range(pool: &Pool, value: &Value, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
     if let Value::Inline(bytes) = value {
         return Ok(bytes[start as usize..(start + len) as usize].to_vec());
     }
+    let mut parts = Vec::new();
+    slice_extents(&value_extents(pool, value)?, start, start + len, &mut parts);
     let mut out = Vec::with_capacity(len as usize);
-    let mut at = 0u64;
-    let end = start + len;
-    for extent in value_extents(pool, value)? {
-        let (from, to) = (at, at + u64::from(extent.len));
-        at = to;
-        if to <= start {
-            continue;
-        }
-        if from >= end {
-            break;
-        }
-        let skip = start.saturating_sub(from);
-        let take = to.min(end) - from - skip;
-        let part = Extent::new(extent.buffer, usize::from(extent.offset) + skip as usize, take as usize);
-        pool.read_extents(&[part], &mut out);
-    }
+    pool.read_extents(&parts, &mut out);
     Ok(out)
 }
 
@@ -190,6 +202,92 @@ impl KvServer {
         let put = self.put_bytes(ctx, string_key(key), bytes)?;
         ops.push(put);
         self.apply(ctx, &ops)
+    }
+
+    /// Writes `bytes` at `offset` of the string at `key` (`old`, known
+    /// to be a string or absent; zeros fill any gap past its end), keeping
+    /// its time to live: one store group. Returns the new length.
+    pub(super) fn put_spliced(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        old: Option<&Value>,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<u64, StoreError> {
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, key, &mut ops)?;
+        let old_len = old.map_or(0, value_len);
+        let total = old_len.max(offset + bytes.len() as u64);
+        let put = match old {
+            Some(value) if total >= SPLICE_MIN && !matches!(value, Value::Inline(_)) => {
+                self.splice(ctx, key, value, offset, bytes)?
+            }
+            _ => None,
+        };
+        let put = match put {
+            Some(put) => put,
+            None => {
+                let mut whole = match old {
+                    Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
+                    None => Vec::new(),
+                };
+                whole.resize(total as usize, 0);
+                whole[offset as usize..offset as usize + bytes.len()].copy_from_slice(bytes);
+                self.put_bytes(ctx, string_key(key), &whole)?
+            }
+        };
+        ops.push(put);
+        self.apply(ctx, &ops)?;
+        Ok(total)
+    }
+
+    /// `put_spliced`'s Put for a large stored value: its bytes before and
+    /// after the change stay where they are (new references on their
+    /// buffers), only the change (and any zeros before it) is staged.
+    /// None: too fragmented for one record (the caller copies instead).
+    fn splice(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        value: &Value,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<Option<Op>, StoreError> {
+        let old = value_extents(ctx.pool, value)?;
+        let old_len = value_len(value);
+        let end = offset + bytes.len() as u64;
+        let (mut kept, mut suffix) = (Vec::new(), Vec::new());
+        slice_extents(&old, 0, offset.min(old_len), &mut kept);
+        slice_extents(&old, end, old_len, &mut suffix);
+        let mut middle = vec![0u8; offset.saturating_sub(old_len) as usize];
+        middle.extend_from_slice(bytes);
+        let buffer_size = u64::from(ctx.pool.geometry().buffer_size);
+        if kept.len() + suffix.len() + (middle.len() as u64).div_ceil(buffer_size) as usize + 1
+            > crate::limits::RECORD_EXTENTS_MAX
+        {
+            return Ok(None);
+        }
+        kept.extend_from_slice(&suffix);
+        for (i, extent) in kept.iter().enumerate() {
+            if let Err(error) = ctx.buffers.retain(extent.buffer) {
+                ctx.buffers.release_extents(&kept[..i]).expect("our references");
+                return Err(error.into());
+            }
+        }
+        let staged = match self.store.stage(ctx.pool, ctx.buffers, &middle) {
+            Ok(staged) => staged,
+            Err(error) => {
+                ctx.buffers.release_extents(&kept).expect("our references");
+                return Err(error);
+            }
+        };
+        self.stage_bytes(middle.len() as u64, false);
+        let prefix = kept.len() - suffix.len();
+        let mut extents = kept[..prefix].to_vec();
+        extents.extend_from_slice(&staged);
+        extents.extend_from_slice(&suffix);
+        Ok(Some(Op::Put { key: string_key(key), extents, len: old_len.max(end) }))
     }
 
     /// Ops that make `key` ready for a new string value: a hash there goes,

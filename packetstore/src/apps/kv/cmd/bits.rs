@@ -12,7 +12,7 @@
 use crate::apps::kv::ops::{key_ok, parse_i64, value_range, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
-use crate::store::db::{string_key, value_bytes, value_len, StoreError};
+use crate::store::db::{string_key, value_len, StoreError};
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -236,24 +236,24 @@ impl KvServer {
                 return Ok(());
             }
         };
-        let mut bytes = match self.string_of(ctx, &key)? {
-            Ok(Some(value)) => value_bytes(ctx.pool, &value)?.into_owned(),
-            Ok(None) => Vec::new(),
+        let value = match self.string_of(ctx, &key)? {
+            Ok(value) => value,
             Err(()) => {
                 ctx.error(WRONGTYPE);
                 return Ok(());
             }
         };
-        let byte = (offset >> 3) as usize;
-        let grown = bytes.len() <= byte;
-        if grown {
-            bytes.resize(byte + 1, 0);
-        }
+        let byte = offset >> 3;
+        let grown = value.as_ref().map_or(0, value_len) <= byte;
+        let current = match &value {
+            Some(value) if !grown => value_range(ctx.pool, value, byte, 1)?[0],
+            _ => 0,
+        };
         let shift = 7 - (offset & 7);
-        let old = (bytes[byte] >> shift) & 1;
+        let old = (current >> shift) & 1;
         if grown || old != on {
-            bytes[byte] = (bytes[byte] & !(1 << shift)) | (on << shift);
-            self.put_string(ctx, &key, &bytes)?;
+            let new = (current & !(1 << shift)) | (on << shift);
+            self.put_spliced(ctx, &key, value.as_ref(), byte, &[new])?;
         }
         ctx.int(i64::from(old));
         Ok(())
@@ -541,9 +541,10 @@ impl KvServer {
         Ok(())
     }
 
-    /// Runs BITFIELD's operations, at least one a write, on the string
-    /// (grown to hold the highest bit written) and stores it if it was
-    /// created, grown or changed. Returns the replies.
+    /// Runs BITFIELD's operations, at least one a write, on the bytes
+    /// they touch (the string grown to hold the highest bit written) and
+    /// stores them if the string was created, grown or changed. Returns
+    /// the replies.
     fn bitfield_write(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -551,32 +552,34 @@ impl KvServer {
         value: Option<&Value>,
         ops: &[FieldOp],
     ) -> Result<Vec<Option<i64>>, StoreError> {
-        let highest =
-            ops.iter().filter(|op| op.kind != FieldKind::Get).map(|op| op.offset + u64::from(op.bits) - 1).max();
-        let needed = (highest.expect("a write") >> 3) as usize + 1;
-        let mut bytes = match value {
-            Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
-            None => Vec::new(),
+        let len = value.map_or(0, value_len);
+        let writes = ops.iter().filter(|op| op.kind != FieldKind::Get);
+        let needed = writes.map(|op| ((op.offset + u64::from(op.bits) - 1) >> 3) + 1).max().expect("a write");
+        let gets = ops.iter().filter(|op| op.kind == FieldKind::Get).map(|op| ((op.offset >> 3) + 9).min(len));
+        // The window of bytes the operations touch: [low, high).
+        let low = ops.iter().map(|op| op.offset >> 3).min().expect("an operation");
+        let high = gets.max().unwrap_or(0).max(needed);
+        let mut window = match value {
+            Some(value) if low < len => value_range(ctx.pool, value, low, high.min(len) - low)?,
+            _ => Vec::new(),
         };
-        let grown = value.is_none() || bytes.len() < needed;
-        if bytes.len() < needed {
-            bytes.resize(needed, 0);
-        }
-        let mut changed = grown;
+        window.resize((high - low) as usize, 0);
+        let mut changed = value.is_none() || len < needed;
         let mut replies = Vec::with_capacity(ops.len());
         for op in ops {
+            let op = FieldOp { offset: op.offset - low * 8, ..*op };
             if op.kind == FieldKind::Get {
                 let first = op.offset >> 3;
-                let window = bytes.get(first as usize..).map_or(&[][..], |rest| &rest[..rest.len().min(9)]);
-                replies.push(Some(field_get(window, first, op)));
+                let rest = window.get(first as usize..).unwrap_or_default();
+                replies.push(Some(field_get(&rest[..rest.len().min(9)], first, &op)));
                 continue;
             }
-            let (reply, change) = field_write(&mut bytes, op);
+            let (reply, change) = field_write(&mut window, &op);
             changed |= change;
             replies.push(reply);
         }
         if changed {
-            self.put_string(ctx, key, &bytes)?;
+            self.put_spliced(ctx, key, value, low, &window)?;
         }
         Ok(replies)
     }

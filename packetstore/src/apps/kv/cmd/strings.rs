@@ -532,17 +532,9 @@ impl KvServer {
             ctx.error(STRING_TOO_LONG);
             return Ok(());
         }
-        let mut bytes = match &old {
-            Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
-            None => Vec::new(),
-        };
-        let (start, end) = (offset as usize, offset as usize + add as usize);
-        if bytes.len() < end {
-            bytes.resize(end, 0);
-        }
-        bytes[start..end].copy_from_slice(&ctx.arg(3));
-        self.put_string(ctx, &key, &bytes)?;
-        ctx.int(bytes.len() as i64);
+        let bytes = ctx.arg(3).into_owned();
+        let total = self.put_spliced(ctx, &key, old.as_ref(), offset as u64, &bytes)?;
+        ctx.int(total as i64);
         Ok(())
     }
 
