@@ -497,3 +497,41 @@ impl GetBig for redis::Connection {
         redis::cmd("GET").arg(key).query(self).unwrap()
     }
 }
+
+/// Thousands of small edits of one value (each version shares the
+/// previous one's buffers until it is too fragmented, or a buffer has too
+/// many references, and then is copied whole): no error, the right bytes.
+#[test]
+fn many_small_edits_of_one_value() {
+    let pool = TempPool::new("strings-edits");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let mut pipe = redis::pipe();
+    for i in 0..5000u32 {
+        pipe.cmd("APPEND").arg("a").arg(&[(i % 251) as u8][..]).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let back: Vec<u8> = c.get_big("a");
+    assert!(back == (0..5000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>(), "5000 appends");
+    let big = vec![0u8; 3000];
+    for i in 0..20 {
+        let _: i64 = redis::cmd("APPEND").arg("b").arg(&big).query(&mut c).unwrap();
+        let _: i64 = redis::cmd("APPEND").arg("b").arg(&[i as u8][..]).query(&mut c).unwrap();
+    }
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "b"]), 20 * 3001);
+    let mut model = vec![0u8; 65536];
+    let mut pipe = redis::pipe();
+    for i in 0..5000u64 {
+        let bit = i.wrapping_mul(2_654_435_761) % (65536 * 8);
+        let on = (i % 3 != 0) as u8;
+        pipe.cmd("SETBIT").arg("s").arg(bit).arg(on).ignore();
+        let (byte, shift) = ((bit / 8) as usize, 7 - bit % 8);
+        model[byte] = (model[byte] & !(1 << shift)) | (on << shift);
+    }
+    let _: () = redis::cmd("SETRANGE").arg("s").arg(65535).arg(&[0u8][..]).query(&mut c).unwrap();
+    let _: () = pipe.query(&mut c).unwrap();
+    let back: Vec<u8> = c.get_big("s");
+    assert!(back == model, "5000 SETBITs");
+    let ones: i64 = q(&mut c, &["BITCOUNT", "s"]);
+    assert_eq!(ones, model.iter().map(|b| i64::from(b.count_ones())).sum::<i64>());
+}

@@ -245,7 +245,7 @@ impl KvServer {
     /// `put_spliced`'s Put for a large stored value: its bytes before and
     /// after the change stay where they are (new references on their
     /// buffers), only the change (and any zeros before it) is staged.
-    /// None: too fragmented for one record (the caller copies instead).
+    /// None: `may_share` says no (the caller copies instead).
     fn splice(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -263,18 +263,12 @@ impl KvServer {
         let mut middle = vec![0u8; offset.saturating_sub(old_len) as usize];
         middle.extend_from_slice(bytes);
         let buffer_size = u64::from(ctx.pool.geometry().buffer_size);
-        if kept.len() + suffix.len() + (middle.len() as u64).div_ceil(buffer_size) as usize + 1
-            > crate::limits::RECORD_EXTENTS_MAX
-        {
+        kept.extend_from_slice(&suffix);
+        let staged = (middle.len() as u64).div_ceil(buffer_size) as usize + 1;
+        if !self.may_share(ctx, &kept, staged, old_len.max(end)) {
             return Ok(None);
         }
-        kept.extend_from_slice(&suffix);
-        for (i, extent) in kept.iter().enumerate() {
-            if let Err(error) = ctx.buffers.retain(extent.buffer) {
-                ctx.buffers.release_extents(&kept[..i]).expect("our references");
-                return Err(error.into());
-            }
-        }
+        self.retain_all(ctx, &kept)?;
         let staged = match self.store.stage(ctx.pool, ctx.buffers, &middle) {
             Ok(staged) => staged,
             Err(error) => {
@@ -288,6 +282,37 @@ impl KvServer {
         extents.extend_from_slice(&staged);
         extents.extend_from_slice(&suffix);
         Ok(Some(Op::Put { key: string_key(key), extents, len: old_len.max(end) }))
+    }
+
+    /// Whether a new value of `len` bytes may name `extents` shared with
+    /// the value it replaces (and `staged` more extents): not when it
+    /// would be fragmented (over twice the extents a copy takes, plus 16)
+    /// or leave a buffer with over half the references it may hold. Every
+    /// version of a value names its shared buffers until checkpointed, so
+    /// sharing without these bounds runs buffers out of references.
+    pub(super) fn may_share(&self, ctx: &Ctx<'_>, extents: &[Extent], staged: usize, len: u64) -> bool {
+        let buffer_size = u64::from(ctx.pool.geometry().buffer_size);
+        let count = extents.len() + staged;
+        if count as u64 > 2 * len.div_ceil(buffer_size) + 16 || count > crate::limits::RECORD_EXTENTS_MAX {
+            return false;
+        }
+        let mut added: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+        for extent in extents {
+            *added.entry(extent.buffer).or_default() += 1;
+        }
+        let limit = u32::from(crate::limits::BUFFER_REFS_MAX / 2);
+        added.iter().all(|(&buffer, &n)| u32::from(ctx.buffers.refs(buffer)) + n <= limit)
+    }
+
+    /// Takes a reference on each extent's buffer; none on an error.
+    pub(super) fn retain_all(&self, ctx: &mut Ctx<'_>, extents: &[Extent]) -> Result<(), StoreError> {
+        for (i, extent) in extents.iter().enumerate() {
+            if let Err(error) = ctx.buffers.retain(extent.buffer) {
+                ctx.buffers.release_extents(&extents[..i]).expect("our references");
+                return Err(error.into());
+            }
+        }
+        Ok(())
     }
 
     /// Ops that make `key` ready for a new string value: a hash there goes,

@@ -13,6 +13,7 @@ use crate::apps::kv::ops::{key_ok, parse_i64, value_range, NOT_INTEGER, STRING_T
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
+use crate::pool::extent::Extent;
 use crate::store::db::{expire_key, string_key, value_bytes, value_len, Op, Store, StoreError};
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
@@ -435,61 +436,85 @@ impl KvServer {
                 return Ok(());
             }
         };
-        let old_len = old.as_ref().map_or(0, value_len);
-        let add_len = ctx.conn.args.arg_len(2);
-        let total = old_len + add_len;
+        let total = old.as_ref().map_or(0, value_len) + ctx.conn.args.arg_len(2);
         if total > self.string_max() {
             ctx.error(STRING_TOO_LONG);
             return Ok(());
         }
         let mut ops = Vec::new();
         self.purge_if_expired(ctx, &key, &mut ops)?;
-        // The new value: the old value's extents and the argument's, both
-        // where they already are (zero copy), or copied when small.
-        let mut extents = Vec::new();
-        let result = (|| {
-            match &old {
-                Some(Value::Inline(bytes)) => extents.extend(self.store.stage(ctx.pool, ctx.buffers, bytes)?),
-                Some(value) => {
-                    for extent in value_extents(ctx.pool, value)? {
-                        ctx.buffers.retain(extent.buffer)?;
-                        extents.push(extent);
-                    }
-                }
-                None => {}
+        let put = match self.append_shared(ctx, &key, old.as_ref(), total)? {
+            Some(put) => put,
+            None => {
+                let mut bytes = match &old {
+                    Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
+                    None => Vec::new(),
+                };
+                bytes.extend_from_slice(&ctx.arg(2));
+                self.put_bytes(ctx, string_key(&key), &bytes)?
             }
-            match ctx.conn.args.extents(2) {
-                Some(arg) => {
-                    for extent in arg {
-                        ctx.buffers.retain(extent.buffer)?;
-                        extents.push(*extent);
-                    }
-                    self.stage_bytes(ctx.conn.args.arg_len(2), true);
-                }
-                None => {
-                    let bytes = ctx.arg(2).into_owned();
-                    extents.extend(self.store.stage(ctx.pool, ctx.buffers, &bytes)?);
-                    self.stage_bytes(bytes.len() as u64, false);
-                }
-            }
-            Ok::<(), StoreError>(())
-        })();
-        if let Err(error) = result {
-            ctx.buffers.release_extents(&extents).expect("our references");
-            return Err(error);
-        }
-        if extents.len() > crate::limits::RECORD_EXTENTS_MAX {
-            // Too fragmented for one record: one copy into whole buffers.
-            let mut bytes = Vec::with_capacity(total as usize);
-            ctx.pool.read_extents(&extents, &mut bytes);
-            ctx.buffers.release_extents(&extents).expect("our references");
-            extents.clear();
-            ctx.buffers.copy_in(ctx.pool, &bytes, &mut extents)?;
-        }
-        ops.push(Op::Put { key: string_key(&key), extents, len: total });
+        };
+        ops.push(put);
         self.apply(ctx, &ops)?;
         ctx.int(total as i64);
         Ok(())
+    }
+
+    /// APPEND's Put naming the old value's bytes and the argument's where
+    /// they already are (zero copy, new references on their buffers); None
+    /// when neither is in the pool, or when sharing would fragment the
+    /// value or strain a buffer's references (`may_share`): the caller
+    /// copies the whole value instead.
+    fn append_shared(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        old: Option<&Value>,
+        total: u64,
+    ) -> Result<Option<Op>, StoreError> {
+        let old_stored = match old {
+            Some(value) if !matches!(value, Value::Inline(_)) => value_extents(ctx.pool, value)?,
+            _ => Vec::new(),
+        };
+        let received = ctx.conn.args.extents(2).map(<[Extent]>::to_vec).unwrap_or_default();
+        if old_stored.is_empty() && received.is_empty() {
+            return Ok(None);
+        }
+        let mut shared = old_stored;
+        let old_parts = shared.len();
+        shared.extend_from_slice(&received);
+        if !self.may_share(ctx, &shared, 2, total) {
+            return Ok(None);
+        }
+        self.retain_all(ctx, &shared)?;
+        let mut staged = Vec::new();
+        let result = (|| {
+            if let Some(Value::Inline(bytes)) = old {
+                staged.extend(self.store.stage(ctx.pool, ctx.buffers, bytes)?);
+            }
+            let inline_parts = staged.len();
+            if received.is_empty() {
+                let bytes = ctx.arg(2).into_owned();
+                staged.extend(self.store.stage(ctx.pool, ctx.buffers, &bytes)?);
+            }
+            Ok::<usize, StoreError>(inline_parts)
+        })();
+        let inline_parts = match result {
+            Ok(parts) => parts,
+            Err(error) => {
+                ctx.buffers.release_extents(&shared).expect("our references");
+                ctx.buffers.release_extents(&staged).expect("our references");
+                return Err(error);
+            }
+        };
+        self.stage_bytes(ctx.conn.args.arg_len(2), !received.is_empty());
+        // In order: the old value (staged if it was inline, else where it
+        // is), then the argument (where it was received, else staged).
+        let mut extents = staged[..inline_parts].to_vec();
+        extents.extend_from_slice(&shared[..old_parts]);
+        extents.extend_from_slice(&shared[old_parts..]);
+        extents.extend_from_slice(&staged[inline_parts..]);
+        Ok(Some(Op::Put { key: string_key(key), extents, len: total }))
     }
 
     fn cmd_strlen(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
