@@ -713,13 +713,22 @@ const DECIMAL_DIGITS_MAX: usize = 36;
 const FLOAT_DECIMALS: u32 = 17;
 
 impl Decimal {
-    /// `[-+]digits[.digits]` with at most `DECIMAL_DIGITS_MAX` digits;
-    /// None for anything else (exponents, `inf`: read as floats).
+    /// `[-+]digits[.digits][e[-+]digits]` with at most
+    /// `DECIMAL_DIGITS_MAX` digits and as many after the point; None for
+    /// anything else (`inf`, hexadecimal: read as floats).
     fn parse(text: &[u8]) -> Option<Decimal> {
         let (negative, body) = match text.first() {
             Some(b'-') => (true, &text[1..]),
             Some(b'+') => (false, &text[1..]),
             _ => (false, text),
+        };
+        let (body, exponent) = match body.iter().position(|&c| c == b'e' || c == b'E') {
+            Some(e) => {
+                let digits = body[e + 1..].strip_prefix(b"+").unwrap_or(&body[e + 1..]);
+                let exponent: i64 = std::str::from_utf8(digits).ok().filter(|d| d.len() <= 4)?.parse().ok()?;
+                (&body[..e], exponent)
+            }
+            None => (body, 0),
         };
         let (int, frac) = match body.iter().position(|&c| c == b'.') {
             Some(dot) => (&body[..dot], &body[dot + 1..]),
@@ -729,8 +738,16 @@ impl Decimal {
         if digits == 0 || digits > DECIMAL_DIGITS_MAX || !int.iter().chain(frac).all(u8::is_ascii_digit) {
             return None;
         }
-        let mantissa = int.iter().chain(frac).fold(0i128, |m, &c| m * 10 + i128::from(c - b'0'));
-        Some(Decimal { mantissa: if negative { -mantissa } else { mantissa }, scale: frac.len() as u32 })
+        let mut mantissa = int.iter().chain(frac).fold(0i128, |m, &c| m * 10 + i128::from(c - b'0'));
+        let mut scale = frac.len() as i64 - exponent;
+        if scale < 0 {
+            mantissa = mantissa.checked_mul(10i128.checked_pow(u32::try_from(-scale).ok()?)?)?;
+            scale = 0;
+        }
+        if scale > DECIMAL_DIGITS_MAX as i64 {
+            return None;
+        }
+        Some(Decimal { mantissa: if negative { -mantissa } else { mantissa }, scale: scale as u32 })
     }
 
     /// The exact sum, if it fits.
@@ -776,9 +793,12 @@ fn parse_float(text: &[u8]) -> Option<f64> {
     (!value.is_nan() && (value.is_finite() || infinite_text)).then_some(value)
 }
 
-/// INCRBYFLOAT's sum of two numbers as text: exact when both are plain
-/// decimals (as Redis's long double shows them), else in f64 printed as
-/// `%.17f`. Err: the error reply.
+/// INCRBYFLOAT's sum of two numbers as text. Redis adds long doubles and
+/// prints `%.17Lf`: exact decimal arithmetic (rounded to 17 decimals)
+/// gives what it prints for ordinary decimal numbers, which f64 would not
+/// (1 - 1.1 is -0.1, not -0.10000000000000009); numbers beyond
+/// `Decimal` (over 36 digits, hexadecimal, `inf`) are added in f64,
+/// printed as `%.17f`. Err: the error reply.
 fn add_floats(current: &[u8], by: &[u8]) -> Result<String, &'static str> {
     let (Some(a), Some(b)) = (parse_float(current), parse_float(by)) else {
         return Err(NOT_FLOAT);
@@ -912,6 +932,13 @@ mod tests {
         assert_eq!(add_floats(b"1", b"nan"), Err(NOT_FLOAT));
         assert_eq!(add_floats(b"1", b"abc"), Err(NOT_FLOAT));
         assert_eq!(add_floats(b"1e308", b"1e308"), Err("ERR increment would produce NaN or Infinity"));
+        assert_eq!(add_floats(b"1.1e1", b"0.1"), Ok("11.1".into()));
+        assert_eq!(add_floats(b"1E-2", b"1e+2"), Ok("100.01".into()));
+        assert_eq!(add_floats(b"5.", b".5"), Ok("5.5".into()));
+        assert_eq!(add_floats(b"1e30", b"1"), Ok("1000000000000000000000000000001".into()));
+        assert_eq!(add_floats(b"1e1", b"1e-40"), Ok("10".into()));
+        assert_eq!(Decimal::parse(b"1e-"), None);
+        assert_eq!(Decimal::parse(b"e5"), None);
     }
 
     #[test]
