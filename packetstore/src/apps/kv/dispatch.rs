@@ -285,6 +285,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::config::COMMANDS,
     cmd::durability::COMMANDS,
     cmd::strings::COMMANDS,
+    cmd::bits::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::hashes::COMMANDS,
     cmd::multi::COMMANDS,

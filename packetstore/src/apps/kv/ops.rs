@@ -13,7 +13,9 @@ use crate::index::tree::value_extents;
 use crate::io::app::Persist;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
-use crate::store::db::{expire_key, hash_key, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX};
+use crate::store::db::{
+    expire_key, hash_key, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX,
+};
 
 /// Checks a key's size.
 pub(super) fn key_ok(key: &[u8]) -> Result<(), String> {
@@ -39,6 +41,49 @@ pub(super) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding th
 pub(super) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 
 pub(super) const SYNTAX: &str = "ERR syntax error";
+
+/// Redis's error for a write that would make a string longer than the
+/// limit (`KvServer::string_max`).
+pub(super) const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+
+/// Redis's own limit on a string (`proto-max-bulk-len`, 512 MB).
+pub(super) const PROTO_MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
+
+/// Strings at least this long are rewritten by SETRANGE, SETBIT and
+/// BITFIELD without copying their unchanged bytes (`put_spliced`).
+const SPLICE_MIN: u64 = 4096;
+
+/// The parts of `extents` (a value's, in order) holding its bytes
+/// `from..to`, appended to `out`.
+fn slice_extents(extents: &[Extent], from: u64, to: u64, out: &mut Vec<Extent>) {
+    let mut at = 0u64;
+    for extent in extents {
+        let (start, end) = (at, at + u64::from(extent.len));
+        at = end;
+        if end <= from {
+            continue;
+        }
+        if start >= to {
+            break;
+        }
+        let skip = from.saturating_sub(start);
+        let take = end.min(to) - start - skip;
+        out.push(Extent::new(extent.buffer, usize::from(extent.offset) + skip as usize, take as usize));
+    }
+}
+
+/// `len` bytes of a string value from `start` (within it), read from
+/// only the extents that hold them.
+pub(super) fn value_range(pool: &Pool, value: &Value, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    if let Value::Inline(bytes) = value {
+        return Ok(bytes[start as usize..(start + len) as usize].to_vec());
+    }
+    let mut parts = Vec::new();
+    slice_extents(&value_extents(pool, value)?, start, start + len, &mut parts);
+    let mut out = Vec::with_capacity(len as usize);
+    pool.read_extents(&parts, &mut out);
+    Ok(out)
+}
 
 impl KvServer {
     pub(super) fn check_password(&self, user: Option<&[u8]>, password: &[u8]) -> Result<(), &'static str> {
@@ -140,6 +185,134 @@ impl KvServer {
         let extents = self.store.stage(ctx.pool, ctx.buffers, bytes)?;
         self.stage_bytes(bytes.len() as u64, false);
         Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
+    }
+
+    /// The longest string a command may make: the server's value limit,
+    /// and never more than Redis's.
+    pub(super) fn string_max(&self) -> u64 {
+        self.config.value_size_max.min(PROTO_MAX_BULK_LEN)
+    }
+
+    /// Writes `bytes` as the string at `key` (known not to hold another
+    /// type), keeping its time to live (as SETRANGE, SETBIT, INCRBYFLOAT):
+    /// one store group.
+    pub(super) fn put_string(&mut self, ctx: &mut Ctx<'_>, key: &[u8], bytes: &[u8]) -> Result<(), StoreError> {
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, key, &mut ops)?;
+        let put = self.put_bytes(ctx, string_key(key), bytes)?;
+        ops.push(put);
+        self.apply(ctx, &ops)
+    }
+
+    /// Writes `bytes` at `offset` of the string at `key` (`old`, known
+    /// to be a string or absent; zeros fill any gap past its end), keeping
+    /// its time to live: one store group. Returns the new length.
+    pub(super) fn put_spliced(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        old: Option<&Value>,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<u64, StoreError> {
+        let mut ops = Vec::new();
+        self.purge_if_expired(ctx, key, &mut ops)?;
+        let old_len = old.map_or(0, value_len);
+        let total = old_len.max(offset + bytes.len() as u64);
+        let put = match old {
+            Some(value) if total >= SPLICE_MIN && !matches!(value, Value::Inline(_)) => {
+                self.splice(ctx, key, value, offset, bytes)?
+            }
+            _ => None,
+        };
+        let put = match put {
+            Some(put) => put,
+            None => {
+                let mut whole = match old {
+                    Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
+                    None => Vec::new(),
+                };
+                whole.resize(total as usize, 0);
+                whole[offset as usize..offset as usize + bytes.len()].copy_from_slice(bytes);
+                self.put_bytes(ctx, string_key(key), &whole)?
+            }
+        };
+        ops.push(put);
+        self.apply(ctx, &ops)?;
+        Ok(total)
+    }
+
+    /// `put_spliced`'s Put for a large stored value: its bytes before and
+    /// after the change stay where they are (new references on their
+    /// buffers), only the change (and any zeros before it) is staged.
+    /// None: `may_share` says no (the caller copies instead).
+    fn splice(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        value: &Value,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<Option<Op>, StoreError> {
+        let old = value_extents(ctx.pool, value)?;
+        let old_len = value_len(value);
+        let end = offset + bytes.len() as u64;
+        let (mut kept, mut suffix) = (Vec::new(), Vec::new());
+        slice_extents(&old, 0, offset.min(old_len), &mut kept);
+        slice_extents(&old, end, old_len, &mut suffix);
+        let mut middle = vec![0u8; offset.saturating_sub(old_len) as usize];
+        middle.extend_from_slice(bytes);
+        let buffer_size = u64::from(ctx.pool.geometry().buffer_size);
+        kept.extend_from_slice(&suffix);
+        let staged = (middle.len() as u64).div_ceil(buffer_size) as usize + 1;
+        if !self.may_share(ctx, &kept, staged, old_len.max(end)) {
+            return Ok(None);
+        }
+        self.retain_all(ctx, &kept)?;
+        let staged = match self.store.stage(ctx.pool, ctx.buffers, &middle) {
+            Ok(staged) => staged,
+            Err(error) => {
+                ctx.buffers.release_extents(&kept).expect("our references");
+                return Err(error);
+            }
+        };
+        self.stage_bytes(middle.len() as u64, false);
+        let prefix = kept.len() - suffix.len();
+        let mut extents = kept[..prefix].to_vec();
+        extents.extend_from_slice(&staged);
+        extents.extend_from_slice(&suffix);
+        Ok(Some(Op::Put { key: string_key(key), extents, len: old_len.max(end) }))
+    }
+
+    /// Whether a new value of `len` bytes may name `extents` shared with
+    /// the value it replaces (and `staged` more extents): not when it
+    /// would be fragmented (over twice the extents a copy takes, plus 16)
+    /// or leave a buffer with over half the references it may hold. Every
+    /// version of a value names its shared buffers until checkpointed, so
+    /// sharing without these bounds runs buffers out of references.
+    pub(super) fn may_share(&self, ctx: &Ctx<'_>, extents: &[Extent], staged: usize, len: u64) -> bool {
+        let buffer_size = u64::from(ctx.pool.geometry().buffer_size);
+        let count = extents.len() + staged;
+        if count as u64 > 2 * len.div_ceil(buffer_size) + 16 || count > crate::limits::RECORD_EXTENTS_MAX {
+            return false;
+        }
+        let mut added: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+        for extent in extents {
+            *added.entry(extent.buffer).or_default() += 1;
+        }
+        let limit = u32::from(crate::limits::BUFFER_REFS_MAX / 2);
+        added.iter().all(|(&buffer, &n)| u32::from(ctx.buffers.refs(buffer)) + n <= limit)
+    }
+
+    /// Takes a reference on each extent's buffer; none on an error.
+    pub(super) fn retain_all(&self, ctx: &mut Ctx<'_>, extents: &[Extent]) -> Result<(), StoreError> {
+        for (i, extent) in extents.iter().enumerate() {
+            if let Err(error) = ctx.buffers.retain(extent.buffer) {
+                ctx.buffers.release_extents(&extents[..i]).expect("our references");
+                return Err(error.into());
+            }
+        }
+        Ok(())
     }
 
     /// Ops that make `key` ready for a new string value: a hash there goes,

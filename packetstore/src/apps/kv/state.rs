@@ -257,7 +257,7 @@ pub(super) struct CommandEntry {
     pub(super) flags: &'static [&'static str],
     /// First key, last key (negative: from the end), step.
     pub(super) keys: (i64, i64, i64),
-    /// COMMAND DOCS's group: string, hash, generic, connection, server.
+    /// COMMAND DOCS's group: string, bitmap, hash, generic, connection, server.
     pub(super) group: &'static str,
     pub(super) summary: &'static str,
     pub(super) handler: Cmd,
@@ -305,6 +305,7 @@ impl CommandEntry {
         let mut categories = Vec::new();
         let group = match self.group {
             "string" => "@string",
+            "bitmap" => "@bitmap",
             "hash" => "@hash",
             "generic" => "@keyspace",
             "connection" => "@connection",

@@ -1,6 +1,7 @@
 //! The command families, one file each, with its table of commands
 //! (`COMMANDS`, listed in `dispatch::FAMILIES`) and its handlers.
 
+pub(super) mod bits;
 pub(super) mod command;
 pub(super) mod config;
 pub(super) mod durability;
