@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use common::{Raw, Server, TempPool};
 
-
 /// Arguments of assorted shapes: empty, numbers at the edges, words that
 /// are options of many commands, a 100-byte argument (received into pool
 /// buffers, not copied), binary bytes.
@@ -177,7 +176,10 @@ fn transactions_run_as_redis_runs_them() {
     assert_eq!(raw.call(&[b"HSET", b"carol", b"f", b"v"]).unwrap(), "+QUEUED");
     assert_eq!(raw.call(&[b"INCR", b"carol"]).unwrap(), "+QUEUED");
     assert_eq!(raw.call(&[b"WATCH", b"x"]).unwrap(), "-ERR WATCH inside MULTI is not allowed");
-    assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "*3 [+OK, -WRONGTYPE Operation against a key holding the wrong kind of value, :6]");
+    assert_eq!(
+        raw.call(&[b"EXEC"]).unwrap(),
+        "*3 [+OK, -WRONGTYPE Operation against a key holding the wrong kind of value, :6]"
+    );
     assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-ERR EXEC without MULTI");
     assert_eq!(raw.call(&[b"DISCARD"]).unwrap(), "-ERR DISCARD without MULTI");
     // An error while queueing (unknown command, wrong arity) aborts it all.
@@ -314,7 +316,10 @@ fn config_get_and_set_know_redis_parameters() {
         raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"bla"]).unwrap(),
         "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
     );
-    assert_eq!(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"1gb", b"hz", b"x"]).unwrap().split(" - ").nth(1), Some("argument couldn't be parsed into an integer"));
+    assert_eq!(
+        raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"1gb", b"hz", b"x"]).unwrap().split(" - ").nth(1),
+        Some("argument couldn't be parsed into an integer")
+    );
     assert_eq!(raw.call(&[b"CONFIG", b"GET", b"maxmemory"]).unwrap(), "*2 [$9, $1]");
     assert_eq!(raw.call(&[b"CONFIG", b"SET", b"maxmemory", b"1gb", b"hz", b"50"]).unwrap(), "+OK");
     assert_eq!(raw.call(&[b"CONFIG", b"GET", b"maxmemory"]).unwrap(), "*2 [$9, $10]");

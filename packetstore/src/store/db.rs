@@ -174,9 +174,17 @@ impl Default for StoreConfig {
 /// which the caller holds a reference (kept by the caller).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
-    Put { key: Vec<u8>, extents: Vec<Extent>, len: u64 },
-    Del { key: Vec<u8> },
-    DelHash { name: Vec<u8> },
+    Put {
+        key: Vec<u8>,
+        extents: Vec<Extent>,
+        len: u64,
+    },
+    Del {
+        key: Vec<u8>,
+    },
+    DelHash {
+        name: Vec<u8>,
+    },
     Flush,
     /// Ends a group of several commands (`end_group` appends it; handlers
     /// never build it).

@@ -319,5 +319,4 @@ impl KvServer {
             self.stats.cross_protocol
         );
     }
-
 }

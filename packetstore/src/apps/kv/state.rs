@@ -230,9 +230,12 @@ const COMMAND_NAME_MAX: usize = 32;
 
 impl CommandIndex {
     pub(super) fn new(commands: Commands) -> CommandIndex {
-        let index: std::collections::HashMap<_, _> = commands.iter().map(|entry| (entry.name.as_bytes(), entry)).collect();
+        let index: std::collections::HashMap<_, _> =
+            commands.iter().map(|entry| (entry.name.as_bytes(), entry)).collect();
         assert_eq!(index.len(), commands.count(), "two commands of the table share a name");
-        assert!(commands.iter().all(|entry| entry.name.len() <= COMMAND_NAME_MAX && entry.name == entry.name.to_lowercase()));
+        assert!(commands
+            .iter()
+            .all(|entry| entry.name.len() <= COMMAND_NAME_MAX && entry.name == entry.name.to_lowercase()));
         CommandIndex(index)
     }
 
@@ -386,4 +389,3 @@ impl Ctx<'_> {
         enc.map(self.out.bytes(), len);
     }
 }
-

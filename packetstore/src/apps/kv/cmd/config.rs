@@ -79,9 +79,11 @@ impl Param {
             Kind::Text => Ok(value.to_string()),
             Kind::Enum(values) => {
                 let lower = value.to_ascii_lowercase();
-                values.iter().find(|v| **v == lower).map(|v| v.to_string()).ok_or_else(|| {
-                    format!("argument(s) must be one of the following: {}", values.join(", "))
-                })
+                values
+                    .iter()
+                    .find(|v| **v == lower)
+                    .map(|v| v.to_string())
+                    .ok_or_else(|| format!("argument(s) must be one of the following: {}", values.join(", ")))
             }
             Kind::Integer(low, high) => {
                 let n: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
@@ -93,7 +95,13 @@ impl Param {
                     Some(p) => -p,
                     None => parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?,
                 };
-                Self::within(n, low, high).map(|n| if percent.is_some() { format!("{}%", -n.parse::<i64>().unwrap_or(0)) } else { n })
+                Self::within(n, low, high).map(|n| {
+                    if percent.is_some() {
+                        format!("{}%", -n.parse::<i64>().unwrap_or(0))
+                    } else {
+                        n
+                    }
+                })
             }
         }
     }
@@ -108,7 +116,9 @@ impl Param {
 
 /// The parameter named `name` (or aliased so), in any case.
 fn find(name: &str) -> Option<&'static Param> {
-    PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))
+    PARAMS
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))
 }
 
 /// Every parameter's value: Redis's defaults, then packetstore's truth.
@@ -120,7 +130,10 @@ pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvCon
     values.insert("databases", "16".into());
     values.insert("proto-max-bulk-len", server.value_size_max.to_string());
     values.insert("save", String::new());
-    values.insert("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into());
+    values.insert(
+        "client-output-buffer-limit",
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
+    );
     values
 }
 
@@ -180,7 +193,12 @@ impl KvServer {
     /// A parameter's value as CONFIG GET shows it.
     fn config_value(&self, name: &str) -> String {
         if name == "requirepass" {
-            return self.config.requirepass.as_ref().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+            return self
+                .config
+                .requirepass
+                .as_ref()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .unwrap_or_default();
         }
         self.config_params.get(name).cloned().unwrap_or_default()
     }
@@ -195,10 +213,13 @@ impl KvServer {
                 return;
             };
             if checked.iter().any(|(p, _)| p.name == param.name) {
-                ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+                ctx.error(&format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+                ));
                 return;
             }
-            let result = if param.immutable { Err("can't set immutable config".to_string()) } else { param.check(&value) };
+            let result =
+                if param.immutable { Err("can't set immutable config".to_string()) } else { param.check(&value) };
             let result = result.and_then(|value| self.check_applies(param, value));
             match result {
                 Ok(value) => checked.push((param, value)),

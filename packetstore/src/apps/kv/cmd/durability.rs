@@ -9,8 +9,8 @@
 //! write as durable at once; WAIT counts no replica, since none exists
 //! yet, and does not block for one.
 
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::store::db::StoreError;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,

@@ -4,8 +4,8 @@
 pub(super) mod bits;
 pub(super) mod command;
 pub(super) mod config;
-pub(super) mod durability;
 mod config_table;
+pub(super) mod durability;
 pub(super) mod hashes;
 pub(super) mod keys;
 pub(super) mod multi;

@@ -144,10 +144,10 @@ impl KvServer {
             ctx.error("ERR WATCH inside MULTI is not allowed");
             return Ok(());
         }
-        let watching = ctx.conn.watching.get_or_insert_with(|| Watching {
-            dirty: Arc::new(AtomicBool::new(false)),
-            keys: Vec::new(),
-        });
+        let watching = ctx
+            .conn
+            .watching
+            .get_or_insert_with(|| Watching { dirty: Arc::new(AtomicBool::new(false)), keys: Vec::new() });
         // No point in watching more once a watched key changed.
         if watching.dirty.load(Ordering::Relaxed) {
             ctx.ok();

@@ -258,8 +258,12 @@ impl KvServer {
         }
         let enc = ctx.enc();
         let (id, token) = (ctx.conn.id, ctx.conn.token);
-        let mailbox =
-            self.pubsub.mailboxes.entry(id).or_insert(Mailbox { token, resp3: enc.resp3, bytes: Vec::new(), overflowed: false });
+        let mailbox = self.pubsub.mailboxes.entry(id).or_insert(Mailbox {
+            token,
+            resp3: enc.resp3,
+            bytes: Vec::new(),
+            overflowed: false,
+        });
         mailbox.resp3 = enc.resp3;
         for i in 1..ctx.argc() {
             let name = ctx.arg(i).into_owned();
@@ -399,7 +403,9 @@ impl KvServer {
             }
             _ => {
                 let sub = String::from_utf8_lossy(&ctx.arg(1)).into_owned();
-                ctx.error(&format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP."));
+                ctx.error(&format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP."
+                ));
             }
         }
         Ok(())
@@ -411,7 +417,14 @@ impl KvServer {
 pub(in crate::apps::kv) fn allowed_while_subscribed(name: &str) -> bool {
     matches!(
         name,
-        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe" | "ping" | "quit"
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
             | "reset"
     )
 }
