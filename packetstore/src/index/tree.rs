@@ -49,10 +49,29 @@
 //! internal node with at least one separator. `check_invariants` asserts
 //! all of it, and the reference counts.
 //!
+//! # Order statistics
+//!
+//! Every internal node is a counted node (`node.rs`, kind 3): with each
+//! child, the number of keys under it. Invariant: every count is exact in
+//! the working version, at every moment (not only at commits): an insert
+//! of a new key adds 1 and a delete subtracts 1 along the path (in place
+//! in nodes this batch already wrote, whose ancestors are always fresh
+//! too), and splits, merges, redistributions and root changes sum their
+//! nodes' counts afresh. So `count` (keys in a range), `rank` (keys below
+//! a key), `nth` (the key at a rank) and `range_from_rank` read only one
+//! or two paths: O(log n) nodes. `check_invariants` checks every count.
+//!
+//! A tree written before order statistics has internal nodes without
+//! counts (kind 2). It opens and reads (`get`, `range`, scans) as before;
+//! the count queries and every change return `TreeError::Uncounted`, so no
+//! tree mixes the kinds (the root's kind is the tree's), until `add_counts`
+//! rewrites its internal nodes, copy on write, durable at the next commit.
+//!
 //! # Readers
 //!
-//! Reads (`get`, `range`, `first`, `last`) take `&self` and read node bytes
-//! in place, so they cannot overlap a change on the same tree. Concurrent
+//! Reads (`get`, `range`, `first`, `last`, the order statistics) take
+//! `&self` and read node bytes in place, so they cannot overlap a change
+//! on the same tree. Concurrent
 //! readers on other threads are not supported in this version: freed nodes
 //! are reused after one commit, so a reader of an older version would need
 //! the writer to know its version (LMDB's reader table). The servers run
