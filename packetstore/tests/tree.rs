@@ -838,7 +838,7 @@ fn order_statistics_match_the_model() {
 /// with the same contents, and the upgraded tree, reopened, counts exactly
 /// and takes changes. Method: a tree built by this build, rewritten by the
 /// test-only writer of kind-2 nodes, committed. (Its nodes, once counted
-/// nodes, always fit again: `the_tree_of_an_older_release_upgrades` has
+/// nodes, always fit again: `the_trees_of_an_older_release_upgrade` has
 /// internal nodes that do not.)
 #[test]
 fn trees_without_counts_read_and_upgrade() {
@@ -920,24 +920,34 @@ fn trees_without_counts_read_and_upgrade() {
 /// Goal: a pool written by the release before order statistics (kind-2
 /// internal nodes, as full as that release filled them) opens, reads,
 /// refuses counts and changes, and upgrades with `add_counts`, splitting
-/// the internal nodes that no longer fit once counted; the upgraded tree,
-/// committed and reopened, counts exactly and takes changes.
+/// the internal nodes that no longer fit once counted (the root too, which
+/// then gains a level); the upgraded tree, committed and reopened, counts
+/// exactly and takes changes.
 ///
-/// Method: `fixtures/tree-kind2.bin` was written by commit 3467b5f (before
-/// order statistics): a tree pool of 256 buffers of 512 bytes, 1,500
-/// inserts of `format!("{:08}", rng.below(100_000))` (SplitMix64 seeded
-/// 0x6b32) with value `i as u32` little-endian (i the insert's index), a
-/// commit every 100 inserts and one at the end (1,487 keys, three levels).
-/// The test opens a copy and replays the same inserts into the model.
+/// Method: `fixtures/tree-kind2.bin` and `tree-kind2-root.bin` were written
+/// by commit 3467b5f (before order statistics): a tree pool of 256 (64)
+/// buffers of 512 bytes, 1,500 (450) inserts of `format!("{:08}",
+/// rng.below(100_000))` (SplitMix64 seeded 0x6b32) with value `i as u32`
+/// little-endian (i the insert's index), a commit every 100 inserts and one
+/// at the end: 1,487 keys in three levels (447 keys in two, a root of 24
+/// separators, which do not fit one node with their counts). The test opens
+/// a copy of each and replays the same inserts into the model.
 #[test]
-fn the_tree_of_an_older_release_upgrades() {
+fn the_trees_of_an_older_release_upgrade() {
+    for (name, inserts, height) in [("tree-kind2.bin", 1500, 2), ("tree-kind2-root.bin", 450, 1)] {
+        let grows = name.contains("root");
+        upgrade_fixture(name, inserts, height, grows);
+    }
+}
+
+fn upgrade_fixture(name: &str, inserts: u32, height: u8, root_splits: bool) {
     use packetstore::{PersistOptions, PoolKind, PoolKindExt};
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tree-kind2.bin");
-    let path = std::env::temp_dir().join(format!("packetstore-tree-kind2-{}.pool", std::process::id()));
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let path = std::env::temp_dir().join(format!("packetstore-{name}-{}.pool", std::process::id()));
     std::fs::copy(&fixture, &path).expect("the committed fixture");
     let mut model = BTreeMap::new();
     let mut rng = SplitMix64::new(0x6b32);
-    for i in 0..1500u32 {
+    for i in 0..inserts {
         model.insert(format!("{:08}", rng.below(100_000)).into_bytes(), Value::Inline(i.to_le_bytes().to_vec()));
     }
     let open = || {
@@ -948,44 +958,49 @@ fn the_tree_of_an_older_release_upgrades() {
         (pool, buffers, tree)
     };
     let (pool, mut buffers, mut tree) = open();
-    assert_eq!((tree.len(), tree.height()), (model.len() as u64, 2));
-    assert!(!tree.is_counted(&pool).unwrap());
-    assert!(tree.entries(&pool).unwrap().iter().map(|(k, v)| (k, v)).eq(model.iter()), "the old tree reads");
+    assert_eq!((tree.len(), tree.height()), (model.len() as u64, height), "{name}");
+    assert!(!tree.is_counted(&pool).unwrap(), "{name}");
+    assert!(tree.entries(&pool).unwrap().iter().map(|(k, v)| (k, v)).eq(model.iter()), "{name}: the old tree reads");
     for (key, value) in &model {
-        assert_eq!(tree.get(&pool, key).unwrap().as_ref(), Some(value));
+        assert_eq!(tree.get(&pool, key).unwrap().as_ref(), Some(value), "{name}");
     }
     assert!(matches!(tree.count(&pool, (Bound::Unbounded, Bound::Unbounded)), Err(TreeError::Uncounted)));
     let refused = tree.insert(&pool, &mut buffers, b"x", &Value::Inline(Vec::new()));
-    assert!(matches!(refused, Err(TreeError::Uncounted)));
+    assert!(matches!(refused, Err(TreeError::Uncounted)), "{name}");
     let before = tree.check_invariants(&pool).unwrap();
     tree.add_counts(&pool, &mut buffers).unwrap();
     let after = tree.check_invariants(&pool).unwrap();
-    assert_eq!(after.entries, before.entries);
-    assert_eq!(after.leaves, before.leaves, "the upgrade writes no leaf");
-    assert!(after.nodes > before.nodes, "internal nodes too full for their counts were split");
+    assert_eq!(after.entries, before.entries, "{name}");
+    assert_eq!(after.leaves, before.leaves, "{name}: the upgrade writes no leaf");
+    assert!(after.nodes > before.nodes, "{name}: internal nodes too full for their counts were split");
+    assert_eq!(tree.height(), height + u8::from(root_splits), "{name}: the root split under a new one");
     tree.commit(&pool, &mut buffers).unwrap();
     drop((tree, buffers, pool));
     let (pool, mut buffers, mut tree) = open();
-    assert!(tree.is_counted(&pool).unwrap());
+    assert!(tree.is_counted(&pool).unwrap(), "{name}");
     tree.check_invariants(&pool).unwrap();
     for (rank, (key, value)) in model.iter().enumerate() {
-        assert_eq!(tree.rank(&pool, key).unwrap(), rank as u64);
-        assert_eq!(tree.nth(&pool, rank as u64).unwrap(), Some((key.clone(), value.clone())));
+        assert_eq!(tree.rank(&pool, key).unwrap(), rank as u64, "{name}");
+        assert_eq!(tree.nth(&pool, rank as u64).unwrap(), Some((key.clone(), value.clone())), "{name}");
     }
     let range = (Bound::Included(&b"00050000"[..]), Bound::Excluded(&b"00070000"[..]));
     let expected = model.range::<[u8], _>(range).count() as u64;
-    assert_eq!(tree.count(&pool, range).unwrap(), expected);
+    assert_eq!(tree.count(&pool, range).unwrap(), expected, "{name}");
     for i in 0..200u32 {
         let key = format!("{:08}", rng.below(100_000)).into_bytes();
         if i % 3 == 0 {
-            assert_eq!(tree.delete(&pool, &mut buffers, &key).unwrap(), model.remove(&key));
+            assert_eq!(tree.delete(&pool, &mut buffers, &key).unwrap(), model.remove(&key), "{name}");
         } else {
             let value = Value::Inline(vec![i as u8]);
-            assert_eq!(tree.insert(&pool, &mut buffers, &key, &value).unwrap(), model.insert(key, value));
+            assert_eq!(tree.insert(&pool, &mut buffers, &key, &value).unwrap(), model.insert(key, value), "{name}");
+        }
+        if i % 10 == 9 {
+            // Small batches: the smaller fixture has 64 buffers.
+            tree.commit(&pool, &mut buffers).unwrap();
         }
     }
     tree.commit(&pool, &mut buffers).unwrap();
     tree.check_invariants(&pool).unwrap();
-    assert_eq!(tree.count(&pool, (Bound::Unbounded, Bound::Unbounded)).unwrap(), model.len() as u64);
+    assert_eq!(tree.count(&pool, (Bound::Unbounded, Bound::Unbounded)).unwrap(), model.len() as u64, "{name}");
     let _ = std::fs::remove_file(&path);
 }
