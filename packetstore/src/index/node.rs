@@ -5,9 +5,11 @@
 //!
 //! A node is self-validating: a CRC-32C over the whole node (less the CRC
 //! field) and the generation of the tree version that wrote it. A node that
-//! fails its checks is an error, never a wrong answer. Nodes are written
-//! once (copy on write) and never modified in place, so a torn node can
-//! only be a node whose version never became durable.
+//! fails its checks is an error, never a wrong answer. Nodes are sealed
+//! once (copy on write) and never modified after (until sealed, a node of
+//! the batch being built may be changed in place: an entry overwritten, a
+//! child's count moved), so a torn node can only be a node whose version
+//! never became durable.
 //!
 //! ```text
 //! 0      4     5      6       8            16     20        24            32 (kind 3)
