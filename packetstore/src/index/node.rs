@@ -590,29 +590,18 @@ impl NodeBytes<'_> {
 
     /// Writes into `out`, from slot `first_slot`, the slots of `entries`,
     /// whose block started at `start` here and was copied to `end` in
-    /// `out`.
+    /// `out`: each moves by `end - start` (modulo 2^16, as it is stored).
     fn move_slots(&self, out: &mut [u8], entries: Range<usize>, first_slot: usize, start: usize, end: usize) {
-        // The slot base as a constant: with it read at run time the loop is
-        // not vectorised, and inserts took 18% more instructions
-        // (cachegrind, 200,000 inserts in 2 KiB nodes).
-        if self.is_counted() {
-            self.move_slots_from::<COUNTED_HEADER_SIZE>(out, entries, first_slot, start, end);
-        } else {
-            self.move_slots_from::<NODE_HEADER_SIZE>(out, entries, first_slot, start, end);
-        }
-    }
-
-    fn move_slots_from<const SLOTS_AT: usize>(
-        &self,
-        out: &mut [u8],
-        entries: Range<usize>,
-        first_slot: usize,
-        start: usize,
-        end: usize,
-    ) {
-        for (slot, i) in (first_slot..).zip(entries) {
-            let entry_start = usize::from(get_u16(self.0, SLOTS_AT + 2 * i));
-            put_u16(out, SLOTS_AT + 2 * slot, (entry_start - start + end) as u16);
+        // Over two slices, so that the bounds are checked once and the loop
+        // is vectorised (with the slot base read per slot it was not, and
+        // inserts took 18% more instructions than before counted nodes).
+        let slots_at = self.slots_at();
+        let source = &self.0[slots_at + 2 * entries.start..slots_at + 2 * entries.end];
+        let target = &mut out[slots_at + 2 * first_slot..slots_at + 2 * (first_slot + entries.len())];
+        let shift = (end as u16).wrapping_sub(start as u16);
+        for (to, from) in target.chunks_exact_mut(2).zip(source.chunks_exact(2)) {
+            let moved = u16::from_le_bytes([from[0], from[1]]).wrapping_add(shift);
+            to.copy_from_slice(&moved.to_le_bytes());
         }
     }
 }
