@@ -772,13 +772,7 @@ impl Tree {
     /// the end bound `limit` (`reverse` false), or down while at or above
     /// the start bound `limit` (`reverse` true). Empty when `index` is not
     /// a rank (at least `len`). The seek is O(log n); each step as `range`.
-    pub fn range_from_rank<'t>(
-        &'t self,
-        pool: &'t Pool,
-        index: u64,
-        limit: Bound<&[u8]>,
-        reverse: bool,
-    ) -> Range<'t> {
+    pub fn range_from_rank<'t>(&'t self, pool: &'t Pool, index: u64, limit: Bound<&[u8]>, reverse: bool) -> Range<'t> {
         let (start, end) = if reverse { (own(limit), Bound::Unbounded) } else { (Bound::Unbounded, own(limit)) };
         let mut iter = Range { tree: self, pool, stack: Vec::new(), start, end, reverse, error: None };
         let result = self.counted_len(pool).and_then(|len| {
@@ -830,12 +824,13 @@ impl Tree {
     }
 
     /// Rewrites every internal node with counts or without; reserves the
-    /// buffers first (two per internal node, one for a new root, and the
-    /// change reserve), finishing the reclamation walk if they are short.
+    /// buffers first (four per internal node, as a node may split in up to
+    /// four, one per new root level, and the change reserve), finishing the
+    /// reclamation walk if they are short.
     fn rewrite_internal_nodes(&mut self, pool: &Pool, buffers: &mut Buffers, counted: bool) -> Result<(), TreeError> {
         let Some(root) = self.work.root else { return Ok(()) };
         let internal_nodes = self.internal_node_count(pool)?;
-        let needed = 2 * internal_nodes + 1 + u64::from(self.reserve_for(true));
+        let needed = 4 * internal_nodes + u64::from(self.work.height) + 2 + u64::from(self.reserve_for(true));
         if u64::from(buffers.free_count()) < needed && self.walk.is_some() {
             self.finish_reclaim(pool, buffers)?;
         }
@@ -843,33 +838,21 @@ impl Tree {
             return Err(BufferError::PoolFull { count: buffers.count() }.into());
         }
         let result = self.rewrite_subtree(pool, buffers, root, self.work.height, counted);
-        let pieces = self.poison(result)?;
-        let [first, second] = match &pieces[..] {
-            [only] => {
-                self.work.root = Some(only.node);
-                return Ok(());
-            }
-            [first, second] => [first, second],
-            _ => unreachable!("a rewritten node splits in two at most"),
-        };
-        // The root grew over a node with its counts: a new root above.
-        let root = self.allocate(buffers)?;
-        let level = self.work.height + 1;
-        let keys = vec![second.separator.clone().expect("a split's right half has a separator")];
-        Node::Internal {
-            generation: 0,
-            level,
-            keys,
-            children: vec![first.node, second.node],
-            counts: Some(vec![first.count, second.count]),
+        let mut pieces = self.poison(result)?;
+        // The root grew over a node with its counts: new roots above, until
+        // one node holds the pieces.
+        while pieces.len() > 1 {
+            let level = self.work.height + 1;
+            let keys =
+                pieces[1..].iter().map(|p| p.separator.clone().expect("a right piece has a separator")).collect();
+            let children = pieces.iter().map(|p| p.node).collect();
+            let counts = pieces.iter().map(|p| p.count).collect();
+            let image = Node::Internal { generation: 0, level, keys, children, counts: Some(counts) };
+            let result = self.write_pieces(pool, buffers, None, image);
+            pieces = self.poison(result)?;
+            self.work.height = level;
         }
-        .encode(&mut self.scratch.left)
-        .expect("one separator fits");
-        let image = std::mem::take(&mut self.scratch.left);
-        self.write_node(pool, root, &image);
-        self.scratch.left = image;
-        self.work.root = Some(root);
-        self.work.height = level;
+        self.work.root = Some(pieces[0].node);
         Ok(())
     }
 
@@ -920,45 +903,54 @@ impl Tree {
                 counts.push(piece.count);
             }
         }
-        let total = counts.iter().sum();
-        let counts = counted.then_some(counts);
-        let image = Node::Internal { generation: 0, level, keys: new_keys, children: new_children, counts };
-        self.write_pieces(pool, buffers, node, &image, total)
+        if counted {
+            let image =
+                Node::Internal { generation: 0, level, keys: new_keys, children: new_children, counts: Some(counts) };
+            return self.write_pieces(pool, buffers, Some(node), image);
+        }
+        // Without counts a node only shrinks: it fits where it fitted.
+        let count = counts.iter().sum();
+        let image = Node::Internal { generation: 0, level, keys: new_keys, children: new_children, counts: None };
+        let mut image_bytes = std::mem::take(&mut self.scratch.left);
+        image.encode(&mut image_bytes).expect("a node fits without its counts");
+        let id = self.copy_of(buffers, Some(node));
+        if let Ok(id) = id {
+            self.write_node(pool, id, &image_bytes);
+        }
+        self.scratch.left = image_bytes;
+        Ok(vec![Piece { separator: None, node: id?, count }])
     }
 
-    /// Writes `image`, the new version of `old`, as one node or, when it
-    /// does not fit, two (split as `propagate` splits).
+    /// Writes `image` (a counted internal node), the new version of `old`
+    /// (None: a new node), as one node or, when it does not fit, as several
+    /// (`split_to_fit`): the first in `old`'s copy, the others in new
+    /// buffers.
     fn write_pieces(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        old: u32,
-        image: &Node,
-        total: u64,
+        old: Option<u32>,
+        image: Node,
     ) -> Result<Vec<Piece>, TreeError> {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let Scratch { content, left, right, .. } = &mut scratch;
-        let result = (|| {
-            if image.encoded_len() <= self.node_size {
-                image.encode(left).expect("fits: checked");
-                let id = self.copy_of(buffers, Some(old))?;
-                self.write_node(pool, id, left);
-                return Ok(vec![Piece { separator: None, node: id, count: total }]);
-            }
-            image.encode(content).expect("a node with its counts fits twice a node");
-            let separator = NodeBytes(content).split(left, right).expect("an overfull node has two entries");
-            let (l, r) = (self.copy_of(buffers, Some(old))?, self.allocate(buffers)?);
-            self.write_node(pool, l, left);
-            self.write_node(pool, r, right);
-            let (left_count, right_count) = (NodeBytes(left).total(), NodeBytes(right).total());
-            assert_eq!(left_count + right_count, total, "a split keeps every key");
-            Ok(vec![
-                Piece { separator: None, node: l, count: left_count },
-                Piece { separator: Some(separator), node: r, count: right_count },
-            ])
-        })();
-        self.scratch = scratch;
-        result
+        let mut pieces = Vec::new();
+        let mut image_bytes = std::mem::take(&mut self.scratch.left);
+        for (i, (separator, piece)) in split_to_fit(image, self.node_size).into_iter().enumerate() {
+            let Node::Internal { counts: Some(counts), .. } = &piece else { unreachable!("counted internal nodes") };
+            let count = counts.iter().sum();
+            piece.encode(&mut image_bytes).expect("fits: split to fit");
+            let id = if i == 0 { self.copy_of(buffers, old) } else { self.allocate(buffers) };
+            let id = match id {
+                Ok(id) => id,
+                Err(error) => {
+                    self.scratch.left = image_bytes;
+                    return Err(error);
+                }
+            };
+            self.write_node(pool, id, &image_bytes);
+            pieces.push(Piece { separator, node: id, count });
+        }
+        self.scratch.left = image_bytes;
+        Ok(pieces)
     }
 
     /// Nodes reachable from the working root (a walk).
@@ -1719,7 +1711,11 @@ impl Tree {
             return Ok(view.count() as u64);
         }
         if view.is_counted() != bounds.counted {
-            return Err(format!("node {node}: counted {}, its root {} (kinds mixed)", view.is_counted(), bounds.counted));
+            return Err(format!(
+                "node {node}: counted {}, its root {} (kinds mixed)",
+                view.is_counted(),
+                bounds.counted
+            ));
         }
         let mut total = 0;
         for i in 0..=view.count() {
@@ -1737,7 +1733,13 @@ impl Tree {
 
     /// Adds a leaf's entries and values to `stats`, with the references
     /// its values hold.
-    fn check_leaf_values(&self, pool: &Pool, node: u32, view: &NodeBytes<'_>, stats: &mut TreeStats) -> Result<(), String> {
+    fn check_leaf_values(
+        &self,
+        pool: &Pool,
+        node: u32,
+        view: &NodeBytes<'_>,
+        stats: &mut TreeStats,
+    ) -> Result<(), String> {
         stats.leaves += 1;
         stats.entries += view.count() as u64;
         for i in 0..view.count() {
@@ -1900,6 +1902,43 @@ impl Iterator for Range<'_> {
     }
 }
 
+/// Splits an internal node image into pieces that each fit `node_size`
+/// bytes: in two at the entry that balances their bytes (the middle
+/// separator moves up, as `NodeBytes::split` does), and again while a piece
+/// does not fit (one half can: a long separator where the halves meet).
+/// Returns each piece with the separator before it (None for the first).
+fn split_to_fit(image: Node, node_size: usize) -> Vec<(Option<Vec<u8>>, Node)> {
+    if image.encoded_len() <= node_size {
+        return vec![(None, image)];
+    }
+    let Node::Internal { generation, level, mut keys, mut children, counts } = image else {
+        unreachable!("only internal nodes are split to fit")
+    };
+    assert!(keys.len() >= 3, "an overfull node has more than three separators (the config fits three)");
+    let sizes: Vec<usize> = keys.iter().map(|key| 2 + 2 + key.len() + 12).collect();
+    let total: usize = sizes.iter().sum();
+    let (mut half, mut middle) = (0, 1);
+    for (i, size) in sizes.iter().enumerate().take(keys.len() - 2) {
+        half += size;
+        middle = i + 1;
+        if half * 2 >= total {
+            break;
+        }
+    }
+    let mut counts = counts.expect("a counted node");
+    let (right_keys, right_children, right_counts) =
+        (keys.split_off(middle + 1), children.split_off(middle + 1), counts.split_off(middle + 1));
+    let separator = keys.pop().expect("the middle separator");
+    let left = Node::Internal { generation, level, keys, children, counts: Some(counts) };
+    let right =
+        Node::Internal { generation, level, keys: right_keys, children: right_children, counts: Some(right_counts) };
+    let mut pieces = split_to_fit(left, node_size);
+    let mut right_pieces = split_to_fit(right, node_size);
+    right_pieces[0].0 = Some(separator);
+    pieces.append(&mut right_pieces);
+    pieces
+}
+
 /// A child's count moved by `delta` (a key inserted or deleted below it):
 /// never to zero (an empty child is merged away) nor below.
 fn shifted(count: u64, delta: i64) -> u64 {
@@ -1913,5 +1952,74 @@ fn child_index(view: &NodeBytes<'_>, key: &[u8]) -> usize {
     match view.search(key) {
         Ok(index) => index + 1,
         Err(index) => index,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An internal node as a tree before order statistics may have written
+    /// it (at most `node_size` bytes without counts), with counts.
+    fn old_full_node(node_size: usize) -> impl Strategy<Value = Node> {
+        proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 1..=91), 3..60).prop_map(move |keys| {
+            let mut keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let without_counts = |keys: &[Vec<u8>]| NODE_HEADER_SIZE + keys.iter().map(|k| 8 + k.len()).sum::<usize>();
+            while without_counts(&keys) > node_size {
+                keys.pop();
+            }
+            let children = (0..=keys.len() as u32).collect();
+            let counts = Some((1..=keys.len() as u64 + 1).collect());
+            Node::Internal { generation: 0, level: 1, keys, children, counts }
+        })
+    }
+
+    proptest! {
+        /// Goal: `add_counts` can always write an old node with its counts:
+        /// every piece fits a node and keeps a separator, and the pieces
+        /// with the separators between them are the node.
+        #[test]
+        fn old_nodes_split_to_fit_with_their_counts(node in old_full_node(512)) {
+            let Node::Internal { keys, children, counts, .. } = node.clone() else { unreachable!() };
+            let pieces = split_to_fit(node, 512);
+            let (mut all_keys, mut all_children, mut all_counts) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, (separator, piece)) in pieces.into_iter().enumerate() {
+                prop_assert!(piece.encoded_len() <= 512);
+                prop_assert_eq!(separator.is_some(), i > 0);
+                let Node::Internal { keys, children, counts, .. } = piece else { unreachable!() };
+                prop_assert!(!keys.is_empty(), "a piece keeps a separator");
+                all_keys.extend(separator);
+                all_keys.extend(keys);
+                all_children.extend(children);
+                all_counts.extend(counts.unwrap());
+            }
+            prop_assert_eq!(all_keys, keys);
+            prop_assert_eq!(all_children, children);
+            prop_assert_eq!(Some(all_counts), counts);
+        }
+    }
+
+    /// Goal: the case a two-way split misses: many one-byte separators and
+    /// a long one where the halves meet. Three pieces.
+    #[test]
+    fn a_long_separator_in_the_middle_splits_in_three() {
+        // With counts: 22 x 17 bytes, then 107 where the halves meet (the
+        // left half: 32 + 481 = 513 bytes), then 21 x 17.
+        let mut keys: Vec<Vec<u8>> = (0..22u8).map(|b| vec![b]).collect();
+        keys.push([vec![22u8], vec![0xAA; 90]].concat());
+        keys.extend((23..44u8).map(|b| vec![b]));
+        assert!(NODE_HEADER_SIZE + keys.iter().map(|k| 8 + k.len()).sum::<usize>() <= 512, "an old node fits");
+        let n = keys.len();
+        let node = Node::Internal {
+            generation: 0,
+            level: 1,
+            keys,
+            children: (0..=n as u32).collect(),
+            counts: Some(vec![1; n + 1]),
+        };
+        let pieces = split_to_fit(node, 512);
+        assert_eq!(pieces.len(), 3, "two halves, one of them split again");
+        assert!(pieces.iter().all(|(_, piece)| piece.encoded_len() <= 512));
     }
 }
