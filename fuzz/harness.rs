@@ -19,8 +19,10 @@
 //!   given back.
 //! - `log_records`: a log ring written from fuzz-chosen record fields, with
 //!   the CRCs fixed up or not, then recovered.
-//! - `tree_node`: node validation and decoding (CRC fixed up or not); a node
-//!   that decodes must re-encode to the same node.
+//! - `tree_node`: node validation and decoding (CRC fixed up or not), all
+//!   kinds (leaf, internal, counted internal); a node that decodes must
+//!   re-encode to the same node, and a counted node's counts must read the
+//!   same through the bytes' view and survive a split.
 //! - `pool_open`: a key-value pool image with fuzz-chosen bit flips,
 //!   overwrites, zeroed ranges and truncation, opened and recovered; a store
 //!   that opens must be readable end to end and writable.
@@ -346,6 +348,9 @@ pub fn tree_node(data: &[u8]) {
             let _ = view.value(i);
         }
     }
+    if let Node::Internal { counts: Some(counts), .. } = &decoded {
+        tree_node_counts(&bytes, counts);
+    }
     let mut out = vec![0u8; bytes.len()];
     decoded.encode(&mut out).expect("a decoded node encodes into its own size");
     let generation = match &decoded {
@@ -353,6 +358,24 @@ pub fn tree_node(data: &[u8]) {
     };
     node::seal(&mut out, generation);
     assert_eq!(Node::decode(&out).expect("a re-encoded node decodes"), decoded, "decode(encode(node)) == node");
+}
+
+/// A counted node that decoded: its counts through the view, their total,
+/// and a split that keeps every child with its count.
+fn tree_node_counts(bytes: &[u8], counts: &[u64]) {
+    let view = node::NodeBytes(bytes);
+    assert!(view.is_counted());
+    for (i, &count) in counts.iter().enumerate() {
+        assert_eq!(view.child_count(i), count, "child {i}'s count");
+    }
+    let total = counts.iter().try_fold(0u64, |sum, &c| sum.checked_add(c)).expect("validation refuses overflow");
+    assert_eq!(view.total(), total);
+    if view.count() >= 2 {
+        let (mut left, mut right) = (vec![0u8; bytes.len()], vec![0u8; bytes.len()]);
+        view.split(&mut left, &mut right).expect("a valid node of two entries splits");
+        let (left, right) = (node::NodeBytes(&left), node::NodeBytes(&right));
+        assert_eq!(left.total() + right.total(), total, "a split keeps every child's count");
+    }
 }
 
 // ---- log_records ----

@@ -84,6 +84,8 @@ fn log_records() {
 fn tree_node() {
     let nodes = harness::tree_node_seeds();
     assert!(nodes.len() >= 3, "the fixture has a tree of several nodes: {}", nodes.len());
+    let counted = nodes.iter().filter(|n| packetstore::index::node::NodeBytes(&n[1..]).is_counted()).count();
+    assert!(counted >= 1, "the fixture's tree has a counted internal node (kind 3) to damage");
     for node in &nodes {
         harness::tree_node(node);
     }

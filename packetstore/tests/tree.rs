@@ -11,14 +11,20 @@
 //! fill and len; the buffers' reference counts must equal the references
 //! the tree holds (nodes, value extents, releases due at the next commit);
 //! and at intervals every get and a full scan are compared with the model,
-//! and every value's bytes with what was written. Reopens run the
-//! reclamation walk in small steps between further changes.
+//! and every value's bytes with what was written, and the order statistics
+//! (`count` over ranges with every kind of bound, `rank`, `nth`,
+//! `range_from_rank`) with the model's (`check_invariants` checks every
+//! subtree count after every step). Reopens run the reclamation walk in
+//! small steps between further changes. Trees written before order
+//! statistics (internal nodes without counts) are made with a test-only
+//! writer, read, refused changes, upgraded and reopened.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use packetstore::index::node::Value;
-use packetstore::index::tree::Tree;
+use packetstore::index::tree::{Tree, TreeError};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Extent, Geometry, Pool, SimDevice, SimMode};
 
@@ -160,6 +166,87 @@ impl Store {
                 }
             }
         }
+        self.check_order(context);
+    }
+
+    /// The order statistics against the model: `nth` and `rank` of every
+    /// key (and `rank` of a key just after each, absent), `nth` past the
+    /// end, `count` over ranges between sampled probes (present and absent
+    /// keys) with every pair of bound kinds, and `range_from_rank` both
+    /// ways from sampled ranks.
+    fn check_order(&self, context: &str) {
+        let (tree, pool) = (&self.tree, &self.pool);
+        let keys: Vec<&Vec<u8>> = self.model.keys().collect();
+        let len = keys.len() as u64;
+        assert_eq!(tree.count(pool, (Bound::Unbounded, Bound::Unbounded)).unwrap(), len, "{context}: count all");
+        for (rank, key) in keys.iter().enumerate() {
+            assert_eq!(tree.rank(pool, key).unwrap(), rank as u64, "{context}: rank of {key:?}");
+            let after = [key.as_slice(), &[0]].concat();
+            assert!(!self.model.contains_key(&after), "probes are absent: keys hold no zero byte");
+            assert_eq!(tree.rank(pool, &after).unwrap(), rank as u64 + 1, "{context}: rank after {key:?}");
+            let (found, value) = tree.nth(pool, rank as u64).unwrap().expect("a rank below len");
+            assert_eq!((&found, &value), (*key, &self.model[*key]), "{context}: nth({rank})");
+        }
+        assert_eq!(tree.nth(pool, len).unwrap(), None, "{context}: nth(len)");
+        assert_eq!(tree.rank(pool, b"").unwrap(), 0, "{context}: rank of the empty key");
+        let mut probes: Vec<Vec<u8>> = vec![Vec::new(), vec![0xff]];
+        for key in keys.iter().step_by(keys.len() / 6 + 1) {
+            probes.push(key.to_vec());
+            probes.push([key.as_slice(), &[0]].concat());
+        }
+        let bound = |kind: usize, key: &[u8]| -> Bound<Vec<u8>> {
+            match kind {
+                0 => Bound::Included(key.to_vec()),
+                1 => Bound::Excluded(key.to_vec()),
+                _ => Bound::Unbounded,
+            }
+        };
+        for (a, b) in probes.iter().flat_map(|a| probes.iter().map(move |b| (a, b))) {
+            for (start_kind, end_kind) in (0..3).flat_map(|s| (0..3).map(move |e| (s, e))) {
+                let (start, end) = (bound(start_kind, a), bound(end_kind, b));
+                let expected = keys.iter().filter(|k| within(k, &start, &end)).count() as u64;
+                let range = (start.as_ref().map(Vec::as_slice), end.as_ref().map(Vec::as_slice));
+                assert_eq!(tree.count(pool, range).unwrap(), expected, "{context}: count {start:?}..{end:?}");
+            }
+        }
+        for rank in (0..len + 1).step_by(keys.len() / 5 + 1) {
+            let limit = probes[rank as usize % probes.len()].clone();
+            for (kind, reverse) in (0..3).flat_map(|k| [(k, false), (k, true)]) {
+                let limit = bound(kind, &limit);
+                let found: Vec<Vec<u8>> = tree
+                    .range_from_rank(pool, rank, limit.as_ref().map(Vec::as_slice), reverse)
+                    .map(|entry| entry.unwrap().0)
+                    .collect();
+                let expected: Vec<Vec<u8>> = match (reverse, rank < len) {
+                    (_, false) => Vec::new(),
+                    (false, true) => keys[rank as usize..]
+                        .iter()
+                        .take_while(|k| within(k, &Bound::Unbounded, &limit))
+                        .map(|k| k.to_vec())
+                        .collect(),
+                    (true, true) => keys[..=rank as usize]
+                        .iter()
+                        .rev()
+                        .take_while(|k| within(k, &limit, &Bound::Unbounded))
+                        .map(|k| k.to_vec())
+                        .collect(),
+                };
+                assert_eq!(found, expected, "{context}: from rank {rank}, reverse {reverse}, limit {limit:?}");
+            }
+        }
+    }
+
+    /// `check_all` less the order statistics (a tree without counts).
+    fn check_all_but_order(&self, context: &str) {
+        self.check_shape(context);
+        let entries = self.tree.entries(&self.pool).unwrap();
+        assert!(entries.iter().map(|(k, v)| (k, v)).eq(self.model.iter()), "{context}: forward scan");
+        let unbounded = (Bound::Unbounded, Bound::Unbounded);
+        let backward: Vec<_> = self.tree.range(&self.pool, unbounded, true).map(Result::unwrap).collect();
+        assert!(backward.iter().rev().eq(entries.iter()), "{context}: backward scan");
+        for (key, value) in &self.model {
+            assert_eq!(self.tree.get(&self.pool, key).unwrap().as_ref(), Some(value), "{context}: get {key:?}");
+        }
     }
 
     /// Reopens on `device` (a crash image or what memory holds).
@@ -179,6 +266,21 @@ impl Store {
             self.tree.reclaim_step(&self.pool, &mut self.buffers, budget).unwrap();
         }
     }
+}
+
+/// Whether `key` lies within the bounds (an empty range when they cross).
+fn within(key: &[u8], start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    let above = match start {
+        Bound::Included(s) => key >= s.as_slice(),
+        Bound::Excluded(s) => key > s.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match end {
+        Bound::Included(e) => key <= e.as_slice(),
+        Bound::Excluded(e) => key < e.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
 }
 
 fn run(seed: u64, buffer_size: u32) {
@@ -686,4 +788,219 @@ fn write_behind(seed: u64) {
         }
         acknowledged = found;
     }
+}
+
+/// Goal: the order statistics (`count`, `rank`, `nth`, `range_from_rank`)
+/// agree with the model at every moment: within a batch (counts changed in
+/// place in the batch's nodes), after commits, and after process crashes
+/// and reopens. Method: random inserts, overwrites and deletes over a key
+/// space that grows and shrinks the tree through several levels (512-byte
+/// nodes), the whole check every 40 steps, on both node homes (shadow or
+/// pool); `check_invariants` checks every subtree count after every step.
+#[test]
+fn order_statistics_match_the_model() {
+    for seed in 0..4u64 {
+        let mut rng = SplitMix64::new(0x0da7 + seed);
+        let geometry = Geometry { buffer_size: 512, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
+        let mut store = Store::new(seed, geometry, SimMode::CacheLine);
+        for step in 0..2400 {
+            let context = format!("seed {seed} step {step}");
+            let key = format!("o{:04}", rng.below(900)).into_bytes();
+            let delete_odds = if step < 1200 { (1, 4) } else { (2, 3) };
+            if rng.chance(delete_odds.0, delete_odds.1) {
+                store.delete(&key, &context);
+            } else {
+                store.insert(key, &mut rng, &context);
+            }
+            store.reclaim_some(&mut rng);
+            if rng.chance(1, 20) {
+                store.commit();
+            }
+            store.check_shape(&context);
+            if step % 40 == 0 {
+                store.check_order(&context);
+            }
+            if rng.chance(1, 400) {
+                let after = store.device.after_process_crash();
+                store.reopen(after);
+                store.model = store.committed.clone();
+                store.check_all(&format!("{context}: after reopen"));
+            }
+        }
+        assert!(store.tree.height() >= 1, "seed {seed}: the tree kept more than one leaf");
+    }
+}
+
+/// Goal: a tree written before order statistics (kind-2 internal nodes)
+/// still opens and reads; counts and changes are refused with a clear
+/// error (nothing mixes the two kinds); `add_counts` upgrades it, a power
+/// failure during the upgrade's commit leaves the old tree or the new one
+/// with the same contents, and the upgraded tree, reopened, counts exactly
+/// and takes changes. Method: a tree built by this build, rewritten by the
+/// test-only writer of kind-2 nodes, committed. (Its nodes, once counted
+/// nodes, always fit again: `the_trees_of_an_older_release_upgrade` has
+/// internal nodes that do not.)
+#[test]
+fn trees_without_counts_read_and_upgrade() {
+    for (seed, fence) in [(0u64, None), (1, Some(1u64)), (2, Some(2))] {
+        let context = format!("seed {seed}, power failure at fence {fence:?}");
+        let mut rng = SplitMix64::new(0x01d + seed);
+        let geometry = Geometry { buffer_size: 512, buffer_count: 16384, log_size: 16 * 1024, log_count: 1 };
+        let mut store = Store::new(seed, geometry, SimMode::CacheLine);
+        for _ in 0..3000 {
+            let key = format!("{:08}", rng.below(100_000)).into_bytes();
+            store.insert(key, &mut rng, &context);
+        }
+        store.commit();
+        store.tree.remove_counts_for_tests(&store.pool, &mut store.buffers).unwrap();
+        store.commit();
+        let after = store.device.after_process_crash();
+        store.reopen(after);
+        let (pool, tree) = (&store.pool, &store.tree);
+        assert!(tree.height() >= 2 && !tree.is_counted(pool).unwrap(), "{context}: an old tree, three levels");
+        let unbounded = (Bound::Unbounded, Bound::Unbounded);
+        assert!(matches!(tree.count(pool, unbounded), Err(TreeError::Uncounted)), "{context}: count refused");
+        assert!(matches!(tree.rank(pool, b"5"), Err(TreeError::Uncounted)), "{context}: rank refused");
+        assert!(matches!(tree.nth(pool, 0), Err(TreeError::Uncounted)), "{context}: nth refused");
+        let from_rank = tree.range_from_rank(pool, 0, Bound::Unbounded, false).next();
+        assert!(matches!(from_rank, Some(Err(TreeError::Uncounted))), "{context}: range_from_rank refused");
+        store.check_shape(&context);
+        let entries = store.tree.entries(&store.pool).unwrap();
+        assert!(entries.iter().map(|(k, v)| (k, v)).eq(store.model.iter()), "{context}: an old tree reads");
+        let value = Value::Inline(vec![1]);
+        let refused = store.tree.insert(&store.pool, &mut store.buffers, b"new", &value);
+        assert!(matches!(refused, Err(TreeError::Uncounted)), "{context}: insert refused");
+        let refused = store.tree.delete(&store.pool, &mut store.buffers, entries[0].0.as_slice());
+        assert!(matches!(refused, Err(TreeError::Uncounted)), "{context}: delete refused");
+        store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
+        store.check_all_but_order(&context);
+        let nodes_before = store.tree.node_count(&store.pool).unwrap();
+        store.tree.add_counts(&store.pool, &mut store.buffers).unwrap();
+        assert!(store.tree.is_counted(&store.pool).unwrap());
+        store.check_all(&format!("{context}: upgraded, not committed"));
+        assert!(store.tree.node_count(&store.pool).unwrap() >= nodes_before, "{context}: a node per node, or more");
+        let mut upgraded = true;
+        if let Some(fence) = fence {
+            store.device.crash_at_fence(store.device.fences() + fence, rng.next_u64());
+            assert!(store.tree.commit(&store.pool, &mut store.buffers).is_err());
+            let image = store.device.take_crash_image().expect("a power failure");
+            store.reopen(SimDevice::from_image(image, SimMode::CacheLine));
+            upgraded = store.tree.is_counted(&store.pool).unwrap();
+            if fence == 1 {
+                assert!(!upgraded, "{context}: the upgrade's nodes were not durable");
+            }
+        } else {
+            store.commit();
+            let after = store.device.after_process_crash();
+            store.reopen(after);
+        }
+        store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
+        if !upgraded {
+            store.check_all_but_order(&format!("{context}: the old tree after the failure"));
+            store.tree.add_counts(&store.pool, &mut store.buffers).unwrap();
+        }
+        store.commit();
+        store.check_all(&format!("{context}: upgraded and reopened"));
+        for step in 0..1500 {
+            let key = format!("{:08}", rng.below(100_000)).into_bytes();
+            let step_context = format!("{context}: change {step} after the upgrade");
+            if rng.chance(1, 2) {
+                let existing = store.model.keys().nth(rng.below(store.model.len() as u64) as usize).cloned();
+                store.delete(&existing.unwrap_or(key), &step_context);
+            } else {
+                store.insert(key, &mut rng, &step_context);
+            }
+            store.check_shape(&step_context);
+        }
+        store.commit();
+        store.check_all(&format!("{context}: changed after the upgrade"));
+    }
+}
+
+/// Goal: a pool written by the release before order statistics (kind-2
+/// internal nodes, as full as that release filled them) opens, reads,
+/// refuses counts and changes, and upgrades with `add_counts`, splitting
+/// the internal nodes that no longer fit once counted (the root too, which
+/// then gains a level); the upgraded tree, committed and reopened, counts
+/// exactly and takes changes.
+///
+/// Method: `fixtures/tree-kind2.bin` and `tree-kind2-root.bin` were written
+/// by commit 3467b5f (before order statistics): a tree pool of 256 (64)
+/// buffers of 512 bytes, 1,500 (450) inserts of `format!("{:08}",
+/// rng.below(100_000))` (SplitMix64 seeded 0x6b32) with value `i as u32`
+/// little-endian (i the insert's index), a commit every 100 inserts and one
+/// at the end: 1,487 keys in three levels (447 keys in two, a root of 24
+/// separators, which do not fit one node with their counts). The test opens
+/// a copy of each and replays the same inserts into the model.
+#[test]
+fn the_trees_of_an_older_release_upgrade() {
+    for (name, inserts, height) in [("tree-kind2.bin", 1500, 2), ("tree-kind2-root.bin", 450, 1)] {
+        let grows = name.contains("root");
+        upgrade_fixture(name, inserts, height, grows);
+    }
+}
+
+fn upgrade_fixture(name: &str, inserts: u32, height: u8, root_splits: bool) {
+    use packetstore::{PersistOptions, PoolKind, PoolKindExt};
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let path = std::env::temp_dir().join(format!("packetstore-{name}-{}.pool", std::process::id()));
+    std::fs::copy(&fixture, &path).expect("the committed fixture");
+    let mut model = BTreeMap::new();
+    let mut rng = SplitMix64::new(0x6b32);
+    for i in 0..inserts {
+        model.insert(format!("{:08}", rng.below(100_000)).into_bytes(), Value::Inline(i.to_le_bytes().to_vec()));
+    }
+    let open = || {
+        let pool = Pool::open_as(&path, PoolKind::Tree, &PersistOptions::default()).unwrap();
+        let mut buffers = Buffers::new(pool.geometry().buffer_count);
+        let mut tree = Tree::open(&pool, &mut buffers).unwrap();
+        tree.finish_reclaim(&pool, &mut buffers).unwrap();
+        (pool, buffers, tree)
+    };
+    let (pool, mut buffers, mut tree) = open();
+    assert_eq!((tree.len(), tree.height()), (model.len() as u64, height), "{name}");
+    assert!(!tree.is_counted(&pool).unwrap(), "{name}");
+    assert!(tree.entries(&pool).unwrap().iter().map(|(k, v)| (k, v)).eq(model.iter()), "{name}: the old tree reads");
+    for (key, value) in &model {
+        assert_eq!(tree.get(&pool, key).unwrap().as_ref(), Some(value), "{name}");
+    }
+    assert!(matches!(tree.count(&pool, (Bound::Unbounded, Bound::Unbounded)), Err(TreeError::Uncounted)));
+    let refused = tree.insert(&pool, &mut buffers, b"x", &Value::Inline(Vec::new()));
+    assert!(matches!(refused, Err(TreeError::Uncounted)), "{name}");
+    let before = tree.check_invariants(&pool).unwrap();
+    tree.add_counts(&pool, &mut buffers).unwrap();
+    let after = tree.check_invariants(&pool).unwrap();
+    assert_eq!(after.entries, before.entries, "{name}");
+    assert_eq!(after.leaves, before.leaves, "{name}: the upgrade writes no leaf");
+    assert!(after.nodes > before.nodes, "{name}: internal nodes too full for their counts were split");
+    assert_eq!(tree.height(), height + u8::from(root_splits), "{name}: the root split under a new one");
+    tree.commit(&pool, &mut buffers).unwrap();
+    drop((tree, buffers, pool));
+    let (pool, mut buffers, mut tree) = open();
+    assert!(tree.is_counted(&pool).unwrap(), "{name}");
+    tree.check_invariants(&pool).unwrap();
+    for (rank, (key, value)) in model.iter().enumerate() {
+        assert_eq!(tree.rank(&pool, key).unwrap(), rank as u64, "{name}");
+        assert_eq!(tree.nth(&pool, rank as u64).unwrap(), Some((key.clone(), value.clone())), "{name}");
+    }
+    let range = (Bound::Included(&b"00050000"[..]), Bound::Excluded(&b"00070000"[..]));
+    let expected = model.range::<[u8], _>(range).count() as u64;
+    assert_eq!(tree.count(&pool, range).unwrap(), expected, "{name}");
+    for i in 0..200u32 {
+        let key = format!("{:08}", rng.below(100_000)).into_bytes();
+        if i % 3 == 0 {
+            assert_eq!(tree.delete(&pool, &mut buffers, &key).unwrap(), model.remove(&key), "{name}");
+        } else {
+            let value = Value::Inline(vec![i as u8]);
+            assert_eq!(tree.insert(&pool, &mut buffers, &key, &value).unwrap(), model.insert(key, value), "{name}");
+        }
+        if i % 10 == 9 {
+            // Small batches: the smaller fixture has 64 buffers.
+            tree.commit(&pool, &mut buffers).unwrap();
+        }
+    }
+    tree.commit(&pool, &mut buffers).unwrap();
+    tree.check_invariants(&pool).unwrap();
+    assert_eq!(tree.count(&pool, (Bound::Unbounded, Bound::Unbounded)).unwrap(), model.len() as u64, "{name}");
+    let _ = std::fs::remove_file(&path);
 }

@@ -22,7 +22,10 @@
 //! Invariant (once counted): `live[b]` is the number of bytes of tree
 //! values (strings and hash fields, extent or indirect) that lie in buffer
 //! `b`; `value_buffers` counts the buffers with `live > 0`, `live_total`
-//! sums them. Relocation never changes a value's bytes.
+//! sums them. Relocation never changes a value's bytes, nor the tree's
+//! keys: it is an overwrite, so the tree's subtree counts (order
+//! statistics, `tree.rs`) do not change either, and the nodes it copies
+//! are rewritten by the tree's ordinary path, which keeps them exact.
 
 use std::ops::Bound;
 

@@ -49,10 +49,29 @@
 //! internal node with at least one separator. `check_invariants` asserts
 //! all of it, and the reference counts.
 //!
+//! # Order statistics
+//!
+//! Every internal node is a counted node (`node.rs`, kind 3): with each
+//! child, the number of keys under it. Invariant: every count is exact in
+//! the working version, at every moment (not only at commits): an insert
+//! of a new key adds 1 and a delete subtracts 1 along the path (in place
+//! in nodes this batch already wrote, whose ancestors are always fresh
+//! too), and splits, merges, redistributions and root changes sum their
+//! nodes' counts afresh. So `count` (keys in a range), `rank` (keys below
+//! a key), `nth` (the key at a rank) and `range_from_rank` read only one
+//! or two paths: O(log n) nodes. `check_invariants` checks every count.
+//!
+//! A tree written before order statistics has internal nodes without
+//! counts (kind 2). It opens and reads (`get`, `range`, scans) as before;
+//! the count queries and every change return `TreeError::Uncounted`, so no
+//! tree mixes the kinds (the root's kind is the tree's), until `add_counts`
+//! rewrites its internal nodes, copy on write, durable at the next commit.
+//!
 //! # Readers
 //!
-//! Reads (`get`, `range`, `first`, `last`) take `&self` and read node bytes
-//! in place, so they cannot overlap a change on the same tree. Concurrent
+//! Reads (`get`, `range`, `first`, `last`, the order statistics) take
+//! `&self` and read node bytes in place, so they cannot overlap a change
+//! on the same tree. Concurrent
 //! readers on other threads are not supported in this version: freed nodes
 //! are reused after one commit, so a reader of an older version would need
 //! the writer to know its version (LMDB's reader table). The servers run
@@ -64,7 +83,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::BufferError;
 use crate::index::indirect;
-use crate::index::node::{self, Edit, Node, NodeBytes, NodeError, Value, NODE_HEADER_SIZE};
+use crate::index::node::{self, Edit, Node, NodeBytes, NodeError, Value, COUNTED_HEADER_SIZE, NODE_HEADER_SIZE};
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
@@ -153,14 +172,16 @@ impl TreeConfig {
         2 + 2 + self.key_size_max + 3 + self.value_size_max
     }
 
-    /// The largest internal entry, with its slot.
+    /// The largest (counted) internal entry, with its slot: the key, the
+    /// child u32 and its count u64.
     fn internal_entry_max(&self) -> usize {
-        2 + 2 + self.key_size_max + 4
+        2 + 2 + self.key_size_max + 4 + 8
     }
 
     fn check(&self, node_size: usize) -> Result<(), TreeError> {
-        let entry_max = self.leaf_entry_max().max(self.internal_entry_max());
-        if NODE_HEADER_SIZE + 3 * entry_max > node_size || self.key_size_max > crate::limits::KEY_SIZE_MAX {
+        let leaves_fit = NODE_HEADER_SIZE + 3 * self.leaf_entry_max() <= node_size;
+        let internals_fit = COUNTED_HEADER_SIZE + 3 * self.internal_entry_max() <= node_size;
+        if !leaves_fit || !internals_fit || self.key_size_max > crate::limits::KEY_SIZE_MAX {
             return Err(TreeError::Config(format!(
                 "keys of {} and values of {} bytes do not fit three to a {node_size}-byte node \
                  (keys at most {})",
@@ -192,6 +213,11 @@ pub enum TreeError {
     CommitFailed(std::io::Error),
     #[error("the tree accepts no more changes after an earlier failure: {0}")]
     Poisoned(String),
+    #[error(
+        "the tree was written before order statistics (internal nodes without counts): \
+         it reads, but counts and changes need `Tree::add_counts` first"
+    )]
+    Uncounted,
 }
 
 /// The reclamation walk of the version found at open (module comment).
@@ -342,6 +368,10 @@ pub struct Tree {
     /// last written, or written by this process.
     verified: Vec<AtomicU64>,
     poisoned: Option<String>,
+    /// The root was found to be a leaf or a counted internal node (so are
+    /// all the tree's internal nodes): changes may go ahead. Learned at the
+    /// first change (opening reads no node).
+    counted: bool,
     entry: Vec<u8>,
     scratch: Scratch,
 }
@@ -381,6 +411,15 @@ impl Scratch {
         }
         self
     }
+}
+
+/// A subtree rewritten by `add_counts`: the node its parent now points at,
+/// the keys under it, and, for the right half of a split, the separator
+/// before it.
+struct Piece {
+    separator: Option<Vec<u8>>,
+    node: u32,
+    count: u64,
 }
 
 /// One step of a path from the root: a node and the child index taken.
@@ -474,6 +513,7 @@ impl Tree {
             flush_values: true,
             verified: (0..buffer_count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             poisoned: None,
+            counted: false,
             entry: Vec::new(),
             scratch: Scratch::default().sized(node_size),
         })
@@ -590,6 +630,327 @@ impl Tree {
     /// Every entry in key order (the working version).
     pub fn entries(&self, pool: &Pool) -> Result<Vec<(Vec<u8>, Value)>, TreeError> {
         self.range(pool, (Bound::Unbounded, Bound::Unbounded), false).collect()
+    }
+
+    // ---- order statistics ----
+
+    /// Whether the tree's internal nodes carry counts (kind 3), so that the
+    /// count queries work and changes are accepted: reads the root (all
+    /// internal nodes are of the root's kind). A tree of one leaf, or
+    /// none, is counted.
+    pub fn is_counted(&self, pool: &Pool) -> Result<bool, TreeError> {
+        match self.work.root {
+            Some(root) if self.work.height > 0 => Ok(NodeBytes(self.node(pool, root, self.work.height)?).is_counted()),
+            _ => Ok(true),
+        }
+    }
+
+    /// Refuses with `Uncounted` a tree written before order statistics
+    /// (once known counted, no node is read again for this).
+    fn check_counted(&mut self, pool: &Pool) -> Result<(), TreeError> {
+        if !self.counted {
+            if !self.is_counted(pool)? {
+                return Err(TreeError::Uncounted);
+            }
+            self.counted = true;
+        }
+        Ok(())
+    }
+
+    /// The number of keys in `range`. O(log n): two descents.
+    pub fn count(&self, pool: &Pool, range: (Bound<&[u8]>, Bound<&[u8]>)) -> Result<u64, TreeError> {
+        let below_end = match range.1 {
+            Bound::Unbounded => self.counted_len(pool)?,
+            Bound::Included(key) => self.position(pool, key, true)?,
+            Bound::Excluded(key) => self.position(pool, key, false)?,
+        };
+        let below_start = match range.0 {
+            Bound::Unbounded => 0,
+            Bound::Included(key) => self.position(pool, key, false)?,
+            Bound::Excluded(key) => self.position(pool, key, true)?,
+        };
+        Ok(below_end.saturating_sub(below_start))
+    }
+
+    /// The number of keys strictly less than `key` (present or not): its
+    /// rank if present. The rank within the keys of a prefix is
+    /// `rank(key) - rank(prefix)`. O(log n).
+    pub fn rank(&self, pool: &Pool, key: &[u8]) -> Result<u64, TreeError> {
+        self.position(pool, key, false)
+    }
+
+    /// `len`, once the tree is known counted.
+    fn counted_len(&self, pool: &Pool) -> Result<u64, TreeError> {
+        if !self.is_counted(pool)? {
+            return Err(TreeError::Uncounted);
+        }
+        Ok(self.work.len)
+    }
+
+    /// The number of keys below `key`, or at or below it (`inclusive`):
+    /// one descent, adding the counts of the children left of the path.
+    fn position(&self, pool: &Pool, key: &[u8], inclusive: bool) -> Result<u64, TreeError> {
+        let Some(mut node) = self.work.root else { return Ok(0) };
+        let mut level = self.work.height;
+        let mut below = 0u64;
+        loop {
+            let view = NodeBytes(self.node(pool, node, level)?);
+            if view.is_leaf() {
+                let index = match view.search(key) {
+                    Ok(index) => index + usize::from(inclusive),
+                    Err(index) => index,
+                };
+                return Ok(below + index as u64);
+            }
+            if !view.is_counted() {
+                return Err(TreeError::Uncounted);
+            }
+            let child = child_index(&view, key);
+            below += (0..child).map(|i| view.child_count(i)).sum::<u64>();
+            node = view.child(child);
+            level -= 1;
+        }
+    }
+
+    /// The entry of rank `index` (0-based, in key order), or None when the
+    /// tree has at most `index` keys. O(log n).
+    pub fn nth(&self, pool: &Pool, index: u64) -> Result<Option<(Vec<u8>, Value)>, TreeError> {
+        if index >= self.counted_len(pool)? {
+            return Ok(None);
+        }
+        let mut found = None;
+        self.descend_to_rank(pool, index, |bytes, position| {
+            let view = NodeBytes(bytes);
+            if view.is_leaf() {
+                found = Some((view.key(position).to_vec(), view.value(position)));
+            }
+        })?;
+        Ok(found)
+    }
+
+    /// Descends from the root to the entry of rank `index` (< len), calling
+    /// `visit` with each node's bytes and the child (or, in the leaf, the
+    /// entry) taken.
+    fn descend_to_rank<'p>(
+        &self,
+        pool: &'p Pool,
+        index: u64,
+        mut visit: impl FnMut(&'p [u8], usize),
+    ) -> Result<(), TreeError> {
+        let (Some(mut node), mut level, mut rest) = (self.work.root, self.work.height, index) else {
+            return Ok(());
+        };
+        let disagree = |node| TreeError::Corrupt { node, error: NodeError::Malformed("counts disagree with len") };
+        loop {
+            let bytes = self.node(pool, node, level)?;
+            let view = NodeBytes(bytes);
+            if view.is_leaf() {
+                let position = usize::try_from(rest).ok().filter(|&p| p < view.count()).ok_or(disagree(node))?;
+                visit(bytes, position);
+                return Ok(());
+            }
+            if !view.is_counted() {
+                return Err(TreeError::Uncounted);
+            }
+            let mut child = None;
+            for i in 0..=view.count() {
+                let count = view.child_count(i);
+                if rest < count {
+                    child = Some(i);
+                    break;
+                }
+                rest -= count;
+            }
+            let child = child.ok_or(disagree(node))?;
+            visit(bytes, child);
+            node = view.child(child);
+            level -= 1;
+        }
+    }
+
+    /// The entries from rank `index` on: up in key order while at or below
+    /// the end bound `limit` (`reverse` false), or down while at or above
+    /// the start bound `limit` (`reverse` true). Empty when `index` is not
+    /// a rank (at least `len`). The seek is O(log n); each step as `range`.
+    pub fn range_from_rank<'t>(&'t self, pool: &'t Pool, index: u64, limit: Bound<&[u8]>, reverse: bool) -> Range<'t> {
+        let (start, end) = if reverse { (own(limit), Bound::Unbounded) } else { (Bound::Unbounded, own(limit)) };
+        let mut iter = Range { tree: self, pool, stack: Vec::new(), start, end, reverse, error: None };
+        let result = self.counted_len(pool).and_then(|len| {
+            if index >= len {
+                return Ok(());
+            }
+            self.descend_to_rank(pool, index, |bytes, position| {
+                // A leaf's position is the next entry forward, one past it
+                // in reverse (`Range`).
+                let leaf = NodeBytes(bytes).is_leaf();
+                iter.stack.push((bytes, if leaf && reverse { position + 1 } else { position }));
+            })
+        });
+        if let Err(error) = result {
+            iter.stack.clear();
+            iter.error = Some(error);
+        }
+        iter
+    }
+
+    /// Rewrites every internal node of the working version as a counted
+    /// node (copy on write; durable at the next `commit`), learning the
+    /// counts from the leaves' headers: the upgrade of a tree written
+    /// before order statistics. Reads every node once; writes only
+    /// internal nodes (a node that no longer fits with its counts is split,
+    /// and the root may gain a level). Nothing to do on a counted tree.
+    pub fn add_counts(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
+        self.check_writable()?;
+        if self.is_counted(pool)? {
+            self.counted = true;
+            return Ok(());
+        }
+        self.rewrite_internal_nodes(pool, buffers, true)?;
+        self.counted = true;
+        Ok(())
+    }
+
+    /// The inverse of `add_counts`, for tests of the upgrade only: writes
+    /// the internal nodes as a tree before order statistics did (kind 2),
+    /// so that a test can make such a tree with this build.
+    #[doc(hidden)]
+    pub fn remove_counts_for_tests(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), TreeError> {
+        self.check_writable()?;
+        if self.work.height > 0 && self.is_counted(pool)? {
+            self.rewrite_internal_nodes(pool, buffers, false)?;
+        }
+        self.counted = false;
+        Ok(())
+    }
+
+    /// Rewrites every internal node with counts or without; reserves the
+    /// buffers first (four per internal node, as a node may split in up to
+    /// four, one per new root level, and the change reserve), finishing the
+    /// reclamation walk if they are short.
+    fn rewrite_internal_nodes(&mut self, pool: &Pool, buffers: &mut Buffers, counted: bool) -> Result<(), TreeError> {
+        let Some(root) = self.work.root else { return Ok(()) };
+        let internal_nodes = self.internal_node_count(pool)?;
+        let needed = 4 * internal_nodes + u64::from(self.work.height) + 2 + u64::from(self.reserve_for(true));
+        if u64::from(buffers.free_count()) < needed && self.walk.is_some() {
+            self.finish_reclaim(pool, buffers)?;
+        }
+        if u64::from(buffers.free_count()) < needed {
+            return Err(BufferError::PoolFull { count: buffers.count() }.into());
+        }
+        let result = self.rewrite_subtree(pool, buffers, root, self.work.height, counted);
+        let mut pieces = self.poison(result)?;
+        // The root grew over a node with its counts: new roots above, until
+        // one node holds the pieces.
+        while pieces.len() > 1 {
+            let level = self.work.height + 1;
+            let keys =
+                pieces[1..].iter().map(|p| p.separator.clone().expect("a right piece has a separator")).collect();
+            let children = pieces.iter().map(|p| p.node).collect();
+            let counts = pieces.iter().map(|p| p.count).collect();
+            let image = Node::Internal { generation: 0, level, keys, children, counts: Some(counts) };
+            let result = self.write_pieces(pool, buffers, None, image);
+            pieces = self.poison(result)?;
+            self.work.height = level;
+        }
+        self.work.root = Some(pieces[0].node);
+        Ok(())
+    }
+
+    /// Internal nodes of the working version (reading only them).
+    fn internal_node_count(&self, pool: &Pool) -> Result<u64, TreeError> {
+        let mut stack: Vec<(u32, u8)> = self.work.root.map(|r| (r, self.work.height)).into_iter().collect();
+        let mut count = 0;
+        while let Some((node, level)) = stack.pop() {
+            if level == 0 {
+                continue;
+            }
+            let view = NodeBytes(self.node(pool, node, level)?);
+            count += 1;
+            stack.extend((0..=view.count()).map(|i| (view.child(i), level - 1)));
+        }
+        Ok(count)
+    }
+
+    /// Rewrites the internal nodes of the subtree at `node` (see
+    /// `rewrite_internal_nodes`); returns what the parent must now point
+    /// at: the subtree's new root, or two halves and their separator.
+    fn rewrite_subtree(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        node: u32,
+        level: u8,
+        counted: bool,
+    ) -> Result<Vec<Piece>, TreeError> {
+        let bytes = self.node(pool, node, level)?;
+        if level == 0 {
+            return Ok(vec![Piece { separator: None, node, count: NodeBytes(bytes).count() as u64 }]);
+        }
+        let Node::Internal { keys, children, .. } =
+            Node::decode(bytes).map_err(|error| TreeError::Corrupt { node, error })?
+        else {
+            unreachable!("level checked by `node`");
+        };
+        let (mut new_keys, mut new_children, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, &child) in children.iter().enumerate() {
+            for (j, piece) in self.rewrite_subtree(pool, buffers, child, level - 1, counted)?.into_iter().enumerate() {
+                match (i, j) {
+                    (0, 0) => {}
+                    (_, 0) => new_keys.push(keys[i - 1].clone()),
+                    _ => new_keys.push(piece.separator.expect("a split's right half has a separator")),
+                }
+                new_children.push(piece.node);
+                counts.push(piece.count);
+            }
+        }
+        if counted {
+            let image =
+                Node::Internal { generation: 0, level, keys: new_keys, children: new_children, counts: Some(counts) };
+            return self.write_pieces(pool, buffers, Some(node), image);
+        }
+        // Without counts a node only shrinks: it fits where it fitted.
+        let count = counts.iter().sum();
+        let image = Node::Internal { generation: 0, level, keys: new_keys, children: new_children, counts: None };
+        let mut image_bytes = std::mem::take(&mut self.scratch.left);
+        image.encode(&mut image_bytes).expect("a node fits without its counts");
+        let id = self.copy_of(buffers, Some(node));
+        if let Ok(id) = id {
+            self.write_node(pool, id, &image_bytes);
+        }
+        self.scratch.left = image_bytes;
+        Ok(vec![Piece { separator: None, node: id?, count }])
+    }
+
+    /// Writes `image` (a counted internal node), the new version of `old`
+    /// (None: a new node), as one node or, when it does not fit, as several
+    /// (`split_to_fit`): the first in `old`'s copy, the others in new
+    /// buffers.
+    fn write_pieces(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        old: Option<u32>,
+        image: Node,
+    ) -> Result<Vec<Piece>, TreeError> {
+        let mut pieces = Vec::new();
+        let mut image_bytes = std::mem::take(&mut self.scratch.left);
+        for (i, (separator, piece)) in split_to_fit(image, self.node_size).into_iter().enumerate() {
+            let Node::Internal { counts: Some(counts), .. } = &piece else { unreachable!("counted internal nodes") };
+            let count = counts.iter().sum();
+            piece.encode(&mut image_bytes).expect("fits: split to fit");
+            let id = if i == 0 { self.copy_of(buffers, old) } else { self.allocate(buffers) };
+            let id = match id {
+                Ok(id) => id,
+                Err(error) => {
+                    self.scratch.left = image_bytes;
+                    return Err(error);
+                }
+            };
+            self.write_node(pool, id, &image_bytes);
+            pieces.push(Piece { separator, node: id, count });
+        }
+        self.scratch.left = image_bytes;
+        Ok(pieces)
     }
 
     /// Nodes reachable from the working root (a walk).
@@ -749,6 +1110,7 @@ impl Tree {
         value: &Value,
     ) -> Result<Option<Value>, TreeError> {
         self.check_writable()?;
+        self.check_counted(pool)?;
         if key.len() > self.config.key_size_max {
             return Err(TreeError::KeyTooLarge { size: key.len(), limit: self.config.key_size_max });
         }
@@ -829,7 +1191,7 @@ impl Tree {
             Node::Leaf { generation: 0, entries: vec![(key.to_vec(), value.clone())] }
                 .encode(&mut scratch.content)
                 .expect("checked by the config: an entry fits a third of a node");
-            self.propagate(pool, buffers, Vec::new(), None, scratch)?;
+            self.propagate(pool, buffers, Vec::new(), None, 1, scratch)?;
             self.work.len = 1;
             return Ok(None);
         };
@@ -843,10 +1205,9 @@ impl Tree {
             if self.fresh.contains(&leaf) && view.entry(index).len() == self.entry.len() {
                 let previous = view.value(index);
                 let offset = view.entry_offset(index);
-                match &mut self.shadow {
-                    Some(shadow) => shadow.write(leaf, offset, &self.entry),
-                    None => pool.write(pool.buffer_offset(leaf) + offset as u64, &self.entry),
-                }
+                let entry = std::mem::take(&mut self.entry);
+                self.write_in_place(pool, leaf, offset, &entry);
+                self.entry = entry;
                 return Ok(Some(previous));
             }
         }
@@ -855,7 +1216,8 @@ impl Tree {
             Err(index) => (Edit::Insert { index, entry: &self.entry }, None),
         };
         view.rebuild(&mut scratch.content, edit).expect("a node and one entry fit twice a node");
-        self.propagate(pool, buffers, path, Some(leaf), scratch)?;
+        let delta = if previous.is_none() { 1 } else { 0 };
+        self.propagate(pool, buffers, path, Some(leaf), delta, scratch)?;
         if previous.is_none() {
             self.work.len += 1;
         }
@@ -866,6 +1228,7 @@ impl Tree {
     /// its references on the value's buffers then.
     pub fn delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, TreeError> {
         self.check_writable()?;
+        self.check_counted(pool)?;
         let Some(root) = self.work.root else { return Ok(None) };
         let (path, leaf) = self.descend(pool, root, key)?;
         let view = NodeBytes(self.node(pool, leaf, 0)?);
@@ -874,7 +1237,7 @@ impl Tree {
         let previous = view.value(index);
         let mut scratch = std::mem::take(&mut self.scratch);
         view.rebuild(&mut scratch.content, Edit::Remove { index }).expect("a smaller node fits");
-        let result = self.propagate(pool, buffers, path, Some(leaf), &mut scratch);
+        let result = self.propagate(pool, buffers, path, Some(leaf), -1, &mut scratch);
         self.scratch = scratch;
         self.poison(result)?;
         self.work.len -= 1;
@@ -905,12 +1268,17 @@ impl Tree {
     /// non-root node under a quarter full is merged with a sibling, or
     /// refilled from it when both do not fit one node; a root with no
     /// separator gives way to its only child. Copy on write throughout.
+    /// `delta` is the change in the number of keys (+1 an insert, -1 a
+    /// delete, 0 an overwrite): every ancestor's count of the child on the
+    /// path moves by it; counts of split, merged or refilled nodes are
+    /// summed afresh.
     fn propagate(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
         mut path: Vec<Step>,
         mut old: Option<u32>,
+        delta: i64,
         scratch: &mut Scratch,
     ) -> Result<(), TreeError> {
         let size = self.node_size;
@@ -921,38 +1289,7 @@ impl Tree {
             let level = view.level();
             let Some(step) = path.pop() else {
                 // `old` is the root.
-                if used > size {
-                    let separator =
-                        view.split(&mut left[..], &mut right[..]).expect("an overfull node has two entries");
-                    let l = self.copy_of(buffers, old)?;
-                    let r = self.allocate(buffers)?;
-                    self.write_node(pool, l, left);
-                    self.write_node(pool, r, right);
-                    let root = self.allocate(buffers)?;
-                    Node::Internal { generation: 0, level: level + 1, keys: vec![separator], children: vec![l, r] }
-                        .encode(&mut left[..])
-                        .expect("one separator fits");
-                    self.write_node(pool, root, left);
-                    self.work.root = Some(root);
-                    self.work.height = level + 1;
-                } else if view.count() == 0 {
-                    if let Some(old) = old {
-                        self.retire(old);
-                    }
-                    if view.is_leaf() {
-                        self.work.root = None;
-                        self.work.height = 0;
-                    } else {
-                        self.work.root = Some(view.child(0));
-                        self.work.height = level - 1;
-                    }
-                } else {
-                    let id = self.copy_of(buffers, old)?;
-                    view.compact_into(&mut left[..]).expect("fits: checked above");
-                    self.write_node(pool, id, left);
-                    self.work.root = Some(id);
-                }
-                return Ok(());
+                return self.replace_root(pool, buffers, old, content, left, right);
             };
             let old_id = old.expect("a node with a parent exists");
             if used > size {
@@ -961,12 +1298,13 @@ impl Tree {
                 let r = self.allocate(buffers)?;
                 self.write_node(pool, l, left);
                 self.write_node(pool, r, right);
-                node::internal_entry(&mut self.entry, &separator, r);
+                node::internal_entry(&mut self.entry, &separator, r, NodeBytes(right).total());
                 let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
                 pview
                     .rebuild(&mut parent[..], Edit::Insert { index: step.child, entry: &self.entry })
                     .expect("a node and one entry fit twice a node");
                 node::set_child(&mut parent[..], step.child, l);
+                node::set_child_count(&mut parent[..], step.child, NodeBytes(left).total());
             } else if used < self.underfull {
                 self.rebalance(pool, buffers, step, old_id, content, parent)?;
             } else {
@@ -974,16 +1312,98 @@ impl Tree {
                 view.compact_into(&mut left[..]).expect("fits: checked above");
                 self.write_node(pool, id, left);
                 if id == old_id {
-                    // Written in this batch already: its ancestors are too,
-                    // and point at it.
-                    return Ok(());
+                    // Written in this batch already: so are its ancestors,
+                    // which point at it; only their counts change.
+                    path.push(step);
+                    return self.add_to_counts(pool, &path, delta);
                 }
                 let pview = NodeBytes(self.node(pool, step.node, level + 1)?);
                 pview.compact_into(&mut parent[..]).expect("a node fits");
                 node::set_child(&mut parent[..], step.child, id);
+                let count = NodeBytes(&parent[..]).child_count(step.child);
+                node::set_child_count(&mut parent[..], step.child, shifted(count, delta));
             }
             old = Some(step.node);
             std::mem::swap(content, parent);
+        }
+    }
+
+    /// The end of `propagate`: `content` is the new version of the root
+    /// `old` (None: the tree was empty). Splits it under a new root when
+    /// it is over the node size, gives way to its only child when it has
+    /// no separator, or writes it.
+    fn replace_root(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        old: Option<u32>,
+        content: &[u8],
+        left: &mut [u8],
+        right: &mut [u8],
+    ) -> Result<(), TreeError> {
+        let view = NodeBytes(content);
+        let level = view.level();
+        if view.used() > self.node_size {
+            let separator = view.split(left, right).expect("an overfull node has two entries");
+            let l = self.copy_of(buffers, old)?;
+            let r = self.allocate(buffers)?;
+            self.write_node(pool, l, left);
+            self.write_node(pool, r, right);
+            let counts = vec![NodeBytes(left).total(), NodeBytes(right).total()];
+            let root = self.allocate(buffers)?;
+            let keys = vec![separator];
+            Node::Internal { generation: 0, level: level + 1, keys, children: vec![l, r], counts: Some(counts) }
+                .encode(left)
+                .expect("one separator fits");
+            self.write_node(pool, root, left);
+            self.work.root = Some(root);
+            self.work.height = level + 1;
+        } else if view.count() == 0 {
+            if let Some(old) = old {
+                self.retire(old);
+            }
+            if view.is_leaf() {
+                self.work.root = None;
+                self.work.height = 0;
+            } else {
+                self.work.root = Some(view.child(0));
+                self.work.height = level - 1;
+            }
+        } else {
+            let id = self.copy_of(buffers, old)?;
+            view.compact_into(left).expect("fits: checked above");
+            self.write_node(pool, id, left);
+            self.work.root = Some(id);
+        }
+        Ok(())
+    }
+
+    /// Moves the count of the child on the path in each of `path`'s nodes
+    /// by `delta`, in place: they were all written in this batch (a fresh
+    /// node's ancestors are fresh, since a copy is carried to the root), so
+    /// 8 bytes per node change and nothing is copied.
+    fn add_to_counts(&mut self, pool: &Pool, path: &[Step], delta: i64) -> Result<(), TreeError> {
+        if delta == 0 {
+            return Ok(());
+        }
+        for (depth, step) in path.iter().enumerate() {
+            assert!(self.fresh.contains(&step.node), "node {} above a fresh node is not fresh", step.node);
+            let level = self.work.height - depth as u8;
+            let view = NodeBytes(self.node(pool, step.node, level)?);
+            let offset = node::child_count_offset(&view, step.child);
+            let count = shifted(view.child_count(step.child), delta);
+            self.write_in_place(pool, step.node, offset, &count.to_le_bytes());
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` at `offset` of `node`, a node of this batch (its
+    /// image in the shadow, or in the pool).
+    fn write_in_place(&mut self, pool: &Pool, node: u32, offset: usize, bytes: &[u8]) {
+        debug_assert!(self.fresh.contains(&node));
+        match &mut self.shadow {
+            Some(shadow) => shadow.write(node, offset, bytes),
+            None => pool.write(pool.buffer_offset(node) + offset as u64, bytes),
         }
     }
 
@@ -1016,7 +1436,7 @@ impl Tree {
         };
         let mut middle = Vec::new();
         if !view.is_leaf() {
-            node::internal_entry(&mut middle, pview.key(separator), right.child(0));
+            node::internal_entry(&mut middle, pview.key(separator), right.child(0), right.child_count(0));
         }
         let mut joined = vec![0u8; 2 * size];
         node::join(left, (!middle.is_empty()).then_some(&middle[..]), right, &mut joined)
@@ -1031,6 +1451,7 @@ impl Tree {
             self.write_node(pool, merged, &out);
             pview.rebuild(parent, Edit::Remove { index: separator }).expect("a smaller node fits");
             node::set_child(parent, separator, merged);
+            node::set_child_count(parent, separator, joined.total());
         } else {
             // Redistribute: split the two nodes' entries evenly.
             let mut second = vec![0u8; size];
@@ -1039,11 +1460,12 @@ impl Tree {
             let r = self.copy_of(buffers, Some(right_id))?;
             self.write_node(pool, l, &out);
             self.write_node(pool, r, &second);
-            node::internal_entry(&mut self.entry, &key, r);
+            node::internal_entry(&mut self.entry, &key, r, NodeBytes(&second).total());
             pview
                 .rebuild(parent, Edit::Replace { index: separator, entry: &self.entry })
                 .expect("a node and one entry fit twice a node");
             node::set_child(parent, separator, l);
+            node::set_child_count(parent, separator, NodeBytes(&out).total());
         }
         Ok(())
     }
@@ -1221,8 +1643,10 @@ impl Tree {
 
     /// Walks the working version and checks every invariant of the module
     /// comment: node checksums (layout only for this batch's nodes), levels
-    /// (balance), key order and bounds, fill, and `len`. Returns what it
-    /// found, with the references the tree holds on each buffer.
+    /// (balance), key order and bounds, fill, `len`, every internal node of
+    /// the root's kind, and in a counted tree every child's count against
+    /// the keys under it. Returns what it found, with the references the
+    /// tree holds on each buffer.
     pub fn check_invariants(&self, pool: &Pool) -> Result<TreeStats, String> {
         let mut stats = TreeStats { height: self.work.height, ..TreeStats::default() };
         let prepared = self.prepared.iter().flat_map(|p| p.release.iter());
@@ -1230,7 +1654,9 @@ impl Tree {
             *stats.refs.entry(buffer).or_default() += 1;
         }
         if let Some(root) = self.work.root {
-            self.check_node(pool, root, self.work.height, None, None, true, &mut stats)?;
+            let counted = self.is_counted(pool).map_err(|e| e.to_string())?;
+            let bounds = Bounds { low: None, high: None, root: true, counted };
+            self.check_node(pool, root, self.work.height, bounds, &mut stats)?;
         }
         if stats.entries != self.work.len {
             return Err(format!("len says {}, the leaves hold {}", self.work.len, stats.entries));
@@ -1238,17 +1664,16 @@ impl Tree {
         Ok(stats)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Checks the subtree at `node` (`check_invariants`); returns the keys
+    /// under it.
     fn check_node(
         &self,
         pool: &Pool,
         node: u32,
         level: u8,
-        low: Option<&[u8]>,
-        high: Option<&[u8]>,
-        root: bool,
+        bounds: Bounds<'_>,
         stats: &mut TreeStats,
-    ) -> Result<(), String> {
+    ) -> Result<u64, String> {
         let mut bytes = vec![0u8; self.node_size];
         match &self.shadow {
             Some(shadow) if node < self.buffer_count && shadow.has(node) => {
@@ -1269,45 +1694,81 @@ impl Tree {
         let used = view.used();
         stats.bytes_used += used as u64;
         let fill_min = if view.is_leaf() { self.fill_min_leaf } else { self.fill_min_internal };
-        if !root && (used < fill_min || view.count() == 0) {
+        if !bounds.root && (used < fill_min || view.count() == 0) {
             return Err(format!("node {node} holds {used} bytes, {} entries: under {fill_min}", view.count()));
         }
-        if root && !view.is_leaf() && view.count() == 0 {
+        if bounds.root && !view.is_leaf() && view.count() == 0 {
             return Err(format!("root {node} has one child and no separator"));
         }
         for i in 0..view.count() {
             let key = view.key(i);
-            if low.is_some_and(|low| key < low) || high.is_some_and(|high| key >= high) {
+            if bounds.low.is_some_and(|low| key < low) || bounds.high.is_some_and(|high| key >= high) {
                 return Err(format!("node {node}: key {key:?} outside its parent's bounds"));
             }
         }
         if view.is_leaf() {
-            stats.leaves += 1;
-            stats.entries += view.count() as u64;
-            for i in 0..view.count() {
-                let value = view.value(i);
-                stats.value_bytes += match &value {
-                    Value::Inline(bytes) => {
-                        stats.inline_bytes += bytes.len() as u64;
-                        bytes.len() as u64
-                    }
-                    Value::Extents(extents) => extents.iter().map(|e| u64::from(e.len)).sum(),
-                    Value::Indirect { len, .. } => *len,
-                };
-                let buffers = self.value_buffers(pool, node, &value).map_err(|e| e.to_string())?;
-                for buffer in buffers {
-                    *stats.refs.entry(buffer).or_default() += 1;
-                }
-            }
-            return Ok(());
+            self.check_leaf_values(pool, node, &view, stats)?;
+            return Ok(view.count() as u64);
         }
+        if view.is_counted() != bounds.counted {
+            return Err(format!(
+                "node {node}: counted {}, its root {} (kinds mixed)",
+                view.is_counted(),
+                bounds.counted
+            ));
+        }
+        let mut total = 0;
         for i in 0..=view.count() {
-            let child_low = if i == 0 { low } else { Some(view.key(i - 1)) };
-            let child_high = if i == view.count() { high } else { Some(view.key(i)) };
-            self.check_node(pool, view.child(i), level - 1, child_low, child_high, false, stats)?;
+            let low = if i == 0 { bounds.low } else { Some(view.key(i - 1)) };
+            let high = if i == view.count() { bounds.high } else { Some(view.key(i)) };
+            let child_bounds = Bounds { low, high, root: false, counted: bounds.counted };
+            let keys = self.check_node(pool, view.child(i), level - 1, child_bounds, stats)?;
+            if view.is_counted() && view.child_count(i) != keys {
+                return Err(format!("node {node}: child {i} counted {}, holds {keys} keys", view.child_count(i)));
+            }
+            total += keys;
+        }
+        Ok(total)
+    }
+
+    /// Adds a leaf's entries and values to `stats`, with the references
+    /// its values hold.
+    fn check_leaf_values(
+        &self,
+        pool: &Pool,
+        node: u32,
+        view: &NodeBytes<'_>,
+        stats: &mut TreeStats,
+    ) -> Result<(), String> {
+        stats.leaves += 1;
+        stats.entries += view.count() as u64;
+        for i in 0..view.count() {
+            let value = view.value(i);
+            stats.value_bytes += match &value {
+                Value::Inline(bytes) => {
+                    stats.inline_bytes += bytes.len() as u64;
+                    bytes.len() as u64
+                }
+                Value::Extents(extents) => extents.iter().map(|e| u64::from(e.len)).sum(),
+                Value::Indirect { len, .. } => *len,
+            };
+            let buffers = self.value_buffers(pool, node, &value).map_err(|e| e.to_string())?;
+            for buffer in buffers {
+                *stats.refs.entry(buffer).or_default() += 1;
+            }
         }
         Ok(())
     }
+}
+
+/// What `check_node` expects of a node: its keys' bounds (from its
+/// parent), whether it is the root, and whether the tree is counted.
+#[derive(Clone, Copy)]
+struct Bounds<'a> {
+    low: Option<&'a [u8]>,
+    high: Option<&'a [u8]>,
+    root: bool,
+    counted: bool,
 }
 
 /// An iterator over a key range (see `Tree::range`). Each stack entry is a
@@ -1441,10 +1902,124 @@ impl Iterator for Range<'_> {
     }
 }
 
+/// Splits an internal node image into pieces that each fit `node_size`
+/// bytes: in two at the entry that balances their bytes (the middle
+/// separator moves up, as `NodeBytes::split` does), and again while a piece
+/// does not fit (one half can: a long separator where the halves meet).
+/// Returns each piece with the separator before it (None for the first).
+fn split_to_fit(image: Node, node_size: usize) -> Vec<(Option<Vec<u8>>, Node)> {
+    if image.encoded_len() <= node_size {
+        return vec![(None, image)];
+    }
+    let Node::Internal { generation, level, mut keys, mut children, counts } = image else {
+        unreachable!("only internal nodes are split to fit")
+    };
+    assert!(keys.len() >= 3, "an overfull node has more than three separators (the config fits three)");
+    let sizes: Vec<usize> = keys.iter().map(|key| 2 + 2 + key.len() + 12).collect();
+    let total: usize = sizes.iter().sum();
+    let (mut half, mut middle) = (0, 1);
+    for (i, size) in sizes.iter().enumerate().take(keys.len() - 2) {
+        half += size;
+        middle = i + 1;
+        if half * 2 >= total {
+            break;
+        }
+    }
+    let mut counts = counts.expect("a counted node");
+    let (right_keys, right_children, right_counts) =
+        (keys.split_off(middle + 1), children.split_off(middle + 1), counts.split_off(middle + 1));
+    let separator = keys.pop().expect("the middle separator");
+    let left = Node::Internal { generation, level, keys, children, counts: Some(counts) };
+    let right =
+        Node::Internal { generation, level, keys: right_keys, children: right_children, counts: Some(right_counts) };
+    let mut pieces = split_to_fit(left, node_size);
+    let mut right_pieces = split_to_fit(right, node_size);
+    right_pieces[0].0 = Some(separator);
+    pieces.append(&mut right_pieces);
+    pieces
+}
+
+/// A child's count moved by `delta` (a key inserted or deleted below it):
+/// never to zero (an empty child is merged away) nor below.
+fn shifted(count: u64, delta: i64) -> u64 {
+    let shifted = count.checked_add_signed(delta).expect("a count stays within u64");
+    assert!(shifted > 0, "a child on a change's path keeps a key");
+    shifted
+}
+
 /// The child of an internal node to descend into for `key`.
 fn child_index(view: &NodeBytes<'_>, key: &[u8]) -> usize {
     match view.search(key) {
         Ok(index) => index + 1,
         Err(index) => index,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An internal node as a tree before order statistics may have written
+    /// it (at most `node_size` bytes without counts), with counts.
+    fn old_full_node(node_size: usize) -> impl Strategy<Value = Node> {
+        proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 1..=91), 3..60).prop_map(move |keys| {
+            let mut keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let without_counts = |keys: &[Vec<u8>]| NODE_HEADER_SIZE + keys.iter().map(|k| 8 + k.len()).sum::<usize>();
+            while without_counts(&keys) > node_size {
+                keys.pop();
+            }
+            let children = (0..=keys.len() as u32).collect();
+            let counts = Some((1..=keys.len() as u64 + 1).collect());
+            Node::Internal { generation: 0, level: 1, keys, children, counts }
+        })
+    }
+
+    proptest! {
+        /// Goal: `add_counts` can always write an old node with its counts:
+        /// every piece fits a node and keeps a separator, and the pieces
+        /// with the separators between them are the node.
+        #[test]
+        fn old_nodes_split_to_fit_with_their_counts(node in old_full_node(512)) {
+            let Node::Internal { keys, children, counts, .. } = node.clone() else { unreachable!() };
+            let pieces = split_to_fit(node, 512);
+            let (mut all_keys, mut all_children, mut all_counts) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, (separator, piece)) in pieces.into_iter().enumerate() {
+                prop_assert!(piece.encoded_len() <= 512);
+                prop_assert_eq!(separator.is_some(), i > 0);
+                let Node::Internal { keys, children, counts, .. } = piece else { unreachable!() };
+                prop_assert!(!keys.is_empty(), "a piece keeps a separator");
+                all_keys.extend(separator);
+                all_keys.extend(keys);
+                all_children.extend(children);
+                all_counts.extend(counts.unwrap());
+            }
+            prop_assert_eq!(all_keys, keys);
+            prop_assert_eq!(all_children, children);
+            prop_assert_eq!(Some(all_counts), counts);
+        }
+    }
+
+    /// Goal: the case a two-way split misses: many one-byte separators and
+    /// a long one where the halves meet. Three pieces.
+    #[test]
+    fn a_long_separator_in_the_middle_splits_in_three() {
+        // With counts: 22 x 17 bytes, then 107 where the halves meet (the
+        // left half: 32 + 481 = 513 bytes), then 21 x 17.
+        let mut keys: Vec<Vec<u8>> = (0..22u8).map(|b| vec![b]).collect();
+        keys.push([vec![22u8], vec![0xAA; 90]].concat());
+        keys.extend((23..44u8).map(|b| vec![b]));
+        assert!(NODE_HEADER_SIZE + keys.iter().map(|k| 8 + k.len()).sum::<usize>() <= 512, "an old node fits");
+        let n = keys.len();
+        let node = Node::Internal {
+            generation: 0,
+            level: 1,
+            keys,
+            children: (0..=n as u32).collect(),
+            counts: Some(vec![1; n + 1]),
+        };
+        let pieces = split_to_fit(node, 512);
+        assert_eq!(pieces.len(), 3, "two halves, one of them split again");
+        assert!(pieces.iter().all(|(_, piece)| piece.encoded_len() <= 512));
     }
 }

@@ -429,6 +429,13 @@ impl Store {
         let (log, log_report) = Log::recover(pool, buffers)?;
         let log_time = phase();
         let mut tree = Tree::open(pool, buffers)?;
+        // A tree written before order statistics reads but takes no change:
+        // its internal nodes gain their counts now, durably, before the
+        // log's replay changes it (the keys and values stay the same).
+        if !tree.is_counted(pool)? {
+            tree.add_counts(pool, buffers)?;
+            tree.commit(pool, buffers)?;
+        }
         let longest = 3 + KEY_SIZE_MAX + FIELD_SIZE_MAX;
         if tree.config().key_size_max < longest {
             return Err(StoreError::Corrupt(format!(
