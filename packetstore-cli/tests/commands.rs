@@ -373,3 +373,17 @@ fn persistence_commands_answer_truthfully_for_an_always_durable_server() {
     assert_eq!(raw.call(&[b"DBSIZE"]).unwrap(), ":1");
     assert_eq!(raw.call(&[b"GET", b"k"]).unwrap(), "$-1");
 }
+
+#[test]
+fn memory_usage_counts_a_key_s_bytes() {
+    let pool = TempPool::new("memory");
+    let server = Server::start(&pool.0, &[]);
+    let mut raw = Raw::connect(&server);
+    assert_eq!(raw.call(&[b"MEMORY", b"USAGE", b"none"]).unwrap(), "$-1");
+    assert_eq!(raw.call(&[b"SET", b"s", &[b'x'; 1000]]).unwrap(), "+OK");
+    let usage: i64 = raw.call(&[b"MEMORY", b"USAGE", b"s", b"SAMPLES", b"0"]).unwrap()[1..].parse().unwrap();
+    assert!((1001..1100).contains(&usage), "{usage}");
+    assert_eq!(raw.call(&[b"HSET", b"h", b"f", b"v"]).unwrap(), ":1");
+    assert!(raw.call(&[b"MEMORY", b"USAGE", b"h"]).unwrap().starts_with(':'));
+    assert!(raw.call(&[b"MEMORY", b"DOCTOR"]).unwrap().starts_with("-ERR unknown subcommand"));
+}

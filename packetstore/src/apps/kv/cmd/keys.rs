@@ -24,6 +24,7 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("pttl", 2, &["readonly", "fast"], (1, 1, 1), "generic", "Returns the time to live of a key in milliseconds.", KvServer::cmd_pttl),
     cmd("expire", 3, &["write", "fast"], (1, 1, 1), "generic", "Sets a time to live in seconds.", KvServer::cmd_expire),
     cmd("pexpire", 3, &["write", "fast"], (1, 1, 1), "generic", "Sets a time to live in milliseconds.", KvServer::cmd_pexpire),
+    cmd("memory", -2, &["readonly"], (0, 0, 0), "server", "MEMORY USAGE: the bytes a key takes in the pool (its entries, values and their overhead).", KvServer::cmd_memory),
     cmd("persist", 2, &["write", "fast"], (1, 1, 1), "generic", "Removes the time to live of a key.", KvServer::cmd_persist),
 ];
 
@@ -138,6 +139,43 @@ impl KvServer {
         for key in keys {
             ctx.bulk(&key);
         }
+        Ok(())
+    }
+
+    /// MEMORY USAGE key [SAMPLES n]: what the key takes in the pool, as
+    /// tree entries (key, value header and slot) plus value bytes; nil if
+    /// absent. MEMORY DOCTOR and STATS are Redis's allocator's: refused.
+    fn cmd_memory(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let usage = ctx.conn.args.upper(1).filter(|sub| sub == b"USAGE");
+        let samples_ok = ctx.argc() == 3
+            || (ctx.argc() == 5 && ctx.conn.args.upper(3).as_deref() == Some(b"SAMPLES") && parse_i64(&ctx.arg(4)).is_some());
+        if usage.is_none() || !samples_ok {
+            let sub = String::from_utf8_lossy(&ctx.arg(1)).into_owned();
+            ctx.error(&format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try MEMORY HELP."));
+            return Ok(());
+        }
+        let key = ctx.arg(2).into_owned();
+        /// A tree entry's own bytes: key length, value header, slot.
+        const ENTRY_OVERHEAD: u64 = 2 + 3 + 2;
+        let bytes = match self.store.key_type(ctx.pool, &key, ctx.now)? {
+            None => {
+                ctx.null();
+                return Ok(());
+            }
+            Some(KeyType::String) => {
+                let len = self.store.get(ctx.pool, &key, ctx.now)?.as_ref().map_or(0, crate::store::db::value_len);
+                ENTRY_OVERHEAD + 1 + key.len() as u64 + len
+            }
+            Some(KeyType::Hash) => {
+                let fields = self.store.hash_fields(ctx.pool, &key, ctx.now)?;
+                let each: u64 = fields
+                    .iter()
+                    .map(|(f, v)| ENTRY_OVERHEAD + 3 + (key.len() + f.len()) as u64 + crate::store::db::value_len(v))
+                    .sum();
+                ENTRY_OVERHEAD + 1 + key.len() as u64 + 8 + each
+            }
+        };
+        ctx.int(bytes as i64);
         Ok(())
     }
 
