@@ -148,7 +148,9 @@ impl KvServer {
     fn cmd_memory(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let usage = ctx.conn.args.upper(1).filter(|sub| sub == b"USAGE");
         let samples_ok = ctx.argc() == 3
-            || (ctx.argc() == 5 && ctx.conn.args.upper(3).as_deref() == Some(b"SAMPLES") && parse_i64(&ctx.arg(4)).is_some());
+            || (ctx.argc() == 5
+                && ctx.conn.args.upper(3).as_deref() == Some(b"SAMPLES")
+                && parse_i64(&ctx.arg(4)).is_some());
         if usage.is_none() || !samples_ok {
             let sub = String::from_utf8_lossy(&ctx.arg(1)).into_owned();
             ctx.error(&format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try MEMORY HELP."));
