@@ -63,6 +63,7 @@ use crate::log::ring::{CommitTicket, Log, RecoveryReport};
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
+use crate::store::keyspace::prefix_end;
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
@@ -352,18 +353,6 @@ pub fn expire_key(key: &[u8]) -> Vec<u8> {
 
 /// A page of SCAN: the keys, and where the next page starts (None: done).
 pub type ScanPage = (Vec<Vec<u8>>, Option<Vec<u8>>);
-
-/// The smallest key greater than every key starting with `prefix`.
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xFF {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
 
 /// The entries of `tree` whose keys start with `prefix`.
 fn prefix_range(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
