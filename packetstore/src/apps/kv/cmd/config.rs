@@ -90,18 +90,13 @@ impl Param {
                 Self::within(n, low, high)
             }
             Kind::Memory(low, high) => {
+                // A percentage is kept negative, as Redis keeps it.
                 let percent = value.strip_suffix('%').filter(|_| low < 0).and_then(|n| n.parse::<i64>().ok());
-                let n = match percent {
-                    Some(p) => -p,
-                    None => parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?,
-                };
-                Self::within(n, low, high).map(|n| {
-                    if percent.is_some() {
-                        format!("{}%", -n.parse::<i64>().unwrap_or(0))
-                    } else {
-                        n
-                    }
-                })
+                if let Some(percent) = percent {
+                    return Self::within(-percent, low, high).map(|_| format!("{percent}%"));
+                }
+                let n = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+                Self::within(n, low, high)
             }
         }
     }

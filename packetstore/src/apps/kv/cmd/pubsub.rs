@@ -161,6 +161,10 @@ impl PubSub {
     /// Moves a connection's mail into its replies, as far as they take;
     /// true if the connection must be closed (its mailbox overflowed).
     pub(in crate::apps::kv) fn deliver(&mut self, conn: &KvConn, out: &mut OutQueue) -> bool {
+        // Only a subscriber has a mailbox: no lookup for the others.
+        if conn.subscriptions.is_none() {
+            return false;
+        }
         let Some(mailbox) = self.mailboxes.get_mut(&conn.id) else { return false };
         if mailbox.overflowed {
             return true;
@@ -251,11 +255,6 @@ impl KvServer {
     }
 
     fn subscribe(&mut self, ctx: &mut Ctx<'_>, space: Space) {
-        if ctx.conn.multi.is_some() {
-            // Only reached inside EXEC: Redis refuses it there.
-            ctx.error("ERR Command not allowed inside a transaction");
-            return;
-        }
         let enc = ctx.enc();
         let (id, token) = (ctx.conn.id, ctx.conn.token);
         let mailbox = self.pubsub.mailboxes.entry(id).or_insert(Mailbox {
