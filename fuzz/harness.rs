@@ -509,7 +509,7 @@ fn kv_config() -> StoreConfig {
 fn kv_fixture() -> &'static Vec<u8> {
     static IMAGE: OnceLock<Vec<u8>> = OnceLock::new();
     IMAGE.get_or_init(|| {
-        use packetstore::store::db::{field_key, string_key};
+        use packetstore::store::keyspace::{element_key, string_key, SPACE_MAIN};
         let device = Arc::new(SimDevice::new(KV_GEOMETRY.file_size(), SimMode::CacheLine));
         let pool = Pool::create_simulated(device.clone(), KV_GEOMETRY).expect("a fresh pool");
         let mut buffers = Buffers::new(KV_GEOMETRY.buffer_count);
@@ -524,9 +524,9 @@ fn kv_fixture() -> &'static Vec<u8> {
             let mut extents = Vec::new();
             buffers.copy_in(&pool, &value, &mut extents).expect("room");
             let key = if i % 7 == 0 {
-                field_key(format!("h{}", i % 3).as_bytes(), format!("f{i}").as_bytes())
+                element_key(u64::from(i % 3) + 1, SPACE_MAIN, format!("f{i}").as_bytes())
             } else {
-                string_key(format!("key:{:04}", i % 90).as_bytes())
+                string_key(0, format!("key:{:04}", i % 90).as_bytes())
             };
             let ops = [Op::Put { key, extents, len: len as u64 }];
             store.apply(&pool, &mut buffers, &ops).expect("apply");
@@ -590,7 +590,7 @@ pub fn pool_open(data: &[u8]) {
     // And takes writes, if the damage left it consistent.
     let mut extents = Vec::new();
     if buffers.copy_in(&pool, b"after the damage", &mut extents).is_ok() {
-        let ops = [Op::Put { key: packetstore::store::db::string_key(b"fuzz"), extents, len: 16 }];
+        let ops = [Op::Put { key: packetstore::store::keyspace::string_key(0, b"fuzz"), extents, len: 16 }];
         if store.apply(&pool, &mut buffers, &ops).is_ok() {
             let _ = store.commit(&pool, &mut buffers);
         }

@@ -21,6 +21,9 @@
 //! CI runs `PACKETSTORE_POWERFAIL_SEEDS` (default 150) seeds of each server
 //! with 4 failures each: 1,200 failure points. One seed: `PACKETSTORE_POWERFAIL_SEED=hex`.
 
+use std::ops::Bound;
+
+use packetstore::store::keyspace::SPACE_MAIN;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -411,13 +414,20 @@ fn kv_recovered(store: &Store, pool: &Pool, client: usize) -> KvModel {
     let mut model = KvModel::default();
     for j in 0..STRINGS {
         let key = format!("c{client}:s{j}").into_bytes();
-        if let Some(value) = store.get(pool, &key, 0).expect("a readable key") {
+        if let Some(value) = store.get(pool, 0, &key, 0).expect("a readable key") {
             model.strings.insert(key, value_bytes(pool, &value).expect("readable bytes").into_owned());
         }
     }
     for j in 0..HASHES {
         let hash = format!("c{client}:h{j}").into_bytes();
-        let fields = store.hash_fields(pool, &hash, 0).expect("a readable hash");
+        let meta = store.meta(pool, 0, &hash, 0).expect("a readable key");
+        let fields: Vec<_> = match meta {
+            Some(meta) => store
+                .elements(pool, meta.oid, SPACE_MAIN, Bound::Unbounded, Bound::Unbounded, false)
+                .collect::<Result<_, _>>()
+                .expect("a readable hash"),
+            None => Vec::new(),
+        };
         if !fields.is_empty() {
             let fields = fields
                 .into_iter()

@@ -1,27 +1,37 @@
 //! Goal: the key-value store never loses an acknowledged command across a
 //! power failure, never shows part of a command, never returns bytes
 //! nobody wrote, and leaks no buffer; while checkpoints of its tree run in
-//! phases among further changes.
+//! phases among further changes, and the reclaimer empties deleted
+//! collections and flushed databases with unlogged deletes.
 //!
-//! Method: random commands (groups of blind writes over strings, hashes,
-//! hash fields and expiries, and the odd flush; now and then several in one
-//! group, as a transaction) are applied to a `Store` on
-//! the crash simulator and to a model. A turn ends with a commit, which
-//! acknowledges its commands; checkpoints are due every few records, so
-//! their three phases interleave with changes. Power fails at a random
-//! fence of a commit (in the cache-line and page simulator modes) or
-//! between turns. After recovery the store must equal the acknowledged
-//! model plus a prefix, by whole command (whole transaction), of the commands of the batch in
-//! flight; every value's bytes must match; the tree's invariants hold; and
-//! every buffer's reference count must equal the references of the log's
-//! live records plus the tree's.
+//! Method: random commands in schema 2's terms (groups of blind writes:
+//! strings, collections created with a new object id, their elements
+//! added and removed, collections deleted to the graveyard, expiries,
+//! FLUSHDB and SWAPDB of the database mapping; now and then several in
+//! one group, as a transaction) are applied to a `Store` on the crash
+//! simulator and to a model, and the reclaimer runs between them. A turn
+//! ends with a commit, which acknowledges its commands; checkpoints are
+//! due every few records, so their three phases interleave with changes.
+//! Power fails at a random fence of a commit (in the cache-line and page
+//! simulator modes) or between turns. After recovery the store's visible
+//! state (garbage hidden: dead objects' elements, flushed databases) must
+//! equal the acknowledged model plus a prefix, by whole command (whole
+//! transaction), of the commands of the batch in flight; every value's
+//! bytes must match; no element is orphaned (its object is live or in the
+//! graveyard); the tree's invariants hold; every buffer's reference count
+//! equals the references of the log's live records plus the tree's; and
+//! once the reclaimer has run to its end, no garbage is left.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use packetstore::index::compact::CompactConfig;
-use packetstore::store::db::{expire_key, field_key, hash_key, string_key, value_bytes, Op, Store, StoreConfig};
+use packetstore::store::db::{value_bytes, Op, Store, StoreConfig};
+use packetstore::store::keyspace::{
+    db_entry_key, dead_db_key, dead_key, element_key, expire_key, meta_key, split_db_key, string_key, KeyType, Meta,
+    DB_NEXT_ENTRY, ELEMENT_PREFIX_LEN, NS_DEAD, NS_DEAD_DB, NS_ELEMENT, NS_META, OID_ENTRY,
+};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
 
@@ -50,13 +60,7 @@ fn model_apply(model: &mut Model, ops: &[(Op, Vec<u8>)]) {
             Op::Del { key } => {
                 model.remove(key);
             }
-            Op::DelHash { name } => {
-                model.remove(&hash_key(name));
-                let prefix = field_key(name, b"");
-                model.retain(|k, _| !k.starts_with(&prefix));
-            }
-            Op::Flush => model.clear(),
-            Op::End => unreachable!("commands never build Op::End"),
+            other => unreachable!("schema 2 commands write puts and deletes only: {other:?}"),
         }
     }
 }
@@ -65,72 +69,186 @@ fn model_apply(model: &mut Model, ops: &[(Op, Vec<u8>)]) {
 const COMMAND_OPS_MAX: usize = 3;
 /// The most commands of one transaction (a store group).
 const GROUP_COMMANDS_MAX: usize = 4;
+/// Logical databases the commands use.
+const TEST_DATABASES: u8 = 3;
 
-/// A random command: its ops (with the bytes of each Put) on a small key
-/// space, with values from empty to two buffers long.
-fn command(rng: &mut SplitMix64, pool: &Pool, buffers: &mut Buffers) -> Vec<(Op, Vec<u8>)> {
+/// A u32 or u64 entry of the model.
+fn model_u64(model: &Model, key: &[u8]) -> Option<u64> {
+    let bytes = model.get(key)?;
+    Some(match bytes.len() {
+        4 => u64::from(u32::from_le_bytes(bytes[..].try_into().unwrap())),
+        _ => u64::from_le_bytes(bytes[..].try_into().unwrap()),
+    })
+}
+
+/// The physical id of logical database `n` in `model`.
+fn physical(model: &Model, n: u8) -> u32 {
+    model_u64(model, &db_entry_key(n)).map_or(u32::from(n), |v| v as u32)
+}
+
+/// A command's op with the bytes it puts.
+type Written = (Op, Vec<u8>);
+
+fn put(rng: &mut SplitMix64, pool: &Pool, buffers: &mut Buffers, key: Vec<u8>, bytes: Vec<u8>) -> Written {
+    let _ = rng;
+    let mut extents = Vec::new();
+    buffers.copy_in(pool, &bytes, &mut extents).expect("the test's pool has room");
+    (Op::Put { key, extents, len: bytes.len() as u64 }, bytes)
+}
+
+fn random_bytes(rng: &mut SplitMix64) -> Vec<u8> {
+    let len = match rng.below(10) {
+        0..=2 => rng.below(65) as usize,
+        3..=5 => 65 + rng.below(2000) as usize,
+        6..=8 => rng.below(4096) as usize,
+        // More extents than a leaf holds: an indirect value.
+        _ => 40_000 + rng.below(30_000) as usize,
+    };
+    let mut bytes = vec![0u8; len];
+    rng.fill(&mut bytes);
+    bytes
+}
+
+/// A random command on a small key space of a few databases, built as the
+/// server builds commands, from the state before it (`model`).
+fn command(rng: &mut SplitMix64, model: &Model, pool: &Pool, buffers: &mut Buffers) -> Vec<Written> {
+    let logical = rng.below(u64::from(TEST_DATABASES)) as u8;
+    let db = physical(model, logical);
+    let key = format!("key{}", rng.below(8)).into_bytes();
+    let meta = model.get(&meta_key(db, &key)).and_then(|bytes| Meta::decode(bytes));
     let mut ops = Vec::new();
-    for _ in 0..1 + rng.below(COMMAND_OPS_MAX as u64) {
-        let key = format!("key{}", rng.below(12)).into_bytes();
-        let put = |rng: &mut SplitMix64, buffers: &mut Buffers, tree_key: Vec<u8>, len: usize| {
-            let mut bytes = vec![0u8; len];
-            rng.fill(&mut bytes);
-            let mut extents = Vec::new();
-            buffers.copy_in(pool, &bytes, &mut extents).expect("the test's pool has room");
-            (Op::Put { key: tree_key, extents, len: len as u64 }, bytes)
-        };
-        let op = match rng.below(20) {
-            0..=6 => {
-                let len = match rng.below(10) {
-                    0..=2 => rng.below(65) as usize,
-                    3..=5 => 65 + rng.below(2000) as usize,
-                    6..=8 => rng.below(4096) as usize,
-                    // More extents than a leaf holds: an indirect value.
-                    _ => 40_000 + rng.below(30_000) as usize,
-                };
-                put(rng, buffers, string_key(&key), len)
-            }
-            7..=8 => (Op::Del { key: string_key(&key) }, Vec::new()),
-            9..=11 => {
-                let field = format!("f{}", rng.below(4)).into_bytes();
-                let len = rng.below(300) as usize;
-                put(rng, buffers, field_key(&key, &field), len)
-            }
-            12 => put(rng, buffers, hash_key(&key), 8),
-            13 => (Op::Del { key: field_key(&key, format!("f{}", rng.below(4)).as_bytes()) }, Vec::new()),
-            14 => (Op::DelHash { name: key }, Vec::new()),
-            15..=16 => {
-                let at = 1_000_000 + rng.below(1 << 40);
-                let (op, _) = put(rng, buffers, expire_key(&key), 0);
-                // An expiry is 8 bytes: the value written replaces the empty one.
-                drop(op);
-                let mut extents = Vec::new();
-                buffers.copy_in(pool, &at.to_le_bytes(), &mut extents).unwrap();
-                (Op::Put { key: expire_key(&key), extents, len: 8 }, at.to_le_bytes().to_vec())
-            }
-            17 => (Op::Del { key: expire_key(&key) }, Vec::new()),
-            18 if rng.chance(1, 4) => (Op::Flush, Vec::new()),
-            _ => (Op::Del { key: hash_key(&key) }, Vec::new()),
-        };
-        ops.push(op);
+    match rng.below(20) {
+        0..=4 if meta.is_none() => {
+            let bytes = random_bytes(rng);
+            ops.push(put(rng, pool, buffers, string_key(db, &key), bytes));
+        }
+        5 => ops.push((Op::Del { key: string_key(db, &key) }, Vec::new())),
+        6..=7 if meta.is_none() && !model.contains_key(&string_key(db, &key)) => {
+            // A new collection: its oid, its metadata, its first element.
+            let oid = model_u64(model, OID_ENTRY).unwrap_or(0) + 1;
+            let meta = Meta { kind: KeyType::Hash, oid };
+            ops.push(put(rng, pool, buffers, OID_ENTRY.to_vec(), oid.to_le_bytes().to_vec()));
+            ops.push(put(rng, pool, buffers, meta_key(db, &key), meta.encode().to_vec()));
+            let bytes = random_bytes(rng);
+            ops.push(put(rng, pool, buffers, element_key(oid, 1, b"f0"), bytes));
+        }
+        0..=9 if meta.is_some() => {
+            let field = format!("f{}", rng.below(6)).into_bytes();
+            let bytes = random_bytes(rng);
+            let space = 1 + rng.below(2) as u8;
+            ops.push(put(rng, pool, buffers, element_key(meta.unwrap().oid, space, &field), bytes));
+        }
+        10..=11 if meta.is_some() => {
+            let field = format!("f{}", rng.below(6)).into_bytes();
+            ops.push((Op::Del { key: element_key(meta.unwrap().oid, 1, &field) }, Vec::new()));
+        }
+        12..=13 if meta.is_some() => {
+            // DEL of a collection: O(1), its object to the graveyard.
+            let oid = meta.unwrap().oid;
+            ops.push((Op::Del { key: meta_key(db, &key) }, Vec::new()));
+            ops.push(put(rng, pool, buffers, dead_key(oid).to_vec(), vec![KeyType::Hash.code()]));
+        }
+        14..=15 => {
+            let at = 1_000_000 + rng.below(1 << 40);
+            ops.push(put(rng, pool, buffers, expire_key(db, &key), at.to_le_bytes().to_vec()));
+        }
+        16 => ops.push((Op::Del { key: expire_key(db, &key) }, Vec::new())),
+        17 if rng.chance(1, 3) => {
+            // FLUSHDB: a new physical id, the old one dead.
+            let next = model_u64(model, DB_NEXT_ENTRY).unwrap_or(16) as u32;
+            ops.push(put(rng, pool, buffers, db_entry_key(logical), next.to_le_bytes().to_vec()));
+            ops.push(put(rng, pool, buffers, DB_NEXT_ENTRY.to_vec(), (next + 1).to_le_bytes().to_vec()));
+            ops.push(put(rng, pool, buffers, dead_db_key(db).to_vec(), Vec::new()));
+        }
+        18 if rng.chance(1, 2) => {
+            // SWAPDB of two logical databases.
+            let other = (logical + 1) % TEST_DATABASES;
+            let db_other = physical(model, other);
+            ops.push(put(rng, pool, buffers, db_entry_key(logical), db_other.to_le_bytes().to_vec()));
+            ops.push(put(rng, pool, buffers, db_entry_key(other), db.to_le_bytes().to_vec()));
+        }
+        _ => ops.push((Op::Del { key: string_key(db, &key) }, Vec::new())),
     }
+    assert!(ops.len() <= COMMAND_OPS_MAX);
     ops
 }
 
-/// What the store holds, read through its tree (every namespace but the
-/// key counter).
+/// What the store holds, read through its tree (every namespace but its
+/// checkpoint mark and schema).
 fn contents(store: &Store, pool: &Pool) -> Model {
     store
         .tree()
         .entries(pool)
         .unwrap()
         .into_iter()
-        .filter(|(k, _)| k.first() != Some(&b'#'))
+        .filter(|(k, _)| k != b"#lsn" && k != b"#schema")
         .map(|(k, v)| {
             let bytes = value_bytes(pool, &v).unwrap().into_owned();
             (k, bytes)
         })
         .collect()
+}
+
+/// The state commands can see: without garbage (graveyard entries, the
+/// elements of objects no `m` entry names, the keys of physical
+/// databases no logical one maps to), which the reclaimer removes in the
+/// background, unlogged.
+fn visible(state: &Model) -> Model {
+    let mapped: BTreeSet<u32> = (0..16).map(|n| physical(state, n)).collect();
+    // A collection of a flushed database is dead too.
+    let live_oids: BTreeSet<u64> = state
+        .iter()
+        .filter(|(k, _)| k.first() == Some(&NS_META) && split_db_key(k).is_some_and(|(_, db, _)| mapped.contains(&db)))
+        .filter_map(|(_, v)| Meta::decode(v).map(|m| m.oid))
+        .collect();
+    state
+        .iter()
+        .filter(|(k, _)| match k.first() {
+            Some(&NS_DEAD) | Some(&NS_DEAD_DB) => false,
+            Some(&NS_ELEMENT) => live_oids.contains(&u64::from_be_bytes(k[1..9].try_into().unwrap())),
+            _ => split_db_key(k).is_none_or(|(_, db, _)| mapped.contains(&db)),
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Every element's object is live or in the graveyard, and every key of
+/// an unmapped database is in a flushed one: the reclaimer can find all
+/// garbage.
+fn check_no_orphans(state: &Model, context: &str) {
+    let named: BTreeSet<u64> = state
+        .iter()
+        .filter_map(|(k, v)| match k.first() {
+            Some(&NS_META) => Meta::decode(v).map(|m| m.oid),
+            Some(&NS_DEAD) => Some(u64::from_be_bytes(k[1..9].try_into().unwrap())),
+            _ => None,
+        })
+        .collect();
+    let mapped: BTreeSet<u32> = (0..16).map(|n| physical(state, n)).collect();
+    for key in state.keys() {
+        if key.first() == Some(&NS_ELEMENT) {
+            let oid = u64::from_be_bytes(key[1..9].try_into().unwrap());
+            assert!(named.contains(&oid), "{context}: element of object {oid} that nothing names");
+        }
+        if let Some((_, db, _)) = split_db_key(key) {
+            let flushed = state.contains_key(&dead_db_key(db).to_vec());
+            assert!(mapped.contains(&db) || flushed, "{context}: a key of database {db}, neither mapped nor flushed");
+        }
+    }
+    let _ = ELEMENT_PREFIX_LEN;
+}
+
+/// Asserts two states are equal, naming the keys that differ.
+fn assert_same(found: &Model, expected: &Model, context: &str) {
+    let show = |k: &Vec<u8>| String::from_utf8_lossy(k).into_owned();
+    let missing: Vec<_> = expected.keys().filter(|k| !found.contains_key(*k)).map(show).collect();
+    let extra: Vec<_> = found.keys().filter(|k| !expected.contains_key(*k)).map(show).collect();
+    let changed: Vec<_> =
+        found.iter().filter(|(k, v)| expected.get(*k).is_some_and(|e| e != *v)).map(|(k, _)| show(k)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && changed.is_empty(),
+        "{context}: missing {missing:?}, extra {extra:?}, changed {changed:?}"
+    );
 }
 
 fn check_recovered(
@@ -141,9 +259,11 @@ fn check_recovered(
     context: &str,
 ) -> Model {
     store.finish_reclaim(pool, buffers).unwrap_or_else(|e| panic!("{context}: walk: {e}"));
-    let found = contents(store, pool);
-    if !candidates.contains(&found) {
-        let acked = &candidates[0];
+    let raw = contents(store, pool);
+    check_no_orphans(&raw, context);
+    let found = visible(&raw);
+    if !candidates.iter().any(|c| visible(c) == found) {
+        let acked = &visible(&candidates[0]);
         let lost: Vec<_> =
             acked.keys().filter(|k| !found.contains_key(*k)).map(|k| String::from_utf8_lossy(k)).collect();
         let extra: Vec<_> =
@@ -159,21 +279,28 @@ fn check_recovered(
             candidates.len()
         )
     }
-    // The key count and the expiries follow the entries.
-    let keys = found.keys().filter(|k| k.first() == Some(&b'k') || k.first() == Some(&b'h')).count() as u64;
-    assert_eq!(store.keys(), keys, "{context}: key count");
-    let hashes = found.keys().filter(|k| k.first() == Some(&b'h')).count() as u64;
-    assert_eq!(store.hashes(), hashes, "{context}: hash count");
-    for (key, bytes) in found.iter().filter(|(k, _)| k.first() == Some(&b'x')) {
-        let at = u64::from_le_bytes(bytes[..].try_into().unwrap());
-        assert_eq!(store.expiry(&key[1..]), Some(at), "{context}: expiry of {key:?}");
+    // The key counts, the mapping and the expiries follow the entries.
+    for n in 0..16u8 {
+        let db = physical(&found, n);
+        assert_eq!(store.physical_db(n), db, "{context}: database {n}'s physical id");
+        let keys =
+            found.keys().filter(|k| matches!(split_db_key(k), Some((b'k' | b'm', d, _)) if d == db)).count() as u64;
+        assert_eq!(store.db_size(pool, db).unwrap(), keys, "{context}: keys of database {n}");
     }
-    assert_eq!(store.expiring(), found.keys().filter(|k| k.first() == Some(&b'x')).count(), "{context}: expiries");
-    // The index by time names the same keys, the earliest first.
+    for (key, bytes) in raw.iter().filter(|(k, _)| k.first() == Some(&b'x')) {
+        let at = u64::from_le_bytes(bytes[..].try_into().unwrap());
+        let (_, db, user) = split_db_key(key).unwrap();
+        assert_eq!(store.expiry(db, user), Some(at), "{context}: expiry of {key:?}");
+    }
+    assert_eq!(store.expiring(), raw.keys().filter(|k| k.first() == Some(&b'x')).count(), "{context}: expiries");
+    // The index by time names the same keys (of mapped databases), the
+    // earliest first.
     let due = store.expired_keys(u64::MAX, usize::MAX);
-    assert_eq!(due.len(), store.expiring(), "{context}: expiries by time");
-    let times: Vec<u64> = due.iter().map(|k| store.expiry(k).expect("an expiring key")).collect();
+    let mapped = found.keys().filter(|k| k.first() == Some(&b'x')).count();
+    assert_eq!(due.len(), mapped, "{context}: expiries by time");
+    let times: Vec<u64> = due.iter().map(|(db, k)| store.expiry(*db, k).expect("an expiring key")).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{context}: expiries out of order");
+    assert!(store.last_oid() >= model_u64(&raw, OID_ENTRY).unwrap_or(0), "{context}: object ids reused");
     // One reference count: the log's live records plus the tree's.
     let stats = store.tree().check_invariants(pool).unwrap_or_else(|e| panic!("{context}: {e}"));
     let mut expected = stats.refs.clone();
@@ -187,7 +314,7 @@ fn check_recovered(
         assert_eq!(u32::from(buffers.refs(buffer)), want, "{context}: buffer {buffer}'s references");
     }
     buffers.check_invariants();
-    found
+    raw
 }
 
 fn run(seed: u64) {
@@ -220,7 +347,7 @@ fn run(seed: u64) {
                     store.begin_group();
                 }
                 for _ in 0..commands {
-                    let ops = command(&mut rng, &pool, &mut buffers);
+                    let ops = command(&mut rng, &model, &pool, &mut buffers);
                     let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
                     store.apply(&pool, &mut buffers, &plain).unwrap_or_else(|e| panic!("{context}: apply: {e}"));
                     Store::release_ops(&mut buffers, &plain);
@@ -230,6 +357,12 @@ fn run(seed: u64) {
                     store.end_group(&pool, &mut buffers).unwrap_or_else(|e| panic!("{context}: end group: {e}"));
                 }
                 batch.push(model.clone());
+            }
+            if rng.chance(1, 3) {
+                // The reclaimer's unlogged deletes change nothing visible.
+                store
+                    .collect_garbage(&pool, &mut buffers, 1 + rng.below(6) as usize)
+                    .unwrap_or_else(|e| panic!("{context}: reclaimer: {e}"));
             }
             if rng.chance(1, 3) {
                 // Compaction's relocations are commands too: same state.
@@ -250,7 +383,11 @@ fn run(seed: u64) {
                 batch = vec![acknowledged.clone()];
                 // The tree's own view agrees with the model, and the
                 // compactor's live counts with the tree.
-                assert_eq!(contents(&store, &pool), model, "{context}: after a commit");
+                assert_same(
+                    &visible(&contents(&store, &pool)),
+                    &visible(&model),
+                    &format!("{context}: after a commit"),
+                );
                 store.check_compaction(&pool).unwrap_or_else(|e| panic!("{context}: compaction count: {e}"));
             }
         }
@@ -272,6 +409,15 @@ fn run(seed: u64) {
             report.replayed_records
         );
         acknowledged = check_recovered(&mut store, &pool, &mut buffers, &batch, &context);
+        if rng.chance(1, 3) {
+            // Run the reclaimer to its end: no garbage is left at all.
+            store.collect_all_garbage(&pool, &mut buffers).unwrap_or_else(|e| panic!("{context}: reclaim all: {e}"));
+            let raw = contents(&store, &pool);
+            assert_eq!(visible(&raw), raw, "{context}: garbage left after the reclaimer's end");
+            assert_eq!(store.garbage(), 0, "{context}: garbage count");
+            store.commit(&pool, &mut buffers).unwrap_or_else(|e| panic!("{context}: commit: {e}"));
+            acknowledged = raw;
+        }
     }
 }
 
@@ -299,7 +445,7 @@ fn checkpoints_release_the_log_and_reopen_equal() {
     let mut rng = SplitMix64::new(7);
     let mut model = Model::new();
     for _ in 0..400 {
-        let ops = command(&mut rng, &pool, &mut buffers);
+        let ops = command(&mut rng, &model, &pool, &mut buffers);
         let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
         store.apply(&pool, &mut buffers, &plain).unwrap();
         Store::release_ops(&mut buffers, &plain);
@@ -342,7 +488,7 @@ fn compaction_frees_buffers_pinned_by_a_few_live_bytes() {
             let bytes = value(i);
             pool.write(pool.buffer_offset(buffer) + slot as u64 * 200, &bytes);
             buffers.retain(buffer).unwrap();
-            let key = string_key(format!("k{i:04}").as_bytes());
+            let key = string_key(0, format!("k{i:04}").as_bytes());
             model.insert(key.clone(), bytes);
             ops.push(Op::Put { key, extents: vec![packetstore::Extent::new(buffer, slot * 200, 200)], len: 200 });
         }
@@ -353,7 +499,7 @@ fn compaction_frees_buffers_pinned_by_a_few_live_bytes() {
     }
     // Overwrite eight in nine with small inline values: one survivor per buffer.
     for i in (0..1000u32).filter(|i| i % 9 != 4) {
-        let key = string_key(format!("k{i:04}").as_bytes());
+        let key = string_key(0, format!("k{i:04}").as_bytes());
         let mut extents = Vec::new();
         buffers.copy_in(&pool, b"small", &mut extents).unwrap();
         let op = Op::Put { key: key.clone(), extents, len: 5 };
@@ -405,7 +551,7 @@ fn a_tree_without_counts_is_upgraded_at_open() {
     let (mut store, _) = Store::open(&pool, &mut buffers, config()).unwrap();
     let mut model = Model::new();
     let put = |store: &mut Store, pool: &Pool, buffers: &mut Buffers, model: &mut Model, i: u32| {
-        let (key, bytes) = (string_key(format!("s{i:04}").as_bytes()), i.to_le_bytes().repeat(3));
+        let (key, bytes) = (string_key(0, format!("s{i:04}").as_bytes()), i.to_le_bytes().repeat(3));
         let mut extents = Vec::new();
         buffers.copy_in(pool, &bytes, &mut extents).unwrap();
         let ops = [Op::Put { key: key.clone(), extents, len: bytes.len() as u64 }];

@@ -63,7 +63,15 @@ use crate::log::ring::{CommitTicket, Log, RecoveryReport};
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
-use crate::store::keyspace::prefix_end;
+use crate::store::keyspace::{
+    db_entry_logical, prefix_end, split_db_user_key, DbId, DATABASES, DB_NEXT_ENTRY, DB_NEXT_FIRST, ELEMENT_PREFIX_LEN,
+    KEY_PREFIX_LEN, NS_DEAD, NS_DEAD_DB, NS_EXPIRE, NS_META, OID_ENTRY,
+};
+
+mod convert;
+mod garbage;
+mod reads;
+pub use reads::{Elements, RestBound};
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
@@ -98,22 +106,28 @@ pub const REPLAY_RECORDS_MAX_DEFAULT: usize = 20_000;
 
 /// The longest key a client may use.
 pub const KEY_SIZE_MAX: usize = 256;
-/// The longest hash field.
-pub const FIELD_SIZE_MAX: usize = 250;
+/// The longest element a collection keeps in its tree keys: a hash
+/// field, a set or sorted set member (`e` oid space, a score key of 8
+/// bytes for sorted sets, then the member must fit a tree key).
+pub const MEMBER_SIZE_MAX: usize = 480;
+/// The longest hash field (a member of a hash).
+pub const FIELD_SIZE_MAX: usize = MEMBER_SIZE_MAX;
 /// Values up to this size are copied into the tree's leaf.
 pub const INLINE_VALUE_MAX: usize = 64;
 /// The default limit on a value.
 pub const VALUE_SIZE_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
 
-const NS_STRING: u8 = b'k';
-const NS_HASH: u8 = b'h';
-const NS_FIELD: u8 = b'f';
-const NS_EXPIRE: u8 = b'x';
-const KEYS_ENTRY: &[u8] = b"#keys";
 /// The lsn of the first record a checkpoint does not cover.
 const COVERED_ENTRY: &[u8] = b"#lsn";
 
-const _: () = assert!(1 + 2 + KEY_SIZE_MAX + FIELD_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);
+const _: () = assert!(KEY_PREFIX_LEN + KEY_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);
+const _: () = assert!(ELEMENT_PREFIX_LEN + 8 + MEMBER_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);
+/// The longest tree key the store writes.
+const TREE_KEY_LONGEST: usize = if KEY_PREFIX_LEN + KEY_SIZE_MAX > ELEMENT_PREFIX_LEN + 8 + MEMBER_SIZE_MAX {
+    KEY_PREFIX_LEN + KEY_SIZE_MAX
+} else {
+    ELEMENT_PREFIX_LEN + 8 + MEMBER_SIZE_MAX
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -192,12 +206,7 @@ pub enum Op {
     End,
 }
 
-/// The type of a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyType {
-    String,
-    Hash,
-}
+pub use crate::store::keyspace::KeyType;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StoreStats {
@@ -276,10 +285,19 @@ pub struct Store {
     covered: usize,
     phase: Phase,
     log_dirty: bool,
-    keys: u64,
-    /// Hashes among the keys (in memory: counted at open).
-    hashes: u64,
-    keys_written: Option<u64>,
+    /// Collections (`m` entries, every physical database; counted at open).
+    collections: u64,
+    /// The physical id of each logical database (`#db` n).
+    dbs: [DbId; DATABASES as usize],
+    /// The next physical id FLUSHDB hands out (`#dbnext`).
+    db_next: DbId,
+    /// The last object id handed out (`#oid`, or a reservation since).
+    oid_last: u64,
+    /// `g` and `G` entries: dead objects and flushed databases.
+    garbage: u64,
+    /// The schema of the tree being replayed into: 1 only while a pool of
+    /// schema 1 is being converted at open.
+    schema: u32,
     /// The `#lsn` value the tree holds (None: not known since open).
     /// Rewriting an unchanged one copied its leaf and root, whose old
     /// copies the next checkpoint then had to release: an idle server
@@ -287,6 +305,7 @@ pub struct Store {
     covered_written: Option<u64>,
     expiries: HashMap<Vec<u8>, u64>,
     /// The same, ordered by time: the keys due first are found in O(log n).
+    /// Keys are `db_user_key`s (db, then the key).
     expiry_order: std::collections::BTreeSet<(u64, Vec<u8>)>,
     /// A buffer computed values are packed into, and its fill.
     arena: Option<(u32, u32)>,
@@ -316,41 +335,6 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-pub fn string_key(key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + key.len());
-    out.push(NS_STRING);
-    out.extend_from_slice(key);
-    out
-}
-
-pub fn hash_key(key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + key.len());
-    out.push(NS_HASH);
-    out.extend_from_slice(key);
-    out
-}
-
-fn field_prefix(key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(3 + key.len());
-    out.push(NS_FIELD);
-    out.extend_from_slice(&(key.len() as u16).to_be_bytes());
-    out.extend_from_slice(key);
-    out
-}
-
-pub fn field_key(key: &[u8], field: &[u8]) -> Vec<u8> {
-    let mut out = field_prefix(key);
-    out.extend_from_slice(field);
-    out
-}
-
-pub fn expire_key(key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + key.len());
-    out.push(NS_EXPIRE);
-    out.extend_from_slice(key);
-    out
-}
-
 /// A page of SCAN: the keys, and where the next page starts (None: done).
 pub type ScanPage = (Vec<Vec<u8>>, Option<Vec<u8>>);
 
@@ -368,6 +352,18 @@ fn as_refs(range: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> (Bound<&[u8]>, Bound<&[u
         }
     }
     (map(&range.0), map(&range.1))
+}
+
+fn decode_u32(value: &Value) -> Option<u32> {
+    match value {
+        Value::Inline(bytes) if bytes.len() == 4 => Some(u32::from_le_bytes(bytes[..].try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// A store entry that does not decode.
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("{what} entry is malformed"))
 }
 
 fn decode_u64(value: &Value) -> Option<u64> {
@@ -425,7 +421,7 @@ impl Store {
             tree.add_counts(pool, buffers)?;
             tree.commit(pool, buffers)?;
         }
-        let longest = 3 + KEY_SIZE_MAX + FIELD_SIZE_MAX;
+        let longest = TREE_KEY_LONGEST;
         if tree.config().key_size_max < longest {
             return Err(StoreError::Corrupt(format!(
                 "buffers of {} bytes hold keys of at most {} bytes; the store needs {longest} (use 2 KiB buffers)",
@@ -433,12 +429,12 @@ impl Store {
                 tree.config().key_size_max
             )));
         }
+        let schema = convert::schema_of(pool, &mut tree, buffers, &log)?;
         // The log flushed every value's bytes at append.
         tree.set_value_flush(false);
         // The page domain syncs whole pages: the batch's nodes wait in DRAM
         // until a checkpoint writes them once.
         tree.set_shadow(pool.domain().domain == crate::pool::persist::Domain::Page)?;
-        let keys = tree.get(pool, KEYS_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
         let tree_generation = tree.generation();
         let mut store = Store {
             config,
@@ -448,9 +444,12 @@ impl Store {
             covered: 0,
             phase: Phase::Idle,
             log_dirty: false,
-            keys,
-            hashes: 0,
-            keys_written: Some(keys),
+            collections: 0,
+            dbs: std::array::from_fn(|n| n as DbId),
+            db_next: DB_NEXT_FIRST,
+            oid_last: 0,
+            garbage: 0,
+            schema,
             covered_written: None,
             expiries: HashMap::new(),
             expiry_order: std::collections::BTreeSet::new(),
@@ -467,9 +466,15 @@ impl Store {
             credit_bytes: 0,
             stats: StoreStats::default(),
         };
-        store.hashes = store.count_prefix(pool, &[NS_HASH])?;
+        store.load_state(pool)?;
         let tree_time = phase();
-        let (replayed, dropped) = store.replay(pool, buffers, progress)?;
+        let (mut replayed, dropped) = store.replay(pool, buffers, progress)?;
+        if store.schema == 1 {
+            store.convert_schema_1(pool, buffers)?;
+            // The conversion's version must become durable in one piece.
+            replayed += 1;
+        }
+        store.load_state(pool)?;
         store.load_expiries(pool)?;
         let replay_time = phase();
         // Recovery ends with a checkpoint: the replayed records, and the
@@ -495,7 +500,7 @@ impl Store {
             tree_generation,
             replayed_records: replayed,
             dropped_records: dropped,
-            keys: store.keys,
+            keys: store.keys(pool)?,
             duration: started.elapsed(),
             phases: [
                 ("log", log_time),
@@ -564,30 +569,42 @@ impl Store {
 
     fn count_prefix(&self, pool: &Pool, prefix: &[u8]) -> Result<u64, StoreError> {
         let range = prefix_range(prefix);
-        let mut count = 0;
-        for entry in self.tree.range(pool, as_refs(&range), false) {
-            entry?;
-            count += 1;
-        }
-        Ok(count)
+        Ok(self.tree.count(pool, as_refs(&range))?)
     }
 
-    /// Whether any key is a hash (a string write then need not look for
-    /// one to replace).
-    pub fn has_hashes(&self) -> bool {
-        self.hashes > 0
+    /// Reads the in-memory state the tree's entries imply: the databases'
+    /// physical ids, the next one, the last object id, and the numbers of
+    /// collections and of garbage entries.
+    fn load_state(&mut self, pool: &Pool) -> Result<(), StoreError> {
+        self.dbs = std::array::from_fn(|n| n as DbId);
+        for logical in 0..DATABASES as u8 {
+            if let Some(value) = self.tree.get(pool, &crate::store::keyspace::db_entry_key(logical))? {
+                self.dbs[usize::from(logical)] = decode_u32(&value).ok_or_else(|| corrupt("#db"))?;
+            }
+        }
+        self.db_next = match self.tree.get(pool, DB_NEXT_ENTRY)? {
+            Some(value) => decode_u32(&value).ok_or_else(|| corrupt("#dbnext"))?,
+            None => DB_NEXT_FIRST,
+        };
+        let oid = self.tree.get(pool, OID_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
+        self.oid_last = self.oid_last.max(oid);
+        self.collections = if self.schema == 1 { 0 } else { self.count_prefix(pool, &[NS_META])? };
+        self.garbage = self.count_prefix(pool, &[NS_DEAD])? + self.count_prefix(pool, &[NS_DEAD_DB])?;
+        Ok(())
     }
 
     fn load_expiries(&mut self, pool: &Pool) -> Result<(), StoreError> {
+        self.expiries.clear();
+        self.expiry_order.clear();
         let range = prefix_range(&[NS_EXPIRE]);
         let mut found = Vec::new();
         for entry in self.tree.range(pool, as_refs(&range), false) {
             let (key, value) = entry?;
-            let at = decode_u64(&value).ok_or_else(|| StoreError::Corrupt("an expiry that is not 8 bytes".into()))?;
+            let at = decode_u64(&value).ok_or_else(|| corrupt("an expiry"))?;
             found.push((key[1..].to_vec(), at));
         }
-        for (key, at) in found {
-            self.set_expiry(&key, Some(at));
+        for (id, at) in found {
+            self.set_expiry(&id, Some(at));
         }
         Ok(())
     }
@@ -606,143 +623,6 @@ impl Store {
 
     pub fn tree(&self) -> &Tree {
         &self.tree
-    }
-
-    /// The number of keys (strings and hashes, expired ones not yet
-    /// removed included).
-    pub fn keys(&self) -> u64 {
-        self.keys
-    }
-
-    /// Hashes among the keys.
-    pub fn hashes(&self) -> u64 {
-        self.hashes
-    }
-
-    /// Keys with an expiry.
-    pub fn expiring(&self) -> usize {
-        self.expiries.len()
-    }
-
-    // ---- reads ----
-
-    /// Whether `key` has expired (it is then absent to every command).
-    pub fn is_expired(&self, key: &[u8], now: u64) -> bool {
-        !self.expiries.is_empty() && self.expiries.get(key).is_some_and(|&at| at <= now)
-    }
-
-    /// The expiry of `key` (ms since the epoch), if it has one.
-    pub fn expiry(&self, key: &[u8]) -> Option<u64> {
-        self.expiries.get(key).copied()
-    }
-
-    /// The type of a live key.
-    pub fn key_type(&self, pool: &Pool, key: &[u8], now: u64) -> Result<Option<KeyType>, StoreError> {
-        if self.is_expired(key, now) {
-            return Ok(None);
-        }
-        if self.tree.get(pool, &string_key(key))?.is_some() {
-            return Ok(Some(KeyType::String));
-        }
-        if self.tree.get(pool, &hash_key(key))?.is_some() {
-            return Ok(Some(KeyType::Hash));
-        }
-        Ok(None)
-    }
-
-    /// The value of a tree key (any namespace), ignoring expiry.
-    pub fn get_raw(&self, pool: &Pool, tree_key: &[u8]) -> Result<Option<Value>, StoreError> {
-        Ok(self.tree.get(pool, tree_key)?)
-    }
-
-    /// A live string's value; None if absent or expired; `Err(KeyType)` in
-    /// the Ok side is not used: callers check the type when None matters.
-    pub fn get(&self, pool: &Pool, key: &[u8], now: u64) -> Result<Option<Value>, StoreError> {
-        if self.is_expired(key, now) {
-            return Ok(None);
-        }
-        Ok(self.tree.get(pool, &string_key(key))?)
-    }
-
-    /// A hash's field count (0 if absent or expired).
-    pub fn hash_len(&self, pool: &Pool, key: &[u8], now: u64) -> Result<u64, StoreError> {
-        if self.is_expired(key, now) {
-            return Ok(0);
-        }
-        Ok(self.tree.get(pool, &hash_key(key))?.as_ref().and_then(decode_u64).unwrap_or(0))
-    }
-
-    /// A hash field's value.
-    pub fn hash_get(&self, pool: &Pool, key: &[u8], field: &[u8], now: u64) -> Result<Option<Value>, StoreError> {
-        if self.is_expired(key, now) {
-            return Ok(None);
-        }
-        Ok(self.tree.get(pool, &field_key(key, field))?)
-    }
-
-    /// Every field of a hash, in field order.
-    pub fn hash_fields(&self, pool: &Pool, key: &[u8], now: u64) -> Result<Vec<(Vec<u8>, Value)>, StoreError> {
-        if self.is_expired(key, now) {
-            return Ok(Vec::new());
-        }
-        let prefix = field_prefix(key);
-        let range = prefix_range(&prefix);
-        let mut out = Vec::new();
-        for entry in self.tree.range(pool, as_refs(&range), false) {
-            let (tree_key, value) = entry?;
-            out.push((tree_key[prefix.len()..].to_vec(), value));
-        }
-        Ok(out)
-    }
-
-    /// Up to `count` live keys after `after` (exclusive; None: from the
-    /// first), in key order, strings and hashes merged; returns the keys
-    /// and whether the end was reached. `filter` selects which to return
-    /// (all keys visited count towards `count`, as Redis's SCAN does).
-    pub fn scan(
-        &self,
-        pool: &Pool,
-        after: Option<&[u8]>,
-        count: usize,
-        now: u64,
-        mut filter: impl FnMut(&[u8]) -> bool,
-    ) -> Result<ScanPage, StoreError> {
-        let mut streams = Vec::new();
-        for ns in [NS_STRING, NS_HASH] {
-            let start = match after {
-                Some(key) => {
-                    let mut k = vec![ns];
-                    k.extend_from_slice(key);
-                    Bound::Excluded(k)
-                }
-                None => Bound::Included(vec![ns]),
-            };
-            let range = (start, Bound::Excluded(vec![ns + 1]));
-            let mut iter = self.tree.range(pool, as_refs(&range), false).map(|e| e.map(|(k, _)| k[1..].to_vec()));
-            let first = iter.next().transpose()?;
-            streams.push((iter, first));
-        }
-        let mut out = Vec::new();
-        let mut last = None;
-        let mut visited = 0;
-        while visited < count {
-            // The smaller head of the two streams.
-            let pick = match (&streams[0].1, &streams[1].1) {
-                (None, None) => return Ok((out, None)),
-                (Some(_), None) => 0,
-                (None, Some(_)) => 1,
-                (Some(a), Some(b)) => usize::from(b < a),
-            };
-            let key = streams[pick].1.take().expect("picked a head");
-            streams[pick].1 = streams[pick].0.next().transpose()?;
-            visited += 1;
-            if !self.is_expired(&key, now) && filter(&key) {
-                out.push(key.clone());
-            }
-            last = Some(key);
-        }
-        let done = streams.iter().all(|s| s.1.is_none());
-        Ok((out, if done { None } else { last }))
     }
 
     // ---- writes ----
@@ -1016,69 +896,58 @@ impl Store {
                     self.note_delete(key);
                 }
             }
-            Op::DelHash { name } => {
-                if self.tree_delete(pool, buffers, &hash_key(name))?.is_some() {
-                    self.keys -= 1;
-                    self.hashes -= 1;
-                }
-                let prefix = field_prefix(name);
-                let range = prefix_range(&prefix);
-                let fields: Vec<Vec<u8>> = self
-                    .tree
-                    .range(pool, as_refs(&range), false)
-                    .map(|e| e.map(|(k, _)| k))
-                    .collect::<Result<_, _>>()?;
-                for field in fields {
-                    self.tree_delete(pool, buffers, &field)?;
-                }
-            }
             Op::End => {}
-            Op::Flush => {
-                let all: Vec<Vec<u8>> = self
-                    .tree
-                    .range(pool, (Bound::Unbounded, Bound::Unbounded), false)
-                    .map(|e| e.map(|(k, _)| k))
-                    .filter(|k| k.as_ref().map_or(true, |k| k.first() != Some(&b'#')))
-                    .collect::<Result<_, _>>()?;
-                for key in all {
-                    self.tree.delete(pool, buffers, &key)?;
-                }
-                self.keys = 0;
-                self.hashes = 0;
-                self.expiries.clear();
-                self.expiry_order.clear();
-                self.compactor.note_flush();
+            Op::DelHash { .. } | Op::Flush if self.schema == 1 => self.apply_schema_1(pool, buffers, op)?,
+            Op::DelHash { .. } | Op::Flush => {
+                return Err(StoreError::Corrupt("a record of schema 1 in a store of schema 2".into()))
             }
         }
         Ok(())
     }
 
+    /// Keeps the in-memory indexes in step with a put of `key`.
     fn note_put(&mut self, key: &[u8], value: &Value, created: bool) {
+        if self.schema == 1 {
+            return;
+        }
         match key.first() {
-            Some(&NS_STRING) if created => self.keys += 1,
-            Some(&NS_HASH) if created => {
-                self.keys += 1;
-                self.hashes += 1;
-            }
+            Some(&NS_META) if created => self.collections += 1,
+            Some(&NS_DEAD) | Some(&NS_DEAD_DB) if created => self.garbage += 1,
             Some(&NS_EXPIRE) => {
                 if let Some(at) = decode_u64(value) {
                     self.set_expiry(&key[1..], Some(at));
                 }
             }
+            Some(&b'#') => self.note_own_entry(key, value),
             _ => {}
         }
     }
 
+    /// A put of one of the store's own entries (`#db` n, `#dbnext`, `#oid`).
+    fn note_own_entry(&mut self, key: &[u8], value: &Value) {
+        if let Some(logical) = db_entry_logical(key) {
+            if let Some(db) = decode_u32(value) {
+                self.dbs[usize::from(logical)] = db;
+            }
+        } else if key == DB_NEXT_ENTRY {
+            if let Some(next) = decode_u32(value) {
+                self.db_next = next;
+            }
+        } else if key == OID_ENTRY {
+            if let Some(oid) = decode_u64(value) {
+                self.oid_last = self.oid_last.max(oid);
+            }
+        }
+    }
+
     fn note_delete(&mut self, key: &[u8]) {
+        if self.schema == 1 {
+            return;
+        }
         match key.first() {
-            Some(&NS_STRING) => self.keys -= 1,
-            Some(&NS_HASH) => {
-                self.keys -= 1;
-                self.hashes -= 1;
-            }
-            Some(&NS_EXPIRE) => {
-                self.set_expiry(&key[1..], None);
-            }
+            Some(&NS_META) => self.collections -= 1,
+            Some(&NS_DEAD) | Some(&NS_DEAD_DB) => self.garbage -= 1,
+            Some(&NS_EXPIRE) => self.set_expiry(&key[1..], None),
             _ => {}
         }
     }
@@ -1213,9 +1082,18 @@ impl Store {
         debug_assert_eq!(self.expiries.len(), self.expiry_order.len());
     }
 
-    /// Up to `max` keys whose expiry has passed, the earliest first.
-    pub fn expired_keys(&self, now: u64, max: usize) -> Vec<Vec<u8>> {
-        self.expiry_order.iter().take_while(|(at, _)| *at <= now).take(max).map(|(_, k)| k.clone()).collect()
+    /// Up to `max` keys whose expiry has passed, the earliest first, with
+    /// their physical databases; keys of flushed databases (no longer any
+    /// logical database's) are left to the reclaimer.
+    pub fn expired_keys(&self, now: u64, max: usize) -> Vec<(DbId, Vec<u8>)> {
+        self.expiry_order
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .map(|(_, id)| split_db_user_key(id))
+            .filter(|(db, _)| self.dbs.contains(db))
+            .take(max)
+            .map(|(db, key)| (db, key.to_vec()))
+            .collect()
     }
 
     pub fn note_expired(&mut self, count: u64) {
@@ -1260,10 +1138,6 @@ impl Store {
             }
             Phase::Idle if self.checkpoint_due() => {
                 self.checkpoint_started = Some(Instant::now());
-                if self.keys_written != Some(self.keys) {
-                    self.tree.insert(pool, buffers, KEYS_ENTRY, &Value::Inline(self.keys.to_le_bytes().to_vec()))?;
-                    self.keys_written = Some(self.keys);
-                }
                 self.covered = self.records.len();
                 let mark = self.log.usage().tail_lsn;
                 if self.covered_written != Some(mark) {

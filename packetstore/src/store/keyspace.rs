@@ -41,6 +41,51 @@ pub const ELEMENT_PREFIX_LEN: usize = 1 + 8 + 1;
 /// The length of `k`/`m`/`x` db.
 pub const KEY_PREFIX_LEN: usize = 1 + 4;
 
+/// The store's own entries (never a user's: user keys live under `k`, `m`
+/// and `x`): the physical id of logical database n (`#db` n), the next
+/// physical id (`#dbnext`), the last object id handed out (`#oid`), the
+/// schema (`#schema`), and the checkpoint's mark (`#lsn`).
+pub const DB_ENTRY: &[u8] = b"#db";
+pub const DB_NEXT_ENTRY: &[u8] = b"#dbnext";
+pub const OID_ENTRY: &[u8] = b"#oid";
+pub const SCHEMA_ENTRY: &[u8] = b"#schema";
+/// The schema this build writes.
+pub const SCHEMA: u32 = 2;
+/// The first physical id handed out by FLUSHDB (0-15 are the logical
+/// databases' own until then).
+pub const DB_NEXT_FIRST: DbId = DATABASES;
+
+/// `#db` n: where logical database `n`'s physical id is kept.
+pub fn db_entry_key(logical: u8) -> Vec<u8> {
+    debug_assert!(u32::from(logical) < DATABASES);
+    let mut out = DB_ENTRY.to_vec();
+    out.push(logical);
+    out
+}
+
+/// The logical database of a `#db` n entry.
+pub fn db_entry_logical(tree_key: &[u8]) -> Option<u8> {
+    (tree_key.len() == DB_ENTRY.len() + 1 && tree_key.starts_with(DB_ENTRY))
+        .then(|| tree_key[DB_ENTRY.len()])
+        .filter(|&n| u32::from(n) < DATABASES)
+}
+
+/// A key's identity across databases (db BE, then the key): how the
+/// store's in-memory indexes (expiries) name it. It is a `k`/`m`/`x` tree
+/// key without its namespace byte.
+pub fn db_user_key(db: DbId, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + key.len());
+    out.extend_from_slice(&db.to_be_bytes());
+    out.extend_from_slice(key);
+    out
+}
+
+/// The database and key of a `db_user_key`.
+pub fn split_db_user_key(id: &[u8]) -> (DbId, &[u8]) {
+    let db = u32::from_be_bytes(id[..4].try_into().expect("a db_user_key has its 4 bytes of db"));
+    (db, &id[4..])
+}
+
 /// The type of a key, as TYPE names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyType {

@@ -114,7 +114,8 @@ impl KvServer {
             Some(entry) if entry.has_flag("readonly") => READ,
             _ => OTHER,
         };
-        let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false, failed: false };
+        let db = self.store.physical_db(conn.db);
+        let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), db, close: false, failed: false };
         if entry.is_none() && is_http_line(&ctx.arg(0)) {
             self.warn_cross_protocol(&ctx);
             self.stats.errors += 1;
@@ -246,9 +247,10 @@ impl KvServer {
     fn touch_keys(&mut self, ctx: &mut Ctx<'_>, entry: &CommandEntry) {
         for i in entry.key_positions(ctx.argc()) {
             let key = ctx.arg(i).into_owned();
-            if self.watched.contains_key(&key) {
-                let exists = self.store.key_type(ctx.pool, &key, ctx.now).ok().flatten().is_some();
-                self.touch_key(&key, exists);
+            let id = ctx.watch_id(&key);
+            if self.watched.contains_key(&id) {
+                let exists = self.store.key_type(ctx.pool, ctx.db, &key, ctx.now).ok().flatten().is_some();
+                self.touch_key(&id, exists);
             }
         }
     }
@@ -287,6 +289,8 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::strings::COMMANDS,
     cmd::bits::COMMANDS,
     cmd::keys::COMMANDS,
+    cmd::expire::COMMANDS,
+    cmd::databases::COMMANDS,
     cmd::hashes::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,

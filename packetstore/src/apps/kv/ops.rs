@@ -11,10 +11,13 @@ use crate::apps::kv::state::{Ctx, KvServer};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
 use crate::io::app::Persist;
+use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
-use crate::store::db::{
-    expire_key, hash_key, string_key, value_bytes, value_len, KeyType, Op, Store, StoreError, KEY_SIZE_MAX,
+use crate::store::db::{value_bytes, value_len, Op, Store, StoreError, KEY_SIZE_MAX};
+use crate::store::keyspace::{
+    dead_key, element_key, element_prefix, expire_key, meta_key, string_key, DbId, KeyType, Meta, ELEMENT_PREFIX_LEN,
+    OID_ENTRY,
 };
 
 /// Checks a key's size.
@@ -182,9 +185,34 @@ impl KvServer {
 
     /// A `Put` of computed bytes.
     pub(super) fn put_bytes(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, bytes: &[u8]) -> Result<Op, StoreError> {
-        let extents = self.store.stage(ctx.pool, ctx.buffers, bytes)?;
         self.stage_bytes(bytes.len() as u64, false);
+        self.put_staged(ctx.pool, ctx.buffers, tree_key, bytes)
+    }
+
+    /// A `Put` of computed bytes, staged in the pool (not counted as a
+    /// command's value bytes: the store's own entries).
+    pub(super) fn put_staged(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        tree_key: Vec<u8>,
+        bytes: &[u8],
+    ) -> Result<Op, StoreError> {
+        let extents = self.store.stage(pool, buffers, bytes)?;
         Ok(Op::Put { key: tree_key, extents, len: bytes.len() as u64 })
+    }
+
+    /// A `Put` of an element whose value is argument `i` (kept where it
+    /// was received when large).
+    pub(super) fn put_element_arg(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        oid: u64,
+        space: u8,
+        rest: &[u8],
+        i: usize,
+    ) -> Result<Op, StoreError> {
+        self.put_arg(ctx, element_key(oid, space, rest), i)
     }
 
     /// The longest string a command may make: the server's value limit,
@@ -199,7 +227,7 @@ impl KvServer {
     pub(super) fn put_string(&mut self, ctx: &mut Ctx<'_>, key: &[u8], bytes: &[u8]) -> Result<(), StoreError> {
         let mut ops = Vec::new();
         self.purge_if_expired(ctx, key, &mut ops)?;
-        let put = self.put_bytes(ctx, string_key(key), bytes)?;
+        let put = self.put_bytes(ctx, string_key(ctx.db, key), bytes)?;
         ops.push(put);
         self.apply(ctx, &ops)
     }
@@ -234,7 +262,7 @@ impl KvServer {
                 };
                 whole.resize(total as usize, 0);
                 whole[offset as usize..offset as usize + bytes.len()].copy_from_slice(bytes);
-                self.put_bytes(ctx, string_key(key), &whole)?
+                self.put_bytes(ctx, string_key(ctx.db, key), &whole)?
             }
         };
         ops.push(put);
@@ -281,7 +309,7 @@ impl KvServer {
         let mut extents = kept[..prefix].to_vec();
         extents.extend_from_slice(&staged);
         extents.extend_from_slice(&suffix);
-        Ok(Some(Op::Put { key: string_key(key), extents, len: old_len.max(end) }))
+        Ok(Some(Op::Put { key: string_key(ctx.db, key), extents, len: old_len.max(end) }))
     }
 
     /// Whether a new value of `len` bytes may name `extents` shared with
@@ -315,36 +343,135 @@ impl KvServer {
         Ok(())
     }
 
-    /// Ops that make `key` ready for a new string value: a hash there goes,
-    /// and so does its expiry unless `keep_expiry` and the key is live.
+    /// Ops that make `key` of `db` ready for a new string value: a
+    /// collection there goes (to the graveyard), and so does its expiry
+    /// unless `keep_expiry` and the key is live.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn clear_for_string(
-        &self,
+        &mut self,
         pool: &Pool,
+        buffers: &mut Buffers,
+        db: DbId,
         now: u64,
         key: &[u8],
         keep_expiry: bool,
         ops: &mut Vec<Op>,
     ) -> Result<(), StoreError> {
-        if self.store.has_hashes() && self.store.get_raw(pool, &hash_key(key))?.is_some() {
-            ops.push(Op::DelHash { name: key.to_vec() });
+        if let Some(meta) = self.store.meta_raw(pool, db, key)? {
+            ops.push(Op::Del { key: meta_key(db, key) });
+            ops.push(self.put_staged(pool, buffers, dead_key(meta.oid).to_vec(), &[meta.kind.code()])?);
         }
-        let live = !self.store.is_expired(key, now);
-        if self.store.expiry(key).is_some() && !(keep_expiry && live) {
-            ops.push(Op::Del { key: expire_key(key) });
+        let live = !self.store.is_expired(db, key, now);
+        if self.store.expiry(db, key).is_some() && !(keep_expiry && live) {
+            ops.push(Op::Del { key: expire_key(db, key) });
         }
         Ok(())
     }
 
     /// Ops that remove `key` if it has expired (so a write starts afresh).
-    pub(super) fn purge_if_expired(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
-        if !self.store.is_expired(key, ctx.now) {
+    pub(super) fn purge_if_expired(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        ops: &mut Vec<Op>,
+    ) -> Result<(), StoreError> {
+        if !self.store.is_expired(ctx.db, key, ctx.now) {
             return Ok(());
         }
-        self.delete_ops(ctx.pool, key, ops)
+        self.delete_ops(ctx.pool, ctx.buffers, ctx.db, key, ops)?;
+        Ok(())
     }
 
-    /// Ops deleting `key` whatever its type, and its expiry; `raw` ignores
-    /// expiry when looking (purging an expired key).
+    /// Ops deleting `key` of `db` whatever its type (expired or not), and
+    /// its expiry: O(1) for a collection, whose object goes to the
+    /// graveyard. Returns whether the key was there (expired or not).
+    pub(super) fn delete_ops(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        db: DbId,
+        key: &[u8],
+        ops: &mut Vec<Op>,
+    ) -> Result<bool, StoreError> {
+        let mut found = false;
+        if self.store.get_raw(pool, &string_key(db, key))?.is_some() {
+            ops.push(Op::Del { key: string_key(db, key) });
+            found = true;
+        } else if let Some(meta) = self.store.meta_raw(pool, db, key)? {
+            ops.push(Op::Del { key: meta_key(db, key) });
+            ops.push(self.put_staged(pool, buffers, dead_key(meta.oid).to_vec(), &[meta.kind.code()])?);
+            found = true;
+        }
+        if self.store.expiry(db, key).is_some() {
+            ops.push(Op::Del { key: expire_key(db, key) });
+        }
+        Ok(found)
+    }
+
+    /// The live collection of type `kind` at `key`: Ok(Some) if there,
+    /// Ok(None) if absent, Err(()) if the key holds another type
+    /// (WRONGTYPE).
+    pub(super) fn collection(
+        &self,
+        ctx: &Ctx<'_>,
+        key: &[u8],
+        kind: KeyType,
+    ) -> Result<Result<Option<Meta>, ()>, StoreError> {
+        match self.store.key_type(ctx.pool, ctx.db, key, ctx.now)? {
+            None => Ok(Ok(None)),
+            Some(found) if found != kind => Ok(Err(())),
+            Some(_) => Ok(Ok(self.store.meta_raw(ctx.pool, ctx.db, key)?)),
+        }
+    }
+
+    /// The collection of type `kind` a write to `key` goes to: the live
+    /// one, or a new one whose creation ops (removal of an expired key,
+    /// `#oid`, the `m` entry) are pushed to `ops`. Err(()): WRONGTYPE.
+    /// Returns the metadata and whether it is new.
+    pub(super) fn collection_for_write(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        kind: KeyType,
+        ops: &mut Vec<Op>,
+    ) -> Result<Result<(Meta, bool), ()>, StoreError> {
+        match self.collection(ctx, key, kind)? {
+            Err(()) => Ok(Err(())),
+            Ok(Some(meta)) => Ok(Ok((meta, false))),
+            Ok(None) => {
+                self.purge_if_expired(ctx, key, ops)?;
+                let meta = self.new_object_ops(ctx, key, kind, ops)?;
+                Ok(Ok((meta, true)))
+            }
+        }
+    }
+
+    /// Ops creating an empty collection of type `kind` at `key` (known
+    /// free): a new object id, written to `#oid` in the same group, and
+    /// the `m` entry naming it.
+    pub(super) fn new_object_ops(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        kind: KeyType,
+        ops: &mut Vec<Op>,
+    ) -> Result<Meta, StoreError> {
+        let meta = Meta { kind, oid: self.store.next_oid() };
+        ops.push(self.put_staged(ctx.pool, ctx.buffers, OID_ENTRY.to_vec(), &meta.oid.to_le_bytes())?);
+        ops.push(self.put_staged(ctx.pool, ctx.buffers, meta_key(ctx.db, key), &meta.encode())?);
+        Ok(meta)
+    }
+
+    /// Ops removing the collection at `key` whose last element the same
+    /// command removes: its `m` entry and its expiry (no graveyard entry:
+    /// nothing is left under its oid).
+    pub(super) fn drop_empty_ops(&self, ctx: &Ctx<'_>, key: &[u8], ops: &mut Vec<Op>) {
+        ops.push(Op::Del { key: meta_key(ctx.db, key) });
+        if self.store.expiry(ctx.db, key).is_some() {
+            ops.push(Op::Del { key: expire_key(ctx.db, key) });
+        }
+    }
+
     /// Replies with a string value: from the pool when long enough.
     pub(super) fn reply_value(&mut self, ctx: &mut Ctx<'_>, value: &Value) -> Result<(), StoreError> {
         let len = value_len(value);
@@ -381,14 +508,192 @@ impl KvServer {
         }
     }
 
-    /// The live string at `key`; Err(()) if it holds a hash.
+    /// The live string at `key`; Err(()) if it holds another type.
     pub(super) fn string_of(&self, ctx: &Ctx<'_>, key: &[u8]) -> Result<Result<Option<Value>, ()>, StoreError> {
-        if let Some(value) = self.store.get(ctx.pool, key, ctx.now)? {
+        if let Some(value) = self.store.get(ctx.pool, ctx.db, key, ctx.now)? {
             return Ok(Ok(Some(value)));
         }
-        if self.store.key_type(ctx.pool, key, ctx.now)? == Some(KeyType::Hash) {
+        if self.store.meta(ctx.pool, ctx.db, key, ctx.now)?.is_some() {
             return Ok(Err(()));
         }
         Ok(Ok(None))
+    }
+}
+
+/// A random number generator for the commands that pick at random
+/// (HRANDFIELD, SRANDMEMBER, SPOP, RANDOMKEY, ...): seeded from the clock
+/// once per thread. Not for anything secret.
+pub(super) fn random_below(n: u64) -> u64 {
+    use std::cell::RefCell;
+    thread_local! {
+        static RNG: RefCell<crate::util::rng::SplitMix64> = RefCell::new(crate::util::rng::SplitMix64::new(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(7, |d| d.as_nanos() as u64),
+        ));
+    }
+    if n == 0 {
+        return 0;
+    }
+    RNG.with(|rng| rng.borrow_mut().below(n))
+}
+
+impl KvServer {
+    /// Runs `build`, which pushes a command's ops; on its error, gives
+    /// back the references the ops pushed so far hold, so that a failure
+    /// half way leaks nothing.
+    pub(super) fn build_ops<T>(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        ops: &mut Vec<Op>,
+        build: impl FnOnce(&mut Self, &mut Ctx<'_>, &mut Vec<Op>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let result = build(self, ctx, ops);
+        if result.is_err() {
+            Store::release_ops(ctx.buffers, ops);
+            ops.clear();
+        }
+        result
+    }
+
+    /// Remembers where a SCAN-like iteration stopped (a tree key) and
+    /// returns its cursor; the oldest cursors are forgotten first.
+    pub(super) fn save_cursor(&mut self, position: Vec<u8>) -> u64 {
+        let id = self.next_cursor;
+        self.next_cursor += 1;
+        if self.scan_cursors.len() >= crate::apps::kv::state::SCAN_CURSORS_MAX {
+            self.scan_cursors.pop_front();
+        }
+        self.scan_cursors.push_back((id, position));
+        id
+    }
+
+    /// Where cursor `id` stopped (None: 0, or forgotten: start over,
+    /// which SCAN's contract allows).
+    pub(super) fn find_cursor(&self, id: u64) -> Option<Vec<u8>> {
+        if id == 0 {
+            return None;
+        }
+        self.scan_cursors.iter().find(|(cursor, _)| *cursor == id).map(|(_, key)| key.clone())
+    }
+}
+
+/// The options of SCAN, HSCAN, SSCAN and ZSCAN.
+pub(super) struct ScanArgs {
+    pub(super) pattern: Option<Vec<u8>>,
+    pub(super) count: usize,
+    /// SCAN's TYPE, lower case.
+    pub(super) type_filter: Option<Vec<u8>>,
+}
+
+/// The most elements one SCAN call visits, whatever COUNT says.
+pub(super) const SCAN_COUNT_MAX: usize = 1_000_000;
+
+/// Parses `[MATCH p] [COUNT n] [TYPE t]` from argument `first` on (TYPE
+/// only if `with_type`). Err: the error reply.
+pub(super) fn parse_scan_args(ctx: &Ctx<'_>, first: usize, with_type: bool) -> Result<ScanArgs, &'static str> {
+    let mut args = ScanArgs { pattern: None, count: 10, type_filter: None };
+    let mut i = first;
+    while i < ctx.argc() {
+        let option = ctx.conn.args.upper(i).unwrap_or_default();
+        if i + 1 >= ctx.argc() {
+            return Err(SYNTAX);
+        }
+        match option.as_slice() {
+            b"MATCH" => args.pattern = Some(ctx.arg(i + 1).into_owned()),
+            b"COUNT" => match parse_i64(&ctx.arg(i + 1)) {
+                Some(n) if n >= 1 => args.count = (n as usize).min(SCAN_COUNT_MAX),
+                Some(_) => return Err(SYNTAX),
+                None => return Err(NOT_INTEGER),
+            },
+            b"TYPE" if with_type => args.type_filter = Some(ctx.arg(i + 1).to_ascii_lowercase()),
+            _ => return Err(SYNTAX),
+        }
+        i += 2;
+    }
+    Ok(args)
+}
+
+/// A SCAN cursor argument. Err: the error reply.
+pub(super) fn parse_cursor(bytes: &[u8]) -> Result<u64, &'static str> {
+    std::str::from_utf8(bytes).ok().and_then(|c| c.parse::<u64>().ok()).ok_or("ERR invalid cursor")
+}
+
+impl KvServer {
+    /// One page of an object's space for HSCAN, SSCAN and ZSCAN: up to
+    /// `count` elements after where `cursor` stopped, and the next cursor
+    /// (0: done). Elements there for the whole iteration are returned
+    /// (the cursor remembers the last key, not a position).
+    pub(super) fn scan_elements(
+        &mut self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        space: u8,
+        cursor: u64,
+        count: usize,
+    ) -> Result<(u64, Vec<(Vec<u8>, Value)>), StoreError> {
+        let after = self.find_cursor(cursor).filter(|key| key.starts_with(&element_prefix(oid, space)));
+        let start = match &after {
+            Some(key) => std::ops::Bound::Excluded(&key[ELEMENT_PREFIX_LEN..]),
+            None => std::ops::Bound::Unbounded,
+        };
+        let mut page = Vec::new();
+        let mut iter = self.store.elements(ctx.pool, oid, space, start, std::ops::Bound::Unbounded, false);
+        for entry in iter.by_ref() {
+            page.push(entry?);
+            if page.len() == count {
+                break;
+            }
+        }
+        let more = page.len() == count && iter.next().transpose()?.is_some();
+        drop(iter);
+        let next = match page.last() {
+            Some((rest, _)) if more => self.save_cursor(element_key(oid, space, rest)),
+            _ => 0,
+        };
+        Ok((next, page))
+    }
+}
+
+impl KvServer {
+    /// Ops moving the live key `src` of the command's database to `dst`
+    /// of `dst_db` (free, or cleared by ops the caller pushed before): a
+    /// collection's `m` entry moves and its oid stays (O(1) whatever its
+    /// size); a string is written under the new name naming the same
+    /// extents (no byte copied); the expiry moves too. The source goes.
+    pub(super) fn relocate_ops(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        src: &[u8],
+        dst_db: DbId,
+        dst: &[u8],
+        ops: &mut Vec<Op>,
+    ) -> Result<(), StoreError> {
+        if let Some(value) = self.store.get_raw(ctx.pool, &string_key(ctx.db, src))? {
+            ops.push(self.value_op(ctx, string_key(dst_db, dst), &value)?);
+            ops.push(Op::Del { key: string_key(ctx.db, src) });
+        } else if let Some(meta) = self.store.meta_raw(ctx.pool, ctx.db, src)? {
+            ops.push(self.put_staged(ctx.pool, ctx.buffers, meta_key(dst_db, dst), &meta.encode())?);
+            ops.push(Op::Del { key: meta_key(ctx.db, src) });
+        }
+        if let Some(at) = self.store.expiry(ctx.db, src) {
+            ops.push(self.put_staged(ctx.pool, ctx.buffers, expire_key(dst_db, dst), &at.to_le_bytes())?);
+            ops.push(Op::Del { key: expire_key(ctx.db, src) });
+        }
+        Ok(())
+    }
+
+    /// A `Put` of a stored value under `tree_key`: naming the same extents
+    /// (new references) when `may_share` allows, else a copy of its bytes.
+    pub(super) fn value_op(&mut self, ctx: &mut Ctx<'_>, tree_key: Vec<u8>, value: &Value) -> Result<Op, StoreError> {
+        if let Value::Inline(bytes) = value {
+            return self.put_staged(ctx.pool, ctx.buffers, tree_key, bytes);
+        }
+        let extents = value_extents(ctx.pool, value)?;
+        let len = value_len(value);
+        if self.may_share(ctx, &extents, 0, len) {
+            self.retain_all(ctx, &extents)?;
+            return Ok(Op::Put { key: tree_key, extents, len });
+        }
+        let bytes = value_bytes(ctx.pool, value)?.into_owned();
+        self.put_staged(ctx.pool, ctx.buffers, tree_key, &bytes)
     }
 }

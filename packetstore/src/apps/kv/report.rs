@@ -130,7 +130,14 @@ impl KvServer {
             "Log records not yet checkpointed.",
             usage.live_records as f64,
         );
-        e.single("packetstore_keys", "gauge", "Keys in the store.", self.store.keys() as f64);
+        let keys = self.store.keys(pool).unwrap_or(0);
+        e.single("packetstore_keys", "gauge", "Keys in the store (every database).", keys as f64);
+        e.single(
+            "packetstore_garbage_entries",
+            "gauge",
+            "Deleted collections and flushed databases the reclaimer has yet to empty.",
+            self.store.garbage() as f64,
+        );
         e.single("packetstore_tree_height", "gauge", "The B+ tree's height.", self.store.tree().height() as f64);
         let compaction = self.store.compaction();
         e.single(
@@ -283,15 +290,26 @@ impl KvServer {
         }
         if wants("keyspace") {
             text.push_str("# Keyspace\r\n");
-            if self.store.keys() > 0 {
-                let _ = write!(text, "db0:keys={},expires={},avg_ttl=0\r\n", self.store.keys(), self.store.expiring());
-            }
+            self.info_keyspace(pool, &mut text);
             text.push_str("\r\n");
         }
         text
     }
 
     /// INFO's Stats section.
+    /// INFO's keyspace lines: each database that holds keys, with how
+    /// many have an expiry.
+    fn info_keyspace(&self, pool: &Pool, text: &mut String) {
+        for logical in 0..crate::store::keyspace::DATABASES as u8 {
+            let db = self.store.physical_db(logical);
+            let keys = self.store.db_size(pool, db).unwrap_or(0);
+            if keys > 0 {
+                let expires = self.store.expiring_in(db);
+                let _ = write!(text, "db{logical}:keys={keys},expires={expires},avg_ttl=0\r\n");
+            }
+        }
+    }
+
     fn info_stats(&self, text: &mut String) {
         let (channels, patterns, shards) = self.pubsub.counts();
         let _ = write!(

@@ -15,7 +15,8 @@ use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::http::{self, HeadError, Method};
-use crate::store::db::{expire_key, hash_key, now_ms, string_key, value_len, Op, Store, StoreError, KEY_SIZE_MAX};
+use crate::store::db::{now_ms, value_len, Op, Store, StoreError, KEY_SIZE_MAX};
+use crate::store::keyspace::string_key;
 
 /// `%xx` escapes decoded; None if an escape is malformed.
 pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
@@ -186,9 +187,10 @@ impl KvServer {
     ) -> bool {
         self.stats.reads += 1;
         let now = now_ms();
-        match self.store.get(pool, key, now) {
+        let db = self.store.physical_db(0);
+        match self.store.get(pool, db, key, now) {
             Ok(Some(value)) => {
-                let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
+                let mut ctx = Ctx { pool, buffers, conn, out, now, db, close: false, failed: false };
                 let body = head.method == Method::Get;
                 if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
                     http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
@@ -219,10 +221,11 @@ impl KvServer {
     ) -> bool {
         let now = now_ms();
         let mut ops = Vec::new();
-        let mut ctx = Ctx { pool, buffers, conn, out, now, close: false, failed: false };
-        let live = self.store.get(pool, key, now).map(|v| v.is_some());
+        let db = self.store.physical_db(0);
+        let mut ctx = Ctx { pool, buffers, conn, out, now, db, close: false, failed: false };
+        let live = self.store.key_type(pool, db, key, now).map(|t| t.is_some());
         let result = live.and_then(|live| {
-            self.delete_ops(ctx.pool, key, &mut ops)?;
+            self.delete_ops(ctx.pool, ctx.buffers, db, key, &mut ops)?;
             self.apply(&mut ctx, &ops)?;
             Ok(live)
         });
@@ -321,11 +324,12 @@ impl KvServer {
             return;
         }
         let now = now_ms();
+        let db = self.store.physical_db(0);
         let mut ops = Vec::new();
         let result = (|| {
-            self.clear_for_string(pool, now, &body.key, false, &mut ops)?;
+            self.clear_for_string(pool, buffers, db, now, &body.key, false, &mut ops)?;
             // The op takes over the request's references.
-            ops.push(Op::Put { key: string_key(&body.key), extents: body.extents.clone(), len: body.len });
+            ops.push(Op::Put { key: string_key(db, &body.key), extents: body.extents.clone(), len: body.len });
             let writes = self.store.check_room_for_write(buffers);
             writes.and_then(|()| self.store.apply(pool, buffers, &ops))
         })();
@@ -348,21 +352,6 @@ impl KvServer {
                 http::respond(out.bytes(), 500, &[], format!("{error}\n").as_bytes(), body.keep_alive)
             }
         }
-    }
-
-    /// Ops deleting `key` whatever its type (expired or not), and its
-    /// expiry.
-    pub(super) fn delete_ops(&self, pool: &Pool, key: &[u8], ops: &mut Vec<Op>) -> Result<(), StoreError> {
-        if self.store.get_raw(pool, &string_key(key))?.is_some() {
-            ops.push(Op::Del { key: string_key(key) });
-        }
-        if self.store.get_raw(pool, &hash_key(key))?.is_some() {
-            ops.push(Op::DelHash { name: key.to_vec() });
-        }
-        if self.store.expiry(key).is_some() {
-            ops.push(Op::Del { key: expire_key(key) });
-        }
-        Ok(())
     }
 }
 

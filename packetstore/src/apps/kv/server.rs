@@ -10,7 +10,10 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::apps::kv::dispatch::COMMANDS;
-use crate::apps::kv::state::{CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, LISTENER_HTTP};
+use crate::apps::kv::state::{
+    watch_id, CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, GARBAGE_PER_TICK_MAX,
+    LISTENER_HTTP,
+};
 use crate::io::app::{App, ConnToken, IoCounters, Persist, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -18,6 +21,7 @@ use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::{Args, Encoder, Parser};
 use crate::store::db::{now_ms, Store, StoreTicket};
+use crate::store::keyspace::DATABASES;
 
 impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
@@ -65,6 +69,7 @@ impl App for KvServer {
             id,
             token,
             name: None,
+            db: 0,
             authenticated: self.config.requirepass.is_none(),
             multi: None,
             watching: None,
@@ -156,21 +161,30 @@ impl App for KvServer {
                 "compaction pass done"
             );
         }
+        // Dead objects and flushed databases are emptied a little per tick.
+        if self.store.garbage() > 0 && self.store.batch_has_room() {
+            if let Err(error) = self.store.collect_garbage(pool, buffers, GARBAGE_PER_TICK_MAX) {
+                tracing::warn!("reclaiming deleted keys failed (retried next tick): {error}");
+            }
+        }
         let now = now_ms();
         let expired = self.store.expired_keys(now, EXPIRE_PER_TICK_MAX);
         if expired.is_empty() || !self.store.batch_has_room() || !self.active_expire {
             return;
         }
         let mut removed = 0;
-        for key in expired {
+        for (db, key) in expired {
             let mut ops = Vec::new();
-            if self.delete_ops(pool, &key, &mut ops).is_err() {
-                continue;
-            }
-            if self.store.apply(pool, buffers, &ops).is_ok() {
+            let result = self.delete_ops(pool, buffers, db, &key, &mut ops);
+            let result = result.and_then(|_| self.store.apply(pool, buffers, &ops));
+            Store::release_ops(buffers, &ops);
+            if result.is_ok() {
                 removed += 1;
                 // Watchers of an expired key fail their EXEC.
-                self.touch_key(&key, false);
+                let logicals: Vec<u8> = (0..DATABASES as u8).filter(|&n| self.store.physical_db(n) == db).collect();
+                for logical in logicals {
+                    self.touch_key(&watch_id(logical, &key), false);
+                }
             }
         }
         self.store.note_expired(removed);

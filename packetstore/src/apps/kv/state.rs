@@ -33,6 +33,10 @@ pub(super) const SCAN_CURSORS_MAX: usize = 4096;
 /// Expired keys removed per tick.
 pub(super) const EXPIRE_PER_TICK_MAX: usize = 256;
 
+/// Tree entries of deleted collections and flushed databases the
+/// reclaimer removes per tick (about a millisecond's work).
+pub(super) const GARBAGE_PER_TICK_MAX: usize = 2048;
+
 #[derive(Clone, Debug)]
 pub struct KvConfig {
     pub persist: Persist,
@@ -87,6 +91,8 @@ pub struct KvConn {
     /// How the event loop names it (to wake it: pub/sub, blocking pops).
     pub(super) token: crate::io::app::ConnToken,
     pub(super) name: Option<Vec<u8>>,
+    /// The logical database it selected (SELECT 0-15).
+    pub(super) db: u8,
     pub(super) authenticated: bool,
     /// The transaction being queued (after MULTI).
     pub(super) multi: Option<crate::apps::kv::cmd::multi::Multi>,
@@ -336,12 +342,21 @@ pub(super) struct Ctx<'a> {
     pub(super) conn: &'a mut KvConn,
     pub(super) out: &'a mut OutQueue,
     pub(super) now: u64,
+    /// The physical id of the connection's database, as of the command's
+    /// start (`Store::physical_db`).
+    pub(super) db: crate::store::keyspace::DbId,
     pub(super) close: bool,
     /// An error reply was written.
     pub(super) failed: bool,
 }
 
 impl Ctx<'_> {
+    /// What WATCH and the watched map call `key` of this connection's
+    /// database: its logical number, then the key.
+    pub(super) fn watch_id(&self, key: &[u8]) -> Vec<u8> {
+        watch_id(self.conn.db, key)
+    }
+
     pub(super) fn enc(&self) -> Encoder {
         self.conn.encoder
     }
@@ -388,4 +403,12 @@ impl Ctx<'_> {
         let enc = self.enc();
         enc.map(self.out.bytes(), len);
     }
+}
+
+/// A watched key's identity: the logical database, then the key.
+pub(super) fn watch_id(logical: u8, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(logical);
+    out.extend_from_slice(key);
+    out
 }

@@ -12,7 +12,8 @@
 use crate::apps::kv::ops::{key_ok, parse_i64, value_range, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
-use crate::store::db::{string_key, value_len, StoreError};
+use crate::store::db::{value_len, StoreError};
+use crate::store::keyspace::string_key;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -426,13 +427,15 @@ impl KvServer {
             self.bitop_chunk(ctx, op[0], &sources, at, chunk, &mut result)?;
         }
         let mut ops = Vec::new();
-        if max_len == 0 {
-            self.delete_ops(ctx.pool, &dest, &mut ops)?;
-        } else {
-            self.clear_for_string(ctx.pool, ctx.now, &dest, false, &mut ops)?;
-            let put = self.put_bytes(ctx, string_key(&dest), &result)?;
-            ops.push(put);
-        }
+        self.build_ops(ctx, &mut ops, |server, ctx, ops| {
+            if max_len == 0 {
+                server.delete_ops(ctx.pool, ctx.buffers, ctx.db, &dest, ops)?;
+            } else {
+                server.clear_for_string(ctx.pool, ctx.buffers, ctx.db, ctx.now, &dest, false, ops)?;
+                ops.push(server.put_bytes(ctx, string_key(ctx.db, &dest), &result)?);
+            }
+            Ok(())
+        })?;
         if !ops.is_empty() {
             self.apply(ctx, &ops)?;
         }

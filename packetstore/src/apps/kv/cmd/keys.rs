@@ -1,14 +1,28 @@
-//! Keyspace commands: DEL/UNLINK, EXISTS, KEYS, SCAN, TYPE, TTL/PTTL,
-//! EXPIRE/PEXPIRE, PERSIST.
+//! Keyspace commands: DEL/UNLINK, EXISTS, TOUCH, KEYS, SCAN, TYPE,
+//! RANDOMKEY, MEMORY USAGE, RENAME, RENAMENX, COPY (expiry is `expire.rs`).
+//!
+//! DEL of a collection is O(1) whatever its size: its object goes to the
+//! graveyard (`g` oid) and the reclaimer empties it in the background.
+//! RENAME moves a collection's `m` entry (O(1)) or a string's extents (no
+//! byte copied). COPY of a collection writes each element under a new
+//! object id (O(n), as Redis's), naming the same value extents.
 //!
 //! Invariant: an expired key reads as absent; a write that finds it
 //! expired removes it in its own store group, and the server's tick
 //! removes the others (durably, as writes).
 
-use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, SCAN_CURSORS_MAX};
+use crate::apps::kv::cmd::databases::parse_db;
+use crate::apps::kv::ops::{key_ok, parse_cursor, parse_i64, parse_scan_args, random_below, NOT_INTEGER, SYNTAX};
+use crate::apps::kv::state::{cmd, watch_id, CommandEntry, Ctx, KvServer};
 use crate::proto::resp::glob_match;
-use crate::store::db::{expire_key, KeyType, Op, StoreError};
+use crate::store::db::{value_len, Op, StoreError};
+use crate::store::keyspace::{
+    db_user_key, element_key, expire_key, meta_key, string_key, DbId, KeyType, Meta, ELEMENT_PREFIX_LEN,
+    KEY_PREFIX_LEN, META_SIZE, OID_ENTRY,
+};
+
+/// RANDOMKEY's tries at finding a key that has not expired.
+const RANDOMKEY_TRIES_MAX: usize = 100;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -17,15 +31,15 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("del", -2, &["write"], (1, -1, 1), "generic", "Deletes keys.", KvServer::cmd_del),
     cmd("unlink", -2, &["write", "fast"], (1, -1, 1), "generic", "Deletes keys.", KvServer::cmd_del),
     cmd("exists", -2, &["readonly", "fast"], (1, -1, 1), "generic", "Counts how many of the keys exist.", KvServer::cmd_exists),
+    cmd("touch", -2, &["readonly", "fast"], (1, -1, 1), "generic", "Counts how many of the keys exist (packetstore keeps no access time).", KvServer::cmd_exists),
     cmd("keys", 2, &["readonly"], (0, 0, 0), "generic", "Returns the keys matching a pattern.", KvServer::cmd_keys),
     cmd("scan", -2, &["readonly"], (0, 0, 0), "generic", "Iterates over the keys.", KvServer::cmd_scan),
     cmd("type", 2, &["readonly", "fast"], (1, 1, 1), "generic", "Returns the type of a key.", KvServer::cmd_type),
-    cmd("ttl", 2, &["readonly", "fast"], (1, 1, 1), "generic", "Returns the time to live of a key in seconds.", KvServer::cmd_ttl),
-    cmd("pttl", 2, &["readonly", "fast"], (1, 1, 1), "generic", "Returns the time to live of a key in milliseconds.", KvServer::cmd_pttl),
-    cmd("expire", 3, &["write", "fast"], (1, 1, 1), "generic", "Sets a time to live in seconds.", KvServer::cmd_expire),
-    cmd("pexpire", 3, &["write", "fast"], (1, 1, 1), "generic", "Sets a time to live in milliseconds.", KvServer::cmd_pexpire),
+    cmd("randomkey", 1, &["readonly"], (0, 0, 0), "generic", "Returns a random key.", KvServer::cmd_randomkey),
+    cmd("rename", 3, &["write"], (1, 2, 1), "generic", "Renames a key.", KvServer::cmd_rename),
+    cmd("renamenx", 3, &["write", "fast"], (1, 2, 1), "generic", "Renames a key if the new name is free.", KvServer::cmd_renamenx),
+    cmd("copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "Copies a key.", KvServer::cmd_copy),
     cmd("memory", -2, &["readonly"], (0, 0, 0), "server", "MEMORY USAGE: the bytes a key takes in the pool (its entries, values and their overhead).", KvServer::cmd_memory),
-    cmd("persist", 2, &["write", "fast"], (1, 1, 1), "generic", "Removes the time to live of a key.", KvServer::cmd_persist),
 ];
 
 impl KvServer {
@@ -38,10 +52,11 @@ impl KvServer {
             if !seen.insert(key.clone()) {
                 continue;
             }
-            let live = self.store.key_type(ctx.pool, &key, ctx.now)?.is_some();
-            let before = ops.len();
-            self.delete_ops(ctx.pool, &key, &mut ops)?;
-            if live && ops.len() > before {
+            let live = self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.is_some();
+            let found = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
+                server.delete_ops(ctx.pool, ctx.buffers, ctx.db, &key, ops)
+            })?;
+            if live && found {
                 deleted += 1;
             }
         }
@@ -54,7 +69,7 @@ impl KvServer {
         let mut count = 0;
         for i in 1..ctx.argc() {
             let key = ctx.arg(i).into_owned();
-            if self.store.key_type(ctx.pool, &key, ctx.now)?.is_some() {
+            if self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.is_some() {
                 count += 1;
             }
         }
@@ -64,7 +79,8 @@ impl KvServer {
 
     fn cmd_keys(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let pattern = ctx.arg(1).into_owned();
-        let (keys, _) = self.store.scan(ctx.pool, None, usize::MAX, ctx.now, |key| glob_match(&pattern, key))?;
+        let (keys, _) =
+            self.store.scan(ctx.pool, ctx.db, None, usize::MAX, ctx.now, |key| glob_match(&pattern, key))?;
         ctx.array(keys.len());
         for key in keys {
             ctx.bulk(&key);
@@ -73,64 +89,30 @@ impl KvServer {
     }
 
     fn cmd_scan(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let Some(cursor) = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok()) else {
-            ctx.error("ERR invalid cursor");
-            return Ok(());
-        };
-        let (mut pattern, mut count, mut type_filter) = (None, 10usize, None);
-        let mut i = 2;
-        while i < ctx.argc() {
-            let option = ctx.conn.args.upper(i).unwrap_or_default();
-            if i + 1 >= ctx.argc() {
-                ctx.error(SYNTAX);
+        let parsed = parse_cursor(&ctx.arg(1)).and_then(|cursor| Ok((cursor, parse_scan_args(ctx, 2, true)?)));
+        let (cursor, args) = match parsed {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                ctx.error(why);
                 return Ok(());
             }
-            match option.as_slice() {
-                b"MATCH" => pattern = Some(ctx.arg(i + 1).into_owned()),
-                b"COUNT" => match parse_i64(&ctx.arg(i + 1)) {
-                    Some(n) if n >= 1 => count = n.min(1_000_000) as usize,
-                    Some(_) => {
-                        ctx.error(SYNTAX);
-                        return Ok(());
-                    }
-                    None => {
-                        ctx.error(NOT_INTEGER);
-                        return Ok(());
-                    }
-                },
-                b"TYPE" => type_filter = Some(ctx.arg(i + 1).to_ascii_lowercase()),
-                _ => {
-                    ctx.error(SYNTAX);
-                    return Ok(());
-                }
-            }
-            i += 2;
-        }
-        let after = if cursor == 0 {
-            None
-        } else {
-            // An unknown cursor (forgotten) starts over.
-            self.scan_cursors.iter().find(|(id, _)| *id == cursor).map(|(_, key)| key.clone())
         };
-        let (pool, now) = (ctx.pool, ctx.now);
+        // A cursor remembers the database it scanned: another one's (after
+        // SELECT) starts over.
+        let after = self
+            .find_cursor(cursor)
+            .and_then(|id| (id.len() >= 4 && id[..4] == ctx.db.to_be_bytes()).then(|| id[4..].to_vec()));
+        let (pool, now, db) = (ctx.pool, ctx.now, ctx.db);
         let store = &self.store;
-        let (keys, last) = store.scan(pool, after.as_deref(), count, now, |key| {
-            pattern.as_ref().is_none_or(|p| glob_match(p, key))
-                && type_filter.as_ref().is_none_or(|t| {
-                    let kind = store.key_type(pool, key, now).ok().flatten();
-                    matches!((t.as_slice(), kind), (b"string", Some(KeyType::String)) | (b"hash", Some(KeyType::Hash)))
+        let (keys, last) = store.scan(pool, db, after.as_deref(), args.count, now, |key| {
+            args.pattern.as_ref().is_none_or(|p| glob_match(p, key))
+                && args.type_filter.as_ref().is_none_or(|t| {
+                    let kind = store.key_type(pool, db, key, now).ok().flatten();
+                    kind.is_some_and(|kind| kind.name().as_bytes() == t.as_slice())
                 })
         })?;
         let next = match last {
-            Some(key) => {
-                let id = self.next_cursor;
-                self.next_cursor += 1;
-                if self.scan_cursors.len() >= SCAN_CURSORS_MAX {
-                    self.scan_cursors.pop_front();
-                }
-                self.scan_cursors.push_back((id, key));
-                id
-            }
+            Some(key) => self.save_cursor(db_user_key(db, &key)),
             None => 0,
         };
         ctx.array(2);
@@ -159,22 +141,24 @@ impl KvServer {
         let key = ctx.arg(2).into_owned();
         /// A tree entry's own bytes: key length, value header, slot.
         const ENTRY_OVERHEAD: u64 = 2 + 3 + 2;
-        let bytes = match self.store.key_type(ctx.pool, &key, ctx.now)? {
+        let bytes = match self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)? {
             None => {
                 ctx.null();
                 return Ok(());
             }
             Some(KeyType::String) => {
-                let len = self.store.get(ctx.pool, &key, ctx.now)?.as_ref().map_or(0, crate::store::db::value_len);
-                ENTRY_OVERHEAD + 1 + key.len() as u64 + len
+                let len = self.store.get(ctx.pool, ctx.db, &key, ctx.now)?.as_ref().map_or(0, value_len);
+                ENTRY_OVERHEAD + KEY_PREFIX_LEN as u64 + key.len() as u64 + len
             }
-            Some(KeyType::Hash) => {
-                let fields = self.store.hash_fields(ctx.pool, &key, ctx.now)?;
-                let each: u64 = fields
+            Some(_) => {
+                let meta = self.store.meta_raw(ctx.pool, ctx.db, &key)?.expect("a collection");
+                let each: u64 = self
+                    .store
+                    .object_entries(ctx.pool, meta.oid)?
                     .iter()
-                    .map(|(f, v)| ENTRY_OVERHEAD + 3 + (key.len() + f.len()) as u64 + crate::store::db::value_len(v))
+                    .map(|(k, v)| ENTRY_OVERHEAD + k.len() as u64 + value_len(v))
                     .sum();
-                ENTRY_OVERHEAD + 1 + key.len() as u64 + 8 + each
+                ENTRY_OVERHEAD + (KEY_PREFIX_LEN + key.len() + META_SIZE) as u64 + each
             }
         };
         ctx.int(bytes as i64);
@@ -183,76 +167,162 @@ impl KvServer {
 
     fn cmd_type(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let key = ctx.arg(1).into_owned();
-        let name = match self.store.key_type(ctx.pool, &key, ctx.now)? {
-            Some(KeyType::String) => "string",
-            Some(KeyType::Hash) => "hash",
-            None => "none",
-        };
+        let name = self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.map_or("none", KeyType::name);
         let enc = ctx.enc();
         enc.simple(ctx.out.bytes(), name);
         Ok(())
     }
 
-    fn ttl_ms(&self, ctx: &Ctx<'_>) -> Result<i64, StoreError> {
-        let key = ctx.arg(1).into_owned();
-        if self.store.key_type(ctx.pool, &key, ctx.now)?.is_none() {
-            return Ok(-2);
+    /// RANDOMKEY: a key of the database picked by rank (O(log n)); an
+    /// expired one is skipped, a few times at most, as Redis does.
+    fn cmd_randomkey(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let size = self.store.db_size(ctx.pool, ctx.db)?;
+        for _ in 0..RANDOMKEY_TRIES_MAX {
+            if size == 0 {
+                break;
+            }
+            let Some(key) = self.store.key_at(ctx.pool, ctx.db, random_below(size))? else { break };
+            if !self.store.is_expired(ctx.db, &key, ctx.now) {
+                ctx.bulk(&key);
+                return Ok(());
+            }
         }
-        Ok(self.store.expiry(&key).map_or(-1, |at| at.saturating_sub(ctx.now) as i64))
-    }
-
-    fn cmd_ttl(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let ms = self.ttl_ms(ctx)?;
-        ctx.int(if ms < 0 { ms } else { (ms + 500) / 1000 });
+        ctx.null();
         Ok(())
     }
 
-    fn cmd_pttl(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let ms = self.ttl_ms(ctx)?;
-        ctx.int(ms);
-        Ok(())
+    fn cmd_rename(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.rename_generic(ctx, false)
     }
 
-    fn expire_in(&mut self, ctx: &mut Ctx<'_>, scale: i64) -> Result<(), StoreError> {
-        let key = ctx.arg(1).into_owned();
-        let Some(at) =
-            parse_i64(&ctx.arg(2)).and_then(|n| n.checked_mul(scale)).and_then(|ms| ms.checked_add(ctx.now as i64))
-        else {
-            ctx.error(NOT_INTEGER);
+    fn cmd_renamenx(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.rename_generic(ctx, true)
+    }
+
+    /// RENAME and RENAMENX (`nx`: only if the new name is free).
+    fn rename_generic(&mut self, ctx: &mut Ctx<'_>, nx: bool) -> Result<(), StoreError> {
+        let (src, dst) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
+        if let Err(why) = key_ok(&dst) {
+            ctx.error(&why);
             return Ok(());
-        };
-        if self.store.key_type(ctx.pool, &key, ctx.now)?.is_none() {
+        }
+        if self.store.key_type(ctx.pool, ctx.db, &src, ctx.now)?.is_none() {
+            ctx.error("ERR no such key");
+            return Ok(());
+        }
+        if src == dst {
+            if nx {
+                ctx.int(0);
+            } else {
+                ctx.ok();
+            }
+            return Ok(());
+        }
+        if nx && self.store.key_type(ctx.pool, ctx.db, &dst, ctx.now)?.is_some() {
             ctx.int(0);
             return Ok(());
         }
         let mut ops = Vec::new();
-        if at <= ctx.now as i64 {
-            self.delete_ops(ctx.pool, &key, &mut ops)?;
-        } else {
-            let put = self.put_bytes(ctx, expire_key(&key), &(at as u64).to_le_bytes())?;
-            ops.push(put);
-        }
+        self.build_ops(ctx, &mut ops, |server, ctx, ops| {
+            server.delete_ops(ctx.pool, ctx.buffers, ctx.db, &dst, ops)?;
+            let db = ctx.db;
+            server.relocate_ops(ctx, &src, db, &dst, ops)
+        })?;
         self.apply(ctx, &ops)?;
+        if nx {
+            ctx.int(1);
+        } else {
+            ctx.ok();
+        }
+        Ok(())
+    }
+
+    /// COPY's options after the two keys: the destination's logical
+    /// database and REPLACE. Err: the error reply.
+    fn copy_options(ctx: &Ctx<'_>) -> Result<(u8, bool), &'static str> {
+        let (mut logical, mut replace) = (ctx.conn.db, false);
+        let mut i = 3;
+        while i < ctx.argc() {
+            match ctx.conn.args.upper(i).as_deref() {
+                Some(b"REPLACE") => replace = true,
+                Some(b"DB") if i + 1 < ctx.argc() => {
+                    i += 1;
+                    logical = parse_db(&ctx.arg(i), NOT_INTEGER)?;
+                }
+                _ => return Err(SYNTAX),
+            }
+            i += 1;
+        }
+        Ok((logical, replace))
+    }
+
+    /// COPY source destination [DB n] [REPLACE].
+    fn cmd_copy(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let (src, dst) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
+        let (logical, replace) = match Self::copy_options(ctx) {
+            Ok(options) => options,
+            Err(why) => {
+                ctx.error(why);
+                return Ok(());
+            }
+        };
+        if let Err(why) = key_ok(&dst) {
+            ctx.error(&why);
+            return Ok(());
+        }
+        if src == dst && logical == ctx.conn.db {
+            ctx.error("ERR source and destination objects are the same");
+            return Ok(());
+        }
+        let dst_db = self.store.physical_db(logical);
+        let Some(kind) = self.store.key_type(ctx.pool, ctx.db, &src, ctx.now)? else {
+            ctx.int(0);
+            return Ok(());
+        };
+        if !replace && self.store.key_type(ctx.pool, dst_db, &dst, ctx.now)?.is_some() {
+            ctx.int(0);
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        self.build_ops(ctx, &mut ops, |server, ctx, ops| {
+            server.delete_ops(ctx.pool, ctx.buffers, dst_db, &dst, ops)?;
+            server.copy_ops(ctx, &src, kind, dst_db, &dst, ops)
+        })?;
+        self.apply(ctx, &ops)?;
+        self.touch_key(&watch_id(logical, &dst), true);
         ctx.int(1);
         Ok(())
     }
 
-    fn cmd_expire(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        self.expire_in(ctx, 1000)
-    }
-
-    fn cmd_pexpire(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        self.expire_in(ctx, 1)
-    }
-
-    fn cmd_persist(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let key = ctx.arg(1).into_owned();
-        if self.store.key_type(ctx.pool, &key, ctx.now)?.is_none() || self.store.expiry(&key).is_none() {
-            ctx.int(0);
-            return Ok(());
+    /// Ops writing a copy of the live key `src` (of type `kind`) as `dst`
+    /// of `dst_db`, with its expiry: a string names the same extents; a
+    /// collection gets a new oid and each element is written under it.
+    fn copy_ops(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        src: &[u8],
+        kind: KeyType,
+        dst_db: DbId,
+        dst: &[u8],
+        ops: &mut Vec<Op>,
+    ) -> Result<(), StoreError> {
+        if kind == KeyType::String {
+            let value = self.store.get_raw(ctx.pool, &string_key(ctx.db, src))?.expect("a live string");
+            ops.push(self.value_op(ctx, string_key(dst_db, dst), &value)?);
+        } else {
+            let meta = self.store.meta_raw(ctx.pool, ctx.db, src)?.expect("a live collection");
+            let copy = Meta { kind, oid: self.store.next_oid() };
+            ops.push(self.put_staged(ctx.pool, ctx.buffers, OID_ENTRY.to_vec(), &copy.oid.to_le_bytes())?);
+            ops.push(self.put_staged(ctx.pool, ctx.buffers, meta_key(dst_db, dst), &copy.encode())?);
+            for (tree_key, value) in self.store.object_entries(ctx.pool, meta.oid)? {
+                let space = tree_key[ELEMENT_PREFIX_LEN - 1];
+                let new_key = element_key(copy.oid, space, &tree_key[ELEMENT_PREFIX_LEN..]);
+                ops.push(self.value_op(ctx, new_key, &value)?);
+            }
         }
-        self.apply(ctx, &[Op::Del { key: expire_key(&key) }])?;
-        ctx.int(1);
+        if let Some(at) = self.store.expiry(ctx.db, src) {
+            ops.push(self.put_staged(ctx.pool, ctx.buffers, expire_key(dst_db, dst), &at.to_le_bytes())?);
+        }
         Ok(())
     }
 

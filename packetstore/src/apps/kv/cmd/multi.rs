@@ -62,7 +62,8 @@ impl Multi {
     }
 }
 
-/// One connection's watched keys.
+/// One connection's watched keys (each as `state::watch_id`: the
+/// logical database, then the key).
 pub(in crate::apps::kv) struct Watching {
     /// Set when a watched key is written (by the server's map).
     pub(in crate::apps::kv) dirty: Arc<AtomicBool>,
@@ -155,13 +156,13 @@ impl KvServer {
         }
         let dirty = watching.dirty.clone();
         for i in 1..ctx.argc() {
-            let key = ctx.arg(i).into_owned();
+            let key = ctx.watch_id(&ctx.arg(i));
             let watching = ctx.conn.watching.as_mut().expect("made above");
             if watching.keys.contains(&key) {
                 continue;
             }
             watching.keys.push(key.clone());
-            let expired = self.store.is_expired(&key, ctx.now);
+            let expired = self.store.is_expired(ctx.db, &key[1..], ctx.now);
             let watcher = Watcher { conn: ctx.conn.id, dirty: dirty.clone(), expired };
             self.watched.entry(key).or_default().push(watcher);
         }
@@ -183,7 +184,8 @@ impl KvServer {
             return true;
         }
         watching.keys.iter().any(|key| {
-            let expired_now = self.store.is_expired(key, ctx.now);
+            let db = self.store.physical_db(key[0]);
+            let expired_now = self.store.is_expired(db, &key[1..], ctx.now);
             let watcher = self.watched.get(key).and_then(|list| list.iter().find(|w| w.conn == ctx.conn.id));
             expired_now && watcher.is_some_and(|w| !w.expired)
         })

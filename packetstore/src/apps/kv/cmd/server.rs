@@ -1,9 +1,9 @@
-//! Connection and server commands: PING, ECHO, QUIT, AUTH, HELLO, SELECT,
-//! CLIENT, INFO, DBSIZE, FLUSHALL/FLUSHDB, TIME, RESET, DEBUG.
+//! Connection and server commands: PING, ECHO, QUIT, AUTH, HELLO, CLIENT,
+//! INFO, TIME, RESET, DEBUG.
 
-use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
+use crate::apps::kv::ops::{parse_i64, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
-use crate::store::db::{Op, StoreError};
+use crate::store::db::StoreError;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -16,13 +16,9 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
-    cmd("select", 2, &["loading", "stale", "fast"], (0, 0, 0), "connection", "Selects database 0 (the only one).", KvServer::cmd_select),
     cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "Names the connection, returns its name or id.", KvServer::cmd_client),
     cmd("time", 1, &["random", "loading", "stale", "fast"], (0, 0, 0), "server", "Returns the server's time: seconds and microseconds.", KvServer::cmd_time),
     cmd("info", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Returns information and statistics about the server.", KvServer::cmd_info),
-    cmd("dbsize", 1, &["readonly", "fast"], (0, 0, 0), "server", "Returns the number of keys.", KvServer::cmd_dbsize),
-    cmd("flushall", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
-    cmd("flushdb", -1, &["write"], (0, 0, 0), "server", "Deletes every key.", KvServer::cmd_flushall),
 ];
 
 impl KvServer {
@@ -222,15 +218,6 @@ impl KvServer {
         Ok(())
     }
 
-    fn cmd_select(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        match parse_i64(&ctx.arg(1)) {
-            Some(0) => ctx.ok(),
-            Some(_) => ctx.error("ERR DB index is out of range"),
-            None => ctx.error(NOT_INTEGER),
-        }
-        Ok(())
-    }
-
     fn cmd_client(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         match (ctx.conn.args.upper(1).as_deref(), ctx.argc()) {
             (Some(b"SETNAME"), 3) => {
@@ -261,31 +248,6 @@ impl KvServer {
         let text = self.info_text(ctx.pool, ctx.buffers, section.as_deref());
         let enc = ctx.enc();
         enc.verbatim(ctx.out.bytes(), &text);
-        Ok(())
-    }
-
-    fn cmd_dbsize(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        ctx.int(self.store.keys() as i64);
-        Ok(())
-    }
-
-    fn cmd_flushall(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        if ctx.argc() > 2 || (ctx.argc() == 2 && !matches!(ctx.conn.args.upper(1).as_deref(), Some(b"SYNC" | b"ASYNC")))
-        {
-            ctx.error(SYNTAX);
-            return Ok(());
-        }
-        // Watchers of keys that existed fail their EXEC.
-        let existed: std::collections::HashSet<Vec<u8>> = self
-            .watched
-            .keys()
-            .filter(|key| self.store.key_type(ctx.pool, key, ctx.now).ok().flatten().is_some())
-            .cloned()
-            .collect();
-        self.apply(ctx, &[Op::Flush])?;
-        self.touch_all_keys(|key| existed.contains(key));
-        self.scan_cursors.clear();
-        ctx.ok();
         Ok(())
     }
 }

@@ -14,7 +14,8 @@ use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
 use crate::pool::extent::Extent;
-use crate::store::db::{expire_key, string_key, value_bytes, value_len, Op, Store, StoreError};
+use crate::store::db::{value_bytes, value_len, Op, Store, StoreError};
+use crate::store::keyspace::{expire_key, string_key};
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -174,9 +175,9 @@ impl KvServer {
                 return Ok(());
             }
         };
-        // Plain SETs (no NX, XX or GET) look nothing up unless hashes
+        // Plain SETs (no NX, XX or GET) look nothing up unless collections
         // exist (one of which this key could be).
-        let lookup = options.nx || options.xx || options.get || self.store.has_hashes();
+        let lookup = options.nx || options.xx || options.get || self.store.has_collections();
         let old = if lookup { self.string_of(ctx, &key)? } else { Ok(None) };
         let exists = match &old {
             Ok(value) => value.is_some(),
@@ -199,19 +200,15 @@ impl KvServer {
             return Ok(());
         }
         let mut ops = Vec::new();
-        self.clear_for_string(ctx.pool, ctx.now, &key, options.keep_ttl || expire_at.is_some(), &mut ops)?;
-        let put = self.put_arg(ctx, string_key(&key), value)?;
-        ops.push(put);
-        if let Some(at) = expire_at {
-            let put = self.put_bytes(ctx, expire_key(&key), &at.to_le_bytes());
-            match put {
-                Ok(put) => ops.push(put),
-                Err(error) => {
-                    Store::release_ops(ctx.buffers, &ops);
-                    return Err(error);
-                }
+        self.build_ops(ctx, &mut ops, |server, ctx, ops| {
+            let keep = options.keep_ttl || expire_at.is_some();
+            server.clear_for_string(ctx.pool, ctx.buffers, ctx.db, ctx.now, &key, keep, ops)?;
+            ops.push(server.put_arg(ctx, string_key(ctx.db, &key), value)?);
+            if let Some(at) = expire_at {
+                ops.push(server.put_bytes(ctx, expire_key(ctx.db, &key), &at.to_le_bytes())?);
             }
-        }
+            Ok(())
+        })?;
         self.apply(ctx, &ops)?;
         match (options.get, old_bytes) {
             (true, Some(bytes)) => ctx.bulk(&bytes),
@@ -249,9 +246,13 @@ impl KvServer {
         let absolute = matches!(options.expire, Some((_, ExpireUnit::ExAt | ExpireUnit::PxAt)));
         let mut ops = Vec::new();
         match at {
-            Some(at) if absolute && at <= ctx.now => self.delete_ops(ctx.pool, &key, &mut ops)?,
-            Some(at) => ops.push(self.put_bytes(ctx, expire_key(&key), &at.to_le_bytes())?),
-            None if options.persist && self.store.expiry(&key).is_some() => ops.push(Op::Del { key: expire_key(&key) }),
+            Some(at) if absolute && at <= ctx.now => {
+                self.delete_ops(ctx.pool, ctx.buffers, ctx.db, &key, &mut ops)?;
+            }
+            Some(at) => ops.push(self.put_bytes(ctx, expire_key(ctx.db, &key), &at.to_le_bytes())?),
+            None if options.persist && self.store.expiry(ctx.db, &key).is_some() => {
+                ops.push(Op::Del { key: expire_key(ctx.db, &key) })
+            }
             None => {}
         }
         if ops.is_empty() {
@@ -287,7 +288,7 @@ impl KvServer {
             Ok(Some(value)) => {
                 let bytes = value_bytes(ctx.pool, &value)?;
                 let mut ops = Vec::new();
-                self.delete_ops(ctx.pool, &key, &mut ops)?;
+                self.delete_ops(ctx.pool, ctx.buffers, ctx.db, &key, &mut ops)?;
                 self.apply(ctx, &ops)?;
                 ctx.bulk(&bytes);
             }
@@ -315,7 +316,7 @@ impl KvServer {
         if nx {
             for i in (1..ctx.argc()).step_by(2) {
                 let key = ctx.arg(i).into_owned();
-                if self.store.key_type(ctx.pool, &key, ctx.now)?.is_some() {
+                if self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.is_some() {
                     ctx.int(0);
                     return Ok(());
                 }
@@ -328,8 +329,8 @@ impl KvServer {
                 if let Err(why) = key_ok(&key) {
                     return Ok(Err(why));
                 }
-                self.clear_for_string(ctx.pool, ctx.now, &key, false, &mut ops)?;
-                let put = self.put_arg(ctx, string_key(&key), i + 1)?;
+                self.clear_for_string(ctx.pool, ctx.buffers, ctx.db, ctx.now, &key, false, &mut ops)?;
+                let put = self.put_arg(ctx, string_key(ctx.db, &key), i + 1)?;
                 ops.push(put);
             }
             Ok(Ok(()))
@@ -342,7 +343,7 @@ impl KvServer {
         for i in 1..ctx.argc() {
             let key = ctx.arg(i).into_owned();
             self.stats.reads += 1;
-            match self.store.get(ctx.pool, &key, ctx.now)? {
+            match self.store.get(ctx.pool, ctx.db, &key, ctx.now)? {
                 Some(value) => self.reply_value(ctx, &value)?,
                 None => ctx.null(),
             }
@@ -384,7 +385,7 @@ impl KvServer {
         self.purge_if_expired(ctx, &key, &mut ops)?;
         let mut text = Vec::new();
         crate::proto::resp::push_int(&mut text, next);
-        let put = self.put_bytes(ctx, string_key(&key), &text)?;
+        let put = self.put_bytes(ctx, string_key(ctx.db, &key), &text)?;
         ops.push(put);
         self.apply(ctx, &ops)?;
         ctx.int(next);
@@ -451,7 +452,7 @@ impl KvServer {
                     None => Vec::new(),
                 };
                 bytes.extend_from_slice(&ctx.arg(2));
-                self.put_bytes(ctx, string_key(&key), &bytes)?
+                self.put_bytes(ctx, string_key(ctx.db, &key), &bytes)?
             }
         };
         ops.push(put);
@@ -514,7 +515,7 @@ impl KvServer {
         extents.extend_from_slice(&shared[..old_parts]);
         extents.extend_from_slice(&shared[old_parts..]);
         extents.extend_from_slice(&staged[inline_parts..]);
-        Ok(Some(Op::Put { key: string_key(key), extents, len: total }))
+        Ok(Some(Op::Put { key: string_key(ctx.db, key), extents, len: total }))
     }
 
     fn cmd_strlen(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -683,9 +684,9 @@ impl KvServer {
 }
 
 /// Redis's `MAX_LONG_DOUBLE_CHARS`: longer strings are no numbers.
-const FLOAT_CHARS_MAX: u64 = 5 * 1024;
+pub(super) const FLOAT_CHARS_MAX: u64 = 5 * 1024;
 
-const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub(super) const NOT_FLOAT: &str = "ERR value is not a valid float";
 
 /// The first and last byte (inclusive) of `start..=end` in a string of
 /// `len` bytes, by GETRANGE's rules (negative indexes count from the end;
@@ -784,7 +785,7 @@ impl Decimal {
 
 /// A number as Redis's `string2ld` reads one: the whole string, no
 /// leading space, not NaN, not out of range.
-fn parse_float(text: &[u8]) -> Option<f64> {
+pub(super) fn parse_float(text: &[u8]) -> Option<f64> {
     if text.is_empty() || text.len() as u64 >= FLOAT_CHARS_MAX || text[0].is_ascii_whitespace() {
         return None;
     }
@@ -799,7 +800,7 @@ fn parse_float(text: &[u8]) -> Option<f64> {
 /// (1 - 1.1 is -0.1, not -0.10000000000000009); numbers beyond
 /// `Decimal` (over 36 digits, hexadecimal, `inf`) are added in f64,
 /// printed as `%.17f`. Err: the error reply.
-fn add_floats(current: &[u8], by: &[u8]) -> Result<String, &'static str> {
+pub(super) fn add_floats(current: &[u8], by: &[u8]) -> Result<String, &'static str> {
     let (Some(a), Some(b)) = (parse_float(current), parse_float(by)) else {
         return Err(NOT_FLOAT);
     };
