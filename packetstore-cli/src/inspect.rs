@@ -199,10 +199,35 @@ fn walk_tree(pool: &Pool, findings: &mut Findings) -> anyhow::Result<()> {
             _ => None,
         })
     };
-    findings.keys = entry(b"#keys");
+    findings.keys = match entry(b"#schema") {
+        // Schema 2: the strings and collections of the 16 databases.
+        Some(_) => schema2_keys(pool, &tree),
+        None => entry(b"#keys"),
+    };
     findings.replay_from = entry(b"#lsn");
     findings.tree = Some((tree, walk));
     Ok(())
+}
+
+/// The keys of a schema 2 store: its `k` and `m` entries in the physical
+/// databases the 16 logical ones map to (flushed ones not yet reclaimed
+/// are not counted).
+fn schema2_keys(pool: &Pool, tree: &Tree) -> Option<u64> {
+    use packetstore::store::keyspace::{db_entry_key, db_prefix, prefix_end, DATABASES, NS_META, NS_STRING};
+    use std::ops::Bound;
+    let mut total = 0;
+    for logical in 0..DATABASES as u8 {
+        let db = match tree.get(pool, &db_entry_key(logical)).ok()? {
+            Some(packetstore::index::node::Value::Inline(bytes)) => u32::from_le_bytes(bytes.try_into().ok()?),
+            _ => u32::from(logical),
+        };
+        for ns in [NS_STRING, NS_META] {
+            let start = db_prefix(ns, db);
+            let end = prefix_end(&start)?;
+            total += tree.count(pool, (Bound::Included(&start[..]), Bound::Excluded(&end[..]))).ok()?;
+        }
+    }
+    Some(total)
 }
 
 /// The tree's figures: its walk, its value buffers, the dead bytes in them.

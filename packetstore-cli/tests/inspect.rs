@@ -92,7 +92,7 @@ fn verify_catches_a_damaged_tree_node_and_reports_the_tree() {
     assert!(ok, "{json}");
     let tree = &json["tree"];
     assert_eq!(tree["keys"], 199);
-    assert_eq!(tree["entries"], 201, "and the checkpoint's #keys and #lsn");
+    assert_eq!(tree["entries"], 201, "and the store's #schema and #lsn");
     let inline = tree["inline_value_bytes"].as_u64().unwrap();
     assert_eq!(tree["live_value_bytes"].as_u64().unwrap() - inline, 199 * 3000);
     assert_eq!(inline, 16, "the checkpoint's #keys and #lsn");

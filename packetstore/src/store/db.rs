@@ -1,5 +1,6 @@
 //! The key-value store behind `packetstore serve` (PASTE's pKVS, paper
-//! section 5.1): strings and hashes, with expiry, in one persistent B+ tree
+//! section 5.1): strings and collections in sixteen databases, with
+//! expiry, in one persistent B+ tree
 //! whose changes are made durable first by the log (write-behind logging).
 //!
 //! # The write path
@@ -37,18 +38,23 @@
 //! without its end record (a batch torn by a power failure, never
 //! acknowledged) is released, not replayed: a command is all or nothing.
 //!
-//! # Keys in the tree
+//! # Keys in the tree (schema 2, `docs/format.md`)
 //!
-//! One tree holds every namespace, by the key's first byte: `k` + key (a
-//! string), `h` + key (a hash: its field count), `f` + u16 key length, key,
-//! field (a hash field), `x` + key (expiry, u64 ms since the epoch), and
-//! the checkpoint's own entries, written at each: `#keys` (the number of
-//! keys) and `#lsn` (the first record it does not cover).
+//! One tree holds every namespace, by the key's first byte: `k` db key (a
+//! string), `m` db key (a collection's 16-byte metadata naming its object
+//! id), `x` db key (expiry, u64 ms since the epoch), `e` oid space rest (a
+//! collection's elements), `g` oid and `G` db (garbage: a dead object, a
+//! flushed physical database, emptied by the reclaimer in `garbage.rs`),
+//! and the store's own entries: `#db` n (logical database n's physical
+//! id), `#dbnext`, `#oid`, `#schema`, `#lsn` (the first record the
+//! checkpoint does not cover). Reads are in `reads.rs`; pools of schema 1
+//! are converted at open (`convert.rs`).
 //!
 //! Invariants: a record is released only after a durable tree version
 //! reflects it; a command's records are appended together and end with
-//! `TAG_END`; `keys` equals the number of `k` and `h` entries; `expiries`
-//! mirrors the `x` entries.
+//! `TAG_END`; `collections` equals the number of `m` entries, `garbage`
+//! the number of `g` and `G` entries, `dbs` the `#db` entries;
+//! `expiries` mirrors the `x` entries.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
@@ -197,9 +203,12 @@ pub enum Op {
     Del {
         key: Vec<u8>,
     },
+    /// Schema 1's deletion of a hash: replayed only while a schema 1 pool
+    /// is converted; never written.
     DelHash {
         name: Vec<u8>,
     },
+    /// Schema 1's flush of every key: replayed only, never written.
     Flush,
     /// Ends a group of several commands (`end_group` appends it; handlers
     /// never build it).
@@ -798,8 +807,7 @@ impl Store {
             let result = match op {
                 Op::Put { key, extents, .. } => self.log.append(pool, buffers, KIND_PUT, tag, key, extents),
                 Op::Del { key } => self.log.append(pool, buffers, KIND_DEL, tag, key, &[]),
-                Op::DelHash { name } => self.log.append(pool, buffers, KIND_DEL_HASH, tag, name, &[]),
-                Op::Flush => self.log.append(pool, buffers, KIND_FLUSH, tag, &[], &[]),
+                Op::DelHash { .. } | Op::Flush => unreachable!("schema 1's records are replayed, never written"),
                 Op::End => unreachable!("handlers never build Op::End"),
             };
             match result {
