@@ -199,7 +199,7 @@ fn walk_tree(pool: &Pool, findings: &mut Findings) -> anyhow::Result<()> {
             _ => None,
         })
     };
-    findings.keys = match entry(b"#schema") {
+    findings.keys = match tree.get(pool, b"#schema").ok().flatten() {
         // Schema 2: the strings and collections of the 16 databases.
         Some(_) => schema2_keys(pool, &tree),
         None => entry(b"#keys"),
