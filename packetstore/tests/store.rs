@@ -611,7 +611,7 @@ fn a_schema_1_pool_is_converted_at_open() {
         let mut buffers = Buffers::new(pool.geometry().buffer_count);
         let (mut store, report) = Store::open(&pool, &mut buffers, config()).unwrap();
         store.finish_reclaim(&pool, &mut buffers).unwrap();
-        let written = round as u64;
+        let written = round;
         assert_eq!(report.keys, 39 + 1 + 2 + written, "round {round}: 40 strings less s2 plus s40, h0, h2, new0..");
         for i in (0..=40u32).filter(|&i| i != 2) {
             let key = format!("s{i}").into_bytes();

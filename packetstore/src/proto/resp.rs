@@ -453,6 +453,19 @@ impl Encoder {
         }
     }
 
+    /// A double (a sorted set's score): RESP3 `,`, RESP2 a bulk string,
+    /// both as Redis 7.0 prints it (`format_double`).
+    pub fn double(&self, out: &mut Vec<u8>, value: f64) {
+        let text = format_double(value);
+        if self.resp3 {
+            out.push(b',');
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(out, text.as_bytes());
+        }
+    }
+
     /// A verbatim text (INFO): RESP3 `=`, RESP2 a bulk string.
     pub fn verbatim(&self, out: &mut Vec<u8>, text: &str) {
         if self.resp3 {
@@ -464,6 +477,35 @@ impl Encoder {
         } else {
             self.bulk(out, text.as_bytes());
         }
+    }
+}
+
+/// A double as Redis 7.0 prints it: C's `%.17g` (17 significant digits,
+/// trailing zeros dropped, an exponent below 1e-4 or from 1e17 on), and
+/// `inf` / `-inf`.
+pub fn format_double(value: f64) -> String {
+    fn trim(text: &str) -> &str {
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            text
+        }
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let scientific = format!("{value:.16e}");
+    let (mantissa, exponent) = scientific.split_once('e').expect("Rust's e format has an exponent");
+    let exponent: i32 = exponent.parse().expect("an integer exponent");
+    if !(-4..17).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
+    } else {
+        let decimals = (16 - exponent).max(0) as usize;
+        trim(&format!("{value:.decimals$}")).to_string()
     }
 }
 
@@ -616,6 +658,24 @@ mod tests {
             (b"1 ", None),
         ] {
             assert_eq!(parse_int(text), want, "{:?}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn doubles_print_as_redis_7_0() {
+        for (value, text) in [
+            (1.1, "1.1000000000000001"),
+            (1.0, "1"),
+            (-2.5, "-2.5"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (1e17, "1e+17"),
+            (12345678901234567.0, "12345678901234568"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(format_double(value), text, "{value:e}");
         }
     }
 

@@ -292,6 +292,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::expire::COMMANDS,
     cmd::databases::COMMANDS,
     cmd::hashes::COMMANDS,
+    cmd::zsets::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,
 ]);

@@ -576,6 +576,9 @@ impl KvServer {
     }
 }
 
+/// A page of HSCAN, SSCAN or ZSCAN: the next cursor, and the elements.
+pub(super) type ScanPageOf = (u64, Vec<(Vec<u8>, Value)>);
+
 /// The options of SCAN, HSCAN, SSCAN and ZSCAN.
 pub(super) struct ScanArgs {
     pub(super) pattern: Option<Vec<u8>>,
@@ -629,7 +632,7 @@ impl KvServer {
         space: u8,
         cursor: u64,
         count: usize,
-    ) -> Result<(u64, Vec<(Vec<u8>, Value)>), StoreError> {
+    ) -> Result<ScanPageOf, StoreError> {
         let after = self.find_cursor(cursor).filter(|key| key.starts_with(&element_prefix(oid, space)));
         let start = match &after {
             Some(key) => std::ops::Bound::Excluded(&key[ELEMENT_PREFIX_LEN..]),

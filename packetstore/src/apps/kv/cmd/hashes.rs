@@ -363,7 +363,7 @@ impl KvServer {
                 return Ok(());
             }
             Some(Some(n)) if n >= 0 => Picks::Distinct(n as u64),
-            Some(Some(n)) if n < -(i64::MAX / 2) && with_values => {
+            Some(Some(n)) if n == i64::MIN || (n < -(i64::MAX / 2) && with_values) => {
                 ctx.error("ERR value is out of range");
                 return Ok(());
             }
@@ -446,7 +446,6 @@ impl KvServer {
 
 /// Ranks to pick among `size` elements: one; up to `n` distinct (all of
 /// them, in order, when `n` covers the set); or `n` with repetition.
-#[allow(dead_code)] // SRANDMEMBER and ZRANDMEMBER (sets, sorted sets) use it.
 pub(in crate::apps::kv) fn random_ranks_for(distinct: Option<u64>, repeating: Option<u64>, size: u64) -> Vec<u64> {
     let picks = match (distinct, repeating) {
         (Some(n), _) => Picks::Distinct(n),
@@ -475,7 +474,7 @@ fn random_ranks(picks: &Picks, size: u64) -> Vec<u64> {
             }
             ranks
         }
-        Picks::Repeating(n) if size == 0 => Vec::with_capacity(n.min(0) as usize),
+        Picks::Repeating(_) if size == 0 => Vec::new(),
         Picks::Repeating(n) => (0..n.min(PICKS_MAX)).map(|_| random_below(size)).collect(),
     }
 }

@@ -14,3 +14,5 @@ pub(super) mod multi;
 pub(super) mod pubsub;
 pub(super) mod server;
 pub(super) mod strings;
+pub(super) mod zranges;
+pub(super) mod zsets;
