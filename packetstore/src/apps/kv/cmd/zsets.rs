@@ -549,7 +549,9 @@ impl KvServer {
                 return Ok(());
             }
         };
-        let count = match (ctx.argc() - at - 1, ctx.conn.args.upper(at + 1).as_deref()) {
+        let rest = ctx.argc() - at - 1;
+        let option = if rest > 0 { ctx.conn.args.upper(at + 1) } else { None };
+        let count = match (rest, option.as_deref()) {
             (0, _) => 1,
             (2, Some(b"COUNT")) => match parse_i64(&ctx.arg(at + 2)) {
                 Some(n) if n > 0 => n as usize,
@@ -570,7 +572,14 @@ impl KvServer {
                 let popped = self.zpop(ctx, &key, meta, count, max)?;
                 ctx.array(2);
                 ctx.bulk(&key);
-                Self::reply_scored(ctx, &popped, true, true);
+                // ZMPOP nests its pairs in RESP2 too.
+                ctx.array(popped.len());
+                for (member, score) in &popped {
+                    ctx.array(2);
+                    ctx.bulk(member);
+                    let enc = ctx.enc();
+                    enc.double(ctx.out.bytes(), *score);
+                }
                 return Ok(());
             }
         }
