@@ -1,0 +1,311 @@
+//! Goal: the commands schema 2 brought answer as Redis 7.0.15 does and
+//! keep their data across a kill -9: hashes complete, the sixteen
+//! databases (SELECT, MOVE, SWAPDB, FLUSHDB, FLUSHALL), RENAME, RENAMENX,
+//! COPY, RANDOMKEY, EXPIRE's options and times, and sorted sets; and a
+//! deleted collection's elements are reclaimed in the background.
+//!
+//! Method: the real binary on ephemeral ports (pools on /dev/shm), driven
+//! with the `redis` crate; expected replies are Redis 7.0.15's
+//! (`t_hash.c`, `t_zset.c`, `db.c`, `expire.c` and its test suite).
+
+use std::time::Duration;
+
+use redis::{FromRedisValue, Value};
+
+mod common;
+use common::{Server, TempPool};
+
+/// Runs a command, which must succeed.
+fn q<T: FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    let mut command = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    command.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Asserts that a command fails with an error containing `text`.
+fn fails(c: &mut redis::Connection, args: &[&str], text: &str) {
+    let mut command = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    match command.query::<Value>(c) {
+        Err(error) => assert!(error.to_string().contains(text), "{args:?}: {error} lacks {text:?}"),
+        Ok(value) => panic!("{args:?}: expected an error, got {value:?}"),
+    }
+}
+
+/// A reply in a compact form: integers, strings, nil, [arrays].
+fn shown(c: &mut redis::Connection, args: &[&str]) -> String {
+    fn show(value: &Value) -> String {
+        match value {
+            Value::Nil => "nil".into(),
+            Value::Int(n) => n.to_string(),
+            Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            Value::SimpleString(text) => text.clone(),
+            Value::Okay => "OK".into(),
+            Value::Double(d) => d.to_string(),
+            Value::Array(items) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(" ")),
+            other => format!("{other:?}"),
+        }
+    }
+    show(&q::<Value>(c, args))
+}
+
+/// Hash commands, each against Redis 7.0's replies and errors.
+#[test]
+fn hashes_answer_as_redis() {
+    let pool = TempPool::new("coll-hashes");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2", "a", "3"]), 2);
+    assert_eq!(shown(&mut c, &["HMSET", "h", "c", "x"]), "OK");
+    assert_eq!(q::<i64>(&mut c, &["HSETNX", "h", "a", "9"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["HSETNX", "h", "d", "4"]), 1);
+    assert_eq!(shown(&mut c, &["HMGET", "h", "a", "nope", "d"]), "[3 nil 4]");
+    assert_eq!(shown(&mut c, &["HKEYS", "h"]), "[a b c d]");
+    assert_eq!(shown(&mut c, &["HVALS", "h"]), "[3 2 x 4]");
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "h"]), 4);
+    assert_eq!(q::<i64>(&mut c, &["HSTRLEN", "h", "c"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["HINCRBY", "h", "a", "-10"]), -7);
+    fails(&mut c, &["HINCRBY", "h", "c", "1"], "hash value is not an integer");
+    let _: i64 = q(&mut c, &["HSET", "h", "big", STR_MAX]);
+    fails(&mut c, &["HINCRBY", "h", "big", "1"], "increment or decrement would overflow");
+    assert_eq!(shown(&mut c, &["HINCRBYFLOAT", "h", "f", "1.5"]), "1.5");
+    assert_eq!(shown(&mut c, &["HINCRBYFLOAT", "h", "f", "0.1"]), "1.6");
+    fails(&mut c, &["HINCRBYFLOAT", "h", "c", "1"], "hash value is not a float");
+    fails(&mut c, &["HINCRBYFLOAT", "h", "f", "inf"], "value is NaN or Infinity");
+    let field: String = q(&mut c, &["HRANDFIELD", "h"]);
+    assert!(["a", "b", "c", "d", "big", "f"].contains(&field.as_str()), "{field}");
+    let three: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "3"]);
+    assert_eq!(three.len(), 3);
+    assert_eq!(three.iter().collect::<std::collections::HashSet<_>>().len(), 3, "distinct: {three:?}");
+    let many: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "-20"]);
+    assert_eq!(many.len(), 20, "repeats allowed");
+    fails(&mut c, &["HRANDFIELD", "h", "-9223372036854775808"], "value is out of range");
+    // HSCAN returns every field exactly once over its pages.
+    for i in 0..50 {
+        let _: i64 = q(&mut c, &["HSET", "scan", &format!("f{i}"), "v"]);
+    }
+    let (mut cursor, mut seen) = (0u64, std::collections::HashSet::new());
+    loop {
+        let (next, page): (u64, Vec<String>) = q(&mut c, &["HSCAN", "scan", &cursor.to_string(), "COUNT", "7"]);
+        for pair in page.chunks(2) {
+            assert!(seen.insert(pair[0].clone()), "{} twice", pair[0]);
+        }
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 50);
+    // The last field's removal deletes the hash.
+    assert_eq!(q::<i64>(&mut c, &["HDEL", "scan", "f0"]), 1);
+    let fields: Vec<String> = (1..50).map(|i| format!("f{i}")).collect();
+    let mut hdel = vec!["HDEL", "scan"];
+    hdel.extend(fields.iter().map(String::as_str));
+    assert_eq!(q::<i64>(&mut c, &hdel), 49);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "scan"]), 0);
+    let _: () = q(&mut c, &["SET", "s", "v"]);
+    fails(&mut c, &["HGET", "s", "a"], "WRONGTYPE");
+    fails(&mut c, &["HSETNX", "s", "a", "1"], "WRONGTYPE");
+}
+
+const STR_MAX: &str = "9223372036854775807";
+
+/// The sixteen databases: keys are per database; MOVE, SWAPDB, FLUSHDB and
+/// FLUSHALL; COPY ... DB; and all of it after a kill -9.
+#[test]
+fn databases_are_sixteen_and_durable() {
+    let pool = TempPool::new("coll-dbs");
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        let _: () = q(&mut c, &["SET", "k", "zero"]);
+        assert_eq!(shown(&mut c, &["SELECT", "1"]), "OK");
+        assert_eq!(shown(&mut c, &["GET", "k"]), "nil");
+        let _: () = q(&mut c, &["SET", "k", "one"]);
+        let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
+        assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 2);
+        fails(&mut c, &["SELECT", "16"], "DB index is out of range");
+        fails(&mut c, &["MOVE", "h", "1"], "source and destination objects are the same");
+        assert_eq!(q::<i64>(&mut c, &["MOVE", "h", "2"]), 1);
+        assert_eq!(q::<i64>(&mut c, &["MOVE", "k", "0"]), 0, "k exists in database 0");
+        assert_eq!(q::<i64>(&mut c, &["COPY", "k", "k2", "DB", "3"]), 1);
+        assert_eq!(shown(&mut c, &["SWAPDB", "0", "1"]), "OK");
+        assert_eq!(shown(&mut c, &["GET", "k"]), "zero", "database 1 now holds what 0 held");
+        fails(&mut c, &["SWAPDB", "0", "x"], "invalid second DB index");
+        assert_eq!(shown(&mut c, &["SELECT", "3"]), "OK");
+        assert_eq!(shown(&mut c, &["GET", "k2"]), "one");
+        let _: () = q(&mut c, &["SET", "gone", "v"]);
+        assert_eq!(shown(&mut c, &["FLUSHDB"]), "OK");
+        assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0);
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    assert_eq!(shown(&mut c, &["GET", "k"]), "one", "database 0 after the swap");
+    assert_eq!(shown(&mut c, &["SELECT", "1"]), "OK");
+    assert_eq!(shown(&mut c, &["GET", "k"]), "zero");
+    assert_eq!(shown(&mut c, &["SELECT", "2"]), "OK");
+    assert_eq!(shown(&mut c, &["HGET", "h", "f"]), "v");
+    assert_eq!(shown(&mut c, &["SELECT", "3"]), "OK");
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0, "flushed, durably");
+    assert_eq!(shown(&mut c, &["FLUSHALL"]), "OK");
+    for db in 0..16 {
+        assert_eq!(shown(&mut c, &["SELECT", &db.to_string()]), "OK");
+        assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0, "database {db} after FLUSHALL");
+    }
+}
+
+/// RENAME, RENAMENX, COPY, RANDOMKEY, TOUCH; EXPIRE's NX, XX, GT and LT;
+/// EXPIREAT, PEXPIREAT, EXPIRETIME, PEXPIRETIME.
+#[test]
+fn keyspace_and_expiry_answer_as_redis() {
+    let pool = TempPool::new("coll-keys");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    fails(&mut c, &["RENAME", "none", "x"], "no such key");
+    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
+    assert_eq!(shown(&mut c, &["RENAME", "h", "h2"]), "OK");
+    assert_eq!(shown(&mut c, &["HGET", "h2", "f"]), "v");
+    let _: () = q(&mut c, &["SET", "s", "1"]);
+    assert_eq!(q::<i64>(&mut c, &["RENAMENX", "s", "h2"]), 0);
+    assert_eq!(shown(&mut c, &["RENAME", "s", "h2"]), "OK", "a string over a hash");
+    assert_eq!(shown(&mut c, &["TYPE", "h2"]), "string");
+    let _: i64 = q(&mut c, &["HSET", "src", "a", "1", "b", "2"]);
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 0);
+    let _: i64 = q(&mut c, &["HSET", "src", "a", "changed"]);
+    assert_eq!(shown(&mut c, &["HGETALL", "dst"]), "[a 1 b 2]", "a copy is independent");
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst", "REPLACE"]), 1);
+    assert_eq!(shown(&mut c, &["HGET", "dst", "a"]), "changed");
+    fails(&mut c, &["COPY", "src", "src"], "source and destination objects are the same");
+    assert_eq!(q::<i64>(&mut c, &["TOUCH", "src", "dst", "none"]), 2);
+    let key: String = q(&mut c, &["RANDOMKEY"]);
+    assert!(["h2", "src", "dst"].contains(&key.as_str()), "{key}");
+    // Expiry options.
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "src", "100", "XX"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "src", "100", "NX"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "src", "50", "GT"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "src", "200", "GT"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "src", "300", "LT"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "dst", "300", "LT"]), 1, "no expiry counts as infinite");
+    fails(&mut c, &["EXPIRE", "src", "1", "NX", "XX"], "NX and XX, GT or LT options at the same time");
+    fails(&mut c, &["EXPIRE", "src", "1", "GT", "LT"], "GT and LT options at the same time");
+    fails(&mut c, &["EXPIRE", "src", "1", "YY"], "Unsupported option YY");
+    fails(&mut c, &["EXPIRE", "src", "9223372036854775807"], "invalid expire time in 'expire' command");
+    assert_eq!(q::<i64>(&mut c, &["EXPIREAT", "src", "4000000000"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRETIME", "src"]), 4_000_000_000);
+    assert_eq!(q::<i64>(&mut c, &["PEXPIRETIME", "src"]), 4_000_000_000_000);
+    assert_eq!(q::<i64>(&mut c, &["PEXPIREAT", "src", "4000000000123"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRETIME", "src"]), 4_000_000_000);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRETIME", "none"]), -2);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRETIME", "h2"]), -1);
+    assert_eq!(q::<i64>(&mut c, &["PEXPIREAT", "src", "1"]), 1, "a time passed deletes the key");
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "src"]), 0);
+}
+
+/// Sorted sets: ZADD's options, ranks, ranges by rank, score and lex,
+/// pops, the algebra, Redis's score formatting; then a kill -9.
+#[test]
+fn sorted_sets_answer_as_redis_and_survive_a_restart() {
+    let pool = TempPool::new("coll-zsets");
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        assert_eq!(q::<i64>(&mut c, &["ZADD", "z", "1", "a", "2", "b", "3", "c"]), 3);
+        assert_eq!(q::<i64>(&mut c, &["ZADD", "z", "CH", "1", "a", "5", "b"]), 1);
+        assert_eq!(q::<i64>(&mut c, &["ZADD", "z", "NX", "9", "a", "4", "d"]), 1);
+        assert_eq!(q::<i64>(&mut c, &["ZADD", "z", "XX", "GT", "CH", "0", "a", "6", "b"]), 1);
+        fails(&mut c, &["ZADD", "z", "NX", "XX", "1", "a"], "XX and NX options at the same time are not compatible");
+        fails(&mut c, &["ZADD", "z", "GT", "LT", "1", "a"], "GT, LT, and/or NX options");
+        fails(
+            &mut c,
+            &["ZADD", "z", "INCR", "1", "a", "2", "b"],
+            "INCR option supports a single increment-element pair",
+        );
+        fails(&mut c, &["ZADD", "z", "nan", "a"], "value is not a valid float");
+        assert_eq!(shown(&mut c, &["ZADD", "z", "INCR", "0.1", "a"]), "1.1000000000000001");
+        assert_eq!(shown(&mut c, &["ZINCRBY", "z", "-0.1", "a"]), "1");
+        assert_eq!(shown(&mut c, &["ZRANGE", "z", "0", "-1", "WITHSCORES"]), "[a 1 c 3 d 4 b 6]");
+        assert_eq!(shown(&mut c, &["ZREVRANGE", "z", "0", "1"]), "[b d]");
+        assert_eq!(q::<i64>(&mut c, &["ZRANK", "z", "d"]), 2);
+        assert_eq!(q::<i64>(&mut c, &["ZREVRANK", "z", "d"]), 1);
+        assert_eq!(shown(&mut c, &["ZRANGEBYSCORE", "z", "(1", "+inf"]), "[c d b]");
+        assert_eq!(shown(&mut c, &["ZRANGE", "z", "(6", "-inf", "BYSCORE", "REV", "LIMIT", "1", "1"]), "[c]");
+        assert_eq!(q::<i64>(&mut c, &["ZCOUNT", "z", "-inf", "(4"]), 2);
+        assert_eq!(shown(&mut c, &["ZMSCORE", "z", "a", "x"]), "[1 nil]");
+        let _: i64 = q(&mut c, &["ZADD", "lex", "0", "a", "0", "b", "0", "c", "0", "d"]);
+        assert_eq!(shown(&mut c, &["ZRANGEBYLEX", "lex", "(a", "[c"]), "[b c]");
+        assert_eq!(q::<i64>(&mut c, &["ZLEXCOUNT", "lex", "-", "+"]), 4);
+        fails(&mut c, &["ZRANGEBYLEX", "lex", "a", "c"], "not valid string range item");
+        assert_eq!(q::<i64>(&mut c, &["ZREMRANGEBYLEX", "lex", "[c", "+"]), 2);
+        assert_eq!(shown(&mut c, &["ZPOPMIN", "z"]), "[a 1]");
+        assert_eq!(shown(&mut c, &["ZPOPMAX", "z", "2"]), "[b 6 d 4]");
+        let _: i64 = q(&mut c, &["ZADD", "y", "10", "c", "1", "e"]);
+        assert_eq!(q::<i64>(&mut c, &["ZUNIONSTORE", "u", "2", "z", "y", "WEIGHTS", "2", "1"]), 2);
+        assert_eq!(shown(&mut c, &["ZRANGE", "u", "0", "-1", "WITHSCORES"]), "[e 1 c 16]");
+        assert_eq!(shown(&mut c, &["ZINTER", "2", "z", "y", "AGGREGATE", "MAX", "WITHSCORES"]), "[c 10]");
+        assert_eq!(shown(&mut c, &["ZDIFF", "2", "y", "z"]), "[e]");
+        assert_eq!(q::<i64>(&mut c, &["ZINTERCARD", "2", "u", "y", "LIMIT", "1"]), 1);
+        assert_eq!(q::<i64>(&mut c, &["ZRANGESTORE", "r", "u", "0", "0"]), 1);
+        assert_eq!(shown(&mut c, &["ZMPOP", "2", "none", "u", "MAX", "COUNT", "5"]), "[u [[c 16] [e 1]]]");
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "u"]), 0, "an emptied sorted set is deleted");
+        let _: () = q(&mut c, &["SET", "s", "v"]);
+        fails(&mut c, &["ZADD", "s", "1", "a"], "WRONGTYPE");
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    assert_eq!(shown(&mut c, &["ZRANGE", "z", "0", "-1", "WITHSCORES"]), "[c 3]");
+    assert_eq!(shown(&mut c, &["ZRANGE", "r", "0", "-1", "WITHSCORES"]), "[e 1]");
+    assert_eq!(shown(&mut c, &["ZRANGE", "lex", "0", "-1"]), "[a b]");
+}
+
+/// DEL of a large hash is one record whatever its size, and the reclaimer
+/// empties its elements in the background (INFO's garbage gauge returns
+/// to 0); the tree then holds nothing of it.
+#[test]
+fn deleting_a_large_collection_is_reclaimed_in_the_background() {
+    let pool = TempPool::new("coll-reclaim");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    for chunk in 0..20 {
+        let mut command = redis::cmd("HSET");
+        command.arg("big");
+        for i in 0..500 {
+            command.arg(format!("f{chunk}-{i}")).arg("value");
+        }
+        let _: i64 = command.query(&mut c).unwrap();
+    }
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]), 10_000);
+    assert_eq!(q::<i64>(&mut c, &["DEL", "big"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "big"]), 0);
+    let gauge = |c: &mut redis::Connection| -> f64 {
+        let text = ureq_metrics(&server);
+        let _ = c;
+        text.lines()
+            .find_map(|line| line.strip_prefix("packetstore_garbage_entries "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("the garbage gauge")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while gauge(&mut c) > 0.0 {
+        assert!(std::time::Instant::now() < deadline, "the reclaimer did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(q::<i64>(&mut c, &["HSET", "big", "again", "1"]), 1, "a new hash of the same name is empty");
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]), 1);
+}
+
+/// GET /metrics from the server's HTTP port.
+fn ureq_metrics(server: &Server) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(server.http).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}
