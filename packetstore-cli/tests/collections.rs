@@ -309,3 +309,57 @@ fn ureq_metrics(server: &Server) -> String {
     stream.read_to_string(&mut text).unwrap();
     text
 }
+
+/// Blocking pops: BZPOPMIN waits for a ZADD from another connection and
+/// gets the member; a timeout answers nil; a parked client that goes is
+/// forgotten (INFO's blocked_clients back to 0); inside MULTI a pop never
+/// blocks; BZMPOP pops as ZMPOP.
+#[test]
+fn blocking_pops_wait_for_a_write_or_a_timeout() {
+    let pool = TempPool::new("coll-blocking");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let blocked_clients = |c: &mut redis::Connection| -> i64 {
+        let info: String = q(c, &["INFO", "clients"]);
+        info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap().trim().parse().unwrap()
+    };
+    let waiter = {
+        let mut w = server.client();
+        std::thread::spawn(move || shown(&mut w, &["BZPOPMIN", "none", "z", "10"]))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while blocked_clients(&mut c) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the waiter never parked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _: i64 = q(&mut c, &["ZADD", "z", "2", "b", "1", "a"]);
+    assert_eq!(waiter.join().unwrap(), "[z a 1]", "woken by the ZADD, lowest score first");
+    assert_eq!(shown(&mut c, &["ZRANGE", "z", "0", "-1"]), "[b]", "the pop was applied");
+    assert_eq!(blocked_clients(&mut c), 0);
+    let started = std::time::Instant::now();
+    assert_eq!(shown(&mut c, &["BZPOPMAX", "empty", "0.2"]), "nil");
+    assert!(started.elapsed() >= Duration::from_millis(150), "the timeout was waited for");
+    fails(&mut c, &["BZPOPMIN", "z", "-1"], "timeout is negative");
+    fails(&mut c, &["BZPOPMIN", "z", "x"], "timeout is not a float or out of range");
+    // A parked client that disconnects is forgotten.
+    let waiter = {
+        let addr = server.resp;
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream.write_all(b"*3\r\n$8\r\nBZPOPMIN\r\n$5\r\nnever\r\n$1\r\n0\r\n").unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        })
+    };
+    waiter.join().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while blocked_clients(&mut c) != 0 {
+        assert!(std::time::Instant::now() < deadline, "a gone client stayed parked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Inside MULTI a pop answers at once.
+    let (reply,): (Value,) = redis::pipe().atomic().cmd("BZPOPMIN").arg("nothing").arg("0").query(&mut c).unwrap();
+    assert_eq!(reply, Value::Nil);
+    let _: i64 = q(&mut c, &["ZADD", "m", "1", "x", "2", "y"]);
+    assert_eq!(shown(&mut c, &["BZMPOP", "1", "2", "none", "m", "MAX", "COUNT", "5"]), "[m [[y 2] [x 1]]]");
+}

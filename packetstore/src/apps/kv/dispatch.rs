@@ -59,6 +59,11 @@ impl KvServer {
             progress.close = true;
             return progress;
         }
+        // A parked connection runs its blocking command again first; while
+        // it stays parked, its later requests wait.
+        if conn.blocked.is_some() && !self.retry_blocked(pool, buffers, conn, out) {
+            return progress;
+        }
         let config = self.receive_config();
         while progress.requests < requests_max && !progress.close && !out.is_full() {
             if !self.store.batch_has_room() {
@@ -75,9 +80,13 @@ impl KvServer {
                 }
                 Parsed::Command => {
                     let close = self.execute(pool, buffers, conn, out);
-                    conn.args.clear(buffers);
                     progress.requests += 1;
                     progress.close |= close;
+                    if conn.block_request.is_some() {
+                        self.park(conn);
+                        break;
+                    }
+                    conn.args.clear(buffers);
                 }
             }
         }
@@ -166,6 +175,12 @@ impl KvServer {
             Ok(Ok(())) => {
                 if self.modified && !self.watched.is_empty() {
                     self.touch_keys(&mut ctx, entry);
+                }
+                if self.modified && !self.blocking.is_empty() {
+                    for i in entry.key_positions(ctx.argc()) {
+                        let key = ctx.arg(i).into_owned();
+                        self.wake_blocked(ctx.conn.db, &key);
+                    }
                 }
             }
             Ok(Err(error)) if error.is_full() => {
@@ -293,6 +308,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::databases::COMMANDS,
     cmd::hashes::COMMANDS,
     cmd::zsets::COMMANDS,
+    cmd::blocking::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,
 ]);

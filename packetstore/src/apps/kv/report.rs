@@ -228,8 +228,12 @@ impl KvServer {
         if wants("clients") {
             let _ = write!(
                 text,
-                "# Clients\r\nconnected_clients:{}\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\n\r\n",
-                self.io.connections, self.io.accepted, self.io.refused
+                "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\ntotal_connections_received:{}\r\n\
+                 rejected_connections:{}\r\n\r\n",
+                self.io.connections,
+                self.blocking.count(),
+                self.io.accepted,
+                self.io.refused
             );
         }
         if wants("memory") {

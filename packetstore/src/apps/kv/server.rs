@@ -49,6 +49,7 @@ impl KvServer {
             modified: false,
             active_expire: true,
             pubsub: Default::default(),
+            blocking: Default::default(),
         }
     }
 }
@@ -74,6 +75,8 @@ impl App for KvServer {
             multi: None,
             watching: None,
             subscriptions: None,
+            blocked: None,
+            block_request: None,
             encoder: Encoder { resp3: false },
             parser: Parser::default(),
             args: Args::default(),
@@ -161,6 +164,7 @@ impl App for KvServer {
                 "compaction pass done"
             );
         }
+        self.wake_timed_out();
         // Dead objects and flushed databases are emptied a little per tick.
         if self.store.garbage() > 0 && self.store.batch_has_room() {
             if let Err(error) = self.store.collect_garbage(pool, buffers, GARBAGE_PER_TICK_MAX) {

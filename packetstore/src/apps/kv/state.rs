@@ -100,6 +100,10 @@ pub struct KvConn {
     pub(super) watching: Option<crate::apps::kv::cmd::multi::Watching>,
     /// Channels and patterns it subscribes to.
     pub(super) subscriptions: Option<crate::apps::kv::cmd::pubsub::Subscriptions>,
+    /// Parked by a blocking pop that found nothing (its command kept).
+    pub(super) blocked: Option<crate::apps::kv::cmd::blocking::Blocked>,
+    /// Set by a blocking pop's handler that found nothing: park me.
+    pub(super) block_request: Option<crate::apps::kv::cmd::blocking::BlockRequest>,
     pub(super) encoder: Encoder,
     pub(super) parser: Parser,
     pub(super) args: Args,
@@ -143,6 +147,8 @@ pub struct KvServer {
     pub(super) config_params: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.
     pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
+    /// Connections parked by blocking pops, by key.
+    pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
 }
 
 /// Labels of `KvStats::requests`.

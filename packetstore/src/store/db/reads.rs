@@ -343,3 +343,10 @@ impl Store {
         self.expiries.keys().filter(|id| id.starts_with(&prefix)).count()
     }
 }
+
+impl Store {
+    /// Whether a group of several commands is open (a transaction runs).
+    pub fn in_group(&self) -> bool {
+        self.group.is_some()
+    }
+}

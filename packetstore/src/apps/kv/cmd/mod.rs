@@ -2,6 +2,7 @@
 //! (`COMMANDS`, listed in `dispatch::FAMILIES`) and its handlers.
 
 pub(super) mod bits;
+pub(super) mod blocking;
 pub(super) mod command;
 pub(super) mod config;
 mod config_table;

@@ -241,5 +241,6 @@ impl KvServer {
         }
         self.unwatch_all(conn);
         self.pubsub.forget(conn);
+        self.forget_blocked(buffers, conn);
     }
 }

@@ -14,6 +14,7 @@
 //! no score is NaN; a sorted set with no member left is deleted in the
 //! same store group.
 
+use crate::apps::kv::cmd::blocking::MpopRequest;
 use crate::apps::kv::cmd::hashes::random_ranks_for;
 use crate::apps::kv::ops::{parse_cursor, parse_i64, parse_scan_args, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
@@ -464,7 +465,7 @@ impl KvServer {
 
     /// Removes up to `count` members of lowest (or highest) score; returns
     /// them with their scores.
-    fn zpop(
+    pub(in crate::apps::kv) fn zpop(
         &mut self,
         ctx: &mut Ctx<'_>,
         key: &[u8],
@@ -525,54 +526,28 @@ impl KvServer {
 
     /// ZMPOP numkeys key... MIN|MAX [COUNT n].
     fn cmd_zmpop(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let numkeys = match parse_i64(&ctx.arg(1)) {
-            Some(n) if n > 0 && (n as usize) < ctx.argc() - 2 => n as usize,
-            Some(n) if n > 0 => {
-                ctx.error(SYNTAX);
-                return Ok(());
-            }
-            Some(_) => {
-                ctx.error("ERR numkeys should be greater than 0");
-                return Ok(());
-            }
-            None => {
-                ctx.error(NOT_INTEGER);
-                return Ok(());
-            }
-        };
-        let at = 2 + numkeys;
-        let max = match ctx.conn.args.upper(at).as_deref() {
-            Some(b"MIN") => false,
-            Some(b"MAX") => true,
-            _ => {
-                ctx.error(SYNTAX);
-                return Ok(());
-            }
-        };
-        let rest = ctx.argc() - at - 1;
-        let option = if rest > 0 { ctx.conn.args.upper(at + 1) } else { None };
-        let count = match (rest, option.as_deref()) {
-            (0, _) => 1,
-            (2, Some(b"COUNT")) => match parse_i64(&ctx.arg(at + 2)) {
-                Some(n) if n > 0 => n as usize,
-                _ => {
-                    ctx.error("ERR count should be greater than 0");
-                    return Ok(());
-                }
-            },
-            _ => {
-                ctx.error(SYNTAX);
-                return Ok(());
-            }
-        };
-        for i in 2..at {
-            let key = ctx.arg(i).into_owned();
-            let Ok(found) = self.zset_read(ctx, &key)? else { return Ok(()) };
+        let Some(request) = self.parse_mpop(ctx, 1)? else { return Ok(()) };
+        if !self.zmpop_first(ctx, &request)? {
+            let enc = ctx.enc();
+            enc.null_array(ctx.out.bytes());
+        }
+        Ok(())
+    }
+
+    /// Pops from the first non-empty sorted set of the request and
+    /// replies [key, [[member, score]...]] (nested in RESP2 too). Returns
+    /// whether it replied (a WRONGTYPE error counts); false: all empty.
+    pub(in crate::apps::kv) fn zmpop_first(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        request: &MpopRequest,
+    ) -> Result<bool, StoreError> {
+        for key in &request.keys {
+            let Ok(found) = self.zset_read(ctx, key)? else { return Ok(true) };
             if let Some(meta) = found {
-                let popped = self.zpop(ctx, &key, meta, count, max)?;
+                let popped = self.zpop(ctx, key, meta, request.count, request.max)?;
                 ctx.array(2);
-                ctx.bulk(&key);
-                // ZMPOP nests its pairs in RESP2 too.
+                ctx.bulk(key);
                 ctx.array(popped.len());
                 for (member, score) in &popped {
                     ctx.array(2);
@@ -580,12 +555,10 @@ impl KvServer {
                     let enc = ctx.enc();
                     enc.double(ctx.out.bytes(), *score);
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
-        let enc = ctx.enc();
-        enc.null_array(ctx.out.bytes());
-        Ok(())
+        Ok(false)
     }
 
     fn cmd_zrandmember(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
