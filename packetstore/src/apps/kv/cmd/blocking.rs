@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
+use crate::apps::kv::ops::{parse_i64, SYNTAX};
 use crate::apps::kv::state::{cmd, watch_id, CommandEntry, Ctx, KvConn, KvServer};
 use crate::io::app::ConnToken;
 use crate::io::outq::OutQueue;
@@ -25,6 +25,7 @@ use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::Args;
 use crate::store::db::StoreError;
+use crate::store::keyspace::KeyType;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -44,6 +45,9 @@ const TIMEOUT_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
 pub(in crate::apps::kv) struct BlockRequest {
     pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
     pub(in crate::apps::kv) deadline: Option<Instant>,
+    /// The type the pop takes from: a woken client whose keys hold none
+    /// of it (deleted again, or replaced by another type) stays parked.
+    pub(in crate::apps::kv) kind: KeyType,
 }
 
 /// A parked connection's command.
@@ -51,6 +55,7 @@ pub(in crate::apps::kv) struct Blocked {
     pub(in crate::apps::kv) args: Args,
     pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
     pub(in crate::apps::kv) deadline: Option<Instant>,
+    pub(in crate::apps::kv) kind: KeyType,
 }
 
 /// Parked connections by key, in arrival order, and their deadlines.
@@ -125,13 +130,14 @@ impl KvServer {
         ctx: &mut Ctx<'_>,
         keys: Vec<Vec<u8>>,
         deadline: Option<Instant>,
+        kind: KeyType,
     ) {
         if self.store.in_group() {
             let enc = ctx.enc();
             enc.null_array(ctx.out.bytes());
             return;
         }
-        ctx.conn.block_request = Some(BlockRequest { keys, deadline });
+        ctx.conn.block_request = Some(BlockRequest { keys, deadline, kind });
     }
 
     /// After a command asked to block: keeps its arguments and parks the
@@ -140,7 +146,7 @@ impl KvServer {
         let request = conn.block_request.take().expect("a block request");
         let args = std::mem::take(&mut conn.args);
         self.blocking.register(conn.id, conn.token, &request.keys, request.deadline);
-        conn.blocked = Some(Blocked { args, keys: request.keys, deadline: request.deadline });
+        conn.blocked = Some(Blocked { args, keys: request.keys, deadline: request.deadline, kind: request.kind });
     }
 
     /// A parked connection is served: its command runs again, or answers
@@ -160,6 +166,12 @@ impl KvServer {
             conn.encoder.null_array(out.bytes());
             return true;
         }
+        if !self.any_key_holds(pool, &blocked) {
+            // Woken for nothing it can take: parked again, as it was.
+            self.blocking.register(conn.id, conn.token, &blocked.keys, blocked.deadline);
+            conn.blocked = Some(blocked);
+            return false;
+        }
         conn.args = blocked.args;
         // The command runs as if it had just arrived; its deadline stays.
         self.execute(pool, buffers, conn, out);
@@ -170,6 +182,15 @@ impl KvServer {
         }
         conn.args.clear(buffers);
         true
+    }
+
+    /// Whether one of a parked command's keys holds the type it pops.
+    fn any_key_holds(&self, pool: &Pool, blocked: &Blocked) -> bool {
+        let now = crate::store::db::now_ms();
+        blocked.keys.iter().any(|id| {
+            let db = self.store.physical_db(id[0]);
+            self.store.key_type(pool, db, &id[1..], now).ok().flatten() == Some(blocked.kind)
+        })
     }
 
     /// A write touched `key` of logical database `logical`: the
@@ -240,7 +261,7 @@ impl KvServer {
             }
         }
         let ids = keys.iter().map(|key| ctx.watch_id(key)).collect();
-        self.block_or_null(ctx, ids, deadline);
+        self.block_or_null(ctx, ids, deadline, KeyType::ZSet);
         Ok(())
     }
 
@@ -258,7 +279,7 @@ impl KvServer {
             return Ok(());
         }
         let ids = request.keys.iter().map(|key| ctx.watch_id(key)).collect();
-        self.block_or_null(ctx, ids, deadline);
+        self.block_or_null(ctx, ids, deadline, KeyType::ZSet);
         Ok(())
     }
 }
@@ -293,8 +314,8 @@ fn mpop_request(ctx: &Ctx<'_>, at: usize) -> Result<MpopRequest, &'static str> {
     let numkeys = match parse_i64(&ctx.arg(at)) {
         Some(n) if n > 0 && (n as usize) < ctx.argc() - at - 1 => n as usize,
         Some(n) if n > 0 => return Err(SYNTAX),
-        Some(_) => return Err("ERR numkeys should be greater than 0"),
-        None => return Err(NOT_INTEGER),
+        // Redis answers this for anything but a positive integer.
+        Some(_) | None => return Err("ERR numkeys should be greater than 0"),
     };
     let at_where = at + 1 + numkeys;
     let max = match ctx.conn.args.upper(at_where).as_deref() {
