@@ -363,3 +363,49 @@ fn blocking_pops_wait_for_a_write_or_a_timeout() {
     let _: i64 = q(&mut c, &["ZADD", "m", "1", "x", "2", "y"]);
     assert_eq!(shown(&mut c, &["BZMPOP", "1", "2", "none", "m", "MAX", "COUNT", "5"]), "[m [[y 2] [x 1]]]");
 }
+
+/// Sets: membership, counts, random picks, pops, moves, the algebra and
+/// its STORE forms, SSCAN; an emptied set is deleted; across a kill -9.
+#[test]
+fn sets_answer_as_redis_and_survive_a_restart() {
+    let pool = TempPool::new("coll-sets");
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        assert_eq!(q::<i64>(&mut c, &["SADD", "s", "a", "b", "c", "a"]), 3);
+        assert_eq!(q::<i64>(&mut c, &["SADD", "s", "a"]), 0);
+        assert_eq!(q::<i64>(&mut c, &["SCARD", "s"]), 3);
+        assert_eq!(shown(&mut c, &["SMEMBERS", "s"]), "[a b c]");
+        assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "s", "b"]), 1);
+        assert_eq!(shown(&mut c, &["SMISMEMBER", "s", "a", "x"]), "[1 0]");
+        let one: String = q(&mut c, &["SRANDMEMBER", "s"]);
+        assert!(["a", "b", "c"].contains(&one.as_str()));
+        assert_eq!(q::<Vec<String>>(&mut c, &["SRANDMEMBER", "s", "5"]).len(), 3);
+        assert_eq!(q::<Vec<String>>(&mut c, &["SRANDMEMBER", "s", "-5"]).len(), 5);
+        let _: i64 = q(&mut c, &["SADD", "t", "b", "c", "d"]);
+        assert_eq!(shown(&mut c, &["SINTER", "s", "t"]), "[b c]");
+        assert_eq!(shown(&mut c, &["SUNION", "s", "t"]), "[a b c d]");
+        assert_eq!(shown(&mut c, &["SDIFF", "s", "t"]), "[a]");
+        assert_eq!(q::<i64>(&mut c, &["SINTERCARD", "2", "s", "t", "LIMIT", "1"]), 1);
+        assert_eq!(q::<i64>(&mut c, &["SUNIONSTORE", "u", "s", "t"]), 4);
+        assert_eq!(q::<i64>(&mut c, &["SDIFFSTORE", "u2", "s", "s"]), 0);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "u2"]), 0, "an empty result stores nothing");
+        assert_eq!(q::<i64>(&mut c, &["SMOVE", "s", "t", "a"]), 1);
+        assert_eq!(q::<i64>(&mut c, &["SMOVE", "s", "t", "zz"]), 0);
+        assert_eq!(q::<i64>(&mut c, &["SREM", "s", "b", "c", "x"]), 2);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "s"]), 0, "an emptied set is deleted");
+        let popped: Vec<String> = q(&mut c, &["SPOP", "u", "10"]);
+        assert_eq!(popped.len(), 4);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "u"]), 0);
+        fails(&mut c, &["SPOP", "t", "-1"], "value is out of range, must be positive");
+        let (cursor, page): (u64, Vec<String>) = q(&mut c, &["SSCAN", "t", "0", "COUNT", "100"]);
+        assert_eq!((cursor, page.len()), (0, 4));
+        let _: () = q(&mut c, &["SET", "str", "v"]);
+        fails(&mut c, &["SADD", "str", "a"], "WRONGTYPE");
+        fails(&mut c, &["SINTER", "t", "str"], "WRONGTYPE");
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    assert_eq!(shown(&mut c, &["SMEMBERS", "t"]), "[a b c d]");
+}

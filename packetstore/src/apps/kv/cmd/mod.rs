@@ -14,6 +14,7 @@ pub(super) mod keys;
 pub(super) mod multi;
 pub(super) mod pubsub;
 pub(super) mod server;
+pub(super) mod sets;
 pub(super) mod strings;
 pub(super) mod zranges;
 pub(super) mod zsets;
