@@ -426,17 +426,24 @@ impl Log {
                             reason: format!("invalid record, but the record at lsn {lsn} says it was committed"),
                         });
                     }
-                    if erase {
-                        // The whole header line, not one word: a torn write
-                        // of a later record at this lsn (the same kind and
-                        // length, so the same first word) could otherwise
-                        // mix its words with this record's and bring it
-                        // back whole. Zeroed, its CRC word is gone for good.
-                        pool.write(at, &[0u8; HEADER_SIZE]);
-                        pool.flush(at, HEADER_SIZE as u64);
-                    }
                     erased += 1;
                 }
+            }
+            // Every header of this lap past the end, valid or torn: a torn
+            // header whose first word is bad still holds the other words
+            // of its record (this lsn, its key, its CRC), and a torn write
+            // of a later record at this lsn (the same kind and length, so
+            // the same first word) could supply that word and bring the
+            // record back whole, though it was never acknowledged and this
+            // recovery dropped it (the store's long crash test found one:
+            // a DEL of cycle 1 replayed in cycle 2). A line whose lsn word
+            // is this lsn was written in this lap; others (older laps,
+            // released records a later scan may read again) stay.
+            // Zeroed, its words are gone for good.
+            let this_lap = get_u64(&line, record::OFF_LSN) == lsn;
+            if erase && this_lap && line.iter().any(|&b| b != 0) {
+                pool.write(at, &[0u8; HEADER_SIZE]);
+                pool.flush(at, HEADER_SIZE as u64);
             }
             lsn += 64;
         }

@@ -417,11 +417,18 @@ impl KvServer {
         key: &[u8],
         kind: KeyType,
     ) -> Result<Result<Option<Meta>, ()>, StoreError> {
-        match self.store.key_type(ctx.pool, ctx.db, key, ctx.now)? {
-            None => Ok(Ok(None)),
-            Some(found) if found != kind => Ok(Err(())),
-            Some(_) => Ok(Ok(self.store.meta_raw(ctx.pool, ctx.db, key)?)),
+        // One lookup when the collection is there (a key is never both a
+        // string and a collection).
+        if self.store.is_expired(ctx.db, key, ctx.now) {
+            return Ok(Ok(None));
         }
+        if let Some(meta) = self.store.meta_raw(ctx.pool, ctx.db, key)? {
+            return Ok(if meta.kind == kind { Ok(Some(meta)) } else { Err(()) });
+        }
+        if self.store.get_raw(ctx.pool, &string_key(ctx.db, key))?.is_some() {
+            return Ok(Err(()));
+        }
+        Ok(Ok(None))
     }
 
     /// The collection of type `kind` a write to `key` goes to: the live
