@@ -7,8 +7,10 @@
 //! so a reply leaves only once the write it acknowledges is durable.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::dispatch::COMMANDS;
 use crate::apps::kv::state::{CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, LISTENER_HTTP};
 use crate::io::app::{App, ConnToken, IoCounters, Persist, Progress, Release};
@@ -45,6 +47,10 @@ impl KvServer {
             modified: false,
             active_expire: true,
             pubsub: Default::default(),
+            clients: Default::default(),
+            notify_flags: 0,
+            command_stats: std::collections::HashMap::new(),
+            error_stats: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -60,6 +66,9 @@ impl App for KvServer {
     fn connect(&mut self, listener: usize, token: ConnToken) -> KvConn {
         let id = self.next_client_id;
         self.next_client_id += 1;
+        if listener != LISTENER_HTTP {
+            self.clients.register(id, token);
+        }
         KvConn {
             listener,
             id,
@@ -69,10 +78,17 @@ impl App for KvServer {
             multi: None,
             watching: None,
             subscriptions: None,
+            reply: Default::default(),
             encoder: Encoder { resp3: false },
             parser: Parser::default(),
             args: Args::default(),
             http: None,
+        }
+    }
+
+    fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
+        if conn.listener != LISTENER_HTTP {
+            self.clients.accepted(conn.id, fd, peer, local);
         }
     }
 
@@ -96,6 +112,7 @@ impl App for KvServer {
     fn abandon(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
+        self.clients.forget(conn.id);
         if let Some(body) = conn.http.take() {
             buffers.release_extents(&body.extents).expect("the request's references");
         }
@@ -169,6 +186,7 @@ impl App for KvServer {
             }
             if self.store.apply(pool, buffers, &ops).is_ok() {
                 removed += 1;
+                self.notify_background(notify::EXPIRED, "expired", &key, 0);
                 // Watchers of an expired key fail their EXEC.
                 self.touch_key(&key, false);
             }
@@ -178,6 +196,7 @@ impl App for KvServer {
 
     fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
         wake.append(&mut self.pubsub.wake);
+        wake.append(&mut self.clients.wake);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -5,6 +5,7 @@
 //! expired removes it in its own store group, and the server's tick
 //! removes the others (durably, as writes).
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, SCAN_CURSORS_MAX};
 use crate::proto::resp::glob_match;
@@ -32,6 +33,7 @@ impl KvServer {
     fn cmd_del(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let mut ops = Vec::new();
         let mut deleted = 0;
+        let mut live_keys = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for i in 1..ctx.argc() {
             let key = ctx.arg(i).into_owned();
@@ -43,9 +45,11 @@ impl KvServer {
             self.delete_ops(ctx.pool, &key, &mut ops)?;
             if live && ops.len() > before {
                 deleted += 1;
+                live_keys.push(key);
             }
         }
         self.apply(ctx, &ops)?;
+        live_keys.iter().for_each(|key| self.notify(ctx, notify::GENERIC, "del", key));
         ctx.int(deleted);
         Ok(())
     }
@@ -233,6 +237,7 @@ impl KvServer {
             ops.push(put);
         }
         self.apply(ctx, &ops)?;
+        self.notify(ctx, notify::GENERIC, if at <= ctx.now as i64 { "del" } else { "expire" }, &key);
         ctx.int(1);
         Ok(())
     }
@@ -252,6 +257,7 @@ impl KvServer {
             return Ok(());
         }
         self.apply(ctx, &[Op::Del { key: expire_key(&key) }])?;
+        self.notify(ctx, notify::GENERIC, "persist", &key);
         ctx.int(1);
         Ok(())
     }

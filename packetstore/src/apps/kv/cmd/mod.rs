@@ -2,6 +2,7 @@
 //! (`COMMANDS`, listed in `dispatch::FAMILIES`) and its handlers.
 
 pub(super) mod bits;
+pub(super) mod client;
 pub(super) mod command;
 pub(super) mod config;
 mod config_table;
@@ -9,6 +10,8 @@ pub(super) mod durability;
 pub(super) mod hashes;
 pub(super) mod keys;
 pub(super) mod multi;
+pub(super) mod notify;
+pub(super) mod object;
 pub(super) mod pubsub;
 pub(super) mod server;
 pub(super) mod strings;
