@@ -110,6 +110,11 @@ impl Clients {
         }
     }
 
+    /// Redis-protocol connections open (INFO's connected_clients).
+    pub(in crate::apps::kv) fn len(&self) -> usize {
+        self.list.len()
+    }
+
     pub(in crate::apps::kv) fn forget(&mut self, id: u64) {
         self.list.remove(&id);
         self.killed.remove(&id);

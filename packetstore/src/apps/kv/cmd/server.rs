@@ -231,8 +231,8 @@ impl KvServer {
     }
 
     fn cmd_info(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let section = (ctx.argc() > 1).then(|| String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase());
-        let text = self.info_text(ctx.pool, ctx.buffers, section.as_deref());
+        let asked: Vec<String> = (1..ctx.argc()).map(|i| String::from_utf8_lossy(&ctx.arg(i)).into_owned()).collect();
+        let text = self.info_text(ctx.pool, ctx.buffers, &asked);
         let enc = ctx.enc();
         enc.verbatim(ctx.out.bytes(), &text);
         Ok(())
