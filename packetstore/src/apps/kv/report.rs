@@ -326,7 +326,8 @@ impl KvServer {
     /// INFO commandstats: Redis's `cmdstat_<name>` lines, by name.
     fn info_commandstats(&self, text: &mut String) {
         text.push_str("# Commandstats\r\n");
-        let mut names: Vec<_> = self.command_stats.iter().filter(|(_, s)| s.calls + s.rejected + s.failed > 0).collect();
+        let mut names: Vec<_> =
+            self.command_stats.iter().filter(|(_, s)| s.calls + s.rejected + s.failed > 0).collect();
         names.sort_by_key(|(name, _)| **name);
         for (name, s) in names {
             let per_call = if s.calls == 0 { 0.0 } else { s.usec as f64 / s.calls as f64 };

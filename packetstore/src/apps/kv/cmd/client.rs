@@ -136,6 +136,12 @@ impl Clients {
         info.resp3 = conn.encoder.resp3;
     }
 
+    /// The connections not killed (a killed one is gone for CLIENT, as
+    /// in Redis, even before the event loop has closed it).
+    fn live(&self) -> impl Iterator<Item = (&u64, &ClientInfo)> {
+        self.list.iter().filter(|(id, _)| !self.killed.contains(id))
+    }
+
     fn kill(&mut self, id: u64) {
         if let Some(info) = self.list.get(&id) {
             self.killed.insert(id);
@@ -382,7 +388,7 @@ impl KvServer {
         self.clients.observe(ctx.conn, "client");
         let (me, now) = (ctx.conn.id, Instant::now());
         let mut text = String::new();
-        for (&id, info) in &self.clients.list {
+        for (&id, info) in self.clients.live() {
             if pubsub.is_some_and(|want| want != info.is_pubsub()) || ids.as_ref().is_some_and(|l| !l.contains(&id)) {
                 continue;
             }
@@ -398,7 +404,7 @@ impl KvServer {
         let me = ctx.conn.id;
         if ctx.argc() == 3 {
             let addr = String::from_utf8_lossy(&ctx.arg(2)).into_owned();
-            let found = self.clients.list.iter().find(|(_, info)| info.addr == addr).map(|(&id, _)| id);
+            let found = self.clients.live().find(|(_, info)| info.addr == addr).map(|(&id, _)| id);
             match found {
                 Some(id) if id == me => {
                     ctx.ok();
@@ -417,7 +423,7 @@ impl KvServer {
             Err(why) => return ctx.error(&why),
         };
         let victims: Vec<u64> =
-            self.clients.list.iter().filter(|(&id, info)| filter.matches(id, info, me)).map(|(&id, _)| id).collect();
+            self.clients.live().filter(|(&id, info)| filter.matches(id, info, me)).map(|(&id, _)| id).collect();
         for &id in &victims {
             if id == me {
                 ctx.close = true;

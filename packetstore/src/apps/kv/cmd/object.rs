@@ -141,24 +141,30 @@ impl KvServer {
         Ok(())
     }
 
-    /// RANDOMKEY: the first live key after a random place in the key order
-    /// (from the first key if none is after it); nil if there is none.
-    /// Not uniform (a key after a wide gap is likelier), as Redis's pick of
-    /// a random bucket is not either; one tree descent, not a walk.
+    /// RANDOMKEY: one of the (up to `RANDOM_SCAN_COUNT`) live keys after a
+    /// random place in the key order, continued from the first key when
+    /// fewer follow it; nil if there is none. Uniform while there are that
+    /// few keys; beyond, a key after a wide gap is likelier (Redis's pick
+    /// of a random bucket is not uniform either). Two tree descents, not a
+    /// walk.
     fn cmd_randomkey(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let place = random_place();
         let (pool, now) = (ctx.pool, ctx.now);
         let (mut keys, _) = self.store.scan(pool, Some(&place), RANDOM_SCAN_COUNT, now, |_| true)?;
+        if keys.len() < RANDOM_SCAN_COUNT {
+            let first = keys.first().cloned();
+            let (more, _) = self.store.scan(pool, None, RANDOM_SCAN_COUNT - keys.len(), now, |key| {
+                first.as_deref().is_none_or(|first| key < first)
+            })?;
+            keys.extend(more);
+        }
         if keys.is_empty() {
-            keys = self.store.scan(pool, None, RANDOM_SCAN_COUNT, now, |_| true)?.0;
+            ctx.null();
+            return Ok(());
         }
-        match keys.first() {
-            Some(key) => {
-                let key = key.clone();
-                ctx.bulk(&key);
-            }
-            None => ctx.null(),
-        }
+        let pick = u64::from_be_bytes(random_place()) as usize % keys.len();
+        let key = keys.swap_remove(pick);
+        ctx.bulk(&key);
         Ok(())
     }
 }
