@@ -15,6 +15,7 @@
 //! refused, or its connection died (`abandon`).
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::io::outq::OutQueue;
@@ -105,6 +106,10 @@ pub trait App {
     /// A new connection on listener `listener` (the index in the loop's
     /// list of listeners), named `token` by the loop.
     fn connect(&mut self, listener: usize, token: ConnToken) -> Self::Conn;
+
+    /// The new connection's socket: its descriptor and both ends'
+    /// addresses, for an application that reports them (CLIENT LIST).
+    fn accepted(&mut self, _conn: &mut Self::Conn, _fd: i32, _peer: Option<SocketAddr>, _local: Option<SocketAddr>) {}
 
     /// Serves up to `requests_max` requests from `stream`, queueing replies
     /// in `out` (not sent before the next commit).

@@ -627,7 +627,7 @@ impl<'a, A: App> Engine<'a, A> {
         }
         crate::io::net::set_nodelay(fd);
         self.generation = self.generation.wrapping_add(1) & 0xFF_FFFF;
-        let conn = Conn {
+        let mut conn = Conn {
             fd,
             generation: self.generation,
             stream: Stream::new(),
@@ -656,6 +656,8 @@ impl<'a, A: App> Engine<'a, A> {
             shut_down: false,
             dirty: false,
         };
+        let (peer, local) = crate::io::net::conn_addrs(fd);
+        self.app.accepted(&mut conn.state, fd, peer, local);
         let expected = self.next_slot();
         let slot = crate::io::slots::insert(&mut self.conns, &mut self.free_slots, conn);
         assert_eq!(slot, expected, "the token given to the application names the slot taken");

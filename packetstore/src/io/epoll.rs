@@ -342,7 +342,7 @@ impl<'a, A: App> EpollServer<'a, A> {
                 slot: self.free_slots.last().copied().unwrap_or(self.conns.len() as u32),
                 generation: self.generation,
             };
-            let conn = Conn {
+            let mut conn = Conn {
                 fd,
                 generation: self.generation,
                 stream: Stream::new(),
@@ -352,6 +352,8 @@ impl<'a, A: App> EpollServer<'a, A> {
                 eof: false,
                 writable_wanted: false,
             };
+            let (peer, local) = crate::io::net::conn_addrs(fd);
+            self.app.accepted(&mut conn.state, fd, peer, local);
             let slot = crate::io::slots::insert(&mut self.conns, &mut self.free_slots, conn);
             assert_eq!(slot, token.slot, "the token given to the application names the slot taken");
             self.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, u64::from(slot))?;

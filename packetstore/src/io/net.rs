@@ -242,12 +242,30 @@ fn command_of(pid: u32) -> String {
 
 /// The address a socket is bound to (to learn an ephemeral port).
 pub fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
-    let raw = std::os::fd::AsRawFd::as_raw_fd(fd);
+    socket_addr(std::os::fd::AsRawFd::as_raw_fd(fd), false)
+}
+
+/// A connected socket's two ends: the peer's address and its own (CLIENT
+/// LIST's `addr` and `laddr`); None where the kernel does not say.
+pub fn conn_addrs(fd: libc::c_int) -> (Option<SocketAddr>, Option<SocketAddr>) {
+    (socket_addr(fd, true).ok(), socket_addr(fd, false).ok())
+}
+
+/// The address of a socket's own end (`getsockname`) or of its peer
+/// (`getpeername`).
+fn socket_addr(raw: libc::c_int, peer: bool) -> io::Result<SocketAddr> {
     // SAFETY: sockaddr_storage is plain data, large enough for any address.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let out = (&mut storage as *mut libc::sockaddr_storage).cast();
     // SAFETY: valid out-parameters of the right size.
-    check(unsafe { libc::getsockname(raw, (&mut storage as *mut libc::sockaddr_storage).cast(), &mut len) })?;
+    check(unsafe {
+        if peer {
+            libc::getpeername(raw, out, &mut len)
+        } else {
+            libc::getsockname(raw, out, &mut len)
+        }
+    })?;
     match storage.ss_family as i32 {
         libc::AF_INET => {
             // SAFETY: the family says this is a sockaddr_in.

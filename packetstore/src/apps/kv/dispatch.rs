@@ -12,9 +12,10 @@
 //! recovery replays the log.
 
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::apps::kv::cmd;
+use crate::apps::kv::cmd::client::ReplyMode;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
@@ -54,8 +55,9 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let mut progress = Progress::default();
-        // Messages published to it since it was last served go first.
-        if self.pubsub.deliver(conn, out) {
+        // Messages published to it since it was last served go first;
+        // a connection CLIENT KILL closed runs nothing more.
+        if self.clients.is_killed(conn.id) || self.pubsub.deliver(conn, out) {
             progress.close = true;
             return progress;
         }
@@ -76,6 +78,7 @@ impl KvServer {
                     conn.encoder.error(out.bytes(), &format!("ERR {why}"));
                     conn.parser.abandon(buffers, &mut conn.args);
                     self.stats.errors += 1;
+                    self.count_error(b"-ERR");
                     progress.close = true;
                 }
                 Parsed::Command => {
@@ -94,6 +97,9 @@ impl KvServer {
     }
 
     /// Runs the parsed command; true if the connection should close.
+    /// A connection whose replies are off (CLIENT REPLY OFF or SKIP) runs
+    /// it into a scratch queue that is dropped, except for what Redis
+    /// sends regardless: (un)subscribe confirmations and CLIENT REPLY ON.
     pub(super) fn execute(
         &mut self,
         pool: &Pool,
@@ -102,13 +108,29 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> bool {
         let before = (self.stats.errors, self.stats.refused_full);
-        let (close, kind, failed) = self.run_command(pool, buffers, conn, out);
+        let mode = conn.reply;
+        let (close, kind, failed) = if mode == ReplyMode::On || replies_anyway(pool, conn) {
+            self.run_command(pool, buffers, conn, out)
+        } else {
+            let mut scratch = OutQueue::new();
+            let result = self.run_command(pool, buffers, conn, &mut scratch);
+            scratch.clear(|buffer| {
+                let _ = buffers.release(buffer);
+            });
+            result
+        };
+        match conn.reply {
+            ReplyMode::Skip if mode == ReplyMode::Skip => conn.reply = ReplyMode::On,
+            ReplyMode::SkipNext => conn.reply = ReplyMode::Skip,
+            _ => {}
+        }
         self.count_request(RESP, kind, before, failed);
         close
     }
 
     /// `execute`'s work; also returns the command's kind and whether its
-    /// reply was an error.
+    /// reply was an error. Counts the command (INFO commandstats), its
+    /// error (errorstats), and what CLIENT LIST shows of the connection.
     pub(super) fn run_command(
         &mut self,
         pool: &Pool,
@@ -123,20 +145,38 @@ impl KvServer {
             Some(entry) if entry.has_flag("readonly") => READ,
             _ => OTHER,
         };
+        let start = out.bytes().len();
         let db = self.store.physical_db(conn.db);
         let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), db, close: false, failed: false };
-        if entry.is_none() && is_http_line(&ctx.arg(0)) {
-            self.warn_cross_protocol(&ctx);
-            self.stats.errors += 1;
-            return (true, kind, true);
+        let outcome = self.run_entry(&mut ctx, entry);
+        if ctx.failed {
+            let reply = &ctx.out.bytes()[start..];
+            self.count_error(reply);
         }
-        if let Err(why) = self.check_command(&mut ctx, entry) {
+        if let Some(entry) = entry {
+            self.count_call(entry.name, outcome, ctx.failed);
+            self.clients.observe(ctx.conn, entry.name);
+        }
+        let kind = if outcome == Outcome::Queued { OTHER } else { kind };
+        (ctx.close, kind, ctx.failed)
+    }
+
+    /// Checks and runs the command found (`entry`) in `ctx`.
+    fn run_entry(&mut self, ctx: &mut Ctx<'_>, entry: Option<&'static CommandEntry>) -> Outcome {
+        if entry.is_none() && is_http_line(&ctx.arg(0)) {
+            self.warn_cross_protocol(ctx);
+            self.stats.errors += 1;
+            ctx.close = true;
+            ctx.failed = true;
+            return Outcome::Rejected;
+        }
+        if let Err(why) = self.check_command(ctx, entry) {
             // A command refused while queueing aborts the transaction.
             if let Some(multi) = &mut ctx.conn.multi {
                 multi.aborted = true;
             }
             ctx.error(&why);
-            return (false, kind, true);
+            return Outcome::Rejected;
         }
         let entry = entry.expect("checked by check_command");
         if let Some(why) = ctx.conn.args.refused.clone() {
@@ -145,7 +185,7 @@ impl KvServer {
             }
             ctx.error(&why);
             self.stats.refused_full += 1;
-            return (false, kind, true);
+            return Outcome::Rejected;
         }
         if ctx.conn.subscriptions.is_some() && !ctx.conn.encoder.resp3 && !allowed_while_subscribed(entry.name) {
             ctx.error(&format!(
@@ -153,28 +193,35 @@ impl KvServer {
                  this context",
                 entry.name
             ));
-            return (false, kind, true);
+            return Outcome::Rejected;
         }
         if ctx.conn.multi.is_some() && entry.has_flag("no_multi") {
             if let Some(multi) = &mut ctx.conn.multi {
                 multi.aborted = true;
             }
             ctx.error("ERR Command not allowed inside a transaction");
-            return (false, kind, true);
+            return Outcome::Rejected;
         }
         if ctx.conn.multi.is_some() && !runs_in_multi(entry.name) {
-            self.queue(&mut ctx);
-            return (false, OTHER, ctx.failed);
+            self.queue(ctx);
+            return Outcome::Queued;
         }
+        let started = Instant::now();
+        self.run_handler(ctx, entry);
+        Outcome::Ran(started.elapsed())
+    }
+
+    /// Runs a command's handler, answering its error or a panic's.
+    fn run_handler(&mut self, ctx: &mut Ctx<'_>, entry: &'static CommandEntry) {
         self.modified = false;
         // A bug in a handler answers this client with an error instead of
         // stopping the server, unless it struck while the store was
         // between its log and its tree: then only a restart may go on.
-        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.handler)(self, &mut ctx)));
+        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.handler)(self, ctx)));
         match handled {
             Ok(Ok(())) => {
                 if self.modified && !self.watched.is_empty() {
-                    self.touch_keys(&mut ctx, entry);
+                    self.touch_keys(ctx, entry);
                 }
                 if self.modified && !self.blocking.is_empty() {
                     for i in entry.key_positions(ctx.argc()) {
@@ -202,7 +249,31 @@ impl KvServer {
                 ctx.error(&format!("ERR internal error in '{}': the command was not run ({what})", entry.name));
             }
         }
-        (ctx.close, kind, ctx.failed)
+    }
+
+    /// INFO commandstats: a command refused, queued or run.
+    fn count_call(&mut self, name: &'static str, outcome: Outcome, failed: bool) {
+        let stats = self.command_stats.entry(name).or_default();
+        match outcome {
+            Outcome::Rejected => stats.rejected += 1,
+            Outcome::Queued => {}
+            Outcome::Ran(took) => {
+                stats.calls += 1;
+                stats.usec += took.as_micros() as u64;
+                stats.failed += u64::from(failed);
+            }
+        }
+    }
+
+    /// INFO errorstats: an error reply, by its prefix (`ERR`, `WRONGTYPE`,
+    /// ...), as Redis counts them.
+    pub(super) fn count_error(&mut self, reply: &[u8]) {
+        let text = reply.strip_prefix(b"-").unwrap_or(b"ERR");
+        let end = text.iter().position(|&b| b == b' ' || b == b'\r').unwrap_or(text.len());
+        let prefix = String::from_utf8_lossy(&text[..end.min(ERROR_PREFIX_MAX)]).into_owned();
+        if self.error_stats.len() < ERROR_KINDS_MAX || self.error_stats.contains_key(&prefix) {
+            *self.error_stats.entry(prefix).or_insert(0) += 1;
+        }
     }
 
     /// What must hold before a command runs: it is known, the connection is
@@ -291,6 +362,34 @@ impl KvServer {
     }
 }
 
+/// Error prefixes counted at most this long, and at most this many kinds
+/// (Redis's errorstats stop at 128 kinds too).
+const ERROR_PREFIX_MAX: usize = 64;
+
+const ERROR_KINDS_MAX: usize = 128;
+
+/// What became of a command (INFO commandstats).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Rejected,
+    Queued,
+    Ran(Duration),
+}
+
+/// Whether a command's replies go out even while the connection's replies
+/// are off: (un)subscribe confirmations (pushes, in Redis) and CLIENT
+/// REPLY ON.
+fn replies_anyway(pool: &Pool, conn: &KvConn) -> bool {
+    let name = conn.args.bytes(pool, 0);
+    if conn.args.len() == 3 && name.eq_ignore_ascii_case(b"client") {
+        return conn.args.upper(1).as_deref() == Some(b"REPLY") && conn.args.upper(2).as_deref() == Some(b"ON");
+    }
+    allowed_while_subscribed(&String::from_utf8_lossy(&name).to_ascii_lowercase())
+        && !name.eq_ignore_ascii_case(b"ping")
+        && !name.eq_ignore_ascii_case(b"quit")
+        && !name.eq_ignore_ascii_case(b"reset")
+}
+
 /// Cross-protocol attempts are logged at most this often.
 pub(super) const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -298,6 +397,7 @@ pub(super) const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60)
 /// COMMAND's order. A new family is a file and one entry here.
 pub(super) const COMMANDS: Commands = Commands(&[
     cmd::server::COMMANDS,
+    cmd::client::COMMANDS,
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
     cmd::durability::COMMANDS,
@@ -312,4 +412,5 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::blocking::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,
+    cmd::object::COMMANDS,
 ]);

@@ -211,93 +211,144 @@ impl KvServer {
         }
     }
 
-    /// The INFO text, in Redis's layout.
-    pub fn info_text(&self, pool: &Pool, buffers: &Buffers, section: Option<&str>) -> String {
+    /// The INFO text for the sections asked (Redis 7's `INFO [section
+    /// ...]`: none is `default`; `all`, `everything` and `default` are
+    /// sets; names in any case), in Redis's order and layout.
+    pub fn info_text(&self, pool: &Pool, buffers: &Buffers, asked: &[String]) -> String {
+        let wanted = info_sections(asked);
         let mut text = String::new();
-        let wants = |name: &str| section.is_none_or(|s| s == "all" || s == "everything" || s == "default" || s == name);
-        let geometry = pool.geometry();
-        if wants("server") {
-            let _ = write!(
-                text,
-                "# Server\r\nredis_version:7.0.0\r\npacketstore_version:{}\r\nredis_mode:standalone\r\nos:Linux\r\narch_bits:64\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n",
-                env!("CARGO_PKG_VERSION"),
-                std::process::id(),
-                self.started.elapsed().as_secs()
-            );
-        }
-        if wants("clients") {
-            let _ = write!(
-                text,
-                "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\ntotal_connections_received:{}\r\n\
-                 rejected_connections:{}\r\n\r\n",
-                self.io.connections,
-                self.blocking.count(),
-                self.io.accepted,
-                self.io.refused
-            );
-        }
-        if wants("memory") {
-            let used = u64::from(buffers.count() - buffers.free_count()) * u64::from(geometry.buffer_size);
-            let _ = write!(
-                text,
-                "# Memory\r\nused_memory:{used}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\n\r\n",
-                pool.len(),
-                buffers.count(),
-                buffers.free_count(),
-                geometry.buffer_size
-            );
-        }
-        if wants("persistence") {
-            let usage = self.store.log().usage();
-            let stats = self.store.stats();
-            let compaction = self.store.compaction();
-            let _ = write!(
-                text,
-                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nrdb_changes_since_last_save:{}\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\ncompaction_counted:{}\r\ncompaction_running:{}\r\ncompaction_waste_pct:{:.1}\r\ncompaction_passes:{}\r\ncompaction_relocated_values:{}\r\ncompaction_relocated_bytes:{}\r\n",
-                // Redis counts changes since its last RDB save; there is no
-                // RDB here (every write is durable), so: every write since start.
-                self.stats.writes,
-                self.config.domain_name,
-                self.config.persist.name(),
-                usage.live_records,
-                usage.free_bytes,
-                usage.ring_size,
-                stats.commits,
-                stats.checkpoints,
-                stats.checkpoint_ns_max as f64 / 1e6,
-                self.store.tree().generation(),
-                self.store.tree().height(),
-                u8::from(self.store.is_reclaiming()),
-                self.recovery,
-                u8::from(compaction.counted),
-                u8::from(compaction.running),
-                self.store.waste_ratio() * 100.0,
-                compaction.relocation_passes,
-                compaction.relocated_values,
-                compaction.relocated_bytes
-            );
-            let persist = pool.stats();
-            let fences = persist.fences.load(std::sync::atomic::Ordering::Relaxed);
-            let _ = write!(
-                text,
-                "fences:{fences}\r\nfence_us_avg:{:.3}\r\nlines_flushed:{}\r\ncommit_batch_writes_avg:{:.2}\r\nvalue_bytes_in_place:{}\r\nvalue_bytes_copied:{}\r\nrecovery_ms:{:.3}\r\n\r\n",
-                persist.fence_ns.sum() as f64 / fences.max(1) as f64 / 1e3,
-                persist.lines_flushed.load(std::sync::atomic::Ordering::Relaxed),
-                self.batch_writes.sum() as f64 / self.batch_writes.count().max(1) as f64,
-                self.stats.value_bytes_in_place,
-                self.stats.value_bytes_copied,
-                self.recovery_ns as f64 / 1e6
-            );
-        }
-        if wants("stats") {
-            self.info_stats(&mut text);
-        }
-        if wants("keyspace") {
-            text.push_str("# Keyspace\r\n");
-            self.info_keyspace(pool, &mut text);
-            text.push_str("\r\n");
+        for &section in INFO_SECTIONS {
+            if !wanted.contains(section) {
+                continue;
+            }
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            match section {
+                "server" => self.info_server(&mut text),
+                "clients" => self.info_clients(&mut text),
+                "memory" => self.info_memory(&mut text, pool, buffers),
+                "persistence" => self.info_persistence(&mut text, pool),
+                "stats" => self.info_stats(&mut text),
+                "replication" => text.push_str(INFO_REPLICATION),
+                "cpu" => info_cpu(&mut text),
+                "modules" => text.push_str("# Modules\r\n"),
+                "commandstats" => self.info_commandstats(&mut text),
+                "errorstats" => self.info_errorstats(&mut text),
+                "cluster" => text.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+                _ => {
+                    text.push_str("# Keyspace\r\n");
+                    self.info_keyspace(pool, &mut text);
+                }
+            }
         }
         text
+    }
+
+    fn info_server(&self, text: &mut String) {
+        let _ = write!(
+            text,
+            "# Server\r\nredis_version:7.0.0\r\npacketstore_version:{}\r\nredis_mode:standalone\r\nos:Linux\r\narch_bits:64\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nrun_id:{:040x}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:\r\nconfig_file:\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            u128::from(std::process::id()),
+            self.started.elapsed().as_secs(),
+            self.started.elapsed().as_secs() / 86_400
+        );
+    }
+
+    fn info_clients(&self, text: &mut String) {
+        let _ = write!(
+            text,
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\n",
+            self.clients.len(),
+            self.config_params.get("maxclients").map_or("10000", String::as_str),
+            self.blocking.count(),
+            self.io.accepted,
+            self.io.refused
+        );
+    }
+
+    fn info_memory(&self, text: &mut String, pool: &Pool, buffers: &Buffers) {
+        let geometry = pool.geometry();
+        let used = u64::from(buffers.count() - buffers.free_count()) * u64::from(geometry.buffer_size);
+        let _ = write!(
+            text,
+            "# Memory\r\nused_memory:{used}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\n",
+            pool.len(),
+            buffers.count(),
+            buffers.free_count(),
+            geometry.buffer_size,
+            self.config_params.get("maxmemory").map_or("0", String::as_str),
+            self.config_params.get("maxmemory-policy").map_or("noeviction", String::as_str)
+        );
+    }
+
+    fn info_persistence(&self, text: &mut String, pool: &Pool) {
+        let usage = self.store.log().usage();
+        let stats = self.store.stats();
+        let compaction = self.store.compaction();
+        let _ = write!(
+            text,
+            "# Persistence\r\nloading:0\r\naof_enabled:1\r\nrdb_changes_since_last_save:{}\r\npersistence_domain:{}\r\npersist_mode:{}\r\nlog_live_records:{}\r\nlog_free_bytes:{}\r\nlog_size:{}\r\ncommits:{}\r\ncheckpoints:{}\r\ncheckpoint_ms_max:{:.3}\r\ntree_generation:{}\r\ntree_height:{}\r\ntree_reclaiming:{}\r\nlast_recovery:{}\r\ncompaction_counted:{}\r\ncompaction_running:{}\r\ncompaction_waste_pct:{:.1}\r\ncompaction_passes:{}\r\ncompaction_relocated_values:{}\r\ncompaction_relocated_bytes:{}\r\n",
+            // Redis counts changes since its last RDB save; there is no
+            // RDB here (every write is durable), so: every write since start.
+            self.stats.writes,
+            self.config.domain_name,
+            self.config.persist.name(),
+            usage.live_records,
+            usage.free_bytes,
+            usage.ring_size,
+            stats.commits,
+            stats.checkpoints,
+            stats.checkpoint_ns_max as f64 / 1e6,
+            self.store.tree().generation(),
+            self.store.tree().height(),
+            u8::from(self.store.is_reclaiming()),
+            self.recovery,
+            u8::from(compaction.counted),
+            u8::from(compaction.running),
+            self.store.waste_ratio() * 100.0,
+            compaction.relocation_passes,
+            compaction.relocated_values,
+            compaction.relocated_bytes
+        );
+        let persist = pool.stats();
+        let fences = persist.fences.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = write!(
+            text,
+            "fences:{fences}\r\nfence_us_avg:{:.3}\r\nlines_flushed:{}\r\ncommit_batch_writes_avg:{:.2}\r\nvalue_bytes_in_place:{}\r\nvalue_bytes_copied:{}\r\nrecovery_ms:{:.3}\r\n",
+            persist.fence_ns.sum() as f64 / fences.max(1) as f64 / 1e3,
+            persist.lines_flushed.load(std::sync::atomic::Ordering::Relaxed),
+            self.batch_writes.sum() as f64 / self.batch_writes.count().max(1) as f64,
+            self.stats.value_bytes_in_place,
+            self.stats.value_bytes_copied,
+            self.recovery_ns as f64 / 1e6
+        );
+    }
+
+    /// INFO commandstats: Redis's `cmdstat_<name>` lines, by name.
+    fn info_commandstats(&self, text: &mut String) {
+        text.push_str("# Commandstats\r\n");
+        let mut names: Vec<_> =
+            self.command_stats.iter().filter(|(_, s)| s.calls + s.rejected + s.failed > 0).collect();
+        names.sort_by_key(|(name, _)| **name);
+        for (name, s) in names {
+            let per_call = if s.calls == 0 { 0.0 } else { s.usec as f64 / s.calls as f64 };
+            let _ = write!(
+                text,
+                "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                s.calls, s.usec, s.rejected, s.failed
+            );
+        }
+    }
+
+    /// INFO errorstats: `errorstat_<prefix>:count=<n>`.
+    fn info_errorstats(&self, text: &mut String) {
+        text.push_str("# Errorstats\r\n");
+        for (prefix, count) in &self.error_stats {
+            let _ = write!(text, "errorstat_{prefix}:count={count}\r\n");
+        }
     }
 
     /// INFO's Stats section.
@@ -318,7 +369,7 @@ impl KvServer {
         let (channels, patterns, shards) = self.pubsub.counts();
         let _ = write!(
             text,
-            "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\n\r\n",
+            "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\n",
             self.stats.commands,
             self.stats.http_requests,
             self.stats.writes,
@@ -340,5 +391,80 @@ impl KvServer {
             self.stats.panics,
             self.stats.cross_protocol
         );
+        let errors: u64 = self.error_stats.values().sum();
+        let _ = write!(text, "total_error_replies:{errors}\r\nevicted_keys:0\r\n");
     }
+}
+
+/// INFO's sections in Redis 7.0's order; `default` is all but
+/// commandstats (and modules' own); `all` is every one; `everything` too
+/// (there are no modules).
+const INFO_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+const INFO_DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// A primary with no replica (packetstore does not replicate).
+const INFO_REPLICATION: &str = "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:0000000000000000000000000000000000000000\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:0\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n";
+
+/// The sections INFO's arguments ask for (Redis 7's `genInfoSectionDict`).
+fn info_sections(asked: &[String]) -> std::collections::HashSet<&'static str> {
+    let mut wanted = std::collections::HashSet::new();
+    if asked.is_empty() {
+        wanted.extend(INFO_DEFAULT);
+    }
+    for name in asked {
+        match name.to_ascii_lowercase().as_str() {
+            "all" | "everything" => wanted.extend(INFO_SECTIONS),
+            "default" => wanted.extend(INFO_DEFAULT),
+            other => wanted.extend(INFO_SECTIONS.iter().filter(|s| **s == other)),
+        }
+    }
+    wanted
+}
+
+/// Clock ticks per second of /proc/self/stat's times (Linux's USER_HZ,
+/// 100 on every architecture it exports to user space).
+const USER_HZ: f64 = 100.0;
+
+/// INFO cpu: the process's and its children's CPU seconds, from
+/// /proc/self/stat (utime, stime, cutime, cstime).
+fn info_cpu(text: &mut String) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces), from field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let seconds = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0) / USER_HZ;
+    // utime is field 14: index 11 after the name; stime, cutime, cstime follow.
+    let _ = write!(
+        text,
+        "# CPU\r\nused_cpu_sys:{:.6}\r\nused_cpu_user:{:.6}\r\nused_cpu_sys_children:{:.6}\r\nused_cpu_user_children:{:.6}\r\n",
+        seconds(12),
+        seconds(11),
+        seconds(14),
+        seconds(13)
+    );
 }

@@ -7,8 +7,10 @@
 //! so a reply leaves only once the write it acknowledges is durable.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::dispatch::COMMANDS;
 use crate::apps::kv::state::{
     watch_id, CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, GARBAGE_PER_TICK_MAX,
@@ -50,6 +52,10 @@ impl KvServer {
             active_expire: true,
             pubsub: Default::default(),
             blocking: Default::default(),
+            clients: Default::default(),
+            notify_flags: 0,
+            command_stats: std::collections::HashMap::new(),
+            error_stats: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -65,6 +71,9 @@ impl App for KvServer {
     fn connect(&mut self, listener: usize, token: ConnToken) -> KvConn {
         let id = self.next_client_id;
         self.next_client_id += 1;
+        if listener != LISTENER_HTTP {
+            self.clients.register(id, token);
+        }
         KvConn {
             listener,
             id,
@@ -77,10 +86,17 @@ impl App for KvServer {
             subscriptions: None,
             blocked: None,
             block_request: None,
+            reply: Default::default(),
             encoder: Encoder { resp3: false },
             parser: Parser::default(),
             args: Args::default(),
             http: None,
+        }
+    }
+
+    fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
+        if conn.listener != LISTENER_HTTP {
+            self.clients.accepted(conn.id, fd, peer, local);
         }
     }
 
@@ -104,6 +120,7 @@ impl App for KvServer {
     fn abandon(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
+        self.clients.forget(conn.id);
         if let Some(body) = conn.http.take() {
             buffers.release_extents(&body.extents).expect("the request's references");
         }
@@ -184,6 +201,7 @@ impl App for KvServer {
             Store::release_ops(buffers, &ops);
             if result.is_ok() {
                 removed += 1;
+                self.notify_background(notify::EXPIRED, "expired", &key, 0);
                 // Watchers of an expired key fail their EXEC.
                 let logicals: Vec<u8> = (0..DATABASES as u8).filter(|&n| self.store.physical_db(n) == db).collect();
                 for logical in logicals {
@@ -196,6 +214,7 @@ impl App for KvServer {
 
     fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
         wake.append(&mut self.pubsub.wake);
+        wake.append(&mut self.clients.wake);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -104,6 +104,8 @@ pub struct KvConn {
     pub(super) blocked: Option<crate::apps::kv::cmd::blocking::Blocked>,
     /// Set by a blocking pop's handler that found nothing: park me.
     pub(super) block_request: Option<crate::apps::kv::cmd::blocking::BlockRequest>,
+    /// CLIENT REPLY: whether its replies are sent.
+    pub(super) reply: crate::apps::kv::cmd::client::ReplyMode,
     pub(super) encoder: Encoder,
     pub(super) parser: Parser,
     pub(super) args: Args,
@@ -149,6 +151,25 @@ pub struct KvServer {
     pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
     /// Connections parked by blocking pops, by key.
     pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
+    /// The Redis-protocol connections as CLIENT LIST shows them.
+    pub(super) clients: crate::apps::kv::cmd::client::Clients,
+    /// notify-keyspace-events' classes (`cmd/notify.rs`); 0: none.
+    pub(super) notify_flags: u32,
+    /// INFO commandstats, by command; errorstats, by error prefix.
+    pub(super) command_stats: std::collections::HashMap<&'static str, CallStats>,
+    pub(super) error_stats: std::collections::BTreeMap<String, u64>,
+}
+
+/// One command's counters (INFO commandstats).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct CallStats {
+    /// Runs of its handler, and their microseconds.
+    pub(super) calls: u64,
+    pub(super) usec: u64,
+    /// Refused before running (arity, authentication, context, full).
+    pub(super) rejected: u64,
+    /// Ran and answered an error.
+    pub(super) failed: u64,
 }
 
 /// Labels of `KvStats::requests`.

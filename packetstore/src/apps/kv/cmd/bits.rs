@@ -9,6 +9,7 @@
 //! past `KvServer::string_max` bytes; reads copy only the bytes they look
 //! at (`value_range`), BITOP its sources a chunk at a time.
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{key_ok, parse_i64, value_range, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
@@ -256,6 +257,8 @@ impl KvServer {
             let new = (current & !(1 << shift)) | (on << shift);
             self.put_spliced(ctx, &key, value.as_ref(), byte, &[new])?;
         }
+        self.notify_created(ctx, value.is_none(), &key);
+        self.notify(ctx, notify::STRING, "setbit", &key);
         ctx.int(i64::from(old));
         Ok(())
     }
@@ -438,6 +441,8 @@ impl KvServer {
         })?;
         if !ops.is_empty() {
             self.apply(ctx, &ops)?;
+            let event = if max_len == 0 { ("del", notify::GENERIC) } else { ("set", notify::STRING) };
+            self.notify(ctx, event.1, event.0, &dest);
         }
         ctx.int(max_len as i64);
         Ok(())
@@ -583,6 +588,8 @@ impl KvServer {
         }
         if changed {
             self.put_spliced(ctx, key, value, low, &window)?;
+            self.notify_created(ctx, value.is_none(), key);
+            self.notify(ctx, notify::STRING, "setbit", key);
         }
         Ok(replies)
     }

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 
 use crate::apps::kv::cmd::config_table::PARAMS;
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
 use crate::store::db::StoreError;
@@ -142,6 +143,8 @@ impl KvServer {
                 // Batch sizes are counted from the writes at the last
                 // commit: zeroed together (a bare reset underflowed).
                 self.writes_at_commit = 0;
+                self.command_stats.clear();
+                self.error_stats.clear();
                 ctx.ok()
             }
             Some(b"REWRITE") if ctx.argc() == 2 => {
@@ -245,6 +248,11 @@ impl KvServer {
             "proto-max-bulk-len" if value.parse::<u64>().is_ok_and(|n| n < 1024 * 1024) => {
                 Err("argument must be at least 1mb".into())
             }
+            // Kept as Redis prints the classes back (`KA` reads `AK`).
+            "notify-keyspace-events" => match notify::parse_flags(&value) {
+                Some(flags) => Ok(notify::flags_text(flags)),
+                None => Err(notify::BAD_CLASS.into()),
+            },
             _ => Ok(value),
         }
     }
@@ -255,6 +263,7 @@ impl KvServer {
             "requirepass" => {
                 self.config.requirepass = (!value.is_empty()).then(|| value.as_bytes().to_vec());
             }
+            "notify-keyspace-events" => self.notify_flags = notify::parse_flags(value).unwrap_or(0),
             "proto-max-bulk-len" => {
                 if let Ok(limit) = value.parse::<u64>() {
                     self.config.value_size_max = limit.min(crate::proto::resp::BULK_LEN_MAX);

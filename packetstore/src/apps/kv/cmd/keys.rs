@@ -12,6 +12,7 @@
 //! removes the others (durably, as writes).
 
 use crate::apps::kv::cmd::databases::parse_db;
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{key_ok, parse_cursor, parse_i64, parse_scan_args, random_below, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, watch_id, CommandEntry, Ctx, KvServer};
 use crate::proto::resp::glob_match;
@@ -46,6 +47,7 @@ impl KvServer {
     fn cmd_del(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let mut ops = Vec::new();
         let mut deleted = 0;
+        let mut live_keys = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for i in 1..ctx.argc() {
             let key = ctx.arg(i).into_owned();
@@ -58,9 +60,11 @@ impl KvServer {
             })?;
             if live && found {
                 deleted += 1;
+                live_keys.push(key);
             }
         }
         self.apply(ctx, &ops)?;
+        live_keys.iter().for_each(|key| self.notify(ctx, notify::GENERIC, "del", key));
         ctx.int(deleted);
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 pub(super) mod bits;
 pub(super) mod blocking;
+pub(super) mod client;
 pub(super) mod command;
 pub(super) mod config;
 mod config_table;
@@ -12,6 +13,8 @@ pub(super) mod expire;
 pub(super) mod hashes;
 pub(super) mod keys;
 pub(super) mod multi;
+pub(super) mod notify;
+pub(super) mod object;
 pub(super) mod pubsub;
 pub(super) mod server;
 pub(super) mod sets;

@@ -90,6 +90,11 @@ impl Subscriptions {
     pub(in crate::apps::kv) fn is_empty(&self) -> bool {
         self.channels.is_empty() && self.patterns.is_empty() && self.shards.is_empty()
     }
+
+    /// Channels, patterns and shard channels (CLIENT LIST's sub, psub, ssub).
+    pub(in crate::apps::kv) fn counts(&self) -> (usize, usize, usize) {
+        (self.channels.len(), self.patterns.len(), self.shards.len())
+    }
 }
 
 /// Messages waiting for one subscriber, encoded for its protocol.
@@ -303,14 +308,14 @@ impl KvServer {
 
     fn cmd_publish(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let (channel, message) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
-        let receivers = self.publish(ctx, Space::Channel, &channel, &message);
+        let receivers = self.publish(Some(ctx), Space::Channel, &channel, &message);
         ctx.int(receivers as i64);
         Ok(())
     }
 
     fn cmd_spublish(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let (channel, message) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
-        let receivers = self.publish(ctx, Space::Shard, &channel, &message);
+        let receivers = self.publish(Some(ctx), Space::Shard, &channel, &message);
         ctx.int(receivers as i64);
         Ok(())
     }
@@ -318,14 +323,15 @@ impl KvServer {
     /// Posts `message` to every subscriber of `channel` (and, for plain
     /// channels, of every matching pattern); returns how many receive it.
     /// The publisher's own copy (RESP3 lets a subscriber publish) goes
-    /// straight into its replies, before PUBLISH's.
-    fn publish(&mut self, ctx: &mut Ctx<'_>, space: Space, channel: &[u8], message: &[u8]) -> usize {
+    /// straight into its replies, before PUBLISH's. Without a command
+    /// (`ctx` None: the server's own events) every copy goes by mailbox.
+    fn publish(&mut self, mut ctx: Option<&mut Ctx<'_>>, space: Space, channel: &[u8], message: &[u8]) -> usize {
         let mut receivers = 0;
         let kind: &[u8] = if space == Space::Shard { b"smessage" } else { b"message" };
         let ids = self.pubsub.map(space).get(channel).cloned().unwrap_or_default();
         for id in ids {
             receivers += 1;
-            self.send_to(ctx, id, &[kind, channel, message]);
+            self.send_to(ctx.as_deref_mut(), id, &[kind, channel, message]);
         }
         if space == Space::Channel {
             let patterns: Vec<(Vec<u8>, Vec<u64>)> = self
@@ -338,15 +344,26 @@ impl KvServer {
             for (pattern, ids) in patterns {
                 for id in ids {
                     receivers += 1;
-                    self.send_to(ctx, id, &[b"pmessage", &pattern, channel, message]);
+                    self.send_to(ctx.as_deref_mut(), id, &[b"pmessage", &pattern, channel, message]);
                 }
             }
         }
         receivers
     }
 
-    fn send_to(&mut self, ctx: &mut Ctx<'_>, client: u64, parts: &[&[u8]]) {
-        if client == ctx.conn.id {
+    /// Publishes on a plain channel (keyspace notifications); returns
+    /// how many receive it.
+    pub(in crate::apps::kv) fn publish_channel(
+        &mut self,
+        ctx: Option<&mut Ctx<'_>>,
+        channel: &[u8],
+        message: &[u8],
+    ) -> usize {
+        self.publish(ctx, Space::Channel, channel, message)
+    }
+
+    fn send_to(&mut self, ctx: Option<&mut Ctx<'_>>, client: u64, parts: &[&[u8]]) {
+        if let Some(ctx) = ctx.filter(|ctx| ctx.conn.id == client) {
             let framed = frame(ctx.enc(), parts);
             ctx.out.push(&framed);
             return;

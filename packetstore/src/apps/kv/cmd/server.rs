@@ -16,7 +16,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
-    cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "Names the connection, returns its name or id.", KvServer::cmd_client),
     cmd("time", 1, &["random", "loading", "stale", "fast"], (0, 0, 0), "server", "Returns the server's time: seconds and microseconds.", KvServer::cmd_time),
     cmd("info", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Returns information and statistics about the server.", KvServer::cmd_info),
 ];
@@ -218,34 +217,9 @@ impl KvServer {
         Ok(())
     }
 
-    fn cmd_client(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        match (ctx.conn.args.upper(1).as_deref(), ctx.argc()) {
-            (Some(b"SETNAME"), 3) => {
-                let name = ctx.arg(2).into_owned();
-                if name.iter().any(|&b| b <= b' ' || b > b'~') {
-                    ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
-                } else {
-                    ctx.conn.name = (!name.is_empty()).then_some(name);
-                    ctx.ok();
-                }
-            }
-            (Some(b"GETNAME"), 2) => match ctx.conn.name.clone() {
-                Some(name) => ctx.bulk(&name),
-                None => ctx.null(),
-            },
-            (Some(b"ID"), 2) => ctx.int(ctx.conn.id as i64),
-            (Some(b"SETINFO"), 4) => ctx.ok(),
-            _ => ctx.error(&format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(&ctx.arg(1))
-            )),
-        }
-        Ok(())
-    }
-
     fn cmd_info(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let section = (ctx.argc() > 1).then(|| String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase());
-        let text = self.info_text(ctx.pool, ctx.buffers, section.as_deref());
+        let asked: Vec<String> = (1..ctx.argc()).map(|i| String::from_utf8_lossy(&ctx.arg(i)).into_owned()).collect();
+        let text = self.info_text(ctx.pool, ctx.buffers, &asked);
         let enc = ctx.enc();
         enc.verbatim(ctx.out.bytes(), &text);
         Ok(())

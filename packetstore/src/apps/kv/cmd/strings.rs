@@ -9,6 +9,7 @@
 //! `KvServer::string_max`, and LCS allocates at most that much for its
 //! table.
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{key_ok, parse_i64, value_range, NOT_INTEGER, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
@@ -177,7 +178,7 @@ impl KvServer {
         };
         // Plain SETs (no NX, XX or GET) look nothing up unless collections
         // exist (one of which this key could be).
-        let lookup = options.nx || options.xx || options.get || self.store.has_collections();
+        let lookup = options.nx || options.xx || options.get || self.store.has_collections() || self.notifies(notify::NEW);
         let old = if lookup { self.string_of(ctx, &key)? } else { Ok(None) };
         let exists = match &old {
             Ok(value) => value.is_some(),
@@ -210,6 +211,11 @@ impl KvServer {
             Ok(())
         })?;
         self.apply(ctx, &ops)?;
+        self.notify_created(ctx, !exists, &key);
+        self.notify(ctx, notify::STRING, "set", &key);
+        if expire_at.is_some() {
+            self.notify(ctx, notify::GENERIC, "expire", &key);
+        }
         match (options.get, old_bytes) {
             (true, Some(bytes)) => ctx.bulk(&bytes),
             (true, None) => ctx.null(),
@@ -267,6 +273,12 @@ impl KvServer {
             }
         };
         self.apply(ctx, &ops)?;
+        let event = match at {
+            Some(at) if absolute && at <= ctx.now => "del",
+            Some(_) => "expire",
+            None => "persist",
+        };
+        self.notify(ctx, notify::GENERIC, event, &key);
         ctx.bulk(&bytes);
         Ok(())
     }
@@ -290,6 +302,7 @@ impl KvServer {
                 let mut ops = Vec::new();
                 self.delete_ops(ctx.pool, ctx.buffers, ctx.db, &key, &mut ops)?;
                 self.apply(ctx, &ops)?;
+                self.notify(ctx, notify::GENERIC, "del", &key);
                 ctx.bulk(&bytes);
             }
             Ok(None) => ctx.null(),
@@ -335,7 +348,14 @@ impl KvServer {
             }
             Ok(Ok(()))
         })();
-        self.finish_ops(ctx, &ops, result, |ctx| if nx { ctx.int(1) } else { ctx.ok() })
+        self.finish_ops(ctx, &ops, result, |ctx| if nx { ctx.int(1) } else { ctx.ok() })?;
+        if !ctx.failed && self.notifies(notify::STRING) {
+            for i in (1..ctx.argc()).step_by(2) {
+                let key = ctx.arg(i).into_owned();
+                self.notify(ctx, notify::STRING, "set", &key);
+            }
+        }
+        Ok(())
     }
 
     fn cmd_mget(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -377,6 +397,7 @@ impl KvServer {
                 return Ok(());
             }
         };
+        let created = self.notifies(notify::NEW) && self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.is_none();
         let Some(next) = current.checked_add(by) else {
             ctx.error("ERR increment or decrement would overflow");
             return Ok(());
@@ -388,6 +409,8 @@ impl KvServer {
         let put = self.put_bytes(ctx, string_key(ctx.db, &key), &text)?;
         ops.push(put);
         self.apply(ctx, &ops)?;
+        self.notify_created(ctx, created, &key);
+        self.notify(ctx, notify::STRING, "incrby", &key);
         ctx.int(next);
         Ok(())
     }
@@ -457,6 +480,8 @@ impl KvServer {
         };
         ops.push(put);
         self.apply(ctx, &ops)?;
+        self.notify_created(ctx, old.is_none(), &key);
+        self.notify(ctx, notify::STRING, "append", &key);
         ctx.int(total as i64);
         Ok(())
     }
@@ -560,6 +585,8 @@ impl KvServer {
         }
         let bytes = ctx.arg(3).into_owned();
         let total = self.put_spliced(ctx, &key, old.as_ref(), offset as u64, &bytes)?;
+        self.notify_created(ctx, old.is_none(), &key);
+        self.notify(ctx, notify::STRING, "setrange", &key);
         ctx.int(total as i64);
         Ok(())
     }
@@ -609,6 +636,7 @@ impl KvServer {
                 return Ok(());
             }
         };
+        let created = self.notifies(notify::NEW) && self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.is_none();
         let text = match current.map(|current| add_floats(&current, &ctx.arg(2))) {
             Some(Ok(text)) => text,
             Some(Err(why)) => {
@@ -621,6 +649,8 @@ impl KvServer {
             }
         };
         self.put_string(ctx, &key, text.as_bytes())?;
+        self.notify_created(ctx, created, &key);
+        self.notify(ctx, notify::STRING, "incrbyfloat", &key);
         ctx.bulk(text.as_bytes());
         Ok(())
     }

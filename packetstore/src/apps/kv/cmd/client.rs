@@ -1,0 +1,505 @@
+//! CLIENT: the registry of Redis-protocol connections and the commands
+//! over it (LIST, INFO, KILL, ID, SETNAME, GETNAME, REPLY, NO-EVICT,
+//! NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, TRACKING, UNBLOCK, SETINFO, HELP),
+//! with Redis 7.0's replies and errors.
+//!
+//! A connection's state lives in its `KvConn`, which only its own turn
+//! sees; the registry keeps what CLIENT LIST shows of the others (name,
+//! addresses, age, idle, last command, subscriptions, transaction),
+//! refreshed after each of its commands (`observe`). CLIENT KILL marks a
+//! connection killed and wakes it: its next turn closes it (`serve_resp`).
+//!
+//! Invariant: a Redis-protocol connection is registered from `connect` to
+//! `abandon`, exactly; a killed one runs no further command.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use crate::apps::kv::ops::{parse_i64, SYNTAX};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
+use crate::io::app::ConnToken;
+use crate::store::db::StoreError;
+
+/// This family's commands, as COMMAND describes them (Redis 7's arities,
+/// flags and key positions).
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "CLIENT LIST, INFO, KILL, ID, SETNAME, GETNAME, REPLY, NO-EVICT, NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, HELP.", KvServer::cmd_client),
+];
+
+/// CLIENT PAUSE's longest timeout, in milliseconds (Redis takes any
+/// positive 64-bit count; a year is longer than anyone means).
+const PAUSE_MS_MAX: i64 = 365 * 24 * 3600 * 1000;
+
+/// What a connection's replies do (CLIENT REPLY).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(in crate::apps::kv) enum ReplyMode {
+    #[default]
+    On,
+    /// No replies until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP was just run: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
+}
+
+/// What CLIENT LIST shows of one connection.
+pub(in crate::apps::kv) struct ClientInfo {
+    token: ConnToken,
+    fd: i32,
+    addr: String,
+    laddr: String,
+    name: Option<Vec<u8>>,
+    created: Instant,
+    last: Instant,
+    cmd: &'static str,
+    subs: (usize, usize, usize),
+    /// Commands queued in its transaction (None: not in one).
+    multi: Option<usize>,
+    resp3: bool,
+    no_evict: bool,
+    no_touch: bool,
+}
+
+/// The registry of Redis-protocol connections, by client id.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Clients {
+    list: BTreeMap<u64, ClientInfo>,
+    /// Killed by CLIENT KILL, closed at their next turn.
+    killed: HashSet<u64>,
+    /// Killed connections the event loop must serve (to close them).
+    pub(in crate::apps::kv) wake: Vec<ConnToken>,
+}
+
+impl Clients {
+    pub(in crate::apps::kv) fn register(&mut self, id: u64, token: ConnToken) {
+        let now = Instant::now();
+        let info = ClientInfo {
+            token,
+            fd: -1,
+            addr: String::new(),
+            laddr: String::new(),
+            name: None,
+            created: now,
+            last: now,
+            cmd: "NULL",
+            subs: (0, 0, 0),
+            multi: None,
+            resp3: false,
+            no_evict: false,
+            no_touch: false,
+        };
+        self.list.insert(id, info);
+    }
+
+    /// The socket's descriptor and addresses, once accepted.
+    pub(in crate::apps::kv) fn accepted(
+        &mut self,
+        id: u64,
+        fd: i32,
+        peer: Option<SocketAddr>,
+        local: Option<SocketAddr>,
+    ) {
+        if let Some(info) = self.list.get_mut(&id) {
+            info.fd = fd;
+            info.addr = peer.map(|a| a.to_string()).unwrap_or_default();
+            info.laddr = local.map(|a| a.to_string()).unwrap_or_default();
+        }
+    }
+
+    /// Redis-protocol connections open (INFO's connected_clients).
+    pub(in crate::apps::kv) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub(in crate::apps::kv) fn forget(&mut self, id: u64) {
+        self.list.remove(&id);
+        self.killed.remove(&id);
+    }
+
+    /// Whether CLIENT KILL closed it (no lookup while nobody is killed).
+    pub(in crate::apps::kv) fn is_killed(&self, id: u64) -> bool {
+        !self.killed.is_empty() && self.killed.contains(&id)
+    }
+
+    /// After a command: what CLIENT LIST shows of the connection now.
+    pub(in crate::apps::kv) fn observe(&mut self, conn: &KvConn, command: &'static str) {
+        let Some(info) = self.list.get_mut(&conn.id) else { return };
+        info.last = Instant::now();
+        info.cmd = command;
+        info.name.clone_from(&conn.name);
+        info.subs = conn.subscriptions.as_ref().map_or((0, 0, 0), |s| s.counts());
+        info.multi = conn.multi.as_ref().map(|m| m.queued.len());
+        info.resp3 = conn.encoder.resp3;
+    }
+
+    /// The connections not killed (a killed one is gone for CLIENT, as
+    /// in Redis, even before the event loop has closed it).
+    fn live(&self) -> impl Iterator<Item = (&u64, &ClientInfo)> {
+        self.list.iter().filter(|(id, _)| !self.killed.contains(id))
+    }
+
+    fn kill(&mut self, id: u64) {
+        if let Some(info) = self.list.get(&id) {
+            self.killed.insert(id);
+            self.wake.push(info.token);
+        }
+    }
+}
+
+impl ClientInfo {
+    fn is_pubsub(&self) -> bool {
+        self.subs != (0, 0, 0)
+    }
+
+    fn flags(&self) -> String {
+        let mut flags = String::new();
+        if self.is_pubsub() {
+            flags.push('P');
+        }
+        if self.multi.is_some() {
+            flags.push('x');
+        }
+        if self.no_evict {
+            flags.push('e');
+        }
+        if self.no_touch {
+            flags.push('T');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        flags
+    }
+
+    /// Redis 7.0's line (`getClientInfoString`); `cmd` is the command
+    /// shown (the one running, for the connection asking).
+    fn line(&self, id: u64, cmd: &str, now: Instant) -> String {
+        let name = self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let (sub, psub, ssub) = self.subs;
+        let multi = self.multi.map_or(-1, |n| n as i64);
+        let mut line = String::new();
+        let _ = writeln!(
+            line,
+            "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub={ssub} \
+             multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} \
+             user=default redir=-1 resp={}",
+            self.addr,
+            self.laddr,
+            self.fd,
+            now.duration_since(self.created).as_secs(),
+            now.duration_since(self.last).as_secs(),
+            self.flags(),
+            if self.resp3 { 3 } else { 2 },
+        );
+        line
+    }
+}
+
+/// CLIENT KILL's filters (the new form), Redis 7.0's.
+#[derive(Default)]
+struct KillFilter {
+    id: Option<u64>,
+    pubsub: Option<bool>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    skipme: bool,
+    /// TYPE master or replica: none connects here, nothing matches.
+    none: bool,
+}
+
+impl KillFilter {
+    /// Parses `CLIENT KILL <filter> <value> ...`; Err: the error to answer.
+    fn parse(ctx: &Ctx<'_>) -> Result<KillFilter, String> {
+        let mut filter = KillFilter { skipme: true, ..KillFilter::default() };
+        if ctx.argc() % 2 != 0 {
+            return Err(SYNTAX.into());
+        }
+        for i in (2..ctx.argc()).step_by(2) {
+            let value = String::from_utf8_lossy(&ctx.arg(i + 1)).into_owned();
+            match ctx.conn.args.upper(i).as_deref() {
+                Some(b"ID") => match parse_i64(value.as_bytes()) {
+                    Some(id) if id >= 1 => filter.id = Some(id as u64),
+                    _ => return Err("ERR client-id should be greater than 0".into()),
+                },
+                Some(b"TYPE") => match client_type(&value) {
+                    Ok(kind) => filter.pubsub = Some(kind),
+                    Err(why) if why.is_empty() => filter.none = true,
+                    Err(why) => return Err(why),
+                },
+                Some(b"ADDR") => filter.addr = Some(value),
+                Some(b"LADDR") => filter.laddr = Some(value),
+                Some(b"USER") if value == "default" => {}
+                Some(b"USER") => return Err(format!("ERR No such user '{value}'")),
+                Some(b"SKIPME") => match value.to_ascii_lowercase().as_str() {
+                    "yes" => filter.skipme = true,
+                    "no" => filter.skipme = false,
+                    _ => return Err(SYNTAX.into()),
+                },
+                _ => return Err(SYNTAX.into()),
+            }
+        }
+        Ok(filter)
+    }
+
+    fn matches(&self, id: u64, info: &ClientInfo, me: u64) -> bool {
+        !self.none
+            && self.id.is_none_or(|want| want == id)
+            && self.pubsub.is_none_or(|want| want == info.is_pubsub())
+            && self.addr.as_ref().is_none_or(|want| *want == info.addr)
+            && self.laddr.as_ref().is_none_or(|want| *want == info.laddr)
+            && !(self.skipme && id == me)
+    }
+}
+
+/// A client type's name: true for pubsub, false for normal; Err for the
+/// replication types (none here) made an empty match, unknown types an
+/// error, as Redis's `getClientTypeByName`.
+fn client_type(name: &str) -> Result<bool, String> {
+    match name.to_ascii_lowercase().as_str() {
+        "normal" => Ok(false),
+        "pubsub" => Ok(true),
+        // No replica or master connects to packetstore: these match none.
+        "master" | "slave" | "replica" => Err(String::new()),
+        _ => Err(format!("ERR Unknown client type '{name}'")),
+    }
+}
+
+const HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Not supported: packetstore does no client-side caching (CLIENT TRACKING).",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Accepted and checked; packetstore holds no client (see its README).",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Not supported: packetstore does no client-side caching.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled (always -1).",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+    "HELP",
+    "    Print this help.",
+];
+
+impl KvServer {
+    fn cmd_client(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let sub = ctx.conn.args.upper(1).unwrap_or_default();
+        match (sub.as_slice(), ctx.argc()) {
+            (b"SETNAME", 3) => client_setname(ctx),
+            (b"GETNAME", 2) => match ctx.conn.name.clone() {
+                Some(name) => ctx.bulk(&name),
+                None => ctx.null(),
+            },
+            (b"ID", 2) => ctx.int(ctx.conn.id as i64),
+            (b"SETINFO", 4) => ctx.ok(),
+            (b"LIST", _) => self.client_list(ctx),
+            (b"INFO", 2) => {
+                self.clients.observe(ctx.conn, "client");
+                let line =
+                    self.clients.list.get(&ctx.conn.id).map(|i| i.line(ctx.conn.id, "client|info", Instant::now()));
+                let enc = ctx.enc();
+                enc.verbatim(ctx.out.bytes(), &line.unwrap_or_default());
+            }
+            (b"KILL", 3..) => self.client_kill(ctx),
+            (b"REPLY", 3) => client_reply(ctx),
+            (b"NO-EVICT" | b"NO-TOUCH", 3) => self.client_switch(ctx, sub == b"NO-EVICT"),
+            (b"PAUSE", 3 | 4) => client_pause(ctx),
+            (b"UNPAUSE", 2) => ctx.ok(),
+            (b"GETREDIR", 2) => ctx.int(-1),
+            (b"UNBLOCK", 3 | 4) => client_unblock(ctx),
+            (b"TRACKING" | b"CACHING" | b"TRACKINGINFO", _) => ctx.error(
+                "ERR client-side caching (CLIENT TRACKING) is not supported by packetstore: it sends no invalidation \
+                 messages",
+            ),
+            (b"HELP", 2) => {
+                ctx.array(HELP.len());
+                HELP.iter().for_each(|line| ctx.out.push(format!("+{line}\r\n").as_bytes()));
+            }
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
+        }
+        Ok(())
+    }
+
+    /// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...].
+    fn client_list(&mut self, ctx: &mut Ctx<'_>) {
+        let mut pubsub = None;
+        let mut ids: Option<Vec<u64>> = None;
+        if ctx.argc() == 4 && ctx.conn.args.upper(2).as_deref() == Some(b"TYPE") {
+            match client_type(&String::from_utf8_lossy(&ctx.arg(3))) {
+                Ok(kind) => pubsub = Some(kind),
+                Err(why) if why.is_empty() => ids = Some(Vec::new()),
+                Err(why) => return ctx.error(&why),
+            }
+        } else if ctx.argc() >= 4 && ctx.conn.args.upper(2).as_deref() == Some(b"ID") {
+            let mut list = Vec::new();
+            for i in 3..ctx.argc() {
+                match parse_i64(&ctx.arg(i)) {
+                    Some(id) if id > 0 => list.push(id as u64),
+                    _ => return ctx.error("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(list);
+        } else if ctx.argc() != 2 {
+            return ctx.error(SYNTAX);
+        }
+        self.clients.observe(ctx.conn, "client");
+        let (me, now) = (ctx.conn.id, Instant::now());
+        let mut text = String::new();
+        for (&id, info) in self.clients.live() {
+            if pubsub.is_some_and(|want| want != info.is_pubsub()) || ids.as_ref().is_some_and(|l| !l.contains(&id)) {
+                continue;
+            }
+            text.push_str(&info.line(id, if id == me { "client|list" } else { info.cmd }, now));
+        }
+        let enc = ctx.enc();
+        enc.verbatim(ctx.out.bytes(), &text);
+    }
+
+    /// CLIENT KILL addr:port (the old form: OK or an error) or CLIENT KILL
+    /// <filter> <value> ... (the number killed).
+    fn client_kill(&mut self, ctx: &mut Ctx<'_>) {
+        let me = ctx.conn.id;
+        if ctx.argc() == 3 {
+            let addr = String::from_utf8_lossy(&ctx.arg(2)).into_owned();
+            let found = self.clients.live().find(|(_, info)| info.addr == addr).map(|(&id, _)| id);
+            match found {
+                Some(id) if id == me => {
+                    ctx.ok();
+                    ctx.close = true;
+                }
+                Some(id) => {
+                    self.clients.kill(id);
+                    ctx.ok();
+                }
+                None => ctx.error("ERR No such client"),
+            }
+            return;
+        }
+        let filter = match KillFilter::parse(ctx) {
+            Ok(filter) => filter,
+            Err(why) => return ctx.error(&why),
+        };
+        let victims: Vec<u64> =
+            self.clients.live().filter(|(&id, info)| filter.matches(id, info, me)).map(|(&id, _)| id).collect();
+        for &id in &victims {
+            if id == me {
+                ctx.close = true;
+            } else {
+                self.clients.kill(id);
+            }
+        }
+        ctx.int(victims.len() as i64);
+    }
+
+    /// CLIENT NO-EVICT / NO-TOUCH ON|OFF: kept and shown in CLIENT LIST's
+    /// flags (packetstore evicts no client and keeps no access clock).
+    fn client_switch(&mut self, ctx: &mut Ctx<'_>, evict: bool) {
+        let on = match ctx.conn.args.upper(2).as_deref() {
+            Some(b"ON") => true,
+            Some(b"OFF") => false,
+            _ => return ctx.error(SYNTAX),
+        };
+        if let Some(info) = self.clients.list.get_mut(&ctx.conn.id) {
+            if evict {
+                info.no_evict = on;
+            } else {
+                info.no_touch = on;
+            }
+        }
+        ctx.ok();
+    }
+}
+
+fn client_setname(ctx: &mut Ctx<'_>) {
+    let name = ctx.arg(2).into_owned();
+    if name.iter().any(|&b| b <= b' ' || b > b'~') {
+        ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
+    } else {
+        ctx.conn.name = (!name.is_empty()).then_some(name);
+        ctx.ok();
+    }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing (the dispatcher
+/// drops the replies, `KvServer::execute`), ON answers OK.
+fn client_reply(ctx: &mut Ctx<'_>) {
+    match ctx.conn.args.upper(2).as_deref() {
+        Some(b"ON") => {
+            ctx.conn.reply = ReplyMode::On;
+            ctx.ok();
+        }
+        Some(b"OFF") => ctx.conn.reply = ReplyMode::Off,
+        Some(b"SKIP") if ctx.conn.reply != ReplyMode::Off => ctx.conn.reply = ReplyMode::SkipNext,
+        Some(b"SKIP") => {}
+        _ => ctx.error(SYNTAX),
+    }
+}
+
+/// CLIENT PAUSE <timeout> [WRITE|ALL]: checked as Redis checks it and
+/// answered OK; packetstore holds no client (README).
+fn client_pause(ctx: &mut Ctx<'_>) {
+    match parse_i64(&ctx.arg(2)) {
+        Some(ms) if (0..=PAUSE_MS_MAX).contains(&ms) => {}
+        Some(_) => return ctx.error("ERR timeout is negative"),
+        None => return ctx.error("ERR timeout is not an integer or out of range"),
+    }
+    if ctx.argc() == 4 && !matches!(ctx.conn.args.upper(3).as_deref(), Some(b"WRITE" | b"ALL")) {
+        return ctx.error(SYNTAX);
+    }
+    ctx.ok();
+}
+
+/// CLIENT UNBLOCK <id> [TIMEOUT|ERROR]: no connection blocks here, so
+/// none is unblocked (0), as Redis answers for a client not blocked.
+fn client_unblock(ctx: &mut Ctx<'_>) {
+    if parse_i64(&ctx.arg(2)).is_none() {
+        return ctx.error("ERR value is not an integer or out of range");
+    }
+    if ctx.argc() == 4 && !matches!(ctx.conn.args.upper(3).as_deref(), Some(b"TIMEOUT" | b"ERROR")) {
+        return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+    }
+    ctx.int(0);
+}
