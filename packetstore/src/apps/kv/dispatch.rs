@@ -137,22 +137,24 @@ impl KvServer {
             _ => OTHER,
         };
         let start = out.bytes().len();
+        let started = Instant::now();
         let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), close: false, failed: false };
-        let outcome = self.run_entry(&mut ctx, entry);
+        let outcome = self.run_entry(&mut ctx, entry, started);
         if ctx.failed {
             let reply = &ctx.out.bytes()[start..];
             self.count_error(reply);
         }
         if let Some(entry) = entry {
             self.count_call(entry.name, outcome, ctx.failed);
-            self.clients.observe(ctx.conn, entry.name);
+            self.clients.observe(ctx.conn, entry.name, started);
         }
         let kind = if outcome == Outcome::Queued { OTHER } else { kind };
         (ctx.close, kind, ctx.failed)
     }
 
-    /// Checks and runs the command found (`entry`) in `ctx`.
-    fn run_entry(&mut self, ctx: &mut Ctx<'_>, entry: Option<&'static CommandEntry>) -> Outcome {
+    /// Checks and runs the command found (`entry`) in `ctx`; `started`:
+    /// when it began (its checks are timed with its handler).
+    fn run_entry(&mut self, ctx: &mut Ctx<'_>, entry: Option<&'static CommandEntry>, started: Instant) -> Outcome {
         if entry.is_none() && is_http_line(&ctx.arg(0)) {
             self.warn_cross_protocol(ctx);
             self.stats.errors += 1;
@@ -196,7 +198,6 @@ impl KvServer {
             self.queue(ctx);
             return Outcome::Queued;
         }
-        let started = Instant::now();
         self.run_handler(ctx, entry);
         Outcome::Ran(started.elapsed())
     }
