@@ -135,6 +135,9 @@ fn client_reply_off_and_skip_drop_replies() {
     let mut publisher = Raw::connect(&server);
     assert_eq!(publisher.call(&[b"PUBLISH", b"ch", b"hi"]).unwrap(), ":1");
     assert_eq!(client.read().unwrap(), "*3 [$7, $2, $2]");
+    // RESET turns replies back on and answers.
+    assert_eq!(client.call(&[b"RESET"]).unwrap(), "+RESET");
+    assert_eq!(client.call(&[b"PING"]).unwrap(), "+PONG");
 }
 
 #[test]

@@ -361,8 +361,8 @@ enum Outcome {
 }
 
 /// Whether a command's replies go out even while the connection's replies
-/// are off: (un)subscribe confirmations (pushes, in Redis) and CLIENT
-/// REPLY ON.
+/// are off: (un)subscribe confirmations (pushes, in Redis), CLIENT REPLY
+/// ON and RESET (which turn replies back on before answering).
 fn replies_anyway(pool: &Pool, conn: &KvConn) -> bool {
     let name = conn.args.bytes(pool, 0);
     if conn.args.len() == 3 && name.eq_ignore_ascii_case(b"client") {
@@ -371,7 +371,6 @@ fn replies_anyway(pool: &Pool, conn: &KvConn) -> bool {
     allowed_while_subscribed(&String::from_utf8_lossy(&name).to_ascii_lowercase())
         && !name.eq_ignore_ascii_case(b"ping")
         && !name.eq_ignore_ascii_case(b"quit")
-        && !name.eq_ignore_ascii_case(b"reset")
 }
 
 /// Cross-protocol attempts are logged at most this often.
