@@ -45,7 +45,9 @@ impl KvServer {
             self.delete_ops(ctx.pool, &key, &mut ops)?;
             if live && ops.len() > before {
                 deleted += 1;
-                live_keys.push(key);
+                if self.notifies(notify::GENERIC) {
+                    live_keys.push(key);
+                }
             }
         }
         self.apply(ctx, &ops)?;
