@@ -135,6 +135,9 @@ fn client_reply_off_and_skip_drop_replies() {
     let mut publisher = Raw::connect(&server);
     assert_eq!(publisher.call(&[b"PUBLISH", b"ch", b"hi"]).unwrap(), ":1");
     assert_eq!(client.read().unwrap(), "*3 [$7, $2, $2]");
+    // RESET turns replies back on and answers.
+    assert_eq!(client.call(&[b"RESET"]).unwrap(), "+RESET");
+    assert_eq!(client.call(&[b"PING"]).unwrap(), "+PONG");
 }
 
 #[test]
@@ -242,4 +245,30 @@ fn object_encoding_touch_and_randomkey() {
     let _: () = redis::cmd("FLUSHALL").query(&mut client).unwrap();
     let none: Option<String> = redis::cmd("RANDOMKEY").query(&mut client).unwrap();
     assert_eq!(none, None);
+}
+
+#[test]
+fn new_key_events_fire_once_per_created_key() {
+    let pool = TempPool::new("clients-new");
+    let server = Server::start(&pool.0, &[]);
+    let mut writer = server.client();
+    let mut subscriber = server.client();
+    let mut pubsub = subscriber.as_pubsub();
+    pubsub.psubscribe("*").unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("En").query(&mut writer).unwrap();
+    let _: () = redis::cmd("SET").arg("foo").arg("bar").query(&mut writer).unwrap();
+    let _: () = redis::cmd("SET").arg("foo").arg("baz").query(&mut writer).unwrap();
+    let _: i64 = redis::cmd("INCR").arg("counter").query(&mut writer).unwrap();
+    let _: () = redis::cmd("MSET").arg("foo").arg("1").arg("m").arg("2").query(&mut writer).unwrap();
+    let _: i64 = redis::cmd("SETBIT").arg("bits").arg("3").arg("1").query(&mut writer).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let message = pubsub.get_message().unwrap();
+        got.push(format!("{} {}", message.get_channel_name(), message.get_payload::<String>().unwrap()));
+    }
+    assert_eq!(
+        got,
+        ["__keyevent@0__:new foo", "__keyevent@0__:new counter", "__keyevent@0__:new m", "__keyevent@0__:new bits"]
+    );
 }

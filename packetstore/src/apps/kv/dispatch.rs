@@ -146,23 +146,25 @@ impl KvServer {
             _ => OTHER,
         };
         let start = out.bytes().len();
+        let started = Instant::now();
         let db = self.store.physical_db(conn.db);
         let mut ctx = Ctx { pool, buffers, conn, out, now: now_ms(), db, close: false, failed: false };
-        let outcome = self.run_entry(&mut ctx, entry);
+        let outcome = self.run_entry(&mut ctx, entry, started);
         if ctx.failed {
             let reply = &ctx.out.bytes()[start..];
             self.count_error(reply);
         }
         if let Some(entry) = entry {
             self.count_call(entry.name, outcome, ctx.failed);
-            self.clients.observe(ctx.conn, entry.name);
+            self.clients.observe(ctx.conn, entry.name, started);
         }
         let kind = if outcome == Outcome::Queued { OTHER } else { kind };
         (ctx.close, kind, ctx.failed)
     }
 
-    /// Checks and runs the command found (`entry`) in `ctx`.
-    fn run_entry(&mut self, ctx: &mut Ctx<'_>, entry: Option<&'static CommandEntry>) -> Outcome {
+    /// Checks and runs the command found (`entry`) in `ctx`; `started`:
+    /// when it began (its checks are timed with its handler).
+    fn run_entry(&mut self, ctx: &mut Ctx<'_>, entry: Option<&'static CommandEntry>, started: Instant) -> Outcome {
         if entry.is_none() && is_http_line(&ctx.arg(0)) {
             self.warn_cross_protocol(ctx);
             self.stats.errors += 1;
@@ -206,7 +208,6 @@ impl KvServer {
             self.queue(ctx);
             return Outcome::Queued;
         }
-        let started = Instant::now();
         self.run_handler(ctx, entry);
         Outcome::Ran(started.elapsed())
     }
@@ -377,8 +378,8 @@ enum Outcome {
 }
 
 /// Whether a command's replies go out even while the connection's replies
-/// are off: (un)subscribe confirmations (pushes, in Redis) and CLIENT
-/// REPLY ON.
+/// are off: (un)subscribe confirmations (pushes, in Redis), CLIENT REPLY
+/// ON and RESET (which turn replies back on before answering).
 fn replies_anyway(pool: &Pool, conn: &KvConn) -> bool {
     let name = conn.args.bytes(pool, 0);
     if conn.args.len() == 3 && name.eq_ignore_ascii_case(b"client") {
@@ -387,7 +388,6 @@ fn replies_anyway(pool: &Pool, conn: &KvConn) -> bool {
     allowed_while_subscribed(&String::from_utf8_lossy(&name).to_ascii_lowercase())
         && !name.eq_ignore_ascii_case(b"ping")
         && !name.eq_ignore_ascii_case(b"quit")
-        && !name.eq_ignore_ascii_case(b"reset")
 }
 
 /// Cross-protocol attempts are logged at most this often.

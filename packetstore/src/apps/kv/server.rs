@@ -201,10 +201,11 @@ impl App for KvServer {
             Store::release_ops(buffers, &ops);
             if result.is_ok() {
                 removed += 1;
-                self.notify_background(notify::EXPIRED, "expired", &key, 0);
-                // Watchers of an expired key fail their EXEC.
+                // Watchers of an expired key fail their EXEC; subscribers
+                // hear of it in the database's number.
                 let logicals: Vec<u8> = (0..DATABASES as u8).filter(|&n| self.store.physical_db(n) == db).collect();
                 for logical in logicals {
+                    self.notify_background(notify::EXPIRED, "expired", &key, u32::from(logical));
                     self.touch_key(&watch_id(logical, &key), false);
                 }
             }

@@ -126,9 +126,10 @@ impl Clients {
     }
 
     /// After a command: what CLIENT LIST shows of the connection now.
-    pub(in crate::apps::kv) fn observe(&mut self, conn: &KvConn, command: &'static str) {
+    /// `at`: when the command began (the last interaction).
+    pub(in crate::apps::kv) fn observe(&mut self, conn: &KvConn, command: &'static str, at: Instant) {
         let Some(info) = self.list.get_mut(&conn.id) else { return };
-        info.last = Instant::now();
+        info.last = at;
         info.cmd = command;
         info.name.clone_from(&conn.name);
         info.subs = conn.subscriptions.as_ref().map_or((0, 0, 0), |s| s.counts());
@@ -334,7 +335,7 @@ impl KvServer {
             (b"SETINFO", 4) => ctx.ok(),
             (b"LIST", _) => self.client_list(ctx),
             (b"INFO", 2) => {
-                self.clients.observe(ctx.conn, "client");
+                self.clients.observe(ctx.conn, "client", Instant::now());
                 let line =
                     self.clients.list.get(&ctx.conn.id).map(|i| i.line(ctx.conn.id, "client|info", Instant::now()));
                 let enc = ctx.enc();
@@ -385,7 +386,7 @@ impl KvServer {
         } else if ctx.argc() != 2 {
             return ctx.error(SYNTAX);
         }
-        self.clients.observe(ctx.conn, "client");
+        self.clients.observe(ctx.conn, "client", Instant::now());
         let (me, now) = (ctx.conn.id, Instant::now());
         let mut text = String::new();
         for (&id, info) in self.clients.live() {

@@ -60,7 +60,9 @@ impl KvServer {
             })?;
             if live && found {
                 deleted += 1;
-                live_keys.push(key);
+                if self.notifies(notify::GENERIC) {
+                    live_keys.push(key);
+                }
             }
         }
         self.apply(ctx, &ops)?;

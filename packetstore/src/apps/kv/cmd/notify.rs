@@ -92,9 +92,10 @@ pub(in crate::apps::kv) fn flags_text(flags: u32) -> String {
 }
 
 impl Ctx<'_> {
-    /// The connection's database (0 until databases come; one line then).
-    pub(in crate::apps::kv) fn db(&self) -> u32 {
-        0
+    /// The connection's logical database (SELECT's number), as channel
+    /// names spell it.
+    pub(in crate::apps::kv) fn logical_db(&self) -> u32 {
+        u32::from(self.conn.db)
     }
 }
 
@@ -111,7 +112,7 @@ impl KvServer {
     #[inline]
     pub(in crate::apps::kv) fn notify(&mut self, ctx: &mut Ctx<'_>, class: u32, event: &str, key: &[u8]) {
         if self.notifies(class) {
-            let db = ctx.db();
+            let db = ctx.logical_db();
             self.publish_event(Some(ctx), db, event, key);
         }
     }

@@ -116,7 +116,6 @@ impl KvServer {
         }
         Ok(())
     }
-
 }
 
 #[cfg(test)]

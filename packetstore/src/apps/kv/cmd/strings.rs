@@ -178,7 +178,8 @@ impl KvServer {
         };
         // Plain SETs (no NX, XX or GET) look nothing up unless collections
         // exist (one of which this key could be).
-        let lookup = options.nx || options.xx || options.get || self.store.has_collections() || self.notifies(notify::NEW);
+        let lookup =
+            options.nx || options.xx || options.get || self.store.has_collections() || self.notifies(notify::NEW);
         let old = if lookup { self.string_of(ctx, &key)? } else { Ok(None) };
         let exists = match &old {
             Ok(value) => value.is_some(),
@@ -335,6 +336,16 @@ impl KvServer {
                 }
             }
         }
+        // Keys created, for `new` events (looked up only if they are on).
+        let mut created = Vec::new();
+        if self.notifies(notify::NEW) {
+            for i in (1..ctx.argc()).step_by(2) {
+                let key = ctx.arg(i).into_owned();
+                if self.store.key_type(ctx.pool, ctx.db, &key, ctx.now)?.is_none() && !created.contains(&key) {
+                    created.push(key);
+                }
+            }
+        }
         let mut ops = Vec::new();
         let result = (|| {
             for i in (1..ctx.argc()).step_by(2) {
@@ -349,9 +360,11 @@ impl KvServer {
             Ok(Ok(()))
         })();
         self.finish_ops(ctx, &ops, result, |ctx| if nx { ctx.int(1) } else { ctx.ok() })?;
-        if !ctx.failed && self.notifies(notify::STRING) {
+        if !ctx.failed && self.notifies(notify::STRING | notify::NEW) {
             for i in (1..ctx.argc()).step_by(2) {
                 let key = ctx.arg(i).into_owned();
+                let new = created.iter().position(|k| *k == key).map(|at| created.swap_remove(at));
+                self.notify_created(ctx, new.is_some(), &key);
                 self.notify(ctx, notify::STRING, "set", &key);
             }
         }
