@@ -10,6 +10,7 @@
 //! same store group (as Redis does), so no key is ever stored expired by
 //! a command.
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::store::db::{Op, StoreError};
@@ -166,6 +167,7 @@ impl KvServer {
             Ok(())
         })?;
         self.apply(ctx, &ops)?;
+        self.notify(ctx, notify::GENERIC, if at <= ctx.now as i64 { "del" } else { "expire" }, &key);
         ctx.int(1);
         Ok(())
     }
@@ -178,6 +180,7 @@ impl KvServer {
             return Ok(());
         }
         self.apply(ctx, &[Op::Del { key: expire_key(ctx.db, &key) }])?;
+        self.notify(ctx, notify::GENERIC, "persist", &key);
         ctx.int(1);
         Ok(())
     }

@@ -13,6 +13,7 @@
 
 use std::ops::Bound;
 
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::cmd::strings::{add_floats, parse_float, FLOAT_CHARS_MAX, NOT_FLOAT};
 use crate::apps::kv::ops::{key_ok, parse_cursor, parse_i64, parse_scan_args, random_below, NOT_INTEGER, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
@@ -106,6 +107,7 @@ impl KvServer {
             return Ok(());
         };
         self.apply(ctx, &ops)?;
+        self.notify(ctx, notify::HASH, "hset", &key);
         if reply_ok {
             ctx.ok();
         } else {
@@ -137,6 +139,7 @@ impl KvServer {
             Ok(())
         })?;
         self.apply(ctx, &ops)?;
+        self.notify(ctx, notify::HASH, "hset", &key);
         ctx.int(1);
         Ok(())
     }
@@ -183,10 +186,15 @@ impl KvServer {
         }
         let removed = ops.len();
         if removed > 0 {
-            if self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? == removed as u64 {
+            let emptied = self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? == removed as u64;
+            if emptied {
                 self.drop_empty_ops(ctx, &key, &mut ops);
             }
             self.apply(ctx, &ops)?;
+            self.notify(ctx, notify::HASH, "hdel", &key);
+            if emptied {
+                self.notify(ctx, notify::GENERIC, "del", &key);
+            }
         }
         ctx.int(removed as i64);
         Ok(())
@@ -307,6 +315,8 @@ impl KvServer {
             return Ok(());
         };
         self.hash_put_computed(ctx, sum.to_string().as_bytes())?;
+        let key = ctx.arg(1).into_owned();
+        self.notify(ctx, notify::HASH, "hincrby", &key);
         ctx.int(sum);
         Ok(())
     }
@@ -337,6 +347,8 @@ impl KvServer {
             }
         };
         self.hash_put_computed(ctx, text.as_bytes())?;
+        let key = ctx.arg(1).into_owned();
+        self.notify(ctx, notify::HASH, "hincrbyfloat", &key);
         ctx.bulk(text.as_bytes());
         Ok(())
     }

@@ -235,6 +235,8 @@ impl KvServer {
             server.relocate_ops(ctx, &src, db, &dst, ops)
         })?;
         self.apply(ctx, &ops)?;
+        self.notify(ctx, notify::GENERIC, "rename_from", &src);
+        self.notify(ctx, notify::GENERIC, "rename_to", &dst);
         if nx {
             ctx.int(1);
         } else {

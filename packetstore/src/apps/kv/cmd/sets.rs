@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use crate::apps::kv::cmd::hashes::random_ranks_for;
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{parse_cursor, parse_i64, parse_scan_args, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::proto::resp::glob_match;
@@ -106,6 +107,7 @@ impl KvServer {
         };
         if added > 0 {
             self.apply(ctx, &ops)?;
+            self.notify(ctx, notify::SET, "sadd", &key);
         } else {
             crate::store::db::Store::release_ops(ctx.buffers, &ops);
         }
@@ -149,6 +151,9 @@ impl KvServer {
         }
         let removed = ops.len();
         self.set_apply_removal(ctx, &key, meta, removed, ops)?;
+        if removed > 0 {
+            self.notify(ctx, notify::SET, "srem", &key);
+        }
         ctx.int(removed as i64);
         Ok(())
     }
@@ -300,6 +305,7 @@ impl KvServer {
         let ops: Vec<Op> =
             picked.iter().map(|member| Op::Del { key: element_key(meta.oid, SPACE_MAIN, member) }).collect();
         self.set_apply_removal(ctx, &key, meta, picked.len(), ops)?;
+        self.notify(ctx, notify::SET, "spop", &key);
         if count.is_none() {
             ctx.bulk(&picked[0]);
         } else {

@@ -16,6 +16,7 @@
 
 use crate::apps::kv::cmd::blocking::MpopRequest;
 use crate::apps::kv::cmd::hashes::random_ranks_for;
+use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{parse_cursor, parse_i64, parse_scan_args, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
@@ -253,6 +254,7 @@ impl KvServer {
         let added_any = ops.iter().any(|op| matches!(op, Op::Put { key, .. } if key.first() == Some(&b'e')));
         if added_any {
             self.apply(ctx, &ops)?;
+            self.notify(ctx, notify::ZSET, if options.incr { "zincr" } else { "zadd" }, &key);
         } else {
             crate::store::db::Store::release_ops(ctx.buffers, &ops);
         }
@@ -348,6 +350,9 @@ impl KvServer {
         }
         let removed = ops.len() / 2;
         self.zset_apply_removal(ctx, &key, meta, removed, ops)?;
+        if removed > 0 {
+            self.notify(ctx, notify::ZSET, "zrem", &key);
+        }
         ctx.int(removed as i64);
         Ok(())
     }
