@@ -969,6 +969,11 @@ impl Store {
         self.group = Some((0, 0));
     }
 
+    /// Whether a group is open (a transaction, or a script in one).
+    pub fn in_group(&self) -> bool {
+        self.group.is_some()
+    }
+
     /// Closes the group `begin_group` opened: appends its end record if any
     /// command of it wrote. Durable at the next commit, like a command.
     pub fn end_group(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {

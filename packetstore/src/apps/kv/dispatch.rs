@@ -290,4 +290,6 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::hashes::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,
+    cmd::scripting::COMMANDS,
+    cmd::functions::COMMANDS,
 ]);

@@ -45,6 +45,7 @@ impl KvServer {
             modified: false,
             active_expire: true,
             pubsub: Default::default(),
+            scripting: Default::default(),
         }
     }
 }

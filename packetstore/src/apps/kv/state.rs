@@ -137,6 +137,8 @@ pub struct KvServer {
     pub(super) config_params: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.
     pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
+    /// EVAL's interpreter and script cache, and the function libraries.
+    pub(super) scripting: crate::apps::kv::cmd::scripting::Scripting,
 }
 
 /// Labels of `KvStats::requests`.
