@@ -157,8 +157,20 @@ fn compile_message(error: &mlua::Error) -> String {
 /// Redis's `__redis__err__handler`: the error as a table with `err`, and
 /// the script's source and line where it happened.
 fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
+    let error = match &error {
+        Value::Error(e) => match raised(e) {
+            Some(text) => Value::String(lua.create_string(&text)?),
+            None => error.clone(),
+        },
+        _ => error,
+    };
     let table = match error {
         Value::Table(t) => t,
+        Value::String(s) if s.as_bytes().starts_with(RAISED_MARK) => {
+            let t = lua.create_table()?;
+            t.raw_set("err", lua.create_string(&s.as_bytes()[RAISED_MARK.len()..])?)?;
+            t
+        }
         other => {
             let text = match &other {
                 Value::String(s) => s.to_string_lossy(),
@@ -181,7 +193,7 @@ fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
             break;
         };
         let source = source.unwrap_or_default();
-        if what == "C" || source == "=prelude" || source == "=[C]" {
+        if !matches!(what, "Lua" | "main") || source == "=prelude" {
             continue;
         }
         table.raw_set("source", source)?;
@@ -189,6 +201,46 @@ fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
         break;
     }
     Ok(table)
+}
+
+/// What marks the text of an error redis.call raised (internal to the
+/// handler).
+const RAISED_MARK: &[u8] = b"\x00raised:";
+
+/// The error redis.call raises: a command's error reply (its `err` text).
+#[derive(Debug)]
+struct Raised(Vec<u8>);
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl std::error::Error for Raised {}
+
+/// The `err` text of an error redis.call raised, marked.
+fn raised(error: &mlua::Error) -> Option<Vec<u8>> {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => raised(cause),
+        mlua::Error::ExternalError(e) => e.downcast_ref::<Raised>().map(|r| [RAISED_MARK, &r.0].concat()),
+        _ => None,
+    }
+}
+
+/// redis.call: natives.command's reply, or its error raised.
+fn call(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<Value> {
+    let natives: Table = lua.named_registry_value("natives")?;
+    let command: Function = natives.raw_get("command")?;
+    let (ok, value): (bool, Value) = command.call(args)?;
+    if ok {
+        return Ok(value);
+    }
+    let text = match &value {
+        Value::Table(t) => t.raw_get::<mlua::String>("err")?.as_bytes().to_vec(),
+        _ => b"ERR execution failure".to_vec(),
+    };
+    Err(mlua::Error::external(Raised(text)))
 }
 
 /// Redis's `luaPushErrorBuff`: "-CODE msg" or "msg" (code ERR) as an
@@ -219,6 +271,18 @@ pub(in crate::apps::kv) fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<T
 /// The Rust functions the prelude uses (redis.call's is set per run).
 fn natives(lua: &Lua, flags: &Rc<RunFlags>) -> mlua::Result<Table> {
     let natives = lua.create_table()?;
+    lua.set_named_registry_value("natives", &natives)?;
+    natives.raw_set("call", lua.create_function(call)?)?;
+    natives.raw_set(
+        "raised",
+        lua.create_function(|lua, e: Value| match e {
+            Value::Error(e) => match raised(&e) {
+                Some(text) => Ok(Value::String(lua.create_string(&text[RAISED_MARK.len()..])?)),
+                None => Ok(Value::Nil),
+            },
+            _ => Ok(Value::Nil),
+        })?,
+    )?;
     natives.raw_set(
         "sha1hex",
         lua.create_function(|lua, s: mlua::String| lua.create_string(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string()))?,

@@ -25,9 +25,7 @@ local function raise_if_error(ok, ...)
 end
 
 local redis = {}
-function redis.call(...)
-  return raise_if_error(natives.command(...))
-end
+redis.call = natives.call
 function redis.pcall(...)
   local _, reply = natives.command(...)
   return reply
@@ -137,6 +135,10 @@ end
 local function unwrap(ok, ...)
   if ok then return ok, ... end
   local e = ...
+  if type(e) == 'userdata' then
+    local text = natives.raised(e)
+    if text then return false, text end
+  end
   if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then
     return false, rawget(e, 'err')
   end
