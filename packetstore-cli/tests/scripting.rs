@@ -29,8 +29,7 @@ fn eval_converts_replies_both_ways() {
     assert_eq!(eval(&mut r, "return false", &["0"]), "$-1");
     assert_eq!(eval(&mut r, "return {ok='fine'}", &["0"]), "+fine");
     assert_eq!(eval(&mut r, "return {err='My Error'}", &["0"]), "-My Error");
-    let nested: Vec<redis::Value> =
-        redis::cmd("EVAL").arg("return {1,2,3,'ciao',{1,2}}").arg(0).query(&mut c).unwrap();
+    let nested: Vec<redis::Value> = redis::cmd("EVAL").arg("return {1,2,3,'ciao',{1,2}}").arg(0).query(&mut c).unwrap();
     assert_eq!(nested.len(), 5);
     let keys: Vec<String> = redis::cmd("EVAL")
         .arg("return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}")
@@ -42,8 +41,10 @@ fn eval_converts_replies_both_ways() {
     // Replies to Lua: integer, bulk, status, nil.
     let _: () = redis::cmd("SET").arg("x").arg("0").query(&mut c).unwrap();
     let typed: Vec<String> = redis::cmd("EVAL")
-        .arg("local a = redis.call('incr', KEYS[1]); local b = redis.call('set', 'y', 'v'); \
-              local n = redis.call('get', 'missing'); return {type(a), tostring(a), b['ok'], tostring(n)}")
+        .arg(
+            "local a = redis.call('incr', KEYS[1]); local b = redis.call('set', 'y', 'v'); \
+              local n = redis.call('get', 'missing'); return {type(a), tostring(a), b['ok'], tostring(n)}",
+        )
         .arg(1)
         .arg("x")
         .query(&mut c)
@@ -60,12 +61,19 @@ fn call_errors_pcall_and_globals() {
     let error = eval(&mut r, "return redis.call('incr', KEYS[1])", &["1", "foo"]);
     assert!(error.starts_with("-ERR value is not an integer or out of range script: "), "{error}");
     assert!(error.ends_with(", on @user_script:1."), "{error}");
-    assert_eq!(eval(&mut r, "return redis.pcall('incr', KEYS[1])", &["1", "foo"]), "-ERR value is not an integer or out of range");
+    assert_eq!(
+        eval(&mut r, "return redis.pcall('incr', KEYS[1])", &["1", "foo"]),
+        "-ERR value is not an integer or out of range"
+    );
     let pcalled = eval(&mut r, "local ok, e = pcall(redis.call, 'incr', KEYS[1]); return e", &["1", "foo"]);
     assert_eq!(pcalled, "$43");
-    assert!(eval(&mut r, "redis.call('nosuchcommand')", &["0"]).starts_with("-ERR Unknown Redis command called from script"));
-    assert!(eval(&mut r, "redis.call('get','a','b')", &["0"]).starts_with("-ERR Wrong number of args calling Redis command"));
-    assert!(eval(&mut r, "redis.call('multi')", &["0"]).starts_with("-ERR This Redis command is not allowed from script"));
+    assert!(eval(&mut r, "redis.call('nosuchcommand')", &["0"])
+        .starts_with("-ERR Unknown Redis command called from script"));
+    assert!(eval(&mut r, "redis.call('get','a','b')", &["0"])
+        .starts_with("-ERR Wrong number of args calling Redis command"));
+    assert!(
+        eval(&mut r, "redis.call('multi')", &["0"]).starts_with("-ERR This Redis command is not allowed from script")
+    );
     assert!(eval(&mut r, "return redis.call()", &["0"]).contains("at least one argument"));
     assert!(eval(&mut r, "return a", &["0"]).contains("Script attempted to access nonexistent global variable 'a'"));
     assert!(eval(&mut r, "a = 10", &["0"]).contains("Attempt to modify a readonly table"));
@@ -108,8 +116,10 @@ fn libraries_round_trip() {
     assert_eq!(eval(&mut r, "return bit.tohex(65535, -4)", &["0"]), "$4");
     assert_eq!(eval(&mut r, "return bit.band(bit.lshift(1, 31), -1) == -2147483648", &["0"]), ":1");
     let structs: Vec<i64> = redis::cmd("EVAL")
-        .arg("local s = struct.pack('>HiB', 258, -7, 9) local a, b, c, n = struct.unpack('>HiB', s) \
-              return {a, b, c, n, struct.size('>HiB')}")
+        .arg(
+            "local s = struct.pack('>HiB', 258, -7, 9) local a, b, c, n = struct.unpack('>HiB', s) \
+              return {a, b, c, n, struct.size('>HiB')}",
+        )
         .arg(0)
         .query(&mut c)
         .unwrap();
@@ -131,10 +141,7 @@ fn script_cache_and_read_only_scripts() {
     let exists: Vec<i64> = redis::cmd("SCRIPT").arg("EXISTS").arg(&sha).arg("ffff").query(&mut c).unwrap();
     assert_eq!(exists, [1, 0]);
     assert_eq!(r.call(&[b"SCRIPT", b"FLUSH"]).unwrap(), "+OK");
-    assert_eq!(
-        r.call(&[b"EVALSHA", sha.as_bytes(), b"0"]).unwrap(),
-        "-NOSCRIPT No matching script. Please use EVAL."
-    );
+    assert_eq!(r.call(&[b"EVALSHA", sha.as_bytes(), b"0"]).unwrap(), "-NOSCRIPT No matching script. Please use EVAL.");
     assert_eq!(r.call(&[b"SCRIPT", b"KILL"]).unwrap(), "-NOTBUSY No scripts in execution right now.");
     assert_eq!(r.call(&[b"SET", b"foo", b"bar"]).unwrap(), "+OK");
     assert_eq!(r.call(&[b"EVAL_RO", b"return redis.call('get', KEYS[1])", b"1", b"foo"]).unwrap(), "$3");
@@ -163,10 +170,7 @@ fn functions_load_call_and_survive_restart() {
     let server = Server::start(&pool.0, &[]);
     let mut r = Raw::connect(&server);
     assert_eq!(r.call(&[b"FUNCTION", b"LOAD", LIBRARY.as_bytes()]).unwrap(), "$5");
-    assert_eq!(
-        r.call(&[b"FUNCTION", b"LOAD", LIBRARY.as_bytes()]).unwrap(),
-        "-ERR Library 'mylib' already exists"
-    );
+    assert_eq!(r.call(&[b"FUNCTION", b"LOAD", LIBRARY.as_bytes()]).unwrap(), "-ERR Library 'mylib' already exists");
     assert_eq!(r.call(&[b"FUNCTION", b"LOAD", b"REPLACE", LIBRARY.as_bytes()]).unwrap(), "$5");
     assert_eq!(r.call(&[b"FCALL", b"setboth", b"2", b"a", b"b", b"v"]).unwrap(), "+OK");
     assert_eq!(r.call(&[b"FCALL_RO", b"getit", b"1", b"a"]).unwrap(), "$1");
@@ -182,10 +186,7 @@ fn functions_load_call_and_survive_restart() {
         "*1 [*6 [$12, $5, $6, $3, $9, *2 [*6 [$4, $7, $11, $-1, $5, *0], *6 [$4, $5, $11, $-1, $5, *1 [$9]]]]]"
     );
     // A script's writes and the library survive a kill -9.
-    assert_eq!(
-        eval(&mut r, "for i = 1, 50 do redis.call('set', 'k' .. i, i) end return 1", &["0"]),
-        ":1"
-    );
+    assert_eq!(eval(&mut r, "for i = 1, 50 do redis.call('set', 'k' .. i, i) end return 1", &["0"]), ":1");
     server.kill();
     let server = Server::start(&pool.0, &[]);
     let mut r = Raw::connect(&server);

@@ -71,7 +71,9 @@ fn library_name(code: &[u8]) -> Result<String, String> {
     let mut name = None;
     for part in parts {
         match part.get(..5) {
-            Some(prefix) if prefix.eq_ignore_ascii_case("name=") && name.is_none() => name = Some(part[5..].to_string()),
+            Some(prefix) if prefix.eq_ignore_ascii_case("name=") && name.is_none() => {
+                name = Some(part[5..].to_string())
+            }
             Some(prefix) if prefix.eq_ignore_ascii_case("name=") => {
                 return Err("ERR Invalid metadata value, name argument was given multiple times".into())
             }
@@ -125,7 +127,8 @@ impl Functions {
             return Err("ERR No functions registered".into());
         }
         for f in &functions {
-            let taken = self.libraries.iter().any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name == f.name));
+            let taken =
+                self.libraries.iter().any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name == f.name));
             if taken {
                 return Err(format!("ERR Function {} already exists", f.name));
             }

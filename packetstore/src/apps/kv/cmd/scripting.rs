@@ -235,8 +235,11 @@ impl CallEnv<'_> {
     }
 }
 
+/// A script's keys and arguments.
+pub(in crate::apps::kv) type KeysAndArgs = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// Parses `numkeys key... arg...` from argument 2 of the command.
-pub(in crate::apps::kv) fn keys_and_args(ctx: &Ctx<'_>) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>), String> {
+pub(in crate::apps::kv) fn keys_and_args(ctx: &Ctx<'_>) -> Result<KeysAndArgs, String> {
     let numkeys = crate::apps::kv::ops::parse_i64(&ctx.arg(2))
         .ok_or_else(|| "ERR value is not an integer or out of range".to_string())?;
     let rest = (ctx.argc() - 3) as i64;
@@ -448,10 +451,7 @@ const SCRIPT_HELP: &[&str] = &[
 pub(in crate::apps::kv) fn help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
     ctx.array(lines.len() + 3);
     let enc = ctx.enc();
-    enc.simple(
-        ctx.out.bytes(),
-        &format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
-    );
+    enc.simple(ctx.out.bytes(), &format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"));
     for line in lines {
         enc.simple(ctx.out.bytes(), line);
     }

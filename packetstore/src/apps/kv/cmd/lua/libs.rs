@@ -131,7 +131,8 @@ fn struct_pack(lua: &Lua, format: &[u8], args: &[Value]) -> mlua::Result<mlua::S
             b'x' => out.push(0),
             b'f' | b'd' => {
                 let v = lua.unpack::<f64>(next("number")?)?;
-                let mut bytes = if item.kind == b'f' { (v as f32).to_le_bytes().to_vec() } else { v.to_le_bytes().to_vec() };
+                let mut bytes =
+                    if item.kind == b'f' { (v as f32).to_le_bytes().to_vec() } else { v.to_le_bytes().to_vec() };
                 if !little {
                     bytes.reverse();
                 }

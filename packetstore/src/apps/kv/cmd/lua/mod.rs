@@ -285,9 +285,14 @@ fn natives(lua: &Lua, flags: &Rc<RunFlags>) -> mlua::Result<Table> {
     )?;
     natives.raw_set(
         "sha1hex",
-        lua.create_function(|lua, s: mlua::String| lua.create_string(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string()))?,
+        lua.create_function(|lua, s: mlua::String| {
+            lua.create_string(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string())
+        })?,
     )?;
-    natives.raw_set("error_table", lua.create_function(|lua, s: mlua::String| error_table(lua, &prefixed(&s.as_bytes())))?)?;
+    natives.raw_set(
+        "error_table",
+        lua.create_function(|lua, s: mlua::String| error_table(lua, &prefixed(&s.as_bytes())))?,
+    )?;
     natives.raw_set(
         "log",
         lua.create_function(|_, (level, text): (i64, String)| {
@@ -300,7 +305,13 @@ fn natives(lua: &Lua, flags: &Rc<RunFlags>) -> mlua::Result<Table> {
         })?,
     )?;
     let resp = flags.clone();
-    natives.raw_set("setresp", lua.create_function(move |_, v: i64| Ok(resp.resp3.set(v == 3)))?)?;
+    natives.raw_set(
+        "setresp",
+        lua.create_function(move |_, v: i64| {
+            resp.resp3.set(v == 3);
+            Ok(())
+        })?,
+    )?;
     let rng = Rc::new(Cell::new(seed_state(now_seed())));
     let state = rng.clone();
     natives.raw_set("rand", lua.create_function(move |_, ()| Ok(next_random(&state)))?)?;
@@ -348,7 +359,8 @@ fn next_random(state: &Cell<u64>) -> f64 {
 /// `redis.register_function(name, f)` or `redis.register_function{...}`:
 /// (true) or (false, error table).
 fn register_function(lua: &Lua, flags: &RunFlags, args: mlua::MultiValue) -> mlua::Result<(bool, Value)> {
-    let fail = |text: &str| -> mlua::Result<(bool, Value)> { Ok((false, Value::Table(error_table(lua, text.as_bytes())?))) };
+    let fail =
+        |text: &str| -> mlua::Result<(bool, Value)> { Ok((false, Value::Table(error_table(lua, text.as_bytes())?))) };
     let mut registering = flags.registering.borrow_mut();
     let Some(list) = registering.as_mut() else {
         return fail("redis.register_function can only be called on FUNCTION LOAD command");
