@@ -25,7 +25,7 @@ const HOOK_INSTRUCTIONS: u32 = 100_000;
 /// A script that has written nothing yet is stopped after this long: the
 /// event loop serves nothing else meanwhile, so SCRIPT KILL cannot reach
 /// it (once it wrote, it runs to its end, as in Redis).
-pub(in crate::apps::kv) const SCRIPT_TIME_MAX: Duration = Duration::from_secs(60);
+pub(in crate::apps::kv) const SCRIPT_TIME_MAX: Duration = Duration::from_secs(5);
 /// Memory one interpreter may use.
 const LUA_MEMORY_MAX: usize = 1 << 30;
 /// Redis's `REDIS_LRAND48_MAX`.

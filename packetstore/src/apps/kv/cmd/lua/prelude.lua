@@ -155,7 +155,7 @@ G.rawset = function(t, k, v)
   if readonly[t] then refuse() end
   return rawset(t, k, v)
 end
-G.loadfile, G.dofile, G.module, G.require, G.newproxy, G.gcinfo = nil, nil, nil, nil, nil, nil
+G.loadfile, G.dofile, G.module, G.require, G.newproxy, G.gcinfo, G.print = nil, nil, nil, nil, nil, nil, nil
 G.collectgarbage = collectgarbage
 
 G.redis = protect(redis)
