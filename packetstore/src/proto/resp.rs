@@ -104,6 +104,18 @@ impl Args {
         }
     }
 
+    /// Arguments made of bytes in memory (a script's command): every one
+    /// small (copied), none holding a pool reference.
+    pub fn from_bytes<B: AsRef<[u8]>>(args: &[B]) -> Args {
+        let mut out = Args::default();
+        for arg in args {
+            let start = out.small.len();
+            out.small.extend_from_slice(arg.as_ref());
+            out.list.push(Arg::Small(start..out.small.len()));
+        }
+        out
+    }
+
     /// Drops the arguments, giving back the references they hold.
     pub fn clear(&mut self, buffers: &mut Buffers) {
         buffers.release_extents(&self.extents).expect("the command's references");

@@ -413,4 +413,6 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,
     cmd::object::COMMANDS,
+    cmd::scripting::COMMANDS,
+    cmd::functions::COMMANDS,
 ]);

@@ -274,11 +274,13 @@ impl KvServer {
         let used = u64::from(buffers.count() - buffers.free_count()) * u64::from(geometry.buffer_size);
         let _ = write!(
             text,
-            "# Memory\r\nused_memory:{used}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\n",
+            "# Memory\r\nused_memory:{used}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nused_memory_lua:{}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\n",
             pool.len(),
             buffers.count(),
             buffers.free_count(),
             geometry.buffer_size,
+            self.scripting.lua_memory(),
+            self.scripting.cached(),
             self.config_params.get("maxmemory").map_or("0", String::as_str),
             self.config_params.get("maxmemory-policy").map_or("noeviction", String::as_str)
         );

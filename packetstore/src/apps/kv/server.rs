@@ -56,6 +56,7 @@ impl KvServer {
             notify_flags: 0,
             command_stats: std::collections::HashMap::new(),
             error_stats: std::collections::BTreeMap::new(),
+            scripting: Default::default(),
         }
     }
 }

@@ -149,6 +149,8 @@ pub struct KvServer {
     pub(super) config_params: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.
     pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
+    /// EVAL's interpreter and script cache, and the function libraries.
+    pub(super) scripting: crate::apps::kv::cmd::scripting::Scripting,
     /// Connections parked by blocking pops, by key.
     pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
     /// The Redis-protocol connections as CLIENT LIST shows them.

@@ -1,0 +1,460 @@
+//! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (Redis
+//! 7.0's `eval.c` and `script.c`), and the run of a script that FCALL
+//! shares (`run_script`): its commands go through the server's own
+//! dispatcher (`KvServer::execute`), their replies are turned into Lua
+//! values and the script's value into its reply (`lua::convert`).
+//!
+//! Invariants: a script's writes are one group of the store's log
+//! (`Store::begin_group`), replayed all or none after a power failure,
+//! unless it runs inside EXEC, whose group it joins (groups do not nest);
+//! the script cache is bounded (`SCRIPT_CACHE_MAX`, `SCRIPT_CACHE_BYTES_MAX`,
+//! the oldest script forgotten first); a read-only run never applies a
+//! write command.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+
+use mlua::{Function, Lua, MultiValue, Value};
+
+use crate::apps::kv::cmd::functions::Functions;
+use crate::apps::kv::cmd::lua::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
+use crate::apps::kv::cmd::lua::{error_table, LuaVm, SCRIPT_FLAGS};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
+use crate::io::outq::OutQueue;
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use crate::proto::resp::{Args, Encoder};
+use crate::store::db::StoreError;
+
+/// Scripts the cache keeps.
+const SCRIPT_CACHE_MAX: usize = 10_000;
+/// Source bytes the cache keeps.
+const SCRIPT_CACHE_BYTES_MAX: usize = 64 << 20;
+/// The longest script body accepted (EVAL, SCRIPT LOAD).
+pub(in crate::apps::kv) const SCRIPT_BYTES_MAX: usize = 16 << 20;
+
+/// This family's commands, as COMMAND describes them (Redis 7's arities,
+/// flags and key positions).
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("eval", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), "scripting", "Runs a Lua script.", KvServer::cmd_eval),
+    cmd("evalsha", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), "scripting", "Runs a cached Lua script.", KvServer::cmd_evalsha),
+    cmd("eval_ro", -3, &["noscript", "skip_monitor", "no_mandatory_keys", "stale", "readonly"], (0, 0, 0), "scripting", "Runs a read-only Lua script.", KvServer::cmd_eval_ro),
+    cmd("evalsha_ro", -3, &["noscript", "skip_monitor", "no_mandatory_keys", "stale", "readonly"], (0, 0, 0), "scripting", "Runs a cached read-only Lua script.", KvServer::cmd_evalsha_ro),
+    cmd("script", -2, &["noscript"], (0, 0, 0), "scripting", "SCRIPT LOAD, EXISTS, FLUSH, KILL, HELP.", KvServer::cmd_script),
+];
+
+/// A compiled EVAL script.
+struct Cached {
+    function: Function,
+    flags: ScriptFlags,
+    bytes: usize,
+}
+
+/// A script's shebang flags (`#!lua flags=...`); `compat`: no shebang.
+#[derive(Clone, Copy, Default)]
+pub(in crate::apps::kv) struct ScriptFlags {
+    pub(in crate::apps::kv) compat: bool,
+    pub(in crate::apps::kv) no_writes: bool,
+}
+
+/// The scripting state: EVAL's interpreter and cache, and the functions.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Scripting {
+    vm: Option<LuaVm>,
+    cache: HashMap<String, Cached>,
+    order: VecDeque<String>,
+    cache_bytes: usize,
+    pub(in crate::apps::kv) functions: Functions,
+}
+
+impl Scripting {
+    fn vm(&mut self) -> Result<LuaVm, String> {
+        if self.vm.is_none() {
+            self.vm = Some(LuaVm::new().map_err(|e| format!("ERR the Lua interpreter failed to start: {e}"))?);
+        }
+        Ok(self.vm.clone().expect("made above"))
+    }
+
+    /// Compiles and caches `body`; returns its SHA-1.
+    fn load(&mut self, body: &[u8]) -> Result<String, String> {
+        let sha = sha1_smol::Sha1::from(body).digest().to_string();
+        if self.cache.contains_key(&sha) {
+            return Ok(sha);
+        }
+        if body.len() > SCRIPT_BYTES_MAX {
+            return Err(format!("ERR a script is at most {SCRIPT_BYTES_MAX} bytes"));
+        }
+        let (flags, shebang_len) = shebang_flags(body)?;
+        let vm = self.vm()?;
+        let function = vm
+            .compile(&body[shebang_len..], "@user_script")
+            .map_err(|why| format!("ERR Error compiling script (new function): {why}"))?;
+        while self.cache.len() >= SCRIPT_CACHE_MAX || self.cache_bytes + body.len() > SCRIPT_CACHE_BYTES_MAX {
+            let Some(oldest) = self.order.pop_front() else { break };
+            if let Some(old) = self.cache.remove(&oldest) {
+                self.cache_bytes -= old.bytes;
+            }
+        }
+        self.cache_bytes += body.len();
+        self.order.push_back(sha.clone());
+        self.cache.insert(sha.clone(), Cached { function, flags, bytes: body.len() });
+        Ok(sha)
+    }
+
+    fn flush(&mut self) {
+        self.cache.clear();
+        self.order.clear();
+        self.cache_bytes = 0;
+        self.vm = None;
+    }
+
+    /// Bytes EVAL's interpreter uses (INFO's used_memory_lua).
+    pub(in crate::apps::kv) fn lua_memory(&self) -> usize {
+        self.vm.as_ref().map_or(0, |vm| vm.lua.used_memory())
+    }
+
+    /// Scripts cached (INFO's number_of_cached_scripts).
+    pub(in crate::apps::kv) fn cached(&self) -> usize {
+        self.cache.len()
+    }
+}
+
+/// Redis's `evalExtractShebangFlags`: the flags, and the shebang's length
+/// (the code after it keeps its line feed, so line numbers hold).
+pub(in crate::apps::kv) fn shebang_flags(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((ScriptFlags { compat: true, no_writes: false }, 0));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("ERR Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(&body[..end]);
+    let mut parts = line.split_ascii_whitespace();
+    let engine = parts.next().ok_or("ERR Invalid engine in script shebang")?;
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = ScriptFlags::default();
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for flag in list.split(',') {
+            if !SCRIPT_FLAGS.contains(&flag) {
+                return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
+            }
+            flags.no_writes |= flag == "no-writes";
+        }
+    }
+    Ok((flags, end))
+}
+
+/// One run of a script or function.
+pub(in crate::apps::kv) struct Run {
+    pub(in crate::apps::kv) vm: LuaVm,
+    pub(in crate::apps::kv) function: Function,
+    /// How errors name it: the script's SHA-1 or the function's name.
+    pub(in crate::apps::kv) name: String,
+    pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
+    pub(in crate::apps::kv) args: Vec<Vec<u8>>,
+    /// EVAL (KEYS and ARGV are globals) rather than FCALL (arguments).
+    pub(in crate::apps::kv) eval: bool,
+    pub(in crate::apps::kv) read_only: bool,
+}
+
+/// What redis.call works with while a script runs.
+struct CallEnv<'a> {
+    server: &'a mut KvServer,
+    pool: &'a Pool,
+    buffers: &'a mut Buffers,
+    conn: &'a mut KvConn,
+    read_only: bool,
+}
+
+/// A Lua value as a command argument (numbers as Redis's `%.17g`).
+fn lua_arg(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(i) => Some(i.to_string().into_bytes()),
+        Value::Number(n) => Some(format_g(*n, 17).into_bytes()),
+        _ => None,
+    }
+}
+
+impl CallEnv<'_> {
+    /// redis.call / redis.pcall: (true, reply) or (false, error table).
+    fn command(&mut self, lua: &Lua, vm: &LuaVm, args: MultiValue) -> mlua::Result<(bool, Value)> {
+        let fail = |text: &str| Ok((false, Value::Table(error_table(lua, text.as_bytes())?)));
+        if args.is_empty() {
+            return fail("Please specify at least one argument for this redis lib call");
+        }
+        let Some(argv) = args.iter().map(lua_arg).collect::<Option<Vec<_>>>() else {
+            return fail("Lua redis lib command arguments must be strings or integers");
+        };
+        if let Err(why) = self.check(&argv, vm) {
+            return fail(why);
+        }
+        let bytes = self.execute(&argv, vm.flags.resp3.get());
+        let value = reply_to_lua(lua, &bytes)?;
+        Ok((bytes.first() != Some(&b'-'), value))
+    }
+
+    /// What refuses a command in a script (Redis's `scriptCall` checks).
+    fn check(&self, argv: &[Vec<u8>], vm: &LuaVm) -> Result<(), &'static str> {
+        let entry = self.server.command_index.find(&argv[0]).ok_or("Unknown Redis command called from script")?;
+        if !entry.arity_fits(argv.len() as i64) {
+            return Err("Wrong number of args calling Redis command from script");
+        }
+        if entry.has_flag("noscript") {
+            return Err("This Redis command is not allowed from script");
+        }
+        let writes = entry.has_flag("write") || entry.has_flag("may_replicate");
+        if self.read_only && writes {
+            return Err("Write commands are not allowed from read-only scripts.");
+        }
+        if entry.has_flag("write") {
+            vm.flags.wrote.set(true);
+        }
+        Ok(())
+    }
+
+    /// Runs the command as its client would, its reply in memory.
+    fn execute(&mut self, argv: &[Vec<u8>], resp3: bool) -> Vec<u8> {
+        let saved_args = std::mem::replace(&mut self.conn.args, Args::from_bytes(argv));
+        let saved_encoder = std::mem::replace(&mut self.conn.encoder, Encoder { resp3 });
+        // Replies come back as bytes, never as pool references.
+        let zero_copy_min = std::mem::replace(&mut self.server.config.zero_copy_min, u64::MAX);
+        let mut out = OutQueue::new();
+        self.server.execute(self.pool, self.buffers, self.conn, &mut out);
+        self.server.config.zero_copy_min = zero_copy_min;
+        self.conn.args.clear(self.buffers);
+        self.conn.args = saved_args;
+        self.conn.encoder = saved_encoder;
+        std::mem::take(out.bytes())
+    }
+}
+
+/// A script's keys and arguments.
+pub(in crate::apps::kv) type KeysAndArgs = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// Parses `numkeys key... arg...` from argument 2 of the command.
+pub(in crate::apps::kv) fn keys_and_args(ctx: &Ctx<'_>) -> Result<KeysAndArgs, String> {
+    let numkeys = crate::apps::kv::ops::parse_i64(&ctx.arg(2))
+        .ok_or_else(|| "ERR value is not an integer or out of range".to_string())?;
+    let rest = (ctx.argc() - 3) as i64;
+    if numkeys > rest {
+        return Err("ERR Number of keys can't be greater than number of args".into());
+    }
+    if numkeys < 0 {
+        return Err("ERR Number of keys can't be negative".into());
+    }
+    let split = 3 + numkeys as usize;
+    let keys = (3..split).map(|i| ctx.arg(i).into_owned()).collect();
+    let args = (split..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+    Ok((keys, args))
+}
+
+fn lua_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<mlua::Table> {
+    let t = lua.create_table()?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// The error reply of a failed run (Redis's `luaCallFunction`).
+fn run_error(error: &Value, name: &str) -> String {
+    let Value::Table(t) = error else {
+        return format!("ERR Error running script {name}, execution failure");
+    };
+    let text = |field: &str| match t.raw_get::<Value>(field) {
+        Ok(Value::String(s)) => Some(s.to_string_lossy()),
+        Ok(Value::Integer(i)) => Some(i.to_string()),
+        Ok(Value::Number(n)) => Some(format_g(n, 14)),
+        _ => None,
+    };
+    let msg = text("err").unwrap_or_else(|| "ERR execution failure".into());
+    match (text("source"), text("line")) {
+        (Some(source), Some(line)) => format!("{msg} script: {name}, on {source}:{line}."),
+        _ => msg,
+    }
+}
+
+impl KvServer {
+    /// Runs a script or function and answers its client: its writes are
+    /// one group of the log (or part of the EXEC's group it runs in).
+    pub(in crate::apps::kv) fn run_script(&mut self, ctx: &mut Ctx<'_>, run: Run) -> Result<(), StoreError> {
+        let own_group = !self.store.in_group();
+        if own_group {
+            self.store.begin_group();
+        }
+        run.vm.flags.resp3.set(false);
+        let result = self.run_in_scope(ctx, &run);
+        match result {
+            Ok(Ok(value)) => {
+                let mode = ReplyMode { script_resp3: run.vm.flags.resp3.get(), client: ctx.enc() };
+                lua_to_reply(ctx.out.bytes(), &value, mode, 0);
+                if matches!(&value, Value::Table(t) if matches!(t.raw_get::<Value>("err"), Ok(Value::String(_)))) {
+                    ctx.failed = true;
+                }
+            }
+            Ok(Err(error)) => ctx.error(&run_error(&error, &run.name)),
+            Err(error) => ctx.error(&format!("ERR Error running script {}, {}", run.name, error)),
+        }
+        if run.eval {
+            let _ = run.vm.globals.raw_set("KEYS", Value::Nil);
+            let _ = run.vm.globals.raw_set("ARGV", Value::Nil);
+        }
+        if own_group {
+            self.store.end_group(ctx.pool, ctx.buffers)?;
+        }
+        Ok(())
+    }
+
+    fn run_in_scope(&mut self, ctx: &mut Ctx<'_>, run: &Run) -> mlua::Result<Result<Value, Value>> {
+        let vm = &run.vm;
+        let lua = vm.lua.clone();
+        let keys = lua_array(&lua, &run.keys)?;
+        let args = lua_array(&lua, &run.args)?;
+        let mut call_args = MultiValue::new();
+        if run.eval {
+            vm.globals.raw_set("KEYS", keys)?;
+            vm.globals.raw_set("ARGV", args)?;
+        } else {
+            call_args.push_back(Value::Table(keys));
+            call_args.push_back(Value::Table(args));
+        }
+        let env = RefCell::new(CallEnv {
+            server: self,
+            pool: ctx.pool,
+            buffers: &mut *ctx.buffers,
+            conn: &mut *ctx.conn,
+            read_only: run.read_only,
+        });
+        let result = lua.scope(|scope| {
+            let command = scope.create_function(|lua, args: MultiValue| env.borrow_mut().command(lua, vm, args))?;
+            vm.natives.raw_set("command", command)?;
+            Ok(vm.run(&run.function, call_args))
+        });
+        let _ = vm.natives.raw_set("command", Value::Nil);
+        result
+    }
+
+    fn eval_generic(&mut self, ctx: &mut Ctx<'_>, by_sha: bool, read_only: bool) -> Result<(), StoreError> {
+        let (keys, args) = match keys_and_args(ctx) {
+            Ok(split) => split,
+            Err(why) => {
+                ctx.error(&why);
+                return Ok(());
+            }
+        };
+        let sha = if by_sha {
+            String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase()
+        } else {
+            match self.scripting.load(&ctx.arg(1)) {
+                Ok(sha) => sha,
+                Err(why) => {
+                    ctx.error(&why);
+                    return Ok(());
+                }
+            }
+        };
+        let Some(cached) = self.scripting.cache.get(&sha) else {
+            ctx.error("NOSCRIPT No matching script. Please use EVAL.");
+            return Ok(());
+        };
+        let (function, flags) = (cached.function.clone(), cached.flags);
+        if read_only && !flags.compat && !flags.no_writes {
+            ctx.error("ERR Can not execute a script with write flag using *_ro command.");
+            return Ok(());
+        }
+        let vm = match self.scripting.vm() {
+            Ok(vm) => vm,
+            Err(why) => {
+                ctx.error(&why);
+                return Ok(());
+            }
+        };
+        let read_only = read_only || (!flags.compat && flags.no_writes);
+        self.run_script(ctx, Run { vm, function, name: sha, keys, args, eval: true, read_only })
+    }
+
+    fn cmd_eval(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.eval_generic(ctx, false, false)
+    }
+
+    fn cmd_evalsha(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.eval_generic(ctx, true, false)
+    }
+
+    fn cmd_eval_ro(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.eval_generic(ctx, false, true)
+    }
+
+    fn cmd_evalsha_ro(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.eval_generic(ctx, true, true)
+    }
+
+    fn cmd_script(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let sub = String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase();
+        match (sub.as_str(), ctx.argc()) {
+            ("load", 3) => match self.scripting.load(&ctx.arg(2)) {
+                Ok(sha) => ctx.bulk(sha.as_bytes()),
+                Err(why) => ctx.error(&why),
+            },
+            ("exists", n) if n >= 3 => {
+                ctx.array(n - 2);
+                for i in 2..n {
+                    let sha = String::from_utf8_lossy(&ctx.arg(i)).to_ascii_lowercase();
+                    let found = self.scripting.cache.contains_key(&sha);
+                    ctx.int(i64::from(found));
+                }
+            }
+            ("flush", 2 | 3) => {
+                if ctx.argc() == 3 && !matches!(ctx.arg(2).to_ascii_lowercase().as_slice(), b"sync" | b"async") {
+                    ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+                    return Ok(());
+                }
+                self.scripting.flush();
+                ctx.ok();
+            }
+            ("kill", 2) => ctx.error("NOTBUSY No scripts in execution right now."),
+            ("help", 2) => help(ctx, "SCRIPT", SCRIPT_HELP),
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try SCRIPT HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
+        }
+        Ok(())
+    }
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+];
+
+/// A HELP reply: Redis's `addReplyHelp` layout.
+pub(in crate::apps::kv) fn help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
+    ctx.array(lines.len() + 3);
+    let enc = ctx.enc();
+    enc.simple(ctx.out.bytes(), &format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"));
+    for line in lines {
+        enc.simple(ctx.out.bytes(), line);
+    }
+    enc.simple(ctx.out.bytes(), "HELP");
+    enc.simple(ctx.out.bytes(), "    Print this help.");
+}
