@@ -469,6 +469,26 @@ impl KvServer {
         Ok(meta)
     }
 
+    /// Applies `ops` that remove `removed` elements (of the main space)
+    /// of the collection `meta` at `key`, deleting it in the same group if
+    /// none is left (sets, sorted sets).
+    pub(super) fn apply_removal(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        meta: Meta,
+        removed: usize,
+        mut ops: Vec<Op>,
+    ) -> Result<(), StoreError> {
+        if removed == 0 {
+            return Ok(());
+        }
+        if self.store.element_count(ctx.pool, meta.oid, crate::store::keyspace::SPACE_MAIN)? == removed as u64 {
+            self.drop_empty_ops(ctx, key, &mut ops);
+        }
+        self.apply(ctx, &ops)
+    }
+
     /// Ops removing the collection at `key` whose last element the same
     /// command removes: its `m` entry and its expiry (no graveyard entry:
     /// nothing is left under its oid).

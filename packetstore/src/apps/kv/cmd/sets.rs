@@ -115,25 +115,6 @@ impl KvServer {
         Ok(())
     }
 
-    /// Applies `ops` removing `removed` members of the set at `key`,
-    /// deleting the set if none is left.
-    fn set_apply_removal(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        key: &[u8],
-        meta: Meta,
-        removed: usize,
-        mut ops: Vec<Op>,
-    ) -> Result<(), StoreError> {
-        if removed == 0 {
-            return Ok(());
-        }
-        if self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? == removed as u64 {
-            self.drop_empty_ops(ctx, key, &mut ops);
-        }
-        self.apply(ctx, &ops)
-    }
-
     fn cmd_srem(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let key = ctx.arg(1).into_owned();
         let Ok(found) = self.set_read(ctx, &key)? else { return Ok(()) };
@@ -150,7 +131,7 @@ impl KvServer {
             }
         }
         let removed = ops.len();
-        self.set_apply_removal(ctx, &key, meta, removed, ops)?;
+        self.apply_removal(ctx, &key, meta, removed, ops)?;
         if removed > 0 {
             self.notify(ctx, notify::SET, "srem", &key);
         }
@@ -304,7 +285,7 @@ impl KvServer {
         let picked = self.random_members(ctx, meta, Some(count.unwrap_or(1)))?;
         let ops: Vec<Op> =
             picked.iter().map(|member| Op::Del { key: element_key(meta.oid, SPACE_MAIN, member) }).collect();
-        self.set_apply_removal(ctx, &key, meta, picked.len(), ops)?;
+        self.apply_removal(ctx, &key, meta, picked.len(), ops)?;
         self.notify(ctx, notify::SET, "spop", &key);
         if count.is_none() {
             ctx.bulk(&picked[0]);

@@ -366,7 +366,7 @@ impl KvServer {
         for (member, score) in &members {
             Self::zset_remove_ops(meta.oid, member, *score, &mut ops);
         }
-        self.zset_apply_removal(ctx, &key, meta, members.len(), ops)?;
+        self.apply_removal(ctx, &key, meta, members.len(), ops)?;
         ctx.int(members.len() as i64);
         Ok(())
     }

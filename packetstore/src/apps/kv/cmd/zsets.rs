@@ -349,31 +349,12 @@ impl KvServer {
             }
         }
         let removed = ops.len() / 2;
-        self.zset_apply_removal(ctx, &key, meta, removed, ops)?;
+        self.apply_removal(ctx, &key, meta, removed, ops)?;
         if removed > 0 {
             self.notify(ctx, notify::ZSET, "zrem", &key);
         }
         ctx.int(removed as i64);
         Ok(())
-    }
-
-    /// Applies `ops` that remove `removed` members of the sorted set at
-    /// `key`, deleting it if none is left.
-    pub(in crate::apps::kv) fn zset_apply_removal(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        key: &[u8],
-        meta: Meta,
-        removed: usize,
-        mut ops: Vec<Op>,
-    ) -> Result<(), StoreError> {
-        if removed == 0 {
-            return Ok(());
-        }
-        if self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? == removed as u64 {
-            self.drop_empty_ops(ctx, key, &mut ops);
-        }
-        self.apply(ctx, &ops)
     }
 
     fn cmd_zscore(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -489,7 +470,7 @@ impl KvServer {
         for (member, score) in &popped {
             Self::zset_remove_ops(meta.oid, member, *score, &mut ops);
         }
-        self.zset_apply_removal(ctx, key, meta, popped.len(), ops)?;
+        self.apply_removal(ctx, key, meta, popped.len(), ops)?;
         Ok(popped)
     }
 
