@@ -1,7 +1,7 @@
 //! Goal: the commands schema 2 brought answer as Redis 7.0.15 does and
 //! keep their data across a kill -9: hashes complete, the sixteen
 //! databases (SELECT, MOVE, SWAPDB, FLUSHDB, FLUSHALL), RENAME, RENAMENX,
-//! COPY, RANDOMKEY, EXPIRE's options and times, and sorted sets; and a
+//! COPY, RANDOMKEY, EXPIRE's options and times, sorted sets, sets and lists (with blocking pops); and a
 //! deleted collection's elements are reclaimed in the background.
 //!
 //! Method: the real binary on ephemeral ports (pools on /dev/shm), driven
@@ -408,4 +408,148 @@ fn sets_answer_as_redis_and_survive_a_restart() {
     let server = Server::start(&pool.0, &[]);
     let mut c = server.client();
     assert_eq!(shown(&mut c, &["SMEMBERS", "t"]), "[a b c d]");
+}
+
+/// Lists: pushes and pops at both ends (with counts), positions, LINSERT
+/// many times at one spot (the gap between two seqs runs out and a side is
+/// renumbered), LREM, LTRIM, LPOS, LMOVE (rotating one list), LMPOP; an
+/// emptied list is deleted; across a kill -9.
+#[test]
+fn lists_answer_as_redis_and_survive_a_restart() {
+    let pool = TempPool::new("coll-lists");
+    let expected_inserted: Vec<String>;
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        assert_eq!(q::<i64>(&mut c, &["RPUSH", "l", "b", "c"]), 2);
+        assert_eq!(q::<i64>(&mut c, &["LPUSH", "l", "a", "z"]), 4);
+        assert_eq!(shown(&mut c, &["LRANGE", "l", "0", "-1"]), "[z a b c]");
+        assert_eq!(q::<i64>(&mut c, &["LPUSHX", "none", "x"]), 0);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "none"]), 0);
+        assert_eq!(shown(&mut c, &["LPOP", "l"]), "z");
+        assert_eq!(shown(&mut c, &["RPOP", "l", "2"]), "[c b]");
+        assert_eq!(shown(&mut c, &["LPOP", "none", "2"]), "nil");
+        fails(&mut c, &["LPOP", "l", "-1"], "value is out of range, must be positive");
+        let _: i64 = q(&mut c, &["RPUSH", "l", "b", "c", "b", "d"]);
+        assert_eq!(q::<i64>(&mut c, &["LLEN", "l"]), 5);
+        assert_eq!(shown(&mut c, &["LINDEX", "l", "-1"]), "d");
+        assert_eq!(shown(&mut c, &["LINDEX", "l", "99"]), "nil");
+        let _: () = q(&mut c, &["LSET", "l", "0", "A"]);
+        fails(&mut c, &["LSET", "l", "9", "x"], "index out of range");
+        fails(&mut c, &["LSET", "none", "0", "x"], "no such key");
+        assert_eq!(shown(&mut c, &["LPOS", "l", "b", "RANK", "-1"]), "3");
+        assert_eq!(shown(&mut c, &["LPOS", "l", "b", "COUNT", "0"]), "[1 3]");
+        fails(&mut c, &["LPOS", "l", "b", "RANK", "0"], "RANK can't be zero");
+        assert_eq!(q::<i64>(&mut c, &["LREM", "l", "-1", "b"]), 1);
+        assert_eq!(shown(&mut c, &["LRANGE", "l", "0", "-1"]), "[A b c d]");
+        assert_eq!(q::<i64>(&mut c, &["LINSERT", "l", "BEFORE", "nope", "x"]), -1);
+        fails(&mut c, &["LINSERT", "l", "MIDDLE", "b", "x"], "syntax error");
+        // 40 inserts after "b": each lands between "b" and the previous one,
+        // exhausting the 2^16 gap after 16 and forcing renumbering.
+        for i in 0..40 {
+            let _: i64 = q(&mut c, &["LINSERT", "l", "AFTER", "b", &format!("i{i}")]);
+        }
+        let mut expected = vec!["A".to_string(), "b".into()];
+        expected.extend((0..40).rev().map(|i| format!("i{i}")));
+        expected.extend(["c".to_string(), "d".into()]);
+        assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "l", "0", "-1"]), expected);
+        // And 40 before "A", the head.
+        for i in 0..40 {
+            let _: i64 = q(&mut c, &["LINSERT", "l", "BEFORE", "A", &format!("h{i}")]);
+        }
+        let mut with_head: Vec<String> = (0..40).map(|i| format!("h{i}")).collect();
+        with_head.extend(expected);
+        assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "l", "0", "-1"]), with_head);
+        expected_inserted = with_head;
+        // LMOVE of a list onto itself rotates it.
+        let _: i64 = q(&mut c, &["RPUSH", "r", "1", "2", "3"]);
+        assert_eq!(shown(&mut c, &["LMOVE", "r", "r", "LEFT", "RIGHT"]), "1");
+        assert_eq!(shown(&mut c, &["RPOPLPUSH", "r", "r"]), "1");
+        assert_eq!(shown(&mut c, &["LRANGE", "r", "0", "-1"]), "[1 2 3]");
+        assert_eq!(shown(&mut c, &["LMOVE", "r", "m", "RIGHT", "LEFT"]), "3");
+        assert_eq!(shown(&mut c, &["LMOVE", "empty", "m", "RIGHT", "LEFT"]), "nil");
+        let _: () = q(&mut c, &["LTRIM", "r", "1", "-1"]);
+        assert_eq!(shown(&mut c, &["LRANGE", "r", "0", "-1"]), "[2]");
+        let _: () = q(&mut c, &["LTRIM", "r", "5", "9"]);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "r"]), 0, "a list trimmed to nothing is deleted");
+        assert_eq!(shown(&mut c, &["LMPOP", "2", "none", "m", "RIGHT", "COUNT", "9"]), "[m [3]]");
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "m"]), 0, "an emptied list is deleted");
+        let _: () = q(&mut c, &["SET", "str", "v"]);
+        fails(&mut c, &["LPUSH", "str", "a"], "WRONGTYPE");
+        fails(&mut c, &["LRANGE", "str", "0", "1"], "WRONGTYPE");
+        assert_eq!(shown(&mut c, &["TYPE", "l"]), "list");
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "l", "0", "-1"]), expected_inserted);
+    assert_eq!(shown(&mut c, &["LINDEX", "l", "40"]), "A");
+}
+
+/// BLPOP/BRPOP wake in arrival order on a push, the pop is applied once,
+/// BLMOVE moves into its destination, CLIENT UNBLOCK frees a parked
+/// client (with a null reply, or an UNBLOCKED error when asked).
+#[test]
+fn blocking_list_pops_wake_in_order_and_can_be_unblocked() {
+    let pool = TempPool::new("coll-blists");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let blocked_clients = |c: &mut redis::Connection| -> i64 {
+        let info: String = q(c, &["INFO", "clients"]);
+        info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap().trim().parse().unwrap()
+    };
+    let wait_blocked = |c: &mut redis::Connection, n: i64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while blocked_clients(c) != n {
+            assert!(std::time::Instant::now() < deadline, "never {n} parked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let first = {
+        let mut w = server.client();
+        std::thread::spawn(move || shown(&mut w, &["BLPOP", "q", "10"]))
+    };
+    wait_blocked(&mut c, 1);
+    let second = {
+        let mut w = server.client();
+        std::thread::spawn(move || shown(&mut w, &["BRPOP", "other", "q", "10"]))
+    };
+    wait_blocked(&mut c, 2);
+    let _: i64 = q(&mut c, &["RPUSH", "q", "a", "b", "c"]);
+    assert_eq!(first.join().unwrap(), "[q a]", "the first to park is served first");
+    assert_eq!(second.join().unwrap(), "[q c]");
+    assert_eq!(shown(&mut c, &["LRANGE", "q", "0", "-1"]), "[b]");
+    let mover = {
+        let mut w = server.client();
+        std::thread::spawn(move || shown(&mut w, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "10"]))
+    };
+    wait_blocked(&mut c, 1);
+    let _: i64 = q(&mut c, &["LPUSH", "src", "x"]);
+    assert_eq!(mover.join().unwrap(), "x");
+    assert_eq!(shown(&mut c, &["LRANGE", "dst", "0", "-1"]), "[x]");
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "src"]), 0);
+    for (how, reply) in [(None, "nil"), (Some("ERROR"), "UNBLOCKED: client unblocked via CLIENT UNBLOCK")] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut w = server.client();
+        let waiter = std::thread::spawn(move || {
+            let id: i64 = q(&mut w, &["CLIENT", "ID"]);
+            tx.send(id).unwrap();
+            match redis::cmd("BLPOP").arg("never").arg("0").query::<Value>(&mut w) {
+                Ok(value) => format!("{value:?}").replace("Nil", "nil"),
+                Err(error) => error.to_string(),
+            }
+        });
+        let id = rx.recv().unwrap().to_string();
+        wait_blocked(&mut c, 1);
+        let mut args = vec!["CLIENT", "UNBLOCK", &id];
+        args.extend(how);
+        assert_eq!(q::<i64>(&mut c, &args), 1);
+        let got = waiter.join().unwrap();
+        assert!(got.contains(reply), "{got:?} lacks {reply:?}");
+        assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0, "not blocked any more");
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(shown(&mut c, &["BRPOPLPUSH", "empty", "d", "0.2"]), "nil");
+    assert!(started.elapsed() >= Duration::from_millis(150), "the timeout was waited for");
+    fails(&mut c, &["BLPOP", "q", "-1"], "timeout is negative");
 }

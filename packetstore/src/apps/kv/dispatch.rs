@@ -407,6 +407,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::expire::COMMANDS,
     cmd::databases::COMMANDS,
     cmd::hashes::COMMANDS,
+    cmd::lists::COMMANDS,
     cmd::sets::COMMANDS,
     cmd::zsets::COMMANDS,
     cmd::blocking::COMMANDS,

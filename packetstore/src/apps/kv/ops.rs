@@ -471,7 +471,7 @@ impl KvServer {
 
     /// Applies `ops` that remove `removed` elements (of the main space)
     /// of the collection `meta` at `key`, deleting it in the same group if
-    /// none is left (sets, sorted sets).
+    /// none is left (lists, sets, sorted sets). Returns whether it did.
     pub(super) fn apply_removal(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -479,14 +479,17 @@ impl KvServer {
         meta: Meta,
         removed: usize,
         mut ops: Vec<Op>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         if removed == 0 {
-            return Ok(());
+            return Ok(false);
         }
-        if self.store.element_count(ctx.pool, meta.oid, crate::store::keyspace::SPACE_MAIN)? == removed as u64 {
+        let emptied =
+            self.store.element_count(ctx.pool, meta.oid, crate::store::keyspace::SPACE_MAIN)? == removed as u64;
+        if emptied {
             self.drop_empty_ops(ctx, key, &mut ops);
         }
-        self.apply(ctx, &ops)
+        self.apply(ctx, &ops)?;
+        Ok(emptied)
     }
 
     /// Ops removing the collection at `key` whose last element the same

@@ -1,5 +1,5 @@
-//! Blocking pops: BZPOPMIN, BZPOPMAX, BZMPOP (the lists' BLPOP family
-//! will use the same machinery), and the machinery itself: a connection
+//! Blocking pops: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
+//! BZPOPMAX, BZMPOP, CLIENT UNBLOCK, and the machinery itself: a connection
 //! whose pop finds nothing is parked with its command, its keys are
 //! registered, and a write to one of them wakes it (`App::take_wakeups`)
 //! to run the command again; the tick wakes it when its timeout passes.
@@ -31,6 +31,11 @@ use crate::store::keyspace::KeyType;
 /// flags and key positions).
 #[rustfmt::skip]
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Pops the first element of the first non-empty list, waiting up to a timeout.", KvServer::cmd_blpop),
+    cmd("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Pops the last element of the first non-empty list, waiting up to a timeout.", KvServer::cmd_brpop),
+    cmd("blmove", 6, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "Moves an element from one list to another, waiting up to a timeout.", KvServer::cmd_blmove),
+    cmd("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], (1, 2, 1), "list", "Moves the last element of a list to the head of another, waiting up to a timeout.", KvServer::cmd_brpoplpush),
+    cmd("blmpop", -5, &["write", "blocking"], (0, 0, 0), "list", "Pops elements from the first non-empty list, waiting up to a timeout.", KvServer::cmd_blmpop),
     cmd("bzpopmin", -3, &["write", "noscript", "blocking", "fast"], (1, -2, 1), "sorted_set", "Pops the member of lowest score of the first non-empty sorted set, waiting up to a timeout.", KvServer::cmd_bzpopmin),
     cmd("bzpopmax", -3, &["write", "noscript", "blocking", "fast"], (1, -2, 1), "sorted_set", "Pops the member of highest score of the first non-empty sorted set, waiting up to a timeout.", KvServer::cmd_bzpopmax),
     cmd("bzmpop", -5, &["write", "blocking"], (0, 0, 0), "sorted_set", "Pops members from the first non-empty sorted set, waiting up to a timeout.", KvServer::cmd_bzmpop),
@@ -63,6 +68,9 @@ pub(in crate::apps::kv) struct Blocked {
 pub(in crate::apps::kv) struct Blocking {
     by_key: std::collections::HashMap<Vec<u8>, VecDeque<(u64, ConnToken)>>,
     conns: std::collections::HashMap<u64, (ConnToken, Option<Instant>)>,
+    /// Connections CLIENT UNBLOCK woke, and whether with an error (else
+    /// as if their timeout had passed).
+    unblocked: std::collections::HashMap<u64, bool>,
 }
 
 impl Blocking {
@@ -88,6 +96,7 @@ impl Blocking {
             }
         }
         self.conns.remove(&conn);
+        self.unblocked.remove(&conn);
     }
 
     /// The connections parked on `key`, in arrival order.
@@ -124,19 +133,26 @@ fn parse_timeout(bytes: &[u8]) -> Result<Option<Instant>, &'static str> {
 
 impl KvServer {
     /// Called by a pop that found nothing: parks the connection (outside a
-    /// transaction), or answers the timeout's reply at once (inside one).
+    /// transaction or script), or answers the timeout's reply at once
+    /// (inside one: a null array, or a null if `null_bulk`).
     pub(in crate::apps::kv) fn block_or_null(
         &mut self,
         ctx: &mut Ctx<'_>,
-        keys: Vec<Vec<u8>>,
+        keys: &[Vec<u8>],
         deadline: Option<Instant>,
         kind: KeyType,
+        null_bulk: bool,
     ) {
         if self.store.in_group() {
-            let enc = ctx.enc();
-            enc.null_array(ctx.out.bytes());
+            if null_bulk {
+                ctx.null();
+            } else {
+                let enc = ctx.enc();
+                enc.null_array(ctx.out.bytes());
+            }
             return;
         }
+        let keys = keys.iter().map(|key| ctx.watch_id(key)).collect();
         ctx.conn.block_request = Some(BlockRequest { keys, deadline, kind });
     }
 
@@ -160,8 +176,14 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> bool {
         let Some(mut blocked) = conn.blocked.take() else { return true };
+        let unblocked = self.blocking.unblocked.get(&conn.id).copied();
         self.blocking.unregister(conn.id, &blocked.keys);
-        if blocked.deadline.is_some_and(|d| d <= Instant::now()) {
+        if unblocked == Some(true) {
+            blocked.args.clear(buffers);
+            conn.encoder.error(out.bytes(), "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+            return true;
+        }
+        if unblocked == Some(false) || blocked.deadline.is_some_and(|d| d <= Instant::now()) {
             blocked.args.clear(buffers);
             conn.encoder.null_array(out.bytes());
             return true;
@@ -220,6 +242,28 @@ impl KvServer {
         }
     }
 
+    /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the connection was parked
+    /// (it answers as if timed out, or with an UNBLOCKED error), else 0.
+    pub(in crate::apps::kv) fn client_unblock(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(id) = parse_i64(&ctx.arg(2)) else {
+            return ctx.error("ERR value is not an integer or out of range");
+        };
+        let reason = if ctx.argc() > 3 { ctx.conn.args.upper(3) } else { None };
+        let error = match reason.as_deref() {
+            None | Some(b"TIMEOUT") => false,
+            Some(b"ERROR") => true,
+            Some(_) => return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        };
+        let Some(&(token, _)) = u64::try_from(id).ok().and_then(|id| self.blocking.conns.get(&id)) else {
+            return ctx.int(0);
+        };
+        self.blocking.unblocked.insert(id as u64, error);
+        if !self.pubsub.wake.contains(&token) {
+            self.pubsub.wake.push(token);
+        }
+        ctx.int(1);
+    }
+
     /// The connection goes: if parked, it leaves the lists.
     pub(in crate::apps::kv) fn forget_blocked(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
         if let Some(mut blocked) = conn.blocked.take() {
@@ -239,13 +283,7 @@ impl KvServer {
 
     /// BZPOPMIN and BZPOPMAX key... timeout: [key, member, score].
     fn bzpop_generic(&mut self, ctx: &mut Ctx<'_>, max: bool) -> Result<(), StoreError> {
-        let deadline = match parse_timeout(&ctx.arg(ctx.argc() - 1)) {
-            Ok(deadline) => deadline,
-            Err(why) => {
-                ctx.error(why);
-                return Ok(());
-            }
-        };
+        let Some(deadline) = timeout_arg(ctx, ctx.argc() - 1) else { return Ok(()) };
         let keys: Vec<Vec<u8>> = (1..ctx.argc() - 1).map(|i| ctx.arg(i).into_owned()).collect();
         for key in &keys {
             let Ok(found) = self.zset_read(ctx, key)? else { return Ok(()) };
@@ -260,46 +298,123 @@ impl KvServer {
                 return Ok(());
             }
         }
-        let ids = keys.iter().map(|key| ctx.watch_id(key)).collect();
-        self.block_or_null(ctx, ids, deadline, KeyType::ZSet);
+        self.block_or_null(ctx, &keys, deadline, KeyType::ZSet, false);
         Ok(())
     }
 
     /// BZMPOP timeout numkeys key... MIN|MAX [COUNT n].
     fn cmd_bzmpop(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let deadline = match parse_timeout(&ctx.arg(1)) {
-            Ok(deadline) => deadline,
+        let Some(request) = self.parse_mpop(ctx, 2, [b"MIN", b"MAX"])? else { return Ok(()) };
+        let Some(deadline) = timeout_arg(ctx, 1) else { return Ok(()) };
+        if self.zmpop_first(ctx, &request)? {
+            return Ok(());
+        }
+        self.block_or_null(ctx, &request.keys, deadline, KeyType::ZSet, false);
+        Ok(())
+    }
+
+    fn cmd_blpop(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.blpop_generic(ctx, false)
+    }
+
+    fn cmd_brpop(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.blpop_generic(ctx, true)
+    }
+
+    /// BLPOP and BRPOP key... timeout: [key, element].
+    fn blpop_generic(&mut self, ctx: &mut Ctx<'_>, right: bool) -> Result<(), StoreError> {
+        let Some(deadline) = timeout_arg(ctx, ctx.argc() - 1) else { return Ok(()) };
+        let keys: Vec<Vec<u8>> = (1..ctx.argc() - 1).map(|i| ctx.arg(i).into_owned()).collect();
+        for key in &keys {
+            let Ok(found) = self.list_read(ctx, key)? else { return Ok(()) };
+            if let Some(meta) = found {
+                let mut taken = self.list_pop(ctx, key, meta, 1, right)?;
+                ctx.array(2);
+                ctx.bulk(key);
+                self.reply_taken(ctx, taken.pop().expect("a non-empty list"));
+                return Ok(());
+            }
+        }
+        self.block_or_null(ctx, &keys, deadline, KeyType::List, false);
+        Ok(())
+    }
+
+    /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+    fn cmd_blmove(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let from = crate::apps::kv::cmd::lists::parse_end(ctx.conn.args.upper(3));
+        let ends = from.and_then(|from| Ok((from, crate::apps::kv::cmd::lists::parse_end(ctx.conn.args.upper(4))?)));
+        let (from_right, to_right) = match ends {
+            Ok(ends) => ends,
             Err(why) => {
                 ctx.error(why);
                 return Ok(());
             }
         };
-        let Some(request) = self.parse_mpop(ctx, 2)? else { return Ok(()) };
-        if self.zmpop_first(ctx, &request)? {
+        self.blmove_generic(ctx, from_right, to_right, 5)
+    }
+
+    /// BRPOPLPUSH source destination timeout.
+    fn cmd_brpoplpush(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        self.blmove_generic(ctx, true, false, 3)
+    }
+
+    fn blmove_generic(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        from_right: bool,
+        to_right: bool,
+        timeout_at: usize,
+    ) -> Result<(), StoreError> {
+        let Some(deadline) = timeout_arg(ctx, timeout_at) else { return Ok(()) };
+        if !self.lmove_generic(ctx, from_right, to_right)? {
+            let src = ctx.arg(1).into_owned();
+            self.block_or_null(ctx, &[src], deadline, KeyType::List, true);
+        }
+        Ok(())
+    }
+
+    /// BLMPOP timeout numkeys key... LEFT|RIGHT [COUNT n].
+    fn cmd_blmpop(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let Some(request) = self.parse_mpop(ctx, 2, [b"LEFT", b"RIGHT"])? else { return Ok(()) };
+        let Some(deadline) = timeout_arg(ctx, 1) else { return Ok(()) };
+        if self.lmpop_first(ctx, &request)? {
             return Ok(());
         }
-        let ids = request.keys.iter().map(|key| ctx.watch_id(key)).collect();
-        self.block_or_null(ctx, ids, deadline, KeyType::ZSet);
+        self.block_or_null(ctx, &request.keys, deadline, KeyType::List, false);
         Ok(())
     }
 }
 
-/// ZMPOP's and BZMPOP's request.
+/// The timeout at argument `at`; None once its error was replied.
+fn timeout_arg(ctx: &mut Ctx<'_>, at: usize) -> Option<Option<Instant>> {
+    match parse_timeout(&ctx.arg(at)) {
+        Ok(deadline) => Some(deadline),
+        Err(why) => {
+            ctx.error(why);
+            None
+        }
+    }
+}
+
+/// The request of ZMPOP, BZMPOP, LMPOP and BLMPOP.
 pub(in crate::apps::kv) struct MpopRequest {
     pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
-    pub(in crate::apps::kv) max: bool,
+    /// MAX or RIGHT: pop from the end of the order.
+    pub(in crate::apps::kv) last: bool,
     pub(in crate::apps::kv) count: usize,
 }
 
 impl KvServer {
-    /// Parses `numkeys key... MIN|MAX [COUNT n]` from argument `at`; None
-    /// once an error was replied.
+    /// Parses `numkeys key... MIN|MAX [COUNT n]` from argument `at` (the
+    /// two `ends` words, MIN and MAX or LEFT and RIGHT); None once an
+    /// error was replied.
     pub(in crate::apps::kv) fn parse_mpop(
         &self,
         ctx: &mut Ctx<'_>,
         at: usize,
+        ends: [&[u8]; 2],
     ) -> Result<Option<MpopRequest>, StoreError> {
-        match mpop_request(ctx, at) {
+        match mpop_request(ctx, at, ends) {
             Ok(request) => Ok(Some(request)),
             Err(why) => {
                 ctx.error(why);
@@ -310,7 +425,7 @@ impl KvServer {
 }
 
 /// `parse_mpop`'s work. Err: the error reply.
-fn mpop_request(ctx: &Ctx<'_>, at: usize) -> Result<MpopRequest, &'static str> {
+fn mpop_request(ctx: &Ctx<'_>, at: usize, ends: [&[u8]; 2]) -> Result<MpopRequest, &'static str> {
     let numkeys = match parse_i64(&ctx.arg(at)) {
         Some(n) if n > 0 && (n as usize) < ctx.argc() - at - 1 => n as usize,
         Some(n) if n > 0 => return Err(SYNTAX),
@@ -318,9 +433,9 @@ fn mpop_request(ctx: &Ctx<'_>, at: usize) -> Result<MpopRequest, &'static str> {
         Some(_) | None => return Err("ERR numkeys should be greater than 0"),
     };
     let at_where = at + 1 + numkeys;
-    let max = match ctx.conn.args.upper(at_where).as_deref() {
-        Some(b"MIN") => false,
-        Some(b"MAX") => true,
+    let last = match ctx.conn.args.upper(at_where) {
+        Some(word) if word == ends[0] => false,
+        Some(word) if word == ends[1] => true,
         _ => return Err(SYNTAX),
     };
     let rest = ctx.argc() - at_where - 1;
@@ -334,5 +449,5 @@ fn mpop_request(ctx: &Ctx<'_>, at: usize) -> Result<MpopRequest, &'static str> {
         _ => return Err(SYNTAX),
     };
     let keys = (at + 1..at_where).map(|i| ctx.arg(i).into_owned()).collect();
-    Ok(MpopRequest { keys, max, count })
+    Ok(MpopRequest { keys, last, count })
 }

@@ -347,7 +347,7 @@ impl KvServer {
             (b"PAUSE", 3 | 4) => client_pause(ctx),
             (b"UNPAUSE", 2) => ctx.ok(),
             (b"GETREDIR", 2) => ctx.int(-1),
-            (b"UNBLOCK", 3 | 4) => client_unblock(ctx),
+            (b"UNBLOCK", 3 | 4) => self.client_unblock(ctx),
             (b"TRACKING" | b"CACHING" | b"TRACKINGINFO", _) => ctx.error(
                 "ERR client-side caching (CLIENT TRACKING) is not supported by packetstore: it sends no invalidation \
                  messages",
@@ -491,16 +491,4 @@ fn client_pause(ctx: &mut Ctx<'_>) {
         return ctx.error(SYNTAX);
     }
     ctx.ok();
-}
-
-/// CLIENT UNBLOCK <id> [TIMEOUT|ERROR]: no connection blocks here, so
-/// none is unblocked (0), as Redis answers for a client not blocked.
-fn client_unblock(ctx: &mut Ctx<'_>) {
-    if parse_i64(&ctx.arg(2)).is_none() {
-        return ctx.error("ERR value is not an integer or out of range");
-    }
-    if ctx.argc() == 4 && !matches!(ctx.conn.args.upper(3).as_deref(), Some(b"TIMEOUT" | b"ERROR")) {
-        return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
-    }
-    ctx.int(0);
 }

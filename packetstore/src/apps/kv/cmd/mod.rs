@@ -13,6 +13,7 @@ pub(super) mod expire;
 pub(super) mod functions;
 pub(super) mod hashes;
 pub(super) mod keys;
+pub(super) mod lists;
 pub(super) mod lua;
 pub(super) mod multi;
 pub(super) mod notify;

@@ -512,7 +512,7 @@ impl KvServer {
 
     /// ZMPOP numkeys key... MIN|MAX [COUNT n].
     fn cmd_zmpop(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let Some(request) = self.parse_mpop(ctx, 1)? else { return Ok(()) };
+        let Some(request) = self.parse_mpop(ctx, 1, [b"MIN", b"MAX"])? else { return Ok(()) };
         if !self.zmpop_first(ctx, &request)? {
             let enc = ctx.enc();
             enc.null_array(ctx.out.bytes());
@@ -531,7 +531,7 @@ impl KvServer {
         for key in &request.keys {
             let Ok(found) = self.zset_read(ctx, key)? else { return Ok(true) };
             if let Some(meta) = found {
-                let popped = self.zpop(ctx, key, meta, request.count, request.max)?;
+                let popped = self.zpop(ctx, key, meta, request.count, request.last)?;
                 ctx.array(2);
                 ctx.bulk(key);
                 ctx.array(popped.len());
