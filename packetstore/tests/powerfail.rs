@@ -2,7 +2,11 @@
 //! load. The key-value server (Redis protocol) and the WAL server (HTTP)
 //! run in the real io_uring engine, on the crash simulator, with several
 //! clients pipelining mixed writes, deletes and reads, tree checkpoints and
-//! compaction running. Power fails at a random fence or sync completion.
+//! compaction running. The key-value clients use every mutating command
+//! family (`kv_model`): strings, hashes, lists (LINSERT, LMOVE), sets,
+//! sorted sets, RENAME, COPY, MOVE between databases, EXPIRE and PERSIST,
+//! MULTI/EXEC transactions and an EVAL script of three writes; each
+//! transaction and script must come back whole or not at all. Power fails at a random fence or sync completion.
 //! The server restarts on the image the simulator leaves, and is checked
 //! against the clients' own records:
 //! - nothing acknowledged is lost;
@@ -21,9 +25,6 @@
 //! CI runs `PACKETSTORE_POWERFAIL_SEEDS` (default 150) seeds of each server
 //! with 4 failures each: 1,200 failure points. One seed: `PACKETSTORE_POWERFAIL_SEED=hex`.
 
-use std::ops::Bound;
-
-use packetstore::store::keyspace::SPACE_MAIN;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -35,9 +36,12 @@ use packetstore::apps::kv::{KvConfig, KvServer};
 use packetstore::apps::wal::{Persist, Wal, WalConfig};
 use packetstore::index::compact::CompactConfig;
 use packetstore::io::engine::{Engine, EngineConfig};
-use packetstore::store::db::{value_bytes, Store, StoreConfig};
+use packetstore::store::db::{Store, StoreConfig};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Geometry, Pool, SimDevice, SimMode};
+
+mod kv_model;
+use kv_model::{random_cmd, stamped, Cmd, KvModel, Reply};
 
 const FAILURES_PER_SEED: usize = 4;
 const CLIENTS: usize = 3;
@@ -164,23 +168,6 @@ fn run_server(
 
 // ---- a small RESP client ----
 
-#[derive(Debug, PartialEq, Eq)]
-enum Reply {
-    Status(Vec<u8>),
-    Error(Vec<u8>),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-}
-
-fn encode(args: &[&[u8]], out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
 /// Reads a line, retrying through read timeouts until `dead` is set.
 fn read_line(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Result<Vec<u8>> {
     let mut line = Vec::new();
@@ -239,121 +226,25 @@ fn read_reply(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Resul
                 Reply::Bulk(Some(body))
             }
         }
+        b'*' => {
+            let len: usize = text().parse().expect("an array length");
+            let mut items = Vec::with_capacity(len);
+            for _ in 0..len {
+                items.push(read_reply(reader, dead)?);
+            }
+            Reply::Array(items)
+        }
         other => panic!("unexpected reply type {:?}", *other as char),
     })
 }
 
-// ---- the KV workload and its model ----
+// ---- the KV workload (its commands and model: `kv_model`) ----
 
-/// A client's keys: strings `c<client>:s<j>` and hashes `c<client>:h<j>`.
-const STRINGS: u64 = 6;
-const HASHES: u64 = 2;
-const FIELDS: u64 = 3;
-
-/// The most log records one command of this workload appends (an HSET
-/// that creates its hash: the field and the hash's count).
-const COMMAND_RECORDS_MAX: usize = 2;
-
-#[derive(Clone, Debug)]
-enum Cmd {
-    Set { key: Vec<u8>, value: Vec<u8> },
-    Del { key: Vec<u8> },
-    HSet { hash: Vec<u8>, field: Vec<u8>, value: Vec<u8> },
-    HDel { hash: Vec<u8>, field: Vec<u8> },
-    Get { key: Vec<u8> },
-    HGet { hash: Vec<u8>, field: Vec<u8> },
-}
-
-/// One client's view: strings, and hashes of fields.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct KvModel {
-    strings: BTreeMap<Vec<u8>, Vec<u8>>,
-    hashes: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>>,
-}
-
-impl KvModel {
-    /// Applies `cmd`; returns the reply the server must give.
-    fn apply(&mut self, cmd: &Cmd) -> Reply {
-        match cmd {
-            Cmd::Set { key, value } => {
-                self.strings.insert(key.clone(), value.clone());
-                Reply::Status(b"OK".to_vec())
-            }
-            Cmd::Del { key } => {
-                let gone = self.strings.remove(key).is_some() || self.hashes.remove(key).is_some();
-                Reply::Int(gone as i64)
-            }
-            Cmd::HSet { hash, field, value } => {
-                let new = self.hashes.entry(hash.clone()).or_default().insert(field.clone(), value.clone()).is_none();
-                Reply::Int(new as i64)
-            }
-            Cmd::HDel { hash, field } => {
-                let Some(fields) = self.hashes.get_mut(hash) else { return Reply::Int(0) };
-                let gone = fields.remove(field).is_some();
-                if fields.is_empty() {
-                    self.hashes.remove(hash);
-                }
-                Reply::Int(gone as i64)
-            }
-            Cmd::Get { key } => Reply::Bulk(self.strings.get(key).cloned()),
-            Cmd::HGet { hash, field } => Reply::Bulk(self.hashes.get(hash).and_then(|f| f.get(field)).cloned()),
-        }
-    }
-
-    fn encode(cmd: &Cmd, out: &mut Vec<u8>) {
-        match cmd {
-            Cmd::Set { key, value } => encode(&[b"SET", key, value], out),
-            Cmd::Del { key } => encode(&[b"DEL", key], out),
-            Cmd::HSet { hash, field, value } => encode(&[b"HSET", hash, field, value], out),
-            Cmd::HDel { hash, field } => encode(&[b"HDEL", hash, field], out),
-            Cmd::Get { key } => encode(&[b"GET", key], out),
-            Cmd::HGet { hash, field } => encode(&[b"HGET", hash, field], out),
-        }
-    }
-}
-
-/// A value of a random length, naming its writer and sequence number.
-fn value(rng: &mut SplitMix64, client: usize, seq: u64) -> Vec<u8> {
-    let len = match rng.below(20) {
-        0..=9 => rng.below(100) as usize,
-        10..=16 => 100 + rng.below(3000) as usize,
-        17..=18 => 3000 + rng.below(12_000) as usize,
-        // Many buffers: more extents than a leaf holds (indirect).
-        _ => 40_000 + rng.below(40_000) as usize,
-    };
-    stamped(client, seq, len)
-}
-
-/// `len` bytes (at least 1) starting `<client:n>`, then bytes derived from
-/// both: no two writes share their bytes, and a torn one shows.
-fn stamped(client: usize, n: u64, len: usize) -> Vec<u8> {
-    let mut bytes = format!("<{client}:{n}>").into_bytes();
-    let mut fill = SplitMix64::new(n ^ ((client as u64) << 48));
-    while bytes.len() < len {
-        bytes.push(fill.next_u64() as u8);
-    }
-    bytes.truncate(len.max(1));
-    bytes
-}
-
-fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64) -> Cmd {
-    let string = |rng: &mut SplitMix64| format!("c{client}:s{}", rng.below(STRINGS)).into_bytes();
-    let hash = |rng: &mut SplitMix64| format!("c{client}:h{}", rng.below(HASHES)).into_bytes();
-    let field = |rng: &mut SplitMix64| format!("f{}", rng.below(FIELDS)).into_bytes();
-    match rng.below(20) {
-        0..=7 => Cmd::Set { key: string(rng), value: value(rng, client, seq) },
-        8..=9 => Cmd::Del { key: string(rng) },
-        10..=12 => Cmd::HSet { hash: hash(rng), field: field(rng), value: value(rng, client, seq) },
-        13 => Cmd::HDel { hash: hash(rng), field: field(rng) },
-        14 => Cmd::Del { key: hash(rng) },
-        15..=17 => Cmd::Get { key: string(rng) },
-        _ => Cmd::HGet { hash: hash(rng), field: field(rng) },
-    }
-}
-
-fn is_write(cmd: &Cmd) -> bool {
-    !matches!(cmd, Cmd::Get { .. } | Cmd::HGet { .. })
-}
+/// The most log records one command of this workload appends: a
+/// transaction of four COPYs of lists of up to `LIST_LEN_MAX` (12) plus a
+/// pipelined batch's pushes, each element a record, with the metadata,
+/// object id and expiry records around them.
+const COMMAND_RECORDS_MAX: usize = 160;
 
 /// What one client saw: the commands it sent, in order, and how many of
 /// them were answered (those are acknowledged).
@@ -381,8 +272,8 @@ fn kv_client(addr: SocketAddr, client: usize, seed: u64, model: KvModel, dead: &
         let first = run.sent.len();
         for _ in 0..batch {
             seq += 1;
-            let cmd = random_cmd(&mut rng, client, seq);
-            KvModel::encode(&cmd, &mut bytes);
+            let cmd = random_cmd(&mut rng, client, seq, &model);
+            cmd.encode(&mut bytes);
             run.sent.push(cmd);
         }
         // Sometimes the batch goes out in two parts with a pause between.
@@ -397,46 +288,22 @@ fn kv_client(addr: SocketAddr, client: usize, seed: u64, model: KvModel, dead: &
             }
         }
         for index in first..run.sent.len() {
-            let Ok(reply) = read_reply(&mut reader, dead) else { return run };
-            let expected = model.apply(&run.sent[index]);
+            // A transaction's replies all come before it counts as answered.
+            let mut replies = Vec::new();
+            let expected = model.clone().apply(&run.sent[index]);
+            for _ in 0..expected.len() {
+                let Ok(reply) = read_reply(&mut reader, dead) else { return run };
+                replies.push(reply);
+            }
             assert_eq!(
-                reply, expected,
-                "client {client}: reply to command {index} ({:?}) disagrees with the model",
+                replies, expected,
+                "client {client}: replies to command {index} ({:?}) disagree with the model",
                 run.sent[index]
             );
+            model.apply(&run.sent[index]);
             run.answered = index + 1;
         }
     }
-}
-
-/// The store's view of one client's keys, read after recovery.
-fn kv_recovered(store: &Store, pool: &Pool, client: usize) -> KvModel {
-    let mut model = KvModel::default();
-    for j in 0..STRINGS {
-        let key = format!("c{client}:s{j}").into_bytes();
-        if let Some(value) = store.get(pool, 0, &key, 0).expect("a readable key") {
-            model.strings.insert(key, value_bytes(pool, &value).expect("readable bytes").into_owned());
-        }
-    }
-    for j in 0..HASHES {
-        let hash = format!("c{client}:h{j}").into_bytes();
-        let meta = store.meta(pool, 0, &hash, 0).expect("a readable key");
-        let fields: Vec<_> = match meta {
-            Some(meta) => store
-                .elements(pool, meta.oid, SPACE_MAIN, Bound::Unbounded, Bound::Unbounded, false)
-                .collect::<Result<_, _>>()
-                .expect("a readable hash"),
-            None => Vec::new(),
-        };
-        if !fields.is_empty() {
-            let fields = fields
-                .into_iter()
-                .map(|(f, v)| (f, value_bytes(pool, &v).expect("readable bytes").into_owned()))
-                .collect();
-            model.hashes.insert(hash, fields);
-        }
-    }
-    model
 }
 
 /// The recovered state must be the acknowledged state plus a prefix of
@@ -447,7 +314,7 @@ fn kv_check(before: &KvModel, run: &KvRun, recovered: &KvModel, client: usize, c
         model.apply(cmd);
     }
     let mut candidates = vec![model.clone()];
-    for cmd in run.sent[run.answered..].iter().filter(|c| is_write(c)) {
+    for cmd in run.sent[run.answered..].iter().filter(|c| c.is_write()) {
         model.apply(cmd);
         candidates.push(model.clone());
     }
@@ -455,28 +322,16 @@ fn kv_check(before: &KvModel, run: &KvRun, recovered: &KvModel, client: usize, c
         return recovered.clone();
     }
     let acknowledged = &candidates[0];
-    let lost: Vec<_> = acknowledged.strings.keys().filter(|k| !recovered.strings.contains_key(*k)).collect();
+    let lost: Vec<_> = acknowledged.keys.keys().filter(|k| !recovered.keys.contains_key(*k)).collect();
     panic!(
         "{context}: client {client}'s recovered keys are not its acknowledged state plus a prefix of its {} \
-         commands in flight ({} answered); acknowledged strings missing: {:?}; recovered {:?} vs acknowledged {:?}",
+         commands in flight ({} answered); acknowledged keys missing: {:?}; recovered {:?} vs acknowledged {:?}",
         run.sent.len() - run.answered,
         run.answered,
-        lost.iter().map(|k| String::from_utf8_lossy(k)).collect::<Vec<_>>(),
-        summary(recovered),
-        summary(acknowledged),
+        lost.iter().map(|(db, k)| format!("{db}:{}", String::from_utf8_lossy(k))).collect::<Vec<_>>(),
+        recovered.summary(),
+        acknowledged.summary(),
     );
-}
-
-fn summary(model: &KvModel) -> Vec<String> {
-    let head = |v: &Vec<u8>| String::from_utf8_lossy(&v[..v.len().min(16)]).into_owned();
-    let mut out: Vec<String> =
-        model.strings.iter().map(|(k, v)| format!("{}={}({})", String::from_utf8_lossy(k), head(v), v.len())).collect();
-    for (h, fields) in &model.hashes {
-        for (f, v) in fields {
-            out.push(format!("{}.{}={}({})", String::from_utf8_lossy(h), String::from_utf8_lossy(f), head(v), v.len()));
-        }
-    }
-    out
 }
 
 // ---- the WAL workload ----
@@ -709,7 +564,7 @@ fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
                 );
                 acknowledged_ops += kv_runs.iter().map(|r| r.answered).sum::<usize>();
                 for (client, run) in kv_runs.iter().enumerate() {
-                    let recovered = kv_recovered(&store, &pool, client);
+                    let recovered = kv_model::recovered(&store, &pool, client);
                     models[client] = kv_check(&models[client], run, &recovered, client, &context);
                 }
             }
