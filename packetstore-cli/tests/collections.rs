@@ -553,3 +553,40 @@ fn blocking_list_pops_wake_in_order_and_can_be_unblocked() {
     assert!(started.elapsed() >= Duration::from_millis(150), "the timeout was waited for");
     fails(&mut c, &["BLPOP", "q", "-1"], "timeout is negative");
 }
+
+/// SORT and SORT_RO: numeric and ALPHA order, BY a pattern (strings and
+/// hash fields, or no sorting), GET (with `#`), LIMIT, STORE replacing its
+/// destination with a list (or deleting it), and Redis's errors.
+#[test]
+fn sort_answers_as_redis() {
+    let pool = TempPool::new("coll-sort");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let _: i64 = q(&mut c, &["RPUSH", "l", "3", "10", "1", "2"]);
+    assert_eq!(shown(&mut c, &["SORT", "l"]), "[1 2 3 10]");
+    assert_eq!(shown(&mut c, &["SORT", "l", "DESC", "LIMIT", "1", "2"]), "[3 2]");
+    assert_eq!(shown(&mut c, &["SORT", "l", "ALPHA"]), "[1 10 2 3]");
+    assert_eq!(shown(&mut c, &["SORT", "l", "BY", "nosort", "LIMIT", "1", "2"]), "[10 1]");
+    for (id, weight) in [("1", "30"), ("2", "20"), ("3", "10")] {
+        let _: () = q(&mut c, &["SET", &format!("w_{id}"), weight]);
+        let _: i64 = q(&mut c, &["HSET", &format!("h_{id}"), "name", &format!("n{id}")]);
+    }
+    // 10 has no weight: it sorts as 0.
+    assert_eq!(shown(&mut c, &["SORT", "l", "BY", "w_*"]), "[10 3 2 1]");
+    assert_eq!(shown(&mut c, &["SORT", "l", "BY", "w_*", "GET", "#", "GET", "h_*->name"]), "[10 nil 3 n3 2 n2 1 n1]");
+    assert_eq!(q::<i64>(&mut c, &["SORT", "l", "BY", "w_*", "GET", "h_*->name", "STORE", "dst"]), 4);
+    assert_eq!(shown(&mut c, &["LRANGE", "dst", "0", "-1"]), "[ n3 n2 n1]", "a missing GET stores an empty string");
+    assert_eq!(shown(&mut c, &["SORT_RO", "l", "LIMIT", "0", "1"]), "[1]");
+    fails(&mut c, &["SORT_RO", "l", "STORE", "x"], "syntax error");
+    fails(&mut c, &["SORT", "l", "LIMIT", "a", "1"], "value is not an integer");
+    assert_eq!(q::<i64>(&mut c, &["SORT", "none", "STORE", "dst"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "dst"]), 0, "an empty result deletes the destination");
+    let _: i64 = q(&mut c, &["SADD", "s", "b", "a", "c"]);
+    fails(&mut c, &["SORT", "s"], "One or more scores can't be converted into double");
+    assert_eq!(shown(&mut c, &["SORT", "s", "ALPHA", "DESC"]), "[c b a]");
+    let _: i64 = q(&mut c, &["ZADD", "z", "3", "x", "1", "y", "2", "w"]);
+    assert_eq!(shown(&mut c, &["SORT", "z", "BY", "nosort", "DESC"]), "[x w y]", "score order, reversed");
+    let _: () = q(&mut c, &["SET", "str", "v"]);
+    fails(&mut c, &["SORT", "str"], "WRONGTYPE");
+    assert_eq!(shown(&mut c, &["COMMAND", "GETKEYS", "SORT", "l", "STORE", "a", "STORE", "b"]), "[l b]");
+}

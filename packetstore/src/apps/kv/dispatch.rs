@@ -410,6 +410,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::lists::COMMANDS,
     cmd::sets::COMMANDS,
     cmd::zsets::COMMANDS,
+    cmd::sort::COMMANDS,
     cmd::blocking::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,

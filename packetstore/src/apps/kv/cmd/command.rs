@@ -136,7 +136,11 @@ fn command_getkeys(ctx: &mut Ctx<'_>, commands: Commands) {
         ctx.error("ERR The command has no key arguments");
         return;
     }
-    let keys: Vec<Vec<u8>> = entry.key_positions(argc as usize).map(|i| ctx.arg(2 + i).into_owned()).collect();
+    let mut keys: Vec<Vec<u8>> = entry.key_positions(argc as usize).map(|i| ctx.arg(2 + i).into_owned()).collect();
+    if entry.name == "sort" {
+        let args: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+        keys.extend(crate::apps::kv::cmd::sort::store_position(&args).map(|i| args[i].clone()));
+    }
     ctx.array(keys.len());
     keys.iter().for_each(|key| ctx.bulk(key));
 }

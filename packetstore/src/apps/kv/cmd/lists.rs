@@ -51,7 +51,7 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
 /// The distance between the seqs of two elements pushed one after the
 /// other: LINSERT takes the middle of a gap, so only after 16 inserts at
 /// one place must it renumber. 2^47 pushes fit at each end.
-const SEQ_STEP: u64 = 1 << 16;
+pub(in crate::apps::kv) const SEQ_STEP: u64 = 1 << 16;
 
 const OUT_OF_RANGE: &str = "ERR index out of range";
 

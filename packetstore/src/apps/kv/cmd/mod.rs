@@ -22,6 +22,7 @@ pub(super) mod pubsub;
 pub(super) mod scripting;
 pub(super) mod server;
 pub(super) mod sets;
+pub(super) mod sort;
 pub(super) mod strings;
 pub(super) mod zranges;
 pub(super) mod zsets;

@@ -66,6 +66,9 @@ pub(in crate::apps::kv) struct Scripting {
     order: VecDeque<String>,
     cache_bytes: usize,
     pub(in crate::apps::kv) functions: Functions,
+    /// A script or function is running (commands it calls see this, as
+    /// Redis's CLIENT_SCRIPT flag).
+    pub(in crate::apps::kv) running: bool,
 }
 
 impl Scripting {
@@ -290,7 +293,9 @@ impl KvServer {
             self.store.begin_group();
         }
         run.vm.flags.resp3.set(false);
+        self.scripting.running = true;
         let result = self.run_in_scope(ctx, &run);
+        self.scripting.running = false;
         match result {
             Ok(Ok(value)) => {
                 let mode = ReplyMode { script_resp3: run.vm.flags.resp3.get(), client: ctx.enc() };
