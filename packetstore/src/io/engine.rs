@@ -508,11 +508,11 @@ impl<'a, A: App> Engine<'a, A> {
     }
 
     fn enter(&mut self) -> io::Result<()> {
-        let result = if !self.dirty.is_empty() {
+        let result = if !self.dirty.is_empty() || self.config.busy_poll {
             // Connections wait to be served again (their application's
-            // batch was full): do not sleep.
-            self.ring.submit()
-        } else if self.config.busy_poll {
+            // batch was full, or a paused script goes on): do not sleep,
+            // but reap what completed (GETEVENTS runs the deferred task
+            // work that posts completions), so others are served too.
             let pending = self.ring.submission().len() as u32;
             // SAFETY: no argument; GETEVENTS runs deferred task work.
             unsafe { self.ring.submitter().enter::<libc::sigset_t>(pending, 0, IORING_ENTER_GETEVENTS, None) }

@@ -188,7 +188,14 @@ impl<'a, A: App> EpollServer<'a, A> {
             // The application's tick (expiry, timeouts) runs at its interval
             // even when no I/O arrives.
             let tick_ms = self.app.tick_interval().map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
-            let timeout_ms = if self.draining_until.is_some() { DRAIN_CHECK_MS } else { tick_ms };
+            let timeout_ms = if self.draining_until.is_some() {
+                DRAIN_CHECK_MS
+            } else if !self.wake.is_empty() {
+                // Connections to serve again (a paused script goes on).
+                0
+            } else {
+                tick_ms
+            };
             // SAFETY: `events` has EVENTS_MAX entries.
             let n =
                 unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS_MAX as i32, timeout_ms) };
@@ -232,6 +239,9 @@ impl<'a, A: App> EpollServer<'a, A> {
             }
             self.touched = touched;
             self.touched.clear();
+            // Wake-ups asked for during this turn are served next turn,
+            // which then does not wait.
+            self.app.take_wakeups(&mut self.wake);
         }
     }
 

@@ -1111,7 +1111,10 @@ impl Store {
     // ---- commits and checkpoints ----
 
     fn checkpoint_due(&self) -> bool {
-        if self.records.is_empty() && !self.tree.has_changes() {
+        // An open group (a paused script) has changed the tree with records
+        // that recovery drops unless the group ends: no checkpoint may
+        // capture them before that.
+        if self.group.is_some() || (self.records.is_empty() && !self.tree.has_changes()) {
             return false;
         }
         let usage = self.log.usage();

@@ -18,6 +18,7 @@ use crate::apps::kv::cmd;
 use crate::apps::kv::cmd::client::ReplyMode;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
+use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
@@ -61,8 +62,19 @@ impl KvServer {
             progress.close = true;
             return progress;
         }
+        // A paused script runs its next step first; its client's later
+        // requests wait for its end.
+        if self.runs_paused_script(conn) && !self.resume_script(pool, buffers, conn, out) {
+            return progress;
+        }
         // A parked connection runs its blocking command again first; while
-        // it stays parked, its later requests wait.
+        // it stays parked, its later requests wait. While a script is
+        // paused, it waits for the script's end (it must not see the
+        // script's writes half done).
+        if conn.blocked.is_some() && self.scripting.paused.is_some() {
+            self.scripting.deferred_wakes.push(conn.token);
+            return progress;
+        }
         if conn.blocked.is_some() && !self.retry_blocked(pool, buffers, conn, out) {
             return progress;
         }
@@ -90,6 +102,11 @@ impl KvServer {
                         break;
                     }
                     conn.args.clear(buffers);
+                    // A paused script answers later: the requests after it
+                    // wait for its reply.
+                    if self.runs_paused_script(conn) {
+                        break;
+                    }
                 }
             }
         }
@@ -181,6 +198,15 @@ impl KvServer {
             return Outcome::Rejected;
         }
         let entry = entry.expect("checked by check_command");
+        if let Some(script) = &self.scripting.paused {
+            if !allowed_while_busy(entry, ctx) {
+                if let Some(multi) = &mut ctx.conn.multi {
+                    multi.aborted = true;
+                }
+                ctx.error(if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION });
+                return Outcome::Rejected;
+            }
+        }
         if let Some(why) = ctx.conn.args.refused.clone() {
             if let Some(multi) = &mut ctx.conn.multi {
                 multi.aborted = true;
@@ -215,6 +241,7 @@ impl KvServer {
     /// Runs a command's handler, answering its error or a panic's.
     fn run_handler(&mut self, ctx: &mut Ctx<'_>, entry: &'static CommandEntry) {
         self.modified = false;
+        let group_before = self.store.in_group();
         // A bug in a handler answers this client with an error instead of
         // stopping the server, unless it struck while the store was
         // between its log and its tree: then only a restart may go on.
@@ -245,6 +272,15 @@ impl KvServer {
                 }
                 self.stats.errors += 1;
                 self.stats.panics += 1;
+                // A group the handler opened (a script's, EXEC's) is closed:
+                // what it applied is in the tree, so it must be whole in the
+                // log too; later commands must not join it.
+                if !group_before && self.store.in_group() {
+                    self.scripting.running = false;
+                    if let Err(error) = self.store.end_group(ctx.pool, ctx.buffers) {
+                        tracing::error!("closing the group of a failed command: {error}");
+                    }
+                }
                 let what = panic_text(&panic);
                 tracing::error!("command '{}' failed on a bug, answered with an error: {what}", entry.name);
                 ctx.error(&format!("ERR internal error in '{}': the command was not run ({what})", entry.name));
@@ -418,3 +454,18 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::scripting::COMMANDS,
     cmd::functions::COMMANDS,
 ]);
+
+/// What a client may run while a script is paused (Redis's allow-busy
+/// commands): the transaction and connection commands, SCRIPT KILL,
+/// FUNCTION KILL and STATS, SHUTDOWN.
+fn allowed_while_busy(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
+    if entry.has_flag("allow_busy") || matches!(entry.name, "auth" | "hello" | "quit" | "shutdown") {
+        return true;
+    }
+    let sub = if ctx.argc() > 1 { ctx.arg(1).to_ascii_lowercase() } else { Vec::new() };
+    match entry.name {
+        "script" => sub == b"kill",
+        "function" => sub == b"kill" || sub == b"stats",
+        _ => false,
+    }
+}

@@ -58,6 +58,12 @@ impl KvServer {
     ) -> Progress {
         let mut progress = Progress::default();
         while progress.requests < requests_max && !progress.close && !out.is_full() {
+            // HTTP has no BUSY: a request waits for a paused script's end
+            // (its writes would join the script's open group).
+            if self.scripting.paused.is_some() {
+                self.scripting.deferred_wakes.push(conn.token);
+                break;
+            }
             if conn.http.is_some() {
                 if !self.take_http_body(pool, buffers, conn, stream, release) {
                     break;

@@ -119,6 +119,7 @@ impl App for KvServer {
     }
 
     fn abandon(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
+        self.orphan_script(conn);
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
         self.clients.forget(conn.id);
@@ -159,6 +160,13 @@ impl App for KvServer {
 
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        self.finish_orphan(pool, buffers);
+        // A paused script's group is open: nothing else may write into it
+        // (reclaimer, compaction, expiry) until it ends.
+        if self.store.in_group() {
+            self.wake_timed_out();
+            return;
+        }
         if self.store.is_reclaiming() {
             if let Err(error) = self.store.reclaim_step(pool, buffers, 64) {
                 tracing::error!("the tree's reclamation walk stopped: {error}");

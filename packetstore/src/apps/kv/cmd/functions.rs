@@ -187,7 +187,7 @@ impl KvServer {
                 Ok(())
             }
             ("kill", 2) => {
-                ctx.error("NOTBUSY No scripts in execution right now.");
+                self.kill_script(ctx, false);
                 Ok(())
             }
             ("help", 2) => {

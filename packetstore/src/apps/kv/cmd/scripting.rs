@@ -14,12 +14,16 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
-use mlua::{Function, Lua, MultiValue, Value};
+use std::time::{Duration, Instant};
+
+use mlua::{Function, Lua, MultiValue, Thread, Value};
 
 use crate::apps::kv::cmd::functions::Functions;
 use crate::apps::kv::cmd::lua::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
-use crate::apps::kv::cmd::lua::{error_table, LuaVm, SCRIPT_FLAGS};
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
+use crate::apps::kv::cmd::lua::pause::{self, HookPlan};
+use crate::apps::kv::cmd::lua::{error_table, LuaVm, Step, SCRIPT_FLAGS, SCRIPT_TIME_MAX};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer, LISTENER_HTTP};
+use crate::io::app::ConnToken;
 use crate::io::outq::OutQueue;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
@@ -32,6 +36,18 @@ const SCRIPT_CACHE_MAX: usize = 10_000;
 const SCRIPT_CACHE_BYTES_MAX: usize = 64 << 20;
 /// The longest script body accepted (EVAL, SCRIPT LOAD).
 pub(in crate::apps::kv) const SCRIPT_BYTES_MAX: usize = 16 << 20;
+/// How long a paused script runs per event-loop turn once it has run past
+/// busy-reply-threshold (lua-time-limit).
+const PAUSED_SLICE: Duration = Duration::from_millis(20);
+
+/// What other clients get while a script is paused (Redis's words).
+pub(in crate::apps::kv) const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub(in crate::apps::kv) const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can \
+                          either wait the script termination or kill the server in a hard way using the SHUTDOWN \
+                          NOSAVE command.";
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -66,6 +82,12 @@ pub(in crate::apps::kv) struct Scripting {
     order: VecDeque<String>,
     cache_bytes: usize,
     pub(in crate::apps::kv) functions: Functions,
+    /// A script that ran past busy-reply-threshold, paused between two
+    /// steps: other clients get BUSY until it ends.
+    pub(in crate::apps::kv) paused: Option<Script>,
+    /// Parked connections woken while a script was paused: woken again
+    /// once it ends (they must not see its writes half done).
+    pub(in crate::apps::kv) deferred_wakes: Vec<ConnToken>,
     /// A script or function is running (commands it calls see this, as
     /// Redis's CLIENT_SCRIPT flag).
     pub(in crate::apps::kv) running: bool,
@@ -166,6 +188,28 @@ pub(in crate::apps::kv) struct Run {
     pub(in crate::apps::kv) read_only: bool,
 }
 
+/// A script or function between two steps of its coroutine.
+pub(in crate::apps::kv) struct Script {
+    run: Run,
+    thread: Thread,
+    /// Its client, and whether that client is gone (the script then runs
+    /// to its end from the tick if it wrote, or is dropped).
+    conn_id: u64,
+    token: ConnToken,
+    orphaned: Option<u8>,
+    /// It opened the store group its writes are in (not inside EXEC).
+    own_group: bool,
+    killed: bool,
+    started: Instant,
+}
+
+impl Script {
+    /// Whether it ran EVAL (rather than FCALL): the BUSY text says so.
+    pub(in crate::apps::kv) fn is_eval(&self) -> bool {
+        self.run.eval
+    }
+}
+
 /// What redis.call works with while a script runs.
 struct CallEnv<'a> {
     server: &'a mut KvServer,
@@ -258,6 +302,23 @@ pub(in crate::apps::kv) fn keys_and_args(ctx: &Ctx<'_>) -> Result<KeysAndArgs, S
     Ok((keys, args))
 }
 
+/// A run's KEYS and ARGV: globals for EVAL, set here; arguments of the
+/// function for FCALL, returned.
+fn script_args(run: &Run) -> mlua::Result<MultiValue> {
+    let lua = &run.vm.lua;
+    let keys = lua_array(lua, &run.keys)?;
+    let args = lua_array(lua, &run.args)?;
+    let mut call_args = MultiValue::new();
+    if run.eval {
+        run.vm.globals.raw_set("KEYS", keys)?;
+        run.vm.globals.raw_set("ARGV", args)?;
+    } else {
+        call_args.push_back(Value::Table(keys));
+        call_args.push_back(Value::Table(args));
+    }
+    Ok(call_args)
+}
+
 fn lua_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<mlua::Table> {
     let t = lua.create_table()?;
     for (i, item) in items.iter().enumerate() {
@@ -286,64 +347,216 @@ fn run_error(error: &Value, name: &str) -> String {
 
 impl KvServer {
     /// Runs a script or function and answers its client: its writes are
-    /// one group of the log (or part of the EXEC's group it runs in).
+    /// one group of the log (or part of the EXEC's group it runs in). A
+    /// script still running after busy-reply-threshold is paused and
+    /// resumed turn by turn (`resume_script`) while others get BUSY; inside
+    /// EXEC it cannot pause and runs to its end.
     pub(in crate::apps::kv) fn run_script(&mut self, ctx: &mut Ctx<'_>, run: Run) -> Result<(), StoreError> {
         let own_group = !self.store.in_group();
         if own_group {
             self.store.begin_group();
         }
         run.vm.flags.resp3.set(false);
-        self.scripting.running = true;
-        let result = self.run_in_scope(ctx, &run);
-        self.scripting.running = false;
-        match result {
-            Ok(Ok(value)) => {
-                let mode = ReplyMode { script_resp3: run.vm.flags.resp3.get(), client: ctx.enc() };
-                lua_to_reply(ctx.out.bytes(), &value, mode, 0);
-                if matches!(&value, Value::Table(t) if matches!(t.raw_get::<Value>("err"), Ok(Value::String(_)))) {
-                    ctx.failed = true;
-                }
+        run.vm.flags.wrote.set(false);
+        let prepared = script_args(&run).map_err(|e| run.vm.lua_error(&e)).and_then(|args| {
+            let thread = run.vm.start(&run.function)?;
+            Ok((args, thread))
+        });
+        let (args, thread) = match prepared {
+            Ok(ready) => ready,
+            Err(error) => {
+                ctx.error(&run_error(&error, &run.name));
+                return self.script_cleanup(ctx.pool, ctx.buffers, &run, own_group);
             }
-            Ok(Err(error)) => ctx.error(&run_error(&error, &run.name)),
-            Err(error) => ctx.error(&format!("ERR Error running script {}, {}", run.name, error)),
-        }
-        if run.eval {
-            let _ = run.vm.globals.raw_set("KEYS", Value::Nil);
-            let _ = run.vm.globals.raw_set("ARGV", Value::Nil);
-        }
-        if own_group {
-            self.store.end_group(ctx.pool, ctx.buffers)?;
-        }
-        Ok(())
+        };
+        let script = Script {
+            run,
+            thread,
+            conn_id: ctx.conn.id,
+            token: ctx.conn.token,
+            orphaned: None,
+            own_group,
+            killed: false,
+            started: Instant::now(),
+        };
+        self.script_steps(ctx, script, args)
     }
 
-    fn run_in_scope(&mut self, ctx: &mut Ctx<'_>, run: &Run) -> mlua::Result<Result<Value, Value>> {
-        let vm = &run.vm;
-        let lua = vm.lua.clone();
-        let keys = lua_array(&lua, &run.keys)?;
-        let args = lua_array(&lua, &run.args)?;
-        let mut call_args = MultiValue::new();
-        if run.eval {
-            vm.globals.raw_set("KEYS", keys)?;
-            vm.globals.raw_set("ARGV", args)?;
-        } else {
-            call_args.push_back(Value::Table(keys));
-            call_args.push_back(Value::Table(args));
+    /// busy-reply-threshold (lua-time-limit), in milliseconds.
+    fn busy_threshold(&self) -> Duration {
+        let ms = self.config_params.get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000);
+        Duration::from_millis(ms)
+    }
+
+    /// Runs steps of `script` until it ends (answering its client) or is
+    /// paused (kept in `scripting.paused`, its connection woken next turn).
+    fn script_steps(&mut self, ctx: &mut Ctx<'_>, script: Script, mut args: MultiValue) -> Result<(), StoreError> {
+        let pausable = script.own_group && script.orphaned.is_none();
+        let threshold = self.busy_threshold();
+        loop {
+            let now = Instant::now();
+            let slice_end = pausable.then(|| (script.started + threshold).max(now + PAUSED_SLICE));
+            let guard = (!pausable && !script.killed)
+                .then(|| (script.started + SCRIPT_TIME_MAX.max(threshold), script.run.vm.flags.clone()));
+            pause::plan(HookPlan { slice_end, kill: script.killed, guard });
+            self.scripting.running = true;
+            let step = self.step_in_scope(ctx, &script, std::mem::take(&mut args));
+            self.scripting.running = false;
+            pause::plan(HookPlan::default());
+            match step {
+                Step::Paused if pausable => {
+                    self.pubsub.wake.push(script.token);
+                    self.scripting.paused = Some(script);
+                    return Ok(());
+                }
+                Step::Paused => continue,
+                Step::Done(result) => return self.script_done(ctx, script, result),
+            }
         }
+    }
+
+    fn step_in_scope(&mut self, ctx: &mut Ctx<'_>, script: &Script, args: MultiValue) -> Step {
+        let vm = &script.run.vm;
+        let lua = vm.lua.clone();
         let env = RefCell::new(CallEnv {
             server: self,
             pool: ctx.pool,
             buffers: &mut *ctx.buffers,
             conn: &mut *ctx.conn,
-            read_only: run.read_only,
+            read_only: script.run.read_only,
         });
         let result = lua.scope(|scope| {
             let command = scope.create_function(|lua, args: MultiValue| env.borrow_mut().command(lua, vm, args))?;
             vm.natives.raw_set("command", command)?;
-            Ok(vm.run(&run.function, call_args))
+            Ok(vm.step(&script.thread, args))
         });
         let _ = vm.natives.raw_set("command", Value::Nil);
-        result
+        result.unwrap_or_else(|e| Step::Done(Err(vm.lua_error(&e))))
+    }
+
+    /// The script ended: answers its client, closes its group, and wakes
+    /// the parked connections that waited for it.
+    fn script_done(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        script: Script,
+        result: Result<Value, Value>,
+    ) -> Result<(), StoreError> {
+        match result {
+            Ok(value) => {
+                let mode = ReplyMode { script_resp3: script.run.vm.flags.resp3.get(), client: ctx.enc() };
+                lua_to_reply(ctx.out.bytes(), &value, mode, 0);
+                if matches!(&value, Value::Table(t) if matches!(t.raw_get::<Value>("err"), Ok(Value::String(_)))) {
+                    ctx.failed = true;
+                }
+            }
+            Err(error) => ctx.error(&run_error(&error, &script.run.name)),
+        }
+        let woken = std::mem::take(&mut self.scripting.deferred_wakes);
+        self.pubsub.wake.extend(woken);
+        self.script_cleanup(ctx.pool, ctx.buffers, &script.run, script.own_group)
+    }
+
+    fn script_cleanup(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        run: &Run,
+        own_group: bool,
+    ) -> Result<(), StoreError> {
+        if run.eval {
+            let _ = run.vm.globals.raw_set("KEYS", Value::Nil);
+            let _ = run.vm.globals.raw_set("ARGV", Value::Nil);
+        }
+        if own_group {
+            self.store.end_group(pool, buffers)?;
+        }
+        Ok(())
+    }
+
+    /// The connection of a paused script is served: the script runs
+    /// another step. Returns whether it has ended (the connection may go
+    /// on with its next requests).
+    pub(in crate::apps::kv) fn resume_script(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        out: &mut OutQueue,
+    ) -> bool {
+        let Some(script) = self.scripting.paused.take_if(|s| s.conn_id == conn.id && s.orphaned.is_none()) else {
+            return true;
+        };
+        let db = self.store.physical_db(conn.db);
+        let mut ctx =
+            Ctx { pool, buffers, conn, out, now: crate::store::db::now_ms(), db, close: false, failed: false };
+        if let Err(error) = self.script_steps(&mut ctx, script, MultiValue::new()) {
+            ctx.error(&format!("ERR {error}"));
+        }
+        self.scripting.paused.is_none()
+    }
+
+    /// Whether `conn` is the client of the paused script.
+    pub(in crate::apps::kv) fn runs_paused_script(&self, conn: &KvConn) -> bool {
+        self.scripting.paused.as_ref().is_some_and(|s| s.conn_id == conn.id)
+    }
+
+    /// The client of a paused script went away: the script is dropped if
+    /// it wrote nothing, else finished from the tick (`finish_orphan`).
+    pub(in crate::apps::kv) fn orphan_script(&mut self, conn: &KvConn) {
+        if let Some(script) = self.scripting.paused.as_mut().filter(|s| s.conn_id == conn.id) {
+            script.orphaned = Some(conn.db);
+        }
+    }
+
+    /// The tick's part: an orphaned script is dropped (nothing written)
+    /// or run to its end on a stand-in connection, its reply discarded.
+    pub(in crate::apps::kv) fn finish_orphan(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        let Some(mut script) = self.scripting.paused.take_if(|s| s.orphaned.is_some()) else { return };
+        if !script.run.vm.flags.wrote.get() {
+            script.killed = true;
+        }
+        let mut conn = crate::io::app::App::connect(self, LISTENER_HTTP, script.token);
+        conn.db = script.orphaned.unwrap_or(0);
+        conn.authenticated = true;
+        let mut out = OutQueue::new();
+        let db = self.store.physical_db(conn.db);
+        let mut ctx = Ctx {
+            pool,
+            buffers,
+            conn: &mut conn,
+            out: &mut out,
+            now: crate::store::db::now_ms(),
+            db,
+            close: false,
+            failed: false,
+        };
+        if let Err(error) = self.script_steps(&mut ctx, script, MultiValue::new()) {
+            tracing::error!("a script whose client left failed to finish: {error}");
+        }
+        out.clear(|buffer| {
+            let _ = buffers.release(buffer);
+        });
+    }
+
+    /// SCRIPT KILL (`is_eval`) and FUNCTION KILL: the paused script dies
+    /// at its next step, unless it wrote.
+    pub(in crate::apps::kv) fn kill_script(&mut self, ctx: &mut Ctx<'_>, is_eval: bool) {
+        let Some(script) = self.scripting.paused.as_mut() else {
+            ctx.error("NOTBUSY No scripts in execution right now.");
+            return;
+        };
+        if script.run.vm.flags.wrote.get() {
+            ctx.error(UNKILLABLE);
+        } else if is_eval && !script.run.eval {
+            ctx.error(BUSY_FUNCTION);
+        } else if !is_eval && script.run.eval {
+            ctx.error(BUSY_EVAL);
+        } else {
+            script.killed = true;
+            self.pubsub.wake.push(script.token);
+            ctx.ok();
+        }
     }
 
     fn eval_generic(&mut self, ctx: &mut Ctx<'_>, by_sha: bool, read_only: bool) -> Result<(), StoreError> {
@@ -424,7 +637,7 @@ impl KvServer {
                 self.scripting.flush();
                 ctx.ok();
             }
-            ("kill", 2) => ctx.error("NOTBUSY No scripts in execution right now."),
+            ("kill", 2) => self.kill_script(ctx, true),
             ("help", 2) => help(ctx, "SCRIPT", SCRIPT_HELP),
             _ => ctx.error(&format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try SCRIPT HELP.",

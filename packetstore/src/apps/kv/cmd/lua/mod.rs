@@ -13,12 +13,13 @@
 pub(in crate::apps::kv) mod convert;
 mod libs;
 mod msgpack;
+pub(in crate::apps::kv) mod pause;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, VmState};
 
 /// Lua instructions between two looks at the clock.
 const HOOK_INSTRUCTIONS: u32 = 100_000;
@@ -49,6 +50,14 @@ pub(in crate::apps::kv) struct RunFlags {
     pub(in crate::apps::kv) started: Cell<Option<Instant>>,
     /// Functions registered by the library being loaded (None: no load).
     pub(in crate::apps::kv) registering: RefCell<Option<Vec<Registered>>>,
+}
+
+/// How a step of a script's coroutine ended.
+pub(in crate::apps::kv) enum Step {
+    /// It returned (Ok) or failed (Err: the error table).
+    Done(Result<Value, Value>),
+    /// The hook paused it: resume it with another step.
+    Paused,
 }
 
 /// One Lua interpreter with Redis's sandbox (its handles are shared:
@@ -114,6 +123,41 @@ impl LuaVm {
         }
     }
 
+    /// A script's coroutine, ready to run `f` (its first `step` passes
+    /// the arguments), with the pausing hook installed.
+    pub(in crate::apps::kv) fn start(&self, f: &Function) -> Result<Thread, Value> {
+        let start: Function = self.natives.raw_get("start").map_err(|e| self.error_value(&e))?;
+        let thread: Thread = start.call(f.clone()).map_err(|e| self.error_value(&e))?;
+        pause::layout_checked(&thread);
+        pause::install(&thread);
+        Ok(thread)
+    }
+
+    /// Runs the script's coroutine until it ends or the hook pauses it
+    /// (`pause::plan` says when).
+    pub(in crate::apps::kv) fn step(&self, thread: &Thread, args: mlua::MultiValue) -> Step {
+        let step = match self.natives.raw_get::<Function>("step") {
+            Ok(step) => step,
+            Err(e) => return Step::Done(Err(self.error_value(&e))),
+        };
+        let mut call_args = mlua::MultiValue::new();
+        call_args.push_back(Value::Thread(thread.clone()));
+        call_args.extend(args);
+        let mut values = match step.call::<mlua::MultiValue>(call_args) {
+            Ok(values) => values.into_iter(),
+            Err(e) => return Step::Done(Err(self.error_value(&e))),
+        };
+        let outcome = match values.next() {
+            Some(Value::String(s)) => s.to_string_lossy(),
+            _ => String::new(),
+        };
+        match outcome.as_str() {
+            "yield" => Step::Paused,
+            "done" => Step::Done(Ok(values.next().unwrap_or(Value::Nil))),
+            _ => Step::Done(Err(values.next().unwrap_or(Value::Nil))),
+        }
+    }
+
     fn set_time_limit(&self) {
         let flags = self.flags.clone();
         let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);
@@ -128,6 +172,11 @@ impl LuaVm {
             }
             Ok(VmState::Continue)
         });
+    }
+
+    /// A Rust-side error as a Lua error value (a table with `err`).
+    pub(in crate::apps::kv) fn lua_error(&self, error: &mlua::Error) -> Value {
+        self.error_value(error)
     }
 
     /// A Rust-side error as a Lua error value.
@@ -157,6 +206,38 @@ fn compile_message(error: &mlua::Error) -> String {
 /// Redis's `__redis__err__handler`: the error as a table with `err`, and
 /// the script's source and line where it happened.
 fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
+    let table = error_as_table(lua, error)?;
+    for level in 1..16 {
+        let Some((what, source, line)) = lua.inspect_stack(level, |debug| {
+            let source = debug.source();
+            (source.what, source.source.map(|s| s.into_owned()), debug.current_line())
+        }) else {
+            break;
+        };
+        let source = source.unwrap_or_default();
+        if !matches!(what, "Lua" | "main") || source == "=prelude" {
+            continue;
+        }
+        table.raw_set("source", source)?;
+        table.raw_set("line", line)?;
+        break;
+    }
+    Ok(table)
+}
+
+/// The same for a script coroutine that died of `error`: where it
+/// happened is read from the dead coroutine's stack.
+fn coroutine_failure(lua: &Lua, (thread, error): (Thread, Value)) -> mlua::Result<Table> {
+    let table = error_as_table(lua, error)?;
+    if let Some((source, line)) = pause::position(&thread) {
+        table.raw_set("source", source)?;
+        table.raw_set("line", line)?;
+    }
+    Ok(table)
+}
+
+/// An error value as Redis's error table (`err`: "CODE message").
+fn error_as_table(lua: &Lua, error: Value) -> mlua::Result<Table> {
     let error = match &error {
         Value::Error(e) => match raised(e) {
             Some(text) => Value::String(lua.create_string(&text)?),
@@ -164,7 +245,7 @@ fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
         },
         _ => error,
     };
-    let table = match error {
+    Ok(match error {
         Value::Table(t) => t,
         Value::String(s) if s.as_bytes().starts_with(RAISED_MARK) => {
             let t = lua.create_table()?;
@@ -184,23 +265,7 @@ fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
             t.raw_set("err", format!("ERR {text}"))?;
             t
         }
-    };
-    for level in 1..16 {
-        let Some((what, source, line)) = lua.inspect_stack(level, |debug| {
-            let source = debug.source();
-            (source.what, source.source.map(|s| s.into_owned()), debug.current_line())
-        }) else {
-            break;
-        };
-        let source = source.unwrap_or_default();
-        if !matches!(what, "Lua" | "main") || source == "=prelude" {
-            continue;
-        }
-        table.raw_set("source", source)?;
-        table.raw_set("line", line)?;
-        break;
-    }
-    Ok(table)
+    })
 }
 
 /// What marks the text of an error redis.call raised (internal to the
@@ -273,6 +338,7 @@ fn natives(lua: &Lua, flags: &Rc<RunFlags>) -> mlua::Result<Table> {
     let natives = lua.create_table()?;
     lua.set_named_registry_value("natives", &natives)?;
     natives.raw_set("call", lua.create_function(call)?)?;
+    natives.raw_set("failure", lua.create_function(coroutine_failure)?)?;
     natives.raw_set(
         "raised",
         lua.create_function(|lua, e: Value| match e {

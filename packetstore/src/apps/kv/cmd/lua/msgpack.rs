@@ -171,11 +171,13 @@ fn pack_table(out: &mut Vec<u8>, t: &Table, level: usize) {
         }
         return;
     }
-    let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().filter_map(Result::ok).collect();
-    pack_len(out, pairs.len(), (0x80, 16), [0, 0xde, 0xdf]);
-    for (k, v) in &pairs {
-        pack(out, k, level + 1);
-        pack(out, v, level + 1);
+    // Two passes, each pair dropped before the next: holding every pair
+    // of a large table would exhaust the interpreter's reference slots.
+    let count = t.pairs::<Value, Value>().filter(Result::is_ok).count();
+    pack_len(out, count, (0x80, 16), [0, 0xde, 0xdf]);
+    for (k, v) in t.pairs::<Value, Value>().filter_map(Result::ok) {
+        pack(out, &k, level + 1);
+        pack(out, &v, level + 1);
     }
 }
 

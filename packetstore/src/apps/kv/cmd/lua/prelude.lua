@@ -144,8 +144,19 @@ local function unwrap(ok, ...)
   end
   return false, e
 end
-G.pcall = function(...)
-  return unwrap(pcall(...))
+-- pcall runs its function as a coroutine: a count hook may pause a long
+-- script (lua/pause.rs), which Lua 5.1 cannot do across a C pcall. A
+-- pause inside is passed up (a hook's yield carries no values).
+local co_create, co_resume, co_status, co_yield = coroutine.create, coroutine.resume, coroutine.status, coroutine.yield
+local function pcall_finish(co, ...)
+  if co_status(co) ~= 'dead' then
+    return pcall_finish(co, co_resume(co, co_yield(select(2, ...))))
+  end
+  return ...
+end
+G.pcall = function(f, ...)
+  local co = co_create(function(...) return f(...) end)
+  return unwrap(pcall_finish(co, co_resume(co, ...)))
 end
 G.setmetatable = function(t, mt)
   if readonly[t] then refuse() end
@@ -183,5 +194,23 @@ local xpcall, unpack = xpcall, unpack
 natives.run = function(f, handler, ...)
   local n, args = select('#', ...), { ... }
   return xpcall(function() return f(unpack(args, 1, n)) end, handler)
+end
+-- Scripts run as coroutines, a step at a time: a step ends with the
+-- script's value ('done'), its error as a table with where it happened
+-- ('error'), or a pause ('yield').
+natives.start = function(f)
+  return co_create(function(...) return f(...) end)
+end
+local function step_end(co, ok, ...)
+  if co_status(co) ~= 'dead' then
+    return 'yield'
+  end
+  if ok then
+    return 'done', (...)
+  end
+  return 'error', natives.failure(co, (...))
+end
+natives.step = function(co, ...)
+  return step_end(co, co_resume(co, ...))
 end
 return env
