@@ -2,7 +2,10 @@
 //! reply conversions, redis.call's and pcall's errors, the libraries
 //! (cjson, cmsgpack, bit, struct), the script cache (EVALSHA, NOSCRIPT,
 //! SCRIPT FLUSH), read-only scripts, FUNCTION LOAD and FCALL, and
-//! durability: a library and a script's writes survive a kill -9.
+//! durability: a library and a script's writes survive a kill -9; a long
+//! script pauses past busy-reply-threshold (others get BUSY, SCRIPT KILL
+//! stops it unless it wrote), and a paused script's writes are all or
+//! nothing across a kill -9.
 //!
 //! Method: raw RESP connections (exact frames) and the redis crate,
 //! against `packetstore serve`.
@@ -213,4 +216,86 @@ fn a_script_inside_exec_joins_the_transaction() {
     let server = Server::start(&pool.0, &[]);
     let mut r = Raw::connect(&server);
     assert_eq!(r.call(&[b"MGET", b"a", b"b"]).unwrap(), "*2 [$1, $1]");
+}
+
+/// PING until it answers BUSY (the script has paused).
+fn wait_busy(c: &mut redis::Connection) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match redis::cmd("PING").query::<String>(c) {
+            Err(error) if error.to_string().contains("BUSY") => return error.to_string(),
+            _ => {}
+        }
+        assert!(std::time::Instant::now() < deadline, "the script never paused");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A read-only script past busy-reply-threshold pauses: others get BUSY
+/// (naming SCRIPT KILL for EVAL), FUNCTION KILL refuses an EVAL, SCRIPT
+/// KILL stops it even under pcall, its client gets "killed by user" and
+/// the requests it pipelined after it are then served.
+#[test]
+fn a_long_script_answers_busy_and_script_kill_stops_it() {
+    let pool = TempPool::new("scripting-busy");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("lua-time-limit").arg(10).query(&mut c).unwrap();
+    for script in
+        ["while true do end", "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end"]
+    {
+        let mut r = Raw::connect(&server);
+        r.send(&[b"EVAL", script.as_bytes(), b"0"]).unwrap();
+        r.send(&[b"ECHO", b"after"]).unwrap();
+        let busy = wait_busy(&mut c);
+        assert!(busy.contains("You can only call SCRIPT KILL or SHUTDOWN NOSAVE"), "{busy}");
+        let wrong = redis::cmd("FUNCTION").arg("KILL").query::<String>(&mut c).unwrap_err().to_string();
+        assert!(wrong.contains("BUSY"), "FUNCTION KILL does not kill an EVAL: {wrong}");
+        let _: () = redis::cmd("SCRIPT").arg("KILL").query(&mut c).unwrap();
+        let killed = r.read().unwrap();
+        assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL"), "{killed}");
+        assert_eq!(r.read().unwrap(), "$5", "the pipelined request ran after the script");
+        assert_eq!(redis::cmd("PING").query::<String>(&mut c).unwrap(), "PONG");
+    }
+    let none = redis::cmd("SCRIPT").arg("KILL").query::<String>(&mut c).unwrap_err().to_string();
+    assert!(none.contains("No scripts in execution right now"), "{none}");
+}
+
+/// A paused script that wrote cannot be killed (UNKILLABLE); its writes
+/// are one group: a kill -9 while it is paused leaves none of them, and a
+/// run to its end leaves all of them.
+#[test]
+fn a_paused_script_that_wrote_is_all_or_nothing() {
+    let pool = TempPool::new("scripting-busy-writes");
+    let script = "redis.call('SET', KEYS[1], 'a') local n = 0 for i = 1, tonumber(ARGV[1]) do n = n + 1 end \
+                  redis.call('SET', KEYS[2], 'b') return n";
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("lua-time-limit").arg(10).query(&mut c).unwrap();
+        let addr = server.resp;
+        let _runner = std::thread::spawn(move || {
+            let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+            let mut r = client.get_connection().unwrap();
+            let _ = redis::cmd("EVAL").arg(script).arg(2).arg("x").arg("y").arg(4_000_000_000u64).query::<i64>(&mut r);
+        });
+        wait_busy(&mut c);
+        let refused = redis::cmd("SCRIPT").arg("KILL").query::<String>(&mut c).unwrap_err().to_string();
+        assert!(refused.contains("UNKILLABLE"), "{refused}");
+        let get = redis::cmd("GET").arg("x").query::<Option<String>>(&mut c).unwrap_err().to_string();
+        assert!(get.contains("BUSY"), "no read sees the script half done: {get}");
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let found: (Option<String>, Option<String>) = redis::pipe().get("x").get("y").query(&mut c).unwrap();
+    assert_eq!(found, (None, None), "a paused script's first write is not kept without its end");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("lua-time-limit").arg(10).query(&mut c).unwrap();
+    let n: i64 = redis::cmd("EVAL").arg(script).arg(2).arg("x").arg("y").arg(20_000_000).query(&mut c).unwrap();
+    assert_eq!(n, 20_000_000);
+    server.kill();
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let found: (Option<String>, Option<String>) = redis::pipe().get("x").get("y").query(&mut c).unwrap();
+    assert_eq!(found, (Some("a".into()), Some("b".into())));
 }

@@ -394,11 +394,15 @@ impl KvServer {
         let pausable = script.own_group && script.orphaned.is_none();
         let threshold = self.busy_threshold();
         loop {
+            if script.killed {
+                let error = script.run.vm.killed(&script.thread);
+                return self.script_done(ctx, script, Err(error));
+            }
             let now = Instant::now();
             let slice_end = pausable.then(|| (script.started + threshold).max(now + PAUSED_SLICE));
-            let guard = (!pausable && !script.killed)
-                .then(|| (script.started + SCRIPT_TIME_MAX.max(threshold), script.run.vm.flags.clone()));
-            pause::plan(HookPlan { slice_end, kill: script.killed, guard });
+            let guard =
+                (!pausable).then(|| (script.started + SCRIPT_TIME_MAX.max(threshold), script.run.vm.flags.clone()));
+            pause::plan(HookPlan { slice_end, guard });
             self.scripting.running = true;
             let step = self.step_in_scope(ctx, &script, std::mem::take(&mut args));
             self.scripting.running = false;

@@ -158,6 +158,19 @@ impl LuaVm {
         }
     }
 
+    /// The error of a script killed while paused (it is not resumed):
+    /// Redis's text, where the script stood.
+    pub(in crate::apps::kv) fn killed(&self, thread: &Thread) -> Value {
+        let text = Value::String(match self.lua.create_string(pause::KILLED) {
+            Ok(s) => s,
+            Err(e) => return self.error_value(&e),
+        });
+        match coroutine_failure(&self.lua, (thread.clone(), text)) {
+            Ok(table) => Value::Table(table),
+            Err(e) => self.error_value(&e),
+        }
+    }
+
     fn set_time_limit(&self) {
         let flags = self.flags.clone();
         let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);

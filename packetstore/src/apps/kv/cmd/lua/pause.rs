@@ -1,9 +1,12 @@
 //! Pausing a running script: scripts run as Lua coroutines, and a count
 //! hook (every `HOOK_INSTRUCTIONS`) yields the coroutine once its time
 //! slice is over, so that the event loop can answer other clients (BUSY,
-//! or SCRIPT KILL) and resume the script next turn. The same hook raises
-//! the kill error: at every instruction from then on, so that no pcall can
-//! keep a killed script alive (Redis's `luaMaskCountHook`).
+//! or SCRIPT KILL) and resume the script next turn. A script killed while
+//! paused is never resumed: its coroutine is dropped, so no pcall inside
+//! it can catch the kill. The hook raises an error only for a script that
+//! cannot pause (inside EXEC) and overran without writing: at every
+//! instruction from then on, so that pcall cannot hold it (Redis's
+//! `luaMaskCountHook`).
 //!
 //! Lua 5.1 lets a count hook yield (`lua_yield` in the hook; `luaV_execute`
 //! returns and `lua_resume` later continues at the same instruction), but
@@ -44,8 +47,6 @@ pub(in crate::apps::kv) const OVERRAN: &str =
 pub(in crate::apps::kv) struct HookPlan {
     /// Yield at the first hook past this instant (None: never).
     pub(in crate::apps::kv) slice_end: Option<Instant>,
-    /// Raise `KILLED`.
-    pub(in crate::apps::kv) kill: bool,
     /// Raise `OVERRAN` past this instant unless the script wrote.
     pub(in crate::apps::kv) guard: Option<(Instant, Rc<RunFlags>)>,
 }
@@ -97,9 +98,6 @@ enum Action {
 fn action() -> Action {
     PLAN.with(|plan| {
         let plan = plan.borrow();
-        if plan.kill {
-            return Action::Raise(KILLED);
-        }
         let now = Instant::now();
         if let Some((deadline, flags)) = &plan.guard {
             if now >= *deadline && !flags.wrote.get() {
@@ -195,7 +193,10 @@ pub(in crate::apps::kv) fn position(thread: &Thread) -> Option<(String, i64)> {
             let what = CStr::from_ptr(ar.what).to_string_lossy();
             let source = CStr::from_ptr(ar.source).to_string_lossy().into_owned();
             if matches!(what.as_ref(), "Lua" | "main") && source != "=prelude" {
-                return Some((source, i64::from(ar.currentline)));
+                // Paused before a function's first instruction, the line
+                // reads -1: its first line is the best answer.
+                let line = if ar.currentline > 0 { ar.currentline } else { ar.linedefined.max(1) };
+                return Some((source, i64::from(line)));
             }
         }
     }
@@ -217,24 +218,23 @@ mod tests {
             plan(HookPlan { slice_end: Some(Instant::now() + Duration::from_millis(5)), ..HookPlan::default() });
             assert!(matches!(vm.step(&thread, mlua::MultiValue::new()), Step::Paused), "{code}: paused");
         }
-        plan(HookPlan { kill: true, ..HookPlan::default() });
-        let Step::Done(Err(mlua::Value::Table(error))) = vm.step(&thread, mlua::MultiValue::new()) else {
-            panic!("{code}: killed");
-        };
+        plan(HookPlan::default());
+        let mlua::Value::Table(error) = vm.killed(&thread) else { panic!("{code}: an error table") };
         let err: String = error.raw_get("err").unwrap();
         assert!(err.contains(KILLED), "{err}");
         let line: i64 = error.raw_get("line").unwrap();
         assert!(line >= 1, "where it was killed");
-        plan(HookPlan::default());
+        let source: String = error.raw_get("source").unwrap();
+        assert_eq!(source, "@user_script", "the script's own frame, not the prelude's pcall");
     }
 
     #[test]
-    fn a_busy_loop_pauses_and_dies_when_killed() {
+    fn a_busy_loop_pauses_and_is_killed_where_it_stood() {
         paused_then_killed("while true do end");
     }
 
     #[test]
-    fn a_loop_under_pcall_pauses_and_dies_when_killed() {
+    fn a_loop_under_pcall_pauses_too() {
         paused_then_killed("local f = function() local x = 0 while 1 do x = x + 1 end end while 1 do pcall(f) end");
     }
 
