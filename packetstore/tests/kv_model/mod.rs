@@ -626,7 +626,9 @@ pub fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel
         0..=69 => random_single(rng, client, seq, model),
         70..=79 => {
             let n = 2 + rng.below(3) as usize;
-            Cmd::Multi((0..n).map(|i| random_write(rng, client, seq * 8 + i as u64, model)).collect())
+            Cmd::Multi(
+                (0..n).map(|i| random_write(rng, client, seq.wrapping_mul(8).wrapping_add(i as u64), model)).collect(),
+            )
         }
         80..=84 => Cmd::Script {
             list: name(rng, client, 'l'),

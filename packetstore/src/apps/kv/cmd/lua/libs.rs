@@ -5,6 +5,9 @@
 //! Invariant: every walk is bounded: cjson nests at most `JSON_DEPTH_MAX`
 //! levels each way, struct sizes at most `STRUCT_SIZE_MAX` per item.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use mlua::{Lua, MultiValue, Table, Value, Variadic};
 
 use super::convert::format_g;
@@ -256,27 +259,55 @@ fn json_string(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
-fn json_number(out: &mut Vec<u8>, n: f64) -> Result<(), String> {
+/// cjson's settings (encode_max_depth, decode_max_depth,
+/// encode_invalid_numbers), kept by the interpreter across scripts as
+/// Redis's are.
+struct JsonConfig {
+    encode_depth: Cell<usize>,
+    decode_depth: Cell<usize>,
+    /// 0: refuse NaN and Inf; 1: write NaN, Infinity; 2: write null.
+    invalid_numbers: Cell<u8>,
+}
+
+impl Default for JsonConfig {
+    fn default() -> Self {
+        JsonConfig {
+            encode_depth: Cell::new(JSON_DEPTH_MAX),
+            decode_depth: Cell::new(JSON_DEPTH_MAX),
+            invalid_numbers: Cell::new(0),
+        }
+    }
+}
+
+fn json_number(out: &mut Vec<u8>, n: f64, config: &JsonConfig) -> Result<(), String> {
     if !n.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".into());
+        let text: &[u8] = match config.invalid_numbers.get() {
+            0 => return Err("Cannot serialise number: must not be NaN or Inf".into()),
+            1 if n.is_nan() => b"NaN",
+            1 if n < 0.0 => b"-Infinity",
+            1 => b"Infinity",
+            _ => b"null",
+        };
+        out.extend_from_slice(text);
+        return Ok(());
     }
     out.extend_from_slice(format_g(n, 14).as_bytes());
     Ok(())
 }
 
-fn json_encode(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), String> {
+fn json_encode(out: &mut Vec<u8>, value: &Value, depth: usize, config: &JsonConfig) -> Result<(), String> {
     match value {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Integer(i) => json_number(out, *i as f64)?,
-        Value::Number(n) => json_number(out, *n)?,
+        Value::Integer(i) => json_number(out, *i as f64, config)?,
+        Value::Number(n) => json_number(out, *n, config)?,
         Value::String(s) => json_string(out, &s.as_bytes()),
         Value::Table(t) => {
-            if depth >= JSON_DEPTH_MAX {
+            if depth >= config.encode_depth.get().min(JSON_DEPTH_MAX) {
                 return Err(format!("Cannot serialise, excessive nesting ({})", depth + 1));
             }
-            json_table(out, t, depth)?
+            json_table(out, t, depth, config)?
         }
         other => return Err(format!("Cannot serialise {}: type not supported", other.type_name())),
     }
@@ -300,7 +331,7 @@ fn json_array_len(t: &Table) -> Option<usize> {
     (max <= 10 || max <= count * 2).then_some(max)
 }
 
-fn json_table(out: &mut Vec<u8>, t: &Table, depth: usize) -> Result<(), String> {
+fn json_table(out: &mut Vec<u8>, t: &Table, depth: usize, config: &JsonConfig) -> Result<(), String> {
     if let Some(len) = json_array_len(t).filter(|&len| len > 0 || t.raw_len() == 0) {
         if len == 0 {
             out.extend_from_slice(b"{}");
@@ -311,7 +342,7 @@ fn json_table(out: &mut Vec<u8>, t: &Table, depth: usize) -> Result<(), String> 
             if i > 1 {
                 out.push(b',');
             }
-            json_encode(out, &t.raw_get::<Value>(i).unwrap_or(Value::Nil), depth + 1)?;
+            json_encode(out, &t.raw_get::<Value>(i).unwrap_or(Value::Nil), depth + 1, config)?;
         }
         out.push(b']');
         return Ok(());
@@ -329,15 +360,16 @@ fn json_table(out: &mut Vec<u8>, t: &Table, depth: usize) -> Result<(), String> 
             _ => return Err("Cannot serialise table: table key must be a number or string".into()),
         }
         out.push(b':');
-        json_encode(out, &value, depth + 1)?;
+        json_encode(out, &value, depth + 1, config)?;
     }
     out.push(b'}');
     Ok(())
 }
 
-fn json_to_lua(lua: &Lua, value: &serde_json::Value, depth: usize) -> mlua::Result<Value> {
-    if depth > JSON_DEPTH_MAX {
-        return Err(mlua::Error::runtime("Found too many nested data structures"));
+fn json_to_lua(lua: &Lua, value: &serde_json::Value, depth: usize, limit: usize) -> mlua::Result<Value> {
+    let nests = matches!(value, serde_json::Value::Array(_) | serde_json::Value::Object(_));
+    if nests && depth >= limit.min(JSON_DEPTH_MAX) {
+        return Err(mlua::Error::runtime(format!("Found too many nested data structures ({})", depth + 1)));
     }
     Ok(match value {
         serde_json::Value::Null => Value::LightUserData(mlua::LightUserData(std::ptr::null_mut())),
@@ -347,14 +379,14 @@ fn json_to_lua(lua: &Lua, value: &serde_json::Value, depth: usize) -> mlua::Resu
         serde_json::Value::Array(items) => {
             let t = lua.create_table()?;
             for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, json_to_lua(lua, item, depth + 1)?)?;
+                t.raw_set(i + 1, json_to_lua(lua, item, depth + 1, limit)?)?;
             }
             Value::Table(t)
         }
         serde_json::Value::Object(map) => {
             let t = lua.create_table()?;
             for (k, v) in map {
-                t.raw_set(k.as_str(), json_to_lua(lua, v, depth + 1)?)?;
+                t.raw_set(k.as_str(), json_to_lua(lua, v, depth + 1, limit)?)?;
             }
             Value::Table(t)
         }
@@ -363,31 +395,61 @@ fn json_to_lua(lua: &Lua, value: &serde_json::Value, depth: usize) -> mlua::Resu
 
 fn register_cjson(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     let t = lua.create_table()?;
+    let config = Rc::new(JsonConfig::default());
+    let c = config.clone();
     t.raw_set(
         "encode",
-        lua.create_function(|lua, value: Value| {
+        lua.create_function(move |lua, value: Value| {
             let mut out = Vec::new();
-            json_encode(&mut out, &value, 0).map_err(mlua::Error::runtime)?;
+            json_encode(&mut out, &value, 0, &c).map_err(mlua::Error::runtime)?;
             lua.create_string(&out)
         })?,
     )?;
+    let c = config.clone();
     t.raw_set(
         "decode",
-        lua.create_function(|lua, text: mlua::String| {
+        lua.create_function(move |lua, text: mlua::String| {
             let parsed: serde_json::Value =
                 serde_json::from_slice(&text.as_bytes()).map_err(|e| mlua::Error::runtime(e.to_string()))?;
-            json_to_lua(lua, &parsed, 0)
+            json_to_lua(lua, &parsed, 0, c.decode_depth.get())
         })?,
     )?;
-    for option in [
+    for (option, cell) in [("encode_max_depth", 0), ("decode_max_depth", 1)] {
+        let c = config.clone();
+        t.raw_set(
+            option,
+            lua.create_function(move |_, depth: Option<i64>| {
+                let setting = if cell == 0 { &c.encode_depth } else { &c.decode_depth };
+                if let Some(depth) = depth {
+                    if !(1..=JSON_DEPTH_MAX as i64).contains(&depth) {
+                        return Err(mlua::Error::runtime(format!(
+                            "bad argument #1 to '{option}' (expected integer between 1 and {JSON_DEPTH_MAX})"
+                        )));
+                    }
+                    setting.set(depth as usize);
+                }
+                Ok(setting.get())
+            })?,
+        )?;
+    }
+    let c = config.clone();
+    t.raw_set(
         "encode_invalid_numbers",
-        "decode_invalid_numbers",
-        "encode_keep_buffer",
-        "encode_max_depth",
-        "decode_max_depth",
-        "encode_number_precision",
-        "encode_sparse_array",
-    ] {
+        lua.create_function(move |_, setting: Value| {
+            let mode = match &setting {
+                Value::Nil => c.invalid_numbers.get(),
+                Value::Boolean(false) => 0,
+                Value::Boolean(true) => 1,
+                Value::String(s) if &*s.as_bytes() == b"on" => 1,
+                Value::String(s) if &*s.as_bytes() == b"off" => 0,
+                Value::String(s) if &*s.as_bytes() == b"null" => 2,
+                _ => return Err(mlua::Error::runtime("bad argument #1 to 'encode_invalid_numbers' (invalid option)")),
+            };
+            c.invalid_numbers.set(mode);
+            Ok(mode != 0)
+        })?,
+    )?;
+    for option in ["decode_invalid_numbers", "encode_keep_buffer", "encode_number_precision", "encode_sparse_array"] {
         t.raw_set(option, lua.create_function(|_, args: MultiValue| Ok(args))?)?;
     }
     t.raw_set("null", Value::LightUserData(mlua::LightUserData(std::ptr::null_mut())))?;

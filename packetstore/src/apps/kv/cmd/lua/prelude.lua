@@ -176,6 +176,15 @@ for _, name in ipairs({ 'string', 'math', 'table', 'cjson', 'bit', 'struct', 'cm
   end
 end
 
+-- Binary chunks are refused (Redis 7): loadstring answers nil.
+local loadstring = loadstring
+G.loadstring = function(s, ...)
+  if type(s) == 'string' and s:byte(1) == 27 then
+    return nil, 'binary code loading is not allowed'
+  end
+  return loadstring(s, ...)
+end
+
 local env = setmetatable({}, {
   __index = function(_, k)
     local v = rawget(G, k)
@@ -185,7 +194,8 @@ local env = setmetatable({}, {
     return v
   end,
   __newindex = refuse,
-  __metatable = false,
+  -- What getmetatable(_G) shows: a read-only table.
+  __metatable = protect({}),
 })
 readonly[env] = true
 G._G = env
