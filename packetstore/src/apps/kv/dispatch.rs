@@ -447,6 +447,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::sets::COMMANDS,
     cmd::zsets::COMMANDS,
     cmd::sort::COMMANDS,
+    cmd::streams::COMMANDS,
     cmd::blocking::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,
