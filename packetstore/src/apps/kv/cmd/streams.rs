@@ -137,10 +137,8 @@ struct State {
 impl State {
     fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(STATE_LEN);
-        for id in [self.last_id] {
-            out.extend_from_slice(&id.ms.to_le_bytes());
-            out.extend_from_slice(&id.seq.to_le_bytes());
-        }
+        out.extend_from_slice(&self.last_id.ms.to_le_bytes());
+        out.extend_from_slice(&self.last_id.seq.to_le_bytes());
         out.extend_from_slice(&self.entries_added.to_le_bytes());
         out.extend_from_slice(&self.max_deleted.ms.to_le_bytes());
         out.extend_from_slice(&self.max_deleted.seq.to_le_bytes());
@@ -739,7 +737,7 @@ impl KvServer {
     }
 
     fn cmd_xsetid(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let parsed = (|| -> Result<(StreamId, Option<(u64, StreamId)>), &'static str> {
+        let parsed = (|| -> Result<SetIdArgs, &'static str> {
             let (id, _) = parse_id(&ctx.arg(2), 0, true)?;
             let mut entries_added = None;
             let mut max_deleted = None;
@@ -1062,6 +1060,9 @@ impl KvServer {
         Ok(nodes)
     }
 }
+
+/// XSETID's id, and its ENTRIESADDED and MAXDELETEDID (both or none).
+type SetIdArgs = (StreamId, Option<(u64, StreamId)>);
 
 /// XREAD's parsed request.
 struct XreadRequest {
