@@ -295,7 +295,9 @@ impl KvServer {
             Outcome::Rejected => stats.rejected += 1,
             Outcome::Queued => {}
             Outcome::Ran(took) => {
-                stats.calls += 1;
+                // A parked command run again is the same call (Redis counts
+                // a blocking command once).
+                stats.calls += u64::from(!self.retrying_blocked);
                 stats.usec += took.as_micros() as u64;
                 stats.failed += u64::from(failed);
             }
@@ -448,6 +450,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::zsets::COMMANDS,
     cmd::sort::COMMANDS,
     cmd::streams::COMMANDS,
+    cmd::stream_groups::COMMANDS,
     cmd::blocking::COMMANDS,
     cmd::multi::COMMANDS,
     cmd::pubsub::COMMANDS,

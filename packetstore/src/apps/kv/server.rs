@@ -49,6 +49,7 @@ impl KvServer {
             command_index: CommandIndex::new(COMMANDS),
             watched: std::collections::HashMap::new(),
             modified: false,
+            retrying_blocked: false,
             active_expire: true,
             pubsub: Default::default(),
             blocking: Default::default(),

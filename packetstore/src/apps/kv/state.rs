@@ -143,6 +143,9 @@ pub struct KvServer {
     /// The command running wrote to the store (its keys are touched for
     /// WATCH).
     pub(super) modified: bool,
+    /// A parked command is being run again (INFO commandstats counts it
+    /// once).
+    pub(super) retrying_blocked: bool,
     /// The tick removes expired keys (DEBUG SET-ACTIVE-EXPIRE turns it off).
     pub(super) active_expire: bool,
     /// Redis's configuration parameters as CONFIG GET shows them.

@@ -108,6 +108,11 @@ impl Blocking {
         self.conns.is_empty()
     }
 
+    /// Every parked connection.
+    fn all(&self) -> Vec<ConnToken> {
+        self.conns.values().map(|(token, _)| *token).collect()
+    }
+
     /// The parked connections whose deadline has passed.
     pub(in crate::apps::kv) fn expired(&self, now: Instant) -> Vec<ConnToken> {
         self.conns.values().filter(|(_, deadline)| deadline.is_some_and(|d| d <= now)).map(|(t, _)| *t).collect()
@@ -188,6 +193,16 @@ impl KvServer {
             conn.encoder.null_array(out.bytes());
             return true;
         }
+        if blocked.kind == KeyType::Stream
+            && blocked.args.bytes(pool, 0).eq_ignore_ascii_case(b"xreadgroup")
+            && !self.every_key_holds(pool, &blocked)
+        {
+            // Redis 7.0: a group reader whose stream is deleted (or
+            // replaced by another type) is released with an error.
+            blocked.args.clear(buffers);
+            conn.encoder.error(out.bytes(), "UNBLOCKED the stream key no longer exists");
+            return true;
+        }
         if !self.any_key_holds(pool, &blocked) {
             // Woken for nothing it can take: parked again, as it was.
             self.blocking.register(conn.id, conn.token, &blocked.keys, blocked.deadline);
@@ -196,7 +211,9 @@ impl KvServer {
         }
         conn.args = blocked.args;
         // The command runs as if it had just arrived; its deadline stays.
+        self.retrying_blocked = true;
         self.execute(pool, buffers, conn, out);
+        self.retrying_blocked = false;
         if let Some(request) = &mut conn.block_request {
             request.deadline = blocked.deadline;
             self.park(conn);
@@ -204,6 +221,15 @@ impl KvServer {
         }
         conn.args.clear(buffers);
         true
+    }
+
+    /// Whether every one of a parked command's keys holds its type.
+    fn every_key_holds(&self, pool: &Pool, blocked: &Blocked) -> bool {
+        let now = crate::store::db::now_ms();
+        blocked.keys.iter().all(|id| {
+            let db = self.store.physical_db(id[0]);
+            self.store.key_type(pool, db, &id[1..], now).ok().flatten() == Some(blocked.kind)
+        })
     }
 
     /// Whether one of a parked command's keys holds the type it pops.
@@ -223,6 +249,16 @@ impl KvServer {
         }
         let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(logical, key)).collect();
         for token in tokens {
+            if !self.pubsub.wake.contains(&token) {
+                self.pubsub.wake.push(token);
+            }
+        }
+    }
+
+    /// Every parked connection is woken (FLUSHDB, FLUSHALL, SWAPDB change
+    /// keys wholesale): each checks its keys again.
+    pub(in crate::apps::kv) fn wake_all_blocked(&mut self) {
+        for token in self.blocking.all() {
             if !self.pubsub.wake.contains(&token) {
                 self.pubsub.wake.push(token);
             }

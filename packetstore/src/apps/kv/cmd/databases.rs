@@ -109,6 +109,7 @@ impl KvServer {
         let existed = self.watched_existing(ctx, &flushed);
         self.apply(ctx, &ops)?;
         self.touch_all_keys(|id| existed.contains(id));
+        self.wake_all_blocked();
         if !flushed.is_empty() {
             self.scan_cursors.clear();
         }
@@ -151,6 +152,7 @@ impl KvServer {
             // Keys of either database that exist now, or did, are changed.
             let now_existing = self.watched_existing(ctx, &[a, b]);
             self.touch_all_keys(|id| existed.contains(id) || now_existing.contains(id));
+            self.wake_all_blocked();
         }
         ctx.ok();
         Ok(())

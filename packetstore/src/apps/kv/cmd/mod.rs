@@ -23,6 +23,7 @@ pub(super) mod scripting;
 pub(super) mod server;
 pub(super) mod sets;
 pub(super) mod sort;
+pub(super) mod stream_groups;
 pub(super) mod streams;
 pub(super) mod strings;
 pub(super) mod zranges;

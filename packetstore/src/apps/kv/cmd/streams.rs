@@ -1,5 +1,6 @@
 //! Stream commands: XADD, XRANGE, XREVRANGE, XLEN, XDEL, XTRIM, XREAD
-//! (with BLOCK), XSETID, XINFO STREAM and HELP (Redis 7.0's `t_stream.c`).
+//! (with BLOCK), XSETID, XINFO (Redis 7.0's `t_stream.c`); consumer
+//! groups are in `stream_groups.rs`.
 //!
 //! A stream is an object (schema 2): its state at `e` oid `0x00` (last id,
 //! entries added, max deleted id, and the emulated node of its tail), its
@@ -40,7 +41,7 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("xtrim", -4, &["write"], (1, 1, 1), "stream", "Deletes the oldest entries of a stream.", KvServer::cmd_xtrim),
     cmd("xread", -4, &["readonly", "blocking", "movablekeys"], (0, 0, 0), "stream", "Returns entries of streams after given ids, waiting for some.", KvServer::cmd_xread),
     cmd("xsetid", -3, &["write", "denyoom", "fast"], (1, 1, 1), "stream", "Sets a stream's last id.", KvServer::cmd_xsetid),
-    cmd("xinfo", -2, &["readonly"], (0, 0, 0), "stream", "XINFO STREAM, HELP.", KvServer::cmd_xinfo),
+    cmd("xinfo", -2, &["readonly"], (0, 0, 0), "stream", "XINFO STREAM, GROUPS, CONSUMERS, HELP.", KvServer::cmd_xinfo),
 ];
 
 /// The space of a stream's state.
@@ -52,7 +53,7 @@ const ENTRY_BYTES_MAX: usize = u32::MAX as usize;
 const BLOCKED_COUNT_DEFAULT: usize = 1000;
 const BLOCK_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
 
-const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub(in crate::apps::kv) const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 
 /// A stream entry id.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,16 +63,16 @@ pub(in crate::apps::kv) struct StreamId {
 }
 
 impl StreamId {
-    const MAX: StreamId = StreamId { ms: u64::MAX, seq: u64::MAX };
+    pub(in crate::apps::kv) const MAX: StreamId = StreamId { ms: u64::MAX, seq: u64::MAX };
 
-    fn key(self) -> [u8; 16] {
+    pub(in crate::apps::kv) fn key(self) -> [u8; 16] {
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&self.ms.to_be_bytes());
         key[8..].copy_from_slice(&self.seq.to_be_bytes());
         key
     }
 
-    fn from_key(rest: &[u8]) -> Result<StreamId, StoreError> {
+    pub(in crate::apps::kv) fn from_key(rest: &[u8]) -> Result<StreamId, StoreError> {
         if rest.len() != 16 {
             return Err(StoreError::Corrupt("a stream entry id is not 16 bytes".into()));
         }
@@ -79,18 +80,18 @@ impl StreamId {
         Ok(StreamId { ms: half(&rest[..8]), seq: half(&rest[8..]) })
     }
 
-    fn text(self) -> String {
+    pub(in crate::apps::kv) fn text(self) -> String {
         format!("{}-{}", self.ms, self.seq)
     }
 
-    fn next(self) -> Option<StreamId> {
+    pub(in crate::apps::kv) fn next(self) -> Option<StreamId> {
         match self.seq.checked_add(1) {
             Some(seq) => Some(StreamId { ms: self.ms, seq }),
             None => self.ms.checked_add(1).map(|ms| StreamId { ms, seq: 0 }),
         }
     }
 
-    fn prev(self) -> Option<StreamId> {
+    pub(in crate::apps::kv) fn prev(self) -> Option<StreamId> {
         match self.seq.checked_sub(1) {
             Some(seq) => Some(StreamId { ms: self.ms, seq }),
             None => self.ms.checked_sub(1).map(|ms| StreamId { ms, seq: u64::MAX }),
@@ -100,7 +101,11 @@ impl StreamId {
 
 /// Parses `ms[-seq]`, `-` and `+` (unless `strict`); a missing seq is
 /// `missing_seq`. With `star_seq`, `ms-*` parses with seq None.
-fn parse_id(bytes: &[u8], missing_seq: u64, strict: bool) -> Result<(StreamId, bool), &'static str> {
+pub(in crate::apps::kv) fn parse_id(
+    bytes: &[u8],
+    missing_seq: u64,
+    strict: bool,
+) -> Result<(StreamId, bool), &'static str> {
     match bytes {
         b"-" if !strict => return Ok((StreamId::default(), true)),
         b"+" if !strict => return Ok((StreamId::MAX, true)),
@@ -125,13 +130,13 @@ fn parse_id(bytes: &[u8], missing_seq: u64, strict: bool) -> Result<(StreamId, b
 
 /// A stream's state (`e` oid `0x00`).
 #[derive(Clone, Copy, Default)]
-struct State {
-    last_id: StreamId,
-    entries_added: u64,
-    max_deleted: StreamId,
+pub(in crate::apps::kv) struct State {
+    pub(in crate::apps::kv) last_id: StreamId,
+    pub(in crate::apps::kv) entries_added: u64,
+    pub(in crate::apps::kv) max_deleted: StreamId,
     /// The emulated radix-tree node of the tail, and its appends so far.
-    node: u64,
-    node_fill: u32,
+    pub(in crate::apps::kv) node: u64,
+    pub(in crate::apps::kv) node_fill: u32,
 }
 
 impl State {
@@ -238,9 +243,9 @@ struct AddArgs {
 }
 
 /// One entry read back.
-struct Entry {
-    id: StreamId,
-    pairs: Vec<Vec<u8>>,
+pub(in crate::apps::kv) struct Entry {
+    pub(in crate::apps::kv) id: StreamId,
+    pub(in crate::apps::kv) pairs: Vec<Vec<u8>>,
 }
 
 impl KvServer {
@@ -250,7 +255,11 @@ impl KvServer {
 
     /// The live stream at `key`; replies WRONGTYPE and returns Err(()) if
     /// it holds another type.
-    fn stream_read(&self, ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Result<Option<Meta>, ()>, StoreError> {
+    pub(in crate::apps::kv) fn stream_read(
+        &self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+    ) -> Result<Result<Option<Meta>, ()>, StoreError> {
         let found = self.collection(ctx, key, KeyType::Stream)?;
         if found.is_err() {
             ctx.error(WRONGTYPE);
@@ -261,7 +270,7 @@ impl KvServer {
     /// A stream's state: the stored one (written by XDEL, XTRIM, XSETID
     /// and trims), advanced by the tail entry's id and place when it is
     /// newer (XADD writes no state).
-    fn stream_state(&self, ctx: &Ctx<'_>, oid: u64) -> Result<State, StoreError> {
+    pub(in crate::apps::kv) fn stream_state(&self, ctx: &Ctx<'_>, oid: u64) -> Result<State, StoreError> {
         let mut state = match self.store.element(ctx.pool, oid, SPACE_STATE, &[])? {
             Some(value) => State::decode(&value_bytes(ctx.pool, &value)?)?,
             None => State::default(),
@@ -281,13 +290,13 @@ impl KvServer {
         Ok(state)
     }
 
-    fn stream_len(&self, ctx: &Ctx<'_>, oid: u64) -> Result<u64, StoreError> {
+    pub(in crate::apps::kv) fn stream_len(&self, ctx: &Ctx<'_>, oid: u64) -> Result<u64, StoreError> {
         self.store.element_count(ctx.pool, oid, SPACE_MAIN)
     }
 
     /// Entries with ids in [start, end], at most `count` (0: all), from
     /// the end when `rev`.
-    fn stream_range(
+    pub(in crate::apps::kv) fn stream_range(
         &self,
         ctx: &Ctx<'_>,
         oid: u64,
@@ -314,7 +323,7 @@ impl KvServer {
         Ok(out)
     }
 
-    fn first_entry_id(&self, ctx: &Ctx<'_>, oid: u64) -> Result<StreamId, StoreError> {
+    pub(in crate::apps::kv) fn first_entry_id(&self, ctx: &Ctx<'_>, oid: u64) -> Result<StreamId, StoreError> {
         let mut entries = self.store.elements(ctx.pool, oid, SPACE_MAIN, Bound::Unbounded, Bound::Unbounded, false);
         match entries.next() {
             Some(entry) => StreamId::from_key(&entry?.0),
@@ -322,14 +331,14 @@ impl KvServer {
         }
     }
 
-    fn reply_entries(ctx: &mut Ctx<'_>, entries: &[Entry]) {
+    pub(in crate::apps::kv) fn reply_entries(ctx: &mut Ctx<'_>, entries: &[Entry]) {
         ctx.array(entries.len());
         for entry in entries {
             Self::reply_entry(ctx, entry);
         }
     }
 
-    fn reply_entry(ctx: &mut Ctx<'_>, entry: &Entry) {
+    pub(in crate::apps::kv) fn reply_entry(ctx: &mut Ctx<'_>, entry: &Entry) {
         ctx.array(2);
         ctx.bulk(entry.id.text().as_bytes());
         ctx.array(entry.pairs.len());
@@ -967,6 +976,20 @@ impl KvServer {
                 Ok(())
             }
             (b"STREAM", n) if n >= 3 => self.xinfo_stream(ctx),
+            (b"GROUPS", 3) | (b"CONSUMERS", 4) => {
+                let key = ctx.arg(2).into_owned();
+                let Ok(found) = self.stream_read(ctx, &key)? else { return Ok(()) };
+                let Some(meta) = found else {
+                    ctx.error("ERR no such key");
+                    return Ok(());
+                };
+                self.stats.reads += 1;
+                if sub == b"GROUPS" {
+                    self.xinfo_groups(ctx, meta)
+                } else {
+                    self.xinfo_consumers(ctx, &key, meta)
+                }
+            }
             _ => {
                 ctx.error(&format!(
                     "ERR unknown subcommand or wrong number of arguments for '{}'. Try XINFO HELP.",
@@ -1026,7 +1049,8 @@ impl KvServer {
         match full {
             None => {
                 field(ctx, "groups");
-                ctx.int(0);
+                let groups = self.group_count(ctx, meta.oid)?;
+                ctx.int(groups as i64);
                 for (name, rev) in [("first-entry", false), ("last-entry", true)] {
                     field(ctx, name);
                     match self.stream_range(ctx, meta.oid, StreamId::default(), StreamId::MAX, 1, rev)?.first() {
@@ -1040,7 +1064,7 @@ impl KvServer {
                 let entries = self.stream_range(ctx, meta.oid, StreamId::default(), StreamId::MAX, count, false)?;
                 Self::reply_entries(ctx, &entries);
                 field(ctx, "groups");
-                ctx.array(0);
+                self.xinfo_full_groups(ctx, meta.oid, count)?;
             }
         }
         Ok(())
@@ -1092,7 +1116,11 @@ fn next_auto_id(last: StreamId) -> Option<StreamId> {
 /// An XRANGE bound: `-`, `+`, an id (a missing seq is `missing_seq`), or
 /// `(id` exclusive. None: the range is empty (an exclusive bound past the
 /// last or before the first id).
-fn interval(bytes: &[u8], missing_seq: u64, start: bool) -> Result<Option<StreamId>, &'static str> {
+pub(in crate::apps::kv) fn interval(
+    bytes: &[u8],
+    missing_seq: u64,
+    start: bool,
+) -> Result<Option<StreamId>, &'static str> {
     if bytes.len() > 1 && bytes[0] == b'(' {
         let (id, _) = parse_id(&bytes[1..], missing_seq, true)?;
         let moved = if start { id.next() } else { id.prev() };
