@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 declare -A FLOOR=(
   [unit/type/hash]=68 [unit/expire]=55 [unit/keyspace]=37 [unit/type/string]=69 [unit/type/incr]=20
   [unit/bitops]=42 [unit/multi]=21 [unit/type/zset]=300 [unit/scan]=16 [unit/type/list]=214 [unit/sort]=50
+  [unit/type/stream]=61
 )
 if ! command -v tclsh >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

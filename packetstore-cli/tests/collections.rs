@@ -590,3 +590,73 @@ fn sort_answers_as_redis() {
     fails(&mut c, &["SORT", "str"], "WRONGTYPE");
     assert_eq!(shown(&mut c, &["COMMAND", "GETKEYS", "SORT", "l", "STORE", "a", "STORE", "b"]), "[l b]");
 }
+
+/// Streams: XADD's ids (auto, explicit, `ms-*`) and trims, XRANGE with
+/// exclusive bounds, XDEL, XREAD and a blocking XREAD woken by XADD, a
+/// consumer group's delivery, pending list, XACK, XCLAIM and XAUTOCLAIM;
+/// all of it across a kill -9, and an emptied stream stays.
+#[test]
+fn streams_and_groups_answer_as_redis_and_survive_a_restart() {
+    let pool = TempPool::new("coll-streams");
+    {
+        let server = Server::start(&pool.0, &[]);
+        let mut c = server.client();
+        assert_eq!(shown(&mut c, &["XADD", "s", "1-1", "f", "a"]), "1-1");
+        assert_eq!(shown(&mut c, &["XADD", "s", "1-*", "f", "b"]), "1-2");
+        assert_eq!(shown(&mut c, &["XADD", "s", "2", "f", "c", "g", "d"]), "2-0");
+        fails(&mut c, &["XADD", "s", "1-5", "f", "x"], "equal or smaller than the target stream top item");
+        fails(&mut c, &["XADD", "s", "0-0", "f", "x"], "must be greater than 0-0");
+        fails(&mut c, &["XADD", "s", "*", "f"], "wrong number of arguments");
+        let auto: String = q(&mut c, &["XADD", "s", "*", "f", "e"]);
+        assert!(auto.ends_with("-0") && auto.split('-').next().unwrap().parse::<u64>().unwrap() > 2);
+        assert_eq!(q::<i64>(&mut c, &["XLEN", "s"]), 4);
+        assert_eq!(shown(&mut c, &["XRANGE", "s", "(1-1", "2"]), "[[1-2 [f b]] [2-0 [f c g d]]]");
+        assert_eq!(shown(&mut c, &["XREVRANGE", "s", "+", "-", "COUNT", "1"]), format!("[[{auto} [f e]]]"));
+        assert_eq!(q::<i64>(&mut c, &["XDEL", "s", "1-2", "9-9"]), 1);
+        assert_eq!(shown(&mut c, &["XREAD", "COUNT", "1", "STREAMS", "s", "1-1"]), "[[s [[2-0 [f c g d]]]]]");
+        assert_eq!(shown(&mut c, &["XREAD", "STREAMS", "s", "$"]), "nil");
+        // A blocking XREAD on `$` is woken by the next XADD only.
+        let waiter = {
+            let mut w = server.client();
+            std::thread::spawn(move || shown(&mut w, &["XREAD", "BLOCK", "10000", "STREAMS", "s", "$"]))
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = q(&mut c, &["INFO", "clients"]);
+            if info.contains("blocked_clients:1") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the reader never parked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let woke: String = q(&mut c, &["XADD", "s", "*", "f", "new"]);
+        assert_eq!(waiter.join().unwrap(), format!("[[s [[{woke} [f new]]]]]"));
+        // A consumer group.
+        let _: () = q(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
+        fails(&mut c, &["XGROUP", "CREATE", "s", "g", "0"], "BUSYGROUP");
+        let first: Value = q(&mut c, &["XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">"]);
+        assert!(format!("{first:?}").contains("1-1"), "{first:?}");
+        let pending: Value = q(&mut c, &["XPENDING", "s", "g"]);
+        assert_eq!(shown(&mut c, &["XPENDING", "s", "g"]).split(' ').next().unwrap(), "[2", "{pending:?}");
+        assert_eq!(q::<i64>(&mut c, &["XACK", "s", "g", "1-1"]), 1);
+        assert_eq!(shown(&mut c, &["XCLAIM", "s", "g", "bob", "0", "2-0", "JUSTID"]), "[2-0]");
+        assert_eq!(shown(&mut c, &["XPENDING", "s", "g", "-", "+", "10", "bob"]).starts_with("[[2-0 bob"), true);
+        let auto_claimed = shown(&mut c, &["XAUTOCLAIM", "s", "g", "carol", "0", "0", "COUNT", "10", "JUSTID"]);
+        assert_eq!(auto_claimed, "[0-0 [2-0] []]");
+        fails(&mut c, &["XREADGROUP", "GROUP", "nope", "x", "STREAMS", "s", ">"], "NOGROUP");
+        let _: i64 = q(&mut c, &["XTRIM", "s", "MAXLEN", "0"]);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "s"]), 1, "an emptied stream stays");
+        let _: () = q(&mut c, &["SET", "str", "v"]);
+        fails(&mut c, &["XADD", "str", "*", "f", "v"], "WRONGTYPE");
+        assert_eq!(shown(&mut c, &["TYPE", "s"]), "stream");
+        let _: String = q(&mut c, &["XADD", "t", "5-0", "k", "v"]);
+        server.kill();
+    }
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    assert_eq!(shown(&mut c, &["XRANGE", "t", "-", "+"]), "[[5-0 [k v]]]");
+    assert_eq!(q::<i64>(&mut c, &["XLEN", "s"]), 0);
+    let info = shown(&mut c, &["XINFO", "GROUPS", "s"]);
+    assert!(info.contains("g") && info.contains("pending 1"), "the group and its pending entry survive: {info}");
+    fails(&mut c, &["XADD", "s", "2-0", "f", "old"], "equal or smaller");
+}

@@ -4,7 +4,8 @@
 //! clients pipelining mixed writes, deletes and reads, tree checkpoints and
 //! compaction running. The key-value clients use every mutating command
 //! family (`kv_model`): strings, hashes, lists (LINSERT, LMOVE), sets,
-//! sorted sets, RENAME, COPY, MOVE between databases, EXPIRE and PERSIST,
+//! sorted sets, streams with a consumer group (XADD, XDEL, XTRIM, XGROUP
+//! CREATE, XREADGROUP, XACK: its pending list checked), RENAME, COPY, MOVE between databases, EXPIRE and PERSIST,
 //! MULTI/EXEC transactions and an EVAL script of three writes; each
 //! transaction and script must come back whole or not at all. Power fails at a random fence or sync completion.
 //! The server restarts on the image the simulator leaves, and is checked
@@ -226,6 +227,7 @@ fn read_reply(reader: &mut BufReader<TcpStream>, dead: &AtomicBool) -> io::Resul
                 Reply::Bulk(Some(body))
             }
         }
+        b'*' if rest == b"-1" => Reply::Bulk(None),
         b'*' => {
             let len: usize = text().parse().expect("an array length");
             let mut items = Vec::with_capacity(len);

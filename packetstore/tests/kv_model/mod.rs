@@ -1,7 +1,8 @@
 //! The key-value workload of `powerfail.rs` and its model: one client's
 //! keys, of every collection type, in databases 0 and 1, and the replies
 //! Redis 7.0 gives to the commands the client sends: strings, hashes,
-//! lists, sets and sorted sets with their element commands, DEL, RENAME,
+//! lists, sets, sorted sets and streams (with a consumer group) and their
+//! element commands, DEL, RENAME,
 //! COPY, MOVE (back through MULTI with SELECT), EXPIRE, PERSIST and an
 //! expiry in the past, MULTI/EXEC of several writes, and an EVAL script
 //! that writes three keys. Invariant: `KvModel::apply` is the whole
@@ -16,7 +17,7 @@ use packetstore::util::rng::SplitMix64;
 use packetstore::Pool;
 
 /// Key families of a client: `c<client>:<family><j>`, j below the count.
-pub const FAMILIES: [(char, u64); 5] = [('s', 6), ('h', 2), ('l', 3), ('t', 3), ('z', 3)];
+pub const FAMILIES: [(char, u64); 6] = [('s', 6), ('h', 2), ('l', 3), ('t', 3), ('z', 3), ('x', 2)];
 const FIELDS: u64 = 3;
 const MEMBERS: u64 = 6;
 /// A push becomes a pop when the list (as last answered) is this long, so
@@ -47,6 +48,14 @@ fn bulk(bytes: &[u8]) -> Reply {
 
 const WRONG_TYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wrong kind of value";
 
+fn nogroup(key: &[u8]) -> Vec<u8> {
+    format!(
+        "NOGROUP No such key '{}' or consumer group 'g' in XREADGROUP with GROUP option",
+        String::from_utf8_lossy(key)
+    )
+    .into_bytes()
+}
+
 /// A key's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Val {
@@ -56,6 +65,30 @@ pub enum Val {
     Set(BTreeSet<Vec<u8>>),
     /// Integral scores: replies print them as Redis prints such doubles.
     Zset(BTreeMap<Vec<u8>, i64>),
+    Stream(StreamVal),
+}
+
+/// A stream id (ms, seq).
+pub type Id = (u64, u64);
+
+/// A stream: its entries (one field `f` each), its last id, and its one
+/// consumer group `g` if created.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamVal {
+    pub entries: BTreeMap<Id, Vec<u8>>,
+    pub last: Id,
+    pub group: Option<GroupVal>,
+}
+
+/// Group `g`: its last delivered id and pending entries (id -> consumer).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupVal {
+    pub last: Id,
+    pub pel: BTreeMap<Id, Vec<u8>>,
+}
+
+fn id_text((ms, seq): Id) -> Vec<u8> {
+    format!("{ms}-{seq}").into_bytes()
 }
 
 type Key = (u8, Vec<u8>);
@@ -170,6 +203,33 @@ pub enum Cmd {
     ExpirePast {
         key: Vec<u8>,
     },
+    XAdd {
+        key: Vec<u8>,
+        ms: u64,
+        value: Vec<u8>,
+    },
+    XDel {
+        key: Vec<u8>,
+        id: Id,
+    },
+    XTrim {
+        key: Vec<u8>,
+        max: u64,
+    },
+    XGroupCreate {
+        key: Vec<u8>,
+    },
+    XReadGroup {
+        key: Vec<u8>,
+        consumer: Vec<u8>,
+    },
+    XAck {
+        key: Vec<u8>,
+        id: Id,
+    },
+    XRange {
+        key: Vec<u8>,
+    },
     Multi(Vec<Cmd>),
     Script {
         list: Vec<u8>,
@@ -184,7 +244,12 @@ impl Cmd {
     pub fn is_write(&self) -> bool {
         !matches!(
             self,
-            Cmd::Get { .. } | Cmd::HGet { .. } | Cmd::LRange { .. } | Cmd::SMembers { .. } | Cmd::ZRange { .. }
+            Cmd::Get { .. }
+                | Cmd::HGet { .. }
+                | Cmd::LRange { .. }
+                | Cmd::SMembers { .. }
+                | Cmd::ZRange { .. }
+                | Cmd::XRange { .. }
         )
     }
 
@@ -225,6 +290,15 @@ impl Cmd {
             Cmd::Expire { key } => encode(&[b"EXPIRE", key, b"100000"], out),
             Cmd::Persist { key } => encode(&[b"PERSIST", key], out),
             Cmd::ExpirePast { key } => encode(&[b"PEXPIREAT", key, b"1"], out),
+            Cmd::XAdd { key, ms, value } => encode(&[b"XADD", key, format!("{ms}-*").as_bytes(), b"f", value], out),
+            Cmd::XDel { key, id } => encode(&[b"XDEL", key, &id_text(*id)], out),
+            Cmd::XTrim { key, max } => encode(&[b"XTRIM", key, b"MAXLEN", max.to_string().as_bytes()], out),
+            Cmd::XGroupCreate { key } => encode(&[b"XGROUP", b"CREATE", key, b"g", b"0", b"MKSTREAM"], out),
+            Cmd::XReadGroup { key, consumer } => {
+                encode(&[b"XREADGROUP", b"GROUP", b"g", consumer, b"COUNT", b"2", b"STREAMS", key, b">"], out);
+            }
+            Cmd::XAck { key, id } => encode(&[b"XACK", key, b"g", &id_text(*id)], out),
+            Cmd::XRange { key } => encode(&[b"XRANGE", key, b"-", b"+"], out),
             Cmd::Multi(cmds) => {
                 encode(&[b"MULTI"], out);
                 for cmd in cmds {
@@ -301,6 +375,13 @@ impl KvModel {
             Cmd::ZAdd { .. } | Cmd::ZIncrBy { .. } | Cmd::ZRem { .. } | Cmd::ZPopMin { .. } | Cmd::ZRange { .. } => {
                 self.zset(*db, cmd)
             }
+            Cmd::XAdd { .. }
+            | Cmd::XDel { .. }
+            | Cmd::XTrim { .. }
+            | Cmd::XGroupCreate { .. }
+            | Cmd::XReadGroup { .. }
+            | Cmd::XAck { .. }
+            | Cmd::XRange { .. } => self.stream(*db, cmd),
             Cmd::Rename { src, dst } => self.rename(at(src), at(dst)),
             Cmd::Copy { src, dst } => self.copy(at(src), at(dst)),
             Cmd::Move { key, to } => self.move_key(at(key), (*to, key.clone())),
@@ -503,6 +584,93 @@ impl KvModel {
         reply
     }
 
+    fn stream(&mut self, db: u8, cmd: &Cmd) -> Reply {
+        let key = match cmd {
+            Cmd::XAdd { key, .. }
+            | Cmd::XDel { key, .. }
+            | Cmd::XTrim { key, .. }
+            | Cmd::XGroupCreate { key }
+            | Cmd::XReadGroup { key, .. }
+            | Cmd::XAck { key, .. }
+            | Cmd::XRange { key } => (db, key.clone()),
+            _ => unreachable!(),
+        };
+        if matches!(cmd, Cmd::XAdd { .. } | Cmd::XGroupCreate { .. }) && !self.keys.contains_key(&key) {
+            self.keys.insert(key.clone(), Val::Stream(StreamVal::default()));
+        }
+        let stream = match self.keys.get_mut(&key) {
+            Some(Val::Stream(stream)) => stream,
+            Some(_) => return Reply::Error(WRONG_TYPE.to_vec()),
+            None => {
+                return match cmd {
+                    Cmd::XRange { .. } => Reply::Array(Vec::new()),
+                    Cmd::XReadGroup { key, .. } => Reply::Error(nogroup(key)),
+                    _ => Reply::Int(0),
+                }
+            }
+        };
+        let entry = |id: Id, value: &Vec<u8>| {
+            Reply::Array(vec![bulk(&id_text(id)), Reply::Array(vec![bulk(b"f"), bulk(value)])])
+        };
+        match cmd {
+            Cmd::XAdd { ms, value, .. } => {
+                let id = match ms.cmp(&stream.last.0) {
+                    std::cmp::Ordering::Greater => (*ms, 0),
+                    std::cmp::Ordering::Equal if stream.last.1 < u64::MAX => (*ms, stream.last.1 + 1),
+                    _ => {
+                        return Reply::Error(
+                            b"ERR The ID specified in XADD is equal or smaller than the target stream top item"
+                                .to_vec(),
+                        )
+                    }
+                };
+                stream.entries.insert(id, value.clone());
+                stream.last = id;
+                bulk(&id_text(id))
+            }
+            Cmd::XDel { id, .. } => Reply::Int(stream.entries.remove(id).is_some().into()),
+            Cmd::XTrim { max, .. } => {
+                let mut deleted = 0;
+                while stream.entries.len() as u64 > *max {
+                    stream.entries.pop_first();
+                    deleted += 1;
+                }
+                Reply::Int(deleted)
+            }
+            Cmd::XGroupCreate { .. } => {
+                if stream.group.is_some() {
+                    return Reply::Error(b"BUSYGROUP Consumer Group name already exists".to_vec());
+                }
+                stream.group = Some(GroupVal::default());
+                ok()
+            }
+            Cmd::XReadGroup { key: name, consumer } => {
+                let Some(group) = stream.group.as_mut() else { return Reply::Error(nogroup(name)) };
+                let new: Vec<(Id, Vec<u8>)> = stream
+                    .entries
+                    .range((std::ops::Bound::Excluded(group.last), std::ops::Bound::Unbounded))
+                    .take(2)
+                    .map(|(id, v)| (*id, v.clone()))
+                    .collect();
+                if new.is_empty() {
+                    return Reply::Bulk(None);
+                }
+                for (id, _) in &new {
+                    group.last = *id;
+                    group.pel.insert(*id, consumer.clone());
+                }
+                let entries = new.iter().map(|(id, v)| entry(*id, v)).collect();
+                Reply::Array(vec![Reply::Array(vec![bulk(name), Reply::Array(entries)])])
+            }
+            Cmd::XAck { id, .. } => {
+                let acked = stream.group.as_mut().is_some_and(|g| g.pel.remove(id).is_some());
+                Reply::Int(acked.into())
+            }
+            Cmd::XRange { .. } => Reply::Array(stream.entries.iter().map(|(id, v)| entry(*id, v)).collect()),
+            _ => unreachable!(),
+        }
+    }
+
     fn rename(&mut self, src: Key, dst: Key) -> Reply {
         let Some(value) = self.keys.remove(&src) else { return Reply::Error(b"ERR no such key".to_vec()) };
         let expires = self.expiring.remove(&src);
@@ -567,6 +735,14 @@ impl KvModel {
                     Val::List(l) => format!("{:?}", l.iter().map(head).collect::<Vec<_>>()),
                     Val::Set(s) => format!("{:?}", s.iter().map(head).collect::<Vec<_>>()),
                     Val::Zset(z) => format!("{:?}", z.iter().map(|(m, s)| (head(m), s)).collect::<Vec<_>>()),
+                    Val::Stream(x) => format!(
+                        "{:?} last {:?} group {:?}",
+                        x.entries.iter().map(|(id, v)| (id, head(v))).collect::<Vec<_>>(),
+                        x.last,
+                        x.group
+                            .as_ref()
+                            .map(|g| (g.last, g.pel.iter().map(|(id, c)| (*id, head(c))).collect::<Vec<_>>()))
+                    ),
                 };
                 let ttl = if self.expiring.contains(&(*db, key.clone())) { " (expires)" } else { "" };
                 format!("{db}:{}={shown}{ttl}", String::from_utf8_lossy(key))
@@ -622,19 +798,20 @@ fn name(rng: &mut SplitMix64, client: usize, family: char) -> Vec<u8> {
 /// A random command of client `client`, given its state as last answered
 /// (`model`: used only to pick plausible pivots and to keep lists short).
 pub fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel) -> Cmd {
+    // Eight numbers per command, increasing with it: values' stamps and
+    // stream ids (XADD ms-*) of the commands a transaction holds.
+    let seq8 = seq.wrapping_mul(8);
     match rng.below(100) {
-        0..=69 => random_single(rng, client, seq, model),
+        0..=69 => random_single(rng, client, seq8, model),
         70..=79 => {
             let n = 2 + rng.below(3) as usize;
-            Cmd::Multi(
-                (0..n).map(|i| random_write(rng, client, seq.wrapping_mul(8).wrapping_add(i as u64), model)).collect(),
-            )
+            Cmd::Multi((0..n).map(|i| random_write(rng, client, seq8.wrapping_add(i as u64), model)).collect())
         }
         80..=84 => Cmd::Script {
             list: name(rng, client, 'l'),
             set: name(rng, client, 't'),
             zset: name(rng, client, 'z'),
-            value: element(rng, client, seq),
+            value: element(rng, client, seq8.wrapping_add(7)),
             member: format!("m{}", rng.below(MEMBERS)).into_bytes(),
         },
         85..=89 => {
@@ -643,7 +820,7 @@ pub fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel
             let key = name(rng, client, family);
             Cmd::Multi(vec![Cmd::Select { db: 1 }, Cmd::Move { key, to: 0 }, Cmd::Select { db: 0 }])
         }
-        _ => random_write(rng, client, seq, model),
+        _ => random_write(rng, client, seq8, model),
     }
 }
 
@@ -658,7 +835,8 @@ fn random_single(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel)
                 'h' => Cmd::HGet { key, field: format!("f{}", rng.below(FIELDS)).into_bytes() },
                 'l' => Cmd::LRange { key },
                 't' => Cmd::SMembers { key },
-                _ => Cmd::ZRange { key },
+                'z' => Cmd::ZRange { key },
+                _ => Cmd::XRange { key },
             }
         }
     }
@@ -694,12 +872,40 @@ fn random_write(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel) 
             2 => Cmd::SRem { key, member },
             _ => Cmd::SMove { src: key, dst: name(rng, client, 't'), member },
         },
-        _ => match rng.below(5) {
+        'z' => match rng.below(5) {
             0 | 1 => Cmd::ZAdd { key, score: rng.below(7) as i64 - 3, member },
             2 => Cmd::ZIncrBy { key, by: rng.below(5) as i64 - 2, member },
             3 => Cmd::ZRem { key, member },
             _ => Cmd::ZPopMin { key },
         },
+        _ => random_stream_write(rng, client, seq, model, key),
+    }
+}
+
+fn random_stream_write(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel, key: Vec<u8>) -> Cmd {
+    let current = match model.keys.get(&(0, key.clone())) {
+        Some(Val::Stream(stream)) => Some(stream),
+        _ => None,
+    };
+    // An id of the stream as last seen (it may be gone by now).
+    let some_id = |rng: &mut SplitMix64, ids: Vec<Id>| match ids.len() {
+        0 => (1, 1),
+        n => ids[rng.below(n as u64) as usize],
+    };
+    match rng.below(10) {
+        0..=3 => Cmd::XAdd { key, ms: seq.max(1), value: element(rng, client, seq) },
+        4 => {
+            let ids = current.map(|s| s.entries.keys().copied().collect()).unwrap_or_default();
+            Cmd::XDel { id: some_id(rng, ids), key }
+        }
+        5 => Cmd::XTrim { key, max: rng.below(6) },
+        6 => Cmd::XGroupCreate { key },
+        7 | 8 => Cmd::XReadGroup { key, consumer: format!("c{}", rng.below(2)).into_bytes() },
+        _ => {
+            let ids =
+                current.and_then(|s| s.group.as_ref()).map(|g| g.pel.keys().copied().collect()).unwrap_or_default();
+            Cmd::XAck { id: some_id(rng, ids), key }
+        }
     }
 }
 
@@ -741,6 +947,14 @@ pub fn recovered(store: &Store, pool: &Pool, client: usize) -> KvModel {
                 let value = if let Some(value) = store.get(pool, db, &key, 0).expect("a readable key") {
                     Val::Str(read(value))
                 } else if let Some(meta) = store.meta(pool, db, &key, 0).expect("a readable key") {
+                    if meta.kind == KeyType::Stream {
+                        let value = Val::Stream(stream_recovered(store, pool, meta.oid));
+                        if store.expiry(db, &key).is_some() {
+                            model.expiring.insert((logical, key.clone()));
+                        }
+                        model.keys.insert((logical, key), value);
+                        continue;
+                    }
                     let elements: Vec<(Vec<u8>, Vec<u8>)> = store
                         .elements(pool, meta.oid, SPACE_MAIN, Bound::Unbounded, Bound::Unbounded, false)
                         .map(|e| e.map(|(rest, value)| (rest, read(value))))
@@ -765,6 +979,57 @@ pub fn recovered(store: &Store, pool: &Pool, client: usize) -> KvModel {
         }
     }
     model
+}
+
+/// A stream read from its object: entries (field `f`), the last id (the
+/// stored state advanced by the tail), group `g` and its pending list;
+/// asserts each pending entry has its consumer-list twin and consumer.
+fn stream_recovered(store: &Store, pool: &Pool, oid: u64) -> StreamVal {
+    let all = |space: u8| -> Vec<(Vec<u8>, Vec<u8>)> {
+        store
+            .elements(pool, oid, space, Bound::Unbounded, Bound::Unbounded, false)
+            .map(|e| e.map(|(rest, value)| (rest, value_bytes(pool, &value).expect("bytes").into_owned())))
+            .collect::<Result<_, _>>()
+            .expect("readable elements")
+    };
+    let be = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    let le = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let mut stream = StreamVal::default();
+    for (rest, value) in all(SPACE_MAIN) {
+        let id = (be(&rest[..8]), be(&rest[8..16]));
+        // Place (20 bytes), pair count, then "f" and the value, each after
+        // its length.
+        assert_eq!(&value[20..24], &1u32.to_le_bytes(), "one field per entry");
+        let field_len = u32::from_le_bytes(value[24..28].try_into().unwrap()) as usize;
+        let at = 28 + field_len;
+        let len = u32::from_le_bytes(value[at..at + 4].try_into().unwrap()) as usize;
+        stream.entries.insert(id, value[at + 4..at + 4 + len].to_vec());
+    }
+    if let Some((_, state)) = all(0x00).into_iter().next() {
+        stream.last = (le(&state[..8]), le(&state[8..16]));
+    }
+    if let Some((&tail, _)) = stream.entries.last_key_value() {
+        stream.last = stream.last.max(tail);
+    }
+    let twins: BTreeSet<Vec<u8>> = all(0x05).into_iter().map(|(rest, _)| rest).collect();
+    let consumers: BTreeSet<Vec<u8>> = all(0x04).into_iter().map(|(rest, _)| rest).collect();
+    if let Some((_, group)) = all(0x02).into_iter().find(|(rest, _)| rest == b"g") {
+        let mut g = GroupVal { last: (le(&group[..8]), le(&group[8..16])), pel: BTreeMap::new() };
+        for (rest, nack) in all(0x03) {
+            assert_eq!(&rest[..2], b"\x01g");
+            let id = (be(&rest[2..10]), be(&rest[10..18]));
+            let consumer = nack[16..].to_vec();
+            let twin = [&b"\x01g"[..], &[consumer.len() as u8], &consumer, &rest[2..18]].concat();
+            assert!(twins.contains(&twin), "pending {id:?} has its consumer-list twin");
+            assert!(consumers.contains(&[&b"\x01g"[..], &consumer].concat()), "its consumer exists");
+            g.pel.insert(id, consumer);
+        }
+        assert_eq!(twins.len(), g.pel.len(), "no consumer-list entry without its pending entry");
+        stream.group = Some(g);
+    } else {
+        assert!(twins.is_empty() && consumers.is_empty(), "no group, no consumers");
+    }
+    stream
 }
 
 fn zset_scores(store: &Store, pool: &Pool, oid: u64, members: Vec<(Vec<u8>, Vec<u8>)>) -> BTreeMap<Vec<u8>, i64> {
