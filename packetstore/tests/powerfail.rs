@@ -5,9 +5,11 @@
 //! compaction running. The key-value clients use every mutating command
 //! family (`kv_model`): strings, hashes, lists (LINSERT, LMOVE), sets,
 //! sorted sets, streams with a consumer group (XADD, XDEL, XTRIM, XGROUP
-//! CREATE, XREADGROUP, XACK: its pending list checked), RENAME, COPY, MOVE between databases, EXPIRE and PERSIST,
-//! MULTI/EXEC transactions and an EVAL script of three writes; each
-//! transaction and script must come back whole or not at all. Power fails at a random fence or sync completion.
+//! CREATE, XREADGROUP, XACK: its pending list checked), RENAME, COPY,
+//! MOVE between databases, EXPIRE and PERSIST, MULTI/EXEC transactions
+//! and an EVAL script of three writes; each transaction and script must
+//! come back whole or not at all. Power fails at a random fence or sync
+//! completion.
 //! The server restarts on the image the simulator leaves, and is checked
 //! against the clients' own records:
 //! - nothing acknowledged is lost;
