@@ -17,6 +17,8 @@ fi
 
 missing=()
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+# A real Redis 7 for the tests that compare with it (redis_peer.rs).
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || missing+=(mount)

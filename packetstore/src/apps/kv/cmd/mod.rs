@@ -8,6 +8,7 @@ pub(super) mod command;
 pub(super) mod config;
 mod config_table;
 pub(super) mod databases;
+pub(super) mod dump;
 pub(super) mod durability;
 pub(super) mod expire;
 pub(super) mod functions;
