@@ -217,3 +217,25 @@ fn the_log_is_one_line_per_event_and_quiet_at_steady_state() {
     assert!(lines[1].contains("INFO") && lines[1].contains("stopping"), "{text}");
     assert!(lines[2].contains("INFO") && lines[2].contains("stopped: every reply sent"), "{text}");
 }
+
+/// SHUTDOWN stops the server as SIGTERM does (exit 0, a checkpoint, the
+/// lock released); inside MULTI it is refused; ABORT has nothing to abort.
+#[test]
+fn the_shutdown_command_stops_the_server_gracefully() {
+    let pool = TempPool::new("shutdown-command");
+    let mut server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    let error = redis::cmd("SHUTDOWN").arg("ABORT").query::<()>(&mut c).unwrap_err();
+    assert!(error.to_string().contains("No shutdown in progress"), "{error}");
+    let refused: redis::RedisResult<()> = redis::pipe().atomic().cmd("SHUTDOWN").query(&mut c);
+    assert!(refused.unwrap_err().to_string().contains("not allowed inside a transaction"));
+    let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
+    assert!(server.wait_exit(Duration::from_secs(20)), "the server did not stop");
+    assert!(server.child.wait().unwrap().success(), "a graceful stop exits 0");
+    let server = Server::start(&pool.0, &[]);
+    let banner = server.banner().join("\n");
+    assert!(banner.contains(" 0 log records replayed"), "a clean stop leaves nothing to replay: {banner}");
+    let value: Option<String> = redis::cmd("GET").arg("k").query(&mut server.client()).unwrap();
+    assert_eq!(value.as_deref(), Some("v"));
+}

@@ -168,4 +168,10 @@ pub trait App {
     fn tick_interval(&self) -> Option<Duration> {
         None
     }
+
+    /// The application asked the loop to stop (as if its `stop` flag were
+    /// set: a drain, then the end of `run`).
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }

@@ -456,7 +456,7 @@ impl<'a, A: App> Engine<'a, A> {
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut completions = Vec::with_capacity(4096);
         loop {
-            if stop.load(Ordering::Relaxed) && self.draining_until.is_none() {
+            if (stop.load(Ordering::Relaxed) || self.app.stop_requested()) && self.draining_until.is_none() {
                 self.begin_drain();
                 // Its sends and closes are queued before the loop sleeps
                 // (and the drain's timer bounds every later wait).

@@ -177,7 +177,7 @@ impl<'a, A: App> EpollServer<'a, A> {
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_MAX];
         loop {
-            if stop.load(Ordering::Relaxed) && self.draining_until.is_none() {
+            if (stop.load(Ordering::Relaxed) || self.app.stop_requested()) && self.draining_until.is_none() {
                 self.begin_drain()?;
             }
             if let Some(deadline) = self.draining_until {

@@ -200,10 +200,21 @@ impl KvServer {
         let entry = entry.expect("checked by check_command");
         if let Some(script) = &self.scripting.paused {
             if !allowed_while_busy(entry, ctx) {
-                if let Some(multi) = &mut ctx.conn.multi {
-                    multi.aborted = true;
+                let busy = if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION };
+                match ctx.conn.multi.take() {
+                    // Redis's execCommandAbort: the transaction is dropped.
+                    Some(mut multi) if entry.name == "exec" => {
+                        multi.clear(ctx.buffers);
+                        self.unwatch_all(ctx.conn);
+                        ctx.error(&format!("EXECABORT Transaction discarded because of: {busy}"));
+                    }
+                    Some(mut multi) => {
+                        multi.aborted = true;
+                        ctx.conn.multi = Some(multi);
+                        ctx.error(busy);
+                    }
+                    None => ctx.error(busy),
                 }
-                ctx.error(if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION });
                 return Outcome::Rejected;
             }
         }

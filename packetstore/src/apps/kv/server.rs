@@ -50,6 +50,7 @@ impl KvServer {
             watched: std::collections::HashMap::new(),
             modified: false,
             retrying_blocked: false,
+            shutdown_requested: false,
             active_expire: true,
             pubsub: Default::default(),
             blocking: Default::default(),
@@ -230,5 +231,9 @@ impl App for KvServer {
 
     fn tick_interval(&self) -> Option<Duration> {
         Some(Duration::from_millis(100))
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.shutdown_requested
     }
 }

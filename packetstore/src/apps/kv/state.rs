@@ -146,6 +146,8 @@ pub struct KvServer {
     /// A parked command is being run again (INFO commandstats counts it
     /// once).
     pub(super) retrying_blocked: bool,
+    /// SHUTDOWN asked the event loop to stop.
+    pub(super) shutdown_requested: bool,
     /// The tick removes expired keys (DEBUG SET-ACTIVE-EXPIRE turns it off).
     pub(super) active_expire: bool,
     /// Redis's configuration parameters as CONFIG GET shows them.

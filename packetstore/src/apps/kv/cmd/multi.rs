@@ -204,6 +204,18 @@ impl KvServer {
         }
     }
 
+    /// A command wrote `key` (of the connection's database) where the
+    /// dispatcher would not see it (not at its key positions, or only some
+    /// of them were written): watchers fail their EXEC, parked pops wake.
+    pub(in crate::apps::kv) fn touch_written(&mut self, ctx: &Ctx<'_>, key: &[u8]) {
+        let id = ctx.watch_id(key);
+        if self.watched.contains_key(&id) {
+            let exists = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).ok().flatten().is_some();
+            self.touch_key(&id, exists);
+        }
+        self.wake_blocked(ctx.conn.db, key);
+    }
+
     /// A key was written: connections watching it fail their EXEC. One
     /// that watched it already expired sees its deletion as no change.
     pub(in crate::apps::kv) fn touch_key(&mut self, key: &[u8], exists_now: bool) {

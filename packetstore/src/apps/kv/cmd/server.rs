@@ -14,6 +14,7 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command); POWERFAIL and PANIC (test servers).", KvServer::cmd_debug),
     cmd("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), "connection", "Resets the connection: no transaction, no watched key, no subscription, RESP2, no name, not authenticated.", KvServer::cmd_reset),
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
+    cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), "server", "Stops the server: every reply sent, a checkpoint, then exit (the data is always durable: NOSAVE and SAVE change nothing).", KvServer::cmd_shutdown),
     cmd("cluster", -2, &["noscript", "stale"], (0, 0, 0), "cluster", "Cluster commands: this server has no cluster mode.", KvServer::cmd_cluster),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
@@ -128,6 +129,40 @@ impl KvServer {
         ctx.conn.name = None;
         ctx.conn.authenticated = self.config.requirepass.is_none();
         ctx.out.push(b"+RESET\r\n");
+        Ok(())
+    }
+
+    /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: the loop drains and
+    /// stops as on SIGTERM. Every acknowledged write is already durable,
+    /// so NOSAVE and SAVE change nothing; a script paused with writes is
+    /// not finished, and its writes (one open group) are dropped at the
+    /// next start, as Redis's SHUTDOWN NOSAVE drops them.
+    fn cmd_shutdown(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let mut abort = false;
+        let (mut save, mut nosave) = (false, false);
+        for i in 1..ctx.argc() {
+            match ctx.arg(i).to_ascii_uppercase().as_slice() {
+                b"NOSAVE" => nosave = true,
+                b"SAVE" => save = true,
+                b"NOW" | b"FORCE" => {}
+                b"ABORT" => abort = true,
+                _ => {
+                    ctx.error(crate::apps::kv::ops::SYNTAX);
+                    return Ok(());
+                }
+            }
+        }
+        if (save && nosave) || (abort && ctx.argc() != 2) {
+            ctx.error(crate::apps::kv::ops::SYNTAX);
+            return Ok(());
+        }
+        if abort {
+            ctx.error("ERR No shutdown in progress.");
+            return Ok(());
+        }
+        tracing::warn!(client = ctx.conn.id, "SHUTDOWN: stopping");
+        self.shutdown_requested = true;
+        ctx.close = true;
         Ok(())
     }
 

@@ -315,17 +315,24 @@ impl KvServer {
         if self.store.element_count(ctx.pool, from.oid, SPACE_MAIN)? == 1 {
             self.drop_empty_ops(ctx, &src, &mut ops);
         }
-        self.build_ops(ctx, &mut ops, |server, ctx, ops| {
+        let added = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
             let meta = match to {
                 Some(meta) => meta,
                 None => server.collection_for_write(ctx, &dst, KeyType::Set, ops)?.expect("type checked").0,
             };
-            if !server.is_member(ctx, Some(meta), &member)? {
-                ops.push(server.put_bytes(ctx, element_key(meta.oid, SPACE_MAIN, &member), &[])?);
+            if server.is_member(ctx, Some(meta), &member)? {
+                return Ok(false);
             }
-            Ok(())
+            ops.push(server.put_bytes(ctx, element_key(meta.oid, SPACE_MAIN, &member), &[])?);
+            Ok(true)
         })?;
         self.apply(ctx, &ops)?;
+        if !added {
+            // The destination is unchanged: only the source was written
+            // (WATCH on the destination holds, as in Redis).
+            self.modified = false;
+            self.touch_written(ctx, &src);
+        }
         ctx.int(1);
         Ok(())
     }

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use crate::apps::kv::cmd::lists::SEQ_STEP;
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::ops::{key_ok, parse_i64, NOT_INTEGER, SYNTAX, WRONGTYPE};
-use crate::apps::kv::state::{cmd, watch_id, CommandEntry, Ctx, KvServer};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
 use crate::store::db::{value_bytes, StoreError};
 use crate::store::keyspace::{element_key, seq_key, KeyType, Meta, SEQ_FIRST, SPACE_MAIN, SPACE_SCORE};
@@ -384,7 +384,7 @@ impl KvServer {
         // WATCH (the dispatcher would touch the key at argument 1).
         self.modified = false;
         if !outputs.is_empty() || existed {
-            self.sort_touch(ctx, dst);
+            self.touch_written(ctx, dst);
         }
         if !outputs.is_empty() {
             self.notify(ctx, notify::LIST, "sortstore", dst);
@@ -393,15 +393,6 @@ impl KvServer {
         }
         ctx.int(outputs.len() as i64);
         Ok(())
-    }
-
-    fn sort_touch(&mut self, ctx: &mut Ctx<'_>, dst: &[u8]) {
-        let id = watch_id(ctx.conn.db, dst);
-        if self.watched.contains_key(&id) {
-            let exists = self.store.key_type(ctx.pool, ctx.db, dst, ctx.now).ok().flatten().is_some();
-            self.touch_key(&id, exists);
-        }
-        self.wake_blocked(ctx.conn.db, dst);
     }
 }
 

@@ -370,6 +370,21 @@ impl KvServer {
         Ok(self.stream_range(ctx, oid, id, id, 1, false)?.pop())
     }
 
+    /// "xgroup-createconsumer" when a command created its consumer.
+    fn notify_new_consumer(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &[u8],
+        oid: u64,
+        (group, consumer): (&[u8], &[u8]),
+        existed: bool,
+    ) -> Result<(), StoreError> {
+        if !existed && self.consumer_exists(ctx, oid, group, consumer)? {
+            self.notify(ctx, notify::STREAM, "xgroup-createconsumer", key);
+        }
+        Ok(())
+    }
+
     // ---- XGROUP ----
 
     fn cmd_xgroup(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -606,6 +621,12 @@ impl KvServer {
         let mut replies: Vec<(Vec<u8>, Vec<Served>)> = Vec::new();
         let mut ops = Vec::new();
         let now = now_ms();
+        let mut new_consumers = Vec::new();
+        for (key, (meta, _)) in request.keys.iter().zip(&request.groups) {
+            if !self.consumer_exists(ctx, meta.oid, &request.group, &request.consumer)? {
+                new_consumers.push(key.clone());
+            }
+        }
         let built = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
             for (k, key) in request.keys.iter().enumerate() {
                 let (meta, group) = request.groups[k];
@@ -622,6 +643,9 @@ impl KvServer {
         built?;
         if !ops.is_empty() {
             self.apply(ctx, &ops)?;
+        }
+        for key in new_consumers.iter().filter(|k| replies.iter().any(|(served, _)| served == *k)) {
+            self.notify(ctx, notify::STREAM, "xgroup-createconsumer", key);
         }
         if !replies.is_empty() {
             Self::reply_served(ctx, &replies);
@@ -1024,6 +1048,7 @@ impl KvServer {
         let now = now_ms();
         let mut ops = Vec::new();
         let mut claimed = Vec::new();
+        let existed = self.consumer_exists(ctx, meta.oid, &name, &consumer)?;
         let built = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
             if claim.last_id > group.last_id {
                 group.last_id = claim.last_id;
@@ -1068,6 +1093,7 @@ impl KvServer {
         if !ops.is_empty() {
             self.apply(ctx, &ops)?;
         }
+        self.notify_new_consumer(ctx, &key, meta.oid, (&name, &consumer), existed)?;
         ctx.array(claimed.len());
         for entry in &claimed {
             if claim.just_id {
@@ -1100,6 +1126,7 @@ impl KvServer {
         let mut claimed = Vec::new();
         let mut deleted = Vec::new();
         let mut next = StreamId::default();
+        let existed = self.consumer_exists(ctx, meta.oid, &name, &consumer)?;
         let built = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
             let Some(start) = args.start else { return Ok(()) };
             let pending = server.pending_range(ctx, meta.oid, &name, start, StreamId::MAX)?;
@@ -1135,6 +1162,7 @@ impl KvServer {
         if !ops.is_empty() {
             self.apply(ctx, &ops)?;
         }
+        self.notify_new_consumer(ctx, &key, meta.oid, (&name, &consumer), existed)?;
         ctx.array(3);
         ctx.bulk(next.text().as_bytes());
         ctx.array(claimed.len());
