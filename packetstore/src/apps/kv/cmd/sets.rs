@@ -297,12 +297,14 @@ impl KvServer {
 
     fn cmd_smove(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let (src, dst, member) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned(), ctx.arg(3).into_owned());
+        // Redis's order: a missing source answers 0 before the
+        // destination's type is looked at.
         let Ok(from) = self.set_read(ctx, &src)? else { return Ok(()) };
-        let Ok(to) = self.set_read(ctx, &dst)? else { return Ok(()) };
         let Some(from) = from else {
             ctx.int(0);
             return Ok(());
         };
+        let Ok(to) = self.set_read(ctx, &dst)? else { return Ok(()) };
         if !self.is_member(ctx, Some(from), &member)? {
             ctx.int(0);
             return Ok(());
