@@ -207,10 +207,14 @@ impl Parser {
                         }
                         self.state = State::Header { left: count as usize };
                     } else {
-                        // An inline command: words separated by spaces.
-                        for word in line.split(|&b| b == b' ' || b == b'\t').filter(|w| !w.is_empty()) {
+                        // An inline command: words split as Redis's
+                        // sdssplitargs splits them (quotes, escapes).
+                        let Some(words) = split_inline(&line) else {
+                            return Parsed::Malformed("Protocol error: unbalanced quotes in request".into());
+                        };
+                        for word in words {
                             let start = args.small.len();
-                            args.small.extend_from_slice(word);
+                            args.small.extend_from_slice(&word);
                             args.list.push(Arg::Small(start..args.small.len()));
                         }
                         if args.list.is_empty() {
@@ -625,8 +629,107 @@ fn class_match(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
     Some((matched != negate, i + 1))
 }
 
+/// Splits an inline command as Redis's `sdssplitargs`: words separated by
+/// white space; "double quotes" with the escapes \n \r \t \b \a \\ \"
+/// and \xHH; 'single quotes' with \' only. None: a quote left open, or a
+/// closing quote followed by something other than white space.
+pub fn split_inline(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let space = |b: u8| matches!(b, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c);
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut words = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && space(line[i]) {
+            i += 1;
+        }
+        if i == line.len() {
+            return Some(words);
+        }
+        let mut word = Vec::new();
+        let (mut double, mut single) = (false, false);
+        loop {
+            if double {
+                let c = *line.get(i)?;
+                let next = line.get(i + 1).copied();
+                if c == b'\\' && next == Some(b'x') {
+                    if let (Some(h), Some(l)) =
+                        (line.get(i + 2).and_then(|&b| hex(b)), line.get(i + 3).and_then(|&b| hex(b)))
+                    {
+                        word.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && next.is_some() {
+                    word.push(match next? {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                    i += 2;
+                } else if c == b'"' {
+                    if next.is_some_and(|b| !space(b)) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    word.push(c);
+                    i += 1;
+                }
+            } else if single {
+                let c = *line.get(i)?;
+                let next = line.get(i + 1).copied();
+                if c == b'\\' && next == Some(b'\'') {
+                    word.push(b'\'');
+                    i += 2;
+                } else if c == b'\'' {
+                    if next.is_some_and(|b| !space(b)) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    word.push(c);
+                    i += 1;
+                }
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(&c) if space(c) || c == 0 => {
+                        i += 1;
+                        break;
+                    }
+                    Some(b'"') => double = true,
+                    Some(b'\'') => single = true,
+                    Some(&c) => word.push(c),
+                }
+                i += 1;
+            }
+        }
+        words.push(word);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn inline_commands_split_as_redis_s_sdssplitargs() {
+        let words = |line: &[u8]| {
+            split_inline(line).map(|w| w.into_iter().map(|b| String::from_utf8(b).unwrap()).collect::<Vec<_>>())
+        };
+        assert_eq!(words(b"set  \"a b\" c"), Some(vec!["set".into(), "a b".into(), "c".into()]));
+        assert_eq!(words(b"echo \"\\x41\\n\" 'it\\'s'"), Some(vec!["echo".into(), "A\n".into(), "it's".into()]));
+        assert_eq!(words(b"set \"\"\"test-key\"\"\" v"), None, "a quote closed and reopened at once");
+        assert_eq!(words(b"get \"open"), None);
+        assert_eq!(words(b"a\0b"), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(words(b"   "), Some(vec![]));
+    }
+
     use super::*;
 
     #[test]
