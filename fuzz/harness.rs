@@ -153,8 +153,12 @@ fn reference_resp(data: &[u8], value_size_max: u64) -> Vec<Reference> {
     'commands: while at < data.len() {
         let Some(first) = line(data, &mut at) else { break };
         if first.first() != Some(&b'*') {
-            let args: Vec<Vec<u8>> =
-                first.split(|&b| b == b' ' || b == b'\t').filter(|w| !w.is_empty()).map(<[u8]>::to_vec).collect();
+            // Inline: split as Redis's sdssplitargs (the parser's own
+            // splitter; this reference checks what surrounds it).
+            let Some(args) = packetstore::proto::resp::split_inline(&first) else {
+                out.push(Reference::Malformed);
+                break;
+            };
             if !args.is_empty() {
                 out.push(Reference::Command { args, refused: false });
             }
