@@ -20,6 +20,8 @@ command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 # A real Redis 7 for the tests that compare with it (redis_peer.rs).
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# redis_py.rs makes a virtualenv for Python's redis-py.
+python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || missing+=(mount)
 if [ "${#missing[@]}" -gt 0 ]; then
