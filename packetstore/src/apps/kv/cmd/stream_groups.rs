@@ -24,7 +24,7 @@ use std::ops::Bound;
 
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::cmd::scripting::help;
-use crate::apps::kv::cmd::streams::{interval, parse_id, Entry, State, StreamId};
+use crate::apps::kv::cmd::streams::{block_arg, interval, parse_id, streams_count, Entry, State, StreamId};
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
@@ -51,7 +51,6 @@ const NAME_MAX: usize = 200;
 /// Entries read unknown (Redis's SCG_INVALID_ENTRIES_READ).
 const READ_UNKNOWN: i64 = -1;
 const BLOCKED_COUNT_DEFAULT: usize = 1000;
-const BLOCK_MAX: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
 /// A consumer group's state.
 #[derive(Clone, Copy)]
@@ -469,6 +468,31 @@ impl KvServer {
         }
     }
 
+    /// XGROUP CREATE's and SETID's id (argument 4): `$` is the stream's
+    /// last id (0-0 for none); `strict` refuses `-` and `+`. None once an
+    /// error was replied.
+    fn group_id_arg(
+        &self,
+        ctx: &mut Ctx<'_>,
+        found: Option<Meta>,
+        strict: bool,
+    ) -> Result<Option<StreamId>, StoreError> {
+        let arg = ctx.arg(4).into_owned();
+        if arg == b"$" {
+            return Ok(Some(match found {
+                Some(meta) => self.stream_state(ctx, meta.oid)?.last_id,
+                None => StreamId::default(),
+            }));
+        }
+        match parse_id(&arg, 0, strict) {
+            Ok((id, _)) => Ok(Some(id)),
+            Err(why) => {
+                ctx.error(why);
+                Ok(None)
+            }
+        }
+    }
+
     fn xgroup_create(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -482,21 +506,7 @@ impl KvServer {
             ctx.error(SYNTAX);
             return Ok(());
         }
-        let id_arg = ctx.arg(4).into_owned();
-        let last_id = if id_arg == b"$" {
-            match found {
-                Some(meta) => self.stream_state(ctx, meta.oid)?.last_id,
-                None => StreamId::default(),
-            }
-        } else {
-            match parse_id(&id_arg, 0, true) {
-                Ok((id, _)) => id,
-                Err(why) => {
-                    ctx.error(why);
-                    return Ok(());
-                }
-            }
-        };
+        let Some(last_id) = self.group_id_arg(ctx, found, true)? else { return Ok(()) };
         if exists {
             ctx.error("BUSYGROUP Consumer Group name already exists");
             return Ok(());
@@ -529,18 +539,7 @@ impl KvServer {
             ctx.error(SYNTAX);
             return Ok(());
         }
-        let id_arg = ctx.arg(4).into_owned();
-        let last_id = if id_arg == b"$" {
-            self.stream_state(ctx, meta.oid)?.last_id
-        } else {
-            match parse_id(&id_arg, 0, false) {
-                Ok((id, _)) => id,
-                Err(why) => {
-                    ctx.error(why);
-                    return Ok(());
-                }
-            }
-        };
+        let Some(last_id) = self.group_id_arg(ctx, Some(meta), false)? else { return Ok(()) };
         let op = self.group_op(ctx, meta.oid, name, &Group { last_id, entries_read })?;
         self.apply(ctx, &[op])?;
         self.notify(ctx, notify::STREAM, "xgroup-setid", key);
@@ -770,12 +769,7 @@ impl KvServer {
                     if self.scripting.running {
                         return Err("ERR xreadgroup command is not allowed with BLOCK option from scripts".into());
                     }
-                    let ms = parse_i64(&ctx.arg(i + 1)).ok_or("ERR timeout is not an integer or out of range")?;
-                    if ms < 0 {
-                        return Err("ERR timeout is negative".into());
-                    }
-                    let wait = std::time::Duration::from_millis(ms as u64).min(BLOCK_MAX);
-                    request.block = Some((ms > 0).then(|| std::time::Instant::now() + wait));
+                    request.block = Some(block_arg(&ctx.arg(i + 1))?);
                     i += 1;
                 }
                 b"COUNT" if more > 0 => {
@@ -816,15 +810,13 @@ impl KvServer {
                 return Ok(None);
             }
         };
-        if streams_at == 0 {
-            ctx.error(SYNTAX);
-            return Ok(None);
-        }
-        let rest = ctx.argc() - streams_at;
-        if rest % 2 != 0 {
-            ctx.error("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
-            return Ok(None);
-        }
+        let n = match streams_count(ctx.argc(), streams_at) {
+            Ok(n) => n,
+            Err(why) => {
+                ctx.error(why);
+                return Ok(None);
+            }
+        };
         if !have_group {
             ctx.error("ERR Missing GROUP option for XREADGROUP");
             return Ok(None);
@@ -835,7 +827,6 @@ impl KvServer {
                 return Ok(None);
             }
         }
-        let n = rest / 2;
         for k in 0..n {
             let key = ctx.arg(streams_at + k).into_owned();
             let found = match self.stream_read(ctx, &key)? {

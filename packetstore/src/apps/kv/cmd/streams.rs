@@ -51,7 +51,7 @@ const STATE_LEN: usize = 16 + 8 + 16 + 8 + 4;
 const ENTRY_BYTES_MAX: usize = u32::MAX as usize;
 /// XREAD BLOCK's count when none is given (Redis's).
 const BLOCKED_COUNT_DEFAULT: usize = 1000;
-const BLOCK_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(in crate::apps::kv) const BLOCK_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(in crate::apps::kv) const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 
@@ -627,14 +627,8 @@ impl KvServer {
             return Ok(());
         };
         let state = self.stream_state(ctx, meta.oid)?;
-        let (mut ops, deleted) = self.trim_ops(ctx, meta.oid, &args.trim)?;
-        if deleted > 0 {
-            ops.push(self.put_bytes(ctx, element_key(meta.oid, SPACE_STATE, &[]), &state.encode())?);
-            self.apply(ctx, &ops)?;
-            self.notify(ctx, notify::STREAM, "xtrim", &key);
-        }
-        ctx.int(deleted as i64);
-        Ok(())
+        let (ops, _) = self.trim_ops(ctx, meta.oid, &args.trim)?;
+        self.apply_deletes(ctx, (&key, meta.oid), &state, ops, "xtrim")
     }
 
     // ---- reads ----
@@ -735,11 +729,24 @@ impl KvServer {
                 state.max_deleted = state.max_deleted.max(id);
             }
         }
+        self.apply_deletes(ctx, (&key, meta.oid), &state, ops, "xdel")
+    }
+
+    /// Applies entry deletes with the state (computed before them, so the
+    /// tail's counters survive), notifies `event`, answers their count.
+    fn apply_deletes(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        (key, oid): (&[u8], u64),
+        state: &State,
+        mut ops: Vec<Op>,
+        event: &str,
+    ) -> Result<(), StoreError> {
         let deleted = ops.len();
         if deleted > 0 {
-            ops.push(self.put_bytes(ctx, element_key(meta.oid, SPACE_STATE, &[]), &state.encode())?);
+            ops.push(self.put_bytes(ctx, element_key(oid, SPACE_STATE, &[]), &state.encode())?);
             self.apply(ctx, &ops)?;
-            self.notify(ctx, notify::STREAM, "xdel", &key);
+            self.notify(ctx, notify::STREAM, event, key);
         }
         ctx.int(deleted as i64);
         Ok(())
@@ -877,16 +884,13 @@ impl KvServer {
                         ctx.error("ERR xread command is not allowed with BLOCK option from scripts");
                         return Ok(None);
                     }
-                    let Some(ms) = parse_i64(&ctx.arg(i + 1)) else {
-                        ctx.error("ERR timeout is not an integer or out of range");
-                        return Ok(None);
-                    };
-                    if ms < 0 {
-                        ctx.error("ERR timeout is negative");
-                        return Ok(None);
+                    match block_arg(&ctx.arg(i + 1)) {
+                        Ok(deadline) => request.block = Some(deadline),
+                        Err(why) => {
+                            ctx.error(why);
+                            return Ok(None);
+                        }
                     }
-                    let wait = Duration::from_millis(ms as u64).min(BLOCK_MAX);
-                    request.block = Some((ms > 0).then(|| Instant::now() + wait));
                     i += 1;
                 }
                 b"COUNT" if more > 0 => {
@@ -915,16 +919,13 @@ impl KvServer {
             }
             i += 1;
         }
-        if streams_at == 0 {
-            ctx.error(SYNTAX);
-            return Ok(None);
-        }
-        let rest = ctx.argc() - streams_at;
-        if rest % 2 != 0 {
-            ctx.error("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
-            return Ok(None);
-        }
-        let n = rest / 2;
+        let n = match streams_count(ctx.argc(), streams_at) {
+            Ok(n) => n,
+            Err(why) => {
+                ctx.error(why);
+                return Ok(None);
+            }
+        };
         request.ids_at = streams_at + n;
         for k in 0..n {
             let key = ctx.arg(streams_at + k).into_owned();
@@ -1100,6 +1101,29 @@ struct XreadRequest {
     ids_at: usize,
     /// A `$` was resolved to a stream's last id.
     resolved: bool,
+}
+
+/// XREAD's and XREADGROUP's BLOCK argument: its deadline (None: wait
+/// forever). Err: the error reply.
+pub(in crate::apps::kv) fn block_arg(bytes: &[u8]) -> Result<Option<Instant>, &'static str> {
+    let ms = parse_i64(bytes).ok_or("ERR timeout is not an integer or out of range")?;
+    if ms < 0 {
+        return Err("ERR timeout is negative");
+    }
+    Ok((ms > 0).then(|| Instant::now() + Duration::from_millis(ms as u64).min(BLOCK_MAX)))
+}
+
+/// How many streams follow STREAMS at `streams_at` (0: no STREAMS): the
+/// keys, then as many ids. Err: the error reply.
+pub(in crate::apps::kv) fn streams_count(argc: usize, streams_at: usize) -> Result<usize, &'static str> {
+    if streams_at == 0 {
+        return Err(SYNTAX);
+    }
+    let rest = argc - streams_at;
+    if rest % 2 != 0 {
+        return Err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
+    }
+    Ok(rest / 2)
 }
 
 /// The id `*` takes: the current time, or the last id's next when the
