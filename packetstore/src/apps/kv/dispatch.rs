@@ -462,6 +462,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::sort::COMMANDS,
     cmd::streams::COMMANDS,
     cmd::stream_groups::COMMANDS,
+    cmd::stream_pending::COMMANDS,
     cmd::dump::COMMANDS,
     cmd::blocking::COMMANDS,
     cmd::multi::COMMANDS,

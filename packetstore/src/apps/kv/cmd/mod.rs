@@ -25,6 +25,7 @@ pub(super) mod server;
 pub(super) mod sets;
 pub(super) mod sort;
 pub(super) mod stream_groups;
+pub(super) mod stream_pending;
 pub(super) mod streams;
 pub(super) mod strings;
 pub(super) mod zranges;

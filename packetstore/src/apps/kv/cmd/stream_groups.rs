@@ -1,6 +1,7 @@
-//! Stream consumer groups: XGROUP, XREADGROUP (with BLOCK and NOACK),
-//! XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO GROUPS and CONSUMERS, and the
-//! groups of XINFO STREAM FULL (Redis 7.0's `t_stream.c`).
+//! Stream consumer groups: their storage, XGROUP, XREADGROUP (with BLOCK
+//! and NOACK) and XACK (Redis 7.0's `t_stream.c`); the pending list's
+//! readers and claims (XPENDING, XCLAIM, XAUTOCLAIM, XINFO GROUPS and
+//! CONSUMERS) are in `stream_pending.rs`.
 //!
 //! A group lives in its stream's object (schema 2), in four spaces:
 //!
@@ -24,7 +25,7 @@ use std::ops::Bound;
 
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::cmd::scripting::help;
-use crate::apps::kv::cmd::streams::{block_arg, interval, parse_id, streams_count, Entry, State, StreamId};
+use crate::apps::kv::cmd::streams::{block_arg, parse_id, streams_count, Entry, State, StreamId};
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
@@ -37,26 +38,23 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("xgroup", -2, &["write"], (2, 2, 1), "stream", "XGROUP CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER, HELP.", KvServer::cmd_xgroup),
     cmd("xreadgroup", -7, &["write", "blocking", "movablekeys"], (0, 0, 0), "stream", "Reads entries of streams for a consumer of a group, waiting for some.", KvServer::cmd_xreadgroup),
     cmd("xack", -4, &["write", "fast"], (1, 1, 1), "stream", "Acknowledges entries of a group's pending list.", KvServer::cmd_xack),
-    cmd("xpending", -3, &["readonly"], (1, 1, 1), "stream", "Returns a group's pending entries.", KvServer::cmd_xpending),
-    cmd("xclaim", -6, &["write", "fast"], (1, 1, 1), "stream", "Changes the owner of pending entries.", KvServer::cmd_xclaim),
-    cmd("xautoclaim", -6, &["write", "fast"], (1, 1, 1), "stream", "Claims pending entries idle long enough.", KvServer::cmd_xautoclaim),
 ];
 
-const SPACE_GROUP: u8 = 0x02;
-const SPACE_PEL: u8 = 0x03;
-const SPACE_CONSUMER: u8 = 0x04;
-const SPACE_CONSUMER_PEL: u8 = 0x05;
+pub(in crate::apps::kv) const SPACE_GROUP: u8 = 0x02;
+pub(in crate::apps::kv) const SPACE_PEL: u8 = 0x03;
+pub(in crate::apps::kv) const SPACE_CONSUMER: u8 = 0x04;
+pub(in crate::apps::kv) const SPACE_CONSUMER_PEL: u8 = 0x05;
 /// The longest group or consumer name.
 const NAME_MAX: usize = 200;
 /// Entries read unknown (Redis's SCG_INVALID_ENTRIES_READ).
-const READ_UNKNOWN: i64 = -1;
+pub(in crate::apps::kv) const READ_UNKNOWN: i64 = -1;
 const BLOCKED_COUNT_DEFAULT: usize = 1000;
 
 /// A consumer group's state.
 #[derive(Clone, Copy)]
-struct Group {
-    last_id: StreamId,
-    entries_read: i64,
+pub(in crate::apps::kv) struct Group {
+    pub(in crate::apps::kv) last_id: StreamId,
+    pub(in crate::apps::kv) entries_read: i64,
 }
 
 impl Group {
@@ -68,7 +66,7 @@ impl Group {
         out
     }
 
-    fn decode(bytes: &[u8]) -> Result<Group, StoreError> {
+    pub(in crate::apps::kv) fn decode(bytes: &[u8]) -> Result<Group, StoreError> {
         if bytes.len() != 24 {
             return Err(StoreError::Corrupt("a consumer group is malformed".into()));
         }
@@ -79,10 +77,10 @@ impl Group {
 
 /// A pending entry.
 #[derive(Clone)]
-struct Nack {
-    delivery_time: u64,
-    delivery_count: u64,
-    consumer: Vec<u8>,
+pub(in crate::apps::kv) struct Nack {
+    pub(in crate::apps::kv) delivery_time: u64,
+    pub(in crate::apps::kv) delivery_count: u64,
+    pub(in crate::apps::kv) consumer: Vec<u8>,
 }
 
 impl Nack {
@@ -104,7 +102,7 @@ impl Nack {
 }
 
 /// `len u8, name`.
-fn named(name: &[u8]) -> Vec<u8> {
+pub(in crate::apps::kv) fn named(name: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1 + name.len());
     out.push(name.len() as u8);
     out.extend_from_slice(name);
@@ -123,7 +121,7 @@ fn consumer_pel_rest(group: &[u8], consumer: &[u8], id: StreamId) -> Vec<u8> {
     [named(group).as_slice(), &named(consumer), &id.key()].concat()
 }
 
-fn name_ok(name: &[u8]) -> Result<(), String> {
+pub(in crate::apps::kv) fn name_ok(name: &[u8]) -> Result<(), String> {
     if name.len() > NAME_MAX {
         return Err(format!(
             "ERR consumer group or consumer name of {} bytes is over the limit of {NAME_MAX}",
@@ -133,7 +131,7 @@ fn name_ok(name: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn nogroup(key: &[u8], group: &[u8], suffix: &str) -> String {
+pub(in crate::apps::kv) fn nogroup(key: &[u8], group: &[u8], suffix: &str) -> String {
     format!(
         "NOGROUP No such key '{}' or consumer group '{}'{suffix}",
         String::from_utf8_lossy(key),
@@ -141,7 +139,7 @@ fn nogroup(key: &[u8], group: &[u8], suffix: &str) -> String {
     )
 }
 
-fn nogroup_for_key(key: &[u8], group: &[u8]) -> String {
+pub(in crate::apps::kv) fn nogroup_for_key(key: &[u8], group: &[u8]) -> String {
     format!(
         "NOGROUP No such consumer group '{}' for key name '{}'",
         String::from_utf8_lossy(group),
@@ -151,7 +149,7 @@ fn nogroup_for_key(key: &[u8], group: &[u8]) -> String {
 
 /// What a stream's counters say about its history (for lag and
 /// entries-read, Redis's streamEstimateDistanceFromFirstEverEntry).
-struct History {
+pub(in crate::apps::kv) struct History {
     state: State,
     length: u64,
     first_id: StreamId,
@@ -190,7 +188,7 @@ impl History {
     }
 
     /// A group's lag; None where it cannot be known.
-    fn lag(&self, group: &Group) -> Option<i64> {
+    pub(in crate::apps::kv) fn lag(&self, group: &Group) -> Option<i64> {
         if self.state.entries_added == 0 {
             return Some(0);
         }
@@ -218,7 +216,7 @@ impl History {
 }
 
 impl KvServer {
-    fn history(&self, ctx: &Ctx<'_>, oid: u64) -> Result<History, StoreError> {
+    pub(in crate::apps::kv) fn history(&self, ctx: &Ctx<'_>, oid: u64) -> Result<History, StoreError> {
         Ok(History {
             state: self.stream_state(ctx, oid)?,
             length: self.stream_len(ctx, oid)?,
@@ -226,19 +224,36 @@ impl KvServer {
         })
     }
 
-    fn group_get(&self, ctx: &Ctx<'_>, oid: u64, name: &[u8]) -> Result<Option<Group>, StoreError> {
+    pub(in crate::apps::kv) fn group_get(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        name: &[u8],
+    ) -> Result<Option<Group>, StoreError> {
         match self.store.element(ctx.pool, oid, SPACE_GROUP, name)? {
             Some(value) => Ok(Some(Group::decode(&value_bytes(ctx.pool, &value)?)?)),
             None => Ok(None),
         }
     }
 
-    fn group_op(&mut self, ctx: &mut Ctx<'_>, oid: u64, name: &[u8], group: &Group) -> Result<Op, StoreError> {
+    pub(in crate::apps::kv) fn group_op(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        oid: u64,
+        name: &[u8],
+        group: &Group,
+    ) -> Result<Op, StoreError> {
         self.put_bytes(ctx, element_key(oid, SPACE_GROUP, name), &group.encode())
     }
 
     /// The entries of `space` whose rest starts with `prefix`, in order.
-    fn prefixed(&self, ctx: &Ctx<'_>, oid: u64, space: u8, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Value)>, StoreError> {
+    pub(in crate::apps::kv) fn prefixed(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        space: u8,
+        prefix: &[u8],
+    ) -> Result<Vec<(Vec<u8>, Value)>, StoreError> {
         let end = prefix_end(prefix);
         let high = match &end {
             Some(end) => Bound::Excluded(end.as_slice()),
@@ -248,7 +263,13 @@ impl KvServer {
         self.store.elements(ctx.pool, oid, space, low, high, false).collect()
     }
 
-    fn prefixed_count(&self, ctx: &Ctx<'_>, oid: u64, space: u8, prefix: &[u8]) -> Result<u64, StoreError> {
+    pub(in crate::apps::kv) fn prefixed_count(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        space: u8,
+        prefix: &[u8],
+    ) -> Result<u64, StoreError> {
         let end = prefix_end(prefix);
         let high = match &end {
             Some(end) => Bound::Excluded(end.as_slice()),
@@ -257,7 +278,13 @@ impl KvServer {
         self.store.element_count_in(ctx.pool, oid, space, Bound::Included(prefix), high)
     }
 
-    fn nack_get(&self, ctx: &Ctx<'_>, oid: u64, group: &[u8], id: StreamId) -> Result<Option<Nack>, StoreError> {
+    pub(in crate::apps::kv) fn nack_get(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        group: &[u8],
+        id: StreamId,
+    ) -> Result<Option<Nack>, StoreError> {
         match self.store.element(ctx.pool, oid, SPACE_PEL, &pel_rest(group, id))? {
             Some(value) => Ok(Some(Nack::decode(&value_bytes(ctx.pool, &value)?)?)),
             None => Ok(None),
@@ -265,7 +292,7 @@ impl KvServer {
     }
 
     /// Ops writing `nack` for `id`, moving it off `previous`'s list.
-    fn nack_ops(
+    pub(in crate::apps::kv) fn nack_ops(
         &mut self,
         ctx: &mut Ctx<'_>,
         (oid, group, id): (u64, &[u8], StreamId),
@@ -286,17 +313,23 @@ impl KvServer {
         Ok(())
     }
 
-    fn nack_del_ops(oid: u64, group: &[u8], id: StreamId, consumer: &[u8], ops: &mut Vec<Op>) {
+    pub(in crate::apps::kv) fn nack_del_ops(oid: u64, group: &[u8], id: StreamId, consumer: &[u8], ops: &mut Vec<Op>) {
         ops.push(Op::Del { key: element_key(oid, SPACE_PEL, &pel_rest(group, id)) });
         ops.push(Op::Del { key: element_key(oid, SPACE_CONSUMER_PEL, &consumer_pel_rest(group, consumer, id)) });
     }
 
-    fn consumer_exists(&self, ctx: &Ctx<'_>, oid: u64, group: &[u8], consumer: &[u8]) -> Result<bool, StoreError> {
+    pub(in crate::apps::kv) fn consumer_exists(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        group: &[u8],
+        consumer: &[u8],
+    ) -> Result<bool, StoreError> {
         Ok(self.store.element(ctx.pool, oid, SPACE_CONSUMER, &consumer_rest(group, consumer))?.is_some())
     }
 
     /// Creates or refreshes a consumer (its seen time is now).
-    fn consumer_seen_op(
+    pub(in crate::apps::kv) fn consumer_seen_op(
         &mut self,
         ctx: &mut Ctx<'_>,
         oid: u64,
@@ -308,7 +341,12 @@ impl KvServer {
     }
 
     /// A group's consumers: name and seen time, by name.
-    fn consumers(&self, ctx: &Ctx<'_>, oid: u64, group: &[u8]) -> Result<Vec<(Vec<u8>, u64)>, StoreError> {
+    pub(in crate::apps::kv) fn consumers(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        group: &[u8],
+    ) -> Result<Vec<(Vec<u8>, u64)>, StoreError> {
         let prefix = named(group);
         let mut out = Vec::new();
         for (rest, value) in self.prefixed(ctx, oid, SPACE_CONSUMER, &prefix)? {
@@ -319,13 +357,19 @@ impl KvServer {
         Ok(out)
     }
 
-    fn consumer_pending(&self, ctx: &Ctx<'_>, oid: u64, group: &[u8], consumer: &[u8]) -> Result<u64, StoreError> {
+    pub(in crate::apps::kv) fn consumer_pending(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        group: &[u8],
+        consumer: &[u8],
+    ) -> Result<u64, StoreError> {
         let prefix = [named(group), named(consumer)].concat();
         self.prefixed_count(ctx, oid, SPACE_CONSUMER_PEL, &prefix)
     }
 
     /// The group's pending entries with ids in [start, end], in order.
-    fn pending_range(
+    pub(in crate::apps::kv) fn pending_range(
         &self,
         ctx: &Ctx<'_>,
         oid: u64,
@@ -346,7 +390,7 @@ impl KvServer {
     }
 
     /// A consumer's pending ids from `start` on.
-    fn consumer_pending_ids(
+    pub(in crate::apps::kv) fn consumer_pending_ids(
         &self,
         ctx: &Ctx<'_>,
         oid: u64,
@@ -365,12 +409,17 @@ impl KvServer {
         entries.map(|e| e.and_then(|(rest, _)| StreamId::from_key(&rest[prefix.len()..]))).collect()
     }
 
-    fn stream_entry(&self, ctx: &Ctx<'_>, oid: u64, id: StreamId) -> Result<Option<Entry>, StoreError> {
+    pub(in crate::apps::kv) fn stream_entry(
+        &self,
+        ctx: &Ctx<'_>,
+        oid: u64,
+        id: StreamId,
+    ) -> Result<Option<Entry>, StoreError> {
         Ok(self.stream_range(ctx, oid, id, id, 1, false)?.pop())
     }
 
     /// "xgroup-createconsumer" when a command created its consumer.
-    fn notify_new_consumer(
+    pub(in crate::apps::kv) fn notify_new_consumer(
         &mut self,
         ctx: &mut Ctx<'_>,
         key: &[u8],
@@ -871,7 +920,7 @@ impl KvServer {
 
     /// The stream at `key` and its group `name`: None (replied `missing`,
     /// or WRONGTYPE) if either is absent.
-    fn stream_group(
+    pub(in crate::apps::kv) fn stream_group(
         &self,
         ctx: &mut Ctx<'_>,
         key: &[u8],
@@ -927,408 +976,6 @@ impl KvServer {
         ctx.int(acknowledged);
         Ok(())
     }
-
-    fn cmd_xpending(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let argc = ctx.argc();
-        if argc != 3 && !(6..=9).contains(&argc) {
-            ctx.error(SYNTAX);
-            return Ok(());
-        }
-        let range = if argc >= 6 {
-            match parse_pending_range(ctx) {
-                Ok(range) => Some(range),
-                Err(why) => {
-                    ctx.error(&why);
-                    return Ok(());
-                }
-            }
-        } else {
-            None
-        };
-        let (key, name) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned());
-        let Some((meta, _)) = self.stream_group(ctx, &key, &name, Err(nogroup(&key, &name, "")))? else {
-            return Ok(());
-        };
-        self.stats.reads += 1;
-        match range {
-            None => self.xpending_summary(ctx, meta.oid, &name),
-            Some(range) => self.xpending_range(ctx, meta.oid, &name, range),
-        }
-    }
-
-    fn xpending_summary(&mut self, ctx: &mut Ctx<'_>, oid: u64, name: &[u8]) -> Result<(), StoreError> {
-        let total = self.prefixed_count(ctx, oid, SPACE_PEL, &named(name))?;
-        ctx.array(4);
-        ctx.int(total as i64);
-        if total == 0 {
-            ctx.null();
-            ctx.null();
-            let enc = ctx.enc();
-            enc.null_array(ctx.out.bytes());
-            return Ok(());
-        }
-        let pending = self.pending_range(ctx, oid, name, StreamId::default(), StreamId::MAX)?;
-        ctx.bulk(pending.first().expect("not empty").0.text().as_bytes());
-        ctx.bulk(pending.last().expect("not empty").0.text().as_bytes());
-        let mut owners = Vec::new();
-        for (consumer, _) in self.consumers(ctx, oid, name)? {
-            let count = self.consumer_pending(ctx, oid, name, &consumer)?;
-            if count > 0 {
-                owners.push((consumer, count));
-            }
-        }
-        ctx.array(owners.len());
-        for (consumer, count) in owners {
-            ctx.array(2);
-            ctx.bulk(&consumer);
-            ctx.bulk(count.to_string().as_bytes());
-        }
-        Ok(())
-    }
-
-    fn xpending_range(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        oid: u64,
-        name: &[u8],
-        range: PendingRange,
-    ) -> Result<(), StoreError> {
-        let now = now_ms();
-        let (Some(start), Some(end)) = (range.start, range.end) else {
-            ctx.array(0);
-            return Ok(());
-        };
-        let mut pending = self.pending_range(ctx, oid, name, start, end)?;
-        if let Some(consumer) = &range.consumer {
-            pending.retain(|(_, nack)| &nack.consumer == consumer);
-        }
-        let rows: Vec<_> = pending
-            .into_iter()
-            .filter(|(_, nack)| range.min_idle == 0 || now.saturating_sub(nack.delivery_time) >= range.min_idle)
-            .take(range.count)
-            .collect();
-        ctx.array(rows.len());
-        for (id, nack) in rows {
-            ctx.array(4);
-            ctx.bulk(id.text().as_bytes());
-            ctx.bulk(&nack.consumer);
-            ctx.int(now.saturating_sub(nack.delivery_time) as i64);
-            ctx.int(nack.delivery_count as i64);
-        }
-        Ok(())
-    }
-
-    // ---- XCLAIM, XAUTOCLAIM ----
-
-    fn cmd_xclaim(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let (key, name, consumer) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned(), ctx.arg(3).into_owned());
-        let Some((meta, mut group)) = self.stream_group(ctx, &key, &name, Err(nogroup(&key, &name, "")))? else {
-            return Ok(());
-        };
-        let claim = match parse_claim(ctx) {
-            Ok(claim) => claim,
-            Err(why) => {
-                ctx.error(&why);
-                return Ok(());
-            }
-        };
-        if let Err(why) = name_ok(&consumer) {
-            ctx.error(&why);
-            return Ok(());
-        }
-        let now = now_ms();
-        let mut ops = Vec::new();
-        let mut claimed = Vec::new();
-        let existed = self.consumer_exists(ctx, meta.oid, &name, &consumer)?;
-        let built = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
-            if claim.last_id > group.last_id {
-                group.last_id = claim.last_id;
-                ops.push(server.group_op(ctx, meta.oid, &name, &group)?);
-            }
-            let mut seen = false;
-            for &id in &claim.ids {
-                let nack = server.nack_get(ctx, meta.oid, &name, id)?;
-                let Some(entry) = server.stream_entry(ctx, meta.oid, id)? else {
-                    if let Some(nack) = nack {
-                        Self::nack_del_ops(meta.oid, &name, id, &nack.consumer, ops);
-                    }
-                    continue;
-                };
-                let nack = match nack {
-                    Some(nack) => nack,
-                    None if claim.force => Nack { delivery_time: now, delivery_count: 0, consumer: Vec::new() },
-                    None => continue,
-                };
-                let fresh = nack.consumer.is_empty();
-                if !fresh && claim.min_idle > 0 && now.saturating_sub(nack.delivery_time) < claim.min_idle {
-                    continue;
-                }
-                if !seen {
-                    ops.push(server.consumer_seen_op(ctx, meta.oid, &name, &consumer)?);
-                    seen = true;
-                }
-                let delivery_count = match claim.retry_count {
-                    Some(n) => n,
-                    None if !claim.just_id => nack.delivery_count + 1,
-                    None => nack.delivery_count,
-                };
-                let delivery_time = claim.delivery_time.map_or(now, |t| if t > now { now } else { t });
-                let moved = Nack { delivery_time, delivery_count, consumer: consumer.clone() };
-                let previous = (!fresh).then_some(nack.consumer.as_slice());
-                server.nack_ops(ctx, (meta.oid, &name, id), &moved, previous, ops)?;
-                claimed.push(entry);
-            }
-            Ok(())
-        });
-        built?;
-        if !ops.is_empty() {
-            self.apply(ctx, &ops)?;
-        }
-        self.notify_new_consumer(ctx, &key, meta.oid, (&name, &consumer), existed)?;
-        ctx.array(claimed.len());
-        for entry in &claimed {
-            if claim.just_id {
-                ctx.bulk(entry.id.text().as_bytes());
-            } else {
-                Self::reply_entry(ctx, entry);
-            }
-        }
-        Ok(())
-    }
-
-    fn cmd_xautoclaim(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let args = match parse_autoclaim(ctx) {
-            Ok(args) => args,
-            Err(why) => {
-                ctx.error(&why);
-                return Ok(());
-            }
-        };
-        let (key, name, consumer) = (ctx.arg(1).into_owned(), ctx.arg(2).into_owned(), ctx.arg(3).into_owned());
-        let Some((meta, _)) = self.stream_group(ctx, &key, &name, Err(nogroup(&key, &name, "")))? else {
-            return Ok(());
-        };
-        if let Err(why) = name_ok(&consumer) {
-            ctx.error(&why);
-            return Ok(());
-        }
-        let now = now_ms();
-        let mut ops = Vec::new();
-        let mut claimed = Vec::new();
-        let mut deleted = Vec::new();
-        let mut next = StreamId::default();
-        let existed = self.consumer_exists(ctx, meta.oid, &name, &consumer)?;
-        let built = self.build_ops(ctx, &mut ops, |server, ctx, ops| {
-            let Some(start) = args.start else { return Ok(()) };
-            let pending = server.pending_range(ctx, meta.oid, &name, start, StreamId::MAX)?;
-            let (mut count, mut attempts) = (args.count, args.count.saturating_mul(10));
-            let mut seen = false;
-            let mut rows = pending.into_iter().peekable();
-            while attempts > 0 && count > 0 {
-                let Some((id, nack)) = rows.next() else { break };
-                attempts -= 1;
-                let Some(entry) = server.stream_entry(ctx, meta.oid, id)? else {
-                    Self::nack_del_ops(meta.oid, &name, id, &nack.consumer, ops);
-                    deleted.push(id);
-                    count -= 1;
-                    continue;
-                };
-                if args.min_idle > 0 && now.saturating_sub(nack.delivery_time) < args.min_idle {
-                    continue;
-                }
-                if !seen {
-                    ops.push(server.consumer_seen_op(ctx, meta.oid, &name, &consumer)?);
-                    seen = true;
-                }
-                let delivery_count = nack.delivery_count + u64::from(!args.just_id);
-                let moved = Nack { delivery_time: now, delivery_count, consumer: consumer.clone() };
-                server.nack_ops(ctx, (meta.oid, &name, id), &moved, Some(&nack.consumer), ops)?;
-                claimed.push(entry);
-                count -= 1;
-            }
-            next = rows.peek().map_or(StreamId::default(), |(id, _)| *id);
-            Ok(())
-        });
-        built?;
-        if !ops.is_empty() {
-            self.apply(ctx, &ops)?;
-        }
-        self.notify_new_consumer(ctx, &key, meta.oid, (&name, &consumer), existed)?;
-        ctx.array(3);
-        ctx.bulk(next.text().as_bytes());
-        ctx.array(claimed.len());
-        for entry in &claimed {
-            if args.just_id {
-                ctx.bulk(entry.id.text().as_bytes());
-            } else {
-                Self::reply_entry(ctx, entry);
-            }
-        }
-        ctx.array(deleted.len());
-        for id in deleted {
-            ctx.bulk(id.text().as_bytes());
-        }
-        Ok(())
-    }
-
-    // ---- XINFO GROUPS, CONSUMERS, and STREAM FULL's groups ----
-
-    /// A stream's groups: name and state, by name.
-    fn groups(&self, ctx: &Ctx<'_>, oid: u64) -> Result<Vec<(Vec<u8>, Group)>, StoreError> {
-        let mut out = Vec::new();
-        for (rest, value) in self.prefixed(ctx, oid, SPACE_GROUP, &[])? {
-            out.push((rest, Group::decode(&value_bytes(ctx.pool, &value)?)?));
-        }
-        Ok(out)
-    }
-
-    pub(in crate::apps::kv) fn group_count(&self, ctx: &Ctx<'_>, oid: u64) -> Result<u64, StoreError> {
-        self.store.element_count(ctx.pool, oid, SPACE_GROUP)
-    }
-
-    fn reply_lag(ctx: &mut Ctx<'_>, history: &History, group: &Group) {
-        match history.lag(group) {
-            Some(lag) => ctx.int(lag),
-            None => ctx.null(),
-        }
-    }
-
-    fn reply_entries_read(ctx: &mut Ctx<'_>, group: &Group) {
-        if group.entries_read == READ_UNKNOWN {
-            ctx.null();
-        } else {
-            ctx.int(group.entries_read);
-        }
-    }
-
-    pub(in crate::apps::kv) fn xinfo_groups(&mut self, ctx: &mut Ctx<'_>, meta: Meta) -> Result<(), StoreError> {
-        let history = self.history(ctx, meta.oid)?;
-        let groups = self.groups(ctx, meta.oid)?;
-        ctx.array(groups.len());
-        for (name, group) in groups {
-            let consumers = self.prefixed_count(ctx, meta.oid, SPACE_CONSUMER, &named(&name))?;
-            let pending = self.prefixed_count(ctx, meta.oid, SPACE_PEL, &named(&name))?;
-            ctx.map(6);
-            ctx.bulk(b"name");
-            ctx.bulk(&name);
-            ctx.bulk(b"consumers");
-            ctx.int(consumers as i64);
-            ctx.bulk(b"pending");
-            ctx.int(pending as i64);
-            ctx.bulk(b"last-delivered-id");
-            ctx.bulk(group.last_id.text().as_bytes());
-            ctx.bulk(b"entries-read");
-            Self::reply_entries_read(ctx, &group);
-            ctx.bulk(b"lag");
-            Self::reply_lag(ctx, &history, &group);
-        }
-        Ok(())
-    }
-
-    pub(in crate::apps::kv) fn xinfo_consumers(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        key: &[u8],
-        meta: Meta,
-    ) -> Result<(), StoreError> {
-        let name = ctx.arg(3).into_owned();
-        if self.group_get(ctx, meta.oid, &name)?.is_none() {
-            ctx.error(&nogroup_for_key(key, &name));
-            return Ok(());
-        }
-        let now = now_ms();
-        let consumers = self.consumers(ctx, meta.oid, &name)?;
-        ctx.array(consumers.len());
-        for (consumer, seen) in consumers {
-            let pending = self.consumer_pending(ctx, meta.oid, &name, &consumer)?;
-            ctx.map(3);
-            ctx.bulk(b"name");
-            ctx.bulk(&consumer);
-            ctx.bulk(b"pending");
-            ctx.int(pending as i64);
-            ctx.bulk(b"idle");
-            ctx.int(now.saturating_sub(seen) as i64);
-        }
-        Ok(())
-    }
-
-    /// XINFO STREAM FULL's groups, each PEL and consumer list cut at
-    /// `count` (0: all).
-    pub(in crate::apps::kv) fn xinfo_full_groups(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        oid: u64,
-        count: usize,
-    ) -> Result<(), StoreError> {
-        let history = self.history(ctx, oid)?;
-        let groups = self.groups(ctx, oid)?;
-        ctx.array(groups.len());
-        for (name, group) in groups {
-            let mut pending = self.pending_range(ctx, oid, &name, StreamId::default(), StreamId::MAX)?;
-            let total = pending.len();
-            if count != 0 {
-                pending.truncate(count);
-            }
-            ctx.map(7);
-            ctx.bulk(b"name");
-            ctx.bulk(&name);
-            ctx.bulk(b"last-delivered-id");
-            ctx.bulk(group.last_id.text().as_bytes());
-            ctx.bulk(b"entries-read");
-            Self::reply_entries_read(ctx, &group);
-            ctx.bulk(b"lag");
-            Self::reply_lag(ctx, &history, &group);
-            ctx.bulk(b"pel-count");
-            ctx.int(total as i64);
-            ctx.bulk(b"pending");
-            ctx.array(pending.len());
-            for (id, nack) in &pending {
-                ctx.array(4);
-                ctx.bulk(id.text().as_bytes());
-                ctx.bulk(&nack.consumer);
-                ctx.int(nack.delivery_time as i64);
-                ctx.int(nack.delivery_count as i64);
-            }
-            self.xinfo_full_consumers(ctx, oid, &name, count)?;
-        }
-        Ok(())
-    }
-
-    fn xinfo_full_consumers(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        oid: u64,
-        name: &[u8],
-        count: usize,
-    ) -> Result<(), StoreError> {
-        ctx.bulk(b"consumers");
-        let consumers = self.consumers(ctx, oid, name)?;
-        ctx.array(consumers.len());
-        for (consumer, seen) in consumers {
-            let mut ids = self.consumer_pending_ids(ctx, oid, name, &consumer, StreamId::default())?;
-            let total = ids.len();
-            if count != 0 {
-                ids.truncate(count);
-            }
-            ctx.map(4);
-            ctx.bulk(b"name");
-            ctx.bulk(&consumer);
-            ctx.bulk(b"seen-time");
-            ctx.int(seen as i64);
-            ctx.bulk(b"pel-count");
-            ctx.int(total as i64);
-            ctx.bulk(b"pending");
-            ctx.array(ids.len());
-            for id in ids {
-                let nack = self.nack_get(ctx, oid, name, id)?;
-                ctx.array(3);
-                ctx.bulk(id.text().as_bytes());
-                ctx.int(nack.as_ref().map_or(0, |n| n.delivery_time) as i64);
-                ctx.int(nack.as_ref().map_or(0, |n| n.delivery_count) as i64);
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What XREADGROUP serves of one stream.
@@ -1349,134 +996,6 @@ struct GroupRead {
     count: usize,
     block: Option<Option<std::time::Instant>>,
     noack: bool,
-}
-
-/// XPENDING's extended form.
-struct PendingRange {
-    min_idle: u64,
-    start: Option<StreamId>,
-    end: Option<StreamId>,
-    count: usize,
-    consumer: Option<Vec<u8>>,
-}
-
-fn parse_pending_range(ctx: &Ctx<'_>) -> Result<PendingRange, String> {
-    let mut at = 3;
-    let mut min_idle = 0;
-    if ctx.arg(3).eq_ignore_ascii_case(b"IDLE") {
-        min_idle = parse_i64(&ctx.arg(4)).ok_or(NOT_INTEGER)?.max(0) as u64;
-        if ctx.argc() < 8 {
-            return Err(SYNTAX.into());
-        }
-        at += 2;
-    }
-    if at + 2 >= ctx.argc() {
-        return Err(SYNTAX.into());
-    }
-    let count = parse_i64(&ctx.arg(at + 2)).ok_or(NOT_INTEGER)?.max(0) as usize;
-    let start = interval(&ctx.arg(at), 0, true)?;
-    let end = interval(&ctx.arg(at + 1), u64::MAX, false)?;
-    let consumer = (at + 3 < ctx.argc()).then(|| ctx.arg(at + 3).into_owned());
-    if at + 4 < ctx.argc() {
-        return Err(SYNTAX.into());
-    }
-    Ok(PendingRange { min_idle, start, end, count, consumer })
-}
-
-/// XCLAIM's ids and options.
-struct Claim {
-    min_idle: u64,
-    ids: Vec<StreamId>,
-    delivery_time: Option<u64>,
-    retry_count: Option<u64>,
-    force: bool,
-    just_id: bool,
-    last_id: StreamId,
-}
-
-fn parse_claim(ctx: &Ctx<'_>) -> Result<Claim, String> {
-    let min_idle = parse_i64(&ctx.arg(4)).ok_or("ERR Invalid min-idle-time argument for XCLAIM")?.max(0) as u64;
-    let mut claim = Claim {
-        min_idle,
-        ids: Vec::new(),
-        delivery_time: None,
-        retry_count: None,
-        force: false,
-        just_id: false,
-        last_id: StreamId::default(),
-    };
-    let mut j = 5;
-    while j < ctx.argc() {
-        match parse_id(&ctx.arg(j), 0, true) {
-            Ok((id, _)) => claim.ids.push(id),
-            Err(_) => break,
-        }
-        j += 1;
-    }
-    let now = now_ms() as i64;
-    while j < ctx.argc() {
-        let more = ctx.argc() - 1 - j;
-        let opt = ctx.arg(j).to_ascii_uppercase();
-        let number = |j: usize, what: &str| {
-            parse_i64(&ctx.arg(j)).ok_or_else(|| format!("ERR Invalid {what} option argument for XCLAIM"))
-        };
-        match opt.as_slice() {
-            b"FORCE" => claim.force = true,
-            b"JUSTID" => claim.just_id = true,
-            b"IDLE" if more > 0 => {
-                j += 1;
-                claim.delivery_time = Some(now.saturating_sub(number(j, "IDLE")?).max(0) as u64);
-            }
-            b"TIME" if more > 0 => {
-                j += 1;
-                claim.delivery_time = Some(number(j, "TIME")?.max(0) as u64);
-            }
-            b"RETRYCOUNT" if more > 0 => {
-                j += 1;
-                claim.retry_count = Some(number(j, "RETRYCOUNT")?.max(0) as u64);
-            }
-            b"LASTID" if more > 0 => {
-                j += 1;
-                claim.last_id = parse_id(&ctx.arg(j), 0, true)?.0;
-            }
-            _ => return Err(format!("ERR Unrecognized XCLAIM option '{}'", String::from_utf8_lossy(&ctx.arg(j)))),
-        }
-        j += 1;
-    }
-    Ok(claim)
-}
-
-/// XAUTOCLAIM's options.
-struct AutoClaim {
-    min_idle: u64,
-    start: Option<StreamId>,
-    count: usize,
-    just_id: bool,
-}
-
-fn parse_autoclaim(ctx: &Ctx<'_>) -> Result<AutoClaim, String> {
-    let min_idle = parse_i64(&ctx.arg(4)).ok_or("ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0) as u64;
-    let start = interval(&ctx.arg(5), 0, true)?;
-    let mut args = AutoClaim { min_idle, start, count: 100, just_id: false };
-    let mut j = 6;
-    while j < ctx.argc() {
-        let more = ctx.argc() - 1 - j;
-        let opt = ctx.arg(j).to_ascii_uppercase();
-        match opt.as_slice() {
-            b"COUNT" if more > 0 => {
-                let n = parse_i64(&ctx.arg(j + 1)).ok_or("ERR COUNT must be > 0")?;
-                if !(1..=(i64::MAX / 16)).contains(&n) {
-                    return Err("ERR COUNT must be > 0".into());
-                }
-                args.count = n as usize;
-                j += 1;
-            }
-            b"JUSTID" => args.just_id = true,
-            _ => return Err(SYNTAX.into()),
-        }
-        j += 1;
-    }
-    Ok(args)
 }
 
 const XGROUP_HELP: &[&str] = &[
