@@ -47,7 +47,22 @@ mod kv_model;
 use kv_model::{random_cmd, stamped, Cmd, KvModel, Reply};
 
 const FAILURES_PER_SEED: usize = 4;
-const CLIENTS: usize = 3;
+/// What the clients of a run do.
+#[derive(Clone, Copy)]
+struct Workload {
+    clients: usize,
+    /// Scripts run busy loops of up to this many iterations, with
+    /// lua-time-limit at 1 ms, so they pause between event-loop turns with
+    /// a write done (one client: the others would get BUSY).
+    spin_max: u64,
+}
+
+/// Script pauses over the whole test binary (a pausing workload must see
+/// some, or it tests nothing).
+static SCRIPT_PAUSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+const MIXED: Workload = Workload { clients: 3, spin_max: 0 };
+const PAUSING_SCRIPTS: Workload = Workload { clients: 1, spin_max: 3_000_000 };
 /// Reading a reply gives up after this long without the server (it died).
 const CLIENT_POLL: Duration = Duration::from_millis(20);
 /// A power failure that has not happened by then is a hang: a test failure.
@@ -154,7 +169,10 @@ fn run_server(
             };
             let mut app = KvServer::new(config, store, String::new());
             let mut engine = Engine::new(&pool, &mut buffers, &mut app, setup.engine_config(), listeners)?;
-            engine.run(stop)
+            let outcome = engine.run(stop);
+            drop(engine);
+            SCRIPT_PAUSES.fetch_add(app.stats().script_pauses, Ordering::Relaxed);
+            outcome
         }
         Server::Wal => {
             let config = WalConfig {
@@ -259,7 +277,13 @@ struct KvRun {
 
 /// Sends pipelined batches until the server dies; checks every reply
 /// against the model (so reads see exactly what was written before them).
-fn kv_client(addr: SocketAddr, client: usize, seed: u64, model: KvModel, dead: &AtomicBool) -> KvRun {
+fn kv_client(
+    addr: SocketAddr,
+    (client, seed): (usize, u64),
+    model: KvModel,
+    dead: &AtomicBool,
+    workload: Workload,
+) -> KvRun {
     let mut rng = SplitMix64::new(seed);
     let mut model = model;
     let mut run = KvRun { sent: Vec::new(), answered: 0 };
@@ -268,6 +292,17 @@ fn kv_client(addr: SocketAddr, client: usize, seed: u64, model: KvModel, dead: &
     stream.set_nodelay(true).unwrap();
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
+    if workload.spin_max > 0 {
+        let mut set = Vec::new();
+        kv_model::encode(&[b"CONFIG", b"SET", b"lua-time-limit", b"1"], &mut set);
+        if writer.write_all(&set).is_err() {
+            return run;
+        }
+        match read_reply(&mut reader, dead) {
+            Ok(reply) => assert_eq!(reply, Reply::Status(b"OK".to_vec()), "CONFIG SET lua-time-limit"),
+            Err(_) => return run,
+        }
+    }
     let mut seq = seed.wrapping_mul(1 << 20);
     loop {
         let most = if rng.chance(1, 3) { 1 } else { 12 };
@@ -276,7 +311,7 @@ fn kv_client(addr: SocketAddr, client: usize, seed: u64, model: KvModel, dead: &
         let first = run.sent.len();
         for _ in 0..batch {
             seq += 1;
-            let cmd = random_cmd(&mut rng, client, seq, &model);
+            let cmd = random_cmd(&mut rng, client, seq, &model, workload.spin_max);
             cmd.encode(&mut bytes);
             run.sent.push(cmd);
         }
@@ -464,7 +499,7 @@ fn wal_check(pool: &Pool, wal: &Wal, runs: &[WalRun], acknowledged: &mut BTreeMa
 /// Returns (failure points, operations acknowledged, failed syncs).
 // Allowed: one seed's story, start to verdict, read top to bottom.
 #[allow(clippy::too_many_lines)]
-fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
+fn run_seed(server: Server, seed: u64, workload: Workload) -> (usize, usize, usize) {
     let mut acknowledged_ops = 0;
     let mut eio_stops = 0;
     let mut rng = SplitMix64::new(seed);
@@ -473,7 +508,7 @@ fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
     let device = Arc::new(SimDevice::new(geometry.file_size(), setup.mode));
     drop(Pool::create_simulated(device.clone(), geometry).expect("create"));
     let mut device = Arc::new(SimDevice::from_image(device.crash(0), setup.mode));
-    let mut models = vec![KvModel::default(); CLIENTS];
+    let mut models = vec![KvModel::default(); workload.clients];
     let mut wal_acknowledged = BTreeMap::new();
     let mut wal_runs_all: Vec<WalRun> = Vec::new();
     for round in 0..FAILURES_PER_SEED {
@@ -500,16 +535,16 @@ fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
             device.crash_at_fence(device.fences() + 1 + rng.below(60), rng.next_u64());
         }
         let dead = AtomicBool::new(false);
-        let client_seeds: Vec<u64> = (0..CLIENTS).map(|_| rng.next_u64()).collect();
+        let client_seeds: Vec<u64> = (0..workload.clients).map(|_| rng.next_u64()).collect();
         let started = Instant::now();
         let stop = AtomicBool::new(false);
         let (outcome, kv_runs, wal_runs) = std::thread::scope(|scope| {
             let engine = scope.spawn(|| run_server(server, &setup, device.clone(), listeners, &stop));
-            let clients: Vec<_> = (0..CLIENTS)
+            let clients: Vec<_> = (0..workload.clients)
                 .map(|c| {
                     let (dead, model, client_seed) = (&dead, models[c].clone(), client_seeds[c]);
                     scope.spawn(move || match server {
-                        Server::Kv => (Some(kv_client(addr, c, client_seed, model, dead)), None),
+                        Server::Kv => (Some(kv_client(addr, (c, client_seed), model, dead, workload)), None),
                         Server::Wal => (None, Some(wal_client(addr, c, client_seed, dead))),
                     })
                 })
@@ -586,11 +621,11 @@ fn run_seed(server: Server, seed: u64) -> (usize, usize, usize) {
     (FAILURES_PER_SEED, acknowledged_ops, eio_stops)
 }
 
-fn run_all(server: Server) {
+fn run_all(server: Server, workload: Workload) {
     let (mut points, mut acknowledged, mut eio) = (0, 0, 0);
     let seeds = seeds();
     for &seed in &seeds {
-        let (p, a, e) = run_seed(server, seed);
+        let (p, a, e) = run_seed(server, seed, workload);
         points += p;
         acknowledged += a;
         eio += e;
@@ -606,10 +641,22 @@ fn run_all(server: Server) {
 
 #[test]
 fn kv_server_survives_power_failures_under_load() {
-    run_all(Server::Kv);
+    run_all(Server::Kv, MIXED);
+}
+
+/// Scripts that pause past lua-time-limit with a write done: the event
+/// loop commits their open group's records while they wait; a power
+/// failure then must bring back none of a script's writes, never some.
+#[test]
+fn kv_paused_scripts_are_all_or_nothing_across_power_failures() {
+    let before = SCRIPT_PAUSES.load(Ordering::Relaxed);
+    run_all(Server::Kv, PAUSING_SCRIPTS);
+    let pauses = SCRIPT_PAUSES.load(Ordering::Relaxed) - before;
+    eprintln!("{pauses} script pauses");
+    assert!(pauses > 0, "no script paused: the workload does not test what it says");
 }
 
 #[test]
 fn wal_server_survives_power_failures_under_load() {
-    run_all(Server::Wal);
+    run_all(Server::Wal, MIXED);
 }

@@ -26,8 +26,11 @@ const LIST_LEN_MAX: usize = 12;
 /// The sorted sets' second space (score key, member): empty values.
 const SPACE_SCORES: u8 = 2;
 /// The script: three writes, one log group.
-pub const SCRIPT: &str = "redis.call('RPUSH', KEYS[1], ARGV[1]) redis.call('SADD', KEYS[2], ARGV[2]) \
-                          return redis.call('ZINCRBY', KEYS[3], 1, ARGV[2])";
+/// ARGV[3] is a busy loop's length between the first write and the
+/// others: long enough, the script pauses past lua-time-limit with one
+/// write done (its group open) while the event loop turns and commits.
+pub const SCRIPT: &str = "redis.call('RPUSH', KEYS[1], ARGV[1]) for i = 1, tonumber(ARGV[3]) do end \
+                          redis.call('SADD', KEYS[2], ARGV[2]) return redis.call('ZINCRBY', KEYS[3], 1, ARGV[2])";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
@@ -237,6 +240,7 @@ pub enum Cmd {
         zset: Vec<u8>,
         value: Vec<u8>,
         member: Vec<u8>,
+        spin: u64,
     },
 }
 
@@ -306,8 +310,9 @@ impl Cmd {
                 }
                 encode(&[b"EXEC"], out);
             }
-            Cmd::Script { list, set, zset, value, member } => {
-                encode(&[b"EVAL", SCRIPT.as_bytes(), b"3", list, set, zset, value, member], out);
+            Cmd::Script { list, set, zset, value, member, spin } => {
+                let spin = spin.to_string();
+                encode(&[b"EVAL", SCRIPT.as_bytes(), b"3", list, set, zset, value, member, spin.as_bytes()], out);
             }
         }
     }
@@ -399,7 +404,7 @@ impl KvModel {
             Cmd::Persist { key } => Reply::Int(self.expiring.remove(&at(key)).into()),
             Cmd::ExpirePast { key } => Reply::Int(self.keys.remove(&at(key)).is_some().into()),
             Cmd::Multi(_) => unreachable!("transactions do not nest"),
-            Cmd::Script { list, set, zset, value, member } => {
+            Cmd::Script { list, set, zset, value, member, .. } => {
                 self.list(*db, &Cmd::Push { key: list.clone(), left: false, value: value.clone() });
                 self.set(*db, &Cmd::SAdd { key: set.clone(), member: member.clone() });
                 self.zset(*db, &Cmd::ZIncrBy { key: zset.clone(), by: 1, member: member.clone() })
@@ -797,7 +802,8 @@ fn name(rng: &mut SplitMix64, client: usize, family: char) -> Vec<u8> {
 
 /// A random command of client `client`, given its state as last answered
 /// (`model`: used only to pick plausible pivots and to keep lists short).
-pub fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel) -> Cmd {
+/// `spin_max`: the longest busy loop a script runs (0: none).
+pub fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel, spin_max: u64) -> Cmd {
     // Eight numbers per command, increasing with it: values' stamps and
     // stream ids (XADD ms-*) of the commands a transaction holds.
     let seq8 = seq.wrapping_mul(8);
@@ -813,6 +819,7 @@ pub fn random_cmd(rng: &mut SplitMix64, client: usize, seq: u64, model: &KvModel
             zset: name(rng, client, 'z'),
             value: element(rng, client, seq8.wrapping_add(7)),
             member: format!("m{}", rng.below(MEMBERS)).into_bytes(),
+            spin: if spin_max == 0 { 0 } else { rng.below(spin_max) },
         },
         85..=89 => {
             // MOVE back from database 1 needs SELECT: in a transaction.

@@ -84,6 +84,12 @@ impl KvServer {
             self.stats.panics as f64,
         );
         e.single(
+            "packetstore_script_pauses_total",
+            "counter",
+            "Script steps that ended paused past lua-time-limit (others answered BUSY meanwhile).",
+            self.stats.script_pauses as f64,
+        );
+        e.single(
             "packetstore_cross_protocol_closed_total",
             "counter",
             "Redis connections closed for sending an HTTP request (POST or Host:).",
@@ -371,7 +377,7 @@ impl KvServer {
         let (channels, patterns, shards) = self.pubsub.counts();
         let _ = write!(
             text,
-            "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\n",
+            "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\nscript_pauses:{}\r\n",
             self.stats.commands,
             self.stats.http_requests,
             self.stats.writes,
@@ -391,7 +397,8 @@ impl KvServer {
             self.io.receive_limited,
             self.io.turn_received_max,
             self.stats.panics,
-            self.stats.cross_protocol
+            self.stats.cross_protocol,
+            self.stats.script_pauses
         );
         let errors: u64 = self.error_stats.values().sum();
         let _ = write!(text, "total_error_replies:{errors}\r\nevicted_keys:0\r\n");

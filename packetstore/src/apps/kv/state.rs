@@ -76,6 +76,9 @@ pub struct KvStats {
     pub panics: u64,
     /// Redis connections closed for sending an HTTP request.
     pub cross_protocol: u64,
+    /// Script steps that ended paused past lua-time-limit (others got
+    /// BUSY until the next).
+    pub script_pauses: u64,
     pub bytes_sent_zero_copy: u64,
     pub bytes_sent_copied: u64,
     /// Value bytes written: persisted where they were received (zero copy)

@@ -399,7 +399,10 @@ impl KvServer {
                 return self.script_done(ctx, script, Err(error));
             }
             let now = Instant::now();
-            let slice_end = pausable.then(|| (script.started + threshold).max(now + PAUSED_SLICE));
+            // Uninterrupted until busy-reply-threshold; then PAUSED_SLICE
+            // at a time between turns.
+            let due = script.started + threshold;
+            let slice_end = pausable.then(|| if now < due { due } else { now + PAUSED_SLICE });
             let guard =
                 (!pausable).then(|| (script.started + SCRIPT_TIME_MAX.max(threshold), script.run.vm.flags.clone()));
             pause::plan(HookPlan { slice_end, guard });
@@ -409,6 +412,7 @@ impl KvServer {
             pause::plan(HookPlan::default());
             match step {
                 Step::Paused if pausable => {
+                    self.stats.script_pauses += 1;
                     self.pubsub.wake.push(script.token);
                     self.scripting.paused = Some(script);
                     return Ok(());
