@@ -28,6 +28,15 @@ pub(super) fn key_ok(key: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// LEFT or RIGHT (true). Err: the error reply.
+pub(super) fn parse_end(arg: Option<Vec<u8>>) -> Result<bool, &'static str> {
+    match arg.as_deref() {
+        Some(b"LEFT") => Ok(false),
+        Some(b"RIGHT") => Ok(true),
+        _ => Err(SYNTAX),
+    }
+}
+
 pub(super) fn parse_i64(bytes: &[u8]) -> Option<i64> {
     let text = std::str::from_utf8(bytes).ok()?;
     if text.is_empty() || text.len() > 20 || text.starts_with('+') || (text.starts_with('0') && text.len() > 1) {

@@ -377,8 +377,8 @@ impl KvServer {
 
     /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
     fn cmd_blmove(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        let from = crate::apps::kv::cmd::lists::parse_end(ctx.conn.args.upper(3));
-        let ends = from.and_then(|from| Ok((from, crate::apps::kv::cmd::lists::parse_end(ctx.conn.args.upper(4))?)));
+        let from = crate::apps::kv::ops::parse_end(ctx.conn.args.upper(3));
+        let ends = from.and_then(|from| Ok((from, crate::apps::kv::ops::parse_end(ctx.conn.args.upper(4))?)));
         let (from_right, to_right) = match ends {
             Ok(ends) => ends,
             Err(why) => {

@@ -16,7 +16,7 @@
 //! element left is deleted in the same store group as its last removal.
 
 use crate::apps::kv::cmd::notify;
-use crate::apps::kv::ops::{key_ok, parse_i64, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use crate::apps::kv::ops::{key_ok, parse_end, parse_i64, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
@@ -79,15 +79,6 @@ fn resolve(index: i64, len: u64) -> Option<u64> {
     let len = len as i64;
     let at = if index < 0 { len + index } else { index };
     (at >= 0).then_some(at as u64)
-}
-
-/// LEFT or RIGHT (true). Err: the error reply.
-pub(in crate::apps::kv) fn parse_end(arg: Option<Vec<u8>>) -> Result<bool, &'static str> {
-    match arg.as_deref() {
-        Some(b"LEFT") => Ok(false),
-        Some(b"RIGHT") => Ok(true),
-        _ => Err(SYNTAX),
-    }
 }
 
 /// A value taken out of a list by a pop or a move, with its own buffer
