@@ -181,9 +181,22 @@ def main():
     parser.add_argument("--shm-dir", default="/dev/shm")
     parser.add_argument("--disk-dir", default=os.path.join(kv.ROOT, "target", "bench-disk"))
     parser.add_argument("--quick", action="store_true", help="1 round of 20,000 requests")
+    parser.add_argument("--replot", nargs="+", metavar="CSV",
+                        help="no run: tables and plot from these CSVs of earlier runs (e.g. one per storage)")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.requests = 1, 20000
+    if args.replot:
+        samples = []
+        for path in args.replot:
+            with open(path) as f:
+                for row in csv.DictReader(f):
+                    for field in ("rps", "p50_ms", "p99_ms", "server_us_per_req"):
+                        row[field] = float(row[field])
+                    row["pipeline"], row["round"] = int(row["pipeline"]), int(row["round"])
+                    samples.append(row)
+        write(samples, args)
+        return
     os.makedirs(args.disk_dir, exist_ok=True)
     samples = run(args)
     write(samples, args)

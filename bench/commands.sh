@@ -13,7 +13,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 # Debian starts a redis-server on 6379 when installing it: not ours.
 systemctl stop redis-server 2>/dev/null || true
-python3 -c "import matplotlib" 2>/dev/null || apt-get install -y -qq python3-matplotlib || true
+python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install -q matplotlib || apt-get install -y -qq python3-matplotlib || true
 [ -x "${KEVY_BIN:-$HOME/.cargo/bin/kevy}" ] || cargo install kevy@3.17.3 --locked
 cargo build --release -q
 huge=$(mktemp -d /tmp/packetstore-bench-huge.XXXXXX)
