@@ -77,12 +77,13 @@
 //! the writer to know its version (LMDB's reader table). The servers run
 //! one event loop per tree, where reads and writes of a turn alternate.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::BufferError;
+use crate::util::idhash::IdHashSet;
 use crate::index::indirect;
 use crate::index::node::{self, Edit, Node, NodeBytes, NodeError, Value, COUNTED_HEADER_SIZE, NODE_HEADER_SIZE};
 use crate::pool::buffers::Buffers;
@@ -306,6 +307,15 @@ impl Shadow {
         unsafe { std::slice::from_raw_parts(self.base.add(at), self.node_size) }
     }
 
+    /// The slot of `node`, to change in place.
+    fn slot_mut(&mut self, node: u32) -> &mut [u8] {
+        let at = node as usize * self.node_size;
+        assert!(at + self.node_size <= self.len);
+        // SAFETY: inside the mapping (asserted); `&mut self` excludes
+        // readers of the shadow through this tree for the slice's life.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(at), self.node_size) }
+    }
+
     fn write(&mut self, node: u32, offset: usize, bytes: &[u8]) {
         let at = node as usize * self.node_size + offset;
         assert!(offset + bytes.len() <= self.node_size && at + bytes.len() <= self.len);
@@ -357,7 +367,7 @@ pub struct Tree {
     /// Which meta slot holds `committed`.
     slot: usize,
     /// Nodes written in this batch: writable until the commit.
-    fresh: HashSet<u32>,
+    fresh: IdHashSet<u32>,
     /// References dropped at the next commit: nodes of the committed version
     /// replaced, nodes written and dropped in this batch, values replaced.
     release_at_commit: Vec<u32>,
@@ -504,7 +514,7 @@ impl Tree {
             committed,
             work: committed,
             slot,
-            fresh: HashSet::new(),
+            fresh: IdHashSet::default(),
             release_at_commit: Vec::new(),
             flush_at_commit: Vec::new(),
             flush_index_at_commit: Vec::new(),
@@ -893,12 +903,27 @@ impl Tree {
                 return Ok(Some(previous));
             }
         }
-        let (edit, previous) = match found {
-            Ok(index) => (Edit::Replace { index, entry: &self.entry }, Some(view.value(index))),
-            Err(index) => (Edit::Insert { index, entry: &self.entry }, None),
+        let previous = found.ok().map(|index| view.value(index));
+        let delta = if previous.is_none() { 1 } else { 0 };
+        let entry = std::mem::take(&mut self.entry);
+        let edit = match found {
+            Ok(index) => Edit::Replace { index, entry: &entry },
+            Err(index) => Edit::Insert { index, entry: &entry },
+        };
+        let done = match self.fits_in_place(leaf, &view, path.is_empty(), edit) {
+            Some(used) => self.edit_fresh_leaf(pool, leaf, &path, edit, used, delta).map(|()| true),
+            None => Ok(false),
+        };
+        self.entry = entry;
+        if done? {
+            self.work.len += u64::from(previous.is_none());
+            return Ok(previous);
+        }
+        let edit = match found {
+            Ok(index) => Edit::Replace { index, entry: &self.entry },
+            Err(index) => Edit::Insert { index, entry: &self.entry },
         };
         view.rebuild(&mut scratch.content, edit).expect("a node and one entry fit twice a node");
-        let delta = if previous.is_none() { 1 } else { 0 };
         self.propagate(pool, buffers, path, Some(leaf), delta, scratch)?;
         if previous.is_none() {
             self.work.len += 1;
@@ -917,16 +942,79 @@ impl Tree {
         let Ok(index) = view.search(key) else { return Ok(None) };
         self.reserve(pool, buffers, true)?;
         let previous = view.value(index);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        view.rebuild(&mut scratch.content, Edit::Remove { index }).expect("a smaller node fits");
-        let result = self.propagate(pool, buffers, path, Some(leaf), -1, &mut scratch);
-        self.scratch = scratch;
-        self.poison(result)?;
+        if let Some(used) = self.fits_in_place(leaf, &view, path.is_empty(), Edit::Remove { index }) {
+            let result = self.edit_fresh_leaf(pool, leaf, &path, Edit::Remove { index }, used, -1);
+            self.poison(result)?;
+        } else {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            view.rebuild(&mut scratch.content, Edit::Remove { index }).expect("a smaller node fits");
+            let result = self.propagate(pool, buffers, path, Some(leaf), -1, &mut scratch);
+            self.scratch = scratch;
+            self.poison(result)?;
+        }
         self.work.len -= 1;
         let old_buffers = self.value_buffers(pool, leaf, &previous);
         let old_buffers = self.poison(old_buffers)?;
         self.release_at_commit.extend(old_buffers);
         Ok(Some(previous))
+    }
+
+    /// The bytes `leaf` (shown by `view`) would use after `edit` in place,
+    /// if the leaf is of this batch and the tree's shape cannot change: the
+    /// result fits the node and is not underfull (a root leaf keeps an
+    /// entry). None: the caller copies the node and propagates.
+    fn fits_in_place(&self, leaf: u32, view: &NodeBytes<'_>, is_root: bool, edit: Edit<'_>) -> Option<usize> {
+        if !self.fresh.contains(&leaf) {
+            return None;
+        }
+        let (grows, shrinks, count) = match edit {
+            Edit::Insert { entry, .. } => (2 + entry.len(), 0, view.count() + 1),
+            Edit::Replace { index, entry } => (entry.len(), view.entry(index).len(), view.count()),
+            Edit::Remove { index } => (0, 2 + view.entry(index).len(), view.count() - 1),
+        };
+        let used = view.used() + grows - shrinks;
+        let shape_kept = if is_root { count > 0 } else { used >= self.underfull };
+        (used <= self.node_size && shape_kept).then_some(used)
+    }
+
+    /// Applies `edit` in place to `leaf`, a leaf of this batch that
+    /// `fits_in_place` said then uses `used` bytes; only the ancestors'
+    /// counts move, by `delta`. No view of the leaf may be used after.
+    fn edit_fresh_leaf(
+        &mut self,
+        pool: &Pool,
+        leaf: u32,
+        path: &[Step],
+        edit: Edit<'_>,
+        used: usize,
+        delta: i64,
+    ) -> Result<(), TreeError> {
+        let result = self.with_fresh_node(pool, leaf, |bytes| node::edit_in_place(bytes, edit));
+        assert_eq!(result, Ok(used), "in-place edit of node {leaf}");
+        self.add_to_counts(pool, path, delta)
+    }
+
+    /// Runs `change` on the bytes of `node`, a node of this batch (its
+    /// image in the shadow, or in the pool, noted written).
+    fn with_fresh_node<R>(&mut self, pool: &Pool, node: u32, change: impl FnOnce(&mut [u8]) -> R) -> R {
+        assert!(self.fresh.contains(&node) && node < self.buffer_count, "node {node} changed outside its batch");
+        match &mut self.shadow {
+            Some(shadow) => {
+                assert!(shadow.has(node), "a node of the batch is in the shadow");
+                change(shadow.slot_mut(node))
+            }
+            None => {
+                let offset = pool.buffer_offset(node);
+                // SAFETY: inside the pool (node < buffer_count); a node of
+                // this batch is written only by this tree, through `&mut
+                // self`, and no slice of it from `node()` is alive (callers
+                // take what they need from their views first).
+                let bytes = unsafe { std::slice::from_raw_parts_mut(pool.address(offset), self.node_size) };
+                let result = change(bytes);
+                pool.note_written(offset, self.node_size as u64);
+                result
+            }
+        }
     }
 
     /// Descends from `root` to the leaf for `key`: the path taken (each

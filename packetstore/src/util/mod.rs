@@ -1,6 +1,8 @@
 //! Utilities below every layer: metrics (histograms and the Prometheus
-//! text exposition) and a deterministic generator for the simulator and
-//! the tests. Nothing here knows the pool.
+//! text exposition), a deterministic generator for the simulator and the
+//! tests, and a fast hasher for the pool's own integer ids. Nothing here
+//! knows the pool.
 
 pub(crate) mod metrics;
+pub mod idhash;
 pub mod rng;
