@@ -92,6 +92,22 @@ pub struct ConnToken {
     pub generation: u32,
 }
 
+/// The listener index `App::connect` sees for a connection the loop opened
+/// on the application's request: `DIALED + Dial::id`.
+pub const DIALED: usize = 1 << 20;
+
+/// A connection the application asks its loop to open (a replica's link
+/// to a peer). It arrives through `App::connect` with the listener index
+/// `DIALED + id`, or `App::dial_failed` says why not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dial {
+    /// The application's name for it, below `DIALED`.
+    pub id: usize,
+    pub addr: SocketAddr,
+    /// A connect not done by then fails (`TimedOut`).
+    pub timeout: Duration,
+}
+
 /// Gives a fully consumed segment's buffer back to the loop.
 pub type Release<'r> = dyn FnMut(Segment, &mut Buffers) + 'r;
 
@@ -167,6 +183,28 @@ pub trait App {
     /// (None: only on I/O).
     fn tick_interval(&self) -> Option<Duration> {
         None
+    }
+
+    /// Connections to open (appended to `dials`); asked once per turn.
+    fn take_dials(&mut self, _dials: &mut Vec<Dial>) {}
+
+    /// A dial failed (refused, unreachable, timed out).
+    fn dial_failed(&mut self, _id: usize, _error: io::Error) {}
+
+    /// Whether replies wait for more than local durability (a replicated
+    /// application: a majority of its group). Such an application gets
+    /// asynchronous commits in every persistence domain, and its replies
+    /// leave only once `commits_acknowledged` covers their commit.
+    fn acknowledges_externally(&self) -> bool {
+        false
+    }
+
+    /// How many of the commits begun so far, counted from 1 in the order
+    /// `begin_commit` returned tickets, may release their replies (their
+    /// writes are durable where the application needs them to be). Asked
+    /// every turn; only of an application that `acknowledges_externally`.
+    fn commits_acknowledged(&self) -> u64 {
+        u64::MAX
     }
 
     /// The application asked the loop to stop (as if its `stop` flag were

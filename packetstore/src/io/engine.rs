@@ -81,13 +81,14 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::io::app::{App, ConnToken, IoCounters, Persist};
+use crate::io::app::{App, ConnToken, Dial, IoCounters, Persist, DIALED};
+use crate::io::dial::Dials;
 use crate::io::bufring::BufRing;
 use crate::io::outq::{Mark, OutQueue};
 use crate::io::probe::{with_optlen, Feature, Features};
@@ -104,6 +105,7 @@ const OP_TIMER: u64 = 5;
 const OP_CANCEL: u64 = 6;
 const OP_POLL: u64 = 7;
 const OP_WAKE: u64 = 8;
+const OP_CONNECT: u64 = 9;
 /// A stream of more segments than this (a peer trickling bytes, or input
 /// waiting while paused) is coalesced into one, if it holds at most
 /// `COALESCE_BYTES_MAX` bytes.
@@ -329,6 +331,14 @@ pub struct Engine<'a, A: App> {
     /// leave once that sync is done.
     next_epoch: u64,
     held_conns: Vec<u32>,
+    /// The last epoch whose sync finished (its writes are durable here),
+    /// and whether replies also wait for the application's acknowledgement
+    /// (`App::commits_acknowledged`).
+    synced_epoch: u64,
+    external_acks: bool,
+    /// Connections the application asked for, in flight.
+    dials: Dials,
+    dial_queue: Vec<Dial>,
     /// Connections paused by back-pressure (checked for stalls).
     paused: Vec<u32>,
     /// The application's timer: its timespec (fixed address while armed).
@@ -366,6 +376,7 @@ impl<'a, A: App> Engine<'a, A> {
         assert!((1..=SYNCS_IN_FLIGHT_MAX).contains(&config.syncs_in_flight), "syncs in flight out of range");
         let ring = setup_ring(&config)?;
         let persist = app.persist();
+        let external_acks = app.acknowledges_externally();
         let incremental = config.incremental && persist == Persist::ZeroCopy;
         let mut bufring = BufRing::register(&ring, config.ring_entries, BUFFER_GROUP, incremental)?;
         let entries = config.ring_entries;
@@ -419,10 +430,18 @@ impl<'a, A: App> Engine<'a, A> {
             rearm: Vec::new(),
             out_of_buffers: Vec::new(),
             ring_available: u32::from(entries),
-            async_sync: if persist == Persist::Off { None } else { pool.async_sync() },
+            async_sync: match persist {
+                Persist::Off => None,
+                _ if external_acks => Some(pool.async_sync().unwrap_or(AsyncSync::Fence)),
+                _ => pool.async_sync(),
+            },
             syncs: std::collections::VecDeque::new(),
             next_epoch: 1,
             held_conns: Vec::new(),
+            synced_epoch: 0,
+            external_acks: external_acks && persist != Persist::Off,
+            dials: Dials::default(),
+            dial_queue: Vec::new(),
             paused: Vec::new(),
             timer: Box::new(types::Timespec::new()),
             timer_armed: false,
@@ -455,6 +474,9 @@ impl<'a, A: App> Engine<'a, A> {
     /// fails (fatal: replies waiting for it are never sent).
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut completions = Vec::with_capacity(4096);
+        // The application's first dials and timer, before the first wait.
+        self.start_dials()?;
+        self.arm_timer()?;
         loop {
             if (stop.load(Ordering::Relaxed) || self.app.stop_requested()) && self.draining_until.is_none() {
                 self.begin_drain();
@@ -599,6 +621,7 @@ impl<'a, A: App> Engine<'a, A> {
             OP_CANCEL => {}
             OP_POLL => self.polled(slot, generation, result),
             OP_WAKE => {}
+            OP_CONNECT => self.connected(slot, result),
             _ => unreachable!("unknown operation {op}"),
         }
         Ok(())
@@ -626,6 +649,12 @@ impl<'a, A: App> Engine<'a, A> {
             return;
         }
         crate::io::net::set_nodelay(fd);
+        self.add_conn(fd, listener);
+    }
+
+    /// A connected socket (accepted on `listener`, or dialed: `DIALED + id`)
+    /// becomes a connection: the application's state, a receive, a poll.
+    fn add_conn(&mut self, fd: RawFd, listener: usize) {
         self.generation = self.generation.wrapping_add(1) & 0xFF_FFFF;
         let mut conn = Conn {
             fd,
@@ -664,6 +693,48 @@ impl<'a, A: App> Engine<'a, A> {
         self.stats.accepted += 1;
         self.rearm.push(slot);
         self.arm_reset_poll(slot);
+    }
+
+    /// Submits the connects the application asked for this turn.
+    fn start_dials(&mut self) -> io::Result<()> {
+        if self.draining_until.is_some() {
+            return Ok(());
+        }
+        let mut queue = std::mem::take(&mut self.dial_queue);
+        self.app.take_dials(&mut queue);
+        for dial in queue.drain(..) {
+            assert!(dial.id < DIALED, "a dial id below DIALED");
+            let (slot, connect, limit) = match self.dials.start(&dial) {
+                Ok(started) => started,
+                Err(error) => {
+                    self.app.dial_failed(dial.id, error);
+                    continue;
+                }
+            };
+            // The connect and its linked timeout go in one submission.
+            let room = {
+                let queue = self.ring.submission();
+                queue.capacity() - queue.len()
+            };
+            if room < 2 {
+                self.ring.submit()?;
+            }
+            self.push(connect.user_data(user_data(OP_CONNECT, slot, 0)))?;
+            self.push(limit.user_data(user_data(OP_CANCEL, slot, 0)))?;
+        }
+        self.dial_queue = queue;
+        Ok(())
+    }
+
+    /// A connect completed: the socket becomes a connection, or the
+    /// application hears why not.
+    fn connected(&mut self, slot: u32, result: i32) {
+        let (id, outcome) = self.dials.finish(slot, result);
+        match outcome {
+            Ok(fd) if self.draining_until.is_none() => self.add_conn(fd.into_raw_fd(), DIALED + id),
+            Ok(_) => self.app.dial_failed(id, io::Error::other("the loop is stopping")),
+            Err(error) => self.app.dial_failed(id, error),
+        }
     }
 
     /// Polls a connection for a reset (POLLERR, POLLHUP; not a half-close)
@@ -915,9 +986,13 @@ impl<'a, A: App> Engine<'a, A> {
         self.serve_dirty();
         self.app.tick(self.pool, self.buffers);
         self.wake_connections();
+        self.start_dials()?;
         if self.async_sync.is_some() {
             self.hold_replies();
             self.start_sync()?;
+            if self.external_acks {
+                self.release_held();
+            }
         } else {
             if self.app.needs_commit() {
                 self.app
@@ -1079,7 +1154,7 @@ impl<'a, A: App> Engine<'a, A> {
         let epoch = self.next_epoch;
         let entry = match self.async_sync.expect("asynchronous commits") {
             AsyncSync::File(fd) => opcode::Fsync::new(types::Fd(fd)).flags(types::FsyncFlags::DATASYNC).build(),
-            AsyncSync::Simulated => opcode::Nop::new().build(),
+            AsyncSync::Simulated | AsyncSync::Fence => opcode::Nop::new().build(),
         }
         .user_data(user_data(OP_SYNC, epoch as u32, 0));
         self.syncs.push_back(InFlightSync { ticket, token, epoch, result: None });
@@ -1112,7 +1187,24 @@ impl<'a, A: App> Engine<'a, A> {
                 .map_err(|e| io::Error::other(format!("commit: {e}")))?;
             done_epoch = Some(sync.epoch);
         }
-        let Some(epoch) = done_epoch else { return Ok(()) };
+        if let Some(epoch) = done_epoch {
+            self.synced_epoch = epoch;
+            self.release_held();
+        }
+        Ok(())
+    }
+
+    /// Releases the held replies of every epoch whose sync finished and,
+    /// for an application that acknowledges externally, that it has
+    /// acknowledged.
+    fn release_held(&mut self) {
+        let mut epoch = self.synced_epoch;
+        if self.external_acks {
+            epoch = epoch.min(self.app.commits_acknowledged());
+        }
+        if epoch == 0 {
+            return;
+        }
         let mut held = std::mem::take(&mut self.held_conns);
         held.sort_unstable();
         held.dedup();
@@ -1130,7 +1222,6 @@ impl<'a, A: App> Engine<'a, A> {
                 self.held_conns.push(slot);
             }
         }
-        Ok(())
     }
 
     /// Step 5: sends queued replies; closes connections that are done.

@@ -11,11 +11,12 @@
 
 pub mod app;
 mod bufring;
+pub mod dial;
 pub mod cores;
 pub mod engine;
 pub mod epoll;
 pub mod net;
-pub(crate) mod outq;
+pub mod outq;
 pub mod probe;
 mod slots;
 pub mod stream;

@@ -302,7 +302,7 @@ fn set_option(fd: libc::c_int, level: libc::c_int, name: libc::c_int, value: lib
     .map(drop)
 }
 
-fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: plain data; zero is a valid initial value.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     match addr {

@@ -275,6 +275,9 @@ pub enum AsyncSync {
     File(RawFd),
     /// Nothing: the simulator commits at `complete_sync`.
     Simulated,
+    /// Nothing: `complete_sync` fences (cache-line and byte domains, for
+    /// an application whose replies wait for peers anyway).
+    Fence,
 }
 
 /// A sync begun and not yet completed (see `Pool::begin_sync`).
