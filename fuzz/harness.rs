@@ -505,6 +505,7 @@ fn kv_config() -> StoreConfig {
         checkpoint_interval: Duration::from_secs(3600),
         buffers_reserve: 0,
         compaction: CompactConfig { waste_min: 0.0, fill_max: 1.01, entries_per_step: 5, bytes_per_step: 16 * 1024 },
+        replicated: false,
     }
 }
 

@@ -9,6 +9,7 @@ mod compact;
 mod config;
 mod crash_writer;
 mod demo;
+mod group;
 mod inspect;
 mod listen;
 mod options;

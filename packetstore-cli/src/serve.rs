@@ -100,6 +100,8 @@ pub struct Args {
     pub loop_args: LoopArgs,
     #[command(flatten)]
     pub persist_args: PersistArgs,
+    #[command(flatten)]
+    pub group_args: crate::group::GroupArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -107,6 +109,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .filter(|&p| p != Persist::Off)
         .with_context(|| format!("unknown --persist '{}': use zerocopy or copy", args.persist))?;
     let policy = io_path(&args.io, &args.commit, persist)?;
+    let group = args.group_args.config()?;
+    if group.is_some() && policy.is_some() {
+        bail!("a replicated group runs on the io_uring engine only (--io uring)");
+    }
     let features = if policy.is_none() { Some(probe_uring()?) } else { None };
     let options = args.persist_args.options()?;
     raise_open_file_limit();
@@ -120,7 +126,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
-    let listeners = bind_listeners(&args, policy.is_some())?;
+    let mut listeners = bind_listeners(&args, policy.is_some())?;
+    if let Some(group) = &group {
+        let addr = group.members[&group.node_id];
+        let timeout = args.bind_args.timeout()?;
+        listeners.push(crate::listen::bind(addr, "peer", false, false, timeout)?);
+    }
     let (file_pool, created) =
         open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
     if !created {
@@ -143,7 +154,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The page domain writes back whole pages at each sync: hand out
     // neighbouring buffers so that a batch's values share pages.
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
-    let (store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve)?;
+    let (mut store, report) =
+        open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
+    let replica = match group {
+        Some(group) => {
+            let replica = packetstore::replica::Replica::open(group, &mut store, pool, &mut buffers)
+                .context("joining the replicated group")?;
+            println!(
+                "group {}: node {} of {:?}, term {}, log {}..={}, tree at entry {}",
+                replica.config.group_id,
+                replica.config.node_id,
+                replica.voters(),
+                replica.term(),
+                replica.commit_index(),
+                replica.last_index(),
+                replica.tree_index()
+            );
+            Some(replica)
+        }
+        None => None,
+    };
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -167,6 +197,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         power_switch: power.clone(),
     };
     let mut server = KvServer::new(kv_config, store, recovery);
+    if let Some(replica) = replica {
+        server.set_replica(replica);
+    }
     server.set_recovery_duration(recovery_duration);
     let http_addr = packetstore::io::net::local_addr(&listeners[0])?;
     let resp_addr = packetstore::io::net::local_addr(&listeners[1])?;
@@ -270,6 +303,7 @@ fn open_store(
     buffers: &mut Buffers,
     value_size_max: u64,
     buffers_reserve: u32,
+    replicated: bool,
 ) -> anyhow::Result<(Store, packetstore::store::db::StoreReport)> {
     let store_config = StoreConfig {
         value_size_max,
@@ -277,6 +311,7 @@ fn open_store(
         checkpoint_interval: parse_duration(&args.checkpoint_interval)?,
         buffers_reserve,
         compaction: CompactConfig { waste_min: args.compact_waste, ..CompactConfig::default() },
+        replicated,
     };
     // A progress bar for long replays, on a terminal only.
     let mut bar: Option<indicatif::ProgressBar> = None;

@@ -46,6 +46,8 @@ pub mod io;
 
 pub mod proto;
 
+pub mod replica;
+
 pub mod apps;
 
 pub use error::{BufferError, LogError, PoolError};

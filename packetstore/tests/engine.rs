@@ -39,7 +39,7 @@ struct Toy {
 
 enum ToyConn {
     Client,
-    Dialed(usize),
+    Dialed,
 }
 
 impl App for Toy {
@@ -54,7 +54,7 @@ impl App for Toy {
         if listener >= DIALED {
             self.dialed = Some(token);
             self.wake.push(token);
-            ToyConn::Dialed(listener - DIALED)
+            ToyConn::Dialed
         } else {
             ToyConn::Client
         }
@@ -75,7 +75,7 @@ impl App for Toy {
         let n = stream.len();
         stream.consume(n, |segment| release(segment, buffers));
         match conn {
-            ToyConn::Dialed(_) => {
+            ToyConn::Dialed => {
                 if !self.sent_hello {
                     self.sent_hello = true;
                     out.push(b"hello\n");

@@ -119,6 +119,7 @@ impl Setup {
                 entries_per_step: 8,
                 bytes_per_step: 32 * 1024,
             },
+            replicated: false,
         }
     }
 

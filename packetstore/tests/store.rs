@@ -47,6 +47,7 @@ fn config() -> StoreConfig {
         buffers_reserve: 0,
         // Compaction runs all the time, relocating every value it meets.
         compaction: CompactConfig { waste_min: 0.0, fill_max: 1.01, entries_per_step: 5, bytes_per_step: 16 * 1024 },
+        replicated: false,
     }
 }
 

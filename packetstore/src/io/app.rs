@@ -185,6 +185,14 @@ pub trait App {
         None
     }
 
+    /// Whether `conn`'s output waits for commits like replies do. A link
+    /// whose bytes the application orders itself (a replica's messages to
+    /// a peer, queued only once what they say is durable) answers false:
+    /// its bytes leave at the end of the turn they were queued in.
+    fn holds_replies(&self, _conn: &Self::Conn) -> bool {
+        true
+    }
+
     /// Connections to open (appended to `dials`); asked once per turn.
     fn take_dials(&mut self, _dials: &mut Vec<Dial>) {}
 

@@ -1124,7 +1124,7 @@ impl<'a, A: App> Engine<'a, A> {
                 continue;
             }
             conn.classified = end;
-            if !undurable && conn.held_marks.is_empty() {
+            if (!undurable || !self.app.holds_replies(&conn.state)) && conn.held_marks.is_empty() {
                 conn.out.set_ready(end);
                 continue;
             }

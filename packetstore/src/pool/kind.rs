@@ -39,9 +39,9 @@ pub const POOL_KINDS: [PoolKind; 5] =
 const _: () = assert!(POOL_KINDS.len() as u32 == POOL_KIND_VALUE_MAX + 1);
 
 /// Record kinds of the key-value store's log (`store/db.rs`, `KIND_PUT` to
-/// `KIND_END`), and the WAL's (`apps/wal.rs`, `KIND_WAL`); each of those
+/// `KIND_END`, and a replicated store's `KIND_ENTRY` and `KIND_STATE`), and the WAL's (`apps/wal.rs`, `KIND_WAL`); each of those
 /// files asserts that its kinds are these.
-pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x24;
+pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x26;
 pub const WAL_RECORD_KIND: u16 = 1;
 
 impl PoolKind {

@@ -77,7 +77,9 @@ use crate::store::keyspace::{
 mod convert;
 mod garbage;
 mod reads;
+mod replicated;
 pub use reads::{Elements, RestBound};
+pub use replicated::{LoggedRecord, Replication, KIND_ENTRY, KIND_STATE, RAFT_ENTRY};
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
@@ -89,7 +91,7 @@ pub const KIND_FLUSH: u16 = 0x23;
 pub const KIND_END: u16 = 0x24;
 const _: () = assert!(
     *crate::pool::kind::STORE_RECORD_KINDS.start() == KIND_PUT
-        && *crate::pool::kind::STORE_RECORD_KINDS.end() == KIND_END
+        && *crate::pool::kind::STORE_RECORD_KINDS.end() == replicated::KIND_STATE
 );
 /// The log bytes one group of several commands may take: it must fit the
 /// room a batch always has when a command starts (`batch_has_room`: under
@@ -147,6 +149,9 @@ pub enum StoreError {
     Log(#[from] LogError),
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// A replicated store that is not its group's writer.
+    #[error("READONLY You can't write against a read only replica.")]
+    ReadOnly,
 }
 
 impl From<BufferError> for StoreError {
@@ -177,6 +182,9 @@ pub struct StoreConfig {
     /// Free buffers kept back from writes (the receive ring's refills).
     pub buffers_reserve: u32,
     pub compaction: CompactConfig,
+    /// The log is a replicated group's Raft log (`replicated.rs`): the
+    /// replica, not the store, replays it at open.
+    pub replicated: bool,
 }
 
 impl Default for StoreConfig {
@@ -187,6 +195,7 @@ impl Default for StoreConfig {
             checkpoint_interval: Duration::from_secs(1),
             buffers_reserve: 0,
             compaction: CompactConfig::default(),
+            replicated: false,
         }
     }
 }
@@ -337,6 +346,8 @@ pub struct Store {
     credit_entries: usize,
     credit_bytes: u64,
     stats: StoreStats,
+    /// Set in a replicated group (`replicated.rs`).
+    repl: Option<Replication>,
 }
 
 /// Milliseconds since the epoch.
@@ -474,10 +485,18 @@ impl Store {
             credit_entries: 0,
             credit_bytes: 0,
             stats: StoreStats::default(),
+            repl: config.replicated.then(|| Replication { checkpoint_allowed: true, ..Replication::default() }),
         };
         store.load_state(pool)?;
         let tree_time = phase();
-        let (mut replayed, dropped) = store.replay(pool, buffers, progress)?;
+        // A replicated store replays nothing itself; a pool that served
+        // alone before replays its commands first, and joins with them.
+        let (mut replayed, dropped) = if store.repl.is_some() && store.has_replicated_history(pool)? {
+            store.keep_for_replica(pool, buffers)?;
+            (0, 0)
+        } else {
+            store.replay(pool, buffers, progress)?
+        };
         if store.schema == 1 {
             store.convert_schema_1(pool, buffers)?;
             // The conversion's version must become durable in one piece.
@@ -576,6 +595,40 @@ impl Store {
         Ok((replayed, dropped))
     }
 
+    /// Whether the pool was a replicated group's: `#raft`, or a record of
+    /// the replica's own kinds.
+    fn has_replicated_history(&self, pool: &Pool) -> Result<bool, StoreError> {
+        if self.raft_meta(pool)?.is_some() {
+            return Ok(true);
+        }
+        for lsn in self.log.live_lsns() {
+            if matches!(self.log.view(pool, lsn)?.kind, KIND_ENTRY | KIND_STATE) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// A replicated store at open: the records below the checkpoint's mark
+    /// are released (the tree reflects them), the others kept for the
+    /// replica to read and replay.
+    fn keep_for_replica(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
+        let covered = self.tree.get(pool, COVERED_ENTRY)?.as_ref().and_then(decode_u64).unwrap_or(0);
+        let (below, live): (Vec<u64>, Vec<u64>) = self.log.live_lsns().partition(|&lsn| lsn < covered);
+        for &lsn in &below {
+            self.log.release(pool, lsn)?;
+        }
+        self.records.extend(live);
+        if !below.is_empty() {
+            self.log.commit(pool, buffers)?;
+        }
+        let meta = self.raft_meta(pool)?.unwrap_or_default();
+        let repl = self.repl.as_mut().expect("replicated");
+        repl.meta_written = meta.clone();
+        repl.meta = meta;
+        Ok(())
+    }
+
     fn count_prefix(&self, pool: &Pool, prefix: &[u8]) -> Result<u64, StoreError> {
         let range = prefix_range(prefix);
         Ok(self.tree.count(pool, as_refs(&range))?)
@@ -644,7 +697,8 @@ impl Store {
     /// log holding the whole replay budget: that bounds recovery.
     pub fn batch_has_room(&self) -> bool {
         let usage = self.log.usage();
-        self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2
+        !self.checkpoint_waiting()
+            && self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2
             && usage.free_bytes >= usage.ring_size * 3 / 8
             && self.records.len() < self.config.replay_records_max
     }
@@ -796,6 +850,9 @@ impl Store {
         if ops.is_empty() {
             return Ok(());
         }
+        if self.repl.as_ref().is_some_and(|r| !r.writable) {
+            return Err(StoreError::ReadOnly);
+        }
         let log_bytes = self.check_fits(pool, buffers, ops)?;
         // Cleared once the log and the tree both hold the command: a panic
         // in between leaves it set (`is_consistent`).
@@ -803,7 +860,8 @@ impl Store {
         let mut appended = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             // In a group, only `end_group`'s record ends it.
-            let tag = if i + 1 == ops.len() && self.group.is_none() { TAG_END } else { 0 };
+            // In a replicated store, only the entry record ends it.
+            let tag = if i + 1 == ops.len() && self.group.is_none() && self.repl.is_none() { TAG_END } else { 0 };
             let result = match op {
                 Op::Put { key, extents, .. } => self.log.append(pool, buffers, KIND_PUT, tag, key, extents),
                 Op::Del { key } => self.log.append(pool, buffers, KIND_DEL, tag, key, &[]),
@@ -836,6 +894,9 @@ impl Store {
             *group_bytes += log_bytes;
             *group_records += appended.len();
         }
+        if let Some(repl) = &mut self.repl {
+            repl.open.extend_from_slice(&appended);
+        }
         self.records.extend(appended);
         for op in ops {
             // The log holds the command: a failure here is fatal for the
@@ -861,7 +922,8 @@ impl Store {
     /// command of it wrote. Durable at the next commit, like a command.
     pub fn end_group(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
         let (_, records) = self.group.take().expect("a group is open");
-        if records == 0 {
+        // A replicated store's entry record ends the group (`replicated.rs`).
+        if records == 0 || self.repl.is_some() {
             return Ok(());
         }
         // Room was kept for it by every command of the group (`apply`). The
@@ -1113,8 +1175,17 @@ impl Store {
     fn checkpoint_due(&self) -> bool {
         // An open group (a paused script) has changed the tree with records
         // that recovery drops unless the group ends: no checkpoint may
-        // capture them before that.
-        if self.group.is_some() || (self.records.is_empty() && !self.tree.has_changes()) {
+        // capture them before that. Nor, in a replicated store, records
+        // not yet closed by their entry record, or (a leader) entries the
+        // group has not committed.
+        if self.group.is_some() || self.has_open_records() {
+            return false;
+        }
+        self.repl.as_ref().is_none_or(|r| r.checkpoint_allowed) && self.checkpoint_due_ignoring_group()
+    }
+
+    fn checkpoint_due_ignoring_group(&self) -> bool {
+        if self.records.is_empty() && !self.tree.has_changes() {
             return false;
         }
         let usage = self.log.usage();
@@ -1149,8 +1220,12 @@ impl Store {
             }
             Phase::Idle if self.checkpoint_due() => {
                 self.checkpoint_started = Some(Instant::now());
-                self.covered = self.records.len();
-                let mark = self.log.usage().tail_lsn;
+                let mark = if self.repl.is_some() {
+                    self.replicated_mark(pool, buffers)?
+                } else {
+                    self.log.usage().tail_lsn
+                };
+                self.covered = self.records.partition_point(|&lsn| lsn < mark);
                 if self.covered_written != Some(mark) {
                     self.tree.insert(pool, buffers, COVERED_ENTRY, &Value::Inline(mark.to_le_bytes().to_vec()))?;
                     self.covered_written = Some(mark);
@@ -1174,6 +1249,11 @@ impl Store {
             Step::Prepare => self.phase = Phase::Prepared { durable: true },
             Step::Meta => {
                 self.tree.finish(buffers)?;
+                if let Some(repl) = &mut self.repl {
+                    if let Some(meta) = repl.meta_checkpointing.take() {
+                        repl.meta_durable = Some(meta);
+                    }
+                }
                 self.release_covered(pool)?;
                 self.phase = Phase::Idle;
                 self.stats.checkpoints += 1;

@@ -43,6 +43,10 @@ pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// A write on a node of a group that is not its leader (Redis's reply on
+/// a read-only replica).
+const READONLY: &str = "READONLY You can't write against a read only replica.";
+
 impl KvServer {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn serve_resp(
@@ -245,6 +249,10 @@ impl KvServer {
             self.queue(ctx);
             return Outcome::Queued;
         }
+        if entry.has_flag("write") && !self.writable() {
+            ctx.error(READONLY);
+            return Outcome::Rejected;
+        }
         self.run_handler(ctx, entry);
         Outcome::Ran(started.elapsed())
     }
@@ -268,6 +276,10 @@ impl KvServer {
                         self.wake_blocked(ctx.conn.db, &key);
                     }
                 }
+            }
+            Ok(Err(crate::store::db::StoreError::ReadOnly)) => {
+                self.stats.errors += 1;
+                ctx.error(READONLY);
             }
             Ok(Err(error)) if error.is_full() => {
                 self.stats.refused_full += 1;

@@ -25,10 +25,12 @@
 mod cmd;
 mod dispatch;
 mod ops;
+mod replication;
 mod report;
 mod rest;
 mod server;
 mod state;
 
+pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;
 pub use state::{KvConfig, KvConn, KvServer, KvStats, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS, RESULTS};

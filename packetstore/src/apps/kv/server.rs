@@ -59,22 +59,34 @@ impl KvServer {
             command_stats: std::collections::HashMap::new(),
             error_stats: std::collections::BTreeMap::new(),
             scripting: Default::default(),
+            replica: None,
+            peer_wake: Vec::new(),
+            commits_begun: 0,
         }
+    }
+
+    /// Makes this server a node of a replicated group (its store was
+    /// opened `replicated`).
+    pub fn set_replica(&mut self, replica: crate::replica::Replica) {
+        self.replica = Some(replica);
+        self.sync_writable();
     }
 }
 
 impl App for KvServer {
     type Conn = KvConn;
-    type Ticket = StoreTicket;
+    /// The store's ticket and the commit's number (1, 2, ...).
+    type Ticket = (Option<StoreTicket>, u64);
 
     fn persist(&self) -> Persist {
         self.config.persist
     }
 
     fn connect(&mut self, listener: usize, token: ConnToken) -> KvConn {
+        let peer = self.peer_link(listener, token);
         let id = self.next_client_id;
         self.next_client_id += 1;
-        if listener != LISTENER_HTTP {
+        if listener != LISTENER_HTTP && peer.is_none() {
             self.clients.register(id, token);
         }
         KvConn {
@@ -94,11 +106,12 @@ impl App for KvServer {
             parser: Parser::default(),
             args: Args::default(),
             http: None,
+            peer,
         }
     }
 
     fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
-        if conn.listener != LISTENER_HTTP {
+        if conn.listener != LISTENER_HTTP && conn.peer.is_none() {
             self.clients.accepted(conn.id, fd, peer, local);
         }
     }
@@ -113,14 +126,32 @@ impl App for KvServer {
         requests_max: usize,
         release: &mut Release<'_>,
     ) -> Progress {
-        if conn.listener == LISTENER_HTTP {
+        if conn.peer.is_some() {
+            let progress = self.serve_peer(pool, buffers, conn, stream, out, release);
+            self.sync_writable();
+            return progress;
+        }
+        let progress = if conn.listener == LISTENER_HTTP {
             self.serve_http(pool, buffers, conn, stream, out, requests_max, release)
         } else {
             self.serve_resp(pool, buffers, conn, stream, out, requests_max, release)
+        };
+        if progress.requests > 0 {
+            if let Some(replica) = self.replica.as_mut() {
+                // The turn's replies wait for a quorum to confirm this
+                // leader after its reads (ReadIndex).
+                replica.reads_pending |= replica.is_leader();
+            }
         }
+        progress
     }
 
     fn abandon(&mut self, buffers: &mut Buffers, conn: &mut KvConn) {
+        if let Some(link) = conn.peer.take() {
+            conn.parser.abandon(buffers, &mut conn.args);
+            self.peer_gone(buffers, link);
+            return;
+        }
         self.orphan_script(conn);
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
@@ -131,11 +162,11 @@ impl App for KvServer {
     }
 
     fn needs_commit(&self) -> bool {
-        self.store.needs_commit()
+        self.store.needs_commit() || self.replica.as_ref().is_some_and(|r| r.needs_commit(&self.store))
     }
 
     fn writes_pending(&self) -> bool {
-        self.store.writes_pending()
+        self.store.writes_pending() || self.replica.as_ref().is_some_and(|r| r.reads_pending || !r.all_acknowledged())
     }
 
     fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
@@ -143,13 +174,57 @@ impl App for KvServer {
         self.store.commit(pool, buffers).map_err(std::io::Error::other)
     }
 
-    fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<Option<StoreTicket>> {
+    fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<Option<(Option<StoreTicket>, u64)>> {
         self.observe_batch();
-        self.store.begin_commit(pool, buffers).map_err(std::io::Error::other)
+        // A replica's turn may need a commit of its own: reads waiting for
+        // a ReadIndex, a ready to make durable.
+        let replica_wants = self.replica.as_ref().is_some_and(|r| r.wants_commit());
+        self.replica_before_commit(pool, buffers)?;
+        let ticket = self.store.begin_commit(pool, buffers).map_err(std::io::Error::other)?;
+        if ticket.is_none() && !replica_wants {
+            return Ok(None);
+        }
+        self.commits_begun += 1;
+        if let Some(replica) = self.replica.as_mut() {
+            replica.commit_begun();
+        }
+        self.sync_writable();
+        Ok(Some((ticket, self.commits_begun)))
     }
 
-    fn finish_commit(&mut self, pool: &Pool, buffers: &mut Buffers, ticket: StoreTicket) -> std::io::Result<()> {
-        self.store.finish_commit(pool, buffers, ticket).map_err(std::io::Error::other)
+    fn finish_commit(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        ticket: (Option<StoreTicket>, u64),
+    ) -> std::io::Result<()> {
+        if let Some(store_ticket) = ticket.0 {
+            self.store.finish_commit(pool, buffers, store_ticket).map_err(std::io::Error::other)?;
+        }
+        if let Some(replica) = self.replica.as_mut() {
+            replica.commit_durable(ticket.1);
+        }
+        Ok(())
+    }
+
+    fn holds_replies(&self, conn: &KvConn) -> bool {
+        conn.peer.is_none()
+    }
+
+    fn acknowledges_externally(&self) -> bool {
+        self.replica.is_some()
+    }
+
+    fn commits_acknowledged(&self) -> u64 {
+        self.replica.as_ref().map_or(u64::MAX, |r| r.acknowledged())
+    }
+
+    fn take_dials(&mut self, dials: &mut Vec<crate::io::app::Dial>) {
+        self.replica_dials(dials);
+    }
+
+    fn dial_failed(&mut self, id: usize, error: std::io::Error) {
+        self.replica_dial_failed(id, error);
     }
 
     fn fail_commit(&mut self) {
@@ -162,7 +237,19 @@ impl App for KvServer {
 
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        self.replica_tick();
+        self.sync_writable();
         self.finish_orphan(pool, buffers);
+        // A follower's tree changes only by committed entries.
+        if !self.writable() {
+            if self.store.is_reclaiming() {
+                if let Err(error) = self.store.reclaim_step(pool, buffers, 64) {
+                    tracing::error!("the tree's reclamation walk stopped: {error}");
+                }
+            }
+            self.wake_timed_out();
+            return;
+        }
         // A paused script's group is open: nothing else may write into it
         // (reclaimer, compaction, expiry) until it ends.
         if self.store.in_group() {
@@ -227,6 +314,7 @@ impl App for KvServer {
     fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
         wake.append(&mut self.pubsub.wake);
         wake.append(&mut self.clients.wake);
+        self.replica_wakeups(wake);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -113,6 +113,8 @@ pub struct KvConn {
     pub(super) parser: Parser,
     pub(super) args: Args,
     pub(super) http: Option<HttpBody>,
+    /// Set on a link to or from a peer of a replicated group.
+    pub(super) peer: Option<crate::apps::kv::replication::PeerLink>,
 }
 
 pub struct KvServer {
@@ -159,6 +161,11 @@ pub struct KvServer {
     pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
     /// EVAL's interpreter and script cache, and the function libraries.
     pub(super) scripting: crate::apps::kv::cmd::scripting::Scripting,
+    /// The node of a replicated group this server is (None: a single
+    /// server), new outbound peer links to serve, and the commits begun.
+    pub(super) replica: Option<crate::replica::Replica>,
+    pub(super) peer_wake: Vec<crate::io::app::ConnToken>,
+    pub(super) commits_begun: u64,
     /// Connections parked by blocking pops, by key.
     pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
     /// The Redis-protocol connections as CLIENT LIST shows them.

@@ -1,0 +1,232 @@
+//! The key-value server as a node of a replicated group: its peer links
+//! (inbound on the peer listener, outbound dialed by the loop), and the
+//! loop's commit hooks that hand each turn to the replica
+//! (`replica/node.rs`) and release replies once the group acknowledged
+//! them.
+//!
+//! Owns: the peer connections' protocol state (`PeerLink`).
+//!
+//! Invariants: a peer link's input is parsed by the same bounded RESP
+//! parser as a client's, and a link that breaks the format, or presents
+//! the wrong group or secret, is closed; writes run only where the
+//! replica `can_write`; background writers (expiry, reclamation,
+//! compaction) run only on the leader, so a follower's tree changes only
+//! by committed entries.
+
+use std::time::Instant;
+
+use crate::apps::kv::state::{KvConn, KvServer};
+use crate::io::app::{ConnToken, Dial, Progress, Release};
+use crate::io::outq::OutQueue;
+use crate::io::stream::Stream;
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use crate::proto::resp::Parsed;
+use crate::replica::wire::{self, Inbound};
+
+/// The listener index of the peer port.
+pub const LISTENER_PEER: usize = 2;
+/// How long a dial to a peer may take.
+const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A connection to or from a peer of the group.
+pub enum PeerLink {
+    /// A peer's messages to us.
+    Inbound(Inbound),
+    /// Our messages to the peer.
+    Outbound { peer: u64, hello_sent: bool },
+}
+
+impl KvServer {
+    /// The peer link a new connection is, if it is one.
+    pub(super) fn peer_link(&mut self, listener: usize, token: ConnToken) -> Option<PeerLink> {
+        let replica = self.replica.as_mut()?;
+        if listener == LISTENER_PEER {
+            return Some(PeerLink::Inbound(Inbound::default()));
+        }
+        let peer = listener.checked_sub(crate::io::app::DIALED)? as u64;
+        replica.link_up(peer, (token.slot, token.generation));
+        self.peer_wake.push(token);
+        Some(PeerLink::Outbound { peer, hello_sent: false })
+    }
+
+    /// Serves a peer link: reads an inbound link's frames into the
+    /// replica, or writes the messages waiting for an outbound one.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn serve_peer(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let mut link = conn.peer.take().expect("a peer link");
+        let progress = match &mut link {
+            PeerLink::Outbound { peer, hello_sent } => {
+                self.send_to_peer(pool, buffers, *peer, hello_sent, stream, out, release)
+            }
+            PeerLink::Inbound(inbound) => self.read_from_peer(pool, buffers, conn, inbound, stream, release),
+        };
+        conn.peer = Some(link);
+        progress
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_to_peer(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        peer: u64,
+        hello_sent: &mut bool,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        // A peer writes on our link only to refuse it.
+        if !stream.is_empty() {
+            let text = String::from_utf8_lossy(stream.front()).trim_end().to_string();
+            tracing::warn!(peer, "peer refused our link: {text}");
+            let n = stream.len();
+            stream.consume(n, |segment| release(segment, buffers));
+            return Progress { requests: 0, close: true, more: false };
+        }
+        let replica = self.replica.as_mut().expect("replicated");
+        if !*hello_sent {
+            *hello_sent = true;
+            wire::hello(out.bytes(), replica.config.group_id, replica.config.node_id, &replica.config.secret);
+        }
+        let messages = replica.take_outgoing(peer);
+        let count = messages.len();
+        tracing::trace!(peer, count, "sending");
+        for message in messages {
+            let replica = self.replica.as_ref().expect("replicated");
+            let result = wire::encode(pool, buffers, &self.store, message, |index| replica.records_of(index), out);
+            if let Err(error) = result {
+                tracing::error!(peer, "a message could not be sent: {error}");
+                return Progress { requests: count, close: true, more: false };
+            }
+        }
+        Progress { requests: count, close: false, more: false }
+    }
+
+    fn read_from_peer(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        inbound: &mut Inbound,
+        stream: &mut Stream,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let config = self.receive_config();
+        tracing::trace!(peer = inbound.peer, bytes = stream.len(), "peer input");
+        let mut frames = 0;
+        loop {
+            match conn.parser.parse(pool, buffers, &config, stream, &mut conn.args, release) {
+                Parsed::Incomplete => return Progress { requests: frames, close: false, more: false },
+                Parsed::Malformed(why) => {
+                    tracing::warn!("a peer link broke the protocol: {why}");
+                    return Progress { requests: frames, close: true, more: false };
+                }
+                Parsed::Command => {}
+            }
+            frames += 1;
+            tracing::trace!(peer = inbound.peer, args = conn.args.len(), "peer frame");
+            let result = self.peer_frame(pool, buffers, conn, inbound);
+            conn.args.clear(buffers);
+            if let Err(why) = result {
+                tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
+                return Progress { requests: frames, close: true, more: false };
+            }
+        }
+    }
+
+    fn peer_frame(&mut self, pool: &Pool, buffers: &mut Buffers, conn: &mut KvConn, inbound: &mut Inbound) -> Result<(), String> {
+        let replica = self.replica.as_mut().expect("replicated");
+        if inbound.peer.is_none() {
+            let (group, node) = wire::parse_hello(pool, &conn.args, &replica.config.secret)?;
+            if group != replica.config.group_id {
+                return Err(format!("HELLO from group {group}, this node is in group {}", replica.config.group_id));
+            }
+            if node == replica.config.node_id || node == 0 {
+                return Err(format!("HELLO from node {node}"));
+            }
+            inbound.peer = Some(node);
+            return Ok(());
+        }
+        if let Some(received) = inbound.frame(pool, buffers, &mut self.store, &mut conn.args)? {
+            let replica = self.replica.as_mut().expect("replicated");
+            replica.receive(buffers, received).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// A peer link closed.
+    pub(super) fn peer_gone(&mut self, buffers: &mut Buffers, link: PeerLink) {
+        match link {
+            PeerLink::Inbound(mut inbound) => inbound.abandon(buffers),
+            PeerLink::Outbound { peer, .. } => {
+                if let Some(replica) = self.replica.as_mut() {
+                    replica.link_down(peer);
+                }
+            }
+        }
+    }
+
+    /// The loop's dials: links to peers that are down.
+    pub(super) fn replica_dials(&mut self, dials: &mut Vec<Dial>) {
+        let Some(replica) = self.replica.as_mut() else { return };
+        for (peer, addr) in replica.dials(Instant::now()) {
+            dials.push(Dial { id: peer as usize, addr, timeout: DIAL_TIMEOUT });
+        }
+    }
+
+    pub(super) fn replica_dial_failed(&mut self, id: usize, error: std::io::Error) {
+        if let Some(replica) = self.replica.as_mut() {
+            tracing::debug!(peer = id, "dialing a peer failed: {error}");
+            replica.link_down(id as u64);
+        }
+    }
+
+    /// Peer links with messages to send.
+    pub(super) fn replica_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
+        wake.append(&mut self.peer_wake);
+        if let Some(replica) = self.replica.as_ref() {
+            for (slot, generation) in replica.links_to_wake() {
+                wake.push(ConnToken { slot, generation });
+            }
+        }
+    }
+
+    /// Raft's clock, once per loop turn.
+    pub(super) fn replica_tick(&mut self) {
+        if let Some(replica) = self.replica.as_mut() {
+            replica.tick(Instant::now());
+        }
+    }
+
+    /// Tells the store whether it may take writes now.
+    pub(super) fn sync_writable(&mut self) {
+        if let Some(replica) = self.replica.as_ref() {
+            let writable = replica.can_write();
+            self.store.set_writable(writable);
+        }
+    }
+
+    /// Whether this node runs writes (always, outside a group).
+    pub(super) fn writable(&self) -> bool {
+        self.replica.as_ref().is_none_or(|r| r.can_write())
+    }
+
+    /// Before the loop's commit: the replica's turn (a fatal error stops
+    /// the server: a restart rebuilds the node from its durable state).
+    pub(super) fn replica_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
+        let Some(replica) = self.replica.as_mut() else { return Ok(()) };
+        replica.before_commit(&mut self.store, pool, buffers).map_err(|e| {
+            tracing::error!("replication stopped this node: {e}");
+            std::io::Error::other(e.to_string())
+        })
+    }
+}

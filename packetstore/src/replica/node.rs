@@ -1,0 +1,721 @@
+//! One node of a replicated group: raft-rs's `RawNode` over the store's
+//! log (`entries.rs`), driven by the event loop once per turn.
+//!
+//! The commit path (docs/replication.md has it as numbered steps): the
+//! leader runs a command on its tree at once, as a single server does, and
+//! its records wait in the log; at the end of the turn they become one
+//! Raft entry (an entry record closes them), raft-rs sends it to the
+//! followers while the leader's own fence or fdatasync runs; each follower
+//! logs the entry where its bytes landed, makes it durable with its own
+//! fence or fdatasync, and answers; the replies of the turn leave once a
+//! majority (the leader included) has the entry durable. A follower
+//! applies an entry to its tree once it is committed.
+//!
+//! Owns: the Raft node, the entries proposed and received but not yet
+//! handed to the log, the messages waiting for their links, and which of
+//! the loop's commits may release their replies.
+//!
+//! Invariants: the tree reflects exactly the entries up to `tree_index`
+//! (a leader's beyond the commit index are its own, run speculatively); a
+//! durable checkpoint never reflects an entry that is not committed; a
+//! reply leaves only once the entry of every write before it is committed
+//! in the term it was proposed in, and, for a turn that served reads, once
+//! a quorum confirmed the leader after those reads (ReadIndex).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use protobuf::Message as _;
+use raft::eraftpb::{ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message};
+use raft::{RawNode, StateRole};
+
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use crate::replica::entries::{EntryKey, EntryMeta, LogStorage, Meta, ENTRY_DATA_MAX, RECORDS};
+use crate::replica::wire::{release_records, Landed, Received};
+use crate::store::db::{Store, StoreError, KIND_ENTRY, KIND_STATE};
+
+/// How a replicated group is configured on this node.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    pub node_id: u64,
+    pub group_id: u64,
+    /// Every voter of a new group, this node included: id and peer address.
+    pub members: BTreeMap<u64, SocketAddr>,
+    /// A peer link must present this in its HELLO.
+    pub secret: Vec<u8>,
+    /// raft-rs's tick.
+    pub tick: Duration,
+    /// An election starts after 10 to 20 ticks without a leader.
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("raft: {0}")]
+    Raft(#[from] raft::Error),
+    #[error("this pool belongs to group {found} as node {node}; this server was started for group {wanted} as node {wanted_node}")]
+    OtherGroup { found: u64, node: u64, wanted: u64, wanted_node: u64 },
+    /// The group dropped entries this node's tree reflects (a leader cut
+    /// off with writes nobody else has): only a restart, which rebuilds
+    /// the tree from its checkpoint and the committed entries, goes on.
+    #[error("the group dropped entry {index}, which this node's tree reflects: restarting rebuilds it from the committed log")]
+    Diverged { index: u64 },
+    #[error("corrupt replicated log: {0}")]
+    Corrupt(String),
+}
+
+/// A link to a peer, one way: our messages to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Down { retry_at: Instant },
+    Dialing,
+    Up { token: (u32, u32) },
+}
+
+/// What a begun commit's replies wait for.
+#[derive(Clone, Copy, Debug)]
+struct Awaited {
+    seq: u64,
+    /// The last entry proposed before it, and that entry's term.
+    index: u64,
+    term: u64,
+    /// A ReadIndex request (its context is `seq`), if the turn served reads.
+    read: bool,
+}
+
+pub struct Replica {
+    pub config: ReplicaConfig,
+    raw: RawNode<LogStorage>,
+    /// The leader's proposals not yet handed to the storage, by index.
+    proposed: HashMap<u64, EntryMeta>,
+    /// Received records, by the slot named in their entry's data.
+    landed: HashMap<u32, Vec<Landed>>,
+    next_landed: u32,
+    /// The last entry the tree reflects.
+    tree_index: u64,
+    tree_term: u64,
+    links: BTreeMap<u64, Link>,
+    outbox: BTreeMap<u64, VecDeque<Message>>,
+    last_tick: Instant,
+    /// Readies appended but not yet durable: (commit seq, ready number,
+    /// messages to send once durable). A ready waits for the first commit
+    /// begun after it.
+    unpersisted: VecDeque<(u64, u64, Vec<Message>)>,
+    begun: u64,
+    awaited: VecDeque<Awaited>,
+    acknowledged: u64,
+    reads_confirmed: u64,
+    /// Reads served since the last commit began.
+    pub reads_pending: bool,
+    meta_written: Meta,
+    applied_checkpoint: u64,
+}
+
+impl Replica {
+    /// Opens the node over `store` (opened `replicated`): rebuilds the Raft
+    /// log from the store's live records and applies the entries its hard
+    /// state says are committed.
+    pub fn open(config: ReplicaConfig, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<Replica, ReplicaError> {
+        let checkpoint = match store.raft_meta(pool)? {
+            Some(bytes) => Some(Meta::decode(&bytes).ok_or_else(|| ReplicaError::Corrupt("#raft".into()))?),
+            None => None,
+        };
+        let mut storage = LogStorage::default();
+        let mut meta = checkpoint.clone().unwrap_or_else(|| Meta {
+            group_id: config.group_id,
+            node_id: config.node_id,
+            conf_state: ConfState::from((config.members.keys().copied(), Vec::<u64>::new())),
+            ..Meta::default()
+        });
+        storage.snapshot_index = meta.applied_index;
+        storage.snapshot_term = meta.applied_term;
+        let latest = rebuild(store, pool, &mut storage, meta.applied_index)?;
+        if let Some(latest) = latest {
+            meta = Meta { applied_index: meta.applied_index, applied_term: meta.applied_term, ..latest };
+        }
+        if meta.group_id != config.group_id || meta.node_id != config.node_id {
+            return Err(ReplicaError::OtherGroup {
+                found: meta.group_id,
+                node: meta.node_id,
+                wanted: config.group_id,
+                wanted_node: config.node_id,
+            });
+        }
+        storage.hard_state = meta.hard_state.clone();
+        storage.conf_state = meta.conf_state.clone();
+        let mut replica = Replica::start(config, storage, meta.applied_index, meta.applied_term)?;
+        replica.meta_written = meta.clone();
+        // Entries committed before the restart: the tree gets them now.
+        let commit = meta.hard_state.commit.min(replica.raw.store().last_index());
+        for index in meta.applied_index + 1..=commit {
+            let entry = replica.raw.store().entry(index).expect("in the log");
+            replica.apply_entry(store, pool, buffers, &entry)?;
+        }
+        replica.raw.advance_apply_to(replica.tree_index);
+        if checkpoint.is_none() {
+            // A new member: its state record names the group from now on.
+            let key = replica.meta().encode();
+            store.append_replica_record(pool, buffers, KIND_STATE, &key)?;
+        }
+        replica.update_store(store);
+        Ok(replica)
+    }
+
+    fn start(config: ReplicaConfig, storage: LogStorage, applied: u64, applied_term: u64) -> Result<Replica, ReplicaError> {
+        let raft_config = raft::Config {
+            id: config.node_id,
+            election_tick: config.election_ticks,
+            heartbeat_tick: config.heartbeat_ticks,
+            applied,
+            max_size_per_msg: 1 << 20,
+            max_inflight_msgs: 256,
+            check_quorum: true,
+            pre_vote: true,
+            read_only_option: raft::ReadOnlyOption::Safe,
+            ..raft::Config::default()
+        };
+        raft_config.validate()?;
+        let logger = slog::Logger::root(TracingDrain, slog::o!("node" => config.node_id));
+        let raw = RawNode::new(&raft_config, storage, &logger)?;
+        let now = Instant::now();
+        let links = config
+            .members
+            .keys()
+            .filter(|&&id| id != config.node_id)
+            .map(|&id| (id, Link::Down { retry_at: now }))
+            .collect();
+        Ok(Replica {
+            config,
+            raw,
+            proposed: HashMap::new(),
+            landed: HashMap::new(),
+            next_landed: 0,
+            tree_index: applied,
+            tree_term: applied_term,
+            links,
+            outbox: BTreeMap::new(),
+            last_tick: now,
+            unpersisted: VecDeque::new(),
+            begun: 0,
+            awaited: VecDeque::new(),
+            acknowledged: 0,
+            reads_confirmed: 0,
+            reads_pending: false,
+            meta_written: Meta::default(),
+            applied_checkpoint: applied,
+        })
+    }
+
+    // ---- state ----
+
+    pub fn is_leader(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+    }
+
+    pub fn leader_id(&self) -> u64 {
+        self.raw.raft.leader_id
+    }
+
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
+    }
+
+    pub fn commit_index(&self) -> u64 {
+        self.raw.raft.raft_log.committed
+    }
+
+    pub fn last_index(&self) -> u64 {
+        self.raw.raft.raft_log.last_index()
+    }
+
+    pub fn tree_index(&self) -> u64 {
+        self.tree_index
+    }
+
+    pub fn role(&self) -> &'static str {
+        match self.raw.raft.state {
+            StateRole::Leader => "leader",
+            StateRole::Follower => "follower",
+            StateRole::Candidate | StateRole::PreCandidate => "candidate",
+        }
+    }
+
+    /// The leader's view of each follower: (id, matched index).
+    pub fn progress(&self) -> Vec<(u64, u64)> {
+        if !self.is_leader() {
+            return Vec::new();
+        }
+        let mut out: Vec<(u64, u64)> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(&id, _)| id != self.config.node_id)
+            .map(|(&id, pr)| (id, pr.matched))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    pub fn voters(&self) -> Vec<u64> {
+        let mut voters: Vec<u64> = self.raw.raft.prs().conf().voters().ids().iter().collect();
+        voters.sort_unstable();
+        voters
+    }
+
+    /// Whether this node may run writes now: it leads, and its tree holds
+    /// every committed entry, its own term's first one included (so no
+    /// entry of an earlier term is still to be applied under it).
+    pub fn can_write(&self) -> bool {
+        let log = &self.raw.raft.raft_log;
+        self.is_leader() && log.term(log.committed).unwrap_or(0) == self.raw.raft.term && self.tree_index >= log.committed
+    }
+
+    fn meta(&self) -> Meta {
+        Meta {
+            group_id: self.config.group_id,
+            node_id: self.config.node_id,
+            hard_state: self.raw.raft.hard_state(),
+            conf_state: self.raw.store().conf_state.clone(),
+            applied_index: self.tree_index,
+            applied_term: self.tree_term,
+        }
+    }
+
+    // ---- links ----
+
+    /// Links to open: `(peer id, address)`.
+    pub fn dials(&mut self, now: Instant) -> Vec<(u64, SocketAddr)> {
+        let mut out = Vec::new();
+        for (&id, link) in self.links.iter_mut() {
+            if let Link::Down { retry_at } = *link {
+                if now >= retry_at {
+                    if let Some(&addr) = self.config.members.get(&id) {
+                        *link = Link::Dialing;
+                        out.push((id, addr));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn link_up(&mut self, peer: u64, token: (u32, u32)) {
+        self.links.insert(peer, Link::Up { token });
+    }
+
+    /// A link failed or closed: retried after a pause; raft-rs hears the
+    /// peer is unreachable (it probes again instead of streaming).
+    pub fn link_down(&mut self, peer: u64) {
+        self.links.insert(peer, Link::Down { retry_at: Instant::now() + Duration::from_millis(200) });
+        self.outbox.remove(&peer);
+        if self.is_leader() {
+            self.raw.report_unreachable(peer);
+        }
+    }
+
+    /// The links with messages waiting (their loop tokens).
+    pub fn links_to_wake(&self) -> Vec<(u32, u32)> {
+        self.outbox
+            .iter()
+            .filter(|(_, queue)| !queue.is_empty())
+            .filter_map(|(id, _)| match self.links.get(id) {
+                Some(Link::Up { token }) => Some(*token),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The messages waiting for `peer`'s link.
+    pub fn take_outgoing(&mut self, peer: u64) -> VecDeque<Message> {
+        self.outbox.remove(&peer).unwrap_or_default()
+    }
+
+    /// The records of an entry to send (the entry record excluded).
+    pub fn records_of(&self, index: u64) -> Option<Vec<u64>> {
+        let meta = self.raw.store().get(index).or_else(|| self.proposed.get(&index))?;
+        Some(meta.lsns[..meta.lsns.len() - 1].to_vec())
+    }
+
+    fn send(&mut self, messages: Vec<Message>) {
+        for message in messages {
+            tracing::trace!(to = message.to, kind = ?message.msg_type, entries = message.entries.len(), "queue");
+            // Messages to a peer whose link is down are dropped: raft-rs
+            // sends again (heartbeats, probes).
+            if matches!(self.links.get(&message.to), Some(Link::Up { .. })) {
+                self.outbox.entry(message.to).or_default().push_back(message);
+            }
+        }
+    }
+
+    // ---- input ----
+
+    /// Raft's clock: a tick per `config.tick`.
+    pub fn tick(&mut self, now: Instant) {
+        while now.duration_since(self.last_tick) >= self.config.tick {
+            self.last_tick += self.config.tick;
+            self.raw.tick();
+        }
+    }
+
+    /// A message from a peer, its records landed in the pool.
+    pub fn receive(&mut self, buffers: &mut Buffers, received: Received) -> Result<(), ReplicaError> {
+        let Received { mut message, records } = received;
+        tracing::trace!(from = message.from, kind = ?message.msg_type, entries = message.entries.len(), "receive");
+        let mut records: HashMap<u64, Vec<Landed>> = records.into_iter().collect();
+        for entry in message.entries.iter_mut() {
+            if let Some(landed) = records.remove(&entry.index) {
+                let slot = self.next_landed;
+                self.next_landed = self.next_landed.wrapping_add(1);
+                self.landed.insert(slot, landed);
+                let mut data = b"L".to_vec();
+                data.extend_from_slice(&slot.to_le_bytes());
+                entry.data = data.into();
+            }
+        }
+        release_records(buffers, records.into_values().flatten());
+        match self.raw.step(message) {
+            Ok(()) | Err(raft::Error::StepPeerNotFound) | Err(raft::Error::StepLocalMsg) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    // ---- the turn's commit ----
+
+    /// Whether the turn's end must begin a commit even if the store has
+    /// nothing to make durable: reads wait for a ReadIndex.
+    pub fn wants_commit(&self) -> bool {
+        self.reads_pending
+    }
+
+    /// Whether the end of the turn has work for the replica.
+    pub fn needs_commit(&self, store: &Store) -> bool {
+        self.raw.has_ready() || store.has_open_records() || self.reads_pending
+    }
+
+    /// Before the loop's commit begins: the turn's records become an entry
+    /// (a leader), raft-rs's ready is handled (messages sent, committed
+    /// entries applied, new entries and the hard state logged), and a
+    /// ReadIndex is requested for the turn's reads.
+    pub fn before_commit(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
+        self.seal(store, pool, buffers)?;
+        if self.reads_pending && self.is_leader() {
+            let seq = self.begun + 1;
+            self.raw.read_index(seq.to_le_bytes().to_vec());
+        }
+        if self.raw.has_ready() {
+            self.handle_ready(store, pool, buffers)?;
+        }
+        self.release_unused(buffers);
+        self.note_checkpoints(store);
+        self.update_store(store);
+        Ok(())
+    }
+
+    /// The loop's commit `seq` (1, 2, ...) began: it covers every ready
+    /// handled so far, and its replies wait for what was proposed so far.
+    pub fn commit_begun(&mut self) {
+        self.begun += 1;
+        let seq = self.begun;
+        for ready in self.unpersisted.iter_mut().filter(|r| r.0 == 0) {
+            ready.0 = seq;
+        }
+        let index = self.last_index();
+        let term = self.raw.raft.raft_log.term(index).unwrap_or(0);
+        let read = std::mem::take(&mut self.reads_pending) && self.is_leader();
+        let needs_group = self.is_leader() || read;
+        let index = if needs_group { index } else { 0 };
+        self.awaited.push_back(Awaited { seq, index, term, read });
+        self.advance_acks();
+    }
+
+    /// The loop's commit `seq` is durable here: raft-rs hears of the
+    /// readies it covered, and their messages leave.
+    pub fn commit_durable(&mut self, seq: u64) {
+        while self.unpersisted.front().is_some_and(|r| r.0 != 0 && r.0 <= seq) {
+            let (_, number, messages) = self.unpersisted.pop_front().expect("checked");
+            self.raw.on_persist_ready(number);
+            self.send(messages);
+        }
+    }
+
+    /// Whether every begun commit may release its replies.
+    pub fn all_acknowledged(&self) -> bool {
+        self.acknowledged == self.begun
+    }
+
+    /// How many begun commits may release their replies.
+    pub fn acknowledged(&self) -> u64 {
+        self.acknowledged
+    }
+
+    fn advance_acks(&mut self) {
+        let commit = self.commit_index();
+        while let Some(front) = self.awaited.front() {
+            let committed = front.index == 0
+                || (commit >= front.index && self.raw.raft.raft_log.term(front.index).ok() == Some(front.term));
+            let read = !front.read || self.reads_confirmed >= front.seq;
+            if !(committed && read) {
+                break;
+            }
+            self.acknowledged = front.seq;
+            self.awaited.pop_front();
+        }
+    }
+
+    /// The turn's records, closed by an entry record and proposed.
+    fn seal(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
+        let Some(mut lsns) = store.take_open_records() else { return Ok(()) };
+        if !self.is_leader() {
+            return Err(ReplicaError::Corrupt("a follower wrote to its tree".into()));
+        }
+        self.raw.propose(Vec::new(), RECORDS.to_vec())?;
+        let index = self.last_index();
+        let term = self.term();
+        let key = EntryKey { term, index, entry_type: EntryType::EntryNormal, data: Vec::new() };
+        lsns.push(store.append_replica_record(pool, buffers, KIND_ENTRY, &key.encode())?);
+        let payload_bytes = 0;
+        self.proposed.insert(
+            index,
+            EntryMeta { term, entry_type: EntryType::EntryNormal, data: RECORDS.to_vec(), lsns, payload_bytes },
+        );
+        self.tree_index = index;
+        self.tree_term = term;
+        Ok(())
+    }
+
+    fn handle_ready(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
+        let mut ready = self.raw.ready();
+        self.send(ready.take_messages());
+        if !ready.snapshot().is_empty() {
+            return Err(ReplicaError::Corrupt("snapshots are not supported yet".into()));
+        }
+        for state in ready.take_read_states() {
+            let seq = state.request_ctx.as_slice().try_into().map(u64::from_le_bytes).unwrap_or(0);
+            self.reads_confirmed = self.reads_confirmed.max(seq);
+        }
+        let committed = ready.take_committed_entries();
+        let entries = ready.take_entries();
+        let persist = !entries.is_empty() || ready.hs().is_some();
+        for entry in &entries {
+            self.persist_entry(store, pool, buffers, entry)?;
+        }
+        let mut state_changed = ready.hs().is_some();
+        for entry in &committed {
+            state_changed |= self.apply_entry(store, pool, buffers, entry)?;
+        }
+        if state_changed {
+            let key = self.meta().encode();
+            store.append_replica_record(pool, buffers, KIND_STATE, &key)?;
+        }
+        let number = ready.number();
+        let messages = ready.take_persisted_messages();
+        self.raw.advance_append_async(ready);
+        if persist || state_changed {
+            self.unpersisted.push_back((0, number, messages));
+        } else {
+            self.raw.on_persist_ready(number);
+            self.send(messages);
+        }
+        self.raw.advance_apply_to(self.raw.raft.raft_log.committed.min(self.tree_index.max(self.applied_floor())));
+        self.advance_acks();
+        Ok(())
+    }
+
+    /// The highest committed index whose entries the tree holds.
+    fn applied_floor(&self) -> u64 {
+        self.tree_index.min(self.commit_index())
+    }
+
+    /// Logs an entry raft-rs hands over (a follower's received one, or
+    /// the leader's own, already logged), truncating any it replaces.
+    fn persist_entry(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers, entry: &Entry) -> Result<(), ReplicaError> {
+        let meta = match (entry.entry_type, entry.data.as_ref()) {
+            (EntryType::EntryNormal, RECORDS) => self
+                .proposed
+                .remove(&entry.index)
+                .ok_or_else(|| ReplicaError::Corrupt(format!("proposal {} not found", entry.index)))?,
+            (EntryType::EntryNormal, data) if data.first() == Some(&b'L') && data.len() == 5 => {
+                let slot = u32::from_le_bytes(data[1..5].try_into().expect("4 bytes"));
+                let landed = self.landed.remove(&slot).ok_or_else(|| ReplicaError::Corrupt("landed records".into()))?;
+                self.log_received(store, pool, buffers, entry, landed)?
+            }
+            (entry_type, data) => {
+                if data.len() > ENTRY_DATA_MAX {
+                    return Err(ReplicaError::Corrupt(format!("entry {} carries {} bytes", entry.index, data.len())));
+                }
+                let key = EntryKey { term: entry.term, index: entry.index, entry_type, data: data.to_vec() };
+                let lsn = store.append_replica_record(pool, buffers, KIND_ENTRY, &key.encode())?;
+                EntryMeta { term: entry.term, entry_type, data: data.to_vec(), lsns: vec![lsn], payload_bytes: 0 }
+            }
+        };
+        let dropped = self.raw.mut_store().append(entry.index, meta);
+        for gone in dropped {
+            if entry.index <= self.tree_index {
+                return Err(ReplicaError::Diverged { index: entry.index });
+            }
+            store.release_logged(pool, &gone.lsns)?;
+        }
+        Ok(())
+    }
+
+    fn log_received(
+        &mut self,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        entry: &Entry,
+        landed: Vec<Landed>,
+    ) -> Result<EntryMeta, ReplicaError> {
+        let mut lsns = Vec::with_capacity(landed.len() + 1);
+        let mut payload_bytes = 0;
+        let mut result = Ok(());
+        for record in &landed {
+            match store.append_received(pool, buffers, record.kind, &record.key, &record.extents) {
+                Ok(lsn) => lsns.push(lsn),
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+            payload_bytes += record.len;
+        }
+        release_records(buffers, landed);
+        result?;
+        let key = EntryKey { term: entry.term, index: entry.index, entry_type: EntryType::EntryNormal, data: Vec::new() };
+        lsns.push(store.append_replica_record(pool, buffers, KIND_ENTRY, &key.encode())?);
+        Ok(EntryMeta { term: entry.term, entry_type: EntryType::EntryNormal, data: RECORDS.to_vec(), lsns, payload_bytes })
+    }
+
+    /// A committed entry: into the tree (unless the leader ran it
+    /// already), or a membership change into raft-rs. Returns whether the
+    /// membership changed.
+    fn apply_entry(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers, entry: &Entry) -> Result<bool, ReplicaError> {
+        if entry.index <= self.tree_index {
+            return Ok(false);
+        }
+        let mut changed = false;
+        match entry.entry_type {
+            EntryType::EntryNormal if !entry.data.is_empty() => {
+                let meta = self.raw.store().get(entry.index).expect("a committed entry is in the log");
+                let records = meta.lsns[..meta.lsns.len() - 1].to_vec();
+                store.apply_logged(pool, buffers, &records)?;
+            }
+            EntryType::EntryNormal => {}
+            EntryType::EntryConfChange => {
+                let change = ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
+                let state = self.raw.apply_conf_change(&change)?;
+                self.raw.mut_store().conf_state = state;
+                changed = true;
+            }
+            EntryType::EntryConfChangeV2 => {
+                let change = ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
+                let state = self.raw.apply_conf_change(&change)?;
+                self.raw.mut_store().conf_state = state;
+                changed = true;
+            }
+        }
+        self.tree_index = entry.index;
+        self.tree_term = entry.term;
+        Ok(changed)
+    }
+
+    /// Records that arrived but that raft-rs did not take (a stale or
+    /// rejected message): their references go back.
+    fn release_unused(&mut self, buffers: &mut Buffers) {
+        for (_, records) in self.landed.drain() {
+            release_records(buffers, records);
+        }
+    }
+
+    /// Tells the store where its applied prefix ends, what `#raft` says,
+    /// and whether it may checkpoint.
+    fn update_store(&mut self, store: &mut Store) {
+        let unapplied = self.raw.store().get(self.tree_index + 1).map(|meta| meta.lsns[0]);
+        store.set_unapplied_from(unapplied);
+        let meta = self.meta();
+        if meta != self.meta_written {
+            store.set_raft_meta(meta.encode());
+            self.meta_written = meta;
+        }
+        store.set_checkpoint_allowed(self.tree_index <= self.commit_index());
+    }
+
+    /// A checkpoint became durable: the entries it reflects leave the Raft
+    /// log (the store released their records).
+    fn note_checkpoints(&mut self, store: &Store) {
+        let Some(bytes) = store.durable_raft_meta() else { return };
+        let Some(meta) = Meta::decode(bytes) else { return };
+        if meta.applied_index > self.applied_checkpoint {
+            self.applied_checkpoint = meta.applied_index;
+            let compact_to = meta.applied_index.min(self.raw.store().last_index());
+            self.raw.mut_store().compact_to(compact_to);
+        }
+    }
+}
+
+/// Rebuilds the Raft log from the store's live records: entries after the
+/// checkpoint, in order, a later entry with the same index replacing the
+/// earlier one (a truncation whose release marks a power failure lost),
+/// and the last state record. Records of an entry never closed are
+/// released (never acknowledged).
+fn rebuild(store: &mut Store, pool: &Pool, storage: &mut LogStorage, applied: u64) -> Result<Option<Meta>, ReplicaError> {
+    let lsns: Vec<u64> = store.live_records().collect();
+    let mut group = Vec::new();
+    let mut latest = None;
+    let mut dead = Vec::new();
+    for lsn in lsns {
+        let record = store.logged(pool, lsn)?;
+        match record.kind {
+            KIND_ENTRY => {
+                let key = EntryKey::decode(&record.key).ok_or_else(|| ReplicaError::Corrupt(format!("entry record {lsn}")))?;
+                group.push(lsn);
+                let lsns = std::mem::take(&mut group);
+                if key.index <= applied {
+                    dead.extend(lsns);
+                    continue;
+                }
+                if key.index > storage.last_index() + 1 {
+                    return Err(ReplicaError::Corrupt(format!("entry {} follows entry {}", key.index, storage.last_index())));
+                }
+                let data = if key.entry_type == EntryType::EntryNormal && lsns.len() > 1 { RECORDS.to_vec() } else { key.data };
+                let meta = EntryMeta { term: key.term, entry_type: key.entry_type, data, lsns, payload_bytes: 0 };
+                for gone in storage.append(key.index, meta) {
+                    dead.extend(gone.lsns);
+                }
+            }
+            KIND_STATE => {
+                latest = Some(Meta::decode(&record.key).ok_or_else(|| ReplicaError::Corrupt(format!("state record {lsn}")))?);
+            }
+            _ => group.push(lsn),
+        }
+    }
+    dead.extend(group);
+    if !dead.is_empty() {
+        store.release_logged(pool, &dead)?;
+    }
+    Ok(latest)
+}
+
+/// raft-rs's log lines, into tracing.
+struct TracingDrain;
+
+impl slog::Drain for TracingDrain {
+    type Ok = ();
+    type Err = slog::Never;
+
+    fn log(&self, record: &slog::Record<'_>, _values: &slog::OwnedKVList) -> Result<(), slog::Never> {
+        match record.level() {
+            slog::Level::Critical | slog::Level::Error => tracing::error!(target: "raft", "{}", record.msg()),
+            slog::Level::Warning => tracing::warn!(target: "raft", "{}", record.msg()),
+            slog::Level::Info => tracing::info!(target: "raft", "{}", record.msg()),
+            _ => tracing::debug!(target: "raft", "{}", record.msg()),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,292 @@
+//! The replication wire format: Raft messages between peers, in frames
+//! the server's own RESP parser reads (so a peer's input is bounded,
+//! parsed and received into pool buffers exactly like a client's, and the
+//! values of entries land zero copy).
+//!
+//! ```text
+//! HELLO   *4 $5 HELLO  $8 group-id LE  $8 node-id LE  $n shared secret (may be empty)
+//! M       *3 $1 M      $n raft-rs Message (protobuf)   $4 CRC-32C of the protobuf, LE
+//! R       *3 $1 R      $n kind u16 LE, data CRC-32C u32 LE, key   $len the record's value
+//! ```
+//!
+//! A link carries one sender's messages one way. Its first frame is HELLO.
+//! In an M frame, a normal entry that has records carries, as its data,
+//! their number (u32 LE) instead of raft-rs's marker; that many R frames
+//! follow the M frame, entry by entry, in order. An R frame's value is the
+//! bytes of a put (empty for a delete); its CRC is the one the sender's log
+//! record holds, and the receiver checks it against the bytes that landed.
+//!
+//! Owns: encoding (values sent from the pool, zero copy, above
+//! `INLINE_VALUE_SEND_MAX`) and the receiving state of one inbound link.
+//!
+//! Invariants: every extent a received record holds carries one buffer
+//! reference of the link's, given to the log or released; a frame that
+//! breaks the format ends the link.
+
+use protobuf::Message as _;
+use raft::eraftpb::{EntryType, Message};
+
+use crate::io::outq::OutQueue;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+use crate::proto::resp::Args;
+use crate::store::db::{Store, StoreError, KIND_DEL, KIND_PUT};
+
+/// Values up to this size are copied into the frame; larger ones are sent
+/// from the pool buffers they are stored in.
+pub const INLINE_VALUE_SEND_MAX: u64 = 256;
+/// The most records one message's entries may carry.
+pub const MESSAGE_RECORDS_MAX: u64 = 1 << 22;
+/// The longest protobuf part of an M frame (entries carry no values).
+pub const MESSAGE_BYTES_MAX: usize = 16 << 20;
+
+/// A record of an entry, as it arrived: its bytes where they landed.
+#[derive(Debug)]
+pub struct Landed {
+    pub kind: u16,
+    pub key: Vec<u8>,
+    /// One reference each, the link's.
+    pub extents: Vec<Extent>,
+    pub len: u64,
+}
+
+/// A message whose records are all in.
+pub struct Received {
+    pub message: Message,
+    /// For each entry with records, in order: its index and its records.
+    pub records: Vec<(u64, Vec<Landed>)>,
+}
+
+/// Writes a HELLO frame.
+pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
+    out.extend_from_slice(b"*4\r\n$5\r\nHELLO\r\n$8\r\n");
+    out.extend_from_slice(&group_id.to_le_bytes());
+    out.extend_from_slice(b"\r\n$8\r\n");
+    out.extend_from_slice(&node_id.to_le_bytes());
+    out.extend_from_slice(format!("\r\n${}\r\n", secret.len()).as_bytes());
+    out.extend_from_slice(secret);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A HELLO frame's group and node ids, if `args` is one with `secret`.
+pub fn parse_hello(pool: &Pool, args: &Args, secret: &[u8]) -> Result<(u64, u64), String> {
+    if args.len() != 4 || args.upper(0).as_deref() != Some(b"HELLO") {
+        return Err("a replication link must begin with HELLO".into());
+    }
+    let word = |i: usize| -> Result<u64, String> {
+        let bytes = args.bytes(pool, i);
+        Ok(u64::from_le_bytes(bytes.as_ref().try_into().map_err(|_| "HELLO: ids are 8 bytes".to_string())?))
+    };
+    let given = args.bytes(pool, 3);
+    if !constant_time_eq(given.as_ref(), secret) {
+        return Err("HELLO: wrong shared secret (--peer-secret)".into());
+    }
+    Ok((word(1)?, word(2)?))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The records of each entry of `message` that has some, by index:
+/// `records(index)` gives their lsns (the entry record excluded).
+pub fn encode(
+    pool: &Pool,
+    buffers: &mut Buffers,
+    store: &Store,
+    mut message: Message,
+    records: impl Fn(u64) -> Option<Vec<u64>>,
+    out: &mut OutQueue,
+) -> Result<(), StoreError> {
+    let mut sends = Vec::new();
+    for entry in message.entries.iter_mut() {
+        if entry.entry_type != EntryType::EntryNormal || entry.data.is_empty() {
+            continue;
+        }
+        let lsns = records(entry.index)
+            .ok_or_else(|| StoreError::Corrupt(format!("entry {} to send is not in the log", entry.index)))?;
+        entry.data = (lsns.len() as u32).to_le_bytes().to_vec().into();
+        sends.push(lsns);
+    }
+    let bytes = message.write_to_bytes().map_err(|e| StoreError::Corrupt(format!("encoding a message: {e}")))?;
+    let inline = out.bytes();
+    inline.extend_from_slice(format!("*3\r\n$1\r\nM\r\n${}\r\n", bytes.len()).as_bytes());
+    inline.extend_from_slice(&bytes);
+    inline.extend_from_slice(b"\r\n$4\r\n");
+    inline.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
+    inline.extend_from_slice(b"\r\n");
+    for lsn in sends.into_iter().flatten() {
+        let record = store.logged(pool, lsn)?;
+        let inline = out.bytes();
+        inline.extend_from_slice(format!("*3\r\n$1\r\nR\r\n${}\r\n", 6 + record.key.len()).as_bytes());
+        inline.extend_from_slice(&record.kind.to_le_bytes());
+        inline.extend_from_slice(&record.data_crc.to_le_bytes());
+        inline.extend_from_slice(&record.key);
+        inline.extend_from_slice(format!("\r\n${}\r\n", record.data_len).as_bytes());
+        if record.data_len <= INLINE_VALUE_SEND_MAX {
+            pool.read_extents(&record.extents, out.bytes());
+        } else {
+            for extent in &record.extents {
+                buffers.retain(extent.buffer)?;
+                let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+                // SAFETY: the queue owns the reference just taken: the
+                // buffer is neither reused nor written until it is sent.
+                unsafe { out.push_pool(extent.buffer, pool.address(offset), u32::from(extent.len)) };
+            }
+        }
+        out.push(b"\r\n");
+    }
+    Ok(())
+}
+
+/// The receiving side of one link.
+#[derive(Default)]
+pub struct Inbound {
+    /// The sender, once its HELLO arrived.
+    pub peer: Option<u64>,
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    message: Message,
+    /// (index, records expected) of each entry with records, in order.
+    expected: Vec<(u64, u32)>,
+    records: Vec<(u64, Vec<Landed>)>,
+}
+
+impl Inbound {
+    /// Takes one frame (the arguments of one parsed command); returns a
+    /// message once its records are in. The frame's value extents move to
+    /// the returned records (with their references); `args` keeps the rest.
+    pub fn frame(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        store: &mut Store,
+        args: &mut Args,
+    ) -> Result<Option<Received>, String> {
+        match args.upper(0).as_deref() {
+            Some(b"M") if self.pending.is_none() => {
+                self.pending = Some(decode_message(pool, args)?);
+            }
+            Some(b"R") if self.pending.is_some() => {
+                let landed = land(pool, buffers, store, args)?;
+                let pending = self.pending.as_mut().expect("checked");
+                match pending.records.last_mut() {
+                    Some((_, records)) => records.push(landed),
+                    None => {
+                        release_records(buffers, [landed]);
+                        return Err("an R frame after a message's last record".into());
+                    }
+                }
+            }
+            _ => return Err("a replication frame out of order or of an unknown type".into()),
+        }
+        Ok(self.take_complete())
+    }
+
+    /// Moves to the next entry when the current one has all its records,
+    /// and returns the message when every entry has them.
+    fn take_complete(&mut self) -> Option<Received> {
+        let pending = self.pending.as_mut()?;
+        loop {
+            let done = pending.records.len();
+            if let Some(last) = pending.records.last() {
+                let expected = pending.expected[done - 1].1 as usize;
+                if last.1.len() < expected {
+                    return None;
+                }
+            }
+            if done == pending.expected.len() {
+                break;
+            }
+            let (index, _) = pending.expected[done];
+            pending.records.push((index, Vec::new()));
+        }
+        let pending = self.pending.take().expect("checked");
+        Some(Received { message: pending.message, records: pending.records })
+    }
+
+    /// The link ended: gives back what a partial message holds.
+    pub fn abandon(&mut self, buffers: &mut Buffers) {
+        if let Some(pending) = self.pending.take() {
+            release_records(buffers, pending.records.into_iter().flat_map(|(_, r)| r));
+        }
+    }
+}
+
+/// Gives back the references of records that were never logged.
+pub fn release_records(buffers: &mut Buffers, records: impl IntoIterator<Item = Landed>) {
+    for record in records {
+        buffers.release_extents(&record.extents).expect("a landed record's references");
+    }
+}
+
+fn decode_message(pool: &Pool, args: &Args) -> Result<Pending, String> {
+    if args.len() != 3 || args.arg_len(1) as usize > MESSAGE_BYTES_MAX || args.arg_len(2) != 4 {
+        return Err("a malformed M frame".into());
+    }
+    let bytes = args.bytes(pool, 1);
+    let crc = u32::from_le_bytes(args.bytes(pool, 2).as_ref().try_into().expect("4 bytes"));
+    if crc32c::crc32c(&bytes) != crc {
+        return Err("an M frame's CRC does not match its bytes".into());
+    }
+    let message = Message::parse_from_bytes(&bytes).map_err(|e| format!("an M frame's message: {e}"))?;
+    let mut expected = Vec::new();
+    let mut total = 0u64;
+    for entry in &message.entries {
+        if entry.entry_type != EntryType::EntryNormal || entry.data.is_empty() {
+            continue;
+        }
+        let count: [u8; 4] = entry.data.as_ref().try_into().map_err(|_| "an entry's record count".to_string())?;
+        let count = u32::from_le_bytes(count);
+        total += u64::from(count);
+        expected.push((entry.index, count));
+    }
+    if total > MESSAGE_RECORDS_MAX {
+        return Err(format!("a message of {total} records (at most {MESSAGE_RECORDS_MAX})"));
+    }
+    let mut pending = Pending { message, expected, records: Vec::new() };
+    if let Some(&(index, _)) = pending.expected.first() {
+        pending.records.push((index, Vec::new()));
+    }
+    Ok(pending)
+}
+
+/// An R frame's record: its value stays where it landed (a small one is
+/// staged into the pool); its CRC must match.
+fn land(pool: &Pool, buffers: &mut Buffers, store: &mut Store, args: &mut Args) -> Result<Landed, String> {
+    if args.len() != 3 || !(6..=6 + 512).contains(&args.arg_len(1)) {
+        return Err("a malformed R frame".into());
+    }
+    let meta = args.bytes(pool, 1).into_owned();
+    let kind = u16::from_le_bytes([meta[0], meta[1]]);
+    let crc = u32::from_le_bytes(meta[2..6].try_into().expect("4 bytes"));
+    if kind != KIND_PUT && kind != KIND_DEL {
+        return Err(format!("a replicated record of kind {kind:#x}"));
+    }
+    let len = args.arg_len(2);
+    let extents = match args.extents(2) {
+        Some(extents) => {
+            let extents = extents.to_vec();
+            for extent in &extents {
+                buffers.retain(extent.buffer).map_err(|e| e.to_string())?;
+            }
+            extents
+        }
+        None if len == 0 => Vec::new(),
+        None => {
+            let bytes = args.bytes(pool, 2).into_owned();
+            store.stage(pool, buffers, &bytes).map_err(|e| e.to_string())?
+        }
+    };
+    let landed = Landed { kind, key: meta[6..].to_vec(), extents, len };
+    let mut bytes = Vec::with_capacity(len as usize);
+    pool.read_extents(&landed.extents, &mut bytes);
+    if crc32c::crc32c(&bytes) != crc {
+        release_records(buffers, [landed]);
+        return Err("a record's bytes do not match its CRC".into());
+    }
+    Ok(landed)
+}
