@@ -114,6 +114,36 @@ pub struct Replica {
     pub reads_pending: bool,
     meta_written: Meta,
     applied_checkpoint: u64,
+    /// The leader's snapshots being streamed, by follower; and the base of
+    /// those sent, until the follower has caught up to it.
+    pub streams: BTreeMap<u64, SnapshotStream>,
+    sent_snapshots: BTreeMap<u64, u64>,
+    /// A follower loading a snapshot: its base index, and the upper key of
+    /// the last chunk merged (None: none yet, or the last one was).
+    loading: Option<Loading>,
+}
+
+/// A snapshot on its way to a follower (`wire.rs`'s B, P and E frames,
+/// then raft-rs's MsgSnapshot).
+pub struct SnapshotStream {
+    pub message: Message,
+    /// The last key sent (None: none yet).
+    pub cursor: Option<Vec<u8>>,
+    pub begun: bool,
+    /// Every chunk was sent; the MsgSnapshot waits until the group has
+    /// committed every entry the chunks could reflect (`high_index`).
+    pub chunks_done: bool,
+    pub high_index: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Loading {
+    index: u64,
+    term: u64,
+    /// The upper key of the last chunk merged (None: none yet).
+    lower: Option<Vec<u8>>,
+    /// Every chunk merged, the last included.
+    complete: bool,
 }
 
 impl Replica {
@@ -156,7 +186,7 @@ impl Replica {
             let entry = replica.raw.store().entry(index).expect("in the log");
             replica.apply_entry(store, pool, buffers, &entry)?;
         }
-        replica.raw.advance_apply_to(replica.tree_index);
+        replica.report_applied();
         if checkpoint.is_none() {
             // A new member: its state record names the group from now on.
             let key = replica.meta().encode();
@@ -208,6 +238,9 @@ impl Replica {
             reads_pending: false,
             meta_written: Meta::default(),
             applied_checkpoint: applied,
+            streams: BTreeMap::new(),
+            sent_snapshots: BTreeMap::new(),
+            loading: None,
         })
     }
 
@@ -314,6 +347,10 @@ impl Replica {
     pub fn link_down(&mut self, peer: u64) {
         self.links.insert(peer, Link::Down { retry_at: Instant::now() + Duration::from_millis(200) });
         self.outbox.remove(&peer);
+        if self.streams.remove(&peer).is_some() {
+            self.raw.report_snapshot(peer, raft::SnapshotStatus::Failure);
+        }
+        self.sent_snapshots.remove(&peer);
         if self.is_leader() {
             self.raw.report_unreachable(peer);
         }
@@ -321,10 +358,12 @@ impl Replica {
 
     /// The links with messages waiting (their loop tokens).
     pub fn links_to_wake(&self) -> Vec<(u32, u32)> {
-        self.outbox
-            .iter()
-            .filter(|(_, queue)| !queue.is_empty())
-            .filter_map(|(id, _)| match self.links.get(id) {
+        let streaming = self.streams.keys();
+        let queued = self.outbox.iter().filter(|(_, queue)| !queue.is_empty()).map(|(id, _)| id);
+        let mut ids: Vec<u64> = queued.chain(streaming).copied().collect();
+        ids.dedup();
+        ids.iter()
+            .filter_map(|id| match self.links.get(id) {
                 Some(Link::Up { token }) => Some(*token),
                 _ => None,
             })
@@ -345,6 +384,20 @@ impl Replica {
     fn send(&mut self, messages: Vec<Message>) {
         for message in messages {
             tracing::trace!(to = message.to, kind = ?message.msg_type, entries = message.entries.len(), "queue");
+            if message.msg_type == raft::eraftpb::MessageType::MsgSnapshot {
+                let to = message.to;
+                if matches!(self.links.get(&to), Some(Link::Up { .. })) && !self.streams.contains_key(&to) {
+                    tracing::info!(follower = to, index = message.get_snapshot().get_metadata().index, "streaming a snapshot");
+                    let high_index = self.tree_index;
+                    self.streams.insert(
+                        to,
+                        SnapshotStream { message, cursor: None, begun: false, chunks_done: false, high_index },
+                    );
+                } else {
+                    self.raw.report_snapshot(to, raft::SnapshotStatus::Failure);
+                }
+                continue;
+            }
             // Messages to a peer whose link is down are dropped: raft-rs
             // sends again (heartbeats, probes).
             if matches!(self.links.get(&message.to), Some(Link::Up { .. })) {
@@ -360,12 +413,33 @@ impl Replica {
         while now.duration_since(self.last_tick) >= self.config.tick {
             self.last_tick += self.config.tick;
             self.raw.tick();
+            if self.raw.raft.election_elapsed % 10 == 0 {
+                tracing::debug!(
+                    role = self.role(),
+                    term = self.term(),
+                    commit = self.commit_index(),
+                    last = self.last_index(),
+                    tree = self.tree_index,
+                    begun = self.begun,
+                    acked = self.acknowledged,
+                    first = self.raw.store().first_index(),
+                    streams = self.streams.len(),
+                    "replica"
+                );
+            }
         }
     }
 
     /// A message from a peer, its records landed in the pool.
     pub fn receive(&mut self, buffers: &mut Buffers, received: Received) -> Result<(), ReplicaError> {
         let Received { mut message, records } = received;
+        if message.msg_type == raft::eraftpb::MessageType::MsgSnapshot
+            && !self.snapshot_ready(message.get_snapshot().get_metadata().index)
+        {
+            tracing::warn!(from = message.from, "a snapshot message without its chunks: dropped");
+            release_records(buffers, records.into_iter().flat_map(|(_, r)| r));
+            return Ok(());
+        }
         tracing::trace!(from = message.from, kind = ?message.msg_type, entries = message.entries.len(), "receive");
         let mut records: HashMap<u64, Vec<Landed>> = records.into_iter().collect();
         for entry in message.entries.iter_mut() {
@@ -436,12 +510,16 @@ impl Replica {
 
     /// The loop's commit `seq` is durable here: raft-rs hears of the
     /// readies it covered, and their messages leave.
-    pub fn commit_durable(&mut self, seq: u64) {
+    pub fn commit_durable(&mut self, seq: u64, store: &Store) {
+        // A checkpoint that became durable released its records: the
+        // entries they held leave raft-rs's log at once.
+        self.note_checkpoints(store);
         while self.unpersisted.front().is_some_and(|r| r.0 != 0 && r.0 <= seq) {
             let (_, number, messages) = self.unpersisted.pop_front().expect("checked");
             self.raw.on_persist_ready(number);
             self.send(messages);
         }
+        self.report_applied();
     }
 
     /// Whether every begun commit may release its replies.
@@ -493,7 +571,7 @@ impl Replica {
         let mut ready = self.raw.ready();
         self.send(ready.take_messages());
         if !ready.snapshot().is_empty() {
-            return Err(ReplicaError::Corrupt("snapshots are not supported yet".into()));
+            self.install_snapshot(store, pool, buffers, ready.snapshot().get_metadata())?;
         }
         for state in ready.take_read_states() {
             let seq = state.request_ctx.as_slice().try_into().map(u64::from_le_bytes).unwrap_or(0);
@@ -522,14 +600,19 @@ impl Replica {
             self.raw.on_persist_ready(number);
             self.send(messages);
         }
-        self.raw.advance_apply_to(self.raw.raft.raft_log.committed.min(self.tree_index.max(self.applied_floor())));
+        self.report_applied();
         self.advance_acks();
         Ok(())
     }
 
-    /// The highest committed index whose entries the tree holds.
-    fn applied_floor(&self) -> u64 {
-        self.tree_index.min(self.commit_index())
+    /// Tells raft-rs how far entries are applied: the tree's index, within
+    /// what raft-rs counts as committed and persisted here.
+    fn report_applied(&mut self) {
+        let log = &self.raw.raft.raft_log;
+        let applied = self.tree_index.min(log.committed).min(log.persisted);
+        if applied > log.applied {
+            self.raw.advance_apply_to(applied);
+        }
     }
 
     /// Logs an entry raft-rs hands over (a follower's received one, or
@@ -596,7 +679,7 @@ impl Replica {
     /// already), or a membership change into raft-rs. Returns whether the
     /// membership changed.
     fn apply_entry(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers, entry: &Entry) -> Result<bool, ReplicaError> {
-        if entry.index <= self.tree_index {
+        if entry.index <= self.tree_index || self.loading.is_some() {
             return Ok(false);
         }
         let mut changed = false;
@@ -636,26 +719,181 @@ impl Replica {
     /// Tells the store where its applied prefix ends, what `#raft` says,
     /// and whether it may checkpoint.
     fn update_store(&mut self, store: &mut Store) {
-        let unapplied = self.raw.store().get(self.tree_index + 1).map(|meta| meta.lsns[0]);
+        // Records from the first entry the tree lacks, or that a follower
+        // still needs, stay in the log through the next checkpoint.
+        let keep_from = self.retain_from(store).map_or(self.tree_index + 1, |r| r.min(self.tree_index + 1));
+        let first = self.raw.store().first_index();
+        let unapplied = self.raw.store().get(keep_from.max(first)).map(|meta| meta.lsns[0]);
         store.set_unapplied_from(unapplied);
         let meta = self.meta();
         if meta != self.meta_written {
             store.set_raft_meta(meta.encode());
             self.meta_written = meta;
         }
-        store.set_checkpoint_allowed(self.tree_index <= self.commit_index());
+        store.set_checkpoint_allowed(self.loading.is_none() && self.tree_index <= self.commit_index());
     }
 
     /// A checkpoint became durable: the entries it reflects leave the Raft
     /// log (the store released their records).
     fn note_checkpoints(&mut self, store: &Store) {
-        let Some(bytes) = store.durable_raft_meta() else { return };
+        let Some((bytes, mark)) = store.durable_raft_meta() else { return };
         let Some(meta) = Meta::decode(bytes) else { return };
-        if meta.applied_index > self.applied_checkpoint {
-            self.applied_checkpoint = meta.applied_index;
-            let compact_to = meta.applied_index.min(self.raw.store().last_index());
-            self.raw.mut_store().compact_to(compact_to);
+        let storage = self.raw.store();
+        let mut to = storage.snapshot_index;
+        while let Some(entry) = storage.get(to + 1) {
+            if to + 1 > meta.applied_index || entry.lsns.iter().any(|&lsn| lsn >= mark) {
+                break;
+            }
+            to += 1;
         }
+        if to > storage.snapshot_index {
+            self.raw.mut_store().compact_to(to);
+        }
+    }
+}
+
+impl Replica {
+    /// Whether a snapshot is being loaded (the tree is not whole: no
+    /// reads, no applies, no checkpoints).
+    pub fn is_loading(&self) -> bool {
+        self.loading.is_some()
+    }
+
+    /// A follower: a snapshot of the leader begins (any partial one before
+    /// is superseded: its chunks are merged again from the first key).
+    pub fn snapshot_begin(&mut self, meta: &raft::eraftpb::SnapshotMetadata) -> Result<(), ReplicaError> {
+        if self.loading.as_ref().is_some_and(|l| l.complete) {
+            // One is loaded and waits to be installed: the new one is
+            // refused (the link closes; the leader tries again later).
+            return Err(ReplicaError::Corrupt("a snapshot began while another waits to be installed".into()));
+        }
+        tracing::info!(index = meta.index, term = meta.term, "loading a snapshot from the leader");
+        self.loading = Some(Loading { index: meta.index, term: meta.term, lower: None, complete: false });
+        Ok(())
+    }
+
+    /// A follower: merges a snapshot chunk into the tree (the keys after
+    /// the previous chunk's upper key, up to this one's), and gives back
+    /// the chunk's references.
+    pub fn snapshot_chunk(
+        &mut self,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        upper: Option<Vec<u8>>,
+        pairs: Vec<(Vec<u8>, Landed)>,
+    ) -> Result<(), ReplicaError> {
+        let result = self.merge_chunk(store, pool, buffers, upper, &pairs);
+        release_records(buffers, pairs.into_iter().map(|(_, landed)| landed));
+        result
+    }
+
+    fn merge_chunk(
+        &mut self,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        upper: Option<Vec<u8>>,
+        pairs: &[(Vec<u8>, Landed)],
+    ) -> Result<(), ReplicaError> {
+        let Some(loading) = self.loading.as_mut() else {
+            return Err(ReplicaError::Corrupt("a snapshot chunk before its beginning".into()));
+        };
+        if loading.complete {
+            return Err(ReplicaError::Corrupt("a snapshot chunk after its last".into()));
+        }
+        let sorted = pairs.windows(2).all(|w| w[0].0 < w[1].0);
+        let in_range = pairs.iter().all(|(key, _)| {
+            loading.lower.as_ref().is_none_or(|lower| key > lower) && upper.as_ref().is_none_or(|upper| key <= upper)
+        });
+        if !sorted || !in_range {
+            return Err(ReplicaError::Corrupt("a snapshot chunk out of order".into()));
+        }
+        let values: Vec<(Vec<u8>, crate::index::node::Value)> = pairs
+            .iter()
+            .map(|(key, landed)| {
+                let value = if landed.len <= crate::store::db::INLINE_VALUE_MAX as u64 {
+                    let mut bytes = Vec::with_capacity(landed.len as usize);
+                    pool.read_extents(&landed.extents, &mut bytes);
+                    crate::index::node::Value::Inline(bytes)
+                } else {
+                    crate::index::node::Value::Extents(landed.extents.clone())
+                };
+                (key.clone(), value)
+            })
+            .collect();
+        store.snapshot_merge(pool, buffers, loading.lower.as_deref(), upper.as_deref(), &values)?;
+        loading.complete = upper.is_none();
+        loading.lower = upper;
+        Ok(())
+    }
+
+    /// Whether the MsgSnapshot for `index` may be stepped: its chunks are
+    /// all merged.
+    pub fn snapshot_ready(&self, index: u64) -> bool {
+        self.loading.as_ref().is_some_and(|l| l.complete && l.index == index)
+    }
+
+    /// raft-rs applies a snapshot whose chunks are in the tree: the log is
+    /// dropped, the tree stands at its index, and a full checkpoint makes
+    /// the loaded tree durable before anything is acknowledged.
+    fn install_snapshot(
+        &mut self,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        meta: &raft::eraftpb::SnapshotMetadata,
+    ) -> Result<(), ReplicaError> {
+        let loading = self.loading.take().ok_or_else(|| ReplicaError::Corrupt("a snapshot that was not loaded".into()))?;
+        if loading.index != meta.index || !loading.complete {
+            return Err(ReplicaError::Corrupt(format!("snapshot {} installed, {} loaded", meta.index, loading.index)));
+        }
+        store.snapshot_loaded(pool)?;
+        self.proposed.clear();
+        let storage = self.raw.mut_store();
+        storage.entries.clear();
+        storage.snapshot_index = meta.index;
+        storage.snapshot_term = meta.term;
+        storage.conf_state = meta.get_conf_state().clone();
+        self.tree_index = meta.index;
+        self.tree_term = loading.term;
+        self.applied_checkpoint = meta.index;
+        self.update_store(store);
+        store.checkpoint_all(pool, buffers)?;
+        tracing::info!(index = meta.index, keys = store.keys(pool)?, "snapshot installed");
+        Ok(())
+    }
+
+    /// The leader: whether the stream to `peer` may send its MsgSnapshot
+    /// (every entry its chunks could reflect is committed).
+    pub fn stream_may_finish(&self, peer: u64) -> bool {
+        self.streams.get(&peer).is_some_and(|s| s.chunks_done && self.commit_index() >= s.high_index)
+    }
+
+    /// The leader: the stream to `peer` sent its MsgSnapshot.
+    pub fn stream_finished(&mut self, peer: u64) -> Option<Message> {
+        let stream = self.streams.remove(&peer)?;
+        self.raw.report_snapshot(peer, raft::SnapshotStatus::Finish);
+        self.sent_snapshots.insert(peer, stream.message.get_snapshot().get_metadata().index);
+        Some(stream.message)
+    }
+
+    /// Entries to keep in the log for followers that are behind (and for
+    /// snapshots being streamed, whose base they follow): the first index
+    /// needed, unless the log is over a quarter full.
+    fn retain_from(&mut self, store: &Store) -> Option<u64> {
+        if !self.is_leader() {
+            return None;
+        }
+        let progress = self.progress();
+        // A snapshot's base stays until its follower has caught up to it.
+        self.sent_snapshots.retain(|peer, base| progress.iter().any(|&(id, matched)| id == *peer && matched < *base));
+        let snapshots = self.streams.values().map(|s| s.message.get_snapshot().get_metadata().index);
+        let bases = snapshots.chain(self.sent_snapshots.values().copied()).map(|base| base + 1).min();
+        let followers = progress.into_iter().map(|(_, matched)| matched + 1).min();
+        let followers = followers.filter(|_| store.has_room_to_retain());
+        let bases = bases.filter(|_| store.log_fill_permille() < 500);
+        [bases, followers].into_iter().flatten().min()
     }
 }
 

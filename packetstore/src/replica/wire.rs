@@ -9,6 +9,20 @@
 //! R       *3 $1 R      $n kind u16 LE, data CRC-32C u32 LE, key   $len the record's value
 //! ```
 //!
+//! SNAPSHOT frames stream a leader's tree to a follower that is behind
+//! its log (`node.rs`: a fuzzy snapshot, completed by the entries after
+//! its base):
+//!
+//! ```text
+//! B       *2 $1 B      $n raft-rs SnapshotMetadata (protobuf)
+//! P       *3 $1 P      $k tree key    $len value
+//! E       *3 $1 E      $1 "1" if last, else "0"    $k the chunk's upper key (inclusive)
+//! ```
+//!
+//! The P frames before an E frame are every tree entry in the key range
+//! that ends at its upper key and begins after the previous E's. The
+//! raft-rs MsgSnapshot (an M frame) follows the last E frame.
+//!
 //! A link carries one sender's messages one way. Its first frame is HELLO.
 //! In an M frame, a normal entry that has records carries, as its data,
 //! their number (u32 LE) instead of raft-rs's marker; that many R frames
@@ -49,6 +63,16 @@ pub struct Landed {
     /// One reference each, the link's.
     pub extents: Vec<Extent>,
     pub len: u64,
+}
+
+/// What a frame completed.
+pub enum Frame {
+    Nothing,
+    Message(Received),
+    SnapshotBegin(raft::eraftpb::SnapshotMetadata),
+    /// A chunk of a snapshot: the tree's entries in the key range after
+    /// the previous chunk's `upper` and up to this one's (None: the end).
+    SnapshotChunk { upper: Option<Vec<u8>>, pairs: Vec<(Vec<u8>, Landed)> },
 }
 
 /// A message whose records are all in.
@@ -109,6 +133,9 @@ pub fn encode(
         entry.data = (lsns.len() as u32).to_le_bytes().to_vec().into();
         sends.push(lsns);
     }
+    // Every record is read before anything is written: a message whose
+    // records are gone (compacted meanwhile) is refused whole.
+    let records: Vec<_> = sends.into_iter().flatten().map(|lsn| store.logged(pool, lsn)).collect::<Result<_, _>>()?;
     let bytes = message.write_to_bytes().map_err(|e| StoreError::Corrupt(format!("encoding a message: {e}")))?;
     let inline = out.bytes();
     inline.extend_from_slice(format!("*3\r\n$1\r\nM\r\n${}\r\n", bytes.len()).as_bytes());
@@ -116,8 +143,7 @@ pub fn encode(
     inline.extend_from_slice(b"\r\n$4\r\n");
     inline.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
     inline.extend_from_slice(b"\r\n");
-    for lsn in sends.into_iter().flatten() {
-        let record = store.logged(pool, lsn)?;
+    for record in records {
         let inline = out.bytes();
         inline.extend_from_slice(format!("*3\r\n$1\r\nR\r\n${}\r\n", 6 + record.key.len()).as_bytes());
         inline.extend_from_slice(&record.kind.to_le_bytes());
@@ -146,6 +172,8 @@ pub struct Inbound {
     /// The sender, once its HELLO arrived.
     pub peer: Option<u64>,
     pending: Option<Pending>,
+    /// A snapshot chunk's entries so far.
+    pairs: Vec<(Vec<u8>, Landed)>,
 }
 
 struct Pending {
@@ -165,10 +193,31 @@ impl Inbound {
         buffers: &mut Buffers,
         store: &mut Store,
         args: &mut Args,
-    ) -> Result<Option<Received>, String> {
+    ) -> Result<Frame, String> {
         match args.upper(0).as_deref() {
             Some(b"M") if self.pending.is_none() => {
                 self.pending = Some(decode_message(pool, args)?);
+            }
+            Some(b"B") if self.pending.is_none() && args.len() == 2 => {
+                release_records(buffers, self.pairs.drain(..).map(|(_, landed)| landed));
+                let bytes = args.bytes(pool, 1);
+                let meta = raft::eraftpb::SnapshotMetadata::parse_from_bytes(&bytes)
+                    .map_err(|e| format!("a snapshot's metadata: {e}"))?;
+                return Ok(Frame::SnapshotBegin(meta));
+            }
+            Some(b"P") if self.pending.is_none() && args.len() == 3 => {
+                if args.arg_len(1) > 1024 {
+                    return Err("a snapshot key over 1 KiB".into());
+                }
+                let key = args.bytes(pool, 1).into_owned();
+                let landed = land_value(pool, buffers, store, args, 2, KIND_PUT, key.clone())?;
+                self.pairs.push((key, landed));
+                return Ok(Frame::Nothing);
+            }
+            Some(b"E") if self.pending.is_none() && args.len() == 3 => {
+                let last = args.bytes(pool, 1).as_ref() == b"1";
+                let upper = (!last).then(|| args.bytes(pool, 2).into_owned());
+                return Ok(Frame::SnapshotChunk { upper, pairs: std::mem::take(&mut self.pairs) });
             }
             Some(b"R") if self.pending.is_some() => {
                 let landed = land(pool, buffers, store, args)?;
@@ -183,7 +232,7 @@ impl Inbound {
             }
             _ => return Err("a replication frame out of order or of an unknown type".into()),
         }
-        Ok(self.take_complete())
+        Ok(self.take_complete().map_or(Frame::Nothing, Frame::Message))
     }
 
     /// Moves to the next entry when the current one has all its records,
@@ -213,6 +262,7 @@ impl Inbound {
         if let Some(pending) = self.pending.take() {
             release_records(buffers, pending.records.into_iter().flat_map(|(_, r)| r));
         }
+        release_records(buffers, self.pairs.drain(..).map(|(_, landed)| landed));
     }
 }
 
@@ -266,8 +316,29 @@ fn land(pool: &Pool, buffers: &mut Buffers, store: &mut Store, args: &mut Args) 
     if kind != KIND_PUT && kind != KIND_DEL {
         return Err(format!("a replicated record of kind {kind:#x}"));
     }
-    let len = args.arg_len(2);
-    let extents = match args.extents(2) {
+    let landed = land_value(pool, buffers, store, args, 2, kind, meta[6..].to_vec())?;
+    let mut bytes = Vec::with_capacity(landed.len as usize);
+    pool.read_extents(&landed.extents, &mut bytes);
+    if crc32c::crc32c(&bytes) != crc {
+        release_records(buffers, [landed]);
+        return Err("a record's bytes do not match its CRC".into());
+    }
+    Ok(landed)
+}
+
+/// Argument `i`'s bytes where they landed (a small one staged into the
+/// pool), with a reference of the caller's on each extent.
+fn land_value(
+    pool: &Pool,
+    buffers: &mut Buffers,
+    store: &mut Store,
+    args: &Args,
+    i: usize,
+    kind: u16,
+    key: Vec<u8>,
+) -> Result<Landed, String> {
+    let len = args.arg_len(i);
+    let extents = match args.extents(i) {
         Some(extents) => {
             let extents = extents.to_vec();
             for extent in &extents {
@@ -277,16 +348,67 @@ fn land(pool: &Pool, buffers: &mut Buffers, store: &mut Store, args: &mut Args) 
         }
         None if len == 0 => Vec::new(),
         None => {
-            let bytes = args.bytes(pool, 2).into_owned();
+            let bytes = args.bytes(pool, i).into_owned();
             store.stage(pool, buffers, &bytes).map_err(|e| e.to_string())?
         }
     };
-    let landed = Landed { kind, key: meta[6..].to_vec(), extents, len };
-    let mut bytes = Vec::with_capacity(len as usize);
-    pool.read_extents(&landed.extents, &mut bytes);
-    if crc32c::crc32c(&bytes) != crc {
-        release_records(buffers, [landed]);
-        return Err("a record's bytes do not match its CRC".into());
+    Ok(Landed { kind, key, extents, len })
+}
+
+/// Writes a snapshot's B frame.
+pub fn snapshot_begin(out: &mut OutQueue, meta: &raft::eraftpb::SnapshotMetadata) {
+    let bytes = meta.write_to_bytes().expect("encoding snapshot metadata");
+    let inline = out.bytes();
+    inline.extend_from_slice(format!("*2\r\n$1\r\nB\r\n${}\r\n", bytes.len()).as_bytes());
+    inline.extend_from_slice(&bytes);
+    inline.extend_from_slice(b"\r\n");
+}
+
+/// Writes a snapshot's P frame: a tree entry, its value from the pool
+/// (zero copy above `INLINE_VALUE_SEND_MAX`).
+pub fn snapshot_pair(
+    pool: &Pool,
+    buffers: &mut Buffers,
+    out: &mut OutQueue,
+    key: &[u8],
+    value: &crate::index::node::Value,
+) -> Result<(), StoreError> {
+    use crate::index::node::Value;
+    let inline = out.bytes();
+    inline.extend_from_slice(format!("*3\r\n$1\r\nP\r\n${}\r\n", key.len()).as_bytes());
+    inline.extend_from_slice(key);
+    match value {
+        Value::Inline(bytes) => {
+            inline.extend_from_slice(format!("\r\n${}\r\n", bytes.len()).as_bytes());
+            inline.extend_from_slice(bytes);
+        }
+        other => {
+            let extents = crate::index::tree::value_extents(pool, other)?;
+            let len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
+            inline.extend_from_slice(format!("\r\n${len}\r\n").as_bytes());
+            if len <= INLINE_VALUE_SEND_MAX {
+                pool.read_extents(&extents, out.bytes());
+            } else {
+                for extent in &extents {
+                    buffers.retain(extent.buffer)?;
+                    let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+                    // SAFETY: the queue owns the reference just taken: the
+                    // buffer is neither reused nor written until it is sent.
+                    unsafe { out.push_pool(extent.buffer, pool.address(offset), u32::from(extent.len)) };
+                }
+            }
+        }
     }
-    Ok(landed)
+    out.push(b"\r\n");
+    Ok(())
+}
+
+/// Writes a snapshot's E frame: the chunk ends at `upper` (None: the last).
+pub fn snapshot_end(out: &mut OutQueue, upper: Option<&[u8]>) {
+    let upper = upper.unwrap_or_default();
+    let last = if upper.is_empty() { "1" } else { "0" };
+    let inline = out.bytes();
+    inline.extend_from_slice(format!("*3\r\n$1\r\nE\r\n$1\r\n{last}\r\n${}\r\n", upper.len()).as_bytes());
+    inline.extend_from_slice(upper);
+    inline.extend_from_slice(b"\r\n");
 }

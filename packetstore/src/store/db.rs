@@ -126,7 +126,7 @@ pub const INLINE_VALUE_MAX: usize = 64;
 pub const VALUE_SIZE_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
 
 /// The lsn of the first record a checkpoint does not cover.
-const COVERED_ENTRY: &[u8] = b"#lsn";
+pub(super) const COVERED_ENTRY: &[u8] = b"#lsn";
 
 const _: () = assert!(KEY_PREFIX_LEN + KEY_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);
 const _: () = assert!(ELEMENT_PREFIX_LEN + 8 + MEMBER_SIZE_MAX <= crate::limits::KEY_SIZE_MAX);

@@ -253,6 +253,10 @@ impl KvServer {
             ctx.error(READONLY);
             return Outcome::Rejected;
         }
+        if !entry.has_flag("loading") && self.replica.as_ref().is_some_and(|r| r.is_loading()) {
+            ctx.error("LOADING packetstore is loading a snapshot from the group's leader");
+            return Outcome::Rejected;
+        }
         self.run_handler(ctx, entry);
         Outcome::Ran(started.elapsed())
     }

@@ -22,10 +22,14 @@ use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::Parsed;
-use crate::replica::wire::{self, Inbound};
+use crate::replica::wire::{self, Frame, Inbound};
 
 /// The listener index of the peer port.
 pub const LISTENER_PEER: usize = 2;
+/// A snapshot's chunk (tree bytes read per turn), and the most of it a
+/// link may have unsent before the next chunk.
+const SNAPSHOT_CHUNK_BYTES: usize = 256 << 10;
+const SNAPSHOT_QUEUE_BYTES_MAX: u64 = 1 << 20;
 /// How long a dial to a peer may take.
 const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -102,13 +106,62 @@ impl KvServer {
         tracing::trace!(peer, count, "sending");
         for message in messages {
             let replica = self.replica.as_ref().expect("replicated");
-            let result = wire::encode(pool, buffers, &self.store, message, |index| replica.records_of(index), out);
-            if let Err(error) = result {
-                tracing::error!(peer, "a message could not be sent: {error}");
-                return Progress { requests: count, close: true, more: false };
+            let kind = message.msg_type;
+            if let Err(error) = wire::encode(pool, buffers, &self.store, message, |i| replica.records_of(i), out) {
+                // Entries compacted since raft-rs read them: it sends again
+                // (a snapshot if they are gone for good).
+                tracing::debug!(peer, ?kind, "a message was dropped: {error}");
             }
         }
+        let result = self.stream_snapshot(pool, buffers, peer, out);
+        if let Err(error) = result {
+            tracing::error!(peer, "a message could not be sent: {error}");
+            return Progress { requests: count, close: true, more: false };
+        }
         Progress { requests: count, close: false, more: false }
+    }
+
+    /// The next chunk of a snapshot to `peer`, or its end: the MsgSnapshot
+    /// once the group has committed what the chunks could reflect.
+    fn stream_snapshot(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        peer: u64,
+        out: &mut OutQueue,
+    ) -> Result<(), crate::store::db::StoreError> {
+        let replica = self.replica.as_mut().expect("replicated");
+        let tree_index = replica.tree_index();
+        let Some(stream) = replica.streams.get_mut(&peer) else { return Ok(()) };
+        if out.unsent_len() >= SNAPSHOT_QUEUE_BYTES_MAX {
+            return Ok(());
+        }
+        if !stream.begun {
+            stream.begun = true;
+            wire::snapshot_begin(out, stream.message.get_snapshot().get_metadata());
+        }
+        if !stream.chunks_done {
+            let (pairs, end) = self.store.snapshot_chunk(pool, stream.cursor.as_deref(), SNAPSHOT_CHUNK_BYTES)?;
+            for (key, value) in &pairs {
+                wire::snapshot_pair(pool, buffers, out, key, value)?;
+            }
+            stream.high_index = stream.high_index.max(tree_index);
+            if let Some((last, _)) = pairs.last() {
+                stream.cursor = Some(last.clone());
+            }
+            if end {
+                stream.chunks_done = true;
+                wire::snapshot_end(out, None);
+            } else {
+                wire::snapshot_end(out, stream.cursor.as_deref());
+            }
+        }
+        if replica.stream_may_finish(peer) {
+            let message = replica.stream_finished(peer).expect("a stream");
+            tracing::info!(follower = peer, "snapshot sent");
+            wire::encode(pool, buffers, &self.store, message, |_| None, out)?;
+        }
+        Ok(())
     }
 
     fn read_from_peer(
@@ -156,11 +209,16 @@ impl KvServer {
             inbound.peer = Some(node);
             return Ok(());
         }
-        if let Some(received) = inbound.frame(pool, buffers, &mut self.store, &mut conn.args)? {
-            let replica = self.replica.as_mut().expect("replicated");
-            replica.receive(buffers, received).map_err(|e| e.to_string())?;
+        let frame = inbound.frame(pool, buffers, &mut self.store, &mut conn.args)?;
+        let replica = self.replica.as_mut().expect("replicated");
+        match frame {
+            Frame::Nothing => Ok(()),
+            Frame::Message(received) => replica.receive(buffers, received).map_err(|e| e.to_string()),
+            Frame::SnapshotBegin(meta) => replica.snapshot_begin(&meta).map_err(|e| e.to_string()),
+            Frame::SnapshotChunk { upper, pairs } => {
+                replica.snapshot_chunk(&mut self.store, pool, buffers, upper, pairs).map_err(|e| e.to_string())
+            }
         }
-        Ok(())
     }
 
     /// A peer link closed.

@@ -202,7 +202,7 @@ impl App for KvServer {
             self.store.finish_commit(pool, buffers, store_ticket).map_err(std::io::Error::other)?;
         }
         if let Some(replica) = self.replica.as_mut() {
-            replica.commit_durable(ticket.1);
+            replica.commit_durable(ticket.1, &self.store);
         }
         Ok(())
     }

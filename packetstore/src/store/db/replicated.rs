@@ -40,10 +40,10 @@ pub struct Replication {
     /// `#raft` as the next checkpoint writes it, and as the tree holds it.
     pub(super) meta: Vec<u8>,
     pub(super) meta_written: Vec<u8>,
-    /// `#raft` as the last durable checkpoint wrote it.
-    pub(super) meta_durable: Option<Vec<u8>>,
-    /// `#raft` of the checkpoint under way.
-    pub(super) meta_checkpointing: Option<Vec<u8>>,
+    /// `#raft` and the mark as the last durable checkpoint wrote them.
+    pub(super) meta_durable: Option<(Vec<u8>, u64)>,
+    /// `#raft` and the mark of the checkpoint under way.
+    pub(super) meta_checkpointing: Option<(Vec<u8>, u64)>,
     pub(super) checkpoint_allowed: bool,
     /// Whether commands may write (the group's leader, ready to).
     pub(super) writable: bool,
@@ -195,9 +195,10 @@ impl Store {
         self.repl.as_ref().is_some_and(|r| !r.checkpoint_allowed) && self.checkpoint_due_ignoring_group()
     }
 
-    /// `#raft` as the last checkpoint that became durable wrote it.
-    pub fn durable_raft_meta(&self) -> Option<&[u8]> {
-        self.repl.as_ref()?.meta_durable.as_deref()
+    /// `#raft` and the mark of the last checkpoint that became durable
+    /// (records below the mark are released).
+    pub fn durable_raft_meta(&self) -> Option<(&[u8], u64)> {
+        self.repl.as_ref()?.meta_durable.as_ref().map(|(meta, mark)| (meta.as_slice(), *mark))
     }
 
     /// `#raft` as the durable tree holds it (None: never written).
@@ -220,12 +221,122 @@ impl Store {
         let tail = self.log.usage().tail_lsn;
         let repl = self.repl.as_mut().expect("a replicated store");
         let mark = repl.unapplied_from.unwrap_or(tail);
-        repl.meta_checkpointing = Some(repl.meta.clone());
+        repl.meta_checkpointing = Some((repl.meta.clone(), mark));
         if repl.meta != repl.meta_written {
             let meta = repl.meta.clone();
             repl.meta_written = meta.clone();
             self.tree.insert(pool, buffers, RAFT_ENTRY, &Value::Inline(meta))?;
         }
         Ok(mark)
+    }
+}
+
+/// Entries of the tree that are this node's own, never sent in a snapshot
+/// nor removed by one: the checkpoint's mark and the replica's metadata.
+fn is_local_entry(key: &[u8]) -> bool {
+    key == super::COVERED_ENTRY || key == RAFT_ENTRY
+}
+
+impl Store {
+    /// A snapshot's next chunk (the leader's side): up to `max_bytes` of
+    /// tree entries after `after` (None: from the first), the store's
+    /// local entries left out. Returns them and whether the tree ended.
+    pub fn snapshot_chunk(
+        &self,
+        pool: &Pool,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+    ) -> Result<(Vec<(Vec<u8>, Value)>, bool), StoreError> {
+        let start = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for entry in self.tree.range(pool, (start, std::ops::Bound::Unbounded), false) {
+            let (key, value) = entry?;
+            if is_local_entry(&key) {
+                continue;
+            }
+            bytes += key.len() + super::value_len(&value) as usize + 32;
+            out.push((key, value));
+            if bytes >= max_bytes {
+                return Ok((out, false));
+            }
+        }
+        Ok((out, true))
+    }
+
+    /// A snapshot's chunk (a follower's side): the tree's keys in
+    /// `(lower, upper]` (None: unbounded) become exactly `pairs` (sorted by
+    /// key), local entries aside. Values named by extents carry the
+    /// caller's references (kept by the caller) and are flushed here: no
+    /// log record flushes them, the loaded tree's checkpoint covers them.
+    pub fn snapshot_merge(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        pairs: &[(Vec<u8>, Value)],
+    ) -> Result<(), StoreError> {
+        use std::ops::Bound;
+        let start = lower.map_or(Bound::Unbounded, Bound::Excluded);
+        let end = upper.map_or(Bound::Unbounded, Bound::Included);
+        let mut stale = Vec::new();
+        {
+            let mut wanted = pairs.iter().map(|(k, _)| k.as_slice()).peekable();
+            for entry in self.tree.range(pool, (start, end), false) {
+                let (key, _) = entry?;
+                while wanted.peek().is_some_and(|w| *w < key.as_slice()) {
+                    wanted.next();
+                }
+                if wanted.peek() != Some(&key.as_slice()) && !is_local_entry(&key) {
+                    stale.push(key);
+                }
+            }
+        }
+        self.mutating = true;
+        for key in stale {
+            if self.tree_delete(pool, buffers, &key)?.is_some() {
+                self.note_delete(&key);
+            }
+        }
+        for (key, value) in pairs {
+            if let Value::Extents(extents) = value {
+                for extent in extents {
+                    pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+                }
+            }
+            let previous = self.tree_insert(pool, buffers, key, value)?;
+            self.note_put(key, value, previous.is_none());
+        }
+        self.mutating = false;
+        Ok(())
+    }
+
+    /// A snapshot is in the tree: the indexes the store keeps in memory are
+    /// rebuilt from it, and every record of the log is released (the
+    /// entries they hold are older than the snapshot, or replaced by it).
+    pub fn snapshot_loaded(&mut self, pool: &Pool) -> Result<(), StoreError> {
+        self.load_state(pool)?;
+        self.load_expiries(pool)?;
+        let lsns: Vec<u64> = self.records.iter().copied().collect();
+        self.release_logged(pool, &lsns)?;
+        if let Some(repl) = &mut self.repl {
+            repl.open.clear();
+        }
+        Ok(())
+    }
+
+    /// How full the log is, in parts of a thousand.
+    pub fn log_fill_permille(&self) -> u64 {
+        let usage = self.log.usage();
+        1000 - usage.free_bytes * 1000 / usage.ring_size
+    }
+
+    /// Whether records may stay in the log beyond the checkpoint for
+    /// followers that are behind: the log is under a quarter full and
+    /// holds under a quarter of the replay budget.
+    pub fn has_room_to_retain(&self) -> bool {
+        let usage = self.log.usage();
+        usage.free_bytes * 4 > usage.ring_size * 3 && self.records.len() < self.config.replay_records_max / 4
     }
 }
