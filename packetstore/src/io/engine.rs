@@ -992,6 +992,9 @@ impl<'a, A: App> Engine<'a, A> {
             self.start_sync()?;
             if self.external_acks {
                 self.release_held();
+                // What beginning the commit queued for other connections
+                // (a replica's messages) is served next turn, at once.
+                self.wake_connections();
             }
         } else {
             if self.app.needs_commit() {

@@ -93,10 +93,18 @@ pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Writes a RELAY frame: the link carries a follower's client, whom the
+/// leader serves as its own from the next byte on.
+pub fn relay_hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
+    let start = out.len();
+    hello(out, group_id, node_id, secret);
+    out[start..start + 13].copy_from_slice(b"*4\r\n$5\r\nRELAY");
+}
+
 /// A HELLO frame's group and node ids, if `args` is one with `secret`.
 pub fn parse_hello(pool: &Pool, args: &Args, secret: &[u8]) -> Result<(u64, u64), String> {
-    if args.len() != 4 || args.upper(0).as_deref() != Some(b"HELLO") {
-        return Err("a replication link must begin with HELLO".into());
+    if args.len() != 4 || !matches!(args.upper(0).as_deref(), Some(b"HELLO") | Some(b"RELAY")) {
+        return Err("a replication link must begin with HELLO or RELAY".into());
     }
     let word = |i: usize| -> Result<u64, String> {
         let bytes = args.bytes(pool, i);

@@ -24,6 +24,7 @@
 
 mod cmd;
 mod dispatch;
+mod forward;
 mod ops;
 mod replication;
 mod report;

@@ -24,6 +24,9 @@ use crate::pool::file::Pool;
 use crate::proto::resp::Parsed;
 use crate::replica::wire::{self, Frame, Inbound};
 
+/// Not an error: the link carries a relayed client from here on.
+const RELAYED: &str = "relayed";
+
 /// The listener index of the peer port.
 pub const LISTENER_PEER: usize = 2;
 /// A snapshot's chunk (tree bytes read per turn), and the most of it a
@@ -39,6 +42,8 @@ pub enum PeerLink {
     Inbound(Inbound),
     /// Our messages to the peer.
     Outbound { peer: u64, hello_sent: bool },
+    /// A client of ours relayed to the leader (`forward.rs`).
+    Relay { id: usize, hello_sent: bool },
 }
 
 impl KvServer {
@@ -48,7 +53,12 @@ impl KvServer {
         if listener == LISTENER_PEER {
             return Some(PeerLink::Inbound(Inbound::default()));
         }
-        let peer = listener.checked_sub(crate::io::app::DIALED)? as u64;
+        let id = listener.checked_sub(crate::io::app::DIALED)?;
+        if id >= crate::apps::kv::forward::RELAY_DIAL_BASE {
+            self.relay_linked(id, token);
+            return Some(PeerLink::Relay { id, hello_sent: false });
+        }
+        let peer = id as u64;
         replica.link_up(peer, (token.slot, token.generation));
         self.peer_wake.push(token);
         Some(PeerLink::Outbound { peer, hello_sent: false })
@@ -72,7 +82,16 @@ impl KvServer {
                 self.send_to_peer(pool, buffers, *peer, hello_sent, stream, out, release)
             }
             PeerLink::Inbound(inbound) => self.read_from_peer(pool, buffers, conn, inbound, stream, release),
+            PeerLink::Relay { id, hello_sent } => self.relay_link(pool, buffers, *id, hello_sent, stream, out, release),
         };
+        if conn.relay_accepted {
+            // A follower's relayed client: ours from now on.
+            conn.relay_accepted = false;
+            conn.listener = crate::apps::kv::LISTENER_RESP;
+            conn.route = crate::apps::kv::forward::Route::Local;
+            self.clients.register(conn.id, conn.token);
+            return self.serve_resp(pool, buffers, conn, stream, out, usize::MAX, release);
+        }
         conn.peer = Some(link);
         progress
     }
@@ -189,6 +208,9 @@ impl KvServer {
             tracing::trace!(peer = inbound.peer, args = conn.args.len(), "peer frame");
             let result = self.peer_frame(pool, buffers, conn, inbound);
             conn.args.clear(buffers);
+            if conn.relay_accepted {
+                return Progress { requests: frames, close: false, more: false };
+            }
             if let Err(why) = result {
                 tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
                 return Progress { requests: frames, close: true, more: false };
@@ -205,6 +227,10 @@ impl KvServer {
             }
             if node == replica.config.node_id || node == 0 {
                 return Err(format!("HELLO from node {node}"));
+            }
+            if conn.args.upper(0).as_deref() == Some(b"RELAY") {
+                conn.relay_accepted = true;
+                return Err(RELAYED.into());
             }
             inbound.peer = Some(node);
             return Ok(());
@@ -230,11 +256,13 @@ impl KvServer {
                     replica.link_down(peer);
                 }
             }
+            PeerLink::Relay { id, .. } => self.relay_closed(buffers, id, false),
         }
     }
 
     /// The loop's dials: links to peers that are down.
     pub(super) fn replica_dials(&mut self, dials: &mut Vec<Dial>) {
+        self.relay_dials(dials);
         let Some(replica) = self.replica.as_mut() else { return };
         for (peer, addr) in replica.dials(Instant::now()) {
             dials.push(Dial { id: peer as usize, addr, timeout: DIAL_TIMEOUT });
@@ -242,6 +270,11 @@ impl KvServer {
     }
 
     pub(super) fn replica_dial_failed(&mut self, id: usize, error: std::io::Error) {
+        if id >= crate::apps::kv::forward::RELAY_DIAL_BASE {
+            tracing::debug!("a relay to the leader failed: {error}");
+            self.relay_failed(id);
+            return;
+        }
         if let Some(replica) = self.replica.as_mut() {
             tracing::debug!(peer = id, "dialing a peer failed: {error}");
             replica.link_down(id as u64);
@@ -251,6 +284,7 @@ impl KvServer {
     /// Peer links with messages to send.
     pub(super) fn replica_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
         wake.append(&mut self.peer_wake);
+        self.relay_wakeups(wake);
         if let Some(replica) = self.replica.as_ref() {
             for (slot, generation) in replica.links_to_wake() {
                 wake.push(ConnToken { slot, generation });

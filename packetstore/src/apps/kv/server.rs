@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::dispatch::COMMANDS;
+use crate::apps::kv::forward::Route;
 use crate::apps::kv::state::{
     watch_id, CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, GARBAGE_PER_TICK_MAX,
     LISTENER_HTTP,
@@ -62,6 +63,7 @@ impl KvServer {
             replica: None,
             peer_wake: Vec::new(),
             commits_begun: 0,
+            relays: Default::default(),
         }
     }
 
@@ -107,6 +109,8 @@ impl App for KvServer {
             args: Args::default(),
             http: None,
             peer,
+            route: Default::default(),
+            relay_accepted: false,
         }
     }
 
@@ -134,7 +138,11 @@ impl App for KvServer {
         let progress = if conn.listener == LISTENER_HTTP {
             self.serve_http(pool, buffers, conn, stream, out, requests_max, release)
         } else {
-            self.serve_resp(pool, buffers, conn, stream, out, requests_max, release)
+            match self.route(conn, stream) {
+                Route::Local => self.serve_resp(pool, buffers, conn, stream, out, requests_max, release),
+                Route::Relayed(id) => return self.relay_client(pool, buffers, id, stream, out, release),
+                Route::Undecided => return Progress::default(),
+            }
         };
         if progress.requests > 0 {
             if let Some(replica) = self.replica.as_mut() {
@@ -150,6 +158,11 @@ impl App for KvServer {
         if let Some(link) = conn.peer.take() {
             conn.parser.abandon(buffers, &mut conn.args);
             self.peer_gone(buffers, link);
+            return;
+        }
+        if let Route::Relayed(id) = conn.route {
+            self.relay_closed(buffers, id, true);
+            self.clients.forget(conn.id);
             return;
         }
         self.orphan_script(conn);
@@ -208,7 +221,9 @@ impl App for KvServer {
     }
 
     fn holds_replies(&self, conn: &KvConn) -> bool {
-        conn.peer.is_none()
+        // Peer links order their bytes themselves; a relayed client gets
+        // the leader's replies, acknowledged there.
+        conn.peer.is_none() && !matches!(conn.route, Route::Relayed(_))
     }
 
     fn acknowledges_externally(&self) -> bool {
@@ -238,6 +253,7 @@ impl App for KvServer {
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
         self.replica_tick();
+        self.relay_retry_waiting();
         self.sync_writable();
         self.finish_orphan(pool, buffers);
         // A follower's tree changes only by committed entries.

@@ -115,6 +115,10 @@ pub struct KvConn {
     pub(super) http: Option<HttpBody>,
     /// Set on a link to or from a peer of a replicated group.
     pub(super) peer: Option<crate::apps::kv::replication::PeerLink>,
+    /// Where its commands run, in a replicated group (`forward.rs`).
+    pub(super) route: crate::apps::kv::forward::Route,
+    /// A peer link that turned out to carry a relayed client.
+    pub(super) relay_accepted: bool,
 }
 
 pub struct KvServer {
@@ -166,6 +170,7 @@ pub struct KvServer {
     pub(super) replica: Option<crate::replica::Replica>,
     pub(super) peer_wake: Vec<crate::io::app::ConnToken>,
     pub(super) commits_begun: u64,
+    pub(super) relays: crate::apps::kv::forward::Relays,
     /// Connections parked by blocking pops, by key.
     pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
     /// The Redis-protocol connections as CLIENT LIST shows them.

@@ -1,0 +1,277 @@
+//! Any node serves any client: on a follower, a client's connection is
+//! relayed to the leader, byte for byte, over a link of its own to the
+//! leader's peer port (which the leader serves as one of its clients), so
+//! every command, its connection state (SELECT, MULTI, subscriptions) and
+//! its linearizable reads are the leader's. The bytes move zero copy: the
+//! pool buffers they were received into are sent on from there.
+//!
+//! A client whose first command is READONLY is served by the follower
+//! itself instead: possibly stale reads, and no writes (Redis's replica
+//! reply, READONLY).
+//!
+//! Owns: the relays (`Relay`): which client and which link, and the bytes
+//! on their way in each direction.
+//!
+//! Invariants: each relayed extent carries one buffer reference of the
+//! relay's until it is queued on the other connection (which then owns
+//! it); when either side closes, so does the other, and the relay's
+//! references are given back.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::apps::kv::state::{KvConn, KvServer};
+use crate::io::app::{ConnToken, Dial, Progress, Release};
+use crate::io::outq::OutQueue;
+use crate::io::stream::Stream;
+use crate::pool::buffers::Buffers;
+use crate::pool::extent::Extent;
+use crate::pool::file::Pool;
+
+/// Dial ids of relay links start here (peer links use node ids).
+pub const RELAY_DIAL_BASE: usize = 1 << 19;
+/// A relay stops taking a side's input while this much waits unsent.
+const RELAY_QUEUED_MAX: u64 = 4 << 20;
+const RELAY_DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a client connection of a follower is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Route {
+    /// Not decided: its first command decides.
+    #[default]
+    Undecided,
+    /// Served here (the leader, or READONLY on a follower).
+    Local,
+    /// Relayed to the leader through relay `id`.
+    Relayed(usize),
+}
+
+/// Bytes on their way: pool extents (one reference each) or copied bytes.
+enum Chunk {
+    Pool(Vec<Extent>),
+    Bytes(Vec<u8>),
+}
+
+/// A client relayed to the leader.
+pub struct Relay {
+    client: ConnToken,
+    link: Option<ConnToken>,
+    to_leader: VecDeque<Chunk>,
+    to_client: VecDeque<Chunk>,
+    queued: [u64; 2],
+    closed: bool,
+}
+
+#[derive(Default)]
+pub struct Relays {
+    relays: HashMap<usize, Relay>,
+    next: usize,
+    dials: Vec<Dial>,
+    pub wake: Vec<ConnToken>,
+    /// Clients that arrived while no leader was known.
+    waiting: Vec<ConnToken>,
+}
+
+impl KvServer {
+    /// Decides where a client's commands run, before its first one: here
+    /// (a leader; or READONLY), or on the leader through a relay.
+    pub(super) fn route(&mut self, conn: &mut KvConn, stream: &Stream) -> Route {
+        if conn.route != Route::Undecided {
+            return conn.route;
+        }
+        let Some(replica) = self.replica.as_ref() else {
+            conn.route = Route::Local;
+            return Route::Local;
+        };
+        if replica.is_leader() || starts_with_readonly(stream) {
+            conn.route = Route::Local;
+            return Route::Local;
+        }
+        let Some(addr) = replica.config.members.get(&replica.leader_id()).copied() else {
+            // No leader yet: the client waits (woken by the next tick).
+            self.relays.waiting.push(conn.token);
+            return Route::Undecided;
+        };
+        let id = RELAY_DIAL_BASE + self.relays.next % RELAY_DIAL_BASE;
+        self.relays.next += 1;
+        self.relays.relays.insert(
+            id,
+            Relay {
+                client: conn.token,
+                link: None,
+                to_leader: VecDeque::new(),
+                to_client: VecDeque::new(),
+                queued: [0; 2],
+                closed: false,
+            },
+        );
+        self.relays.dials.push(Dial { id, addr, timeout: RELAY_DIAL_TIMEOUT });
+        conn.route = Route::Relayed(id);
+        conn.route
+    }
+
+    /// A relayed client's input: taken (zero copy) for the link.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn relay_client(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        id: usize,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let Some(relay) = self.relays.relays.get_mut(&id) else {
+            return Progress { requests: 0, close: true, more: false };
+        };
+        let sent = drain(pool, buffers, &mut relay.to_client, out);
+        relay.queued[1] -= sent;
+        if relay.closed && relay.to_client.is_empty() {
+            return Progress { requests: 0, close: true, more: false };
+        }
+        if !stream.is_empty() && relay.queued[0] < RELAY_QUEUED_MAX {
+            let n = stream.len();
+            relay.queued[0] += n as u64;
+            relay.to_leader.push_back(take(buffers, stream, n));
+            stream.consume(n, |segment| release(segment, buffers));
+            if let Some(link) = relay.link {
+                self.relays.wake.push(link);
+            }
+        }
+        Progress { requests: 0, close: false, more: false }
+    }
+
+    /// A relay link: the client's bytes go to the leader; the leader's
+    /// replies (this link's input) go back to the client.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn relay_link(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        id: usize,
+        hello_sent: &mut bool,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let Some(relay) = self.relays.relays.get_mut(&id) else {
+            return Progress { requests: 0, close: true, more: false };
+        };
+        if !*hello_sent {
+            *hello_sent = true;
+            let replica = self.replica.as_ref().expect("replicated");
+            crate::replica::wire::relay_hello(out.bytes(), replica.config.group_id, replica.config.node_id, &replica.config.secret);
+        }
+        let sent = drain(pool, buffers, &mut relay.to_leader, out);
+        relay.queued[0] -= sent;
+        if !stream.is_empty() && relay.queued[1] < RELAY_QUEUED_MAX {
+            let n = stream.len();
+            relay.queued[1] += n as u64;
+            relay.to_client.push_back(take(buffers, stream, n));
+            stream.consume(n, |segment| release(segment, buffers));
+            self.relays.wake.push(relay.client);
+        }
+        Progress { requests: 0, close: relay.closed, more: false }
+    }
+
+    /// A relay's link connected.
+    pub(super) fn relay_linked(&mut self, id: usize, token: ConnToken) -> bool {
+        let Some(relay) = self.relays.relays.get_mut(&id) else { return false };
+        relay.link = Some(token);
+        self.relays.wake.push(token);
+        true
+    }
+
+    /// Either side of a relay closed (or its dial failed): the other side
+    /// closes once what it has is sent.
+    pub(super) fn relay_closed(&mut self, buffers: &mut Buffers, id: usize, client_side: bool) {
+        let Some(relay) = self.relays.relays.get_mut(&id) else { return };
+        if relay.closed {
+            // The second side: the relay ends.
+            let relay = self.relays.relays.remove(&id).expect("checked");
+            for chunk in relay.to_leader.into_iter().chain(relay.to_client) {
+                if let Chunk::Pool(extents) = chunk {
+                    buffers.release_extents(&extents).expect("a relay's references");
+                }
+            }
+            return;
+        }
+        relay.closed = true;
+        let other = if client_side { relay.link } else { Some(relay.client) };
+        if let Some(token) = other {
+            self.relays.wake.push(token);
+        } else {
+            // The link never connected: nothing else will close it.
+            let relay = self.relays.relays.remove(&id).expect("checked");
+            drop(relay);
+        }
+    }
+
+    /// A relay's dial failed: its client closes (and its abandon ends the
+    /// relay, giving back what it holds).
+    pub(super) fn relay_failed(&mut self, id: usize) {
+        if let Some(relay) = self.relays.relays.get_mut(&id) {
+            relay.closed = true;
+            self.relays.wake.push(relay.client);
+        }
+    }
+
+    /// Clients waiting for a leader to relay to: served again.
+    pub(super) fn relay_retry_waiting(&mut self) {
+        let waiting = std::mem::take(&mut self.relays.waiting);
+        self.relays.wake.extend(waiting);
+    }
+
+    pub(super) fn relay_dials(&mut self, dials: &mut Vec<Dial>) {
+        dials.append(&mut self.relays.dials);
+    }
+
+    pub(super) fn relay_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
+        wake.append(&mut self.relays.wake);
+    }
+}
+
+/// Whether the stream's first command is READONLY (RESP or inline).
+fn starts_with_readonly(stream: &Stream) -> bool {
+    let mut head = Vec::new();
+    stream.for_each_slice(stream.len().min(64), |s| head.extend_from_slice(s));
+    let text = String::from_utf8_lossy(&head).to_ascii_uppercase();
+    text.starts_with("READONLY") || text.starts_with("*1\r\n$8\r\nREADONLY\r\n")
+}
+
+/// The stream's first `n` bytes, for the other side: pool extents with a
+/// reference each, or a copy where they are not in the pool.
+fn take(buffers: &mut Buffers, stream: &Stream, n: usize) -> Chunk {
+    let mut extents = Vec::new();
+    if stream.pool_extents(n, &mut extents) {
+        for extent in &extents {
+            buffers.retain(extent.buffer).expect("a received buffer takes another reference");
+        }
+        return Chunk::Pool(extents);
+    }
+    let mut bytes = Vec::with_capacity(n);
+    stream.for_each_slice(n, |s| bytes.extend_from_slice(s));
+    Chunk::Bytes(bytes)
+}
+
+/// Queues chunks on `out` (their references move to it); returns the bytes.
+fn drain(pool: &Pool, _buffers: &mut Buffers, chunks: &mut VecDeque<Chunk>, out: &mut OutQueue) -> u64 {
+    let mut bytes = 0;
+    while let Some(chunk) = chunks.pop_front() {
+        match chunk {
+            Chunk::Bytes(data) => {
+                bytes += data.len() as u64;
+                out.push(&data);
+            }
+            Chunk::Pool(extents) => {
+                for extent in extents {
+                    bytes += u64::from(extent.len);
+                    let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+                    // SAFETY: the relay's reference on the buffer moves to
+                    // the queue: nothing reuses or writes it until it is sent.
+                    unsafe { out.push_pool(extent.buffer, pool.address(offset), u32::from(extent.len)) };
+                }
+            }
+        }
+    }
+    bytes
+}
