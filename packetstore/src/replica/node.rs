@@ -266,6 +266,10 @@ impl Replica {
         self.raw.raft.raft_log.last_index()
     }
 
+    pub fn first_index(&self) -> u64 {
+        self.raw.store().first_index()
+    }
+
     pub fn tree_index(&self) -> u64 {
         self.tree_index
     }

@@ -466,6 +466,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
     cmd::durability::COMMANDS,
+    cmd::group::COMMANDS,
     cmd::strings::COMMANDS,
     cmd::bits::COMMANDS,
     cmd::keys::COMMANDS,

@@ -7,7 +7,8 @@
 //!
 //! A client whose first command is READONLY is served by the follower
 //! itself instead: possibly stale reads, and no writes (Redis's replica
-//! reply, READONLY).
+//! reply, READONLY). So is one whose first command asks about this node
+//! (ROLE, INFO).
 //!
 //! Owns: the relays (`Relay`): which client and which link, and the bytes
 //! on their way in each direction.
@@ -230,12 +231,18 @@ impl KvServer {
     }
 }
 
-/// Whether the stream's first command is READONLY (RESP or inline).
+/// Whether the stream's first command keeps the connection on this node:
+/// READONLY, or one that asks about this node (ROLE, INFO), RESP or inline.
 fn starts_with_readonly(stream: &Stream) -> bool {
     let mut head = Vec::new();
     stream.for_each_slice(stream.len().min(64), |s| head.extend_from_slice(s));
     let text = String::from_utf8_lossy(&head).to_ascii_uppercase();
-    text.starts_with("READONLY") || text.starts_with("*1\r\n$8\r\nREADONLY\r\n")
+    let name = match text.strip_prefix('*') {
+        // *N\r\n$len\r\nNAME\r\n
+        Some(rest) => rest.split("\r\n").nth(2).unwrap_or(""),
+        None => text.split_whitespace().next().unwrap_or(""),
+    };
+    matches!(name, "READONLY" | "ROLE" | "INFO")
 }
 
 /// The stream's first `n` bytes, for the other side: pool extents with a

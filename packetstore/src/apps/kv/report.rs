@@ -34,7 +34,24 @@ impl KvServer {
         self.expose_bytes(&mut e);
         self.expose_pool_and_store(&mut e, pool, buffers);
         self.expose_connections(&mut e);
+        self.expose_replica(&mut e);
         e.text
+    }
+
+    /// A replicated group's node: term, role, indexes, lag per follower.
+    fn expose_replica(&self, e: &mut Exposition) {
+        let Some(replica) = self.replica.as_ref() else { return };
+        e.single("packetstore_raft_term", "gauge", "The node's Raft term.", replica.term() as f64);
+        e.single("packetstore_raft_leader", "gauge", "1 on the group's leader.", f64::from(u8::from(replica.is_leader())));
+        e.single("packetstore_raft_leader_id", "gauge", "The leader's node id (0: none known).", replica.leader_id() as f64);
+        e.single("packetstore_raft_commit_index", "gauge", "The last entry known committed.", replica.commit_index() as f64);
+        e.single("packetstore_raft_last_index", "gauge", "The last entry in the log.", replica.last_index() as f64);
+        e.single("packetstore_raft_applied_index", "gauge", "The last entry the tree reflects.", replica.tree_index() as f64);
+        e.family("packetstore_raft_follower_lag_entries", "gauge", "On the leader: entries each follower lacks.");
+        for (id, matched) in replica.progress() {
+            let id = id.to_string();
+            e.sample("packetstore_raft_follower_lag_entries", &[("follower", &id)], replica.last_index().saturating_sub(matched) as f64);
+        }
     }
 
     /// The server: version, uptime, recovery, requests, commits, checkpoints.
@@ -236,7 +253,11 @@ impl KvServer {
                 "memory" => self.info_memory(&mut text, pool, buffers),
                 "persistence" => self.info_persistence(&mut text, pool),
                 "stats" => self.info_stats(&mut text),
-                "replication" => text.push_str(INFO_REPLICATION),
+                "replication" => {
+                    if !self.info_replication(&mut text) {
+                        text.push_str(INFO_REPLICATION);
+                    }
+                }
                 "cpu" => info_cpu(&mut text),
                 "modules" => text.push_str("# Modules\r\n"),
                 "commandstats" => self.info_commandstats(&mut text),

@@ -6,8 +6,10 @@
 //! a write's reply leaves only after its log record is durable. So SAVE
 //! and its kin have nothing left to do; LASTSAVE is the last commit (every
 //! write acknowledged by then is on the media); WAITAOF counts the local
-//! write as durable at once; WAIT counts no replica, since none exists
-//! yet, and does not block for one.
+//! write as durable at once; WAIT counts no replica on a single server,
+//! and in a replicated group the followers that hold every entry durably
+//! (at least a majority less the leader: a reply leaves only once the
+//! writes before it are committed), without blocking.
 
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
@@ -67,7 +69,7 @@ impl KvServer {
             ctx.error("ERR timeout is negative");
             return Ok(());
         }
-        ctx.int(0);
+        ctx.int(self.replicas_durable());
         Ok(())
     }
 
@@ -87,7 +89,7 @@ impl KvServer {
         }
         ctx.array(2);
         ctx.int(1);
-        ctx.int(0);
+        ctx.int(self.replicas_durable());
         Ok(())
     }
 }

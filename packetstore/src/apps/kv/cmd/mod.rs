@@ -10,6 +10,7 @@ mod config_table;
 pub(super) mod databases;
 pub(super) mod dump;
 pub(super) mod durability;
+pub(super) mod group;
 pub(super) mod expire;
 pub(super) mod functions;
 pub(super) mod hashes;
