@@ -126,12 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
-    let mut listeners = bind_listeners(&args, policy.is_some())?;
-    if let Some(group) = &group {
-        let addr = group.members[&group.node_id];
-        let timeout = args.bind_args.timeout()?;
-        listeners.push(crate::listen::bind(addr, "peer", false, false, timeout)?);
-    }
+    let listeners = bind_listeners(&args, policy.is_some(), group.as_ref())?;
     let (file_pool, created) =
         open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
     if !created {
@@ -154,26 +149,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The page domain writes back whole pages at each sync: hand out
     // neighbouring buffers so that a batch's values share pages.
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
-    let (mut store, report) =
-        open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
-    let replica = match group {
-        Some(group) => {
-            let replica = packetstore::replica::Replica::open(group, &mut store, pool, &mut buffers)
-                .context("joining the replicated group")?;
-            println!(
-                "group {}: node {} of {:?}, term {}, log {}..={}, tree at entry {}",
-                replica.config.group_id,
-                replica.config.node_id,
-                replica.voters(),
-                replica.term(),
-                replica.commit_index(),
-                replica.last_index(),
-                replica.tree_index()
-            );
-            Some(replica)
-        }
-        None => None,
-    };
+    let (mut store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
+    let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -235,6 +212,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     stopped(drained, &mut server, pool, &mut buffers)
 }
 
+/// The node of its replicated group this server is: its Raft log rebuilt
+/// from the store's, its committed entries applied.
+fn join_group(
+    group: packetstore::replica::ReplicaConfig,
+    store: &mut Store,
+    pool: &Pool,
+    buffers: &mut Buffers,
+) -> anyhow::Result<packetstore::replica::Replica> {
+    let replica =
+        packetstore::replica::Replica::open(group, store, pool, buffers).context("joining the replicated group")?;
+    println!(
+        "group {}: node {} of {:?}, term {}, commit {}, log up to {}, tree at entry {}",
+        replica.config.group_id,
+        replica.config.node_id,
+        replica.voters(),
+        replica.term(),
+        replica.commit_index(),
+        replica.last_index(),
+        replica.tree_index()
+    );
+    Ok(replica)
+}
+
 /// After a graceful stop (either loop): a drain that sent every reply is
 /// followed by a checkpoint, so that the next start replays nothing; one
 /// that gave up on clients leaves the log to recovery.
@@ -252,10 +252,15 @@ fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buff
     Ok(())
 }
 
-/// The HTTP and Redis protocol listeners, in that order, each bound with
+/// The HTTP and Redis protocol listeners (and a group node's peer port),
+/// in that order, each bound with
 /// the wait of `--bind-timeout`; a warning for each that the network can
 /// reach without a password.
-fn bind_listeners(args: &Args, nonblocking: bool) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
+fn bind_listeners(
+    args: &Args,
+    nonblocking: bool,
+    group: Option<&packetstore::replica::ReplicaConfig>,
+) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
     let timeout = args.bind_args.timeout()?;
     if args.http == args.resp && args.http.port() != 0 {
         bail!("--http and --resp are both {}: give them different ports", args.http);
@@ -263,7 +268,12 @@ fn bind_listeners(args: &Args, nonblocking: bool) -> anyhow::Result<Vec<std::os:
     let http = crate::listen::bind(args.http, "HTTP", false, nonblocking, timeout)?;
     let resp = crate::listen::bind(args.resp, "Redis protocol", false, nonblocking, timeout)?;
     crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some());
-    Ok(vec![http, resp])
+    let mut listeners = vec![http, resp];
+    if let Some(group) = group {
+        // A node's peer port: its own entry of --peers.
+        listeners.push(crate::listen::bind(group.members[&group.node_id], "peer", false, nonblocking, timeout)?);
+    }
+    Ok(listeners)
 }
 
 /// The banner: version, pool, persistence domain and its warnings.

@@ -205,7 +205,12 @@ fn dials_and_external_acknowledgements() {
     // The dial to the echo server carries "hello" there and back.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while shared.echoed.lock().unwrap().as_slice() != b"hello\n" {
-        assert!(std::time::Instant::now() < deadline, "echo: {:?}, failures {:?}", shared.echoed.lock().unwrap(), shared.failures.lock().unwrap());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "echo: {:?}, failures {:?}",
+            shared.echoed.lock().unwrap(),
+            shared.failures.lock().unwrap()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(shared.failures.lock().unwrap().as_slice(), &[(8, std::io::ErrorKind::ConnectionRefused)]);

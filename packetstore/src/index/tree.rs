@@ -83,13 +83,13 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::BufferError;
-use crate::util::idhash::IdHashSet;
 use crate::index::indirect;
 use crate::index::node::{self, Edit, Node, NodeBytes, NodeError, Value, COUNTED_HEADER_SIZE, NODE_HEADER_SIZE};
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
 use crate::pool::layout::{get_u32, get_u64, put_u32, put_u64};
+use crate::util::idhash::IdHashSet;
 
 // The tree's other parts, each an `impl Tree` or a type of its own.
 mod check;

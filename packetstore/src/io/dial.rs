@@ -51,9 +51,10 @@ impl Dials {
         crate::io::net::set_nodelay(raw);
         let addr = Box::new(crate::io::net::sockaddr(dial.addr));
         let timeout = Box::new(timespec(dial.timeout));
-        let connect = opcode::Connect::new(types::Fd(fd.as_raw_fd()), (&addr.0 as *const libc::sockaddr_storage).cast(), addr.1)
-            .build()
-            .flags(squeue::Flags::IO_LINK);
+        let connect =
+            opcode::Connect::new(types::Fd(fd.as_raw_fd()), (&addr.0 as *const libc::sockaddr_storage).cast(), addr.1)
+                .build()
+                .flags(squeue::Flags::IO_LINK);
         let limit = opcode::LinkTimeout::new(&*timeout).build();
         let pending = Pending { id: dial.id, fd, addr, timeout };
         let slot = match self.free.pop() {

@@ -88,8 +88,8 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::io::app::{App, ConnToken, Dial, IoCounters, Persist, DIALED};
-use crate::io::dial::Dials;
 use crate::io::bufring::BufRing;
+use crate::io::dial::Dials;
 use crate::io::outq::{Mark, OutQueue};
 use crate::io::probe::{with_optlen, Feature, Features};
 use crate::io::stream::{Segment, Source, Stream};

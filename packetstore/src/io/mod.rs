@@ -11,8 +11,8 @@
 
 pub mod app;
 mod bufring;
-pub mod dial;
 pub mod cores;
+pub mod dial;
 pub mod engine;
 pub mod epoll;
 pub mod net;

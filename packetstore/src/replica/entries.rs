@@ -101,12 +101,13 @@ impl LogStorage {
     /// raft-rs's view of entry `index`.
     pub fn entry(&self, index: u64) -> Option<Entry> {
         let meta = self.get(index)?;
-        let mut entry = Entry::default();
-        entry.entry_type = meta.entry_type;
-        entry.term = meta.term;
-        entry.index = index;
-        entry.data = meta.data.clone().into();
-        Some(entry)
+        Some(Entry {
+            entry_type: meta.entry_type,
+            term: meta.term,
+            index,
+            data: meta.data.clone().into(),
+            ..Default::default()
+        })
     }
 }
 
@@ -248,10 +249,7 @@ impl Meta {
             return None;
         }
         let word = |i: usize| u64::from_le_bytes(bytes[1 + 8 * i..9 + 8 * i].try_into().expect("8 bytes"));
-        let mut hard_state = HardState::default();
-        hard_state.term = word(2);
-        hard_state.vote = word(3);
-        hard_state.commit = word(4);
+        let hard_state = HardState { term: word(2), vote: word(3), commit: word(4), ..Default::default() };
         let conf_state = ConfState::parse_from_bytes(&bytes[57..]).ok()?;
         Some(Meta {
             group_id: word(0),
@@ -269,7 +267,13 @@ mod tests {
     use super::*;
 
     fn meta(term: u64) -> EntryMeta {
-        EntryMeta { term, entry_type: EntryType::EntryNormal, data: RECORDS.to_vec(), lsns: vec![term * 64], payload_bytes: 10 }
+        EntryMeta {
+            term,
+            entry_type: EntryType::EntryNormal,
+            data: RECORDS.to_vec(),
+            lsns: vec![term * 64],
+            payload_bytes: 10,
+        }
     }
 
     #[test]
@@ -285,10 +289,7 @@ mod tests {
         assert_eq!(log.compact_to(2).len(), 2);
         assert_eq!((log.first_index(), log.last_index(), log.term_of(2)), (3, 4, Some(1)));
         assert!(matches!(Storage::term(&log, 1), Err(raft::Error::Store(StorageError::Compacted))));
-        assert!(matches!(
-            log.entries(3, 5, Some(0), GetEntriesContext::empty(false)).map(|e| e.len()),
-            Ok(1)
-        ));
+        assert!(matches!(log.entries(3, 5, Some(0), GetEntriesContext::empty(false)).map(|e| e.len()), Ok(1)));
     }
 
     #[test]

@@ -150,7 +150,12 @@ impl Replica {
     /// Opens the node over `store` (opened `replicated`): rebuilds the Raft
     /// log from the store's live records and applies the entries its hard
     /// state says are committed.
-    pub fn open(config: ReplicaConfig, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<Replica, ReplicaError> {
+    pub fn open(
+        config: ReplicaConfig,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+    ) -> Result<Replica, ReplicaError> {
         let checkpoint = match store.raft_meta(pool)? {
             Some(bytes) => Some(Meta::decode(&bytes).ok_or_else(|| ReplicaError::Corrupt("#raft".into()))?),
             None => None,
@@ -196,7 +201,12 @@ impl Replica {
         Ok(replica)
     }
 
-    fn start(config: ReplicaConfig, storage: LogStorage, applied: u64, applied_term: u64) -> Result<Replica, ReplicaError> {
+    fn start(
+        config: ReplicaConfig,
+        storage: LogStorage,
+        applied: u64,
+        applied_term: u64,
+    ) -> Result<Replica, ReplicaError> {
         let raft_config = raft::Config {
             id: config.node_id,
             election_tick: config.election_ticks,
@@ -310,7 +320,9 @@ impl Replica {
     /// entry of an earlier term is still to be applied under it).
     pub fn can_write(&self) -> bool {
         let log = &self.raw.raft.raft_log;
-        self.is_leader() && log.term(log.committed).unwrap_or(0) == self.raw.raft.term && self.tree_index >= log.committed
+        self.is_leader()
+            && log.term(log.committed).unwrap_or(0) == self.raw.raft.term
+            && self.tree_index >= log.committed
     }
 
     fn meta(&self) -> Meta {
@@ -391,7 +403,11 @@ impl Replica {
             if message.msg_type == raft::eraftpb::MessageType::MsgSnapshot {
                 let to = message.to;
                 if matches!(self.links.get(&to), Some(Link::Up { .. })) && !self.streams.contains_key(&to) {
-                    tracing::info!(follower = to, index = message.get_snapshot().get_metadata().index, "streaming a snapshot");
+                    tracing::info!(
+                        follower = to,
+                        index = message.get_snapshot().get_metadata().index,
+                        "streaming a snapshot"
+                    );
                     let high_index = self.tree_index;
                     self.streams.insert(
                         to,
@@ -621,7 +637,13 @@ impl Replica {
 
     /// Logs an entry raft-rs hands over (a follower's received one, or
     /// the leader's own, already logged), truncating any it replaces.
-    fn persist_entry(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers, entry: &Entry) -> Result<(), ReplicaError> {
+    fn persist_entry(
+        &mut self,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        entry: &Entry,
+    ) -> Result<(), ReplicaError> {
         let meta = match (entry.entry_type, entry.data.as_ref()) {
             (EntryType::EntryNormal, RECORDS) => self
                 .proposed
@@ -674,15 +696,28 @@ impl Replica {
         }
         release_records(buffers, landed);
         result?;
-        let key = EntryKey { term: entry.term, index: entry.index, entry_type: EntryType::EntryNormal, data: Vec::new() };
+        let key =
+            EntryKey { term: entry.term, index: entry.index, entry_type: EntryType::EntryNormal, data: Vec::new() };
         lsns.push(store.append_replica_record(pool, buffers, KIND_ENTRY, &key.encode())?);
-        Ok(EntryMeta { term: entry.term, entry_type: EntryType::EntryNormal, data: RECORDS.to_vec(), lsns, payload_bytes })
+        Ok(EntryMeta {
+            term: entry.term,
+            entry_type: EntryType::EntryNormal,
+            data: RECORDS.to_vec(),
+            lsns,
+            payload_bytes,
+        })
     }
 
     /// A committed entry: into the tree (unless the leader ran it
     /// already), or a membership change into raft-rs. Returns whether the
     /// membership changed.
-    fn apply_entry(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers, entry: &Entry) -> Result<bool, ReplicaError> {
+    fn apply_entry(
+        &mut self,
+        store: &mut Store,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        entry: &Entry,
+    ) -> Result<bool, ReplicaError> {
         if entry.index <= self.tree_index || self.loading.is_some() {
             return Ok(false);
         }
@@ -695,13 +730,15 @@ impl Replica {
             }
             EntryType::EntryNormal => {}
             EntryType::EntryConfChange => {
-                let change = ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
+                let change =
+                    ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
                 let state = self.raw.apply_conf_change(&change)?;
                 self.raw.mut_store().conf_state = state;
                 changed = true;
             }
             EntryType::EntryConfChangeV2 => {
-                let change = ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
+                let change =
+                    ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
                 let state = self.raw.apply_conf_change(&change)?;
                 self.raw.mut_store().conf_state = state;
                 changed = true;
@@ -848,7 +885,8 @@ impl Replica {
         buffers: &mut Buffers,
         meta: &raft::eraftpb::SnapshotMetadata,
     ) -> Result<(), ReplicaError> {
-        let loading = self.loading.take().ok_or_else(|| ReplicaError::Corrupt("a snapshot that was not loaded".into()))?;
+        let loading =
+            self.loading.take().ok_or_else(|| ReplicaError::Corrupt("a snapshot that was not loaded".into()))?;
         if loading.index != meta.index || !loading.complete {
             return Err(ReplicaError::Corrupt(format!("snapshot {} installed, {} loaded", meta.index, loading.index)));
         }
@@ -906,7 +944,12 @@ impl Replica {
 /// earlier one (a truncation whose release marks a power failure lost),
 /// and the last state record. Records of an entry never closed are
 /// released (never acknowledged).
-fn rebuild(store: &mut Store, pool: &Pool, storage: &mut LogStorage, applied: u64) -> Result<Option<Meta>, ReplicaError> {
+fn rebuild(
+    store: &mut Store,
+    pool: &Pool,
+    storage: &mut LogStorage,
+    applied: u64,
+) -> Result<Option<Meta>, ReplicaError> {
     let lsns: Vec<u64> = store.live_records().collect();
     let mut group = Vec::new();
     let mut latest = None;
@@ -915,7 +958,8 @@ fn rebuild(store: &mut Store, pool: &Pool, storage: &mut LogStorage, applied: u6
         let record = store.logged(pool, lsn)?;
         match record.kind {
             KIND_ENTRY => {
-                let key = EntryKey::decode(&record.key).ok_or_else(|| ReplicaError::Corrupt(format!("entry record {lsn}")))?;
+                let key = EntryKey::decode(&record.key)
+                    .ok_or_else(|| ReplicaError::Corrupt(format!("entry record {lsn}")))?;
                 group.push(lsn);
                 let lsns = std::mem::take(&mut group);
                 if key.index <= applied {
@@ -923,16 +967,26 @@ fn rebuild(store: &mut Store, pool: &Pool, storage: &mut LogStorage, applied: u6
                     continue;
                 }
                 if key.index > storage.last_index() + 1 {
-                    return Err(ReplicaError::Corrupt(format!("entry {} follows entry {}", key.index, storage.last_index())));
+                    return Err(ReplicaError::Corrupt(format!(
+                        "entry {} follows entry {}",
+                        key.index,
+                        storage.last_index()
+                    )));
                 }
-                let data = if key.entry_type == EntryType::EntryNormal && lsns.len() > 1 { RECORDS.to_vec() } else { key.data };
+                let data = if key.entry_type == EntryType::EntryNormal && lsns.len() > 1 {
+                    RECORDS.to_vec()
+                } else {
+                    key.data
+                };
                 let meta = EntryMeta { term: key.term, entry_type: key.entry_type, data, lsns, payload_bytes: 0 };
                 for gone in storage.append(key.index, meta) {
                     dead.extend(gone.lsns);
                 }
             }
             KIND_STATE => {
-                latest = Some(Meta::decode(&record.key).ok_or_else(|| ReplicaError::Corrupt(format!("state record {lsn}")))?);
+                latest = Some(
+                    Meta::decode(&record.key).ok_or_else(|| ReplicaError::Corrupt(format!("state record {lsn}")))?,
+                );
             }
             _ => group.push(lsn),
         }

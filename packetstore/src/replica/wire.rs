@@ -72,7 +72,10 @@ pub enum Frame {
     SnapshotBegin(raft::eraftpb::SnapshotMetadata),
     /// A chunk of a snapshot: the tree's entries in the key range after
     /// the previous chunk's `upper` and up to this one's (None: the end).
-    SnapshotChunk { upper: Option<Vec<u8>>, pairs: Vec<(Vec<u8>, Landed)> },
+    SnapshotChunk {
+        upper: Option<Vec<u8>>,
+        pairs: Vec<(Vec<u8>, Landed)>,
+    },
 }
 
 /// A message whose records are all in.

@@ -1220,11 +1220,8 @@ impl Store {
             }
             Phase::Idle if self.checkpoint_due() => {
                 self.checkpoint_started = Some(Instant::now());
-                let mark = if self.repl.is_some() {
-                    self.replicated_mark(pool, buffers)?
-                } else {
-                    self.log.usage().tail_lsn
-                };
+                let mark =
+                    if self.repl.is_some() { self.replicated_mark(pool, buffers)? } else { self.log.usage().tail_lsn };
                 self.covered = self.records.partition_point(|&lsn| lsn < mark);
                 if self.covered_written != Some(mark) {
                     self.tree.insert(pool, buffers, COVERED_ENTRY, &Value::Inline(mark.to_le_bytes().to_vec()))?;

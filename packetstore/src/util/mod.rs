@@ -3,6 +3,6 @@
 //! tests, and a fast hasher for the pool's own integer ids. Nothing here
 //! knows the pool.
 
-pub(crate) mod metrics;
 pub mod idhash;
+pub(crate) mod metrics;
 pub mod rng;

@@ -44,6 +44,10 @@ pub enum Route {
     Local,
     /// Relayed to the leader through relay `id`.
     Relayed(usize),
+    /// Not decided, and its first command is one a client library sends
+    /// when it connects (CLIENT SETINFO): answered here, and the next one
+    /// decides.
+    SetupHere,
 }
 
 /// Bytes on their way: pool extents (one reference each) or copied bytes.
@@ -83,11 +87,22 @@ impl KvServer {
             conn.route = Route::Local;
             return Route::Local;
         };
-        if replica.is_leader() || starts_with_readonly(stream) {
-            conn.route = Route::Local;
-            return Route::Local;
+        match first_command(stream) {
+            _ if replica.is_leader() => {}
+            Some(First::Setup) => return Route::SetupHere,
+            Some(First::Local) => {}
+            Some(First::Other) => {
+                return self.relay(conn, replica.config.members.get(&replica.leader_id()).copied());
+            }
+            None => return Route::Undecided,
         }
-        let Some(addr) = replica.config.members.get(&replica.leader_id()).copied() else {
+        conn.route = Route::Local;
+        Route::Local
+    }
+
+    /// Relays `conn` to the leader at `addr` (None: no leader known yet).
+    fn relay(&mut self, conn: &mut KvConn, addr: Option<std::net::SocketAddr>) -> Route {
+        let Some(addr) = addr else {
             // No leader yet: the client waits (woken by the next tick).
             self.relays.waiting.push(conn.token);
             return Route::Undecided;
@@ -160,7 +175,12 @@ impl KvServer {
         if !*hello_sent {
             *hello_sent = true;
             let replica = self.replica.as_ref().expect("replicated");
-            crate::replica::wire::relay_hello(out.bytes(), replica.config.group_id, replica.config.node_id, &replica.config.secret);
+            crate::replica::wire::relay_hello(
+                out.bytes(),
+                replica.config.group_id,
+                replica.config.node_id,
+                &replica.config.secret,
+            );
         }
         let sent = drain(pool, buffers, &mut relay.to_leader, out);
         relay.queued[0] -= sent;
@@ -231,18 +251,33 @@ impl KvServer {
     }
 }
 
-/// Whether the stream's first command keeps the connection on this node:
-/// READONLY, or one that asks about this node (ROLE, INFO), RESP or inline.
-fn starts_with_readonly(stream: &Stream) -> bool {
+/// What a connection's first command says about its route.
+enum First {
+    /// CLIENT SETINFO: answered here; the next command decides.
+    Setup,
+    /// READONLY, or a question about this node (ROLE, INFO): served here.
+    Local,
+    Other,
+}
+
+/// The first command's name (and a CLIENT subcommand), RESP or inline;
+/// None until they have arrived.
+fn first_command(stream: &Stream) -> Option<First> {
     let mut head = Vec::new();
     stream.for_each_slice(stream.len().min(64), |s| head.extend_from_slice(s));
     let text = String::from_utf8_lossy(&head).to_ascii_uppercase();
-    let name = match text.strip_prefix('*') {
-        // *N\r\n$len\r\nNAME\r\n
-        Some(rest) => rest.split("\r\n").nth(2).unwrap_or(""),
-        None => text.split_whitespace().next().unwrap_or(""),
+    let words: Vec<&str> = match text.strip_prefix('*') {
+        // *N\r\n$len\r\nNAME\r\n$len\r\nSUB\r\n
+        Some(rest) => rest.split("\r\n").skip(2).step_by(2).take(2).collect(),
+        None => text.split_whitespace().take(2).collect(),
     };
-    matches!(name, "READONLY" | "ROLE" | "INFO")
+    match words.as_slice() {
+        [] => None,
+        ["CLIENT", "SETINFO", ..] => Some(First::Setup),
+        ["CLIENT"] => None,
+        ["READONLY" | "ROLE" | "INFO", ..] => Some(First::Local),
+        _ => Some(First::Other),
+    }
 }
 
 /// The stream's first `n` bytes, for the other side: pool extents with a

@@ -39,7 +39,7 @@ const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 /// A connection to or from a peer of the group.
 pub enum PeerLink {
     /// A peer's messages to us.
-    Inbound(Inbound),
+    Inbound(Box<Inbound>),
     /// Our messages to the peer.
     Outbound { peer: u64, hello_sent: bool },
     /// A client of ours relayed to the leader (`forward.rs`).
@@ -51,7 +51,7 @@ impl KvServer {
     pub(super) fn peer_link(&mut self, listener: usize, token: ConnToken) -> Option<PeerLink> {
         let replica = self.replica.as_mut()?;
         if listener == LISTENER_PEER {
-            return Some(PeerLink::Inbound(Inbound::default()));
+            return Some(PeerLink::Inbound(Box::default()));
         }
         let id = listener.checked_sub(crate::io::app::DIALED)?;
         if id >= crate::apps::kv::forward::RELAY_DIAL_BASE {
@@ -218,7 +218,13 @@ impl KvServer {
         }
     }
 
-    fn peer_frame(&mut self, pool: &Pool, buffers: &mut Buffers, conn: &mut KvConn, inbound: &mut Inbound) -> Result<(), String> {
+    fn peer_frame(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        inbound: &mut Inbound,
+    ) -> Result<(), String> {
         let replica = self.replica.as_mut().expect("replicated");
         if inbound.peer.is_none() {
             let (group, node) = wire::parse_hello(pool, &conn.args, &replica.config.secret)?;

@@ -42,15 +42,39 @@ impl KvServer {
     fn expose_replica(&self, e: &mut Exposition) {
         let Some(replica) = self.replica.as_ref() else { return };
         e.single("packetstore_raft_term", "gauge", "The node's Raft term.", replica.term() as f64);
-        e.single("packetstore_raft_leader", "gauge", "1 on the group's leader.", f64::from(u8::from(replica.is_leader())));
-        e.single("packetstore_raft_leader_id", "gauge", "The leader's node id (0: none known).", replica.leader_id() as f64);
-        e.single("packetstore_raft_commit_index", "gauge", "The last entry known committed.", replica.commit_index() as f64);
+        e.single(
+            "packetstore_raft_leader",
+            "gauge",
+            "1 on the group's leader.",
+            f64::from(u8::from(replica.is_leader())),
+        );
+        e.single(
+            "packetstore_raft_leader_id",
+            "gauge",
+            "The leader's node id (0: none known).",
+            replica.leader_id() as f64,
+        );
+        e.single(
+            "packetstore_raft_commit_index",
+            "gauge",
+            "The last entry known committed.",
+            replica.commit_index() as f64,
+        );
         e.single("packetstore_raft_last_index", "gauge", "The last entry in the log.", replica.last_index() as f64);
-        e.single("packetstore_raft_applied_index", "gauge", "The last entry the tree reflects.", replica.tree_index() as f64);
+        e.single(
+            "packetstore_raft_applied_index",
+            "gauge",
+            "The last entry the tree reflects.",
+            replica.tree_index() as f64,
+        );
         e.family("packetstore_raft_follower_lag_entries", "gauge", "On the leader: entries each follower lacks.");
         for (id, matched) in replica.progress() {
             let id = id.to_string();
-            e.sample("packetstore_raft_follower_lag_entries", &[("follower", &id)], replica.last_index().saturating_sub(matched) as f64);
+            e.sample(
+                "packetstore_raft_follower_lag_entries",
+                &[("follower", &id)],
+                replica.last_index().saturating_sub(matched) as f64,
+            );
         }
     }
 

@@ -138,10 +138,22 @@ impl App for KvServer {
         let progress = if conn.listener == LISTENER_HTTP {
             self.serve_http(pool, buffers, conn, stream, out, requests_max, release)
         } else {
-            match self.route(conn, stream) {
-                Route::Local => self.serve_resp(pool, buffers, conn, stream, out, requests_max, release),
-                Route::Relayed(id) => return self.relay_client(pool, buffers, id, stream, out, release),
-                Route::Undecided => return Progress::default(),
+            let mut setup = 0;
+            loop {
+                match self.route(conn, stream) {
+                    Route::Local => break self.serve_resp(pool, buffers, conn, stream, out, requests_max, release),
+                    Route::Relayed(id) => return self.relay_client(pool, buffers, id, stream, out, release),
+                    Route::Undecided => return Progress { requests: setup, ..Progress::default() },
+                    Route::SetupHere => {
+                        // A client library's greeting, answered here; the
+                        // next command decides where the connection goes.
+                        let served = self.serve_resp(pool, buffers, conn, stream, out, 1, release);
+                        setup += served.requests;
+                        if served.requests == 0 || served.close {
+                            return served;
+                        }
+                    }
+                }
             }
         };
         if progress.requests > 0 {
@@ -187,7 +199,11 @@ impl App for KvServer {
         self.store.commit(pool, buffers).map_err(std::io::Error::other)
     }
 
-    fn begin_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<Option<(Option<StoreTicket>, u64)>> {
+    fn begin_commit(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+    ) -> std::io::Result<Option<(Option<StoreTicket>, u64)>> {
         self.observe_batch();
         // A replica's turn may need a commit of its own: reads waiting for
         // a ReadIndex, a ready to make durable.

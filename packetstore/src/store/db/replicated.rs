@@ -231,6 +231,9 @@ impl Store {
     }
 }
 
+/// A tree entry: its key and value.
+pub type TreeEntry = (Vec<u8>, Value);
+
 /// Entries of the tree that are this node's own, never sent in a snapshot
 /// nor removed by one: the checkpoint's mark and the replica's metadata.
 fn is_local_entry(key: &[u8]) -> bool {
@@ -246,7 +249,7 @@ impl Store {
         pool: &Pool,
         after: Option<&[u8]>,
         max_bytes: usize,
-    ) -> Result<(Vec<(Vec<u8>, Value)>, bool), StoreError> {
+    ) -> Result<(Vec<TreeEntry>, bool), StoreError> {
         let start = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let mut out = Vec::new();
         let mut bytes = 0;

@@ -1,0 +1,222 @@
+//! Goal: a 3-node group behaves like one durable server to its clients:
+//! writes through any node, the leader and a follower killed (-9) under
+//! load and restarted at once, and afterwards every acknowledged write is
+//! on every node.
+//!
+//! Method: three `packetstore serve --node-id N --peers ...` on loopback
+//! (pools on tmpfs). A writer thread sends SETs of unique keys to the
+//! nodes in turn (a follower relays them to the leader), reconnecting
+//! after errors, and records each one acknowledged. The leader is killed,
+//! then a follower; each restarts on its pool. Then every node, read
+//! locally (READONLY), must hold every acknowledged key with its value,
+//! and the nodes the same number of keys.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Server, TempPool};
+
+struct Group {
+    pools: Vec<TempPool>,
+    peers: String,
+    nodes: Vec<Option<Server>>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Group {
+    fn start(name: &str) -> Group {
+        let pools: Vec<TempPool> = (1..=3).map(|i| TempPool::new(&format!("{name}-{i}"))).collect();
+        let peers = (1..=3).map(|i| format!("{i}=127.0.0.1:{}", free_port())).collect::<Vec<_>>().join(",");
+        let mut group = Group { pools, peers, nodes: Vec::new() };
+        for i in 1..=3 {
+            let server = group.spawn(i);
+            group.nodes.push(Some(server));
+        }
+        group
+    }
+
+    fn spawn(&self, id: usize) -> Server {
+        let pool = &self.pools[id - 1].0;
+        Server::start(pool, &["--node-id", &id.to_string(), "--peers", &self.peers, "--raft-tick", "50ms"])
+    }
+
+    fn node(&self, id: usize) -> &Server {
+        self.nodes[id - 1].as_ref().expect("running")
+    }
+
+    /// The node whose ROLE says master, waiting for an election.
+    fn leader(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            for id in 1..=3 {
+                let Some(server) = self.nodes[id - 1].as_ref() else { continue };
+                let Ok(client) = redis::Client::open(format!("redis://{}/", server.resp)) else { continue };
+                let Ok(mut connection) = client.get_connection_with_timeout(Duration::from_secs(1)) else { continue };
+                connection.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                let role: redis::RedisResult<Vec<redis::Value>> = redis::cmd("ROLE").query(&mut connection);
+                if let Ok(role) = role {
+                    if role.first() == Some(&redis::Value::BulkString(b"master".to_vec())) {
+                        return id;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "no leader elected within 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self, id: usize) {
+        self.nodes[id - 1].take().expect("running").kill();
+    }
+
+    fn restart(&mut self, id: usize) {
+        let server = self.spawn(id);
+        self.nodes[id - 1] = Some(server);
+    }
+
+    fn addresses(&self) -> Vec<Option<std::net::SocketAddr>> {
+        self.nodes.iter().map(|n| n.as_ref().map(|s| s.resp)).collect()
+    }
+}
+
+/// A local (READONLY) connection to a node.
+fn local(server: &Server) -> redis::Connection {
+    let mut connection = server.client();
+    let _: () = redis::cmd("READONLY").query(&mut connection).unwrap();
+    connection
+}
+
+/// Writes unique keys through the nodes in turn until `stop`; returns the
+/// acknowledged ones.
+fn writer(addresses: Arc<Mutex<Vec<Option<std::net::SocketAddr>>>>, stop: Arc<AtomicBool>) -> BTreeMap<String, String> {
+    let mut acked = BTreeMap::new();
+    let mut n = 0u64;
+    let mut node = 0usize;
+    let mut connection: Option<redis::Connection> = None;
+    while !stop.load(Ordering::Relaxed) {
+        if connection.is_none() {
+            node = (node + 1) % 3;
+            let Some(addr) = addresses.lock().unwrap()[node] else { continue };
+            let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+            match client.get_connection_with_timeout(Duration::from_secs(1)) {
+                Ok(c) => {
+                    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    connection = Some(c);
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+            }
+        }
+        n += 1;
+        let key = format!("w:{n}");
+        let value = format!("value-{n}-{}", "x".repeat((n % 7) as usize * 40));
+        let result: redis::RedisResult<()> =
+            redis::cmd("SET").arg(&key).arg(&value).query(connection.as_mut().unwrap());
+        match result {
+            Ok(()) => {
+                acked.insert(key, value);
+                // Next write through the next node, now and then.
+                if n % 50 == 0 {
+                    connection = None;
+                }
+            }
+            Err(_) => {
+                connection = None;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    acked
+}
+
+/// Every node holds every acknowledged write (waiting for the lagging ones
+/// to catch up), and the same number of keys.
+fn check_converged(group: &Group, acked: &BTreeMap<String, String>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for id in 1..=3 {
+        loop {
+            let mut connection = local(group.node(id));
+            let keys: Vec<&String> = acked.keys().collect();
+            let mut missing = 0;
+            let mut wrong = 0;
+            for chunk in keys.chunks(500) {
+                let values: Vec<Option<String>> = redis::cmd("MGET").arg(chunk).query(&mut connection).unwrap();
+                for (key, value) in chunk.iter().zip(values) {
+                    match value {
+                        None => missing += 1,
+                        Some(value) if value != acked[*key] => wrong += 1,
+                        Some(_) => {}
+                    }
+                }
+            }
+            assert_eq!(wrong, 0, "node {id} holds wrong values");
+            if missing == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node {id} lacks {missing} of {} acknowledged writes", acked.len());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let sizes: Vec<i64> = (1..=3).map(|id| redis::cmd("DBSIZE").query(&mut local(group.node(id))).unwrap()).collect();
+    assert!(sizes.iter().all(|&s| s == sizes[0]), "the nodes hold different numbers of keys: {sizes:?}");
+}
+
+#[test]
+fn three_nodes_serve_through_any_node_and_survive_kills() {
+    let mut group = Group::start("group");
+    let leader = group.leader();
+    // Writes through every node; a follower relays them to the leader.
+    for id in 1..=3 {
+        let mut connection = group.node(id).client();
+        let _: () = redis::cmd("SET").arg(format!("through:{id}")).arg(id).query(&mut connection).unwrap();
+        let value: String = redis::cmd("GET").arg(format!("through:{id}")).query(&mut connection).unwrap();
+        assert_eq!(value, id.to_string());
+    }
+    // A follower's own client may not write.
+    let follower = leader % 3 + 1;
+    let refused: redis::RedisResult<()> = redis::cmd("SET").arg("x").arg(1).query(&mut local(group.node(follower)));
+    let error = refused.unwrap_err();
+    assert_eq!(error.kind(), redis::ErrorKind::ReadOnly, "{error}");
+
+    let addresses = Arc::new(Mutex::new(group.addresses()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = {
+        let (addresses, stop) = (addresses.clone(), stop.clone());
+        std::thread::spawn(move || writer(addresses, stop))
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    eprintln!("killing the leader, node {leader}");
+    // The leader dies under load and comes back at once (a supervisor).
+    group.kill(leader);
+    group.restart(leader);
+    *addresses.lock().unwrap() = group.addresses();
+    let new_leader = group.leader();
+    eprintln!("new leader: node {new_leader}");
+    std::thread::sleep(Duration::from_millis(1500));
+    // Then a follower.
+    let follower = new_leader % 3 + 1;
+    eprintln!("killing a follower, node {follower}");
+    group.kill(follower);
+    std::thread::sleep(Duration::from_millis(500));
+    group.restart(follower);
+    *addresses.lock().unwrap() = group.addresses();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    let mut acked = load.join().unwrap();
+    eprintln!("{} writes acknowledged", acked.len());
+    assert!(acked.len() > 200, "the load made too little progress: {} writes acknowledged", acked.len());
+    for id in 1..=3 {
+        acked.insert(format!("through:{id}"), id.to_string());
+    }
+    check_converged(&group, &acked);
+}
