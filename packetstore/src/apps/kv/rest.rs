@@ -353,11 +353,23 @@ impl KvServer {
                 self.stats.refused_full += 1;
                 http::respond(out.bytes(), 507, &[], format!("{error}\n").as_bytes(), body.keep_alive)
             }
+            Err(StoreError::ReadOnly) => {
+                // A follower of a replicated group: writes go to the leader.
+                self.stats.errors += 1;
+                let text = self.not_leader_text();
+                http::respond(out.bytes(), 503, &[], text.as_bytes(), body.keep_alive)
+            }
             Err(error) => {
                 self.stats.errors += 1;
                 http::respond(out.bytes(), 500, &[], format!("{error}\n").as_bytes(), body.keep_alive)
             }
         }
+    }
+
+    /// A write refused on a follower, naming the leader's node id.
+    fn not_leader_text(&self) -> String {
+        let leader = self.replica.as_ref().map_or(0, |r| r.leader_id());
+        format!("this node is not the group's leader (node {leader}): send writes over HTTP to the leader's HTTP port\n")
     }
 }
 
