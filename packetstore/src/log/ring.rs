@@ -9,7 +9,10 @@
 //!    *flushes* the record's lines and the data's lines at once, so their
 //!    write-back overlaps with the rest of the batch (paper, appendix A.2).
 //! 2. `release`: writes the record's 8-byte release mark (atomic) and
-//!    flushes it. Its buffers are not freed yet.
+//!    flushes it; unless the record is the head (the oldest live record),
+//!    which the head then moves past: step 3's anchor, under the same
+//!    fence, says it is dead (a checkpoint releases its records oldest
+//!    first, so it writes no mark at all). Its buffers are not freed yet.
 //! 3. `commit`: if the head moved or the batch appended anything, writes the
 //!    anchor's `head_lsn` and `committed_lsn` (the end of the *previous*
 //!    commit, which is already durable) and flushes the anchor's line.
@@ -33,6 +36,7 @@
 //! |---------------------------------------------|-----------------------|--------------------------------|
 //! | valid record, release mark zero             | live                  | keep; reference its buffers    |
 //! | valid record, release mark = L ^ magic      | released (step 2)     | skip                           |
+//! | (before the anchor's head: never scanned)   | released as the head  | (step 2 without a mark)        |
 //! | padding record                              | end of a lap          | skip to the next lap           |
 //! | invalid, L >= anchor.committed_lsn          | torn batch (before 4) | end of log                     |
 //! | invalid, L < anchor.committed_lsn           | corruption            | error, no repair               |
