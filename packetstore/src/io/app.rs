@@ -215,6 +215,16 @@ pub trait App {
         u64::MAX
     }
 
+    /// The first commit (counted as in `commits_acknowledged`) whose
+    /// replies will never be acknowledged (a replica that lost its
+    /// leadership with reads unconfirmed), if any since the last call: the
+    /// loop drops the unsent replies of every connection holding replies
+    /// of that commit or a later one, and closes it. Asked every turn,
+    /// before `commits_acknowledged`.
+    fn take_abandoned_commits(&mut self) -> Option<u64> {
+        None
+    }
+
     /// The application asked the loop to stop (as if its `stop` flag were
     /// set: a drain, then the end of `run`).
     fn stop_requested(&self) -> bool {

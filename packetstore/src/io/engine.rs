@@ -991,6 +991,9 @@ impl<'a, A: App> Engine<'a, A> {
             self.hold_replies();
             self.start_sync()?;
             if self.external_acks {
+                if let Some(epoch) = self.app.take_abandoned_commits() {
+                    self.abandon_held(epoch);
+                }
                 self.release_held();
                 // What beginning the commit queued for other connections
                 // (a replica's messages) is served next turn, at once.
@@ -1195,6 +1198,31 @@ impl<'a, A: App> Engine<'a, A> {
             self.release_held();
         }
         Ok(())
+    }
+
+    /// Replies of `epoch` and later will never be acknowledged: every
+    /// connection holding some drops what it has not sent and closes (its
+    /// client cannot tell which of them took effect; nothing is claimed).
+    fn abandon_held(&mut self, epoch: u64) {
+        let held = std::mem::take(&mut self.held_conns);
+        for slot in held {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
+            if conn.held_marks.back().is_none_or(|&(e, _)| e < epoch) {
+                if !conn.held_marks.is_empty() {
+                    self.held_conns.push(slot);
+                }
+                continue;
+            }
+            let buffers = &mut *self.buffers;
+            conn.out.clear(|buffer| {
+                buffers.release(buffer).expect("a reply part holds a reference");
+            });
+            conn.classified = conn.out.end();
+            conn.held_marks.clear();
+            conn.closing = true;
+            conn.app_closed = true;
+            self.pending.push(slot);
+        }
     }
 
     /// Releases the held replies of every epoch whose sync finished and,

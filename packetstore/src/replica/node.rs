@@ -84,8 +84,10 @@ struct Awaited {
     /// The last entry proposed before it, and that entry's term.
     index: u64,
     term: u64,
-    /// A ReadIndex request (its context is `seq`), if the turn served reads.
+    /// A ReadIndex request (its context is `seq`), if the turn served reads,
+    /// and the term this node led in when it asked.
     read: bool,
+    leader_term: u64,
 }
 
 pub struct Replica {
@@ -110,6 +112,9 @@ pub struct Replica {
     awaited: VecDeque<Awaited>,
     acknowledged: u64,
     reads_confirmed: u64,
+    /// The first commit whose replies will never be acknowledged, not yet
+    /// told to the loop.
+    abandoned: Option<u64>,
     /// Reads served since the last commit began.
     pub reads_pending: bool,
     meta_written: Meta,
@@ -245,6 +250,7 @@ impl Replica {
             awaited: VecDeque::new(),
             acknowledged: 0,
             reads_confirmed: 0,
+            abandoned: None,
             reads_pending: false,
             meta_written: Meta::default(),
             applied_checkpoint: applied,
@@ -524,7 +530,8 @@ impl Replica {
         let read = std::mem::take(&mut self.reads_pending) && self.is_leader();
         let needs_group = self.is_leader() || read;
         let index = if needs_group { index } else { 0 };
-        self.awaited.push_back(Awaited { seq, index, term, read });
+        let leader_term = self.term();
+        self.awaited.push_back(Awaited { seq, index, term, read, leader_term });
         self.advance_acks();
     }
 
@@ -542,6 +549,11 @@ impl Replica {
         self.report_applied();
     }
 
+    /// The first commit whose replies will never be acknowledged, once.
+    pub fn take_abandoned(&mut self) -> Option<u64> {
+        self.abandoned.take()
+    }
+
     /// Whether every begun commit may release its replies.
     pub fn all_acknowledged(&self) -> bool {
         self.acknowledged == self.begun
@@ -555,6 +567,19 @@ impl Replica {
     fn advance_acks(&mut self) {
         let commit = self.commit_index();
         while let Some(front) = self.awaited.front() {
+            // Reads asked as leader of a term this node no longer leads are
+            // never confirmed: their replies are dropped (the loop closes
+            // their connections) and later commits go on.
+            let lost = front.read
+                && self.reads_confirmed < front.seq
+                && (!self.is_leader() || self.term() != front.leader_term);
+            if lost {
+                tracing::warn!(commit = front.seq, "leadership lost with reads unconfirmed: their clients are disconnected");
+                self.abandoned = Some(self.abandoned.map_or(front.seq, |a| a.min(front.seq)));
+                self.acknowledged = front.seq;
+                self.awaited.pop_front();
+                continue;
+            }
             let committed = front.index == 0
                 || (commit >= front.index && self.raw.raft.raft_log.term(front.index).ok() == Some(front.term));
             let read = !front.read || self.reads_confirmed >= front.seq;

@@ -246,6 +246,10 @@ impl App for KvServer {
         self.replica.is_some()
     }
 
+    fn take_abandoned_commits(&mut self) -> Option<u64> {
+        self.replica.as_mut().and_then(|r| r.take_abandoned())
+    }
+
     fn commits_acknowledged(&self) -> u64 {
         self.replica.as_ref().map_or(u64::MAX, |r| r.acknowledged())
     }
