@@ -220,3 +220,37 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
     }
     check_converged(&group, &acked);
 }
+
+fn signal(server: &Server, signal: &str) {
+    let status = std::process::Command::new("kill").args([signal, &server.child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+/// A leader cut off from its followers (both stopped) with a read waiting
+/// for its ReadIndex never answers it: once it steps down, it drops the
+/// reply and disconnects the client (instead of holding it, and every
+/// later reply, forever). The group serves again once they are back.
+#[test]
+fn a_deposed_leader_disconnects_its_unconfirmed_reads() {
+    let group = Group::start("deposed");
+    let leader = group.leader();
+    let mut connection = group.node(leader).client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut connection).unwrap();
+    let followers: Vec<usize> = (1..=3).filter(|&id| id != leader).collect();
+    for &id in &followers {
+        signal(group.node(id), "-STOP");
+    }
+    connection.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let started = Instant::now();
+    let read: redis::RedisResult<Option<String>> = redis::cmd("GET").arg("k").query(&mut connection);
+    let waited = started.elapsed();
+    for &id in &followers {
+        signal(group.node(id), "-CONT");
+    }
+    let error = read.expect_err("a read answered without a quorum");
+    assert!(!error.is_timeout() && waited < Duration::from_secs(10), "held for {waited:?}: {error}");
+    let leader = group.leader();
+    let mut connection = group.node(leader).client();
+    let value: String = redis::cmd("GET").arg("k").query(&mut connection).unwrap();
+    assert_eq!(value, "v");
+}
