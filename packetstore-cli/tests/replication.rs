@@ -221,9 +221,10 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
     check_converged(&group, &acked);
 }
 
-fn signal(server: &Server, signal: &str) {
-    let status = std::process::Command::new("kill").args([signal, &server.child.id().to_string()]).status().unwrap();
-    assert!(status.success());
+fn signal(server: &Server, signal: libc::c_int) {
+    // SAFETY: a signal to our own child process.
+    let rc = unsafe { libc::kill(server.child.id() as libc::pid_t, signal) };
+    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
 }
 
 /// A leader cut off from its followers (both stopped) with a read waiting
@@ -238,14 +239,14 @@ fn a_deposed_leader_disconnects_its_unconfirmed_reads() {
     let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut connection).unwrap();
     let followers: Vec<usize> = (1..=3).filter(|&id| id != leader).collect();
     for &id in &followers {
-        signal(group.node(id), "-STOP");
+        signal(group.node(id), libc::SIGSTOP);
     }
     connection.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     let started = Instant::now();
     let read: redis::RedisResult<Option<String>> = redis::cmd("GET").arg("k").query(&mut connection);
     let waited = started.elapsed();
     for &id in &followers {
-        signal(group.node(id), "-CONT");
+        signal(group.node(id), libc::SIGCONT);
     }
     let error = read.expect_err("a read answered without a quorum");
     assert!(!error.is_timeout() && waited < Duration::from_secs(10), "held for {waited:?}: {error}");
