@@ -31,6 +31,12 @@ pub struct GroupArgs {
     /// to 20 ticks without a leader.
     #[arg(long, default_value = "100ms")]
     pub raft_tick: String,
+    /// Join an existing group instead of starting one: the node waits
+    /// until the leader adds it (`GROUP ADD N HOST:PORT` on any member),
+    /// then catches up from a snapshot. --peers names the members and
+    /// this node.
+    #[arg(long)]
+    pub join: bool,
 }
 
 impl GroupArgs {
@@ -55,6 +61,7 @@ impl GroupArgs {
             tick: crate::options::parse_duration(&self.raft_tick)?.max(Duration::from_millis(10)),
             election_ticks: 10,
             heartbeat_ticks: 2,
+            join: self.join,
         }))
     }
 }

@@ -221,6 +221,8 @@ pub struct Meta {
     pub conf_state: ConfState,
     pub applied_index: u64,
     pub applied_term: u64,
+    /// Every member's peer address (a node added at run time included).
+    pub addresses: std::collections::BTreeMap<u64, std::net::SocketAddr>,
 }
 
 const META_VERSION: u8 = 1;
@@ -240,7 +242,15 @@ impl Meta {
             out.extend_from_slice(&value.to_le_bytes());
         }
         let conf = self.conf_state.write_to_bytes().expect("encoding a ConfState");
+        out.extend_from_slice(&(conf.len() as u16).to_le_bytes());
         out.extend_from_slice(&conf);
+        out.extend_from_slice(&(self.addresses.len() as u16).to_le_bytes());
+        for (id, addr) in &self.addresses {
+            let text = addr.to_string();
+            out.extend_from_slice(&id.to_le_bytes());
+            out.push(text.len() as u8);
+            out.extend_from_slice(text.as_bytes());
+        }
         out
     }
 
@@ -250,8 +260,24 @@ impl Meta {
         }
         let word = |i: usize| u64::from_le_bytes(bytes[1 + 8 * i..9 + 8 * i].try_into().expect("8 bytes"));
         let hard_state = HardState { term: word(2), vote: word(3), commit: word(4), ..Default::default() };
-        let conf_state = ConfState::parse_from_bytes(&bytes[57..]).ok()?;
+        let mut rest = &bytes[57..];
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
+            rest = tail;
+            Some(head)
+        };
+        let conf_len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
+        let conf_state = ConfState::parse_from_bytes(take(conf_len)?).ok()?;
+        let count = u16::from_le_bytes(take(2)?.try_into().ok()?);
+        let mut addresses = std::collections::BTreeMap::new();
+        for _ in 0..count {
+            let id = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            let len = take(1)?[0] as usize;
+            let addr = std::str::from_utf8(take(len)?).ok()?.parse().ok()?;
+            addresses.insert(id, addr);
+        }
         Some(Meta {
+            addresses,
             group_id: word(0),
             node_id: word(1),
             hard_state,
@@ -300,6 +326,7 @@ mod tests {
         meta.hard_state.term = 3;
         meta.hard_state.commit = 5;
         meta.conf_state.voters = vec![1, 2, 3];
+        meta.addresses.insert(4, "127.0.0.1:7004".parse().unwrap());
         assert_eq!(Meta::decode(&meta.encode()), Some(meta));
         assert_eq!(Meta::decode(b"\x02"), None);
     }

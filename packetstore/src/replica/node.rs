@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use protobuf::Message as _;
-use raft::eraftpb::{ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message};
+use raft::eraftpb::{ConfChange, ConfState, Entry, EntryType, Message};
 use raft::{RawNode, StateRole};
 
 use crate::pool::buffers::Buffers;
@@ -50,6 +50,9 @@ pub struct ReplicaConfig {
     /// An election starts after 10 to 20 ticks without a leader.
     pub election_ticks: usize,
     pub heartbeat_ticks: usize,
+    /// Join an existing group (no membership of its own until the leader
+    /// adds it) instead of starting a new one with `members` as voters.
+    pub join: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +126,8 @@ pub struct Replica {
     /// those sent, until the follower has caught up to it.
     pub streams: BTreeMap<u64, SnapshotStream>,
     sent_snapshots: BTreeMap<u64, u64>,
+    /// This node was removed from the group.
+    removed: bool,
     /// A follower loading a snapshot: its base index, and the upper key of
     /// the last chunk merged (None: none yet, or the last one was).
     loading: Option<Loading>,
@@ -166,10 +171,14 @@ impl Replica {
             None => None,
         };
         let mut storage = LogStorage::default();
+        // A new group's members start as voters; a node joining an
+        // existing group starts with none and learns the membership from
+        // the leader (a snapshot).
+        let voters: Vec<u64> = if config.join { Vec::new() } else { config.members.keys().copied().collect() };
         let mut meta = checkpoint.clone().unwrap_or_else(|| Meta {
             group_id: config.group_id,
             node_id: config.node_id,
-            conf_state: ConfState::from((config.members.keys().copied(), Vec::<u64>::new())),
+            conf_state: ConfState::from((voters, Vec::<u64>::new())),
             ..Meta::default()
         });
         storage.snapshot_index = meta.applied_index;
@@ -188,6 +197,11 @@ impl Replica {
         }
         storage.hard_state = meta.hard_state.clone();
         storage.conf_state = meta.conf_state.clone();
+        let mut config = config;
+        for (id, addr) in &meta.addresses {
+            // Members added at run time; --peers names the others.
+            config.members.entry(*id).or_insert(*addr);
+        }
         let mut replica = Replica::start(config, storage, meta.applied_index, meta.applied_term)?;
         replica.meta_written = meta.clone();
         // Entries committed before the restart: the tree gets them now.
@@ -256,6 +270,7 @@ impl Replica {
             applied_checkpoint: applied,
             streams: BTreeMap::new(),
             sent_snapshots: BTreeMap::new(),
+            removed: false,
             loading: None,
         })
     }
@@ -339,6 +354,7 @@ impl Replica {
             conf_state: self.raw.store().conf_state.clone(),
             applied_index: self.tree_index,
             applied_term: self.tree_term,
+            addresses: self.config.members.clone(),
         }
     }
 
@@ -743,10 +759,22 @@ impl Replica {
         buffers: &mut Buffers,
         entry: &Entry,
     ) -> Result<bool, ReplicaError> {
+        if entry.entry_type == EntryType::EntryConfChange && self.loading.is_none() {
+            // Applied when committed, even if a leader's tree is past it;
+            // again after a restart, as a no-op.
+            let change =
+                ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
+            let changed = self.apply_membership(&change)?;
+            if entry.index > self.tree_index {
+                self.tree_index = entry.index;
+                self.tree_term = entry.term;
+            }
+            return Ok(changed);
+        }
         if entry.index <= self.tree_index || self.loading.is_some() {
             return Ok(false);
         }
-        let mut changed = false;
+        let changed = false;
         match entry.entry_type {
             EntryType::EntryNormal if !entry.data.is_empty() => {
                 let meta = self.raw.store().get(entry.index).expect("a committed entry is in the log");
@@ -754,24 +782,64 @@ impl Replica {
                 store.apply_logged(pool, buffers, &records)?;
             }
             EntryType::EntryNormal => {}
-            EntryType::EntryConfChange => {
-                let change =
-                    ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
-                let state = self.raw.apply_conf_change(&change)?;
-                self.raw.mut_store().conf_state = state;
-                changed = true;
-            }
-            EntryType::EntryConfChangeV2 => {
-                let change =
-                    ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
-                let state = self.raw.apply_conf_change(&change)?;
-                self.raw.mut_store().conf_state = state;
-                changed = true;
-            }
+            other => return Err(ReplicaError::Corrupt(format!("an entry of type {other:?}"))),
         }
         self.tree_index = entry.index;
         self.tree_term = entry.term;
         Ok(changed)
+    }
+
+    /// A committed membership change: into raft-rs (unless already in the
+    /// configuration), the member's address into the peers. Returns whether
+    /// anything changed.
+    fn apply_membership(&mut self, change: &ConfChange) -> Result<bool, ReplicaError> {
+        use raft::eraftpb::ConfChangeType;
+        let id = change.node_id;
+        let voter = self.raw.store().conf_state.voters.contains(&id);
+        let adding = change.change_type == ConfChangeType::AddNode;
+        if adding {
+            if let Some(addr) = std::str::from_utf8(&change.context).ok().and_then(|t| t.parse().ok()) {
+                self.config.members.insert(id, addr);
+                if id != self.config.node_id {
+                    self.links.entry(id).or_insert(Link::Down { retry_at: Instant::now() });
+                }
+            }
+        }
+        if adding == voter {
+            return Ok(false);
+        }
+        let state = self.raw.apply_conf_change(change)?;
+        self.raw.mut_store().conf_state = state;
+        if !adding {
+            tracing::info!(node = id, "removed from the group");
+            self.links.remove(&id);
+            self.outbox.remove(&id);
+            self.removed |= id == self.config.node_id;
+        } else {
+            tracing::info!(node = id, "added to the group");
+        }
+        Ok(true)
+    }
+
+    /// Proposes adding (with its peer address) or removing a member; it
+    /// takes effect once committed. One change at a time.
+    pub fn propose_membership(&mut self, id: u64, addr: Option<SocketAddr>) -> Result<(), ReplicaError> {
+        use raft::eraftpb::ConfChangeType;
+        let mut change = ConfChange { node_id: id, ..Default::default() };
+        match addr {
+            Some(addr) => {
+                change.change_type = ConfChangeType::AddNode;
+                change.context = addr.to_string().into_bytes().into();
+            }
+            None => change.change_type = ConfChangeType::RemoveNode,
+        }
+        self.raw.propose_conf_change(Vec::new(), change)?;
+        Ok(())
+    }
+
+    /// Whether this node was removed from its group (it should stop).
+    pub fn is_removed(&self) -> bool {
+        self.removed
     }
 
     /// Records that arrived but that raft-rs did not take (a stale or

@@ -273,6 +273,10 @@ impl App for KvServer {
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
         self.replica_tick();
+        if self.replica.as_ref().is_some_and(|r| r.is_removed()) && !self.shutdown_requested {
+            tracing::warn!("this node was removed from its group: stopping");
+            self.shutdown_requested = true;
+        }
         self.relay_retry_waiting();
         self.sync_writable();
         self.finish_orphan(pool, buffers);

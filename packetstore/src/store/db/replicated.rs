@@ -225,7 +225,20 @@ impl Store {
         if repl.meta != repl.meta_written {
             let meta = repl.meta.clone();
             repl.meta_written = meta.clone();
-            self.tree.insert(pool, buffers, RAFT_ENTRY, &Value::Inline(meta))?;
+            if meta.len() <= super::INLINE_VALUE_MAX {
+                self.tree.insert(pool, buffers, RAFT_ENTRY, &Value::Inline(meta))?;
+            } else {
+                // Larger than a leaf takes inline (a group with many
+                // members): staged into the pool, flushed here since no
+                // log record flushes it, durable with the checkpoint.
+                let extents = self.stage(pool, buffers, &meta)?;
+                for extent in &extents {
+                    pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+                }
+                let result = self.tree.insert(pool, buffers, RAFT_ENTRY, &Value::Extents(extents.clone()));
+                buffers.release_extents(&extents)?;
+                result?;
+            }
         }
         Ok(mark)
     }

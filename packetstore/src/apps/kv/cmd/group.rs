@@ -12,6 +12,7 @@ use crate::store::db::StoreError;
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("role", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "server", "This node's role: master (the group's leader) or slave, with the group's progress.", KvServer::cmd_role),
     cmd("readonly", 1, &["loading", "stale", "fast"], (0, 0, 0), "cluster", "A follower's client reads locally, possibly stale (its first command, to take effect).", KvServer::cmd_readonly),
+    cmd("group", -2, &["admin", "noscript"], (0, 0, 0), "server", "GROUP ADD id host:port | GROUP REMOVE id | GROUP MEMBERS: the replicated group's membership.", KvServer::cmd_group),
     cmd("readwrite", 1, &["loading", "stale", "fast"], (0, 0, 0), "cluster", "Undoes READONLY (takes effect on the next connection).", KvServer::cmd_readonly),
 ];
 
@@ -56,6 +57,55 @@ impl KvServer {
         ctx.int(leader.map_or(-1, |a| i64::from(a.port())));
         ctx.bulk(state.as_bytes());
         ctx.int(replica.tree_index() as i64);
+        Ok(())
+    }
+
+    fn cmd_group(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let Some(replica) = self.replica.as_mut() else {
+            ctx.error("ERR this server is not a node of a replicated group (serve --node-id)");
+            return Ok(());
+        };
+        let sub = ctx.conn.args.upper(1).unwrap_or_default();
+        if sub == b"MEMBERS" && ctx.argc() == 2 {
+            let voters = replica.voters();
+            let members = replica.config.members.clone();
+            ctx.array(voters.len());
+            for id in voters {
+                let addr = members.get(&id).map(|a| a.to_string()).unwrap_or_default();
+                ctx.bulk(format!("{id} {addr}").as_bytes());
+            }
+            return Ok(());
+        }
+        let change = match (sub.as_slice(), ctx.argc()) {
+            (b"ADD", 4) => {
+                let addr = String::from_utf8_lossy(&ctx.arg(3)).parse::<std::net::SocketAddr>();
+                match addr {
+                    Ok(addr) => Some(addr),
+                    Err(_) => {
+                        ctx.error("ERR GROUP ADD needs an IP:PORT peer address");
+                        return Ok(());
+                    }
+                }
+            }
+            (b"REMOVE", 3) => None,
+            _ => {
+                ctx.error("ERR syntax: GROUP ADD id ip:port | GROUP REMOVE id | GROUP MEMBERS");
+                return Ok(());
+            }
+        };
+        let Some(id) = crate::apps::kv::ops::parse_i64(&ctx.arg(2)).filter(|&id| id > 0) else {
+            ctx.error("ERR node ids are integers from 1");
+            return Ok(());
+        };
+        if !replica.is_leader() {
+            ctx.error("READONLY membership changes are made on the group's leader");
+            return Ok(());
+        }
+        match replica.propose_membership(id as u64, change) {
+            // The reply waits, like a write's, for the change to commit.
+            Ok(()) => ctx.ok(),
+            Err(error) => ctx.error(&format!("ERR the change was refused: {error} (one change at a time)")),
+        }
         Ok(())
     }
 
