@@ -118,8 +118,10 @@ pub struct Replica {
     /// The first commit whose replies will never be acknowledged, not yet
     /// told to the loop.
     abandoned: Option<u64>,
-    /// Reads served since the last commit began.
+    /// Reads served since the last commit began, and the term this node
+    /// led in when it served them.
     pub reads_pending: bool,
+    reads_term: u64,
     meta_written: Meta,
     applied_checkpoint: u64,
     /// The leader's snapshots being streamed, by follower; and the base of
@@ -154,6 +156,8 @@ struct Loading {
     lower: Option<Vec<u8>>,
     /// Every chunk merged, the last included.
     complete: bool,
+    /// Its MsgSnapshot went to raft-rs (the install follows).
+    stepped: bool,
 }
 
 impl Replica {
@@ -266,6 +270,7 @@ impl Replica {
             reads_confirmed: 0,
             abandoned: None,
             reads_pending: false,
+            reads_term: 0,
             meta_written: Meta::default(),
             applied_checkpoint: applied,
             streams: BTreeMap::new(),
@@ -482,6 +487,11 @@ impl Replica {
             release_records(buffers, records.into_iter().flat_map(|(_, r)| r));
             return Ok(());
         }
+        if message.msg_type == raft::eraftpb::MessageType::MsgSnapshot {
+            if let Some(loading) = self.loading.as_mut() {
+                loading.stepped = true;
+            }
+        }
         tracing::trace!(from = message.from, kind = ?message.msg_type, entries = message.entries.len(), "receive");
         let mut records: HashMap<u64, Vec<Landed>> = records.into_iter().collect();
         for entry in message.entries.iter_mut() {
@@ -502,6 +512,20 @@ impl Replica {
     }
 
     // ---- the turn's commit ----
+
+    /// A read was served here as the group's leader: the turn's replies
+    /// wait for a ReadIndex in this term.
+    pub fn note_read(&mut self) {
+        if self.is_leader() {
+            if self.reads_pending && self.reads_term != self.term() {
+                // Served in two terms in one turn: the earlier is lost.
+                self.reads_term = 0;
+            } else {
+                self.reads_term = self.term();
+            }
+            self.reads_pending = true;
+        }
+    }
 
     /// Whether the turn's end must begin a commit even if the store has
     /// nothing to make durable: reads wait for a ReadIndex.
@@ -543,7 +567,16 @@ impl Replica {
         }
         let index = self.last_index();
         let term = self.raw.raft.raft_log.term(index).unwrap_or(0);
-        let read = std::mem::take(&mut self.reads_pending) && self.is_leader();
+        let read = std::mem::take(&mut self.reads_pending);
+        let reads_term = std::mem::take(&mut self.reads_term);
+        if read && (!self.is_leader() || self.term() != reads_term) {
+            // Reads served as leader of a term this node no longer leads:
+            // never confirmed, their replies are dropped.
+            self.abandoned = Some(self.abandoned.map_or(seq, |a| a.min(seq)));
+            self.acknowledged = self.acknowledged.max(seq);
+            self.advance_acks();
+            return;
+        }
         let needs_group = self.is_leader() || read;
         let index = if needs_group { index } else { 0 };
         let leader_term = self.term();
@@ -590,7 +623,10 @@ impl Replica {
                 && self.reads_confirmed < front.seq
                 && (!self.is_leader() || self.term() != front.leader_term);
             if lost {
-                tracing::warn!(commit = front.seq, "leadership lost with reads unconfirmed: their clients are disconnected");
+                tracing::warn!(
+                    commit = front.seq,
+                    "leadership lost with reads unconfirmed: their clients are disconnected"
+                );
                 self.abandoned = Some(self.abandoned.map_or(front.seq, |a| a.min(front.seq)));
                 self.acknowledged = front.seq;
                 self.awaited.pop_front();
@@ -598,7 +634,9 @@ impl Replica {
             }
             // Committed in the term it was proposed in, and applied (a
             // membership change in effect before its reply).
+            let compacted = front.index != 0 && front.index < self.first_index();
             let committed = front.index == 0
+                || compacted
                 || (commit >= front.index
                     && self.raw.raft.raft_log.applied >= front.index
                     && self.raw.raft.raft_log.term(front.index).ok() == Some(front.term));
@@ -659,7 +697,10 @@ impl Replica {
         let number = ready.number();
         let messages = ready.take_persisted_messages();
         self.raw.advance_append_async(ready);
-        if persist || state_changed {
+        // A ready with nothing to persist counts as persisted at once,
+        // unless earlier ones still wait for their sync (on_persist_ready(n)
+        // says every ready up to n is durable).
+        if persist || state_changed || !self.unpersisted.is_empty() {
             self.unpersisted.push_back((0, number, messages));
         } else {
             self.raw.on_persist_ready(number);
@@ -766,8 +807,7 @@ impl Replica {
         if entry.entry_type == EntryType::EntryConfChange && self.loading.is_none() {
             // Applied when committed, even if a leader's tree is past it;
             // again after a restart, as a no-op.
-            let change =
-                ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
+            let change = ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
             let changed = self.apply_membership(&change)?;
             if entry.index > self.tree_index {
                 self.tree_index = entry.index;
@@ -900,13 +940,14 @@ impl Replica {
     /// A follower: a snapshot of the leader begins (any partial one before
     /// is superseded: its chunks are merged again from the first key).
     pub fn snapshot_begin(&mut self, meta: &raft::eraftpb::SnapshotMetadata) -> Result<(), ReplicaError> {
-        if self.loading.as_ref().is_some_and(|l| l.complete) {
+        if self.loading.as_ref().is_some_and(|l| l.stepped) {
             // One is loaded and waits to be installed: the new one is
             // refused (the link closes; the leader tries again later).
             return Err(ReplicaError::Corrupt("a snapshot began while another waits to be installed".into()));
         }
         tracing::info!(index = meta.index, term = meta.term, "loading a snapshot from the leader");
-        self.loading = Some(Loading { index: meta.index, term: meta.term, lower: None, complete: false });
+        self.loading =
+            Some(Loading { index: meta.index, term: meta.term, lower: None, complete: false, stepped: false });
         Ok(())
     }
 

@@ -43,6 +43,30 @@ pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+impl KvServer {
+    /// Why a group's node may not run a data command now: a connection
+    /// opened on the leader whose node lost the leadership (its reads
+    /// would no longer be linearizable); a leader still applying its
+    /// predecessors' entries; a follower whose tree holds entries it ran as
+    /// leader that are not committed (they may yet be dropped).
+    fn replica_refuses(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<&'static str> {
+        let replica = self.replica.as_ref()?;
+        if !(entry.has_flag("readonly") || entry.has_flag("write")) {
+            return None;
+        }
+        if replica.is_leader() {
+            return (!replica.can_write()).then_some(
+                "TRYAGAIN this node was just elected the group's leader and is applying its log: try again",
+            );
+        }
+        if !ctx.conn.reads_here {
+            return Some("TRYAGAIN this node is no longer the group's leader: reconnect (to any node)");
+        }
+        (replica.tree_index() > replica.commit_index())
+            .then_some("TRYAGAIN this node holds writes the group has not committed: try again")
+    }
+}
+
 /// A write on a node of a group that is not its leader (Redis's reply on
 /// a read-only replica).
 const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -248,6 +272,10 @@ impl KvServer {
         if ctx.conn.multi.is_some() && !runs_in_multi(entry.name) {
             self.queue(ctx);
             return Outcome::Queued;
+        }
+        if let Some(why) = self.replica_refuses(ctx, entry) {
+            ctx.error(why);
+            return Outcome::Rejected;
         }
         if entry.has_flag("write") && !self.writable() {
             ctx.error(READONLY);

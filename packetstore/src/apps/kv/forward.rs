@@ -90,7 +90,7 @@ impl KvServer {
         match first_command(stream) {
             _ if replica.is_leader() => {}
             Some(First::Setup) => return Route::SetupHere,
-            Some(First::Local) => {}
+            Some(First::Local) => conn.reads_here = true,
             Some(First::Other) => {
                 return self.relay(conn, replica.config.members.get(&replica.leader_id()).copied());
             }
@@ -223,7 +223,11 @@ impl KvServer {
         } else {
             // The link never connected: nothing else will close it.
             let relay = self.relays.relays.remove(&id).expect("checked");
-            drop(relay);
+            for chunk in relay.to_leader.into_iter().chain(relay.to_client) {
+                if let Chunk::Pool(extents) = chunk {
+                    buffers.release_extents(&extents).expect("a relay's references");
+                }
+            }
         }
     }
 

@@ -369,7 +369,9 @@ impl KvServer {
     /// A write refused on a follower, naming the leader's node id.
     fn not_leader_text(&self) -> String {
         let leader = self.replica.as_ref().map_or(0, |r| r.leader_id());
-        format!("this node is not the group's leader (node {leader}): send writes over HTTP to the leader's HTTP port\n")
+        format!(
+            "this node is not the group's leader (node {leader}): send writes over HTTP to the leader's HTTP port\n"
+        )
     }
 }
 

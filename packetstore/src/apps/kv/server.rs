@@ -111,6 +111,7 @@ impl App for KvServer {
             peer,
             route: Default::default(),
             relay_accepted: false,
+            reads_here: false,
         }
     }
 
@@ -133,6 +134,12 @@ impl App for KvServer {
         if conn.peer.is_some() {
             let progress = self.serve_peer(pool, buffers, conn, stream, out, release);
             self.sync_writable();
+            if conn.peer.is_none() && progress.requests > 0 {
+                // A relayed client's first commands, served with its RELAY.
+                if let Some(replica) = self.replica.as_mut() {
+                    replica.note_read();
+                }
+            }
             return progress;
         }
         let progress = if conn.listener == LISTENER_HTTP {
@@ -160,7 +167,7 @@ impl App for KvServer {
             if let Some(replica) = self.replica.as_mut() {
                 // The turn's replies wait for a quorum to confirm this
                 // leader after its reads (ReadIndex).
-                replica.reads_pending |= replica.is_leader();
+                replica.note_read();
             }
         }
         progress

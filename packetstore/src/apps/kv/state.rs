@@ -119,6 +119,9 @@ pub struct KvConn {
     pub(super) route: crate::apps::kv::forward::Route,
     /// A peer link that turned out to carry a relayed client.
     pub(super) relay_accepted: bool,
+    /// A follower's client that asked to read here (READONLY, ROLE, INFO
+    /// first): possibly stale reads are its choice.
+    pub(super) reads_here: bool,
 }
 
 pub struct KvServer {

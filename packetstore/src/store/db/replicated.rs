@@ -329,15 +329,17 @@ impl Store {
     }
 
     /// A snapshot is in the tree: the indexes the store keeps in memory are
-    /// rebuilt from it, and every record of the log is released (the
-    /// entries they hold are older than the snapshot, or replaced by it).
+    /// rebuilt from it; the log's records are left to the next checkpoint.
     pub fn snapshot_loaded(&mut self, pool: &Pool) -> Result<(), StoreError> {
         self.load_state(pool)?;
         self.load_expiries(pool)?;
-        let lsns: Vec<u64> = self.records.iter().copied().collect();
-        self.release_logged(pool, &lsns)?;
+        // The log's records (the old entries and state records) stay until
+        // the checkpoint that makes the loaded tree durable covers them
+        // (its mark is the tail): a crash before its meta switch finds the
+        // old tree with its log and hard state whole.
         if let Some(repl) = &mut self.repl {
             repl.open.clear();
+            repl.unapplied_from = None;
         }
         Ok(())
     }
