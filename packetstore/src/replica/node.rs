@@ -651,7 +651,7 @@ impl Replica {
 
     /// The turn's records, closed by an entry record and proposed.
     fn seal(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
-        let Some(mut lsns) = store.take_open_records() else { return Ok(()) };
+        let Some((mut lsns, payload_bytes)) = store.take_open_records() else { return Ok(()) };
         if !self.is_leader() {
             return Err(ReplicaError::Corrupt("a follower wrote to its tree".into()));
         }
@@ -660,7 +660,6 @@ impl Replica {
         let term = self.term();
         let key = EntryKey { term, index, entry_type: EntryType::EntryNormal, data: Vec::new() };
         lsns.push(store.append_replica_record(pool, buffers, KIND_ENTRY, &key.encode())?);
-        let payload_bytes = 0;
         self.proposed.insert(
             index,
             EntryMeta { term, entry_type: EntryType::EntryNormal, data: RECORDS.to_vec(), lsns, payload_bytes },
@@ -1090,6 +1089,7 @@ fn rebuild(
 ) -> Result<Option<Meta>, ReplicaError> {
     let lsns: Vec<u64> = store.live_records().collect();
     let mut group = Vec::new();
+    let mut group_bytes = 0;
     let mut latest = None;
     let mut dead = Vec::new();
     for lsn in lsns {
@@ -1100,6 +1100,7 @@ fn rebuild(
                     .ok_or_else(|| ReplicaError::Corrupt(format!("entry record {lsn}")))?;
                 group.push(lsn);
                 let lsns = std::mem::take(&mut group);
+                let payload_bytes = std::mem::take(&mut group_bytes);
                 if key.index <= applied {
                     dead.extend(lsns);
                     continue;
@@ -1116,7 +1117,7 @@ fn rebuild(
                 } else {
                     key.data
                 };
-                let meta = EntryMeta { term: key.term, entry_type: key.entry_type, data, lsns, payload_bytes: 0 };
+                let meta = EntryMeta { term: key.term, entry_type: key.entry_type, data, lsns, payload_bytes };
                 for gone in storage.append(key.index, meta) {
                     dead.extend(gone.lsns);
                 }
@@ -1126,7 +1127,10 @@ fn rebuild(
                     Meta::decode(&record.key).ok_or_else(|| ReplicaError::Corrupt(format!("state record {lsn}")))?,
                 );
             }
-            _ => group.push(lsn),
+            _ => {
+                group.push(lsn);
+                group_bytes += record.data_len;
+            }
         }
     }
     dead.extend(group);

@@ -896,6 +896,7 @@ impl Store {
         }
         if let Some(repl) = &mut self.repl {
             repl.open.extend_from_slice(&appended);
+            repl.open_bytes += written;
         }
         self.records.extend(appended);
         for op in ops {

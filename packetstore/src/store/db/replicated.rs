@@ -34,6 +34,8 @@ pub const RAFT_ENTRY: &[u8] = b"#raft";
 pub struct Replication {
     /// Records appended since the last entry record, oldest first.
     pub(super) open: Vec<u64>,
+    /// The value bytes those records name.
+    pub(super) open_bytes: u64,
     /// The first record of the first entry the tree does not reflect
     /// (None: every record does).
     pub(super) unapplied_from: Option<u64>,
@@ -71,12 +73,14 @@ impl Store {
     }
 
     /// The records appended since the last entry record, if they may be
-    /// closed now (no group of several commands is open).
-    pub fn take_open_records(&mut self) -> Option<Vec<u64>> {
+    /// closed now (no group of several commands is open), and the value
+    /// bytes they name.
+    pub fn take_open_records(&mut self) -> Option<(Vec<u64>, u64)> {
         if self.group.is_some() || self.repl.as_ref().is_none_or(|r| r.open.is_empty()) {
             return None;
         }
-        Some(std::mem::take(&mut self.repl().open))
+        let repl = self.repl();
+        Some((std::mem::take(&mut repl.open), std::mem::take(&mut repl.open_bytes)))
     }
 
     /// Whether records wait for their entry record.
@@ -339,6 +343,7 @@ impl Store {
         // old tree with its log and hard state whole.
         if let Some(repl) = &mut self.repl {
             repl.open.clear();
+            repl.open_bytes = 0;
             repl.unapplied_from = None;
         }
         Ok(())
