@@ -141,6 +141,12 @@ impl KvServer {
         };
         let sent = drain(pool, buffers, &mut relay.to_client, out);
         relay.queued[1] -= sent;
+        if sent > 0 {
+            // The link may have held back the leader's replies for room.
+            if let Some(link) = relay.link {
+                self.relays.wake.push(link);
+            }
+        }
         if relay.closed && relay.to_client.is_empty() {
             return Progress { requests: 0, close: true, more: false };
         }
@@ -184,6 +190,10 @@ impl KvServer {
         }
         let sent = drain(pool, buffers, &mut relay.to_leader, out);
         relay.queued[0] -= sent;
+        if sent > 0 {
+            // The client may have held back its requests for room.
+            self.relays.wake.push(relay.client);
+        }
         if !stream.is_empty() && relay.queued[1] < RELAY_QUEUED_MAX {
             let n = stream.len();
             relay.queued[1] += n as u64;
