@@ -79,7 +79,7 @@ mod garbage;
 mod reads;
 mod replicated;
 pub use reads::{Elements, RestBound};
-pub use replicated::{LoggedRecord, Replication, KIND_ENTRY, KIND_STATE, RAFT_ENTRY};
+pub use replicated::{Replication, KIND_ENTRY, KIND_STATE, RAFT_ENTRY};
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;

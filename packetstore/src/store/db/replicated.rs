@@ -17,6 +17,7 @@
 //! holds a write the group could still drop.
 
 use crate::index::node::Value;
+use crate::log::RecordView;
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
@@ -49,17 +50,6 @@ pub struct Replication {
     pub(super) checkpoint_allowed: bool,
     /// Whether commands may write (the group's leader, ready to).
     pub(super) writable: bool,
-}
-
-/// A record of the log, as the replica reads it back.
-#[derive(Clone, Debug)]
-pub struct LoggedRecord {
-    pub lsn: u64,
-    pub kind: u16,
-    pub key: Vec<u8>,
-    pub extents: Vec<Extent>,
-    pub data_len: u64,
-    pub data_crc: u32,
 }
 
 impl Store {
@@ -129,16 +119,8 @@ impl Store {
     }
 
     /// Reads a live record back.
-    pub fn logged(&self, pool: &Pool, lsn: u64) -> Result<LoggedRecord, StoreError> {
-        let view = self.log.view(pool, lsn)?;
-        Ok(LoggedRecord {
-            lsn,
-            kind: view.kind,
-            key: view.key,
-            extents: view.extents,
-            data_len: view.data_len,
-            data_crc: view.data_crc,
-        })
+    pub fn logged(&self, pool: &Pool, lsn: u64) -> Result<RecordView, StoreError> {
+        Ok(self.log.view(pool, lsn)?)
     }
 
     /// Applies logged put and delete records to the tree (an entry that
