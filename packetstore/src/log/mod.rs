@@ -7,4 +7,4 @@
 pub mod record;
 pub mod ring;
 
-pub use ring::{CommitSummary, CommitTicket, Log, LogHead, LogUsage, RecordView, RecoveryReport};
+pub use ring::{data_crc, CommitSummary, CommitTicket, Log, LogHead, LogUsage, RecordView, RecoveryReport};

@@ -398,19 +398,9 @@ impl Log {
             return false;
         }
         let length: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
-        length == header.data_len && self.data_crc(pool, extents) == header.data_crc
+        length == header.data_len && data_crc(pool, extents) == header.data_crc
     }
 
-    fn data_crc(&self, pool: &Pool, extents: &[Extent]) -> u32 {
-        extents.iter().fold(0, |crc, extent| {
-            let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
-            // SAFETY: the buffer is referenced (by the caller in `append`,
-            // by nobody else during recovery) and nothing stores into a
-            // referenced buffer while a record naming it is being checked.
-            let bytes = unsafe { pool.bytes(offset, extent.len as usize) };
-            crc32c::crc32c_append(crc, bytes)
-        })
-    }
 
     /// Looks past the end for headers of the interrupted batch: one whose
     /// commit lsn says the end was committed proves corruption; the others
@@ -552,7 +542,7 @@ impl Log {
         }
         let lsn = self.tail;
         let data_len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
-        let data_crc = self.data_crc(pool, extents);
+        let data_crc = data_crc(pool, extents);
         let mut scratch = std::mem::take(&mut self.scratch);
         record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
         let at = self.position(lsn);
@@ -783,6 +773,20 @@ impl Log {
 }
 
 /// Copies the bytes a record's extents name, in order.
+/// The CRC-32C of the bytes `extents` name, in order, read in place (a
+/// record's `data_crc`). The caller holds a reference on each buffer, so
+/// nothing stores into them meanwhile.
+pub fn data_crc(pool: &Pool, extents: &[Extent]) -> u32 {
+    extents.iter().fold(0, |crc, extent| {
+        let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
+        // SAFETY: the buffer is referenced (by the caller in `append` and
+        // `wire::land`, by nobody else during recovery) and nothing stores
+        // into a referenced buffer while a record naming it is checked.
+        let bytes = unsafe { pool.bytes(offset, extent.len as usize) };
+        crc32c::crc32c_append(crc, bytes)
+    })
+}
+
 pub fn read_data(pool: &Pool, view: &RecordView) -> Vec<u8> {
     let mut data = Vec::with_capacity(view.data_len as usize);
     pool.read_extents(&view.extents, &mut data);

@@ -328,9 +328,7 @@ fn land(pool: &Pool, buffers: &mut Buffers, store: &mut Store, args: &mut Args) 
         return Err(format!("a replicated record of kind {kind:#x}"));
     }
     let landed = land_value(pool, buffers, store, args, 2, kind, meta[6..].to_vec())?;
-    let mut bytes = Vec::with_capacity(landed.len as usize);
-    pool.read_extents(&landed.extents, &mut bytes);
-    if crc32c::crc32c(&bytes) != crc {
+    if crate::log::data_crc(pool, &landed.extents) != crc {
         release_records(buffers, [landed]);
         return Err("a record's bytes do not match its CRC".into());
     }
