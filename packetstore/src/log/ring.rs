@@ -401,7 +401,6 @@ impl Log {
         length == header.data_len && data_crc(pool, extents) == header.data_crc
     }
 
-
     /// Looks past the end for headers of the interrupted batch: one whose
     /// commit lsn says the end was committed proves corruption; the others
     /// are erased so that a later crash cannot bring them back.

@@ -60,10 +60,46 @@ enum Chunk {
 pub struct Relay {
     client: ConnToken,
     link: Option<ConnToken>,
-    to_leader: VecDeque<Chunk>,
-    to_client: VecDeque<Chunk>,
+    /// Bytes on their way to the leader (`TO_LEADER`) and to the client.
+    queues: [VecDeque<Chunk>; 2],
     queued: [u64; 2],
     closed: bool,
+}
+
+/// A relay's directions: the side a connection sends to, and the queue
+/// its own input goes to (`queues[i]`, with `queued[i]` bytes).
+const TO_LEADER: usize = 0;
+const TO_CLIENT: usize = 1;
+
+impl Relay {
+    /// One side's turn (`sends`: the queue it sends): what waits for it
+    /// is queued on its `out` (all of it); its input, if `input`, is
+    /// taken, zero copy, for the other side unless that side has
+    /// `RELAY_QUEUED_MAX` waiting. Returns whether anything moved (the
+    /// other side has work).
+    #[allow(clippy::too_many_arguments)]
+    fn shuttle(
+        &mut self,
+        sends: usize,
+        input: bool,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        release: &mut Release<'_>,
+    ) -> bool {
+        let takes = 1 - sends;
+        let sent = drain(pool, buffers, &mut self.queues[sends], out);
+        self.queued[sends] -= sent;
+        if !input || stream.is_empty() || self.queued[takes] >= RELAY_QUEUED_MAX {
+            return sent > 0;
+        }
+        let n = stream.len();
+        self.queued[takes] += n as u64;
+        self.queues[takes].push_back(take(buffers, stream, n));
+        stream.consume(n, |segment| release(segment, buffers));
+        true
+    }
 }
 
 #[derive(Default)]
@@ -114,8 +150,7 @@ impl KvServer {
             Relay {
                 client: conn.token,
                 link: None,
-                to_leader: VecDeque::new(),
-                to_client: VecDeque::new(),
+                queues: [VecDeque::new(), VecDeque::new()],
                 queued: [0; 2],
                 closed: false,
             },
@@ -139,27 +174,13 @@ impl KvServer {
         let Some(relay) = self.relays.relays.get_mut(&id) else {
             return Progress { requests: 0, close: true, more: false };
         };
-        let sent = drain(pool, buffers, &mut relay.to_client, out);
-        relay.queued[1] -= sent;
-        if sent > 0 {
-            // The link may have held back the leader's replies for room.
-            if let Some(link) = relay.link {
-                self.relays.wake.push(link);
-            }
+        // A closed relay only delivers what the leader sent before.
+        let input = !relay.closed;
+        if relay.shuttle(TO_CLIENT, input, pool, buffers, stream, out, release) {
+            // The leader's replies held back for room, or new requests.
+            self.relays.wake.extend(relay.link);
         }
-        if relay.closed && relay.to_client.is_empty() {
-            return Progress { requests: 0, close: true, more: false };
-        }
-        if !stream.is_empty() && relay.queued[0] < RELAY_QUEUED_MAX {
-            let n = stream.len();
-            relay.queued[0] += n as u64;
-            relay.to_leader.push_back(take(buffers, stream, n));
-            stream.consume(n, |segment| release(segment, buffers));
-            if let Some(link) = relay.link {
-                self.relays.wake.push(link);
-            }
-        }
-        Progress { requests: 0, close: false, more: false }
+        Progress { requests: 0, close: relay.closed, more: false }
     }
 
     /// A relay link: the client's bytes go to the leader; the leader's
@@ -188,17 +209,8 @@ impl KvServer {
                 &replica.config.secret,
             );
         }
-        let sent = drain(pool, buffers, &mut relay.to_leader, out);
-        relay.queued[0] -= sent;
-        if sent > 0 {
-            // The client may have held back its requests for room.
-            self.relays.wake.push(relay.client);
-        }
-        if !stream.is_empty() && relay.queued[1] < RELAY_QUEUED_MAX {
-            let n = stream.len();
-            relay.queued[1] += n as u64;
-            relay.to_client.push_back(take(buffers, stream, n));
-            stream.consume(n, |segment| release(segment, buffers));
+        if relay.shuttle(TO_LEADER, true, pool, buffers, stream, out, release) {
+            // The client's requests held back for room, or new replies.
             self.relays.wake.push(relay.client);
         }
         Progress { requests: 0, close: relay.closed, more: false }
@@ -219,7 +231,7 @@ impl KvServer {
         if relay.closed {
             // The second side: the relay ends.
             let relay = self.relays.relays.remove(&id).expect("checked");
-            for chunk in relay.to_leader.into_iter().chain(relay.to_client) {
+            for chunk in relay.queues.into_iter().flatten() {
                 if let Chunk::Pool(extents) = chunk {
                     buffers.release_extents(&extents).expect("a relay's references");
                 }
@@ -233,7 +245,7 @@ impl KvServer {
         } else {
             // The link never connected: nothing else will close it.
             let relay = self.relays.relays.remove(&id).expect("checked");
-            for chunk in relay.to_leader.into_iter().chain(relay.to_client) {
+            for chunk in relay.queues.into_iter().flatten() {
                 if let Chunk::Pool(extents) = chunk {
                     buffers.release_extents(&extents).expect("a relay's references");
                 }
