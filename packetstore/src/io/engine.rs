@@ -1291,7 +1291,10 @@ impl<'a, A: App> Engine<'a, A> {
 
     fn maybe_close(&mut self, slot: u32) {
         let conn = self.conns[slot as usize].as_mut().expect("live");
-        if !conn.closing || conn.send_in_flight || !conn.out.is_empty() {
+        // A connection waiting to be served (woken this turn) stays until
+        // `serve_dirty` has seen it: a slot in `dirty` is always live. Being
+        // served puts it back in `pending`, and here.
+        if !conn.closing || conn.dirty || conn.send_in_flight || !conn.out.is_empty() {
             return;
         }
         if conn.poll_armed {

@@ -67,6 +67,9 @@ struct State {
     dirty: BTreeSet<u64>,
     fences: u64,
     crash_at_fence: Option<(u64, u64)>,
+    /// A power failure armed for a moment (wall clock, shared by every
+    /// process of a group): at the first fence from then on.
+    crash_at_time: Option<(std::time::SystemTime, u64)>,
     /// An I/O error injected at this fence (the device lives on).
     fail_at_fence: Option<u64>,
     failed_fences: u64,
@@ -136,6 +139,7 @@ impl SimDevice {
                 dirty: BTreeSet::new(),
                 fences: 0,
                 crash_at_fence: None,
+                crash_at_time: None,
                 fail_at_fence: None,
                 failed_fences: 0,
                 crash_image: None,
@@ -317,7 +321,8 @@ impl SimDevice {
             state.failed_fences += 1;
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }
-        if let Some((at_fence, seed)) = state.crash_at_fence {
+        let due = state.crash_at_time.filter(|&(when, _)| when <= std::time::SystemTime::now());
+        if let Some((at_fence, seed)) = due.map(|(_, seed)| (state.fences, seed)).or(state.crash_at_fence) {
             if state.fences == at_fence {
                 let image = self.image(state, seed);
                 state.crash_image = Some(image);
@@ -333,9 +338,6 @@ impl SimDevice {
         self.state.lock().expect("sim lock").fences
     }
 
-    /// Arms a power failure at the `fence_number`-th fence (counting from
-    /// 1 over the device's life): that fence captures the crash image with
-    /// `seed`, commits nothing, and fails; the device is dead afterwards.
     /// Makes fence (or sync completion) `fence_number` fail with EIO,
     /// committing nothing, while the device stays up.
     pub fn fail_at_fence(&self, fence_number: u64) {
@@ -347,13 +349,40 @@ impl SimDevice {
         self.state.lock().expect("sim lock").failed_fences
     }
 
+    /// Arms a power failure at the `fence_number`-th fence (counting from
+    /// 1 over the device's life): that fence captures the crash image with
+    /// `seed`, commits nothing, and fails; the device is dead afterwards.
     pub fn crash_at_fence(&self, fence_number: u64, seed: u64) {
         self.state.lock().expect("sim lock").crash_at_fence = Some((fence_number, seed));
     }
 
+    /// Arms a power failure at the first fence (or sync completion, or
+    /// `crash_if_due`) at or after `when`: several devices armed for the
+    /// same moment fail together, as a rack whose power is cut would.
+    pub fn crash_at_time(&self, when: std::time::SystemTime, seed: u64) {
+        self.state.lock().expect("sim lock").crash_at_time = Some((when, seed));
+    }
+
+    /// Cuts the power now if a failure armed for a moment is due (for an
+    /// idle server, whose fences would not notice); whether the device is
+    /// dead.
+    pub fn crash_if_due(&self) -> bool {
+        let mut state = self.state.lock().expect("sim lock");
+        if let Some((_, seed)) = state.crash_at_time.filter(|&(when, _)| when <= std::time::SystemTime::now()) {
+            self.absorb_lent(&mut state);
+            let image = self.image(&state, seed);
+            state.crash_image = Some(image);
+            state.dead = true;
+            state.crash_at_time = None;
+        }
+        state.dead
+    }
+
     /// Cancels an armed crash that has not happened.
     pub fn disarm(&self) {
-        self.state.lock().expect("sim lock").crash_at_fence = None;
+        let mut state = self.state.lock().expect("sim lock");
+        state.crash_at_fence = None;
+        state.crash_at_time = None;
     }
 
     /// The image captured by an armed crash, once it happened.

@@ -279,6 +279,11 @@ impl App for KvServer {
 
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        // A power failure armed for a moment reaches an idle server too.
+        if self.config.power_switch.as_ref().is_some_and(|device| device.crash_if_due()) && !self.shutdown_requested {
+            tracing::error!("simulated power failure: the device is gone; stopping");
+            self.shutdown_requested = true;
+        }
         self.replica_tick();
         if self.replica.as_ref().is_some_and(|r| r.is_removed()) && !self.shutdown_requested {
             tracing::warn!("this node was removed from its group: stopping");

@@ -50,7 +50,8 @@ impl KvServer {
     }
 
     /// `DEBUG POWERFAIL <seed> <fences>`, for tests: the power fails at
-    /// the `fences`-th fence or sync from now, and the crash simulator
+    /// the `fences`-th fence or sync from now (or, `<seed> AT <unix-ms>`,
+    /// at the first one from that moment), and the crash simulator
     /// keeps what a real failure there could keep (chosen by `seed`).
     /// Refused unless the server runs on the simulator
     /// (`--simulate-power-failures`, itself refused unless enabled).
@@ -74,12 +75,22 @@ impl KvServer {
         // A bug in a handler, on purpose: the client gets an error, the
         // server goes on.
         assert!(sub != b"PANIC", "DEBUG PANIC (a test of the command path's panic handling)");
-        let usage = "ERR usage: DEBUG POWERFAIL <seed> <fences>, both unsigned integers, fences at least 1";
+        let usage = "ERR usage: DEBUG POWERFAIL <seed> <fences> | <seed> AT <unix-ms>, unsigned integers, fences at least 1";
+        let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok().and_then(|t| t.parse::<u64>().ok());
+        if ctx.argc() == 5 && ctx.arg(3).eq_ignore_ascii_case(b"AT") {
+            // Every node of a group armed for the same moment fails together.
+            let (Some(seed), Some(unix_ms)) = (number(&ctx.arg(2)), number(&ctx.arg(4))) else {
+                ctx.error(usage);
+                return Ok(());
+            };
+            device.crash_at_time(std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms), seed);
+            ctx.ok();
+            return Ok(());
+        }
         if ctx.argc() != 4 {
             ctx.error(usage);
             return Ok(());
         }
-        let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok().and_then(|t| t.parse::<u64>().ok());
         let (Some(seed), Some(fences @ 1..)) = (number(&ctx.arg(2)), number(&ctx.arg(3))) else {
             ctx.error(usage);
             return Ok(());
