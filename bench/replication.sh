@@ -1,48 +1,157 @@
 #!/bin/bash
-# Replicated durable SET: a 3-node group (all nodes pinned to CPU 1) against
-# one node (CPU 1), redis-benchmark on CPU 0, pools on tmpfs, rounds
-# alternated (group, single, group, single, ...). Prints a markdown table:
-# requests/s, p50 and p99 (ms), and server CPU per request (us, every
-# server process of the run summed).
-#   bash bench/replication.sh [--rounds N] [--requests N]
+# Replicated durable SET: a 3-node packetstore group against one packetstore
+# node and against Valkey 8 with one primary and two replicas, every SET
+# followed by WAITAOF 1 1 0 (durable on the primary and on one replica: the
+# guarantee of a 3-node majority). All are measured with the same load
+# generator, packetstore-cli/examples/durable_set.rs (redis-benchmark cannot
+# send two commands per request), which checks every reply: SET must be +OK
+# and WAITAOF must count >= 1 local and >= 1 replica, or the request failed.
+#
+# Systems, alternated within each round (A B C [D], A B C [D], ...), each
+# started fresh for each measurement:
+#   group         packetstore, 3 nodes (--node-id/--peers), SETs to the leader
+#   single        packetstore, 1 node
+#   valkey        valkey-server 8: primary + 2 replicas (--replicaof), all with
+#                 appendonly yes, appendfsync always, save ''; each SET followed
+#                 by its own WAITAOF 1 1 0 (pipelined: SET WAITAOF SET WAITAOF...)
+#   valkey-batch  (pipelined runs only) the same servers, one WAITAOF 1 1 0
+#                 after each batch of -P SETs (it covers them all): the most
+#                 favourable way for Valkey to get the guarantee per batch
+# Every server process is pinned to CPU 1 (the three of a group share it), the
+# load generator to CPU 0; pools and AOF directories on /dev/shm. Load: 50
+# connections, 300-byte values, keys over 100,000; -P 1 and -P 16 (a batch of
+# 16 requests per write per connection). Server CPU per request sums utime +
+# stime (and reaped children's) of every server process of the run.
+#
+# Valkey 8.0's WAITAOF numreplicas waits for a replica's REPLCONF ACK that
+# carries its fsynced offset. A replica answers the primary's GETACK at once,
+# before the fsync of the writes that came with it, and otherwise acks once a
+# second (replicationCron): a WAITAOF is released by the GETACK that a later
+# WAITAOF triggers, or else by that 1 s ack. One connection alone waits about
+# 1 s per request; with 50, the stalls show in the p99 and max columns.
+#
+# Writes bench/results/replication.csv (one row per measurement) and, through
+# bench/replication.py, prints the tables (every row and the medians) and draws
+# bench/results/replication.png.
+#   bash bench/replication.sh [--rounds N] [--requests N] [--pipelines "1 16"] [--out DIR]
+# Needs target/release/packetstore and target/release/examples/durable_set
+# (built if missing: cargo build --release -p packetstore-cli --bin packetstore
+# --example durable_set), valkey-server 8 (Debian bookworm-backports) and
+# redis-cli.
 set -euo pipefail
-ROUNDS=3; REQUESTS=100000
-while [ $# -gt 0 ]; do case "$1" in --rounds) ROUNDS=$2; shift 2;; --requests) REQUESTS=$2; shift 2;; *) echo "unknown $1"; exit 2;; esac; done
-BIN=${PACKETSTORE_BIN:-$(dirname "$0")/../target/release/packetstore}
+ROUNDS=3; REQUESTS=100000; PIPELINES="1 16"; HERE=$(cd "$(dirname "$0")" && pwd); OUT=$HERE/results
+while [ $# -gt 0 ]; do case "$1" in
+  --rounds) ROUNDS=$2; shift 2;; --requests) REQUESTS=$2; shift 2;;
+  --pipelines) PIPELINES=$2; shift 2;; --out) OUT=$2; shift 2;;
+  -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
+  *) echo "unknown $1"; exit 2;; esac; done
+ROOT=$HERE/..
+BIN=${PACKETSTORE_BIN:-$ROOT/target/release/packetstore}
+LOAD=${DURABLE_SET_BIN:-$ROOT/target/release/examples/durable_set}
+VALKEY=${VALKEY_BIN:-valkey-server}
+if [ ! -x "$BIN" ] || [ ! -x "$LOAD" ]; then
+  (cd "$ROOT" && cargo build --release -p packetstore-cli --bin packetstore --example durable_set)
+fi
+"$VALKEY" --version | grep -q 'v=8\.' \
+  || { echo "replication.sh: needs valkey-server 8 ($("$VALKEY" --version))"; exit 1; }
+CSV=$OUT/replication.csv
+mkdir -p "$OUT"
 DIR=$(mktemp -d /dev/shm/psbench.XXXX)
-trap 'pkill -f "pool $DIR" || true; rm -rf "$DIR"' EXIT
-ticks() { local t=0; for pid in "$@"; do read -r -a f < /proc/$pid/stat; t=$((t + f[13] + f[14])); done; echo $t; }
-start() { # start N nodes; prints pids; leader's port in $DIR/port
-  local n=$1 pids=() peers=""
+PIDS=()
+stop_all() { # kills the servers of this run (by pid) and waits for them to exit
+  [ ${#PIDS[@]} -gt 0 ] || return 0
+  kill "${PIDS[@]}" 2>/dev/null || true
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  PIDS=()
+}
+trap 'stop_all; rm -rf "$DIR"' EXIT
+trap 'exit 130' INT TERM
+CLK=$(getconf CLK_TCK)
+ticks() { # utime + stime + cutime + cstime of these processes
+  local t=0 f; for pid in "$@"; do
+    read -r -a f < <(sed 's/.*) //' /proc/"$pid"/stat); t=$((t + f[11] + f[12] + f[13] + f[14])); done; echo $t; }
+steal() { read -r -a f < /proc/stat; echo "${f[8]} $(( f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + f[8] ))"; }
+port_free() { ! ss -ltnH "sport = :$1" | grep -q .; }
+wait_until() { # seconds command...: polls the command until it succeeds
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do [ $SECONDS -lt $deadline ] || return 1; sleep 0.1; done; }
+# packetstore: N nodes; sets PIDS and PORT (the leader's RESP port).
+start_packetstore() {
+  local n=$1 peers="" i
   for i in $(seq 1 "$n"); do peers="$peers${peers:+,}$i=127.0.0.1:$((7200 + i))"; done
   for i in $(seq 1 "$n"); do
+    wait_until 20 port_free $((6400 + i)); wait_until 20 port_free $((7200 + i))
     local group=(); [ "$n" -gt 1 ] && group=(--node-id "$i" --peers "$peers")
+    rm -f "$DIR/n$i.pool"
     taskset -c 1 "$BIN" serve --pool "$DIR/n$i.pool" --pool-size 512MiB --http 127.0.0.1:$((8200 + i)) \
       --resp 127.0.0.1:$((6400 + i)) "${group[@]}" > "$DIR/n$i.log" 2>&1 &
-    pids+=($!)
+    PIDS+=($!)
   done
-  sleep 3
-  for i in $(seq 1 "$n"); do
-    if [ "$(redis-cli -p $((6400 + i)) role | head -1)" = master ]; then echo $((6400 + i)) > "$DIR/port"; fi
+  leader() {
+    for i in $(seq 1 "$n"); do
+      if [ "$(redis-cli -p $((6400 + i)) role 2>/dev/null | head -1)" = master ]; then PORT=$((6400 + i)); return 0; fi
+    done; return 1; }
+  wait_until 30 leader || { echo "no leader" >&2; tail "$DIR"/n*.log >&2; exit 1; }
+  # A write through the leader, acknowledged once on a majority.
+  [ "$(redis-cli -p "$PORT" set warmup 1)" = OK ] || { echo "warm-up SET failed" >&2; exit 1; }
+}
+# Valkey: primary + 2 replicas; sets PIDS and PORT (the primary's).
+start_valkey() {
+  local i args
+  for i in 1 2 3; do
+    wait_until 20 port_free $((6500 + i))
+    rm -rf "$DIR/v$i"; mkdir -p "$DIR/v$i"
+    args=(--port $((6500 + i)) --bind 127.0.0.1 --dir "$DIR/v$i" --appendonly yes --appendfsync always --save ''
+      --daemonize no --logfile "$DIR/v$i.log")
+    [ "$i" -gt 1 ] && args+=(--replicaof 127.0.0.1 6501)
+    taskset -c 1 "$VALKEY" "${args[@]}" &
+    PIDS+=($!)
   done
-  echo "${pids[@]}"
+  PORT=6501
+  linked() { for i in 2 3; do
+    redis-cli -p $((6500 + i)) info replication 2>/dev/null | grep -q 'master_link_status:up' || return 1
+    redis-cli -p $((6500 + i)) info replication | grep -q 'master_sync_in_progress:0' || return 1; done; }
+  online() { [ "$(redis-cli -p $PORT info replication | grep -c 'state=online')" = 2 ]; }
+  wait_until 60 linked && wait_until 30 online \
+    || { echo "valkey replicas did not sync" >&2; tail "$DIR"/v*.log >&2; exit 1; }
+  # A write durable on the primary and on both replicas before measuring.
+  redis-cli -p $PORT set warmup 1 > /dev/null
+  [ "$(redis-cli -p $PORT waitaof 1 2 10000 | tr '\n' ' ')" = "1 2 " ] \
+    || { echo "warm-up WAITAOF 1 2 failed" >&2; exit 1; }
 }
-run() { # mode pipeline
-  local n=$1 p=$2 pids port out t0 t1
-  pids=$(start "$n"); port=$(cat "$DIR/port")
-  t0=$(ticks $pids)
-  out=$(taskset -c 0 redis-benchmark -p "$port" -t set -d 300 -c 50 -r 100000 -n "$REQUESTS" -P "$p" --csv 2>/dev/null | tail -1)
-  t1=$(ticks $pids)
-  kill $pids; wait $pids 2>/dev/null || true; rm -f "$DIR"/*.pool
-  local rps p50 p99
-  rps=$(echo "$out" | cut -d, -f2 | tr -d '"'); p50=$(echo "$out" | cut -d, -f5 | tr -d '"'); p99=$(echo "$out" | cut -d, -f7 | tr -d '"')
-  local cpu_us; cpu_us=$(echo "($t1 - $t0) * 10000 / $REQUESTS" | bc -l)
-  printf '%s %s %s %s %s %.2f\n' "$n" "$p" "$rps" "$p50" "$p99" "$cpu_us"
+run() { # round system pipeline: prints one CSV row
+  local round=$1 system=$2 p=$3 extra=() nodes
+  case $system in
+    group) nodes=3; start_packetstore 3;;
+    single) nodes=1; start_packetstore 1;;
+    valkey) nodes=3; start_valkey; extra=(--waitaof 1 1);;
+    valkey-batch) nodes=3; start_valkey; extra=(--waitaof 1 1 --wait-per batch);;
+  esac
+  local t0 t1 s0 s1 out
+  s0=$(steal); t0=$(ticks "${PIDS[@]}")
+  out=$(taskset -c 0 "$LOAD" -p "$PORT" -c 50 -n "$REQUESTS" -P "$p" -d 300 -r 100000 "${extra[@]}" 2>"$DIR/load.err") \
+    || { echo "load generator failed: $(cat "$DIR/load.err")" >&2; exit 1; }
+  t1=$(ticks "${PIDS[@]}"); s1=$(steal)
+  [ -s "$DIR/load.err" ] && sed "s/^/$system -P $p: /" "$DIR/load.err" >&2
+  stop_all
+  local rps p50 p99 failures max cpu st
+  IFS=, read -r rps p50 p99 failures _ _ max <<< "$out"
+  cpu=$(echo "($t1 - $t0) * 1000000 / $CLK / $REQUESTS" | bc -l)
+  read -r -a s0 <<< "$s0"; read -r -a s1 <<< "$s1"
+  st=$(echo "100 * (${s1[0]} - ${s0[0]}) / (${s1[1]} - ${s0[1]} + 1)" | bc -l)
+  printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%.1f\n' "$round" "$system" "$nodes" "$p" "$rps" "$p50" "$p99" "$max" \
+    "$failures" "$REQUESTS" "$cpu" "$st"
 }
-echo "| nodes | -P | requests/s | p50 ms | p99 ms | server CPU us/request |"
-echo "|---:|---:|---:|---:|---:|---:|"
+echo "round,system,nodes,pipeline,requests_per_s,p50_ms,p99_ms,max_ms,failures,requests,server_cpu_us_per_req,\
+steal_pct" > "$CSV"
 for r in $(seq 1 "$ROUNDS"); do
-  for p in 1 16; do
-    for n in 3 1; do run "$n" "$p" | awk '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}'; done
+  for p in $PIPELINES; do
+    systems="group single valkey"; [ "$p" -gt 1 ] && systems="$systems valkey-batch"
+    for s in $systems; do
+      run "$r" "$s" "$p" > "$DIR/row"   # not in a subshell: its servers stay this shell's to stop
+      cat "$DIR/row" >> "$CSV"
+      cat "$DIR/row" >&2
+    done
   done
 done
+python3 "$HERE/replication.py" "$CSV" --png "$OUT/replication.png"
