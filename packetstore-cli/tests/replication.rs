@@ -108,6 +108,22 @@ impl Group {
     }
 }
 
+/// One HTTP exchange on a connection of its own (closed after it): the
+/// status and the body.
+fn http(server: &Server, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let request = request.replacen("\r\n", "\r\nConnection: close\r\n", 1);
+    let mut stream = std::net::TcpStream::connect(server.http).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).to_string();
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no HTTP status: {text:?}"));
+    let body = text.split_once("\r\n\r\n").map_or(String::new(), |(_, body)| body.to_string());
+    (status, body)
+}
+
 /// A local (READONLY) connection to a node.
 fn local(server: &Server) -> redis::Connection {
     let mut connection = server.client();
@@ -203,8 +219,24 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
         let value: String = redis::cmd("GET").arg(format!("through:{id}")).query(&mut connection).unwrap();
         assert_eq!(value, id.to_string());
     }
-    // A follower's own client may not write.
+    // So do HTTP clients: a PUT through every node (a follower relays the
+    // connection), then every value read through every node; a follower's
+    // /metrics is its own.
+    for id in 1..=3 {
+        let (status, _) = http(group.node(id), &format!("PUT /kv/web{id} HTTP/1.1\r\nContent-Length: 1\r\n\r\n{id}"));
+        assert_eq!(status, 204, "PUT through node {id}");
+    }
+    for id in 1..=3 {
+        for key in 1..=3 {
+            let (status, body) = http(group.node(id), &format!("GET /kv/web{key} HTTP/1.1\r\n\r\n"));
+            assert_eq!((status, body), (200, key.to_string()), "GET web{key} through node {id}");
+        }
+    }
     let follower = leader % 3 + 1;
+    let (_, metrics) = http(group.node(follower), "GET /metrics HTTP/1.1\r\n\r\n");
+    assert!(metrics.contains(&format!("packetstore_raft_leader_id {leader}\n")), "{metrics}");
+    assert!(metrics.contains("packetstore_raft_leader 0\n"), "a follower's /metrics is its own: {metrics}");
+    // A follower's own client may not write.
     let mut own = local(group.node(follower));
     let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut own).unwrap();
     if role.first() == Some(&redis::Value::BulkString(b"slave".to_vec())) {

@@ -87,7 +87,17 @@ pub struct Received {
 
 /// Writes a HELLO frame.
 pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
-    out.extend_from_slice(b"*4\r\n$5\r\nHELLO\r\n$8\r\n");
+    hello_frame(out, b"HELLO", group_id, node_id, secret);
+}
+
+/// The verbs a link may begin with: a peer's messages, or a relayed
+/// client speaking the Redis protocol or HTTP.
+pub const LINK_VERBS: [&[u8]; 3] = [b"HELLO", b"RELAY", b"RELAYHTTP"];
+
+fn hello_frame(out: &mut Vec<u8>, verb: &[u8], group_id: u64, node_id: u64, secret: &[u8]) {
+    out.extend_from_slice(format!("*4\r\n${}\r\n", verb.len()).as_bytes());
+    out.extend_from_slice(verb);
+    out.extend_from_slice(b"\r\n$8\r\n");
     out.extend_from_slice(&group_id.to_le_bytes());
     out.extend_from_slice(b"\r\n$8\r\n");
     out.extend_from_slice(&node_id.to_le_bytes());
@@ -96,18 +106,18 @@ pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Writes a RELAY frame: the link carries a follower's client, whom the
-/// leader serves as its own from the next byte on.
-pub fn relay_hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
-    let start = out.len();
-    hello(out, group_id, node_id, secret);
-    out[start..start + 13].copy_from_slice(b"*4\r\n$5\r\nRELAY");
+/// Writes a RELAY (or, for an HTTP client, RELAYHTTP) frame: the link
+/// carries a follower's client, whom the leader serves as its own from the
+/// next byte on.
+pub fn relay_hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8], http: bool) {
+    let verb: &[u8] = if http { b"RELAYHTTP" } else { b"RELAY" };
+    hello_frame(out, verb, group_id, node_id, secret);
 }
 
 /// A HELLO frame's group and node ids, if `args` is one with `secret`.
 pub fn parse_hello(pool: &Pool, args: &Args, secret: &[u8]) -> Result<(u64, u64), String> {
-    if args.len() != 4 || !matches!(args.upper(0).as_deref(), Some(b"HELLO") | Some(b"RELAY")) {
-        return Err("a replication link must begin with HELLO or RELAY".into());
+    if args.len() != 4 || !args.upper(0).is_some_and(|verb| LINK_VERBS.contains(&verb.as_slice())) {
+        return Err("a replication link must begin with HELLO, RELAY or RELAYHTTP".into());
     }
     let word = |i: usize| -> Result<u64, String> {
         let bytes = args.bytes(pool, i);

@@ -8,7 +8,9 @@
 //! A client whose first command is READONLY is served by the follower
 //! itself instead: possibly stale reads, and no writes (Redis's replica
 //! reply, READONLY). So is one whose first command asks about this node
-//! (ROLE, INFO).
+//! (ROLE, INFO). HTTP clients are relayed the same way (reads and writes:
+//! both are the leader's), except a connection whose first request is
+//! `GET /metrics`: this node's own figures.
 //!
 //! Owns: the relays (`Relay`): which client and which link, and the bytes
 //! on their way in each direction.
@@ -59,6 +61,8 @@ enum Chunk {
 /// A client relayed to the leader.
 pub struct Relay {
     client: ConnToken,
+    /// The client speaks HTTP (its link opens with RELAYHTTP).
+    http: bool,
     link: Option<ConnToken>,
     /// Bytes on their way to the leader (`TO_LEADER`) and to the client.
     queues: [VecDeque<Chunk>; 2],
@@ -123,7 +127,9 @@ impl KvServer {
             conn.route = Route::Local;
             return Route::Local;
         };
-        match first_command(stream) {
+        let first =
+            if conn.listener == crate::apps::kv::LISTENER_HTTP { first_request(stream) } else { first_command(stream) };
+        match first {
             _ if replica.is_leader() => {}
             Some(First::Setup) => return Route::SetupHere,
             Some(First::Local) => conn.reads_here = true,
@@ -149,6 +155,7 @@ impl KvServer {
             id,
             Relay {
                 client: conn.token,
+                http: conn.listener == crate::apps::kv::LISTENER_HTTP,
                 link: None,
                 queues: [VecDeque::new(), VecDeque::new()],
                 queued: [0; 2],
@@ -207,6 +214,7 @@ impl KvServer {
                 replica.config.group_id,
                 replica.config.node_id,
                 &replica.config.secret,
+                relay.http,
             );
         }
         if relay.shuttle(TO_LEADER, true, pool, buffers, stream, out, release) {
@@ -304,6 +312,18 @@ fn first_command(stream: &Stream) -> Option<First> {
         ["READONLY" | "ROLE" | "INFO", ..] => Some(First::Local),
         _ => Some(First::Other),
     }
+}
+
+/// What an HTTP connection's first request says about its route: `GET
+/// /metrics` is this node's own; anything else is the leader's.
+fn first_request(stream: &Stream) -> Option<First> {
+    const METRICS: &[u8] = b"GET /metrics ";
+    let mut head = Vec::new();
+    stream.for_each_slice(stream.len().min(METRICS.len()), |s| head.extend_from_slice(s));
+    if head.len() < METRICS.len() && METRICS.starts_with(&head) {
+        return None;
+    }
+    Some(if head == METRICS { First::Local } else { First::Other })
 }
 
 /// The stream's first `n` bytes, for the other side: pool extents with a

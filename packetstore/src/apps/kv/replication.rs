@@ -84,11 +84,13 @@ impl KvServer {
             PeerLink::Inbound(inbound) => self.read_from_peer(pool, buffers, conn, inbound, stream, release),
             PeerLink::Relay { id, hello_sent } => self.relay_link(pool, buffers, *id, hello_sent, stream, out, release),
         };
-        if conn.relay_accepted {
+        if let Some(listener) = conn.relay_accepted.take() {
             // A follower's relayed client: ours from now on.
-            conn.relay_accepted = false;
-            conn.listener = crate::apps::kv::LISTENER_RESP;
+            conn.listener = listener;
             conn.route = crate::apps::kv::forward::Route::Local;
+            if listener == crate::apps::kv::LISTENER_HTTP {
+                return self.serve_http(pool, buffers, conn, stream, out, usize::MAX, release);
+            }
             self.clients.register(conn.id, conn.token);
             return self.serve_resp(pool, buffers, conn, stream, out, usize::MAX, release);
         }
@@ -208,7 +210,7 @@ impl KvServer {
             tracing::trace!(peer = inbound.peer, args = conn.args.len(), "peer frame");
             let result = self.peer_frame(pool, buffers, conn, inbound);
             conn.args.clear(buffers);
-            if conn.relay_accepted {
+            if conn.relay_accepted.is_some() {
                 return Progress { requests: frames, close: false, more: false };
             }
             if let Err(why) = result {
@@ -234,8 +236,12 @@ impl KvServer {
             if node == replica.config.node_id || node == 0 {
                 return Err(format!("HELLO from node {node}"));
             }
-            if conn.args.upper(0).as_deref() == Some(b"RELAY") {
-                conn.relay_accepted = true;
+            match conn.args.upper(0).as_deref() {
+                Some(b"RELAY") => conn.relay_accepted = Some(crate::apps::kv::LISTENER_RESP),
+                Some(b"RELAYHTTP") => conn.relay_accepted = Some(crate::apps::kv::LISTENER_HTTP),
+                _ => {}
+            }
+            if conn.relay_accepted.is_some() {
                 return Err(RELAYED.into());
             }
             inbound.peer = Some(node);

@@ -110,7 +110,7 @@ impl App for KvServer {
             http: None,
             peer,
             route: Default::default(),
-            relay_accepted: false,
+            relay_accepted: None,
             reads_here: false,
         }
     }
@@ -142,12 +142,13 @@ impl App for KvServer {
             }
             return progress;
         }
-        let progress = if conn.listener == LISTENER_HTTP {
-            self.serve_http(pool, buffers, conn, stream, out, requests_max, release)
-        } else {
+        let progress = {
             let mut setup = 0;
             loop {
                 match self.route(conn, stream) {
+                    Route::Local if conn.listener == LISTENER_HTTP => {
+                        break self.serve_http(pool, buffers, conn, stream, out, requests_max, release)
+                    }
                     Route::Local => break self.serve_resp(pool, buffers, conn, stream, out, requests_max, release),
                     Route::Relayed(id) => return self.relay_client(pool, buffers, id, stream, out, release),
                     Route::Undecided => return Progress { requests: setup, ..Progress::default() },

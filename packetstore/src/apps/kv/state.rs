@@ -117,8 +117,9 @@ pub struct KvConn {
     pub(super) peer: Option<crate::apps::kv::replication::PeerLink>,
     /// Where its commands run, in a replicated group (`forward.rs`).
     pub(super) route: crate::apps::kv::forward::Route,
-    /// A peer link that turned out to carry a relayed client.
-    pub(super) relay_accepted: bool,
+    /// A peer link that turned out to carry a relayed client: the
+    /// listener whose protocol it speaks (LISTENER_RESP or LISTENER_HTTP).
+    pub(super) relay_accepted: Option<usize>,
     /// A follower's client that asked to read here (READONLY, ROLE, INFO
     /// first): possibly stale reads are its choice.
     pub(super) reads_here: bool,

@@ -75,7 +75,8 @@ impl KvServer {
         // A bug in a handler, on purpose: the client gets an error, the
         // server goes on.
         assert!(sub != b"PANIC", "DEBUG PANIC (a test of the command path's panic handling)");
-        let usage = "ERR usage: DEBUG POWERFAIL <seed> <fences> | <seed> AT <unix-ms>, unsigned integers, fences at least 1";
+        let usage =
+            "ERR usage: DEBUG POWERFAIL <seed> <fences> | <seed> AT <unix-ms>, unsigned integers, fences at least 1";
         let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok().and_then(|t| t.parse::<u64>().ok());
         if ctx.argc() == 5 && ctx.arg(3).eq_ignore_ascii_case(b"AT") {
             // Every node of a group armed for the same moment fails together.
