@@ -30,8 +30,18 @@ struct Group {
     simulated: Option<Vec<&'static str>>,
 }
 
+/// A port free now, below the kernel's ephemeral range (32768 and up): a
+/// port from that range can be taken meanwhile as the source port of some
+/// outgoing connection, and the node would then fail to listen on it.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) + std::process::id() * 7;
+        let port = 20_000 + (n % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 impl Group {

@@ -504,6 +504,21 @@ impl Log {
         key: &[u8],
         extents: &[Extent],
     ) -> Result<u64, LogError> {
+        self.append_with_crc(pool, buffers, (kind, tag), key, extents, None)
+    }
+
+    /// `append` of bytes whose `data_crc` the caller has just computed
+    /// (a replica checked a received record's CRC over them in place): it
+    /// is not computed twice. Debug builds check it.
+    pub fn append_with_crc(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        (kind, tag): (u16, u64),
+        key: &[u8],
+        extents: &[Extent],
+        known_crc: Option<u32>,
+    ) -> Result<u64, LogError> {
         self.check_writable()?;
         if kind == KIND_PAD {
             return Err(LogError::InvalidRecord("kind 0 is reserved".into()));
@@ -541,7 +556,13 @@ impl Log {
         }
         let lsn = self.tail;
         let data_len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
-        let data_crc = data_crc(pool, extents);
+        let data_crc = match known_crc {
+            Some(crc) => {
+                debug_assert_eq!(crc, data_crc(pool, extents), "a known CRC matches the bytes");
+                crc
+            }
+            None => data_crc(pool, extents),
+        };
         let mut scratch = std::mem::take(&mut self.scratch);
         record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
         let at = self.position(lsn);

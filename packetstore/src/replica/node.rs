@@ -770,7 +770,7 @@ impl Replica {
         let mut payload_bytes = 0;
         let mut result = Ok(());
         for record in &landed {
-            match store.append_received(pool, buffers, record.kind, &record.key, &record.extents) {
+            match store.append_received(pool, buffers, record.kind, &record.key, (&record.extents, record.data_crc)) {
                 Ok(lsn) => lsns.push(lsn),
                 Err(error) => {
                     result = Err(error);

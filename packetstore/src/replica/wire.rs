@@ -63,6 +63,8 @@ pub struct Landed {
     /// One reference each, the link's.
     pub extents: Vec<Extent>,
     pub len: u64,
+    /// The CRC of the bytes, checked against the sender's (`log::data_crc`).
+    pub data_crc: u32,
 }
 
 /// What a frame completed.
@@ -226,12 +228,13 @@ impl Inbound {
                     .map_err(|e| format!("a snapshot's metadata: {e}"))?;
                 return Ok(Frame::SnapshotBegin(meta));
             }
-            Some(b"P") if self.pending.is_none() && args.len() == 3 => {
+            Some(b"P") if self.pending.is_none() && args.len() == 4 && args.arg_len(3) == 4 => {
                 if args.arg_len(1) > 1024 {
                     return Err("a snapshot key over 1 KiB".into());
                 }
                 let key = args.bytes(pool, 1).into_owned();
-                let landed = land_value(pool, buffers, store, args, 2, KIND_PUT, key.clone())?;
+                let crc = u32::from_le_bytes(args.bytes(pool, 3).as_ref().try_into().expect("4 bytes"));
+                let landed = land_checked(pool, buffers, store, args, (KIND_PUT, key.clone()), crc)?;
                 self.pairs.push((key, landed));
                 return Ok(Frame::Nothing);
             }
@@ -337,27 +340,22 @@ fn land(pool: &Pool, buffers: &mut Buffers, store: &mut Store, args: &mut Args) 
     if kind != KIND_PUT && kind != KIND_DEL {
         return Err(format!("a replicated record of kind {kind:#x}"));
     }
-    let landed = land_value(pool, buffers, store, args, 2, kind, meta[6..].to_vec())?;
-    if crate::log::data_crc(pool, &landed.extents) != crc {
-        release_records(buffers, [landed]);
-        return Err("a record's bytes do not match its CRC".into());
-    }
-    Ok(landed)
+    land_checked(pool, buffers, store, args, (kind, meta[6..].to_vec()), crc)
 }
 
-/// Argument `i`'s bytes where they landed (a small one staged into the
-/// pool), with a reference of the caller's on each extent.
-fn land_value(
+/// Argument 2's bytes where they landed (a small one staged into the
+/// pool), with a reference of the caller's on each extent, checked
+/// against the sender's CRC of them (`log::data_crc`, computed in place).
+fn land_checked(
     pool: &Pool,
     buffers: &mut Buffers,
     store: &mut Store,
     args: &Args,
-    i: usize,
-    kind: u16,
-    key: Vec<u8>,
+    (kind, key): (u16, Vec<u8>),
+    crc: u32,
 ) -> Result<Landed, String> {
-    let len = args.arg_len(i);
-    let extents = match args.extents(i) {
+    let len = args.arg_len(2);
+    let extents = match args.extents(2) {
         Some(extents) => {
             let extents = extents.to_vec();
             for extent in &extents {
@@ -367,11 +365,16 @@ fn land_value(
         }
         None if len == 0 => Vec::new(),
         None => {
-            let bytes = args.bytes(pool, i).into_owned();
+            let bytes = args.bytes(pool, 2).into_owned();
             store.stage(pool, buffers, &bytes).map_err(|e| e.to_string())?
         }
     };
-    Ok(Landed { kind, key, extents, len })
+    let landed = Landed { kind, key, extents, len, data_crc: crc };
+    if crate::log::data_crc(pool, &landed.extents) != crc {
+        release_records(buffers, [landed]);
+        return Err("a record's bytes do not match its CRC".into());
+    }
+    Ok(landed)
 }
 
 /// Writes a snapshot's B frame.
@@ -394,12 +397,13 @@ pub fn snapshot_pair(
 ) -> Result<(), StoreError> {
     use crate::index::node::Value;
     let inline = out.bytes();
-    inline.extend_from_slice(format!("*3\r\n$1\r\nP\r\n${}\r\n", key.len()).as_bytes());
+    inline.extend_from_slice(format!("*4\r\n$1\r\nP\r\n${}\r\n", key.len()).as_bytes());
     inline.extend_from_slice(key);
-    match value {
+    let crc = match value {
         Value::Inline(bytes) => {
             inline.extend_from_slice(format!("\r\n${}\r\n", bytes.len()).as_bytes());
             inline.extend_from_slice(bytes);
+            crc32c::crc32c(bytes)
         }
         other => {
             let extents = crate::index::tree::value_extents(pool, other)?;
@@ -416,8 +420,11 @@ pub fn snapshot_pair(
                     unsafe { out.push_pool(extent.buffer, pool.address(offset), u32::from(extent.len)) };
                 }
             }
+            crate::log::data_crc(pool, &extents)
         }
-    }
+    };
+    out.push(b"\r\n$4\r\n");
+    out.push(&crc.to_le_bytes());
     out.push(b"\r\n");
     Ok(())
 }

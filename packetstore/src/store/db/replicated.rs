@@ -105,12 +105,12 @@ impl Store {
         buffers: &mut Buffers,
         kind: u16,
         key: &[u8],
-        extents: &[Extent],
+        (extents, data_crc): (&[Extent], u32),
     ) -> Result<u64, StoreError> {
         if kind != KIND_PUT && kind != KIND_DEL {
             return Err(StoreError::Corrupt(format!("a replicated record of kind {kind:#x}")));
         }
-        let lsn = self.log.append(pool, buffers, kind, 0, key, extents)?;
+        let lsn = self.log.append_with_crc(pool, buffers, (kind, 0), key, extents, Some(data_crc))?;
         self.records.push_back(lsn);
         self.log_dirty = true;
         self.writes_unsynced = true;
