@@ -580,3 +580,76 @@ fn power_fails_on_a_majority_at_once() {
     }
     assert!(keyspaces[0] == keyspaces[1] && keyspaces[1] == keyspaces[2], "the nodes' keyspaces differ");
 }
+
+// ---- a misbehaving peer ----
+
+/// A HELLO-shaped frame: `verb`, group and node ids (8 bytes each,
+/// little-endian), the shared secret.
+fn hello_frame(verb: &str, group: u64, node: u64, secret: &str) -> Vec<u8> {
+    let mut frame = format!("*4\r\n${}\r\n{verb}\r\n$8\r\n", verb.len()).into_bytes();
+    frame.extend_from_slice(&group.to_le_bytes());
+    frame.extend_from_slice(b"\r\n$8\r\n");
+    frame.extend_from_slice(&node.to_le_bytes());
+    frame.extend_from_slice(format!("\r\n${}\r\n{secret}\r\n", secret.len()).as_bytes());
+    frame
+}
+
+/// Sends `bytes` on a new link to a node's peer port; true if the node
+/// closed the link (EOF or reset) within 5 s, having answered nothing.
+fn peer_link_closed(peer: std::net::SocketAddr, bytes: &[u8]) -> bool {
+    use std::io::{Read, Write};
+    let mut link = std::net::TcpStream::connect(peer).unwrap();
+    link.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // The node may close before taking all of it.
+    let _ = link.write_all(bytes);
+    let mut answer = [0u8; 64];
+    match link.read(&mut answer) {
+        Ok(0) => true,
+        Ok(n) => panic!("the node answered a bad peer: {:?}", String::from_utf8_lossy(&answer[..n])),
+        Err(error) => error.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+/// Peer input is bounded and checked like client input: a link that
+/// does not begin with HELLO, names another group, its own node id, or
+/// the wrong secret, sends a message whose CRC does not match, a record
+/// before any message, or a frame over the bounds, is closed; the group
+/// goes on serving (and on a group with a secret, so does a link without
+/// it).
+#[test]
+fn a_misbehaving_peer_is_cut_off_and_the_group_serves_on() {
+    let group = Group::start("badpeer");
+    let leader = group.leader();
+    let follower = leader % 3 + 1;
+    let peer = parse_peer(&group.peers, follower);
+    let other = leader as u64;
+    let mut bad_crc = hello_frame("HELLO", 1, other, "");
+    bad_crc.extend_from_slice(b"*3\r\n$1\r\nM\r\n$3\r\nabc\r\n$4\r\n\0\0\0\0\r\n");
+    let mut record_first = hello_frame("HELLO", 1, other, "");
+    record_first.extend_from_slice(b"*3\r\n$1\r\nR\r\n$6\r\n\x01\0\0\0\0\0\r\n$1\r\nx\r\n");
+    let mut huge = hello_frame("HELLO", 1, other, "");
+    huge.extend_from_slice(b"*3\r\n$1\r\nM\r\n$999999999999\r\n");
+    let cases: [(&str, Vec<u8>); 8] = [
+        ("garbage", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+        ("a client command", b"*1\r\n$4\r\nPING\r\n".to_vec()),
+        ("another group", hello_frame("HELLO", 2, other, "")),
+        ("its own node id", hello_frame("HELLO", 1, follower as u64, "")),
+        ("a wrong secret", hello_frame("HELLO", 1, other, "guess")),
+        ("a message with a wrong CRC", bad_crc),
+        ("a record with no message", record_first),
+        ("a frame over the bounds", huge),
+    ];
+    for (what, bytes) in cases {
+        assert!(peer_link_closed(peer, &bytes), "a link with {what} was not closed");
+        set_eventually(group.node(follower), &format!("after {what}"), "ok");
+    }
+    let mut connection = local(group.node(follower));
+    let value: Option<String> = redis::cmd("GET").arg("after garbage").query(&mut connection).unwrap();
+    assert_eq!(value.as_deref(), Some("ok"));
+}
+
+/// Node `id`'s peer address in a `--peers` list.
+fn parse_peer(peers: &str, id: usize) -> std::net::SocketAddr {
+    let prefix = format!("{id}=");
+    peers.split(',').find_map(|p| p.strip_prefix(&prefix)).unwrap().parse().unwrap()
+}
