@@ -40,6 +40,15 @@
 use protobuf::Message as _;
 use raft::eraftpb::{EntryType, Message};
 
+/// Appends formatted text to a `Vec<u8>` without a temporary `String`
+/// (frame heads, once per record sent).
+macro_rules! write_bytes {
+    ($out:expr, $($arg:tt)*) => {
+        std::io::Write::write_fmt($out, format_args!($($arg)*)).expect("writing to a Vec cannot fail")
+    };
+}
+
+
 use crate::io::outq::OutQueue;
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
@@ -97,13 +106,13 @@ pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
 pub const LINK_VERBS: [&[u8]; 3] = [b"HELLO", b"RELAY", b"RELAYHTTP"];
 
 fn hello_frame(out: &mut Vec<u8>, verb: &[u8], group_id: u64, node_id: u64, secret: &[u8]) {
-    out.extend_from_slice(format!("*4\r\n${}\r\n", verb.len()).as_bytes());
+    write_bytes!(out, "*4\r\n${}\r\n", verb.len());
     out.extend_from_slice(verb);
     out.extend_from_slice(b"\r\n$8\r\n");
     out.extend_from_slice(&group_id.to_le_bytes());
     out.extend_from_slice(b"\r\n$8\r\n");
     out.extend_from_slice(&node_id.to_le_bytes());
-    out.extend_from_slice(format!("\r\n${}\r\n", secret.len()).as_bytes());
+    write_bytes!(out, "\r\n${}\r\n", secret.len());
     out.extend_from_slice(secret);
     out.extend_from_slice(b"\r\n");
 }
@@ -161,18 +170,18 @@ pub fn encode(
     let records: Vec<_> = sends.into_iter().flatten().map(|lsn| store.logged(pool, lsn)).collect::<Result<_, _>>()?;
     let bytes = message.write_to_bytes().map_err(|e| StoreError::Corrupt(format!("encoding a message: {e}")))?;
     let inline = out.bytes();
-    inline.extend_from_slice(format!("*3\r\n$1\r\nM\r\n${}\r\n", bytes.len()).as_bytes());
+    write_bytes!(inline, "*3\r\n$1\r\nM\r\n${}\r\n", bytes.len());
     inline.extend_from_slice(&bytes);
     inline.extend_from_slice(b"\r\n$4\r\n");
     inline.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
     inline.extend_from_slice(b"\r\n");
     for record in records {
         let inline = out.bytes();
-        inline.extend_from_slice(format!("*3\r\n$1\r\nR\r\n${}\r\n", 6 + record.key.len()).as_bytes());
+        write_bytes!(inline, "*3\r\n$1\r\nR\r\n${}\r\n", 6 + record.key.len());
         inline.extend_from_slice(&record.kind.to_le_bytes());
         inline.extend_from_slice(&record.data_crc.to_le_bytes());
         inline.extend_from_slice(&record.key);
-        inline.extend_from_slice(format!("\r\n${}\r\n", record.data_len).as_bytes());
+        write_bytes!(inline, "\r\n${}\r\n", record.data_len);
         if record.data_len <= INLINE_VALUE_SEND_MAX {
             pool.read_extents(&record.extents, out.bytes());
         } else {
@@ -381,7 +390,7 @@ fn land_checked(
 pub fn snapshot_begin(out: &mut OutQueue, meta: &raft::eraftpb::SnapshotMetadata) {
     let bytes = meta.write_to_bytes().expect("encoding snapshot metadata");
     let inline = out.bytes();
-    inline.extend_from_slice(format!("*2\r\n$1\r\nB\r\n${}\r\n", bytes.len()).as_bytes());
+    write_bytes!(inline, "*2\r\n$1\r\nB\r\n${}\r\n", bytes.len());
     inline.extend_from_slice(&bytes);
     inline.extend_from_slice(b"\r\n");
 }
@@ -397,18 +406,18 @@ pub fn snapshot_pair(
 ) -> Result<(), StoreError> {
     use crate::index::node::Value;
     let inline = out.bytes();
-    inline.extend_from_slice(format!("*4\r\n$1\r\nP\r\n${}\r\n", key.len()).as_bytes());
+    write_bytes!(inline, "*4\r\n$1\r\nP\r\n${}\r\n", key.len());
     inline.extend_from_slice(key);
     let crc = match value {
         Value::Inline(bytes) => {
-            inline.extend_from_slice(format!("\r\n${}\r\n", bytes.len()).as_bytes());
+            write_bytes!(inline, "\r\n${}\r\n", bytes.len());
             inline.extend_from_slice(bytes);
             crc32c::crc32c(bytes)
         }
         other => {
             let extents = crate::index::tree::value_extents(pool, other)?;
             let len: u64 = extents.iter().map(|e| u64::from(e.len)).sum();
-            inline.extend_from_slice(format!("\r\n${len}\r\n").as_bytes());
+            write_bytes!(inline, "\r\n${len}\r\n");
             if len <= INLINE_VALUE_SEND_MAX {
                 pool.read_extents(&extents, out.bytes());
             } else {
@@ -434,7 +443,7 @@ pub fn snapshot_end(out: &mut OutQueue, upper: Option<&[u8]>) {
     let upper = upper.unwrap_or_default();
     let last = if upper.is_empty() { "1" } else { "0" };
     let inline = out.bytes();
-    inline.extend_from_slice(format!("*3\r\n$1\r\nE\r\n$1\r\n{last}\r\n${}\r\n", upper.len()).as_bytes());
+    write_bytes!(inline, "*3\r\n$1\r\nE\r\n$1\r\n{last}\r\n${}\r\n", upper.len());
     inline.extend_from_slice(upper);
     inline.extend_from_slice(b"\r\n");
 }
