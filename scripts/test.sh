@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, "Testing"; .ci/run calls it): installs what the
 # tests drive the servers with when it is missing (redis-cli from
-# redis-tools, curl, mkfs.ext4 and mount for the full-disk test; apt, as
-# root or through sudo), then runs `cargo test --workspace` with any
+# redis-tools, curl, mkfs.ext4 and mount for the full-disk test, Go and
+# iproute2 for the partition test; apt, as root or through sudo), then runs `cargo test --workspace` with any
 # arguments given. Prints the number of tests passed and failed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +24,10 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || missing+=(mount)
+# partitions.rs: Go builds its linearizability checker (tools/linearizability,
+# vendored: offline); ip and tc make its network namespaces and cuts (root).
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || missing+=(golang-go)
+{ command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1; } || missing+=(iproute2)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "test.sh: installing ${missing[*]}"
   if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

@@ -205,11 +205,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = std::io::stdout().flush();
     };
     let outcome = run_loop(pool, &mut buffers, &mut server, policy, config, listeners, (stop, on_ready));
-    if let Some(device) = power.as_ref().filter(|device| device.is_dead()) {
-        return write_crash_image(device, &args.pool);
+    if let Some(done) = stopped_abnormally(power.as_deref(), &args.pool, &server) {
+        return done;
     }
     let drained = outcome?;
     stopped(drained, &mut server, pool, &mut buffers)
+}
+
+/// The loop stopped because the simulated power failed (the crash image
+/// is written back) or because the node must rebuild (restarted in place).
+fn stopped_abnormally(
+    power: Option<&packetstore::SimDevice>,
+    pool: &std::path::Path,
+    server: &KvServer,
+) -> Option<anyhow::Result<()>> {
+    if let Some(device) = power.filter(|device| device.is_dead()) {
+        return Some(write_crash_image(device, pool));
+    }
+    server.rebuild_requested().then(restart_in_place)
+}
+
+/// A node whose tree ran commands the group then dropped (it led, and lost
+/// its leadership before they committed) starts again, in place: the same
+/// process image re-executed with the same arguments, as a supervisor
+/// would restart it, but at once. Every descriptor is close-on-exec, so
+/// the pool's lock and the listeners are released first; clients of the
+/// old image see their connections close (their writes in flight were
+/// never acknowledged). Opening the pool again replays only what is
+/// durable, and the group sends the rest.
+fn restart_in_place() -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    tracing::warn!("the group dropped entries this node ran: restarting in place to rebuild from the committed log");
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let error = std::process::Command::new("/proc/self/exe").args(args).exec();
+    Err(anyhow::Error::new(error).context("re-executing /proc/self/exe to restart in place"))
 }
 
 /// The node of its replicated group this server is: its Raft log rebuilt

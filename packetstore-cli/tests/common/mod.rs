@@ -136,6 +136,39 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// A server the caller's `command` starts (`packetstore serve` with its
+    /// own addresses, under a wrapper such as `ip netns exec`), once it
+    /// prints its listening line; its stdout is piped here.
+    pub fn start_command(command: &mut Command) -> Server {
+        let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let (send, lines) = std::sync::mpsc::channel();
+        let (http, resp) = loop {
+            let Some(Ok(line)) = stdout.next() else {
+                let _ = child.kill();
+                let status = child.wait();
+                let seen: Vec<String> = lines.try_iter().collect();
+                panic!("the server exited before listening ({status:?}): {seen:?}");
+            };
+            if let Some(rest) = line.strip_prefix("listening: http ") {
+                let mut words = rest.split([' ', ',']).filter(|w| !w.is_empty());
+                let http = words.next().unwrap().parse().unwrap();
+                assert_eq!(words.next(), Some("redis"));
+                let resp = words.next().unwrap().parse().unwrap();
+                break (http, resp);
+            }
+            send.send(line).unwrap();
+        };
+        std::thread::spawn(move || {
+            for line in stdout.map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Server { child, http, resp, lines }
+    }
+}
+
 /// `packetstore wal` on an ephemeral port, killed on drop unless it has
 /// exited.
 pub struct Wal {

@@ -329,8 +329,18 @@ impl KvServer {
     pub(super) fn replica_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         let Some(replica) = self.replica.as_mut() else { return Ok(()) };
         replica.before_commit(&mut self.store, pool, buffers).map_err(|e| {
+            if matches!(e, crate::replica::ReplicaError::Diverged { .. }) {
+                self.rebuild_requested = true;
+            }
             tracing::error!("replication stopped this node: {e}");
             std::io::Error::other(e.to_string())
         })
+    }
+
+    /// Whether the loop stopped because this node's tree reflects entries
+    /// the group dropped (a deposed leader's uncommitted commands): its
+    /// durable state, opened again, is the committed log's.
+    pub fn rebuild_requested(&self) -> bool {
+        self.rebuild_requested
     }
 }

@@ -52,6 +52,7 @@ impl KvServer {
             modified: false,
             retrying_blocked: false,
             shutdown_requested: false,
+            rebuild_requested: false,
             active_expire: true,
             pubsub: Default::default(),
             blocking: Default::default(),

@@ -161,6 +161,9 @@ pub struct KvServer {
     pub(super) retrying_blocked: bool,
     /// SHUTDOWN asked the event loop to stop.
     pub(super) shutdown_requested: bool,
+    /// The group dropped entries this node's tree reflects: the loop
+    /// stopped, and the node must start again from its durable state.
+    pub(super) rebuild_requested: bool,
     /// The tick removes expired keys (DEBUG SET-ACTIVE-EXPIRE turns it off).
     pub(super) active_expire: bool,
     /// Redis's configuration parameters as CONFIG GET shows them.

@@ -1,0 +1,5 @@
+module packetstore/tools/linearizability
+
+go 1.18
+
+require github.com/anishathalye/porcupine v1.3.1
