@@ -246,6 +246,28 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
     let (_, metrics) = http(group.node(follower), "GET /metrics HTTP/1.1\r\n\r\n");
     assert!(metrics.contains(&format!("packetstore_raft_leader_id {leader}\n")), "{metrics}");
     assert!(metrics.contains("packetstore_raft_leader 0\n"), "a follower's /metrics is its own: {metrics}");
+    // What a client sets up as it connects, answered by the follower,
+    // goes with it to the leader: the database, the name.
+    let mut setup = group.node(follower).client();
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut setup).unwrap();
+    let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("app-1").query(&mut setup).unwrap();
+    let _: () = redis::cmd("SET").arg("selected").arg("five").query(&mut setup).unwrap();
+    let name: String = redis::cmd("CLIENT").arg("GETNAME").query(&mut setup).unwrap();
+    assert_eq!(name, "app-1", "the relayed client keeps its name");
+    let mut on_leader = group.node(leader).client();
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut on_leader).unwrap();
+    let value: Option<String> = redis::cmd("GET").arg("selected").query(&mut on_leader).unwrap();
+    assert_eq!(value.as_deref(), Some("five"), "the relayed SET went to database 5");
+    // redis-cli's greeting (COMMAND DOCS) or a first INFO leaves the choice
+    // to the next command: READONLY stays on the follower, a write goes on.
+    let mut greeted = group.node(follower).client();
+    let _: redis::Value = redis::cmd("COMMAND").arg("DOCS").arg("GET").query(&mut greeted).unwrap();
+    let _: () = redis::cmd("READONLY").query(&mut greeted).unwrap();
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut greeted).unwrap();
+    assert_eq!(role.first(), Some(&redis::Value::BulkString(b"slave".to_vec())), "READONLY after COMMAND DOCS");
+    let mut informed = group.node(follower).client();
+    let _: String = redis::cmd("INFO").arg("replication").query(&mut informed).unwrap();
+    let _: () = redis::cmd("SET").arg("after-info").arg(1).query(&mut informed).unwrap();
     // A follower's own client may not write.
     let mut own = local(group.node(follower));
     let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut own).unwrap();
@@ -274,7 +296,16 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
     let follower = new_leader % 3 + 1;
     eprintln!("killing a follower, node {follower}");
     group.kill(follower);
-    std::thread::sleep(Duration::from_millis(500));
+    // The leader stops listing it as connected within an election timeout.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut group.node(new_leader).client()).unwrap();
+        if info.contains("connected_slaves:1\r\n") && info.contains(&format!("raft_followers_offline:[{follower}]")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a dead follower still listed as connected: {info}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     group.restart(follower);
     *addresses.lock().unwrap() = group.addresses();
     std::thread::sleep(Duration::from_millis(1500));
@@ -652,4 +683,24 @@ fn a_misbehaving_peer_is_cut_off_and_the_group_serves_on() {
 fn parse_peer(peers: &str, id: usize) -> std::net::SocketAddr {
     let prefix = format!("{id}=");
     peers.split(',').find_map(|p| p.strip_prefix(&prefix)).unwrap().parse().unwrap()
+}
+
+/// A node's pool started without its group (no --node-id) is refused with
+/// a message saying so, not served alone (it would diverge) nor reported
+/// as corrupt.
+#[test]
+fn a_group_pool_refuses_to_serve_alone() {
+    let mut group = Group::start("alone");
+    let leader = group.leader();
+    set_eventually(group.node(leader), "k", "v");
+    let follower = leader % 3 + 1;
+    group.kill(follower);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_packetstore"))
+        .args(["serve", "--pool", group.pools[follower - 1].0.to_str().unwrap()])
+        .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "a group's pool served alone");
+    assert!(stderr.contains("this pool belongs to a node of a replicated group"), "{stderr}");
 }

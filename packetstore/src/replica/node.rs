@@ -318,6 +318,12 @@ impl Replica {
         }
     }
 
+    /// On the leader: whether follower `id` was heard from within the last
+    /// election timeout (raft-rs's check-quorum activity).
+    pub fn follower_active(&self, id: u64) -> bool {
+        self.is_leader() && self.raw.raft.prs().get(id).is_some_and(|pr| pr.recent_active)
+    }
+
     /// The leader's view of each follower: (id, matched index).
     pub fn progress(&self) -> Vec<(u64, u64)> {
         if !self.is_leader() {

@@ -48,7 +48,6 @@ macro_rules! write_bytes {
     };
 }
 
-
 use crate::io::outq::OutQueue;
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
@@ -106,7 +105,11 @@ pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
 pub const LINK_VERBS: [&[u8]; 3] = [b"HELLO", b"RELAY", b"RELAYHTTP"];
 
 fn hello_frame(out: &mut Vec<u8>, verb: &[u8], group_id: u64, node_id: u64, secret: &[u8]) {
-    write_bytes!(out, "*4\r\n${}\r\n", verb.len());
+    hello_head(out, 4, verb, group_id, node_id, secret);
+}
+
+fn hello_head(out: &mut Vec<u8>, args: usize, verb: &[u8], group_id: u64, node_id: u64, secret: &[u8]) {
+    write_bytes!(out, "*{args}\r\n${}\r\n", verb.len());
     out.extend_from_slice(verb);
     out.extend_from_slice(b"\r\n$8\r\n");
     out.extend_from_slice(&group_id.to_le_bytes());
@@ -117,17 +120,76 @@ fn hello_frame(out: &mut Vec<u8>, verb: &[u8], group_id: u64, node_id: u64, secr
     out.extend_from_slice(b"\r\n");
 }
 
+/// The most bytes of a relayed client's state (`ClientState::encode`).
+pub const CLIENT_STATE_MAX: usize = 6 + 512;
+
+/// What a follower's client set up there before it was relayed (AUTH,
+/// HELLO, SELECT, CLIENT SETNAME answered by the follower), carried in
+/// its RELAY frame so that the leader serves it in that state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientState {
+    pub authenticated: bool,
+    pub resp3: bool,
+    pub db: u8,
+    pub name: Option<Vec<u8>>,
+}
+
+impl ClientState {
+    /// flags u8 (1 authenticated, 2 resp3, 4 named), db u8, name length
+    /// u32 LE, name.
+    pub fn encode(&self) -> Vec<u8> {
+        let flags = u8::from(self.authenticated) | u8::from(self.resp3) << 1 | u8::from(self.name.is_some()) << 2;
+        let name = self.name.as_deref().unwrap_or_default();
+        let mut out = vec![flags, self.db];
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<ClientState> {
+        if bytes.len() < 6 || bytes.len() > CLIENT_STATE_MAX || bytes[0] & !7 != 0 {
+            return None;
+        }
+        let len = u32::from_le_bytes(bytes[2..6].try_into().ok()?) as usize;
+        if bytes.len() != 6 + len || (bytes[0] & 4 == 0 && len != 0) {
+            return None;
+        }
+        Some(ClientState {
+            authenticated: bytes[0] & 1 != 0,
+            resp3: bytes[0] & 2 != 0,
+            db: bytes[1],
+            name: (bytes[0] & 4 != 0).then(|| bytes[6..].to_vec()),
+        })
+    }
+}
+
 /// Writes a RELAY (or, for an HTTP client, RELAYHTTP) frame: the link
-/// carries a follower's client, whom the leader serves as its own from the
-/// next byte on.
-pub fn relay_hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8], http: bool) {
+/// carries a follower's client, whom the leader serves as its own, in
+/// `state`, from the next byte on.
+pub fn relay_hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8], http: bool, state: &ClientState) {
     let verb: &[u8] = if http { b"RELAYHTTP" } else { b"RELAY" };
-    hello_frame(out, verb, group_id, node_id, secret);
+    hello_head(out, 5, verb, group_id, node_id, secret);
+    let state = state.encode();
+    write_bytes!(out, "${}\r\n", state.len());
+    out.extend_from_slice(&state);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The client state a RELAY frame carries (none from a node that sent
+/// four arguments: a fresh client).
+pub fn relay_state(pool: &Pool, args: &Args) -> Result<ClientState, String> {
+    if args.len() == 4 {
+        return Ok(ClientState::default());
+    }
+    ClientState::decode(&args.bytes(pool, 4)).ok_or_else(|| "RELAY: a malformed client state".to_string())
 }
 
 /// A HELLO frame's group and node ids, if `args` is one with `secret`.
 pub fn parse_hello(pool: &Pool, args: &Args, secret: &[u8]) -> Result<(u64, u64), String> {
-    if args.len() != 4 || !args.upper(0).is_some_and(|verb| LINK_VERBS.contains(&verb.as_slice())) {
+    let verb = args.upper(0);
+    let relay = verb.as_deref().is_some_and(|verb| verb != b"HELLO");
+    if !(args.len() == 4 || relay && args.len() == 5) || !verb.is_some_and(|verb| LINK_VERBS.contains(&verb.as_slice()))
+    {
         return Err("a replication link must begin with HELLO, RELAY or RELAYHTTP".into());
     }
     let word = |i: usize| -> Result<u64, String> {

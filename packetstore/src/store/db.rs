@@ -152,6 +152,12 @@ pub enum StoreError {
     /// A replicated store that is not its group's writer.
     #[error("READONLY You can't write against a read only replica.")]
     ReadOnly,
+    /// A node's pool opened outside its group (it would diverge from it).
+    #[error(
+        "this pool belongs to a node of a replicated group: start it with that node's --node-id and the group's \
+         --peers (its own entries and state are in the log and tree; served alone it would diverge from the group)"
+    )]
+    GroupPool,
 }
 
 impl From<BufferError> for StoreError {
@@ -491,7 +497,11 @@ impl Store {
         let tree_time = phase();
         // A replicated store replays nothing itself; a pool that served
         // alone before replays its commands first, and joins with them.
-        let (mut replayed, dropped) = if store.repl.is_some() && store.has_replicated_history(pool)? {
+        let group_pool = store.has_replicated_history(pool)?;
+        if store.repl.is_none() && group_pool {
+            return Err(StoreError::GroupPool);
+        }
+        let (mut replayed, dropped) = if store.repl.is_some() && group_pool {
             store.keep_for_replica(pool, buffers)?;
             (0, 0)
         } else {

@@ -7,8 +7,12 @@
 //!
 //! A client whose first command is READONLY is served by the follower
 //! itself instead: possibly stale reads, and no writes (Redis's replica
-//! reply, READONLY). So is one whose first command asks about this node
-//! (ROLE, INFO). HTTP clients are relayed the same way (reads and writes:
+//! reply, READONLY). Commands a client sends as it connects (AUTH, HELLO,
+//! SELECT, CLIENT SETNAME/SETINFO, PING, COMMAND: redis-cli and client
+//! libraries) and questions about this node (ROLE, INFO) are answered here
+//! before the route is decided; the next command decides it, and what
+//! they set up (authenticated, protocol, database, name) travels with the
+//! client in its RELAY frame. HTTP clients are relayed the same way (reads and writes:
 //! both are the leader's), except a connection whose first request is
 //! `GET /metrics`: this node's own figures.
 //!
@@ -63,6 +67,8 @@ pub struct Relay {
     client: ConnToken,
     /// The client speaks HTTP (its link opens with RELAYHTTP).
     http: bool,
+    /// What it set up here before it was relayed.
+    state: crate::replica::wire::ClientState,
     link: Option<ConnToken>,
     /// Bytes on their way to the leader (`TO_LEADER`) and to the client.
     queues: [VecDeque<Chunk>; 2],
@@ -156,6 +162,12 @@ impl KvServer {
             Relay {
                 client: conn.token,
                 http: conn.listener == crate::apps::kv::LISTENER_HTTP,
+                state: crate::replica::wire::ClientState {
+                    authenticated: conn.authenticated,
+                    resp3: conn.encoder.resp3,
+                    db: conn.db,
+                    name: conn.name.clone(),
+                },
                 link: None,
                 queues: [VecDeque::new(), VecDeque::new()],
                 queued: [0; 2],
@@ -215,6 +227,7 @@ impl KvServer {
                 replica.config.node_id,
                 &replica.config.secret,
                 relay.http,
+                &relay.state,
             );
         }
         if relay.shuttle(TO_LEADER, true, pool, buffers, stream, out, release) {
@@ -287,9 +300,12 @@ impl KvServer {
 
 /// What a connection's first command says about its route.
 enum First {
-    /// CLIENT SETINFO: answered here; the next command decides.
+    /// What a client library or redis-cli sends as it connects (AUTH,
+    /// HELLO, SELECT, CLIENT SETNAME/SETINFO, PING, COMMAND DOCS), or a
+    /// question about this node (ROLE, INFO): answered here; the next
+    /// command decides. What it set up goes with the client if relayed.
     Setup,
-    /// READONLY, or a question about this node (ROLE, INFO): served here.
+    /// READONLY: served here from now on.
     Local,
     Other,
 }
@@ -307,9 +323,10 @@ fn first_command(stream: &Stream) -> Option<First> {
     };
     match words.as_slice() {
         [] => None,
-        ["CLIENT", "SETINFO", ..] => Some(First::Setup),
+        ["CLIENT", "SETINFO" | "SETNAME" | "GETNAME" | "ID", ..] => Some(First::Setup),
         ["CLIENT"] => None,
-        ["READONLY" | "ROLE" | "INFO", ..] => Some(First::Local),
+        ["AUTH" | "HELLO" | "SELECT" | "PING" | "ECHO" | "COMMAND" | "ROLE" | "INFO", ..] => Some(First::Setup),
+        ["READONLY", ..] => Some(First::Local),
         _ => Some(First::Other),
     }
 }

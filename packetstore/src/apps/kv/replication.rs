@@ -242,6 +242,13 @@ impl KvServer {
                 _ => {}
             }
             if conn.relay_accepted.is_some() {
+                // The client as the follower set it up (it authenticated
+                // there: the link itself presented the group's secret).
+                let state = wire::relay_state(pool, &conn.args)?;
+                conn.authenticated |= state.authenticated;
+                conn.encoder.resp3 = state.resp3;
+                conn.db = state.db;
+                conn.name = state.name;
                 return Err(RELAYED.into());
             }
             inbound.peer = Some(node);

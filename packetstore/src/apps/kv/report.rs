@@ -76,6 +76,15 @@ impl KvServer {
                 replica.last_index().saturating_sub(matched) as f64,
             );
         }
+        e.family(
+            "packetstore_raft_follower_active",
+            "gauge",
+            "On the leader: 1 for each follower heard from within the last election timeout.",
+        );
+        for (id, _) in replica.progress() {
+            let active = f64::from(u8::from(replica.follower_active(id)));
+            e.sample("packetstore_raft_follower_active", &[("follower", &id.to_string())], active);
+        }
     }
 
     /// The server: version, uptime, recovery, requests, commits, checkpoints.

@@ -238,6 +238,12 @@ impl KvServer {
         match result {
             Ok(true) => http::respond(out.bytes(), 204, &[], b"", keep_alive),
             Ok(false) => http::respond(out.bytes(), 404, &[], b"", keep_alive),
+            Err(StoreError::ReadOnly) => {
+                self.stats.errors += 1;
+                let text = self.not_leader_text();
+                http::respond(out.bytes(), 503, &[("Retry-After", 1)], text.as_bytes(), keep_alive);
+                return true;
+            }
             Err(error) => {
                 http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), keep_alive);
                 return true;
@@ -357,7 +363,7 @@ impl KvServer {
                 // A follower of a replicated group: writes go to the leader.
                 self.stats.errors += 1;
                 let text = self.not_leader_text();
-                http::respond(out.bytes(), 503, &[], text.as_bytes(), body.keep_alive)
+                http::respond(out.bytes(), 503, &[("Retry-After", 1)], text.as_bytes(), body.keep_alive)
             }
             Err(error) => {
                 self.stats.errors += 1;
@@ -366,12 +372,24 @@ impl KvServer {
         }
     }
 
-    /// A write refused on a follower, naming the leader's node id.
+    /// Why a write was refused in a group (503, with Retry-After): a leader
+    /// just elected still applying its log, no leader yet, or a connection
+    /// that stays on a follower (its first request was GET /metrics).
     fn not_leader_text(&self) -> String {
-        let leader = self.replica.as_ref().map_or(0, |r| r.leader_id());
-        format!(
-            "this node is not the group's leader (node {leader}): send writes over HTTP to the leader's HTTP port\n"
-        )
+        match self.replica.as_ref() {
+            Some(replica) if replica.is_leader() => {
+                "this node was just elected the group's leader and is applying its log: try again\n".to_string()
+            }
+            Some(replica) if replica.leader_id() == 0 => {
+                "the group has no leader yet (an election): try again\n".into()
+            }
+            Some(replica) => format!(
+                "this connection is served by this follower, not the leader (node {}): its first request was \
+                 GET /metrics; open a new connection for writes\n",
+                replica.leader_id()
+            ),
+            None => "this node takes no writes\n".into(),
+        }
     }
 }
 

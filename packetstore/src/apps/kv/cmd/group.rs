@@ -29,7 +29,9 @@ impl KvServer {
         };
         let members = replica.config.members.clone();
         if replica.is_leader() {
-            let progress = replica.progress();
+            // Redis lists the replicas connected: those heard from lately.
+            let mut progress = replica.progress();
+            progress.retain(|&(id, _)| replica.follower_active(id));
             ctx.array(3);
             ctx.bulk(b"master");
             ctx.int(replica.last_index() as i64);
@@ -139,8 +141,16 @@ impl KvServer {
         let members = &replica.config.members;
         text.push_str("# Replication\r\n");
         if replica.is_leader() {
-            let progress = replica.progress();
-            let _ = write!(text, "role:master\r\nconnected_slaves:{}\r\n", progress.len());
+            // Redis lists the replicas connected: those heard from lately;
+            // the others are raft_followers_offline.
+            let (progress, offline): (Vec<_>, Vec<_>) =
+                replica.progress().into_iter().partition(|&(id, _)| replica.follower_active(id));
+            let offline: Vec<u64> = offline.into_iter().map(|(id, _)| id).collect();
+            let _ = write!(
+                text,
+                "role:master\r\nconnected_slaves:{}\r\nraft_followers_offline:{offline:?}\r\n",
+                progress.len()
+            );
             for (i, (id, matched)) in progress.iter().enumerate() {
                 let addr = members.get(id);
                 let lag = replica.last_index().saturating_sub(*matched);
