@@ -19,12 +19,12 @@ import statistics
 import sys
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results")
-SYSTEMS = ["group", "single", "valkey", "valkey-batch"]
+SYSTEMS = ["group", "single", "valkey", "valkey-pairs"]
 LABELS = {
     "group": "packetstore, 3 nodes",
     "single": "packetstore, 1 node",
-    "valkey": "Valkey 8, 1+2, SET+WAITAOF 1 1",
-    "valkey-batch": "Valkey 8, 1+2, WAITAOF 1 1 per batch",
+    "valkey": "Valkey 8, 1+2, SET then WAITAOF 1 1",
+    "valkey-pairs": "Valkey 8, 1+2, SET+WAITAOF in one write",
 }
 FIELDS = ["requests_per_s", "p50_ms", "p99_ms", "max_ms", "failures", "server_cpu_us_per_req", "steal_pct"]
 
@@ -69,7 +69,7 @@ def tables(rows, m):
             "|---:|---|---:|---|---:|"]
     for p in sorted({p for p, _ in m}):
         g, s = m.get((p, "group")), m.get((p, "single"))
-        for v in ("valkey", "valkey-batch"):
+        for v in ("valkey", "valkey-pairs"):
             if g and (p, v) in m:
                 x = m[(p, v)]
                 cpu = f"{g['server_cpu_us_per_req'] / s['server_cpu_us_per_req']:.2f}" if s else "-"

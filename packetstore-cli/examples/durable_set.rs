@@ -14,10 +14,15 @@
 //! short count, a dropped connection) is a failure, counted and reported,
 //! and not part of the throughput or the latencies.
 //!
-//! With `--wait-per request` (the default) every SET is followed by its own
-//! WAITAOF (at -P 16: SET, WAITAOF, SET, WAITAOF, ... in one write). With
-//! `--wait-per batch` one WAITAOF follows the batch's P SETs (it covers every
-//! earlier write of the connection), and all P requests complete with it.
+//! With `--wait-per after-reply` (the default) the batch's P SETs are sent,
+//! and once all are answered one WAITAOF (it covers every earlier write of
+//! the connection), as a client that awaits each reply does; all P
+//! requests complete with it. With `--wait-per request` every SET is
+//! followed by its own WAITAOF in the same write (at -P 16: SET, WAITAOF,
+//! SET, WAITAOF, ...); with `--wait-per batch` one WAITAOF follows the P
+//! SETs in the same write. Valkey 8.0 stalls a WAITAOF that arrives in the
+//! same read as its SET until its replicas' next once-a-second ack (see
+//! bench/replication.sh): those two modes measure that.
 //!
 //! A request's latency runs from the write that carried it to the reply that
 //! completes it (its SET's, or the WAITAOF's that covers it).
@@ -69,8 +74,11 @@ struct Args {
     /// WAITAOF's timeout in milliseconds (0: wait forever).
     #[arg(long, default_value_t = 0)]
     waitaof_timeout: u64,
-    /// One WAITAOF per request (SET, WAITAOF, SET, WAITAOF...) or one per batch of -P SETs.
-    #[arg(long, value_enum, default_value_t = WaitPer::Request)]
+    /// One WAITAOF per request in the same write (SET, WAITAOF, SET,
+    /// WAITAOF...), one per batch of -P SETs in the same write, or one per
+    /// batch sent once every SET of it is answered (after-reply: what a
+    /// client that awaits each reply does).
+    #[arg(long, value_enum, default_value_t = WaitPer::AfterReply)]
     wait_per: WaitPer,
     /// Give up (counting what is outstanding as failed) after this long without a reply.
     #[arg(long, default_value_t = 30)]
@@ -87,6 +95,7 @@ struct Args {
 enum WaitPer {
     Request,
     Batch,
+    AfterReply,
 }
 
 /// A parsed RESP reply, reduced to what the checks need.
@@ -217,7 +226,12 @@ impl Load {
             let _ = write!(conn.out, "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n", key.len(), self.value.len());
             conn.out.extend_from_slice(&self.value);
             conn.out.extend_from_slice(b"\r\n");
-            let wait_here = waiting && (self.args.wait_per == WaitPer::Request || i == n - 1);
+            let wait_here = waiting
+                && match self.args.wait_per {
+                    WaitPer::Request => true,
+                    WaitPer::Batch => i == n - 1,
+                    WaitPer::AfterReply => false,
+                };
             conn.expect.push_back(Expect::Set { completes: !waiting });
             if wait_here {
                 conn.out.extend_from_slice(&self.wait_cmd);
@@ -241,6 +255,15 @@ impl Load {
                     conn.awaiting_failed += u64::from(!ok);
                     if !ok && totals.first_error.is_none() {
                         totals.first_error = Some(format!("SET: {reply:?}"));
+                    }
+                    if self.args.wait_per == WaitPer::AfterReply && conn.expect.is_empty() {
+                        // The batch's SETs are all answered: its WAITAOF now
+                        // (the run loop sends it; the latency still counts
+                        // from the SETs' write).
+                        conn.out.clear();
+                        conn.written = 0;
+                        conn.out.extend_from_slice(&self.wait_cmd);
+                        conn.expect.push_back(Expect::Wait);
                     }
                 }
             }
@@ -402,6 +425,16 @@ fn run(mut load: Load) -> Result<(Totals, Duration)> {
                     if !done {
                         epoll.ctl(libc::EPOLL_CTL_MOD, conn.stream.as_raw_fd(), token, true)?;
                     }
+                }
+            } else if conn.written < conn.out.len() {
+                // A WAITAOF queued once its SETs were answered.
+                let Ok(done) = flush(conn) else {
+                    drop_conn(conn, &mut totals);
+                    conns.remove(&token);
+                    continue;
+                };
+                if !done {
+                    epoll.ctl(libc::EPOLL_CTL_MOD, conn.stream.as_raw_fd(), token, true)?;
                 }
             } else if conn.written == conn.out.len() && ev.events & libc::EPOLLOUT as u32 != 0 {
                 epoll.ctl(libc::EPOLL_CTL_MOD, conn.stream.as_raw_fd(), token, false)?;
