@@ -1004,3 +1004,37 @@ fn upgrade_fixture(name: &str, inserts: u32, height: u8, root_splits: bool) {
     assert_eq!(tree.count(&pool, (Bound::Unbounded, Bound::Unbounded)).unwrap(), model.len() as u64, "{name}");
     let _ = std::fs::remove_file(&path);
 }
+
+/// Goal: with a read lease, the buffers a commit stops referencing (the
+/// replaced root, here) stay referenced until the lease has passed, so a
+/// one-sided reader that started on the previous version reads no reused
+/// buffer; `release_leased` then frees them, and turning the lease off
+/// frees what waits.
+#[test]
+fn a_read_lease_holds_replaced_buffers_until_it_passes() {
+    let geometry = Geometry { buffer_size: 512, buffer_count: 64, log_size: 16 * 1024, log_count: 1 };
+    let mut store = Store::new(0, geometry, SimMode::CacheLine);
+    let lease = std::time::Duration::from_millis(200);
+    store.tree.set_read_lease(&mut store.buffers, Some(lease)).unwrap();
+    let value = Value::Inline(b"one".to_vec());
+    store.tree.insert(&store.pool, &mut store.buffers, b"k", &value).unwrap();
+    store.commit();
+    let old_root = store.tree.root().expect("a root");
+    let free_before = store.buffers.free_count();
+    store.tree.insert(&store.pool, &mut store.buffers, b"k", &Value::Inline(b"two".to_vec())).unwrap();
+    let committed_at = std::time::Instant::now();
+    store.commit();
+    assert_ne!(store.tree.root(), Some(old_root), "copy on write: a new root");
+    assert!(store.buffers.refs(old_root) > 0, "the replaced root was released within the lease");
+    assert_eq!(store.tree.leased_buffers(), 1);
+    assert_eq!(store.tree.release_leased(&mut store.buffers, Some(std::time::Instant::now())).unwrap(), 0);
+    assert_eq!(store.tree.release_leased(&mut store.buffers, Some(committed_at + lease * 2)).unwrap(), 1);
+    assert_eq!(store.buffers.refs(old_root), 0, "released once the lease passed");
+    assert_eq!(store.buffers.free_count(), free_before, "the new root took one buffer, the old one is back");
+    // Turning the lease off releases what waits.
+    store.tree.insert(&store.pool, &mut store.buffers, b"k", &Value::Inline(b"three".to_vec())).unwrap();
+    store.commit();
+    assert_eq!(store.tree.leased_buffers(), 1);
+    store.tree.set_read_lease(&mut store.buffers, None).unwrap();
+    assert_eq!(store.tree.leased_buffers(), 0);
+}

@@ -15,7 +15,11 @@
 //! 4. Fence: the new version is the tree. A power failure before it leaves
 //!    the previous slot, whose nodes are intact, or the new one.
 //! 5. The buffers the batch stopped referencing (replaced nodes, values
-//!    overwritten or deleted) lose the tree's reference.
+//!    overwritten or deleted) lose the tree's reference: at once, or, with
+//!    a read lease (`set_read_lease`, for one-sided readers in other
+//!    processes: docs/one-sided-reads.md), once the lease has passed since
+//!    this step (`release_leased`), so that a reader that started on the
+//!    previous version and finished within the lease read no reused buffer.
 //!
 //! `commit` runs all of it. A caller that fences anyway (the key-value
 //! store, whose log commits every turn) runs it in phases instead, each
@@ -377,6 +381,12 @@ pub struct Tree {
     /// commit, always (no log holds them).
     flush_index_at_commit: Vec<u32>,
     walk: Option<Walk>,
+    /// One-sided readers' lease: how long a buffer a commit stopped
+    /// referencing stays unreleased after the new meta slot is durable.
+    read_lease: Option<std::time::Duration>,
+    /// Buffers commits stopped referencing, waiting for the read lease:
+    /// (release no earlier than, buffers), oldest first.
+    leased: std::collections::VecDeque<(std::time::Instant, Vec<u32>)>,
     /// A commit between `prepare` and `finish`.
     prepared: Option<Prepared>,
     /// Page domain: the batch's nodes live in DRAM until `prepare`.
@@ -519,6 +529,8 @@ impl Tree {
             flush_at_commit: Vec::new(),
             flush_index_at_commit: Vec::new(),
             walk,
+            read_lease: None,
+            leased: std::collections::VecDeque::new(),
             prepared: None,
             shadow: None,
             flush_values: true,
@@ -1403,10 +1415,46 @@ impl Tree {
         assert!(prepared.meta_written, "finish follows write_meta");
         self.slot = 1 - self.slot;
         self.committed = prepared.meta;
-        for buffer in prepared.release {
-            self.release(buffers, buffer)?;
+        match self.read_lease {
+            // The new slot is durable (and visible) before this instant.
+            Some(lease) => self.leased.push_back((std::time::Instant::now() + lease, prepared.release)),
+            None => {
+                for buffer in prepared.release {
+                    self.release(buffers, buffer)?;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Keeps what commits stop referencing for `lease` after each commit
+    /// (one-sided readers, docs/one-sided-reads.md); `None` releases at
+    /// once, and releases what waits now.
+    pub fn set_read_lease(&mut self, buffers: &mut Buffers, lease: Option<std::time::Duration>) -> Result<(), TreeError> {
+        self.read_lease = lease;
+        if lease.is_none() {
+            self.release_leased(buffers, None)?;
+        }
+        Ok(())
+    }
+
+    /// Releases the buffers whose read lease has passed at `now` (all of
+    /// them for `None`); returns how many.
+    pub fn release_leased(&mut self, buffers: &mut Buffers, now: Option<std::time::Instant>) -> Result<usize, TreeError> {
+        let mut released = 0;
+        while self.leased.front().is_some_and(|(due, _)| now.is_none_or(|now| *due <= now)) {
+            let (_, batch) = self.leased.pop_front().expect("checked");
+            released += batch.len();
+            for buffer in batch {
+                self.release(buffers, buffer)?;
+            }
+        }
+        Ok(released)
+    }
+
+    /// Buffers waiting for the read lease.
+    pub fn leased_buffers(&self) -> usize {
+        self.leased.iter().map(|(_, batch)| batch.len()).sum()
     }
 
     // ---- checking ----
