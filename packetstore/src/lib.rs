@@ -48,6 +48,8 @@ pub mod proto;
 
 pub mod replica;
 
+pub mod reader;
+
 pub mod apps;
 
 pub use error::{BufferError, LogError, PoolError};
