@@ -569,6 +569,13 @@ impl Tree {
         self.committed.generation
     }
 
+    /// The generation the working batch will be committed as: a change made
+    /// now is first in that version (one past the one being prepared, if a
+    /// commit is in flight).
+    pub fn batch_generation(&self) -> u64 {
+        self.work.generation + 1
+    }
+
     /// Whether the reclamation walk is still to finish.
     pub fn is_reclaiming(&self) -> bool {
         self.walk.is_some()

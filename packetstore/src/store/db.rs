@@ -76,6 +76,7 @@ use crate::store::keyspace::{
 
 mod convert;
 mod garbage;
+mod published;
 mod reads;
 mod replicated;
 pub use reads::{Elements, RestBound};
@@ -297,7 +298,11 @@ pub struct StoreTicket {
     step: Option<Step>,
     /// Whether it makes changes durable (not only background work).
     carries_writes: bool,
+    /// What one-sided readers may see once it is durable.
+    unpublished: published::Unpublished,
 }
+
+pub use published::READ_LEASE;
 
 pub struct Store {
     config: StoreConfig,
@@ -339,6 +344,8 @@ pub struct Store {
     /// A group of several commands is open (`begin_group`): the log bytes
     /// and records its commands appended so far.
     group: Option<(u64, usize)>,
+    /// One-sided readers' recent-writes table, if published (`published.rs`).
+    published: Option<published::Publishing>,
     checkpoint_started: Option<Instant>,
     /// A quarter of the pool or less is free (see `note_buffers`).
     buffers_low: bool,
@@ -483,6 +490,7 @@ impl Store {
             last_checkpoint: Instant::now(),
             mutating: false,
             group: None,
+            published: None,
             checkpoint_started: None,
             buffers_low: false,
             writes_unsynced: false,
@@ -879,7 +887,12 @@ impl Store {
                 Op::End => unreachable!("handlers never build Op::End"),
             };
             match result {
-                Ok(lsn) => appended.push(lsn),
+                Ok(lsn) => {
+                    appended.push(lsn);
+                    if let Op::Put { key, .. } | Op::Del { key } = op {
+                        self.note_appended(key, lsn);
+                    }
+                }
                 Err(error) => {
                     for lsn in appended {
                         self.log.release(pool, lsn)?;
@@ -933,6 +946,7 @@ impl Store {
     /// command of it wrote. Durable at the next commit, like a command.
     pub fn end_group(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
         let (_, records) = self.group.take().expect("a group is open");
+        self.note_group_end();
         // A replicated store's entry record ends the group (`replicated.rs`).
         if records == 0 || self.repl.is_some() {
             return Ok(());
@@ -1291,6 +1305,7 @@ impl Store {
     pub fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<(), StoreError> {
         let step = self.step_before_commit(pool, buffers)?;
         self.log_dirty = false;
+        let unpublished = self.take_unpublished();
         let summary = self.log.commit(pool, buffers)?;
         self.writes_unsynced = false;
         if !summary.fenced && step.is_some() {
@@ -1300,6 +1315,7 @@ impl Store {
         if let Some(step) = step {
             self.step_durable(pool, buffers, step)?;
         }
+        self.publish(buffers, unpublished)?;
         Ok(())
     }
 
@@ -1323,7 +1339,8 @@ impl Store {
         if carries_writes {
             self.write_syncs_in_flight += 1;
         }
-        Ok(Some(StoreTicket { log, step, carries_writes }))
+        let unpublished = self.take_unpublished();
+        Ok(Some(StoreTicket { log, step, carries_writes, unpublished }))
     }
 
     /// The sync of `ticket` succeeded.
@@ -1338,6 +1355,7 @@ impl Store {
         if let Some(step) = ticket.step {
             self.step_durable(pool, buffers, step)?;
         }
+        self.publish(buffers, ticket.unpublished)?;
         Ok(())
     }
 
