@@ -82,7 +82,17 @@ pub fn write_chain(pool: &Pool, buffers: &mut Buffers, extents: &[Extent]) -> Re
 /// Reads the chain at `head` that must name `count` extents: its index
 /// buffers and the extents, checked.
 pub fn read_chain(pool: &Pool, head: u32, count: u32) -> Result<(Vec<u32>, Vec<Extent>), String> {
-    let geometry = pool.geometry();
+    read_chain_from(pool.geometry(), head, count, |buffer, bytes| pool.read(pool.buffer_offset(buffer), bytes))
+}
+
+/// `read_chain` over any copy of the pool's buffers (`read` fills a
+/// buffer's bytes: a one-sided reader's mapping, for instance).
+pub fn read_chain_from(
+    geometry: crate::pool::layout::Geometry,
+    head: u32,
+    count: u32,
+    mut read: impl FnMut(u32, &mut [u8]),
+) -> Result<(Vec<u32>, Vec<Extent>), String> {
     let per = per_buffer(geometry.buffer_size);
     let expected_buffers = (count as usize).div_ceil(per);
     let mut chain = Vec::with_capacity(expected_buffers);
@@ -96,7 +106,7 @@ pub fn read_chain(pool: &Pool, head: u32, count: u32) -> Result<(Vec<u32>, Vec<E
         if next >= geometry.buffer_count {
             return Err(format!("index buffer {next} is beyond the pool"));
         }
-        pool.read(pool.buffer_offset(next), &mut bytes);
+        read(next, &mut bytes);
         let stored = get_u32(&bytes, OFF_CRC);
         let n = usize::from(get_u16(&bytes, OFF_COUNT));
         if get_u32(&bytes, 0) != INDEX_MAGIC || n == 0 || n > per {

@@ -5,4 +5,5 @@
 //! Owns: the recent-writes table (`recent`), shared by the server that
 //! writes it and the readers that map it read-only.
 
+pub mod mapped;
 pub mod recent;
