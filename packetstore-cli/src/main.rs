@@ -9,6 +9,7 @@ mod compact;
 mod config;
 mod crash_writer;
 mod demo;
+mod get;
 mod group;
 mod inspect;
 mod listen;
@@ -56,6 +57,10 @@ enum Command {
     /// landed and acknowledged with X-Seq; GET /log/<seq> reads them back.
     #[command(args_override_self = true)]
     Wal(wal::Args),
+    /// Read a key one-sidedly from a running server's pool (the server
+    /// runs with --one-sided-reads): no request to the server unless the
+    /// read cannot be proved.
+    Get(get::Args),
     /// Show a pool's geometry, persistence domain and log, without
     /// modifying it.
     Inspect(inspect::Args),
@@ -109,6 +114,7 @@ fn main() {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Get(args) => get::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Wal(args) => wal::run(args),

@@ -94,6 +94,15 @@ pub struct Args {
     /// compacts continuously, above 1 never.
     #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
+    /// Publish for one-sided readers: processes on this machine that map
+    /// the pool read-only and answer GET and HGET without this server
+    /// (`packetstore get`, the reader library; docs/one-sided-reads.md).
+    #[arg(long)]
+    pub one_sided_reads: bool,
+    /// Make the pool file (and the one-sided readers' table) readable by
+    /// the file's group: 0640 instead of 0600.
+    #[arg(long)]
+    pub pool_group_read: bool,
     #[command(flatten)]
     pub bind_args: BindArgs,
     #[command(flatten)]
@@ -151,6 +160,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
     let (mut store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
+    set_pool_mode(&args.pool, args.pool_group_read)?;
+    if args.one_sided_reads {
+        if replica.is_some() || power.is_some() {
+            bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
+        }
+        publish_for_readers(&args.pool, pool, &mut store, &mut buffers, args.pool_group_read)?;
+    }
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -209,7 +225,52 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return done;
     }
     let drained = outcome?;
-    stopped(drained, &mut server, pool, &mut buffers)
+    let result = stopped(drained, &mut server, pool, &mut buffers);
+    // One-sided readers stop trusting the table, then it goes.
+    pool.set_reader_instance(0);
+    result
+}
+
+/// 0600, or 0640 with `--pool-group-read`, whatever an earlier run set.
+fn set_pool_mode(path: &std::path::Path, group_read: bool) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if group_read { 0o640 } else { 0o600 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {} to {mode:o}", path.display()))
+}
+
+/// Creates the recent-writes table for one-sided readers, makes the store
+/// publish into it, and names it in the pool (before any client is
+/// served, so a write acknowledged from now on is seen by readers).
+fn publish_for_readers(
+    path: &std::path::Path,
+    pool: &Pool,
+    store: &mut Store,
+    buffers: &mut Buffers,
+    group_read: bool,
+) -> anyhow::Result<()> {
+    use packetstore::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
+    let table_path = table_path(path)?;
+    let instance = random_nonzero_u64().context("reading /dev/urandom")?;
+    let mode = if group_read { 0o640 } else { 0o600 };
+    let pool_id = pool.header().creation_id as u64;
+    let table = Recent::create(&table_path, BUCKETS_DEFAULT, mode, instance, pool_id)
+        .with_context(|| format!("creating the one-sided readers' table {}", table_path.display()))?;
+    store.publish_for_readers(buffers, table).context("setting the tree's read lease")?;
+    pool.set_reader_instance(instance);
+    println!("one-sided reads: table {}, instance {instance:016x}", table_path.display());
+    Ok(())
+}
+
+fn random_nonzero_u64() -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    loop {
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        if u64::from_le_bytes(bytes) != 0 {
+            return Ok(u64::from_le_bytes(bytes));
+        }
+    }
 }
 
 /// The loop stopped because the simulated power failed (the crash image

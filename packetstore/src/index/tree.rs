@@ -150,6 +150,21 @@ impl Meta {
     }
 }
 
+/// A committed version as a one-sided reader finds it in a meta slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaSlot {
+    pub generation: u64,
+    pub root: Option<u32>,
+    /// Levels above the leaves (0: the root is a leaf).
+    pub height: u8,
+}
+
+/// Decodes a meta slot's 64 bytes (`META_SLOT_OFFSETS`): None unless its
+/// magic and CRC hold.
+pub fn decode_meta_slot(bytes: &[u8; 64]) -> Option<MetaSlot> {
+    Meta::decode(bytes).map(|meta| MetaSlot { generation: meta.generation, root: meta.root, height: meta.height })
+}
+
 /// Whether either meta slot of `pool` holds a valid meta (magic and CRC):
 /// a tree was committed there. Reads 128 bytes, writes nothing (the kind
 /// inference, `kind::infer`).
@@ -1476,7 +1491,7 @@ fn shifted(count: u64, delta: i64) -> u64 {
 }
 
 /// The child of an internal node to descend into for `key`.
-fn child_index(view: &NodeBytes<'_>, key: &[u8]) -> usize {
+pub fn child_index(view: &NodeBytes<'_>, key: &[u8]) -> usize {
     match view.search(key) {
         Ok(index) => index + 1,
         Err(index) => index,

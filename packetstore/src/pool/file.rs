@@ -47,6 +47,13 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 const HDR_HOLDER_PID: u64 = 256;
 const _: () = assert!(HDR_HOLDER_PID >= HDR_SIZE as u64 && HDR_HOLDER_PID + 4 <= HEADER_REGION_SIZE);
 
+/// Where a server names the recent-writes table one-sided readers may
+/// trust (`set_reader_instance`): in the header page, outside the
+/// checksummed header. Advisory, never synced.
+pub const HDR_READER_INSTANCE: u64 = 264;
+const _: () = assert!(HDR_READER_INSTANCE >= HDR_HOLDER_PID + 4 && HDR_READER_INSTANCE % 8 == 0);
+const _: () = assert!(HDR_READER_INSTANCE + 8 <= crate::index::tree::META_SLOT_OFFSETS[0]);
+
 /// Where a server records what its recovery found (`LastRecovery`): in the
 /// header page, outside the checksummed header, with its own CRC.
 const HDR_LAST_RECOVERY: u64 = 128;
@@ -246,6 +253,9 @@ impl Pool {
             pool.check_kind(kind, infer)?; // reads only: a refused pool is unchanged
         }
         record_holder(pool.file.as_ref().expect("a file pool"));
+        // Readers of an earlier server's table stop trusting it before
+        // recovery changes anything (docs/one-sided-reads.md).
+        pool.set_reader_instance(0);
         Ok(pool)
     }
 
@@ -391,6 +401,25 @@ impl Pool {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Names the recent-writes table one-sided readers may trust (its
+    /// instance; 0: none). Advisory, never flushed: every opener writes 0
+    /// before it changes anything, so a stale value never outlives a start.
+    pub fn set_reader_instance(&self, instance: u64) {
+        self.reader_instance().store(instance, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The instance `set_reader_instance` stored.
+    pub fn reader_instance_now(&self) -> u64 {
+        self.reader_instance().load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn reader_instance(&self) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: inside the header page of the mapping (asserted at the
+        // constant), 8-aligned (the mapping is page-aligned), accessed by
+        // every process only through atomics; lives as long as `self`.
+        unsafe { &*self.base.add(HDR_READER_INSTANCE as usize).cast::<std::sync::atomic::AtomicU64>() }
     }
 
     /// Records what this process's recovery found (see `LastRecovery`),

@@ -31,15 +31,30 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    fn bytes(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        let end = offset.checked_add(len as u64)?;
+    /// Copies `out.len()` bytes from `offset`, if inside the mapping.
+    fn copy(&self, offset: u64, out: &mut [u8]) -> bool {
+        let Some(end) = offset.checked_add(out.len() as u64) else { return false };
         if end > self.len as u64 {
+            return false;
+        }
+        // SAFETY: in bounds (checked); the mapping lives as long as `self`
+        // and cannot overlap `out` (a private buffer). The server may be
+        // writing these bytes: they are copied, never borrowed, and callers
+        // validate the copy (CRCs, lsns, seqlocks, the lease) before they
+        // trust it.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset as usize), out.as_mut_ptr(), out.len()) };
+        true
+    }
+
+    /// The 8-byte word at `offset` (8-aligned), loaded atomically.
+    fn word(&self, offset: u64) -> Option<u64> {
+        if offset % 8 != 0 || offset.checked_add(8)? > self.len as u64 {
             return None;
         }
-        // SAFETY: in bounds (checked); the mapping lives as long as `self`.
-        // The server may be writing these bytes: callers validate what they
-        // read (CRCs, lsns, seqlocks) before they trust it.
-        Some(unsafe { std::slice::from_raw_parts(self.base.add(offset as usize), len) })
+        // SAFETY: in bounds and aligned (checked; the mapping is
+        // page-aligned); the server stores such words atomically.
+        let word = unsafe { &*self.base.add(offset as usize).cast::<std::sync::atomic::AtomicU64>() };
+        Some(word.load(std::sync::atomic::Ordering::Acquire))
     }
 }
 
@@ -68,7 +83,9 @@ impl Mapped {
             return Err(io::Error::last_os_error());
         }
         let map = Mapping { base: base.cast(), len };
-        let header = Header::decode(map.bytes(0, HDR_SIZE).expect("checked above"))
+        let mut header_bytes = [0u8; HDR_SIZE];
+        assert!(map.copy(0, &mut header_bytes), "checked above");
+        let header = Header::decode(&header_bytes)
             .map_err(|e| invalid(format!("not a pool header: {e:?}")))?;
         if header.geometry.file_size() > len as u64 {
             return Err(invalid(format!("its geometry needs {} bytes, the file has {len}", header.geometry.file_size())));
@@ -85,27 +102,27 @@ impl Mapped {
         self.header.creation_id
     }
 
-    /// `len` bytes at `offset`, if inside the mapping.
-    pub fn bytes(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        self.map.bytes(offset, len)
+    /// Copies `out.len()` bytes at `offset`: false if beyond the file.
+    pub fn copy(&self, offset: u64, out: &mut [u8]) -> bool {
+        self.map.copy(offset, out)
     }
 
-    /// Buffer `index`'s bytes.
-    pub fn buffer(&self, index: u32) -> Option<&[u8]> {
-        let geometry = self.geometry();
-        if index >= geometry.buffer_count {
-            return None;
-        }
-        self.bytes(geometry.buffer_offset(index), geometry.buffer_size as usize)
+    /// The 8-byte word at `offset`, loaded atomically (an acquire).
+    pub fn word(&self, offset: u64) -> Option<u64> {
+        self.map.word(offset)
     }
 
     /// Appends the bytes `extents` name, each checked against the geometry.
-    pub fn copy_extents(&self, extents: &[Extent], out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn copy_extents(&self, extents: &[Extent], out: &mut Vec<u8>) -> Result<(), &'static str> {
         let geometry = self.geometry();
         for extent in extents {
-            extent.check(geometry.buffer_count, geometry.buffer_size)?;
+            extent.check(geometry.buffer_count, geometry.buffer_size).map_err(|_| "an extent beyond the pool")?;
             let at = geometry.buffer_offset(extent.buffer) + u64::from(extent.offset);
-            out.extend_from_slice(self.bytes(at, usize::from(extent.len)).ok_or("an extent beyond the file")?);
+            let start = out.len();
+            out.resize(start + usize::from(extent.len), 0);
+            if !self.copy(at, &mut out[start..]) {
+                return Err("an extent beyond the file");
+            }
         }
         Ok(())
     }

@@ -3,7 +3,14 @@
 //! without the server's CPU, and what the server publishes for it.
 //!
 //! Owns: the recent-writes table (`recent`), shared by the server that
-//! writes it and the readers that map it read-only.
+//! writes it and the readers that map it read-only; the reader
+//! (`client`), its walk of a mapped pool (`walk`, `mapped`) and its
+//! fallback to the server (`fallback`).
 
+pub mod client;
+pub mod fallback;
 pub mod mapped;
 pub mod recent;
+pub mod walk;
+
+pub use client::{Reader, ReaderError, ReaderOptions, ReaderStats};

@@ -1,26 +1,29 @@
 //! The recent-writes table (docs/one-sided-reads.md, "Freshness"): a file
 //! in shared memory that the server writes and one-sided readers in other
-//! processes map read-only. For each bucket of tree-key hashes it names the
-//! newest write the server has made durable: the key's hash, the tree
-//! generation that will first hold it (its batch), and the lsn of its log
-//! record.
+//! processes map read-only. It says, for the keys written since the tree's
+//! last checkpoints, the newest write the server has made durable: the
+//! tree key's hash, the tree generation that will first hold it (its
+//! batch), and the lsn of its log record.
 //!
-//! Owns: the file's layout, its creation (server) and opening (reader), and
-//! the per-bucket seqlock.
+//! Owns: the file's layout, its creation (server) and opening (reader), the
+//! table-wide publish seqlock and the per-bucket seqlocks.
 //!
-//! Invariants: a bucket's seq is odd exactly while the server writes it; a
-//! reader takes a bucket only if it read the same even seq before and
-//! after its fields. The server publishes a write only after the fence
-//! that made it durable, and before its reply leaves. Buckets only ever
-//! move to newer writes (batch and lsn never decrease for a key).
+//! Invariants: the table's seq is odd exactly while the server publishes a
+//! commit's writes, a bucket's seq exactly while the server writes that
+//! bucket. A key's way only ever moves to newer writes. A way is given to
+//! another key only by raising the bucket's `evicted` to the batch of the
+//! write it forgets, so a reader that finds no way for its key knows the
+//! tree holds the key's newest write if `evicted` is at most the tree's
+//! generation. The server publishes a write only after the fence that made
+//! it durable, and before its reply leaves.
 //!
 //! ```text
 //! header (64 bytes)
-//! 0       8         12            16         24         40        64
-//! | magic | version | bucket_count | instance | pool_id  | reserved |
-//! buckets (32 bytes each, bucket_count of them, a power of two)
-//! 0     8          16      24    32
-//! | seq | key_hash | batch | lsn |
+//! 0       8         12            16         24        32    40        64
+//! | magic | version | bucket_count | instance | pool_id | seq | reserved |
+//! buckets (128 bytes each, bucket_count of them, a power of two)
+//! 0     8         16                      40     ...     112        128
+//! | seq | evicted | way 0: hash batch lsn | ways 1-3      | reserved |
 //! ```
 
 use std::fs::OpenOptions;
@@ -30,15 +33,25 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"PSRECENT");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_SIZE: usize = 64;
-const BUCKET_SIZE: usize = 32;
-/// Buckets in a table (32 MiB of tmpfs): enough that the keys written
-/// between two checkpoints rarely share one.
-pub const BUCKETS_DEFAULT: u32 = 1 << 20;
+const OFF_SEQ: usize = 32;
+const BUCKET_SIZE: usize = 128;
+/// Ways per bucket: the keys of a bucket written since the last
+/// checkpoints that the table remembers at once.
+pub const WAYS: usize = 4;
+const WAY_SIZE: usize = 24;
+const OFF_WAYS: usize = 16;
+const _: () = assert!(OFF_WAYS + WAYS * WAY_SIZE <= BUCKET_SIZE);
+/// Buckets in a table (32 MiB of tmpfs, a million ways): enough that the
+/// keys written between two checkpoints rarely overflow one.
+pub const BUCKETS_DEFAULT: u32 = 1 << 18;
 /// The most buckets a reader accepts from a file (a damaged header must
 /// not make it map gigabytes).
-pub const BUCKETS_MAX: u32 = 1 << 26;
+pub const BUCKETS_MAX: u32 = 1 << 24;
+/// How long a reader waits for a seqlock held by the server (a server
+/// stopped in the middle of a publish must not hang its readers).
+const SPIN_MAX: u32 = 1 << 16;
 
 /// The 64-bit hash of a tree key that the server and readers agree on
 /// (two CRC-32Cs with different seeds: hardware-fast, stable forever).
@@ -56,13 +69,20 @@ pub fn table_path(pool: &Path) -> io::Result<PathBuf> {
     Ok(PathBuf::from(format!("/dev/shm/packetstore-{}-{}.recent", meta.dev(), meta.ino())))
 }
 
-/// What a bucket says about a key.
+/// What the table says of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bucket {
-    pub key_hash: u64,
-    pub batch: u64,
-    pub lsn: u64,
+pub enum Newest {
+    /// Its newest durable write: first in tree generation `batch`, logged
+    /// at `lsn`.
+    Write { batch: u64, lsn: u64 },
+    /// Not remembered: the tree generation `batch` (or any later) holds
+    /// its newest durable write (0: every generation).
+    InTreeFrom { batch: u64 },
 }
+
+/// A seqlock held too long by the server (stopped mid-publish?).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Busy;
 
 /// A mapped table: the server's (writable) or a reader's (read-only).
 pub struct Recent {
@@ -163,50 +183,94 @@ impl Recent {
         self.word(24).load(Ordering::Relaxed)
     }
 
+    /// Server: the writes of one commit follow (`publish`), until
+    /// `end_publish`: readers that overlap them retry.
+    pub fn begin_publish(&self) {
+        assert!(self.writer, "only the server publishes");
+        let seq = self.word(OFF_SEQ);
+        let before = seq.load(Ordering::Relaxed);
+        debug_assert!(before % 2 == 0, "publishes do not nest");
+        seq.store(before + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+    }
+
+    /// Server: the commit's writes are all in the table.
+    pub fn end_publish(&self) {
+        let seq = self.word(OFF_SEQ);
+        seq.store(seq.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
     /// Server: a durable write of the key hashing to `key_hash`, first in
-    /// tree generation `batch`, logged at `lsn`.
+    /// tree generation `batch`, logged at `lsn`. Takes the key's way, or
+    /// the way of the oldest write (raising `evicted` to its batch).
     pub fn publish(&self, key_hash: u64, batch: u64, lsn: u64) {
         assert!(self.writer, "only the server publishes");
         let at = self.bucket_offset(key_hash);
+        let ways = || (0..WAYS).map(|w| at + OFF_WAYS + w * WAY_SIZE);
+        let way = ways().find(|&way| self.word(way).load(Ordering::Relaxed) == key_hash && self.word(way + 8).load(Ordering::Relaxed) != 0);
+        let way = way.unwrap_or_else(|| ways().min_by_key(|&way| self.word(way + 8).load(Ordering::Relaxed)).expect("ways"));
+        let forgotten = self.word(way + 8).load(Ordering::Relaxed);
+        debug_assert!(self.word(way).load(Ordering::Relaxed) != key_hash || forgotten <= batch, "batches only grow");
         let seq = self.word(at);
         let before = seq.load(Ordering::Relaxed);
         debug_assert!(before % 2 == 0, "one writer");
         seq.store(before + 1, Ordering::Relaxed);
         fence(Ordering::Release);
-        self.word(at + 8).store(key_hash, Ordering::Relaxed);
-        self.word(at + 16).store(batch, Ordering::Relaxed);
-        self.word(at + 24).store(lsn, Ordering::Relaxed);
+        if self.word(way).load(Ordering::Relaxed) != key_hash && forgotten > self.word(at + 8).load(Ordering::Relaxed) {
+            self.word(at + 8).store(forgotten, Ordering::Relaxed);
+        }
+        self.word(way).store(key_hash, Ordering::Relaxed);
+        self.word(way + 8).store(batch, Ordering::Relaxed);
+        self.word(way + 16).store(lsn, Ordering::Relaxed);
         seq.store(before + 2, Ordering::Release);
     }
 
-    /// Reader: the bucket of `key_hash`, read consistently (retrying while
-    /// the server writes it), with its seq (to check later that it has not
-    /// moved). An empty bucket has batch 0.
-    pub fn lookup(&self, key_hash: u64) -> (Bucket, u64) {
-        let at = self.bucket_offset(key_hash);
-        loop {
-            let before = self.word(at).load(Ordering::Acquire);
-            if before % 2 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let bucket = Bucket {
-                key_hash: self.word(at + 8).load(Ordering::Relaxed),
-                batch: self.word(at + 16).load(Ordering::Relaxed),
-                lsn: self.word(at + 24).load(Ordering::Relaxed),
-            };
-            fence(Ordering::Acquire);
-            if self.word(at).load(Ordering::Relaxed) == before {
-                return (bucket, before);
-            }
-        }
+    /// Reader: the table's publish seq, once no publish is under way: a
+    /// read whose buckets were all read between this and an unchanged
+    /// `publish_seq` saw whole commits.
+    pub fn stable_seq(&self) -> Result<u64, Busy> {
+        spin_even(self.word(OFF_SEQ))
     }
 
-    /// Reader: whether the bucket of `key_hash` still has seq `seq`.
-    pub fn unchanged(&self, key_hash: u64, seq: u64) -> bool {
+    /// Reader: the publish seq now (compare with `stable_seq`'s).
+    pub fn publish_seq(&self) -> u64 {
         fence(Ordering::Acquire);
-        self.word(self.bucket_offset(key_hash)).load(Ordering::Acquire) == seq
+        self.word(OFF_SEQ).load(Ordering::Acquire)
     }
+
+    /// Reader: what the table says of the key hashing to `key_hash`, read
+    /// consistently (waiting, bounded, while the server writes its bucket).
+    pub fn lookup(&self, key_hash: u64) -> Result<Newest, Busy> {
+        let at = self.bucket_offset(key_hash);
+        for _ in 0..SPIN_MAX {
+            let before = spin_even(self.word(at))?;
+            let mut found = None;
+            for way in (0..WAYS).map(|w| at + OFF_WAYS + w * WAY_SIZE) {
+                let batch = self.word(way + 8).load(Ordering::Relaxed);
+                if batch != 0 && self.word(way).load(Ordering::Relaxed) == key_hash {
+                    found = Some(Newest::Write { batch, lsn: self.word(way + 16).load(Ordering::Relaxed) });
+                }
+            }
+            let evicted = self.word(at + 8).load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if self.word(at).load(Ordering::Relaxed) == before {
+                return Ok(found.unwrap_or(Newest::InTreeFrom { batch: evicted }));
+            }
+        }
+        Err(Busy)
+    }
+}
+
+/// Waits (bounded) for a seqlock word to be even, and returns it.
+fn spin_even(word: &AtomicU64) -> Result<u64, Busy> {
+    for _ in 0..SPIN_MAX {
+        let seq = word.load(Ordering::Acquire);
+        if seq % 2 == 0 {
+            return Ok(seq);
+        }
+        std::hint::spin_loop();
+    }
+    Err(Busy)
 }
 
 impl std::fmt::Debug for Recent {
@@ -242,19 +306,38 @@ mod tests {
         let reader = Recent::open(&path).unwrap();
         assert_eq!((reader.instance(), reader.pool_id()), (7, 9));
         let hash = key_hash(b"k\0\0\0\0user");
-        let (empty, seq) = reader.lookup(hash);
-        assert_eq!(empty.batch, 0, "an empty bucket");
+        assert_eq!(reader.lookup(hash), Ok(Newest::InTreeFrom { batch: 0 }), "an empty bucket");
+        let seq = reader.stable_seq().unwrap();
+        server.begin_publish();
+        assert_eq!(reader.stable_seq(), Err(Busy), "a publish under way");
         server.publish(hash, 3, 4096);
-        assert!(!reader.unchanged(hash, seq), "a publish moves the seq");
-        let (bucket, _) = reader.lookup(hash);
-        assert_eq!(bucket, Bucket { key_hash: hash, batch: 3, lsn: 4096 });
-        // Another key of the same bucket takes it over.
-        let other = hash + (1 << 4);
-        server.publish(other, 3, 8192);
-        assert_eq!(reader.lookup(hash).0.key_hash, other);
+        server.end_publish();
+        assert_ne!(reader.publish_seq(), seq, "a publish moves the seq");
+        assert_eq!(reader.lookup(hash), Ok(Newest::Write { batch: 3, lsn: 4096 }));
+        server.begin_publish();
+        server.publish(hash, 4, 8192);
+        server.end_publish();
+        assert_eq!(reader.lookup(hash), Ok(Newest::Write { batch: 4, lsn: 8192 }), "the key keeps its way");
         drop(reader);
         drop(server);
         assert!(!path.exists(), "the server's table goes with it");
+    }
+
+    #[test]
+    fn a_key_forgotten_raises_the_bucket_s_eviction_batch() {
+        let path = temp("evict");
+        let server = Recent::create(&path, 1 << 4, 0o600, 1, 1).unwrap();
+        let reader = Recent::open(&path).unwrap();
+        let hash = key_hash(b"first");
+        server.publish(hash, 5, 64);
+        // Other keys of the same bucket, newer: the oldest way goes first.
+        for i in 1..=WAYS as u64 {
+            server.publish(hash + (i << 4), 5 + i, 64 * (i + 1));
+        }
+        assert_eq!(reader.lookup(hash), Ok(Newest::InTreeFrom { batch: 5 }), "forgotten at batch 5");
+        assert_eq!(reader.lookup(hash + (1 << 4)), Ok(Newest::Write { batch: 6, lsn: 128 }));
+        // A key never written in the bucket is as undecided as the first.
+        assert_eq!(reader.lookup(hash + (99 << 4)), Ok(Newest::InTreeFrom { batch: 5 }));
     }
 
     #[test]

@@ -72,8 +72,12 @@ impl Store {
     /// leases that have passed are released.
     pub(super) fn publish(&mut self, buffers: &mut Buffers, writes: Unpublished) -> Result<(), TreeError> {
         let Some(published) = self.published.as_ref() else { return Ok(()) };
-        for (hash, batch, lsn) in writes.0 {
-            published.table.publish(hash, batch, lsn);
+        if !writes.0.is_empty() {
+            published.table.begin_publish();
+            for (hash, batch, lsn) in writes.0 {
+                published.table.publish(hash, batch, lsn);
+            }
+            published.table.end_publish();
         }
         self.tree.release_leased(buffers, Some(Instant::now()))?;
         Ok(())

@@ -1,0 +1,172 @@
+//! The one-sided reader's walk over a mapped pool: the newest committed
+//! tree version (a meta slot), a key's entry in it, a value's bytes, and a
+//! live log record named by the recent-writes table.
+//!
+//! Owns: the reader's scratch copies of nodes and records.
+//!
+//! Invariant: every byte is copied out of the mapping before it is parsed;
+//! a node is searched only once its copy passed `node::validate` (magic,
+//! CRC, every offset), a record only once its copy passed its header CRC,
+//! a value only once its extents were checked against the geometry. A
+//! check that fails is a `Miss`, never a panic or a read outside the
+//! mapping, whatever the pool holds.
+
+use crate::index::indirect;
+use crate::index::node::{self, NodeBytes, Value};
+use crate::index::tree::{child_index, decode_meta_slot, MetaSlot, META_SLOT_OFFSETS};
+use crate::log::record::{self, HEADER_SIZE, OFF_RELEASE_MARK, RELEASE_MAGIC};
+use crate::pool::layout::{ANCHOR_OFF_HEAD_LSN, ANCHOR_SIZE};
+use crate::reader::mapped::Mapped;
+use crate::store::db::{KIND_DEL, KIND_PUT};
+
+/// Why a one-sided read could not answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// A race with the server (a record released meanwhile, a publish or a
+    /// checkpoint under way, the lease overrun): another try may answer.
+    Raced(&'static str),
+    /// The pool or the table fails a check, or the reader cannot decide
+    /// (a hash shared by two keys): the server must answer.
+    Refused(String),
+}
+
+fn damaged(what: &str) -> Miss {
+    Miss::Refused(format!("the pool fails a check: {what}"))
+}
+
+/// The newest committed tree version of the pool (either meta slot, by
+/// generation). A slot being written fails its CRC and is skipped.
+pub fn newest_version(pool: &Mapped) -> Result<MetaSlot, Miss> {
+    let mut newest: Option<MetaSlot> = None;
+    for offset in META_SLOT_OFFSETS {
+        let mut bytes = [0u8; 64];
+        if !pool.copy(offset, &mut bytes) {
+            return Err(damaged("no header page"));
+        }
+        if let Some(slot) = decode_meta_slot(&bytes) {
+            if newest.is_none_or(|n| slot.generation > n.generation) {
+                newest = Some(slot);
+            }
+        }
+    }
+    newest.ok_or(Miss::Raced("no committed tree version yet"))
+}
+
+/// Scratch space reused from read to read.
+#[derive(Default)]
+pub struct Walk {
+    node: Vec<u8>,
+    record: Vec<u8>,
+    /// Nodes copied (a measure of the work a read did).
+    pub nodes_read: u64,
+}
+
+impl Walk {
+    /// The value of `key` in tree version `version`.
+    pub fn tree_get(&mut self, pool: &Mapped, version: &MetaSlot, key: &[u8]) -> Result<Option<Value>, Miss> {
+        let Some(mut node) = version.root else { return Ok(None) };
+        let geometry = pool.geometry();
+        let mut level = version.height;
+        self.node.resize(geometry.buffer_size as usize, 0);
+        loop {
+            if node >= geometry.buffer_count || !pool.copy(geometry.buffer_offset(node), &mut self.node) {
+                return Err(damaged("a node beyond the pool"));
+            }
+            self.nodes_read += 1;
+            // A node of the version read is immutable for the lease: one
+            // that fails its checks was reused (the read overran the
+            // lease, the caller's check says) or is damaged.
+            node::validate(&self.node).map_err(|_| Miss::Raced("a node fails its checks"))?;
+            let view = NodeBytes(&self.node);
+            if view.level() != level {
+                return Err(Miss::Raced("a node's level disagrees with its parent's"));
+            }
+            if view.is_leaf() {
+                return Ok(view.search(key).ok().map(|index| view.value(index)));
+            }
+            if level == 0 {
+                return Err(damaged("an internal node at the leaves' level"));
+            }
+            node = view.child(child_index(&view, key));
+            level -= 1;
+        }
+    }
+
+    /// Appends the bytes of a tree value to `out`.
+    pub fn value_into(&mut self, pool: &Mapped, value: &Value, out: &mut Vec<u8>) -> Result<(), Miss> {
+        match value {
+            Value::Inline(bytes) => out.extend_from_slice(bytes),
+            Value::Extents(extents) => pool.copy_extents(extents, out).map_err(damaged)?,
+            &Value::Indirect { len, head, count } => {
+                let geometry = pool.geometry();
+                let read = |buffer: u32, bytes: &mut [u8]| {
+                    if !pool.copy(geometry.buffer_offset(buffer), bytes) {
+                        bytes.fill(0); // fails the index buffer's checks
+                    }
+                };
+                let (_, extents) = indirect::read_chain_from(geometry, head, count, read)
+                    .map_err(|_| Miss::Raced("an index chain fails its checks"))?;
+                let start = out.len();
+                pool.copy_extents(&extents, out).map_err(damaged)?;
+                if (out.len() - start) as u64 != len {
+                    return Err(damaged("an indirect value's length"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The write of `key` logged at `lsn`: `true` with its value appended
+    /// to `out` (a put), `false` for a delete. The record must be live
+    /// (not released) when its value has been copied, and its value must
+    /// match its CRC.
+    pub fn log_get(&mut self, pool: &Mapped, lsn: u64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Miss> {
+        let geometry = pool.geometry();
+        let anchor = geometry.log_region_offset(0);
+        let ring_offset = anchor + ANCHOR_SIZE;
+        let ring_size = geometry.log_region_size().saturating_sub(ANCHOR_SIZE);
+        if ring_size == 0 || lsn % 64 != 0 {
+            return Err(damaged("a log position"));
+        }
+        let at = ring_offset + lsn % ring_size;
+        let mut line = [0u8; HEADER_SIZE];
+        if !pool.copy(at, &mut line) {
+            return Err(damaged("a log record beyond the file"));
+        }
+        let header = record::decode_header(&line).map_err(|_| Miss::Raced("the record was overwritten"))?;
+        if header.lsn != lsn {
+            return Err(Miss::Raced("the record was overwritten"));
+        }
+        let len = header.record_len as u64;
+        if lsn % ring_size + len > ring_size || !matches!(header.kind, KIND_PUT | KIND_DEL) {
+            return Err(damaged("a record that is not a put or a delete"));
+        }
+        self.record.resize(len as usize, 0);
+        if !pool.copy(at, &mut self.record) || record::header_crc(&self.record) != header.header_crc {
+            return Err(Miss::Raced("the record changed while read"));
+        }
+        if record::key(&self.record, &header) != key {
+            return Err(Miss::Refused("two keys share a hash".into()));
+        }
+        let put = header.kind == KIND_PUT;
+        if put {
+            let start = out.len();
+            let extents: Vec<_> = record::extents(&self.record, &header).collect();
+            pool.copy_extents(&extents, out).map_err(damaged)?;
+            let data = &out[start..];
+            if data.len() as u64 != header.data_len || crc32c::crc32c(data) != header.data_crc {
+                out.truncate(start);
+                return Err(Miss::Raced("a logged value changed while read"));
+            }
+        }
+        // Live after the copy: the log moves its head past a record, or
+        // marks it, before its buffers are freed (log/ring.rs).
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        let head = pool.word(anchor + ANCHOR_OFF_HEAD_LSN).ok_or_else(|| damaged("the log anchor"))?;
+        let mark = pool.word(at + OFF_RELEASE_MARK as u64).ok_or_else(|| damaged("a release mark"))?;
+        if head > lsn || mark == lsn ^ RELEASE_MAGIC {
+            return Err(Miss::Raced("the record was released"));
+        }
+        Ok(put)
+    }
+}
