@@ -160,13 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
     let (mut store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
-    set_pool_mode(&args.pool, args.pool_group_read)?;
-    if args.one_sided_reads {
-        if replica.is_some() || power.is_some() {
-            bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
-        }
-        publish_for_readers(&args.pool, pool, &mut store, &mut buffers, args.pool_group_read)?;
-    }
+    set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -225,10 +219,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return done;
     }
     let drained = outcome?;
-    let result = stopped(drained, &mut server, pool, &mut buffers);
-    // One-sided readers stop trusting the table, then it goes.
-    pool.set_reader_instance(0);
-    result
+    stopped(drained, &mut server, pool, &mut buffers)
+}
+
+/// The pool's mode, and with `--one-sided-reads` the readers' table.
+fn set_up_readers(args: &Args, pool: &Pool, store: &mut Store, buffers: &mut Buffers, shared: bool) -> anyhow::Result<()> {
+    set_pool_mode(&args.pool, args.pool_group_read)?;
+    if !args.one_sided_reads {
+        return Ok(());
+    }
+    if shared {
+        bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
+    }
+    publish_for_readers(&args.pool, pool, store, buffers, args.pool_group_read)
+}
+
+/// Names no table for one-sided readers when dropped (after the shutdown
+/// checkpoint, whatever its outcome).
+struct Untrust<'p>(&'p Pool);
+
+impl Drop for Untrust<'_> {
+    fn drop(&mut self) {
+        self.0.set_reader_instance(0);
+    }
 }
 
 /// 0600, or 0640 with `--pool-group-read`, whatever an earlier run set.
@@ -329,6 +342,8 @@ fn join_group(
 /// followed by a checkpoint, so that the next start replays nothing; one
 /// that gave up on clients leaves the log to recovery.
 fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buffers) -> anyhow::Result<()> {
+    // One-sided readers stop trusting the table (it goes with the store).
+    let _untrusted = Untrust(pool);
     if !drained {
         tracing::warn!("stopped: gave up on clients that did not read their replies; no checkpoint (recovery replays the log); pool closed");
         return Ok(());
