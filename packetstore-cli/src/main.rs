@@ -15,6 +15,7 @@ mod inspect;
 mod listen;
 mod options;
 mod progress;
+mod reader_check;
 mod serve;
 mod shutdown;
 mod wal;
@@ -75,6 +76,9 @@ enum Command {
     /// the kill -9 test).
     #[command(name = "crash-writer", hide = true)]
     CrashWriter(crash_writer::Args),
+    /// Test helper: a one-sided reader process checking what it reads.
+    #[command(name = "reader-check", hide = true)]
+    ReaderCheck(reader_check::Args),
 }
 
 #[derive(Subcommand)]
@@ -121,6 +125,7 @@ fn main() {
         Command::Bench(BenchCommand::Log(args)) => bench_log::run(args),
         Command::Bench(BenchCommand::Tree(args)) => bench_tree::run(args),
         Command::CrashWriter(args) => crash_writer::run(args),
+        Command::ReaderCheck(args) => reader_check::run(args),
     };
     if let Err(error) = result {
         eprintln!("packetstore: error: {}", error_text(&error));

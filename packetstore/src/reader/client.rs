@@ -50,11 +50,21 @@ pub struct ReaderOptions {
     pub bounded_staleness: bool,
     /// Tests: every one-sided read fails its validation.
     pub force_fallback: bool,
+    /// Tests: sleep this long between finding a value in the tree and
+    /// copying it (a reader preempted mid-read).
+    pub mid_read_pause: Duration,
 }
 
 impl Default for ReaderOptions {
     fn default() -> Self {
-        ReaderOptions { server: None, password: None, tries: TRIES_DEFAULT, bounded_staleness: false, force_fallback: false }
+        ReaderOptions {
+            server: None,
+            password: None,
+            tries: TRIES_DEFAULT,
+            bounded_staleness: false,
+            force_fallback: false,
+            mid_read_pause: Duration::ZERO,
+        }
     }
 }
 
@@ -241,7 +251,8 @@ impl Reader {
             return Err(Miss::Raced("an older tree version than one read before"));
         }
         let found = read(self, &version, out)?;
-        if self.table().publish_seq() != seq {
+        // Bounded staleness reads the tree alone: publishes do not matter.
+        if !self.options.bounded_staleness && self.table().publish_seq() != seq {
             return Err(Miss::Raced("the server published writes during the read"));
         }
         if self.pool.word(HDR_READER_INSTANCE) != Some(instance) {
@@ -320,6 +331,9 @@ impl Reader {
             }
             _ => match self.walk.tree_get(&self.pool, version, tree_key)? {
                 Some(value) => {
+                    if !self.options.mid_read_pause.is_zero() {
+                        std::thread::sleep(self.options.mid_read_pause);
+                    }
                     self.walk.value_into(&self.pool, &value, out)?;
                     Ok(true)
                 }
