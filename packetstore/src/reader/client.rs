@@ -24,7 +24,9 @@ use crate::reader::mapped::Mapped;
 use crate::reader::recent::{key_hash, table_path, Newest, Recent};
 use crate::reader::walk::{newest_version, Miss, Walk};
 use crate::store::db::READ_LEASE;
-use crate::store::keyspace::{db_entry_key, element_key, expire_key, meta_key, string_key, KeyType, Meta, SPACE_MAIN};
+use crate::store::keyspace::{
+    db_entry_key, element_key, expire_key, meta_key, string_key, KeyType, Meta, DATABASES, NS_EXPIRE, SPACE_MAIN,
+};
 
 /// Tries before a read falls back to the server.
 pub const TRIES_DEFAULT: u32 = 8;
@@ -119,6 +121,11 @@ pub struct Reader {
     stats: ReaderStats,
     /// The newest tree generation a read used (monotonic reads).
     generation_seen: u64,
+    /// Databases' physical ids as a generation holds them, with what the
+    /// table said of their `#db` entries then (`physical_db`).
+    databases: [Option<(u64, Newest, u32)>; DATABASES as usize],
+    /// Whether a generation holds any expiry (`expired`).
+    expiries: Option<(u64, bool)>,
     last_miss: Option<Miss>,
 }
 
@@ -146,6 +153,8 @@ impl Reader {
             options,
             stats: ReaderStats::default(),
             generation_seen: 0,
+            databases: [None; DATABASES as usize],
+            expiries: None,
             last_miss: None,
         })
     }
@@ -308,6 +317,10 @@ impl Reader {
             self.pool = Mapped::open(&self.pool_path).map_err(|e| Miss::Refused(e.to_string()))?;
             self.identity = identity;
             self.table = None;
+            // Its nodes and entries are another pool's.
+            self.walk = Walk::default();
+            self.databases = [None; DATABASES as usize];
+            self.expiries = None;
             self.generation_seen = 0;
         }
         Ok(())
@@ -316,10 +329,7 @@ impl Reader {
     /// The newest durable write of `tree_key` as of `version` and the
     /// table: its value appended to `out` (true), or absent (false).
     fn lookup(&mut self, version: &MetaSlot, tree_key: &[u8], out: &mut Vec<u8>) -> Result<bool, Miss> {
-        let newest = match self.options.bounded_staleness {
-            true => Newest::InTreeFrom { batch: 0 },
-            false => self.table().lookup(key_hash(tree_key)).map_err(|_| Miss::Raced("a bucket is being written"))?,
-        };
+        let newest = self.newest(tree_key)?;
         match newest {
             Newest::Write { batch, lsn } if batch > version.generation => {
                 let put = self.walk.log_get(&self.pool, lsn, tree_key, out)?;
@@ -348,21 +358,59 @@ impl Reader {
         Ok(self.lookup(version, tree_key, &mut bytes)?.then_some(bytes))
     }
 
-    fn physical_db(&mut self, version: &MetaSlot, db: u8) -> Result<u32, Miss> {
-        if u32::from(db) >= crate::store::keyspace::DATABASES {
-            return Err(Miss::Refused(format!("database {db} does not exist")));
-        }
-        match self.lookup_small(version, &db_entry_key(db))? {
-            None => Ok(u32::from(db)),
-            Some(bytes) => Ok(u32::from_le_bytes(bytes.try_into().map_err(|_| Miss::Refused("a #db entry".into()))?)),
+    /// What the table says of `tree_key` (in bounded staleness: nothing).
+    fn newest(&self, tree_key: &[u8]) -> Result<Newest, Miss> {
+        match self.options.bounded_staleness {
+            true => Ok(Newest::InTreeFrom { batch: 0 }),
+            false => self.table().lookup(key_hash(tree_key)).map_err(|_| Miss::Raced("a bucket is being written")),
         }
     }
 
-    /// Whether `key` of physical database `physical` has expired.
+    /// Logical database `db`'s physical id. Remembered per generation: the
+    /// same tree version, with the table saying the same of the `#db`
+    /// entry, gives the same answer.
+    fn physical_db(&mut self, version: &MetaSlot, db: u8) -> Result<u32, Miss> {
+        if u32::from(db) >= DATABASES {
+            return Err(Miss::Refused(format!("database {db} does not exist")));
+        }
+        let entry = db_entry_key(db);
+        let newest = self.newest(&entry)?;
+        if let Some((generation, said, physical)) = self.databases[usize::from(db)] {
+            if generation == version.generation && said == newest && tree_decides(&newest, version) {
+                return Ok(physical);
+            }
+        }
+        let physical = match self.lookup_small(version, &entry)? {
+            None => u32::from(db),
+            Some(bytes) => u32::from_le_bytes(bytes.try_into().map_err(|_| Miss::Refused("a #db entry".into()))?),
+        };
+        self.databases[usize::from(db)] = Some((version.generation, newest, physical));
+        Ok(physical)
+    }
+
+    /// Whether `key` of physical database `physical` has expired. A
+    /// generation that holds no expiry at all (remembered) needs no walk
+    /// unless the table names a newer write of the key's expiry.
     fn expired(&mut self, version: &MetaSlot, physical: u32, key: &[u8]) -> Result<bool, Miss> {
-        let Some(bytes) = self.lookup_small(version, &expire_key(physical, key))? else { return Ok(false) };
+        let tree_key = expire_key(physical, key);
+        let newest = self.newest(&tree_key)?;
+        if tree_decides(&newest, version) && !self.generation_has_expiries(version)? {
+            return Ok(false);
+        }
+        let Some(bytes) = self.lookup_small(version, &tree_key)? else { return Ok(false) };
         let at = u64::from_le_bytes(bytes.try_into().map_err(|_| Miss::Refused("an expiry entry".into()))?);
         Ok(at <= crate::store::db::now_ms())
+    }
+
+    fn generation_has_expiries(&mut self, version: &MetaSlot) -> Result<bool, Miss> {
+        if let Some((generation, any)) = self.expiries {
+            if generation == version.generation {
+                return Ok(any);
+            }
+        }
+        let any = self.walk.may_hold_prefix(&self.pool, version, &[NS_EXPIRE])?;
+        self.expiries = Some((version.generation, any));
+        Ok(any)
     }
 
     /// A live collection's metadata.
@@ -409,5 +457,13 @@ impl Reader {
             true => Found::Value,
             false => Found::Absent,
         })
+    }
+}
+
+/// Whether tree version `version` holds the newest durable write of a key
+/// the table says `newest` of.
+fn tree_decides(newest: &Newest, version: &MetaSlot) -> bool {
+    match *newest {
+        Newest::Write { batch, .. } | Newest::InTreeFrom { batch } => batch <= version.generation,
     }
 }

@@ -46,6 +46,24 @@ impl Mapping {
         true
     }
 
+    /// Appends `len` bytes from `offset` to `out` (without zeroing them
+    /// first), if inside the mapping.
+    fn copy_into_spare(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> bool {
+        let Some(end) = offset.checked_add(len as u64) else { return false };
+        if end > self.len as u64 {
+            return false;
+        }
+        out.reserve(len);
+        // SAFETY: the source is in bounds (checked) and private to no one
+        // (see `copy`); the target is `out`'s spare capacity, reserved
+        // above, and becomes initialised by the copy before `set_len`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base.add(offset as usize), out.as_mut_ptr().add(out.len()), len);
+            out.set_len(out.len() + len);
+        }
+        true
+    }
+
     /// The 8-byte word at `offset` (8-aligned), loaded atomically.
     fn word(&self, offset: u64) -> Option<u64> {
         if offset % 8 != 0 || offset.checked_add(8)? > self.len as u64 {
@@ -115,12 +133,12 @@ impl Mapped {
     /// Appends the bytes `extents` name, each checked against the geometry.
     pub fn copy_extents(&self, extents: &[Extent], out: &mut Vec<u8>) -> Result<(), &'static str> {
         let geometry = self.geometry();
+        let total: usize = extents.iter().map(|e| usize::from(e.len)).sum();
+        out.reserve(total);
         for extent in extents {
             extent.check(geometry.buffer_count, geometry.buffer_size).map_err(|_| "an extent beyond the pool")?;
             let at = geometry.buffer_offset(extent.buffer) + u64::from(extent.offset);
-            let start = out.len();
-            out.resize(start + usize::from(extent.len), 0);
-            if !self.copy(at, &mut out[start..]) {
+            if !self.map.copy_into_spare(at, usize::from(extent.len), out) {
                 return Err("an extent beyond the file");
             }
         }

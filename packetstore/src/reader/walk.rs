@@ -52,32 +52,34 @@ pub fn newest_version(pool: &Mapped) -> Result<MetaSlot, Miss> {
     newest.ok_or(Miss::Raced("no committed tree version yet"))
 }
 
-/// Scratch space reused from read to read.
+/// Nodes a reader keeps validated copies of (2 KiB each by default: 8 MiB).
+pub const NODE_CACHE_MAX: usize = 4096;
+
+/// Where a node's seal (generation and CRC) sits, and its length.
+const SEAL: std::ops::Range<usize> = node::SEAL_OFFSET..node::SEAL_OFFSET + 12;
+
+/// Scratch space and validated node copies, reused from read to read.
 #[derive(Default)]
 pub struct Walk {
     node: Vec<u8>,
     record: Vec<u8>,
-    /// Nodes copied (a measure of the work a read did).
-    pub nodes_read: u64,
+    /// Copies of nodes that passed `node::validate`, by buffer, each with
+    /// the seal it had. A node is sealed once and never changed while its
+    /// buffer holds it; a buffer reused holds a node of a later generation
+    /// (another seal). So a copy whose seal equals the buffer's is the
+    /// node (the read's lease check covers the seal's read).
+    cache: crate::util::idhash::IdHashMap<u32, Box<[u8]>>,
+    /// Nodes copied from the pool (not found in the cache).
+    pub nodes_copied: u64,
 }
 
 impl Walk {
     /// The value of `key` in tree version `version`.
     pub fn tree_get(&mut self, pool: &Mapped, version: &MetaSlot, key: &[u8]) -> Result<Option<Value>, Miss> {
         let Some(mut node) = version.root else { return Ok(None) };
-        let geometry = pool.geometry();
         let mut level = version.height;
-        self.node.resize(geometry.buffer_size as usize, 0);
         loop {
-            if node >= geometry.buffer_count || !pool.copy(geometry.buffer_offset(node), &mut self.node) {
-                return Err(damaged("a node beyond the pool"));
-            }
-            self.nodes_read += 1;
-            // A node of the version read is immutable for the lease: one
-            // that fails its checks was reused (the read overran the
-            // lease, the caller's check says) or is damaged.
-            node::validate(&self.node).map_err(|_| Miss::Raced("a node fails its checks"))?;
-            let view = NodeBytes(&self.node);
+            let view = NodeBytes(self.node(pool, node)?);
             if view.level() != level {
                 return Err(Miss::Raced("a node's level disagrees with its parent's"));
             }
@@ -90,6 +92,71 @@ impl Walk {
             node = view.child(child_index(&view, key));
             level -= 1;
         }
+    }
+
+    /// Whether version `version` may hold a key starting with `prefix`:
+    /// false only if it surely holds none (one descent, no scan).
+    pub fn may_hold_prefix(&mut self, pool: &Mapped, version: &MetaSlot, prefix: &[u8]) -> Result<bool, Miss> {
+        let Some(mut node) = version.root else { return Ok(false) };
+        let mut level = version.height;
+        // The smallest separator right of the path: a lower bound of every
+        // key right of the leaf reached.
+        let mut right: Option<Vec<u8>> = None;
+        loop {
+            let view = NodeBytes(self.node(pool, node)?);
+            if view.level() != level {
+                return Err(Miss::Raced("a node's level disagrees with its parent's"));
+            }
+            let index = match view.search(prefix) {
+                Ok(index) | Err(index) => index,
+            };
+            if view.is_leaf() {
+                return Ok(match index < view.count() {
+                    true => view.key(index).starts_with(prefix),
+                    false => right.is_some_and(|key| key.starts_with(prefix)),
+                });
+            }
+            if level == 0 {
+                return Err(damaged("an internal node at the leaves' level"));
+            }
+            let child = child_index(&view, prefix);
+            if child < view.count() {
+                right = Some(view.key(child).to_vec());
+            }
+            node = view.child(child);
+            level -= 1;
+        }
+    }
+
+    /// Node `node`'s bytes, validated: the cached copy if its seal is the
+    /// buffer's, else a fresh copy (then cached).
+    fn node(&mut self, pool: &Mapped, node: u32) -> Result<&[u8], Miss> {
+        let geometry = pool.geometry();
+        if node >= geometry.buffer_count {
+            return Err(damaged("a node beyond the pool"));
+        }
+        let at = geometry.buffer_offset(node);
+        let mut seal = [0u8; 12];
+        if !pool.copy(at + SEAL.start as u64, &mut seal) {
+            return Err(damaged("a node beyond the file"));
+        }
+        let cached = self.cache.get(&node).is_some_and(|copy| copy[SEAL] == seal);
+        if !cached {
+            self.node.resize(geometry.buffer_size as usize, 0);
+            if !pool.copy(at, &mut self.node) {
+                return Err(damaged("a node beyond the file"));
+            }
+            self.nodes_copied += 1;
+            // A node of the version read is immutable for the lease: one
+            // that fails its checks was reused (the read overran the
+            // lease, the caller's check says) or is damaged.
+            node::validate(&self.node).map_err(|_| Miss::Raced("a node fails its checks"))?;
+            if self.cache.len() >= NODE_CACHE_MAX {
+                self.cache.clear();
+            }
+            self.cache.insert(node, self.node.clone().into_boxed_slice());
+        }
+        Ok(&self.cache[&node])
     }
 
     /// Appends the bytes of a tree value to `out`.

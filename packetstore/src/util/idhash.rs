@@ -31,6 +31,8 @@ impl Hasher for IdHasher {
 }
 
 pub type IdHashSet<T> = std::collections::HashSet<T, BuildHasherDefault<IdHasher>>;
+/// A map keyed by ids, hashed the same way.
+pub type IdHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 #[cfg(test)]
 mod tests {
