@@ -45,7 +45,7 @@ def size_name(size):
 
 def report(m):
     sizes = sorted({k[0] for k in m})
-    mixes = [x for x in ["read-only", "ycsb-b"] if any(k[1] == x for k in m)]
+    mixes = [x for x in ["read-only", "ycsb-b", "writer"] if any(k[1] == x for k in m)]
     print("| value | mix | mode | reads/s (one core) | p50 us | p99 us | fell back | server CPU us/op | rounds |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for size in sizes:
@@ -78,7 +78,7 @@ def plot(m, path):
         return
     sizes = sorted({k[0] for k in m})
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for mix, style in [("read-only", "-"), ("ycsb-b", "--")]:
+    for mix, style in [("read-only", "-"), ("ycsb-b", "--"), ("writer", ":")]:
         for mode, color in zip(MODES, ["tab:green", "tab:blue", "tab:orange"]):
             points = [(s, m[(s, mix, mode)]) for s in sizes if (s, mix, mode) in m]
             if not points:

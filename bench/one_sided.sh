@@ -2,9 +2,12 @@
 # One-sided reads (issue 20): GET latency and throughput on one reader core,
 # one-sided (packetstore::reader on the server's pool) against GET over the
 # Redis protocol and over HTTP on loopback, for values of 64 B, 1 KiB,
-# 16 KiB and 64 KiB, without writers and under YCSB-B (95% reads, 5%
+# 16 KiB and 64 KiB, in three mixes: read-only; YCSB-B (95% reads, 5%
 # updates of the same zipfian keys, sent over the Redis port by the same
-# thread), with the share of reads that fell back to the server.
+# thread); and writer (reads only, while another process on the server's
+# CPU SETs the same zipfian keys as fast as the server answers it). With
+# the share of reads that fell back to the server. "updates" counts the
+# writer's SETs too; server CPU per operation divides by reads + updates.
 #
 # One server (packetstore serve --one-sided-reads, pool on /dev/shm:
 # emulated persistent memory) pinned to CPU 1; the load generator,
@@ -49,14 +52,23 @@ echo "round,size,mix,mode,reads_per_s,p50_us,p99_us,reads,updates,seconds,fallba
 fallback_pct,server_cpu_us_per_op" > "$CSV"
 for r in $(seq 1 "$ROUNDS"); do
   for size in $SIZES; do
-    for mix in read-only ycsb-b; do
+    for mix in read-only ycsb-b writer; do
       share=0; [ $mix = ycsb-b ] && share=0.05
       for mode in one-sided resp http; do
+        writer=""
+        if [ $mix = writer ]; then
+          taskset -c 1 "$LOAD" --mode writer --size "$size" --keys 10000 --seconds "$SECONDS_PER_RUN" --resp $RESP \
+            > "$DIR/writer.out" &
+          writer=$!
+        fi
         t0=$(ticks)
         out=$(taskset -c 0 "$LOAD" --mode $mode --size "$size" --keys 10000 --seconds "$SECONDS_PER_RUN" \
           --update-share $share --pool "$DIR/kv.pool" --resp $RESP --http $HTTP)
         t1=$(ticks)
+        [ -n "$writer" ] && wait "$writer"
         IFS=, read -r rps p50 p99 reads updates secs fallbacks retries fromlog <<< "$out"
+        writes=0; [ -n "$writer" ] && writes=$(cut -d, -f5 "$DIR/writer.out")
+        updates=$((updates + writes))
         cpu=$(echo "($t1 - $t0) * 1000000 / $CLK / ($reads + $updates)" | bc -l)
         pct=$(echo "100 * $fallbacks / $reads" | bc -l)
         row=$(printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.3f,%.3f' "$r" "$size" "$mix" "$mode" "$rps" "$p50" \

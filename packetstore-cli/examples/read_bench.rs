@@ -5,7 +5,9 @@
 //! - `one-sided`: `packetstore::reader::Reader` on the server's pool (the
 //!   server runs with `--one-sided-reads`); fallbacks to its Redis port;
 //! - `resp`: GET over one Redis-protocol connection (loopback);
-//! - `http`: GET /kv/<key> over one HTTP/1.1 keep-alive connection.
+//! - `http`: GET /kv/<key> over one HTTP/1.1 keep-alive connection;
+//! - `writer`: no reads: SETs of new values, one at a time, as fast as the
+//!   server answers, for `--seconds` (the concurrent writer of a read run).
 //!
 //! With `--update-share F` a share F of the operations are SETs of a new
 //! value (over the Redis port, in every mode: YCSB-B is F = 0.05); only
@@ -177,6 +179,22 @@ fn load(args: &Args) {
     }
 }
 
+/// `--mode writer`: SETs over the zipfian keys until `--seconds` pass.
+fn write(args: &Args) {
+    let mut resp = Fallback::new(&args.resp, None);
+    let zipf = Zipf::new(args.keys);
+    let mut rng = SplitMix64::new(11);
+    let started = Instant::now();
+    let mut writes = 0u64;
+    while started.elapsed().as_secs_f64() < args.seconds {
+        let k = key(args.size, zipf.next(&mut rng));
+        let reply = resp.command(0, &[b"SET", k.as_bytes(), &value(args.size, writes + 1_000_000)]).unwrap();
+        assert_eq!(reply, Reply::Status("OK".into()));
+        writes += 1;
+    }
+    println!("{:.0},0,0,0,{writes},{:.2},0,0,0", writes as f64 / started.elapsed().as_secs_f64(), started.elapsed().as_secs_f64());
+}
+
 fn main() {
     let args = parse();
     if args.header {
@@ -184,6 +202,10 @@ fn main() {
     }
     if args.load {
         load(&args);
+        return;
+    }
+    if args.mode == "writer" {
+        write(&args);
         return;
     }
     let mut one_sided = (args.mode == "one-sided").then(|| {

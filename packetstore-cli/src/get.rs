@@ -1,4 +1,5 @@
-//! `packetstore get`: a one-sided GET (or HGET) from the shell. Maps a
+//! `packetstore get`: a one-sided GET (or HGET, SISMEMBER, ZSCORE) from
+//! the shell. Maps a
 //! running server's pool read-only and reads the value without the
 //! server (docs/one-sided-reads.md), falling back to its Redis port when
 //! the read cannot be proved; `--repeat` measures reads in a loop.
@@ -26,8 +27,14 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub db: u8,
     /// Read this field of the hash KEY (HGET) instead of the string KEY.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["sismember", "zscore"])]
     pub field: Option<String>,
+    /// Whether this member is in the set KEY (SISMEMBER: 1 or 0).
+    #[arg(long, conflicts_with = "zscore")]
+    pub sismember: Option<String>,
+    /// The score of this member of the sorted set KEY (ZSCORE).
+    #[arg(long)]
+    pub zscore: Option<String>,
     /// Answer from the last checkpoint only (stale by up to the server's
     /// checkpoint interval).
     #[arg(long)]
@@ -83,8 +90,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn read(reader: &mut Reader, args: &Args) -> Result<Option<Vec<u8>>, ReaderError> {
-    match &args.field {
-        Some(field) => reader.hget(args.db, args.key.as_bytes(), field.as_bytes()),
-        None => reader.get(args.db, args.key.as_bytes()),
+    let key = args.key.as_bytes();
+    if let Some(field) = &args.field {
+        return reader.hget(args.db, key, field.as_bytes());
     }
+    if let Some(member) = &args.sismember {
+        return Ok(Some(u8::from(reader.sismember(args.db, key, member.as_bytes())?).to_string().into_bytes()));
+    }
+    if let Some(member) = &args.zscore {
+        return Ok(reader.zscore(args.db, key, member.as_bytes())?.map(|score| score.to_string().into_bytes()));
+    }
+    reader.get(args.db, key)
 }

@@ -271,3 +271,118 @@ fn reader_processes_on_a_page_domain_pool() {
     let pool = TempPool::on_disk("one-sided-disk");
     readers_against_writers_and_restarts(&pool, 4_000);
 }
+
+/// What the server answers, as the reader's types.
+fn server_answer(client: &mut redis::Connection, db: u8, command: &[&str]) -> Result<Option<Vec<u8>>, String> {
+    redis::cmd("SELECT").arg(db).query::<()>(client).unwrap();
+    let mut cmd = redis::cmd(command[0]);
+    for arg in &command[1..] {
+        cmd.arg(*arg);
+    }
+    match cmd.query::<redis::Value>(client) {
+        Ok(redis::Value::Nil) => Ok(None),
+        Ok(redis::Value::BulkString(bytes)) => Ok(Some(bytes)),
+        Ok(redis::Value::Int(n)) => Ok(Some(n.to_string().into_bytes())),
+        Ok(other) => panic!("{command:?}: {other:?}"),
+        Err(error) if error.code() == Some("WRONGTYPE") => Err("WRONGTYPE".into()),
+        Err(error) => panic!("{command:?}: {error}"),
+    }
+}
+
+/// The reader's answer to `command` (GET, HGET, SISMEMBER or ZSCORE), in
+/// the server's reply's terms.
+fn reader_answer(reader: &mut packetstore::reader::Reader, db: u8, command: &[&str]) -> Result<Option<Vec<u8>>, String> {
+    use packetstore::reader::ReaderError;
+    let key = command[1].as_bytes();
+    let result = match command[0] {
+        "GET" => reader.get(db, key),
+        "HGET" => reader.hget(db, key, command[2].as_bytes()),
+        "SISMEMBER" => reader.sismember(db, key, command[2].as_bytes()).map(|m| Some(u8::from(m).to_string().into_bytes())),
+        "ZSCORE" => reader.zscore(db, key, command[2].as_bytes()).map(|s| s.map(|s| format_score(s).into_bytes())),
+        other => panic!("{other}"),
+    };
+    match result {
+        Ok(answer) => Ok(answer),
+        Err(ReaderError::WrongType) => Err("WRONGTYPE".into()),
+        Err(error) => panic!("{command:?}: {error}"),
+    }
+}
+
+/// A score as Redis 7 prints it.
+fn format_score(score: f64) -> String {
+    match score {
+        f64::INFINITY => "inf".into(),
+        f64::NEG_INFINITY => "-inf".into(),
+        _ => format!("{score}"),
+    }
+}
+
+/// Every type the reader reads (strings, hash fields, set and sorted-set
+/// members; lists and streams are WRONGTYPE for all of these), expiry,
+/// databases and their remapping by FLUSHDB and SWAPDB: the reader answers
+/// as the server does, one-sidedly, and with every read forced to fall
+/// back (the test switch) too.
+#[test]
+fn every_type_reads_as_the_server_answers_one_sided_or_not() {
+    let pool = TempPool::new("one-sided-types");
+    let server = Server::start_env(&pool.0, &["--one-sided-reads"], QUIET);
+    let mut client = server.client();
+    let script: &[&[&str]] = &[
+        &["SET", "s", "string value"],
+        &["HSET", "h", "f1", "v1", "f2", "v2"],
+        &["SADD", "set", "a", "b"],
+        &["ZADD", "z", "1.5", "m1", "-3", "m2", "inf", "top"],
+        &["RPUSH", "list", "x", "y"],
+        &["XADD", "stream", "*", "k", "v"],
+        &["SET", "gone", "soon", "PX", "1"],
+        &["HSET", "hgone", "f", "v"],
+        &["PEXPIRE", "hgone", "1"],
+        &["SET", "forever", "v", "EX", "100000"],
+    ];
+    let reads: &[&[&str]] = &[
+        &["GET", "s"], &["GET", "h"], &["GET", "list"], &["GET", "missing"], &["GET", "gone"], &["GET", "forever"],
+        &["HGET", "h", "f1"], &["HGET", "h", "nope"], &["HGET", "s", "f1"], &["HGET", "set", "a"], &["HGET", "hgone", "f"],
+        &["SISMEMBER", "set", "a"], &["SISMEMBER", "set", "c"], &["SISMEMBER", "h", "f1"], &["SISMEMBER", "missing", "a"],
+        &["ZSCORE", "z", "m1"], &["ZSCORE", "z", "m2"], &["ZSCORE", "z", "top"], &["ZSCORE", "z", "none"], &["ZSCORE", "stream", "k"],
+    ];
+    for command in script {
+        let mut cmd = redis::cmd(command[0]);
+        for arg in &command[1..] {
+            cmd.arg(*arg);
+        }
+        cmd.query::<redis::Value>(&mut client).unwrap();
+    }
+    // Database 3 by SELECT, then remapped: FLUSHDB and SWAPDB write #db.
+    redis::cmd("SELECT").arg(3).query::<()>(&mut client).unwrap();
+    redis::cmd("SET").arg("in3").arg("three").query::<()>(&mut client).unwrap();
+    std::thread::sleep(Duration::from_millis(10));
+    let resp = server.resp.to_string();
+    let options = |force_fallback| packetstore::reader::ReaderOptions {
+        server: Some(resp.clone()),
+        force_fallback,
+        ..Default::default()
+    };
+    let mut one_sided = packetstore::reader::Reader::open(&pool.0, options(false)).unwrap();
+    let mut forced = packetstore::reader::Reader::open(&pool.0, options(true)).unwrap();
+    let mut check = |stage: &str, client: &mut redis::Connection| {
+        for db in [0u8, 3, 4] {
+            for command in reads.iter().chain([&["GET", "in3"][..]].iter()) {
+                let expected = server_answer(client, db, command);
+                assert_eq!(reader_answer(&mut one_sided, db, command), expected, "{stage}: db {db} {command:?}");
+                assert_eq!(reader_answer(&mut forced, db, command), expected, "{stage}, forced: db {db} {command:?}");
+            }
+        }
+    };
+    check("from the log", &mut client);
+    std::thread::sleep(Duration::from_millis(1_500));
+    check("after a checkpoint", &mut client);
+    redis::cmd("SELECT").arg(0).query::<()>(&mut client).unwrap();
+    redis::cmd("SWAPDB").arg(3).arg(4).query::<()>(&mut client).unwrap();
+    redis::cmd("FLUSHDB").query::<()>(&mut client).unwrap();
+    check("after SWAPDB and FLUSHDB", &mut client);
+    let (one, forced_stats) = (one_sided.stats(), forced.stats());
+    assert_eq!(one.fallbacks, 0, "every read one-sided: {one:?}");
+    assert!(one.from_log > 0 && one.one_sided > 100, "{one:?}");
+    assert_eq!(forced_stats.one_sided, 0, "{forced_stats:?}");
+    assert!(forced_stats.fallbacks > 100, "{forced_stats:?}");
+}

@@ -184,32 +184,80 @@ impl Reader {
     /// The value of `field` of the hash `key` in database `db`.
     pub fn hget(&mut self, db: u8, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ReaderError> {
         let mut out = Vec::new();
-        let found = self.one_sided(&mut out, |reader, version, out| reader.try_hget(version, db, key, field, out));
+        let found =
+            self.one_sided(&mut out, |reader, version, out| reader.try_element(version, db, key, KeyType::Hash, field, out));
         Ok(self.answer(found, &mut out, db, &[b"HGET", key, field])?.then_some(out))
     }
 
-    fn answer(&mut self, found: Option<Found>, out: &mut Vec<u8>, db: u8, args: &[&[u8]]) -> Result<bool, ReaderError> {
+    /// Whether `member` is in the set `key` of database `db`.
+    pub fn sismember(&mut self, db: u8, key: &[u8], member: &[u8]) -> Result<bool, ReaderError> {
+        let mut out = Vec::new();
+        let found =
+            self.one_sided(&mut out, |reader, version, out| reader.try_element(version, db, key, KeyType::Set, member, out));
         match found {
-            Some(Found::Value) => Ok(true),
-            Some(Found::Absent) => Ok(false),
-            Some(Found::WrongType) => Err(ReaderError::WrongType),
-            None => self.fall_back(out, db, args),
+            Some(found) => Self::found(found),
+            None => match self.fall_back(db, &[b"SISMEMBER", key, member])? {
+                Reply::Integer(n) => Ok(n == 1),
+                other => Err(ReaderError::Server(format!("unexpected reply {other:?}"))),
+            },
         }
     }
 
-    fn fall_back(&mut self, out: &mut Vec<u8>, db: u8, args: &[&[u8]]) -> Result<bool, ReaderError> {
-        let why = self.last_miss.as_ref().map_or_else(String::new, |m| format!("{m:?}"));
-        let Some(fallback) = self.fallback.as_mut() else { return Err(ReaderError::NoFallback(why)) };
-        self.stats.fallbacks += 1;
-        match fallback.command(db, args)? {
+    /// The score of `member` in the sorted set `key` of database `db`.
+    pub fn zscore(&mut self, db: u8, key: &[u8], member: &[u8]) -> Result<Option<f64>, ReaderError> {
+        let mut out = Vec::new();
+        let found = self
+            .one_sided(&mut out, |reader, version, out| reader.try_element(version, db, key, KeyType::ZSet, member, out));
+        let stored = |bytes: &[u8]| {
+            let bytes: [u8; 8] = bytes.try_into().map_err(|_| ReaderError::Server("a score of 8 bytes".into()))?;
+            Ok(Some(f64::from_le_bytes(bytes)))
+        };
+        match found {
+            Some(found) => match Self::found(found)? {
+                true => stored(&out),
+                false => Ok(None),
+            },
+            None => match self.fall_back(db, &[b"ZSCORE", key, member])? {
+                Reply::Bulk(None) => Ok(None),
+                Reply::Bulk(Some(text)) => parse_score(&text).map(Some),
+                other => Err(ReaderError::Server(format!("unexpected reply {other:?}"))),
+            },
+        }
+    }
+
+    fn found(found: Found) -> Result<bool, ReaderError> {
+        match found {
+            Found::Value => Ok(true),
+            Found::Absent => Ok(false),
+            Found::WrongType => Err(ReaderError::WrongType),
+        }
+    }
+
+    /// A read answered by a bulk string (GET, HGET): from the pool, or
+    /// else from the server into `out`.
+    fn answer(&mut self, found: Option<Found>, out: &mut Vec<u8>, db: u8, args: &[&[u8]]) -> Result<bool, ReaderError> {
+        if let Some(found) = found {
+            return Self::found(found);
+        }
+        match self.fall_back(db, args)? {
             Reply::Bulk(Some(bytes)) => {
                 *out = bytes;
                 Ok(true)
             }
             Reply::Bulk(None) => Ok(false),
+            other => Err(ReaderError::Server(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    /// Sends `args` to the server: its reply, errors made `ReaderError`s.
+    fn fall_back(&mut self, db: u8, args: &[&[u8]]) -> Result<Reply, ReaderError> {
+        let why = self.last_miss.as_ref().map_or_else(String::new, |m| format!("{m:?}"));
+        let Some(fallback) = self.fallback.as_mut() else { return Err(ReaderError::NoFallback(why)) };
+        self.stats.fallbacks += 1;
+        match fallback.command(db, args)? {
             Reply::Error(error) if error.starts_with("WRONGTYPE") => Err(ReaderError::WrongType),
             Reply::Error(error) => Err(ReaderError::Server(error)),
-            other => Err(ReaderError::Server(format!("unexpected reply {other:?}"))),
+            reply => Ok(reply),
         }
     }
 
@@ -430,12 +478,15 @@ impl Reader {
         Ok(Found::Absent)
     }
 
-    fn try_hget(
+    /// An element (a hash field, a set or sorted set member) of the
+    /// collection `key` of type `kind`: its entry's value into `out`.
+    fn try_element(
         &mut self,
         version: &MetaSlot,
         db: u8,
         key: &[u8],
-        field: &[u8],
+        kind: KeyType,
+        member: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<Found, Miss> {
         let physical = self.physical_db(version, db)?;
@@ -450,14 +501,20 @@ impl Reader {
         if self.expired(version, physical, key)? {
             return Ok(Found::Absent);
         }
-        if meta.kind != KeyType::Hash {
+        if meta.kind != kind {
             return Ok(Found::WrongType);
         }
-        Ok(match self.lookup(version, &element_key(meta.oid, SPACE_MAIN, field), out)? {
+        Ok(match self.lookup(version, &element_key(meta.oid, SPACE_MAIN, member), out)? {
             true => Found::Value,
             false => Found::Absent,
         })
     }
+}
+
+/// A score as the server writes it in a reply ("1.5", "inf", "-inf").
+fn parse_score(text: &[u8]) -> Result<f64, ReaderError> {
+    let text = std::str::from_utf8(text).map_err(|_| ReaderError::Server("a score that is not text".into()))?;
+    text.parse::<f64>().map_err(|_| ReaderError::Server(format!("a score {text:?}")))
 }
 
 /// Whether tree version `version` holds the newest durable write of a key

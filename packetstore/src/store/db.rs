@@ -876,6 +876,7 @@ impl Store {
         // in between leaves it set (`is_consistent`).
         self.mutating = true;
         let mut appended = Vec::with_capacity(ops.len());
+        let publishing = self.unpublished_mark();
         for (i, op) in ops.iter().enumerate() {
             // In a group, only `end_group`'s record ends it.
             // In a replicated store, only the entry record ends it.
@@ -894,6 +895,8 @@ impl Store {
                     }
                 }
                 Err(error) => {
+                    // Nothing of the command stays: readers are not told of it.
+                    self.forget_unpublished(publishing);
                     for lsn in appended {
                         self.log.release(pool, lsn)?;
                     }

@@ -55,6 +55,20 @@ impl Store {
         }
     }
 
+    /// How many writes wait to be published (for `forget_unpublished`).
+    pub(super) fn unpublished_mark(&self) -> (usize, usize) {
+        self.published.as_ref().map_or((0, 0), |p| (p.group.len(), p.ready.len()))
+    }
+
+    /// A command failed after appending some records (released at once):
+    /// its writes, noted since `mark`, are never published.
+    pub(super) fn forget_unpublished(&mut self, mark: (usize, usize)) {
+        if let Some(published) = self.published.as_mut() {
+            published.group.truncate(mark.0);
+            published.ready.truncate(mark.1);
+        }
+    }
+
     /// The open group ended: its writes go with the next commit.
     pub(super) fn note_group_end(&mut self) {
         let batch = self.tree.batch_generation();
