@@ -14,6 +14,7 @@ on the loader's path.
 
 import ctypes.util
 import os
+import threading
 
 from cffi import FFI
 
@@ -63,9 +64,13 @@ class WrongType(ReaderError):
 
 
 class Reader:
-    """A one-sided reader of one server's pool. One thread at a time."""
+    """A one-sided reader of one server's pool. Safe to share between
+    threads (calls are serialised; one Reader per thread reads in parallel)."""
+
+    _handle = _ffi.NULL
 
     def __init__(self, pool, server="127.0.0.1:6380"):
+        self._lock = threading.Lock()
         error = _ffi.new("char[512]")
         server_arg = server.encode() if server else _ffi.NULL
         self._handle = _lib.packetstore_reader_open(os.fsencode(pool), server_arg, error, 512)
@@ -85,27 +90,41 @@ class Reader:
     def get(self, key, db=0):
         """The string value of key (bytes), or None if absent."""
         key = key.encode() if isinstance(key, str) else key
-        return self._answer(_lib.packetstore_reader_get(self._handle, db, key, len(key), self._value, self._len))
+        with self._lock:
+            self._check_open()
+            return self._answer(_lib.packetstore_reader_get(self._handle, db, key, len(key), self._value, self._len))
 
     def hget(self, key, field, db=0):
         """The value of field of the hash key, or None."""
         key = key.encode() if isinstance(key, str) else key
         field = field.encode() if isinstance(field, str) else field
-        code = _lib.packetstore_reader_hget(
-            self._handle, db, key, len(key), field, len(field), self._value, self._len
-        )
-        return self._answer(code)
+        with self._lock:
+            self._check_open()
+            code = _lib.packetstore_reader_hget(
+                self._handle, db, key, len(key), field, len(field), self._value, self._len
+            )
+            return self._answer(code)
+
+    def _check_open(self):
+        if self._handle == _ffi.NULL:
+            raise ReaderError("the reader is closed")
 
     def stats(self):
         """What the reader did: one_sided, from_log, retries, fallbacks."""
         out = _ffi.new("packetstore_reader_counters *")
-        _lib.packetstore_reader_stats(self._handle, out)
+        with self._lock:
+            self._check_open()
+            _lib.packetstore_reader_stats(self._handle, out)
         return {name: getattr(out, name) for name in ("one_sided", "from_log", "retries", "fallbacks")}
 
     def close(self):
-        if self._handle != _ffi.NULL:
-            _lib.packetstore_reader_close(self._handle)
-            self._handle = _ffi.NULL
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._handle != _ffi.NULL:
+                _lib.packetstore_reader_close(self._handle)
+                self._handle = _ffi.NULL
 
     def __enter__(self):
         return self

@@ -172,6 +172,11 @@ unsafe fn run(
     code
 }
 
+/// A database number from C (0-15; a larger one is the reader's error).
+fn database(db: u32) -> Result<u8, ReaderError> {
+    u8::try_from(db).map_err(|_| ReaderError::Open(format!("database {db} does not exist")))
+}
+
 /// The bytes at `pointer`, `len` long (empty for a null pointer).
 ///
 /// # Safety
@@ -201,9 +206,8 @@ pub unsafe extern "C" fn packetstore_reader_get(
 ) -> c_int {
     // SAFETY: the caller's contract for `key`.
     let key = unsafe { bytes(key, key_len) };
-    let Ok(db) = u8::try_from(db) else { return ERROR };
     // SAFETY: the caller's contract for the rest.
-    unsafe { run(handle, value, value_len, |reader, out| reader.get_into(db, key, out)) }
+    unsafe { run(handle, value, value_len, |reader, out| reader.get_into(database(db)?, key, out)) }
 }
 
 /// HGET `field` of the hash `key` in database `db`, as
@@ -224,11 +228,10 @@ pub unsafe extern "C" fn packetstore_reader_hget(
 ) -> c_int {
     // SAFETY: the caller's contract for `key` and `field`.
     let (key, field) = unsafe { (bytes(key, key_len), bytes(field, field_len)) };
-    let Ok(db) = u8::try_from(db) else { return ERROR };
     // SAFETY: the caller's contract for the rest.
     unsafe {
         run(handle, value, value_len, |reader, out| {
-            let found = reader.hget(db, key, field)?;
+            let found = reader.hget(database(db)?, key, field)?;
             *out = found.clone().unwrap_or_default();
             Ok(found.is_some())
         })

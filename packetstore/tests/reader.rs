@@ -319,6 +319,41 @@ fn a_stopped_server_or_a_forced_fallback_is_not_trusted() {
     // Another instance (a restart) whose table is not there yet.
     server.pool.set_reader_instance(INSTANCE + 1);
     assert!(matches!(reader.get(0, b"k"), Err(ReaderError::NoFallback(_))));
+    // A table whose lease is shorter than the reader's margin: no read
+    // can finish within it.
+    let pool_id = server.pool.header().creation_id as u64;
+    let short = Duration::from_millis(1);
+    let table = Recent::create_with_lease(&table_path(&file.0).unwrap(), 16, 0o600, INSTANCE + 2, pool_id, short);
+    let _table = table.unwrap();
+    server.pool.set_reader_instance(INSTANCE + 2);
+    assert!(matches!(reader.get(0, b"k"), Err(ReaderError::NoFallback(_))), "the lease is the table's");
+}
+
+/// A pool deleted and created again at the same path under a killed
+/// server (the inode may be reused): within the identity check's interval
+/// the reader maps the new pool and reads what the new server wrote.
+#[test]
+fn a_pool_made_again_at_its_path_is_noticed() {
+    let file = PoolFile::new("remade");
+    let mut first = Server::start(&file.0, BUCKETS_DEFAULT);
+    let op = first.put(string_key(0, b"k"), b"old");
+    first.apply(vec![op]);
+    first.commit();
+    let mut reader = reader(&file.0);
+    assert_eq!(reader.get(0, b"k").unwrap().as_deref(), Some(&b"old"[..]));
+    // Killed: nothing cleans up (its table and its instance word stay).
+    let first_table = table_path(&file.0).unwrap();
+    std::mem::forget(first);
+    std::fs::remove_file(&file.0).unwrap();
+    let mut second = Server::start(&file.0, BUCKETS_DEFAULT);
+    let op = second.put(string_key(0, b"k"), b"new");
+    second.apply(vec![op]);
+    second.commit();
+    std::thread::sleep(packetstore::reader::client::IDENTITY_CHECK_INTERVAL + Duration::from_millis(10));
+    assert_eq!(reader.get(0, b"k").unwrap().as_deref(), Some(&b"new"[..]));
+    if first_table != table_path(&file.0).unwrap() {
+        std::fs::remove_file(first_table).unwrap();
+    }
 }
 
 /// Damages `count` bytes of `bytes`, mostly where the reader looks.

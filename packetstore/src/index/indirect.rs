@@ -95,6 +95,11 @@ pub fn read_chain_from(
 ) -> Result<(Vec<u32>, Vec<Extent>), String> {
     let per = per_buffer(geometry.buffer_size);
     let expected_buffers = (count as usize).div_ceil(per);
+    // The chain's buffers are the pool's: a count the pool cannot hold is
+    // refused before anything is allocated for it.
+    if expected_buffers > geometry.buffer_count as usize {
+        return Err(format!("index chain at {head}: {count} extents need more index buffers than the pool has"));
+    }
     let mut chain = Vec::with_capacity(expected_buffers);
     let mut extents = Vec::with_capacity(count as usize);
     let mut next = head;

@@ -408,6 +408,8 @@ impl Pool {
     /// before it changes anything, so a stale value never outlives a start.
     pub fn set_reader_instance(&self, instance: u64) {
         self.reader_instance().store(instance, std::sync::atomic::Ordering::SeqCst);
+        // Later plain stores to the pool (recovery's) are not seen before it.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The instance `set_reader_instance` stored.

@@ -23,16 +23,15 @@ use crate::reader::fallback::{Fallback, Reply};
 use crate::reader::mapped::Mapped;
 use crate::reader::recent::{key_hash, table_path, Newest, Recent};
 use crate::reader::walk::{newest_version, Miss, Walk};
-use crate::store::db::READ_LEASE;
 use crate::store::keyspace::{
     db_entry_key, element_key, expire_key, meta_key, string_key, KeyType, Meta, DATABASES, NS_EXPIRE, SPACE_MAIN,
 };
 
 /// Tries before a read falls back to the server.
 pub const TRIES_DEFAULT: u32 = 8;
-/// A read that took longer than this retries: the lease, less a margin
-/// for the clocks' reading.
-const READ_TIME_MAX: Duration = READ_LEASE.saturating_sub(Duration::from_millis(2));
+/// A read retries once the server's read lease (its table says how long)
+/// less this margin has passed since it began.
+const LEASE_MARGIN: Duration = Duration::from_millis(2);
 /// How often a reader checks that the pool file at its path is still the
 /// one it mapped (a pool deleted and created again under a killed server).
 pub const IDENTITY_CHECK_INTERVAL: Duration = Duration::from_millis(50);
@@ -308,6 +307,9 @@ impl Reader {
             return Err(Miss::Raced("an older tree version than one read before"));
         }
         let found = read(self, &version, out)?;
+        // What was copied is read before the checks below (weakly ordered
+        // CPUs too).
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         // Bounded staleness reads the tree alone: publishes do not matter.
         if !self.options.bounded_staleness && self.table().publish_seq() != seq {
             return Err(Miss::Raced("the server published writes during the read"));
@@ -315,7 +317,7 @@ impl Reader {
         if self.pool.word(HDR_READER_INSTANCE) != Some(instance) {
             return Err(Miss::Raced("the server stopped or restarted during the read"));
         }
-        if started.elapsed() >= READ_TIME_MAX {
+        if started.elapsed() >= self.table().lease().saturating_sub(LEASE_MARGIN) {
             return Err(Miss::Raced("the read took longer than the lease"));
         }
         self.generation_seen = version.generation;
@@ -354,14 +356,15 @@ impl Reader {
     }
 
     /// Every `IDENTITY_CHECK_INTERVAL`: the pool file at the path is still
-    /// the one mapped (else the reader maps the new one).
+    /// the one mapped, not deleted, not rewritten (else the reader maps the
+    /// one at the path).
     fn check_identity(&mut self) -> Result<(), Miss> {
         if self.identity_checked.elapsed() < IDENTITY_CHECK_INTERVAL {
             return Ok(());
         }
         self.identity_checked = Instant::now();
         let identity = file_identity(&self.pool_path).map_err(|e| Miss::Refused(format!("the pool: {e}")))?;
-        if identity != self.identity {
+        if identity != self.identity || !self.pool.is_current(&self.pool_path) {
             self.pool = Mapped::open(&self.pool_path).map_err(|e| Miss::Refused(e.to_string()))?;
             self.identity = identity;
             self.table = None;

@@ -17,6 +17,8 @@ use crate::pool::layout::{Geometry, Header, HDR_SIZE};
 pub struct Mapped {
     map: Mapping,
     header: Header,
+    /// Kept open: `is_current` asks it whether the file was deleted.
+    file: std::fs::File,
 }
 
 /// The mapping itself, unmapped on drop.
@@ -108,11 +110,25 @@ impl Mapped {
         if header.geometry.file_size() > len as u64 {
             return Err(invalid(format!("its geometry needs {} bytes, the file has {len}", header.geometry.file_size())));
         }
-        Ok(Mapped { map, header })
+        Ok(Mapped { map, header, file })
     }
 
     pub fn geometry(&self) -> Geometry {
         self.header.geometry
+    }
+
+    /// Whether the file mapped is still the pool at `path`, whole: not
+    /// deleted, the same file at the path, the same size, the same
+    /// creation id in its header (three syscalls: call it now and then).
+    pub fn is_current(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(mapped), Ok(named)) = (self.file.metadata(), std::fs::metadata(path)) else { return false };
+        let mut id = [0u8; 16];
+        mapped.nlink() > 0
+            && (mapped.dev(), mapped.ino()) == (named.dev(), named.ino())
+            && mapped.len() == self.map.len as u64
+            && self.map.copy(crate::pool::layout::HDR_CREATION_ID as u64, &mut id)
+            && u128::from_le_bytes(id) == self.header.creation_id
     }
 
     /// The pool's creation id (a re-created pool has another).

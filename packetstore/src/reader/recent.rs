@@ -19,8 +19,8 @@
 //!
 //! ```text
 //! header (64 bytes)
-//! 0       8         12            16         24        32    40        64
-//! | magic | version | bucket_count | instance | pool_id | seq | reserved |
+//! 0       8         12            16         24        32    40         48        64
+//! | magic | version | bucket_count | instance | pool_id | seq | lease_us | reserved |
 //! buckets (128 bytes each, bucket_count of them, a power of two)
 //! 0     8         16                      40     ...     112        128
 //! | seq | evicted | way 0: hash batch lsn | ways 1-3      | reserved |
@@ -36,6 +36,7 @@ const MAGIC: u64 = u64::from_le_bytes(*b"PSRECENT");
 const VERSION: u32 = 2;
 const HEADER_SIZE: usize = 64;
 const OFF_SEQ: usize = 32;
+const OFF_LEASE: usize = 40;
 const BUCKET_SIZE: usize = 128;
 /// Ways per bucket: the keys of a bucket written since the last
 /// checkpoints that the table remembers at once.
@@ -103,18 +104,35 @@ impl Recent {
     /// replaced) with the pool's `mode` (0600, or 0640 for group readers),
     /// `instance` (random per start) and `pool_id` (the pool's creation id).
     pub fn create(path: &Path, bucket_count: u32, mode: u32, instance: u64, pool_id: u64) -> io::Result<Recent> {
+        Self::create_with_lease(path, bucket_count, mode, instance, pool_id, crate::store::db::READ_LEASE)
+    }
+
+    /// `create`, naming the read lease the server keeps (readers time
+    /// their reads against it).
+    pub fn create_with_lease(
+        path: &Path,
+        bucket_count: u32,
+        mode: u32,
+        instance: u64,
+        pool_id: u64,
+        lease: std::time::Duration,
+    ) -> io::Result<Recent> {
         assert!(bucket_count.is_power_of_two() && bucket_count <= BUCKETS_MAX, "a bucket count is a power of two");
         let _ = std::fs::remove_file(path);
         let file = OpenOptions::new().read(true).write(true).create_new(true).mode(mode).open(path)?;
         // The mode is exact whatever the umask.
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
         let len = HEADER_SIZE + bucket_count as usize * BUCKET_SIZE;
-        file.set_len(len as u64)?;
+        // Allocated now, not at the first publish into each page: a full
+        // tmpfs fails the start, never a publish (SIGBUS) between a fence
+        // and its replies.
+        allocate(&file, len)?;
         let mut table = Self::map(&file, len, true, path)?;
         table.bucket_count = bucket_count;
         table.word(8).store(u64::from(VERSION) | u64::from(bucket_count) << 32, Ordering::Relaxed);
         table.word(16).store(instance, Ordering::Relaxed);
         table.word(24).store(pool_id, Ordering::Relaxed);
+        table.word(OFF_LEASE).store(lease.as_micros() as u64, Ordering::Relaxed);
         // The magic last: a reader that sees it sees the rest.
         table.word(0).store(MAGIC, Ordering::Release);
         Ok(table)
@@ -176,6 +194,12 @@ impl Recent {
     /// The server instance that wrote the table (random per start).
     pub fn instance(&self) -> u64 {
         self.word(16).load(Ordering::Relaxed)
+    }
+
+    /// The read lease the server keeps: buffers a checkpoint releases are
+    /// reused no sooner than this after its meta slot is durable.
+    pub fn lease(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.word(OFF_LEASE).load(Ordering::Relaxed))
     }
 
     /// The pool's id the table is for.
@@ -261,6 +285,17 @@ impl Recent {
     }
 }
 
+/// Allocates `len` bytes of `file` (tmpfs pages included).
+fn allocate(file: &std::fs::File, len: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an open file descriptor; the call only allocates.
+    let error = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    match error {
+        0 => Ok(()),
+        error => Err(io::Error::from_raw_os_error(error)),
+    }
+}
+
 /// Waits (bounded) for a seqlock word to be even, and returns it.
 fn spin_even(word: &AtomicU64) -> Result<u64, Busy> {
     for _ in 0..SPIN_MAX {
@@ -305,6 +340,7 @@ mod tests {
         let server = Recent::create(&path, 1 << 4, 0o600, 7, 9).unwrap();
         let reader = Recent::open(&path).unwrap();
         assert_eq!((reader.instance(), reader.pool_id()), (7, 9));
+        assert_eq!(reader.lease(), crate::store::db::READ_LEASE);
         let hash = key_hash(b"k\0\0\0\0user");
         assert_eq!(reader.lookup(hash), Ok(Newest::InTreeFrom { batch: 0 }), "an empty bucket");
         let seq = reader.stable_seq().unwrap();

@@ -166,6 +166,10 @@ impl Walk {
             Value::Extents(extents) => pool.copy_extents(extents, out).map_err(damaged)?,
             &Value::Indirect { len, head, count } => {
                 let geometry = pool.geometry();
+                // Every extent holds a byte, and the value fits the pool.
+                if u64::from(count) > len || len > geometry.file_size() {
+                    return Err(damaged("an indirect value's length or extent count"));
+                }
                 let read = |buffer: u32, bytes: &mut [u8]| {
                     if !pool.copy(geometry.buffer_offset(buffer), bytes) {
                         bytes.fill(0); // fails the index buffer's checks
@@ -200,17 +204,22 @@ impl Walk {
         if !pool.copy(at, &mut line) {
             return Err(damaged("a log record beyond the file"));
         }
+        // Until its CRC holds, the header may be torn or another record's
+        // (the ring reused): a retry, not damage.
         let header = record::decode_header(&line).map_err(|_| Miss::Raced("the record was overwritten"))?;
         if header.lsn != lsn {
             return Err(Miss::Raced("the record was overwritten"));
         }
         let len = header.record_len as u64;
-        if lsn % ring_size + len > ring_size || !matches!(header.kind, KIND_PUT | KIND_DEL) {
-            return Err(damaged("a record that is not a put or a delete"));
+        if lsn % ring_size + len > ring_size {
+            return Err(Miss::Raced("a record header that does not fit the ring"));
         }
         self.record.resize(len as usize, 0);
         if !pool.copy(at, &mut self.record) || record::header_crc(&self.record) != header.header_crc {
             return Err(Miss::Raced("the record changed while read"));
+        }
+        if !matches!(header.kind, KIND_PUT | KIND_DEL) {
+            return Err(damaged("the table names a record that is not a put or a delete"));
         }
         if record::key(&self.record, &header) != key {
             return Err(Miss::Refused("two keys share a hash".into()));
