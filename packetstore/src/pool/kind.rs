@@ -28,14 +28,17 @@ pub enum PoolKind {
     Log = 3,
     /// A bare B+ tree: `packetstore bench tree`.
     Tree = 4,
+    /// The write cache for unmodified programs (`apps/cache`,
+    /// `packetstore-preload`): one log per lane of writers.
+    WriteCache = 5,
 }
 
 /// The largest kind value this build knows.
-pub const POOL_KIND_VALUE_MAX: u32 = 4;
+pub const POOL_KIND_VALUE_MAX: u32 = 5;
 
 /// Every kind, in value order (for tests and messages).
-pub const POOL_KINDS: [PoolKind; 5] =
-    [PoolKind::Unset, PoolKind::KeyValue, PoolKind::Wal, PoolKind::Log, PoolKind::Tree];
+pub const POOL_KINDS: [PoolKind; 6] =
+    [PoolKind::Unset, PoolKind::KeyValue, PoolKind::Wal, PoolKind::Log, PoolKind::Tree, PoolKind::WriteCache];
 const _: () = assert!(POOL_KINDS.len() as u32 == POOL_KIND_VALUE_MAX + 1);
 
 /// Record kinds of the key-value store's log (`store/db.rs`, `KIND_PUT` to
@@ -43,6 +46,8 @@ const _: () = assert!(POOL_KINDS.len() as u32 == POOL_KIND_VALUE_MAX + 1);
 /// files asserts that its kinds are these.
 pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x26;
 pub const WAL_RECORD_KIND: u16 = 1;
+/// Record kinds of the write cache (`apps/cache/record.rs`).
+pub const CACHE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x30..=0x32;
 
 impl PoolKind {
     /// The kind stored as `value`; None for a value this build does not know.
@@ -62,6 +67,7 @@ impl PoolKind {
             PoolKind::Wal => "WAL",
             PoolKind::Log => "log",
             PoolKind::Tree => "tree",
+            PoolKind::WriteCache => "write-cache",
         }
     }
 
@@ -73,6 +79,7 @@ impl PoolKind {
             PoolKind::Wal => "wal",
             PoolKind::Log => "log",
             PoolKind::Tree => "tree",
+            PoolKind::WriteCache => "write-cache",
         }
     }
 
@@ -84,6 +91,7 @@ impl PoolKind {
             PoolKind::Wal => "`packetstore wal`",
             PoolKind::Log => "`packetstore demo` or a benchmark",
             PoolKind::Tree => "`packetstore bench tree`",
+            PoolKind::WriteCache => "`packetstore-preload` (LD_PRELOAD) or `packetstore cache`",
         }
     }
 
@@ -94,6 +102,7 @@ impl PoolKind {
             PoolKind::KeyValue => STORE_RECORD_KINDS.contains(&record_kind),
             PoolKind::Wal => record_kind == WAL_RECORD_KIND && key_len == 0,
             PoolKind::Tree => false,
+            PoolKind::WriteCache => CACHE_RECORD_KINDS.contains(&record_kind),
             PoolKind::Unset | PoolKind::Log => true,
         }
     }
@@ -109,6 +118,8 @@ impl PoolKind {
             PoolKind::KeyValue
         } else if record_kind == WAL_RECORD_KIND && key_len == 0 {
             PoolKind::Wal
+        } else if CACHE_RECORD_KINDS.contains(&record_kind) {
+            PoolKind::WriteCache
         } else {
             PoolKind::Log
         }

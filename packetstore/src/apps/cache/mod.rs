@@ -1,0 +1,508 @@
+//! The write cache for unmodified programs (issue 21; NVCACHE, the Dulong
+//! thesis chapter 3): a write to a cached file is made durable in the
+//! pool's log (its data copied into pool buffers, one record, one fence or
+//! fdatasync of the pool), then applied to the real file (write-through
+//! into the page cache, with no sync), then returned; `fsync` is then free.
+//! A background step syncs the files written (one sync per file per
+//! batch) and releases the records it covered. After a crash, recovery
+//! applies the live records again, in the order the writes returned.
+//! `packetstore-preload` puts this under `write(2)` with LD_PRELOAD.
+//!
+//! Owns: the lanes (one log and its buffers each, one per writing thread
+//! up to the pool's log count), the global sequence of writes, and the
+//! files with records not yet released (their sync handles).
+//!
+//! Invariants:
+//! - a write returns only after its record is durable, and its record is
+//!   durable before its bytes can reach the file (so after a crash a write
+//!   is whole: every byte, or, if it never returned, none of its log);
+//! - per file, sequence order is the order writes reached the file (the
+//!   file's lock covers both), so replaying in sequence order rebuilds it;
+//! - a record is released only after a sync of its file that began after
+//!   the write reached the file.
+//!
+//! Locks: a file's, then a lane's; never the other way.
+
+pub mod record;
+
+use std::collections::BTreeMap;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::error::LogError;
+use crate::log::ring::Log;
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use record::Change;
+
+/// A file the cache writes: how to sync it (fdatasync, or a model's).
+pub trait SyncFile: Send + Sync {
+    /// Makes every write that reached the file so far durable.
+    fn sync(&self) -> std::io::Result<()>;
+}
+
+/// How recovery applies records to files named by path.
+pub trait ReplayFiles {
+    fn write(&mut self, path: &[u8], offset: u64, data: &[u8]) -> std::io::Result<()>;
+    fn truncate(&mut self, path: &[u8], size: u64) -> std::io::Result<()>;
+    /// Makes what `write` and `truncate` did to `path` durable.
+    fn sync(&mut self, path: &[u8]) -> std::io::Result<()>;
+}
+
+/// A file's identity (device, inode) and its state in the cache.
+pub type FileId = (u64, u64);
+
+/// A cached file: its path (as records name it), its sync handle, its lock
+/// (writes to it are ordered), and its records not yet released.
+pub struct CachedFile {
+    path: Vec<u8>,
+    handle: Arc<dyn SyncFile>,
+    /// Live records, oldest first.
+    records: Mutex<Vec<Logged>>,
+    /// Held while a write or a truncate takes its sequence number, is
+    /// logged and reaches the file.
+    order: Mutex<()>,
+}
+
+impl CachedFile {
+    pub fn path(&self) -> &[u8] {
+        &self.path
+    }
+}
+
+/// A live record: its lane, its lsn, its sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Logged {
+    lane: usize,
+    lsn: u64,
+    seq: u64,
+}
+
+/// The share of each lane's log kept for synced marks (a write-back
+/// appends one per file before it releases anything): writes leave it free.
+const MARK_RESERVE_DIVISOR: u64 = 8;
+
+/// One log and its share of the buffers.
+struct Lane {
+    log: Log,
+    buffers: Buffers,
+}
+
+/// What the cache did (cumulative).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub writes: u64,
+    pub bytes: u64,
+    /// Writes made durable by a sync of their file because the log was
+    /// full (the cache's "SSD speed" phase).
+    pub synced_directly: u64,
+    pub write_backs: u64,
+    pub records_released: u64,
+    pub files_synced: u64,
+}
+
+/// What recovery replayed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheRecovery {
+    pub records: u64,
+    pub files: u64,
+    pub bytes: u64,
+}
+
+/// The write cache over one pool.
+pub struct Cache {
+    pool: Pool,
+    lanes: Vec<Mutex<Lane>>,
+    next_seq: AtomicU64,
+    next_lane: AtomicUsize,
+    files: Mutex<BTreeMap<FileId, Arc<CachedFile>>>,
+    stats: Mutex<CacheStats>,
+    /// Writers waiting for room (a write-back frees it).
+    room: (Mutex<u64>, Condvar),
+}
+
+/// How long a writer waits for a write-back to free room before it syncs
+/// its file itself.
+pub const ROOM_WAIT: Duration = Duration::from_millis(200);
+
+thread_local! {
+    /// The lane this thread appends to (assigned round-robin).
+    static LANE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// An error of the cache's log: the write did not become durable.
+fn log_error(error: LogError) -> std::io::Error {
+    std::io::Error::other(format!("the write cache's log: {error}"))
+}
+
+impl Cache {
+    /// Recovers `pool` (a write-cache pool): every live record applied to
+    /// its file through `files`, in sequence order, the files synced, the
+    /// records released. Then the cache is empty and ready.
+    pub fn recover(pool: Pool, files: &mut dyn ReplayFiles) -> std::io::Result<(Cache, CacheRecovery)> {
+        let geometry = pool.geometry();
+        let mut lanes = Vec::new();
+        let mut live = Vec::new();
+        for index in 0..geometry.log_count {
+            let (first, count) = geometry.buffer_range(index);
+            let mut buffers = Buffers::range(first, count);
+            let (log, _) = Log::recover_log(&pool, index, &mut buffers).map_err(log_error)?;
+            for lsn in log.live_lsns() {
+                let view = log.view(&pool, lsn).map_err(log_error)?;
+                let data = log.read_data(&pool, &view);
+                live.push((view.tag, index as usize, lsn, view.kind, view.key, data));
+            }
+            lanes.push(Lane { log, buffers });
+        }
+        live.sort_by_key(|&(seq, ..)| seq);
+        // The newest synced mark of each path: its changes up to there are
+        // in the file already.
+        let mut synced: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        for (_, _, lsn, kind, key, _) in &live {
+            if let Some((Change::Synced { upto }, path)) = record::decode(*kind, key) {
+                let mark = synced.entry(path.to_vec()).or_default();
+                *mark = (*mark).max(upto);
+            } else if record::decode(*kind, key).is_none() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("record {lsn} is not the cache's"),
+                ));
+            }
+        }
+        let mut report = CacheRecovery::default();
+        let mut touched: Vec<Vec<u8>> = Vec::new();
+        for (seq, _, _, kind, key, data) in &live {
+            let (change, path) = record::decode(*kind, key).expect("checked above");
+            if synced.get(path).is_some_and(|&upto| *seq <= upto) {
+                continue;
+            }
+            match change {
+                Change::Write { offset } => files.write(path, offset, data)?,
+                Change::Truncate { size } => files.truncate(path, size)?,
+                Change::Synced { .. } => continue,
+            }
+            report.records += 1;
+            report.bytes += data.len() as u64;
+            if !touched.iter().any(|p| p == path) {
+                touched.push(path.to_vec());
+            }
+        }
+        for path in &touched {
+            files.sync(path)?;
+        }
+        report.files = touched.len() as u64;
+        for (_, lane, lsn, ..) in &live {
+            lanes[*lane].log.release(&pool, *lsn).map_err(log_error)?;
+        }
+        for lane in &mut lanes {
+            lane.log.commit(&pool, &mut lane.buffers).map_err(log_error)?;
+        }
+        let next_seq = live.last().map_or(1, |&(seq, ..)| seq + 1);
+        let cache = Cache {
+            pool,
+            lanes: lanes.into_iter().map(Mutex::new).collect(),
+            next_seq: AtomicU64::new(next_seq),
+            next_lane: AtomicUsize::new(0),
+            files: Mutex::new(BTreeMap::new()),
+            stats: Mutex::new(CacheStats::default()),
+            room: (Mutex::new(0), Condvar::new()),
+        };
+        Ok((cache, report))
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        *self.stats.lock().expect("stats")
+    }
+
+    /// The cached file `id`, registered with `path` and `handle` on first
+    /// use. None if its path is too long to be cached.
+    pub fn file(&self, id: FileId, path: &Path, handle: impl FnOnce() -> Arc<dyn SyncFile>) -> Option<Arc<CachedFile>> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.is_empty() || bytes.len() > record::PATH_MAX {
+            return None;
+        }
+        let mut files = self.files.lock().expect("files");
+        let file = files.entry(id).or_insert_with(|| {
+            Arc::new(CachedFile {
+                path: bytes.to_vec(),
+                handle: handle(),
+                records: Mutex::new(Vec::new()),
+                order: Mutex::new(()),
+            })
+        });
+        Some(file.clone())
+    }
+
+    /// Writes `data` at `offset` of `file`: logged durably, then `apply`
+    /// (the real write, which returns how many bytes it wrote) reaches the
+    /// file. Returns `apply`'s count once durable.
+    pub fn write(
+        &self,
+        file: &CachedFile,
+        offset: u64,
+        data: &[u8],
+        apply: impl FnOnce() -> std::io::Result<usize>,
+    ) -> std::io::Result<usize> {
+        let _order = file.order.lock().expect("file order");
+        let logged = self.log(file, &Change::Write { offset }, data)?;
+        let written = apply();
+        match (&written, logged) {
+            // Logged and applied: durable (a short write is logged whole:
+            // recovery writing the rest is a write that went further).
+            (Ok(_), Some(_)) => {}
+            // Not logged (no room): the bytes reached the file; sync it.
+            (Ok(_), None) => {
+                file.handle.sync()?;
+                self.stats.lock().expect("stats").synced_directly += 1;
+            }
+            // Failed: recovery must not apply it.
+            (Err(_), Some(logged)) => self.forget(file, logged)?,
+            (Err(_), None) => {}
+        }
+        let mut stats = self.stats.lock().expect("stats");
+        stats.writes += 1;
+        stats.bytes += *written.as_ref().unwrap_or(&0) as u64;
+        written
+    }
+
+    /// Truncates (or extends) `file` to `size`, as `write`.
+    pub fn truncate(&self, file: &CachedFile, size: u64, apply: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+        let _order = file.order.lock().expect("file order");
+        let logged = self.log(file, &Change::Truncate { size }, &[])?;
+        let applied = apply();
+        match (&applied, logged) {
+            (Ok(()), Some(_)) => {}
+            (Ok(()), None) => file.handle.sync()?,
+            (Err(_), Some(logged)) => self.forget(file, logged)?,
+            (Err(_), None) => {}
+        }
+        applied
+    }
+
+    /// Appends and commits `change`'s record (durable on return); None if
+    /// the lane stayed full for `ROOM_WAIT` (the caller syncs instead).
+    fn log(&self, file: &CachedFile, change: &Change, data: &[u8]) -> std::io::Result<Option<Logged>> {
+        let (kind, key) = record::encode(change, &file.path);
+        let lane_index = self.lane_index();
+        let mut waited = false;
+        loop {
+            let mut lane = self.lanes[lane_index].lock().expect("lane");
+            let Lane { log, buffers } = &mut *lane;
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            match self.append(log, buffers, kind, seq, &key, data) {
+                Ok(lsn) => {
+                    // The record is durable before the caller applies it.
+                    log.commit(&self.pool, buffers).map_err(log_error)?;
+                    let logged = Logged { lane: lane_index, lsn, seq };
+                    file.records.lock().expect("records").push(logged);
+                    return Ok(Some(logged));
+                }
+                Err(AppendError::Full) if !waited => {
+                    drop(lane);
+                    self.wait_for_room();
+                    waited = true;
+                }
+                Err(AppendError::Full) => return Ok(None),
+                Err(AppendError::Log(error)) => return Err(log_error(error)),
+            }
+        }
+    }
+
+    fn append(
+        &self,
+        log: &mut Log,
+        buffers: &mut Buffers,
+        kind: u16,
+        seq: u64,
+        key: &[u8],
+        data: &[u8],
+    ) -> Result<u64, AppendError> {
+        // Room for the record and for the marks a write-back appends.
+        let needed = crate::log::record::record_len(data.len().div_ceil(4096) + 1, key.len()) as u64;
+        let usage = log.usage();
+        if usage.free_bytes < needed + usage.ring_size / MARK_RESERVE_DIVISOR {
+            return Err(AppendError::Full);
+        }
+        let mut extents = Vec::new();
+        if buffers.copy_in(&self.pool, data, &mut extents).is_err() {
+            for extent in &extents {
+                buffers.release(extent.buffer).expect("just copied in");
+            }
+            return Err(AppendError::Full);
+        }
+        let appended = log.append(&self.pool, buffers, kind, seq, key, &extents);
+        // The log holds its own references; the copy's go.
+        for extent in &extents {
+            buffers.release(extent.buffer).expect("just copied in");
+        }
+        match appended {
+            Ok(lsn) => Ok(lsn),
+            Err(LogError::LogFull { .. } | LogError::BatchFull { .. }) => Err(AppendError::Full),
+            Err(error) => Err(AppendError::Log(error)),
+        }
+    }
+
+    /// Releases a record whose write failed (so recovery never applies it).
+    fn forget(&self, file: &CachedFile, logged: Logged) -> std::io::Result<()> {
+        file.records.lock().expect("records").retain(|&record| record != logged);
+        let mut lane = self.lanes[logged.lane].lock().expect("lane");
+        let Lane { log, buffers } = &mut *lane;
+        log.release(&self.pool, logged.lsn).map_err(log_error)?;
+        log.commit(&self.pool, buffers).map_err(log_error)?;
+        Ok(())
+    }
+
+    fn lane_index(&self) -> usize {
+        LANE.with(|lane| {
+            *lane.get().get_or_insert_with(|| {
+                let index = self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
+                lane.set(Some(index));
+                index
+            })
+        })
+    }
+
+    fn wait_for_room(&self) {
+        let (generation, freed) = &self.room;
+        let seen = *generation.lock().expect("room");
+        let guard = generation.lock().expect("room");
+        let _ = freed.wait_timeout_while(guard, ROOM_WAIT, |now| *now == seen);
+    }
+
+    /// Whether a lane is over `fraction` full (log bytes or buffers): a
+    /// write-back is due.
+    pub fn needs_write_back(&self, fraction: f64) -> bool {
+        self.lanes.iter().any(|lane| {
+            let lane = lane.lock().expect("lane");
+            let usage = lane.log.usage();
+            let log_used = 1.0 - usage.free_bytes as f64 / usage.ring_size as f64;
+            let buffers_used = 1.0 - lane.buffers.free_count() as f64 / lane.buffers.count() as f64;
+            log_used > fraction || buffers_used > fraction
+        })
+    }
+
+    /// Syncs every file with live records (one sync each) and releases the
+    /// records those syncs covered. Returns the records released.
+    pub fn write_back(&self) -> std::io::Result<u64> {
+        let files: Vec<Arc<CachedFile>> = self.files.lock().expect("files").values().cloned().collect();
+        let mut synced = Vec::new();
+        let mut first_error = None;
+        for file in files {
+            let records = file.records.lock().expect("records").clone();
+            if records.is_empty() {
+                continue;
+            }
+            // Every change of `records` reached the file before its record
+            // was listed: this sync covers them all.
+            match file.handle.sync() {
+                Ok(()) => synced.push((file, records)),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        let released = self.settle(&synced)?;
+        self.drop_idle_files();
+        {
+            let mut stats = self.stats.lock().expect("stats");
+            stats.write_backs += 1;
+            stats.records_released += released;
+            stats.files_synced += synced.len() as u64;
+        }
+        let (generation, freed) = &self.room;
+        *generation.lock().expect("room") += 1;
+        freed.notify_all();
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(released),
+        }
+    }
+
+    /// Syncs `file` and releases its records now (before its path changes:
+    /// a rename or an unlink, after which recovery could not find it).
+    pub fn drain(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
+        let _order = file.order.lock().expect("file order");
+        let records = file.records.lock().expect("records").clone();
+        if records.is_empty() {
+            return Ok(());
+        }
+        file.handle.sync()?;
+        self.settle(&[(file.clone(), records)]).map(|_| ())
+    }
+
+    /// After the syncs of `synced` files: a synced mark per file, durable
+    /// before any of their records is released (recovery then skips what
+    /// the marks cover, whichever releases reached the media); the records
+    /// released; then the marks.
+    fn settle(&self, synced: &[(Arc<CachedFile>, Vec<Logged>)]) -> std::io::Result<u64> {
+        if synced.is_empty() {
+            return Ok(0);
+        }
+        let lane_index = self.lane_index();
+        let mut marks = Vec::new();
+        {
+            let mut lane = self.lanes[lane_index].lock().expect("lane");
+            let Lane { log, buffers } = &mut *lane;
+            for (file, records) in synced {
+                let upto = records.iter().map(|r| r.seq).max().expect("not empty");
+                let (kind, key) = record::encode(&Change::Synced { upto }, &file.path);
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                marks.push(log.append(&self.pool, buffers, kind, seq, &key, &[]).map_err(log_error)?);
+            }
+            log.commit(&self.pool, buffers).map_err(log_error)?;
+        }
+        let mut released = 0;
+        for (file, records) in synced {
+            for record in records {
+                self.lanes[record.lane].lock().expect("lane").log.release(&self.pool, record.lsn).map_err(log_error)?;
+            }
+            file.records.lock().expect("records").retain(|record| !records.contains(record));
+            released += records.len() as u64;
+        }
+        self.commit_releases()?;
+        {
+            let mut lane = self.lanes[lane_index].lock().expect("lane");
+            let Lane { log, buffers } = &mut *lane;
+            for lsn in marks {
+                log.release(&self.pool, lsn).map_err(log_error)?;
+            }
+            log.commit(&self.pool, buffers).map_err(log_error)?;
+        }
+        Ok(released)
+    }
+
+    /// One commit per lane: the releases are durable.
+    fn commit_releases(&self) -> std::io::Result<()> {
+        for lane in &self.lanes {
+            let mut lane = lane.lock().expect("lane");
+            let Lane { log, buffers } = &mut *lane;
+            log.commit(&self.pool, buffers).map_err(log_error)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets files with no live record that only the cache holds.
+    fn drop_idle_files(&self) {
+        let mut files = self.files.lock().expect("files");
+        files.retain(|_, file| Arc::strong_count(file) > 1 || !file.records.lock().expect("records").is_empty());
+    }
+
+    /// Live records (all lanes).
+    pub fn live_records(&self) -> u64 {
+        self.lanes.iter().map(|lane| lane.lock().expect("lane").log.usage().live_records).sum()
+    }
+}
+
+enum AppendError {
+    /// No room in the lane's log or buffers.
+    Full,
+    Log(LogError),
+}
