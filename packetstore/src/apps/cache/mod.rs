@@ -58,6 +58,7 @@ pub type FileId = (u64, u64);
 /// A cached file: its path (as records name it), its sync handle, its lock
 /// (writes to it are ordered), and its records not yet released.
 pub struct CachedFile {
+    id: FileId,
     path: Vec<u8>,
     handle: Arc<dyn SyncFile>,
     /// Live records, oldest first.
@@ -70,6 +71,10 @@ pub struct CachedFile {
 impl CachedFile {
     pub fn path(&self) -> &[u8] {
         &self.path
+    }
+
+    pub fn id(&self) -> FileId {
+        self.id
     }
 }
 
@@ -232,6 +237,7 @@ impl Cache {
         let mut files = self.files.lock().expect("files");
         let file = files.entry(id).or_insert_with(|| {
             Arc::new(CachedFile {
+                id,
                 path: bytes.to_vec(),
                 handle: handle(),
                 records: Mutex::new(Vec::new()),
@@ -239,6 +245,22 @@ impl Cache {
             })
         });
         Some(file.clone())
+    }
+
+    /// The cached file `id`, if the cache knows it.
+    pub fn cached(&self, id: FileId) -> Option<Arc<CachedFile>> {
+        self.files.lock().expect("files").get(&id).cloned()
+    }
+
+    /// Forgets the cached file `id` once it has no live record (its path
+    /// or its inode is about to be another file's). False if it has some.
+    pub fn forget_file(&self, id: FileId) -> bool {
+        let mut files = self.files.lock().expect("files");
+        let idle = files.get(&id).is_none_or(|file| file.records.lock().expect("records").is_empty());
+        if idle {
+            files.remove(&id);
+        }
+        idle
     }
 
     /// Writes `data` at `offset` of `file`: logged durably, then `apply`
@@ -461,11 +483,18 @@ impl Cache {
         }
         let mut released = 0;
         for (file, records) in synced {
-            for record in records {
+            // Claimed under the file's list: a drain and a write-back that
+            // synced the same records release each once.
+            let claimed: Vec<Logged> = {
+                let mut live = file.records.lock().expect("records");
+                let claimed = live.iter().copied().filter(|record| records.contains(record)).collect();
+                live.retain(|record| !records.contains(record));
+                claimed
+            };
+            for record in &claimed {
                 self.lanes[record.lane].lock().expect("lane").log.release(&self.pool, record.lsn).map_err(log_error)?;
             }
-            file.records.lock().expect("records").retain(|record| !records.contains(record));
-            released += records.len() as u64;
+            released += claimed.len() as u64;
         }
         self.commit_releases()?;
         {

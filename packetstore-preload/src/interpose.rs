@@ -1,0 +1,487 @@
+//! The C library functions this library replaces (LD_PRELOAD puts these
+//! first). Each forwards to the C library's own (`real`) unless it is
+//! about a cached file and called from outside this library.
+//!
+//! Owns: the translation between C calls (errno, -1) and the cache.
+//!
+//! Invariant: a call about a file that is not cached, or made from inside
+//! this library (`Inside`), behaves exactly as the C library's.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use libc::{iovec, mode_t, off64_t, off_t, size_t, ssize_t};
+
+use crate::real;
+use crate::state::{state, Inside, State};
+
+fn set_errno(error: &std::io::Error) {
+    // SAFETY: the calling thread's errno.
+    unsafe { *libc::__errno_location() = error.raw_os_error().unwrap_or(libc::EIO) };
+}
+
+fn last_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// The state and the cached file of `fd`, if this call is the cache's.
+fn cached(fd: c_int) -> Option<(Inside, &'static State, std::sync::Arc<packetstore::apps::cache::CachedFile>)> {
+    let inside = Inside::enter()?;
+    let state = state()?;
+    let file = state.cached(fd)?;
+    Some((inside, state, file))
+}
+
+/// Where a write through `fd` without an offset lands: the end for
+/// O_APPEND, else the file position.
+fn position(fd: c_int) -> std::io::Result<u64> {
+    // SAFETY: plain calls on a descriptor.
+    let flags = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+    // SAFETY: as above.
+    let at = if flags >= 0 && flags & libc::O_APPEND != 0 {
+        unsafe { libc::lseek64(fd, 0, libc::SEEK_END) }
+    } else {
+        unsafe { libc::lseek64(fd, 0, libc::SEEK_CUR) }
+    };
+    if at < 0 {
+        return Err(last_error());
+    }
+    Ok(at as u64)
+}
+
+/// Runs a cached write: `data` at `offset`, applied by `apply`.
+fn cached_write(fd: c_int, offset: Option<u64>, data: &[u8], apply: impl FnOnce() -> ssize_t) -> Option<ssize_t> {
+    let (_inside, state, file) = cached(fd)?;
+    let offset = match offset.map_or_else(|| position(fd), Ok) {
+        Ok(offset) => offset,
+        Err(error) => {
+            set_errno(&error);
+            return Some(-1);
+        }
+    };
+    let apply = || match apply() {
+        n if n >= 0 => Ok(n as usize),
+        _ => Err(last_error()),
+    };
+    Some(match state.cache.write(&file, offset, data, apply) {
+        Ok(n) => n as ssize_t,
+        Err(error) => {
+            set_errno(&error);
+            -1
+        }
+    })
+}
+
+/// The bytes `iov` names, gathered.
+///
+/// # Safety
+/// `iov` points at `count` iovecs of readable memory.
+unsafe fn gather(iov: *const iovec, count: c_int) -> Vec<u8> {
+    let mut data = Vec::new();
+    for i in 0..count.max(0) as usize {
+        // SAFETY: the caller's contract.
+        let vector = unsafe { &*iov.add(i) };
+        if vector.iov_len > 0 {
+            // SAFETY: as above.
+            data.extend_from_slice(unsafe { std::slice::from_raw_parts(vector.iov_base.cast::<u8>(), vector.iov_len) });
+        }
+    }
+    data
+}
+
+/// # Safety
+/// `buf` points at `count` readable bytes (write(2)'s contract).
+unsafe fn slice<'a>(buf: *const c_void, count: size_t) -> &'a [u8] {
+    if count == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), count) }
+}
+
+/// # Safety
+/// write(2).
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> ssize_t {
+    // SAFETY: write(2)'s contract, passed on.
+    let data = unsafe { slice(buf, count) };
+    // SAFETY: as above.
+    cached_write(fd, None, data, || unsafe { real::write(fd, buf, count) })
+        .unwrap_or_else(|| unsafe { real::write(fd, buf, count) })
+}
+
+/// # Safety
+/// pwrite(2).
+#[no_mangle]
+pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, count: size_t, offset: off_t) -> ssize_t {
+    // SAFETY: pwrite(2)'s contract, passed on.
+    let data = unsafe { slice(buf, count) };
+    let at = (offset >= 0).then_some(offset as u64);
+    // SAFETY: as above.
+    cached_write(fd, at, data, || unsafe { real::pwrite(fd, buf, count, offset) })
+        .unwrap_or_else(|| unsafe { real::pwrite(fd, buf, count, offset) })
+}
+
+/// # Safety
+/// pwrite64(2).
+#[no_mangle]
+pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, count: size_t, offset: off64_t) -> ssize_t {
+    // SAFETY: pwrite(2)'s contract, passed on.
+    let data = unsafe { slice(buf, count) };
+    let at = (offset >= 0).then_some(offset as u64);
+    // SAFETY: as above.
+    cached_write(fd, at, data, || unsafe { real::pwrite64(fd, buf, count, offset) })
+        .unwrap_or_else(|| unsafe { real::pwrite64(fd, buf, count, offset) })
+}
+
+/// # Safety
+/// writev(2).
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> ssize_t {
+    if Inside::enter().is_some() && state().and_then(|s| s.cached(fd)).is_some() {
+        // SAFETY: writev(2)'s contract.
+        let data = unsafe { gather(iov, count) };
+        // SAFETY: as above.
+        if let Some(n) = cached_write(fd, None, &data, || unsafe { real::writev(fd, iov, count) }) {
+            return n;
+        }
+    }
+    // SAFETY: passed on.
+    unsafe { real::writev(fd, iov, count) }
+}
+
+/// # Safety
+/// pwritev(2).
+#[no_mangle]
+pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const iovec, count: c_int, offset: off_t) -> ssize_t {
+    if Inside::enter().is_some() && state().and_then(|s| s.cached(fd)).is_some() {
+        // SAFETY: pwritev(2)'s contract.
+        let data = unsafe { gather(iov, count) };
+        let at = (offset >= 0).then_some(offset as u64);
+        // SAFETY: as above.
+        if let Some(n) = cached_write(fd, at, &data, || unsafe { real::pwritev(fd, iov, count, offset) }) {
+            return n;
+        }
+    }
+    // SAFETY: passed on.
+    unsafe { real::pwritev(fd, iov, count, offset) }
+}
+
+/// # Safety
+/// pwritev64(2).
+#[no_mangle]
+pub unsafe extern "C" fn pwritev64(fd: c_int, iov: *const iovec, count: c_int, offset: off64_t) -> ssize_t {
+    // SAFETY: the same call.
+    unsafe { pwritev(fd, iov, count, offset) }
+}
+
+/// fsync on a cached file: everything written is durable already.
+fn synced(fd: c_int) -> bool {
+    cached(fd).is_some()
+}
+
+/// # Safety
+/// fsync(2).
+#[no_mangle]
+pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
+    // SAFETY: passed on.
+    if synced(fd) { 0 } else { unsafe { real::fsync(fd) } }
+}
+
+/// # Safety
+/// fdatasync(2).
+#[no_mangle]
+pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
+    // SAFETY: passed on.
+    if synced(fd) { 0 } else { unsafe { real::fdatasync(fd) } }
+}
+
+/// # Safety
+/// sync_file_range(2).
+#[no_mangle]
+pub unsafe extern "C" fn sync_file_range(fd: c_int, offset: off64_t, nbytes: off64_t, flags: u32) -> c_int {
+    // SAFETY: passed on.
+    if synced(fd) { 0 } else { unsafe { real::sync_file_range(fd, offset, nbytes, flags) } }
+}
+
+fn cached_truncate(fd: c_int, length: i64, apply: impl FnOnce() -> c_int) -> Option<c_int> {
+    let (_inside, state, file) = cached(fd)?;
+    if length < 0 {
+        return None;
+    }
+    let apply = || if apply() == 0 { Ok(()) } else { Err(last_error()) };
+    Some(match state.cache.truncate(&file, length as u64, apply) {
+        Ok(()) => 0,
+        Err(error) => {
+            set_errno(&error);
+            -1
+        }
+    })
+}
+
+/// # Safety
+/// ftruncate(2).
+#[no_mangle]
+pub unsafe extern "C" fn ftruncate(fd: c_int, length: off_t) -> c_int {
+    // SAFETY: passed on.
+    cached_truncate(fd, length, || unsafe { real::ftruncate(fd, length) })
+        .unwrap_or_else(|| unsafe { real::ftruncate(fd, length) })
+}
+
+/// # Safety
+/// ftruncate64(2).
+#[no_mangle]
+pub unsafe extern "C" fn ftruncate64(fd: c_int, length: off64_t) -> c_int {
+    // SAFETY: passed on.
+    cached_truncate(fd, length, || unsafe { real::ftruncate64(fd, length) })
+        .unwrap_or_else(|| unsafe { real::ftruncate64(fd, length) })
+}
+
+/// After an open returned `fd`: the cache adopts it if it should.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+unsafe fn after_open(dirfd: c_int, path: *const c_char, flags: c_int, fd: c_int) -> c_int {
+    if fd < 0 || path.is_null() {
+        return fd;
+    }
+    if let Some(_inside) = Inside::enter() {
+        if let Some(state) = state() {
+            // SAFETY: the caller's contract.
+            state.opened(dirfd, unsafe { CStr::from_ptr(path) }, flags, fd);
+        }
+    }
+    fd
+}
+
+/// # Safety
+/// open(2) (the mode is read whatever the flags, as the ABI allows).
+#[no_mangle]
+pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe { after_open(libc::AT_FDCWD, path, flags, real::open(path, flags, mode)) }
+}
+
+/// # Safety
+/// open64(2).
+#[no_mangle]
+pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe { after_open(libc::AT_FDCWD, path, flags, real::open64(path, flags, mode)) }
+}
+
+/// # Safety
+/// openat(2).
+#[no_mangle]
+pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe { after_open(dirfd, path, flags, real::openat(dirfd, path, flags, mode)) }
+}
+
+/// # Safety
+/// openat64(2).
+#[no_mangle]
+pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe { after_open(dirfd, path, flags, real::openat64(dirfd, path, flags, mode)) }
+}
+
+/// # Safety
+/// creat(2).
+#[no_mangle]
+pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
+    let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
+    // SAFETY: passed on.
+    unsafe { after_open(libc::AT_FDCWD, path, flags, real::creat(path, mode)) }
+}
+
+/// # Safety
+/// creat64(2).
+#[no_mangle]
+pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
+    let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
+    // SAFETY: passed on.
+    unsafe { after_open(libc::AT_FDCWD, path, flags, real::creat64(path, mode)) }
+}
+
+/// # Safety
+/// close(2).
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if let Some(_inside) = Inside::enter() {
+        if let Some(state) = state() {
+            state.forget(fd);
+        }
+    }
+    // SAFETY: passed on.
+    unsafe { real::close(fd) }
+}
+
+/// Before a rename or an unlink of a path under a prefix: its file's
+/// records written back. Returns false (errno set) if that failed.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+unsafe fn before_path_change(dirfd: c_int, path: *const c_char) -> bool {
+    let Some(_inside) = Inside::enter() else { return true };
+    let Some(state) = state() else { return true };
+    if path.is_null() {
+        return true;
+    }
+    // SAFETY: the caller's contract.
+    match state.before_path_change(dirfd, unsafe { CStr::from_ptr(path) }) {
+        Ok(()) => true,
+        Err(error) => {
+            set_errno(&error);
+            false
+        }
+    }
+}
+
+/// # Safety
+/// unlink(2).
+#[no_mangle]
+pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
+    // SAFETY: passed on.
+    if unsafe { before_path_change(libc::AT_FDCWD, path) } { unsafe { real::unlink(path) } } else { -1 }
+}
+
+/// # Safety
+/// unlinkat(2).
+#[no_mangle]
+pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
+    // SAFETY: passed on.
+    if unsafe { before_path_change(dirfd, path) } { unsafe { real::unlinkat(dirfd, path, flags) } } else { -1 }
+}
+
+/// # Safety
+/// rename(2).
+#[no_mangle]
+pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int {
+    // SAFETY: passed on; the target's old file goes too.
+    let ready = unsafe { before_path_change(libc::AT_FDCWD, old) && before_path_change(libc::AT_FDCWD, new) };
+    // SAFETY: passed on.
+    if ready { unsafe { real::rename(old, new) } } else { -1 }
+}
+
+/// # Safety
+/// renameat(2).
+#[no_mangle]
+pub unsafe extern "C" fn renameat(olddirfd: c_int, old: *const c_char, newdirfd: c_int, new: *const c_char) -> c_int {
+    // SAFETY: passed on.
+    let ready = unsafe { before_path_change(olddirfd, old) && before_path_change(newdirfd, new) };
+    // SAFETY: passed on.
+    if ready { unsafe { real::renameat(olddirfd, old, newdirfd, new) } } else { -1 }
+}
+
+/// # Safety
+/// renameat2(2).
+#[no_mangle]
+pub unsafe extern "C" fn renameat2(
+    olddirfd: c_int,
+    old: *const c_char,
+    newdirfd: c_int,
+    new: *const c_char,
+    flags: u32,
+) -> c_int {
+    // SAFETY: passed on.
+    let ready = unsafe { before_path_change(olddirfd, old) && before_path_change(newdirfd, new) };
+    // SAFETY: passed on.
+    if ready { unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) } } else { -1 }
+}
+
+/// A shared writable mapping of a cached file would write around the
+/// cache: the file is written back and no longer cached.
+fn before_map(fd: c_int, prot: c_int, flags: c_int) {
+    if prot & libc::PROT_WRITE == 0 || flags & libc::MAP_SHARED == 0 {
+        return;
+    }
+    if let Some((_inside, state, file)) = cached(fd) {
+        if let Err(error) = state.uncache(file.id()) {
+            eprintln!("packetstore-preload: writing back a file before it is mapped: {error}");
+        }
+    }
+}
+
+/// # Safety
+/// mmap(2).
+#[no_mangle]
+pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, offset: off_t) -> *mut c_void {
+    before_map(fd, prot, flags);
+    // SAFETY: passed on.
+    unsafe { real::mmap(addr, len, prot, flags, fd, offset) }
+}
+
+/// # Safety
+/// mmap64(2).
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off64_t,
+) -> *mut c_void {
+    before_map(fd, prot, flags);
+    // SAFETY: passed on.
+    unsafe { real::mmap64(addr, len, prot, flags, fd, offset) }
+}
+
+/// After a duplication returned `new`: it writes to `old`'s file.
+fn after_dup(old: c_int, new: c_int) -> c_int {
+    if new >= 0 {
+        if let Some(_inside) = Inside::enter() {
+            if let Some(state) = state() {
+                state.duplicated(old, new);
+            }
+        }
+    }
+    new
+}
+
+/// # Safety
+/// dup(2).
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    // SAFETY: passed on.
+    after_dup(fd, unsafe { real::dup(fd) })
+}
+
+/// # Safety
+/// dup2(2).
+#[no_mangle]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    // SAFETY: passed on.
+    after_dup(old, unsafe { real::dup2(old, new) })
+}
+
+/// # Safety
+/// dup3(2).
+#[no_mangle]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    // SAFETY: passed on.
+    after_dup(old, unsafe { real::dup3(old, new, flags) })
+}
+
+fn after_fcntl(fd: c_int, cmd: c_int, result: c_int) -> c_int {
+    if cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC {
+        return after_dup(fd, result);
+    }
+    result
+}
+
+/// # Safety
+/// fcntl(2) (the third argument read as a word, as the ABI passes it).
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int {
+    // SAFETY: passed on.
+    after_fcntl(fd, cmd, unsafe { real::fcntl(fd, cmd, arg) })
+}
+
+/// # Safety
+/// fcntl64(2).
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int {
+    // SAFETY: passed on.
+    after_fcntl(fd, cmd, unsafe { real::fcntl64(fd, cmd, arg) })
+}

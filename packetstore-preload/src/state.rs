@@ -1,0 +1,325 @@
+//! The preloaded cache's state: its configuration (from the environment),
+//! the cache over its pool (recovered at the first interposed call), the
+//! table of cached file descriptors, the write-back thread, and the guard
+//! that makes every call from inside this library go straight to the C
+//! library.
+//!
+//! Owns: the process's `Cache`, which file descriptors it caches, and the
+//! per-thread reentrancy flag.
+//!
+//! Invariants: at most one process uses a pool (the pool's lock; a second
+//! one, or a forked child, passes everything through, so its own fsync
+//! calls stay real); a descriptor is cached only if it names a regular file
+//! under a configured prefix, opened for writing.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, CStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use packetstore::apps::cache::{Cache, CachedFile, ReplayFiles, SyncFile};
+use packetstore::{Geometry, PersistOptions, Pool, PoolKind, PoolKindExt};
+
+use crate::real;
+
+/// How often the write-back thread looks at the lanes.
+const WRITE_BACK_TICK: Duration = Duration::from_millis(5);
+/// A write-back runs at least this often while records are live (one sync
+/// per written file per batch).
+const WRITE_BACK_INTERVAL: Duration = Duration::from_millis(100);
+/// A write-back runs at once when a lane is this full.
+const WRITE_BACK_FULL: f64 = 0.25;
+
+thread_local! {
+    /// Inside this library: every call goes to the C library.
+    static INSIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Set while this library handles a call; None if it already was.
+pub struct Inside(());
+
+impl Inside {
+    pub fn enter() -> Option<Inside> {
+        // `then`, not `then_some`: a guard made and dropped would clear the flag.
+        INSIDE.with(|inside| (!inside.replace(true)).then(|| Inside(())))
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| inside.set(false));
+    }
+}
+
+/// A forked child passes everything through (the pool is its parent's).
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn after_fork_in_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// The process's cache.
+pub struct State {
+    pub cache: Arc<Cache>,
+    prefixes: Vec<Vec<u8>>,
+    fds: RwLock<HashMap<c_int, Arc<CachedFile>>>,
+    cached_fds: AtomicUsize,
+}
+
+static STATE: OnceLock<Option<State>> = OnceLock::new();
+
+/// The cache, set up (and its pool recovered) on first use; None when not
+/// configured, refused, or in a forked child.
+pub fn state() -> Option<&'static State> {
+    if FORKED.load(Ordering::Relaxed) {
+        return None;
+    }
+    STATE
+        .get_or_init(|| match set_up() {
+            Ok(state) => state,
+            Err(error) => {
+                eprintln!("packetstore-preload: not caching: {error}");
+                None
+            }
+        })
+        .as_ref()
+}
+
+fn env_size(name: &str, default: u64) -> Result<u64, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(text) => parse_size(&text).ok_or_else(|| format!("{name}={text}: not a size (like 256MiB)")),
+    }
+}
+
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+fn set_up() -> Result<Option<State>, String> {
+    let (Ok(pool_path), Ok(paths)) = (std::env::var("PACKETSTORE_CACHE_POOL"), std::env::var("PACKETSTORE_CACHE_PATHS"))
+    else {
+        return Ok(None);
+    };
+    let prefixes: Vec<Vec<u8>> = paths.split(':').filter(|p| !p.is_empty()).map(|p| p.as_bytes().to_vec()).collect();
+    if prefixes.iter().any(|p| p[0] != b'/') {
+        return Err(format!("PACKETSTORE_CACHE_PATHS={paths}: give absolute paths"));
+    }
+    let size = env_size("PACKETSTORE_CACHE_SIZE", 256 << 20)?;
+    let log = env_size("PACKETSTORE_CACHE_LOG_SIZE", 32 << 20)?;
+    let lanes = env_size("PACKETSTORE_CACHE_LANES", 8)? as u32;
+    let mut geometry = Geometry::for_file_size(size, 4096, log)?;
+    geometry.log_count = lanes;
+    geometry.validate()?;
+    let options = PersistOptions::default();
+    let pool = Pool::open_or_create_as(Path::new(&pool_path), PoolKind::WriteCache, geometry, &options)
+        .map_err(|e| format!("{pool_path}: {e}"))?;
+    let domain = pool.domain().clone();
+    let (cache, recovery) = Cache::recover(pool, &mut RealFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
+    let cache = Arc::new(cache);
+    spawn_write_back(cache.clone());
+    // SAFETY: registering a handler that only stores to an atomic.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    if std::env::var_os("PACKETSTORE_CACHE_QUIET").is_none() {
+        eprintln!(
+            "packetstore-preload: caching writes under {paths} in {pool_path} ({}{}); recovery replayed {} records to {} files",
+            domain.domain.name(),
+            if domain.durable { "" } else { ", EMULATED: not durable across power loss" },
+            recovery.records,
+            recovery.files
+        );
+    }
+    Ok(Some(State { cache, prefixes, fds: RwLock::new(HashMap::new()), cached_fds: AtomicUsize::new(0) }))
+}
+
+fn spawn_write_back(cache: Arc<Cache>) {
+    let spawned = std::thread::Builder::new().name("packetstore-wb".into()).spawn(move || {
+        INSIDE.with(|inside| inside.set(true));
+        let mut last = Instant::now();
+        loop {
+            std::thread::sleep(WRITE_BACK_TICK);
+            let due = last.elapsed() >= WRITE_BACK_INTERVAL && cache.live_records() > 0;
+            if due || cache.needs_write_back(WRITE_BACK_FULL) {
+                if let Err(error) = cache.write_back() {
+                    eprintln!("packetstore-preload: write-back: {error} (the log keeps the writes; retrying)");
+                }
+                last = Instant::now();
+            }
+        }
+    });
+    if let Err(error) = spawned {
+        eprintln!("packetstore-preload: no write-back thread: {error}; writes will sync their files when the log fills");
+    }
+}
+
+/// A cached file's sync handle: a descriptor of its own (dup), closed
+/// when the cache forgets the file.
+struct DupFile(c_int);
+
+impl SyncFile for DupFile {
+    fn sync(&self) -> std::io::Result<()> {
+        // SAFETY: our own open descriptor.
+        match unsafe { real::fdatasync(self.0) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+}
+
+impl Drop for DupFile {
+    fn drop(&mut self) {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { real::close(self.0) };
+    }
+}
+
+/// Recovery's access to files: by path, through the C library.
+struct RealFiles;
+
+impl RealFiles {
+    fn open(path: &[u8]) -> std::io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(path));
+        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(path)
+    }
+}
+
+impl ReplayFiles for RealFiles {
+    fn write(&mut self, path: &[u8], offset: u64, data: &[u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&Self::open(path)?, data, offset)
+    }
+
+    fn truncate(&mut self, path: &[u8], size: u64) -> std::io::Result<()> {
+        Self::open(path)?.set_len(size)
+    }
+
+    fn sync(&mut self, path: &[u8]) -> std::io::Result<()> {
+        Self::open(path)?.sync_data()
+    }
+}
+
+impl State {
+    /// The cached file `fd` writes to, if any.
+    pub fn cached(&self, fd: c_int) -> Option<Arc<CachedFile>> {
+        if self.cached_fds.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.fds.read().expect("fds").get(&fd).cloned()
+    }
+
+    fn matches(&self, path: &[u8]) -> bool {
+        self.prefixes.iter().any(|prefix| path.starts_with(prefix))
+    }
+
+    /// After a successful open of `path` (relative to `dirfd`) as `fd`:
+    /// caches it if it is a regular file under a prefix, opened to write.
+    pub fn opened(&self, dirfd: c_int, path: &CStr, flags: c_int, fd: c_int) {
+        if flags & libc::O_ACCMODE == libc::O_RDONLY {
+            return;
+        }
+        let Some(absolute) = absolute(dirfd, path.to_bytes()) else { return };
+        if !self.matches(absolute.as_os_str().as_bytes()) {
+            return;
+        }
+        self.adopt(fd, &absolute);
+    }
+
+    /// Caches `fd`, a descriptor of the file at `path`.
+    fn adopt(&self, fd: c_int, path: &Path) {
+        // SAFETY: a zeroed stat is a valid out-parameter; `fd` is open.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::fstat(fd, &mut stat) } != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return;
+        }
+        let id = (stat.st_dev, stat.st_ino);
+        let handle = || -> Arc<dyn SyncFile> {
+            // SAFETY: `fd` is open; the copy is ours.
+            Arc::new(DupFile(unsafe { real::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) }))
+        };
+        if let Some(file) = self.cache.file(id, path, handle) {
+            if self.fds.write().expect("fds").insert(fd, file).is_none() {
+                self.cached_fds.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `new` is a duplicate of `old` (dup, dup2, fcntl F_DUPFD).
+    pub fn duplicated(&self, old: c_int, new: c_int) {
+        self.forget(new);
+        if let Some(file) = self.cached(old) {
+            if self.fds.write().expect("fds").insert(new, file).is_none() {
+                self.cached_fds.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `fd` no longer names a cached file (closed, or made uncached).
+    pub fn forget(&self, fd: c_int) -> Option<Arc<CachedFile>> {
+        if self.cached_fds.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let removed = self.fds.write().expect("fds").remove(&fd);
+        if removed.is_some() {
+            self.cached_fds.fetch_sub(1, Ordering::Relaxed);
+        }
+        removed
+    }
+
+    /// Before `path` is renamed or unlinked: its cached file's records are
+    /// written back (synced and released), and its descriptors stop being
+    /// cached (their records would name a path that no longer is its).
+    pub fn before_path_change(&self, dirfd: c_int, path: &CStr) -> std::io::Result<()> {
+        let Some(absolute) = absolute(dirfd, path.to_bytes()) else { return Ok(()) };
+        if !self.matches(absolute.as_os_str().as_bytes()) {
+            return Ok(());
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&absolute) else { return Ok(()) };
+        use std::os::unix::fs::MetadataExt;
+        self.uncache((meta.dev(), meta.ino()))
+    }
+
+    /// Writes back the cached file `id` and stops caching its descriptors.
+    pub fn uncache(&self, id: (u64, u64)) -> std::io::Result<()> {
+        let mut fds = self.fds.write().expect("fds");
+        let theirs: Vec<c_int> = fds.iter().filter(|(_, file)| file.id() == id).map(|(&fd, _)| fd).collect();
+        let file = theirs.first().and_then(|fd| fds.get(fd).cloned()).or_else(|| self.cache.cached(id));
+        for fd in &theirs {
+            fds.remove(fd);
+            self.cached_fds.fetch_sub(1, Ordering::Relaxed);
+        }
+        drop(fds);
+        if let Some(file) = file {
+            self.cache.drain(&file)?;
+            self.cache.forget_file(id);
+        }
+        Ok(())
+    }
+}
+
+/// The absolute path of `path` opened relative to `dirfd`.
+fn absolute(dirfd: c_int, path: &[u8]) -> Option<PathBuf> {
+    let path = Path::new(std::ffi::OsStr::from_bytes(path));
+    if path.is_absolute() {
+        return Some(path.to_path_buf());
+    }
+    let base = if dirfd == libc::AT_FDCWD {
+        std::env::current_dir().ok()?
+    } else {
+        std::fs::read_link(format!("/proc/self/fd/{dirfd}")).ok()?
+    };
+    Some(base.join(path))
+}
