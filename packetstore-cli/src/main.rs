@@ -5,6 +5,7 @@
 
 mod bench_log;
 mod bench_tree;
+mod cache;
 mod compact;
 mod config;
 mod crash_writer;
@@ -62,6 +63,10 @@ enum Command {
     /// runs with --one-sided-reads): no request to the server unless the
     /// read cannot be proved.
     Get(get::Args),
+    /// The write cache of `packetstore-preload`: `recover POOL` replays its
+    /// pending writes into their files.
+    #[command(subcommand)]
+    Cache(cache::Command),
     /// Show a pool's geometry, persistence domain and log, without
     /// modifying it.
     Inspect(inspect::Args),
@@ -119,6 +124,7 @@ fn main() {
         Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Get(args) => get::run(args),
+        Command::Cache(command) => cache::run(command),
         Command::Inspect(args) => inspect::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Wal(args) => wal::run(args),

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use packetstore::apps::cache::{Cache, CachedFile, ReplayFiles, SyncFile};
+use packetstore::apps::cache::{Cache, CachedFile, PathFiles, SyncFile};
 use packetstore::{Geometry, PersistOptions, Pool, PoolKind, PoolKindExt};
 
 use crate::real;
@@ -128,7 +128,7 @@ fn set_up() -> Result<Option<State>, String> {
     let pool = Pool::open_or_create_as(Path::new(&pool_path), PoolKind::WriteCache, geometry, &options)
         .map_err(|e| format!("{pool_path}: {e}"))?;
     let domain = pool.domain().clone();
-    let (cache, recovery) = Cache::recover(pool, &mut RealFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
+    let (cache, recovery) = Cache::recover(pool, &mut PathFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
     let cache = Arc::new(cache);
     spawn_write_back(cache.clone());
     // SAFETY: registering a handler that only stores to an atomic.
@@ -183,31 +183,6 @@ impl Drop for DupFile {
     fn drop(&mut self) {
         // SAFETY: our own descriptor, closed once.
         unsafe { real::close(self.0) };
-    }
-}
-
-/// Recovery's access to files: by path, through the C library.
-struct RealFiles;
-
-impl RealFiles {
-    fn open(path: &[u8]) -> std::io::Result<std::fs::File> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = Path::new(std::ffi::OsStr::from_bytes(path));
-        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(path)
-    }
-}
-
-impl ReplayFiles for RealFiles {
-    fn write(&mut self, path: &[u8], offset: u64, data: &[u8]) -> std::io::Result<()> {
-        std::os::unix::fs::FileExt::write_all_at(&Self::open(path)?, data, offset)
-    }
-
-    fn truncate(&mut self, path: &[u8], size: u64) -> std::io::Result<()> {
-        Self::open(path)?.set_len(size)
-    }
-
-    fn sync(&mut self, path: &[u8]) -> std::io::Result<()> {
-        Self::open(path)?.sync_data()
     }
 }
 

@@ -52,6 +52,33 @@ pub trait ReplayFiles {
     fn sync(&mut self, path: &[u8]) -> std::io::Result<()>;
 }
 
+/// Recovery's files through the file system, by path (the preload library
+/// and `packetstore cache recover`).
+pub struct PathFiles;
+
+impl PathFiles {
+    fn open(path: &[u8]) -> std::io::Result<std::fs::File> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(path));
+        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(path)
+    }
+}
+
+impl ReplayFiles for PathFiles {
+    fn write(&mut self, path: &[u8], offset: u64, data: &[u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&Self::open(path)?, data, offset)
+    }
+
+    fn truncate(&mut self, path: &[u8], size: u64) -> std::io::Result<()> {
+        Self::open(path)?.set_len(size)
+    }
+
+    fn sync(&mut self, path: &[u8]) -> std::io::Result<()> {
+        Self::open(path)?.sync_data()
+    }
+}
+
 /// A file's identity (device, inode) and its state in the cache.
 pub type FileId = (u64, u64);
 
