@@ -22,6 +22,8 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 # redis_py.rs makes a virtualenv for Python's redis-py.
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# packetstore-preload/tests/sqlite.rs runs Debian's sqlite3 under the library.
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 # packetstore-reader/tests/bindings.rs compiles the C example.
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
