@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use libc::{iovec, mode_t, off64_t, off_t, size_t, ssize_t};
 
 use crate::real;
-use crate::state::{state, Inside, State};
+use crate::state::{running, state_for, Inside, State};
 
 fn set_errno(error: &std::io::Error) {
     // SAFETY: the calling thread's errno.
@@ -26,7 +26,7 @@ fn last_error() -> std::io::Error {
 /// The state and the cached file of `fd`, if this call is the cache's.
 fn cached(fd: c_int) -> Option<(Inside, &'static State, std::sync::Arc<packetstore::apps::cache::CachedFile>)> {
     let inside = Inside::enter()?;
-    let state = state()?;
+    let state = running()?;
     let file = state.cached(fd)?;
     Some((inside, state, file))
 }
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, count: size_t, 
 /// writev(2).
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> ssize_t {
-    if Inside::enter().is_some() && state().and_then(|s| s.cached(fd)).is_some() {
+    if Inside::enter().is_some() && running().and_then(|s| s.cached(fd)).is_some() {
         // SAFETY: writev(2)'s contract.
         let data = unsafe { gather(iov, count) };
         // SAFETY: as above.
@@ -153,7 +153,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> s
 /// pwritev(2).
 #[no_mangle]
 pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const iovec, count: c_int, offset: off_t) -> ssize_t {
-    if Inside::enter().is_some() && state().and_then(|s| s.cached(fd)).is_some() {
+    if Inside::enter().is_some() && running().and_then(|s| s.cached(fd)).is_some() {
         // SAFETY: pwritev(2)'s contract.
         let data = unsafe { gather(iov, count) };
         let at = (offset >= 0).then_some(offset as u64);
@@ -236,18 +236,21 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, length: off64_t) -> c_int {
         .unwrap_or_else(|| unsafe { real::ftruncate64(fd, length) })
 }
 
-/// After an open returned `fd`: the cache adopts it if it should.
+/// An open of `path` relative to `dirfd` with `flags`, by `open`: the
+/// cache is set up first if the path is under a prefix (its recovery then
+/// runs before the program's open), and adopts the descriptor after.
 ///
 /// # Safety
-/// `path` is a NUL-terminated string.
-unsafe fn after_open(dirfd: c_int, path: *const c_char, flags: c_int, fd: c_int) -> c_int {
-    if fd < 0 || path.is_null() {
-        return fd;
-    }
-    if let Some(_inside) = Inside::enter() {
-        if let Some(state) = state() {
-            // SAFETY: the caller's contract.
-            state.opened(dirfd, unsafe { CStr::from_ptr(path) }, flags, fd);
+/// `path` is null or a NUL-terminated string.
+unsafe fn cached_open(dirfd: c_int, path: *const c_char, flags: c_int, open: impl FnOnce() -> c_int) -> c_int {
+    let Some(inside) = Inside::enter() else { return open() };
+    // SAFETY: the caller's contract.
+    let target = (!path.is_null()).then(|| state_for(dirfd, unsafe { CStr::from_ptr(path) })).flatten();
+    drop(inside);
+    let fd = open();
+    if let (Some((state, absolute)), true) = (target, fd >= 0) {
+        if let Some(_inside) = Inside::enter() {
+            state.opened(&absolute, flags, fd);
         }
     }
     fd
@@ -258,7 +261,7 @@ unsafe fn after_open(dirfd: c_int, path: *const c_char, flags: c_int, fd: c_int)
 #[no_mangle]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { after_open(libc::AT_FDCWD, path, flags, real::open(path, flags, mode)) }
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::open(path, flags, mode)) }
 }
 
 /// # Safety
@@ -266,7 +269,7 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { after_open(libc::AT_FDCWD, path, flags, real::open64(path, flags, mode)) }
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::open64(path, flags, mode)) }
 }
 
 /// # Safety
@@ -274,7 +277,7 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t)
 #[no_mangle]
 pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { after_open(dirfd, path, flags, real::openat(dirfd, path, flags, mode)) }
+    unsafe { cached_open(dirfd, path, flags, || real::openat(dirfd, path, flags, mode)) }
 }
 
 /// # Safety
@@ -282,7 +285,7 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 #[no_mangle]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { after_open(dirfd, path, flags, real::openat64(dirfd, path, flags, mode)) }
+    unsafe { cached_open(dirfd, path, flags, || real::openat64(dirfd, path, flags, mode)) }
 }
 
 /// # Safety
@@ -291,7 +294,7 @@ pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_in
 pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
     // SAFETY: passed on.
-    unsafe { after_open(libc::AT_FDCWD, path, flags, real::creat(path, mode)) }
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::creat(path, mode)) }
 }
 
 /// # Safety
@@ -300,7 +303,7 @@ pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
 pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
     // SAFETY: passed on.
-    unsafe { after_open(libc::AT_FDCWD, path, flags, real::creat64(path, mode)) }
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::creat64(path, mode)) }
 }
 
 /// # Safety
@@ -308,7 +311,7 @@ pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if let Some(_inside) = Inside::enter() {
-        if let Some(state) = state() {
+        if let Some(state) = running() {
             state.forget(fd);
         }
     }
@@ -323,12 +326,12 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 /// `path` is a NUL-terminated string.
 unsafe fn before_path_change(dirfd: c_int, path: *const c_char) -> bool {
     let Some(_inside) = Inside::enter() else { return true };
-    let Some(state) = state() else { return true };
     if path.is_null() {
         return true;
     }
     // SAFETY: the caller's contract.
-    match state.before_path_change(dirfd, unsafe { CStr::from_ptr(path) }) {
+    let Some((state, absolute)) = state_for(dirfd, unsafe { CStr::from_ptr(path) }) else { return true };
+    match state.before_path_change(&absolute) {
         Ok(()) => true,
         Err(error) => {
             set_errno(&error);
@@ -431,7 +434,7 @@ pub unsafe extern "C" fn mmap64(
 fn after_dup(old: c_int, new: c_int) -> c_int {
     if new >= 0 {
         if let Some(_inside) = Inside::enter() {
-            if let Some(state) = state() {
+            if let Some(state) = running() {
                 state.duplicated(old, new);
             }
         }

@@ -64,16 +64,56 @@ extern "C" fn after_fork_in_child() {
 /// The process's cache.
 pub struct State {
     pub cache: Arc<Cache>,
-    prefixes: Vec<Vec<u8>>,
     fds: RwLock<HashMap<c_int, Arc<CachedFile>>>,
     cached_fds: AtomicUsize,
 }
 
 static STATE: OnceLock<Option<State>> = OnceLock::new();
 
+/// The configured path prefixes (none if the cache is not configured):
+/// read once, without touching the pool.
+pub fn prefixes() -> &'static [Vec<u8>] {
+    static PREFIXES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    PREFIXES.get_or_init(|| match (std::env::var_os("PACKETSTORE_CACHE_POOL"), std::env::var("PACKETSTORE_CACHE_PATHS")) {
+        (Some(_), Ok(paths)) => paths.split(':').filter(|p| !p.is_empty()).map(|p| p.as_bytes().to_vec()).collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// Whether `path` (absolute) is under a configured prefix.
+pub fn under_prefix(path: &Path) -> bool {
+    let path = path.as_os_str().as_bytes();
+    prefixes().iter().any(|prefix| path.starts_with(prefix))
+}
+
+/// The cache if it is already set up (a call about a descriptor needs no
+/// more: only an open under a prefix can have cached one).
+pub fn running() -> Option<&'static State> {
+    if FORKED.load(Ordering::Relaxed) {
+        return None;
+    }
+    STATE.get().and_then(Option::as_ref)
+}
+
+/// The cache if `path` (relative to `dirfd`) is under a prefix: set up,
+/// and its pool recovered, before the first such path is opened, renamed
+/// or unlinked (so a replay never lands after the program's own change).
+/// Programs that never touch such a path (a shell, `env`, `taskset`, a
+/// tracer) never open the pool.
+pub fn state_for(dirfd: c_int, path: &CStr) -> Option<(&'static State, PathBuf)> {
+    if prefixes().is_empty() {
+        return None;
+    }
+    let absolute = absolute(dirfd, path.to_bytes())?;
+    if !under_prefix(&absolute) {
+        return None;
+    }
+    Some((state()?, absolute))
+}
+
 /// The cache, set up (and its pool recovered) on first use; None when not
 /// configured, refused, or in a forked child.
-pub fn state() -> Option<&'static State> {
+fn state() -> Option<&'static State> {
     if FORKED.load(Ordering::Relaxed) {
         return None;
     }
@@ -114,8 +154,7 @@ fn set_up() -> Result<Option<State>, String> {
     else {
         return Ok(None);
     };
-    let prefixes: Vec<Vec<u8>> = paths.split(':').filter(|p| !p.is_empty()).map(|p| p.as_bytes().to_vec()).collect();
-    if prefixes.iter().any(|p| p[0] != b'/') {
+    if prefixes().iter().any(|p| p[0] != b'/') {
         return Err(format!("PACKETSTORE_CACHE_PATHS={paths}: give absolute paths"));
     }
     let size = env_size("PACKETSTORE_CACHE_SIZE", 256 << 20)?;
@@ -142,7 +181,7 @@ fn set_up() -> Result<Option<State>, String> {
             recovery.files
         );
     }
-    Ok(Some(State { cache, prefixes, fds: RwLock::new(HashMap::new()), cached_fds: AtomicUsize::new(0) }))
+    Ok(Some(State { cache, fds: RwLock::new(HashMap::new()), cached_fds: AtomicUsize::new(0) }))
 }
 
 fn spawn_write_back(cache: Arc<Cache>) {
@@ -195,21 +234,12 @@ impl State {
         self.fds.read().expect("fds").get(&fd).cloned()
     }
 
-    fn matches(&self, path: &[u8]) -> bool {
-        self.prefixes.iter().any(|prefix| path.starts_with(prefix))
-    }
-
-    /// After a successful open of `path` (relative to `dirfd`) as `fd`:
-    /// caches it if it is a regular file under a prefix, opened to write.
-    pub fn opened(&self, dirfd: c_int, path: &CStr, flags: c_int, fd: c_int) {
-        if flags & libc::O_ACCMODE == libc::O_RDONLY {
-            return;
+    /// After a successful open of `absolute` (under a prefix) as `fd`:
+    /// caches it if it is a regular file opened to write.
+    pub fn opened(&self, absolute: &Path, flags: c_int, fd: c_int) {
+        if flags & libc::O_ACCMODE != libc::O_RDONLY {
+            self.adopt(fd, absolute);
         }
-        let Some(absolute) = absolute(dirfd, path.to_bytes()) else { return };
-        if !self.matches(absolute.as_os_str().as_bytes()) {
-            return;
-        }
-        self.adopt(fd, &absolute);
     }
 
     /// Caches `fd`, a descriptor of the file at `path`.
@@ -257,12 +287,8 @@ impl State {
     /// Before `path` is renamed or unlinked: its cached file's records are
     /// written back (synced and released), and its descriptors stop being
     /// cached (their records would name a path that no longer is its).
-    pub fn before_path_change(&self, dirfd: c_int, path: &CStr) -> std::io::Result<()> {
-        let Some(absolute) = absolute(dirfd, path.to_bytes()) else { return Ok(()) };
-        if !self.matches(absolute.as_os_str().as_bytes()) {
-            return Ok(());
-        }
-        let Ok(meta) = std::fs::symlink_metadata(&absolute) else { return Ok(()) };
+    pub fn before_path_change(&self, absolute: &Path) -> std::io::Result<()> {
+        let Ok(meta) = std::fs::symlink_metadata(absolute) else { return Ok(()) };
         use std::os::unix::fs::MetadataExt;
         self.uncache((meta.dev(), meta.ino()))
     }

@@ -340,29 +340,30 @@ impl Cache {
     /// the lane stayed full for `ROOM_WAIT` (the caller syncs instead).
     fn log(&self, file: &CachedFile, change: &Change, data: &[u8]) -> std::io::Result<Option<Logged>> {
         let (kind, key) = record::encode(change, &file.path);
-        let lane_index = self.lane_index();
-        let mut waited = false;
-        loop {
-            let mut lane = self.lanes[lane_index].lock().expect("lane");
-            let Lane { log, buffers } = &mut *lane;
-            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            match self.append(log, buffers, kind, seq, &key, data) {
-                Ok(lsn) => {
-                    // The record is durable before the caller applies it.
-                    log.commit(&self.pool, buffers).map_err(log_error)?;
-                    let logged = Logged { lane: lane_index, lsn, seq };
-                    file.records.lock().expect("records").push(logged);
-                    return Ok(Some(logged));
+        for attempt in 0..2 {
+            if attempt > 0 {
+                self.wait_for_room();
+            }
+            // The thread's own lane first, then any other with room.
+            let own = self.lane_index();
+            for lane_index in (0..self.lanes.len()).map(|i| (own + i) % self.lanes.len()) {
+                let mut lane = self.lanes[lane_index].lock().expect("lane");
+                let Lane { log, buffers } = &mut *lane;
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                match self.append(log, buffers, kind, seq, &key, data) {
+                    Ok(lsn) => {
+                        // The record is durable before the caller applies it.
+                        log.commit(&self.pool, buffers).map_err(log_error)?;
+                        let logged = Logged { lane: lane_index, lsn, seq };
+                        file.records.lock().expect("records").push(logged);
+                        return Ok(Some(logged));
+                    }
+                    Err(AppendError::Full) => continue,
+                    Err(AppendError::Log(error)) => return Err(log_error(error)),
                 }
-                Err(AppendError::Full) if !waited => {
-                    drop(lane);
-                    self.wait_for_room();
-                    waited = true;
-                }
-                Err(AppendError::Full) => return Ok(None),
-                Err(AppendError::Log(error)) => return Err(log_error(error)),
             }
         }
+        Ok(None)
     }
 
     fn append(
