@@ -192,7 +192,11 @@ fn write(args: &Args) {
         assert_eq!(reply, Reply::Status("OK".into()));
         writes += 1;
     }
-    println!("{:.0},0,0,0,{writes},{:.2},0,0,0", writes as f64 / started.elapsed().as_secs_f64(), started.elapsed().as_secs_f64());
+    println!(
+        "{:.0},0,0,0,{writes},{:.2},0,0,0",
+        writes as f64 / started.elapsed().as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 fn main() {

@@ -223,7 +223,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// The pool's mode, and with `--one-sided-reads` the readers' table.
-fn set_up_readers(args: &Args, pool: &Pool, store: &mut Store, buffers: &mut Buffers, shared: bool) -> anyhow::Result<()> {
+fn set_up_readers(
+    args: &Args,
+    pool: &Pool,
+    store: &mut Store,
+    buffers: &mut Buffers,
+    shared: bool,
+) -> anyhow::Result<()> {
     set_pool_mode(&args.pool, args.pool_group_read)?;
     if !args.one_sided_reads {
         return Ok(());

@@ -37,13 +37,18 @@ fn recover_applies_what_the_log_holds() {
         assert_eq!(cache.live_records(), 3);
     }
     assert!(!file.exists());
-    let output = Command::new(env!("CARGO_BIN_EXE_packetstore")).args(["cache", "recover"]).arg(&pool.0).output().unwrap();
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_packetstore")).args(["cache", "recover"]).arg(&pool.0).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout} {}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("replayed 3 records (11 bytes) to 1 files") && stdout.contains("0 records left"), "{stdout}");
+    assert!(
+        stdout.contains("replayed 3 records (11 bytes) to 1 files") && stdout.contains("0 records left"),
+        "{stdout}"
+    );
     assert_eq!(std::fs::read(&file).unwrap(), b"hello world");
     // Nothing is left to replay.
-    let output = Command::new(env!("CARGO_BIN_EXE_packetstore")).args(["cache", "recover"]).arg(&pool.0).output().unwrap();
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_packetstore")).args(["cache", "recover"]).arg(&pool.0).output().unwrap();
     assert!(String::from_utf8_lossy(&output.stdout).contains("replayed 0 records"));
     std::fs::remove_file(&file).unwrap();
 }

@@ -178,9 +178,13 @@ fn check_reads(reader: u64, reads: &[Read], histories: &BTreeMap<String, History
         let history = histories.get(&read.key).unwrap_or(&empty);
         let acked_before = history.acked.iter().filter(|(_, at)| *at < read.start).map(|(v, _)| *v).max().unwrap_or(0);
         let sent_before = history.sent.iter().filter(|(_, at)| *at < read.end).map(|(v, _)| *v).max().unwrap_or(0);
-        let context = format!("reader {reader}: {} read version {} in [{}, {}]", read.key, read.version, read.start, read.end);
+        let context =
+            format!("reader {reader}: {} read version {} in [{}, {}]", read.key, read.version, read.start, read.end);
         let fresh = reader + 1 != STALE_READER;
-        assert!(!fresh || read.version >= acked_before, "{context}: stale, version {acked_before} was acknowledged before");
+        assert!(
+            !fresh || read.version >= acked_before,
+            "{context}: stale, version {acked_before} was acknowledged before"
+        );
         assert!(read.version <= sent_before, "{context}: never sent before the read ended (newest sent {sent_before})");
         let previous = last.insert(&read.key, read.version).unwrap_or(0);
         assert!(read.version >= previous, "{context}: went back from version {previous}");
@@ -222,7 +226,11 @@ fn readers_against_writers_and_restarts(pool: &TempPool, millis: u64) {
         .into_iter()
         .map(|reader| {
             let output = reader.join().unwrap();
-            assert!(output.status.success(), "a reader process failed: {}", String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or(""));
+            assert!(
+                output.status.success(),
+                "a reader process failed: {}",
+                String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("")
+            );
             String::from_utf8(output.stdout).unwrap()
         })
         .collect();
@@ -291,13 +299,19 @@ fn server_answer(client: &mut redis::Connection, db: u8, command: &[&str]) -> Re
 
 /// The reader's answer to `command` (GET, HGET, SISMEMBER or ZSCORE), in
 /// the server's reply's terms.
-fn reader_answer(reader: &mut packetstore::reader::Reader, db: u8, command: &[&str]) -> Result<Option<Vec<u8>>, String> {
+fn reader_answer(
+    reader: &mut packetstore::reader::Reader,
+    db: u8,
+    command: &[&str],
+) -> Result<Option<Vec<u8>>, String> {
     use packetstore::reader::ReaderError;
     let key = command[1].as_bytes();
     let result = match command[0] {
         "GET" => reader.get(db, key),
         "HGET" => reader.hget(db, key, command[2].as_bytes()),
-        "SISMEMBER" => reader.sismember(db, key, command[2].as_bytes()).map(|m| Some(u8::from(m).to_string().into_bytes())),
+        "SISMEMBER" => {
+            reader.sismember(db, key, command[2].as_bytes()).map(|m| Some(u8::from(m).to_string().into_bytes()))
+        }
         "ZSCORE" => reader.zscore(db, key, command[2].as_bytes()).map(|s| s.map(|s| format_score(s).into_bytes())),
         other => panic!("{other}"),
     };
@@ -340,10 +354,26 @@ fn every_type_reads_as_the_server_answers_one_sided_or_not() {
         &["SET", "forever", "v", "EX", "100000"],
     ];
     let reads: &[&[&str]] = &[
-        &["GET", "s"], &["GET", "h"], &["GET", "list"], &["GET", "missing"], &["GET", "gone"], &["GET", "forever"],
-        &["HGET", "h", "f1"], &["HGET", "h", "nope"], &["HGET", "s", "f1"], &["HGET", "set", "a"], &["HGET", "hgone", "f"],
-        &["SISMEMBER", "set", "a"], &["SISMEMBER", "set", "c"], &["SISMEMBER", "h", "f1"], &["SISMEMBER", "missing", "a"],
-        &["ZSCORE", "z", "m1"], &["ZSCORE", "z", "m2"], &["ZSCORE", "z", "top"], &["ZSCORE", "z", "none"], &["ZSCORE", "stream", "k"],
+        &["GET", "s"],
+        &["GET", "h"],
+        &["GET", "list"],
+        &["GET", "missing"],
+        &["GET", "gone"],
+        &["GET", "forever"],
+        &["HGET", "h", "f1"],
+        &["HGET", "h", "nope"],
+        &["HGET", "s", "f1"],
+        &["HGET", "set", "a"],
+        &["HGET", "hgone", "f"],
+        &["SISMEMBER", "set", "a"],
+        &["SISMEMBER", "set", "c"],
+        &["SISMEMBER", "h", "f1"],
+        &["SISMEMBER", "missing", "a"],
+        &["ZSCORE", "z", "m1"],
+        &["ZSCORE", "z", "m2"],
+        &["ZSCORE", "z", "top"],
+        &["ZSCORE", "z", "none"],
+        &["ZSCORE", "stream", "k"],
     ];
     for command in script {
         let mut cmd = redis::cmd(command[0]);

@@ -184,7 +184,11 @@ fn synced(fd: c_int) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
     // SAFETY: passed on.
-    if synced(fd) { 0 } else { unsafe { real::fsync(fd) } }
+    if synced(fd) {
+        0
+    } else {
+        unsafe { real::fsync(fd) }
+    }
 }
 
 /// # Safety
@@ -192,7 +196,11 @@ pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
     // SAFETY: passed on.
-    if synced(fd) { 0 } else { unsafe { real::fdatasync(fd) } }
+    if synced(fd) {
+        0
+    } else {
+        unsafe { real::fdatasync(fd) }
+    }
 }
 
 /// # Safety
@@ -200,7 +208,11 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn sync_file_range(fd: c_int, offset: off64_t, nbytes: off64_t, flags: u32) -> c_int {
     // SAFETY: passed on.
-    if synced(fd) { 0 } else { unsafe { real::sync_file_range(fd, offset, nbytes, flags) } }
+    if synced(fd) {
+        0
+    } else {
+        unsafe { real::sync_file_range(fd, offset, nbytes, flags) }
+    }
 }
 
 fn cached_truncate(fd: c_int, length: i64, apply: impl FnOnce() -> c_int) -> Option<c_int> {
@@ -345,7 +357,11 @@ unsafe fn before_path_change(dirfd: c_int, path: *const c_char) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
     // SAFETY: passed on.
-    if unsafe { before_path_change(libc::AT_FDCWD, path) } { unsafe { real::unlink(path) } } else { -1 }
+    if unsafe { before_path_change(libc::AT_FDCWD, path) } {
+        unsafe { real::unlink(path) }
+    } else {
+        -1
+    }
 }
 
 /// # Safety
@@ -353,7 +369,11 @@ pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
     // SAFETY: passed on.
-    if unsafe { before_path_change(dirfd, path) } { unsafe { real::unlinkat(dirfd, path, flags) } } else { -1 }
+    if unsafe { before_path_change(dirfd, path) } {
+        unsafe { real::unlinkat(dirfd, path, flags) }
+    } else {
+        -1
+    }
 }
 
 /// # Safety
@@ -363,7 +383,11 @@ pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int
     // SAFETY: passed on; the target's old file goes too.
     let ready = unsafe { before_path_change(libc::AT_FDCWD, old) && before_path_change(libc::AT_FDCWD, new) };
     // SAFETY: passed on.
-    if ready { unsafe { real::rename(old, new) } } else { -1 }
+    if ready {
+        unsafe { real::rename(old, new) }
+    } else {
+        -1
+    }
 }
 
 /// # Safety
@@ -373,7 +397,11 @@ pub unsafe extern "C" fn renameat(olddirfd: c_int, old: *const c_char, newdirfd:
     // SAFETY: passed on.
     let ready = unsafe { before_path_change(olddirfd, old) && before_path_change(newdirfd, new) };
     // SAFETY: passed on.
-    if ready { unsafe { real::renameat(olddirfd, old, newdirfd, new) } } else { -1 }
+    if ready {
+        unsafe { real::renameat(olddirfd, old, newdirfd, new) }
+    } else {
+        -1
+    }
 }
 
 /// # Safety
@@ -389,7 +417,11 @@ pub unsafe extern "C" fn renameat2(
     // SAFETY: passed on.
     let ready = unsafe { before_path_change(olddirfd, old) && before_path_change(newdirfd, new) };
     // SAFETY: passed on.
-    if ready { unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) } } else { -1 }
+    if ready {
+        unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) }
+    } else {
+        -1
+    }
 }
 
 /// A shared writable mapping of a cached file would write around the
@@ -408,7 +440,14 @@ fn before_map(fd: c_int, prot: c_int, flags: c_int) {
 /// # Safety
 /// mmap(2).
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, offset: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+) -> *mut c_void {
     before_map(fd, prot, flags);
     // SAFETY: passed on.
     unsafe { real::mmap(addr, len, prot, flags, fd, offset) }

@@ -74,9 +74,11 @@ static STATE: OnceLock<Option<State>> = OnceLock::new();
 /// read once, without touching the pool.
 pub fn prefixes() -> &'static [Vec<u8>] {
     static PREFIXES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
-    PREFIXES.get_or_init(|| match (std::env::var_os("PACKETSTORE_CACHE_POOL"), std::env::var("PACKETSTORE_CACHE_PATHS")) {
-        (Some(_), Ok(paths)) => paths.split(':').filter(|p| !p.is_empty()).map(|p| p.as_bytes().to_vec()).collect(),
-        _ => Vec::new(),
+    PREFIXES.get_or_init(|| {
+        match (std::env::var_os("PACKETSTORE_CACHE_POOL"), std::env::var("PACKETSTORE_CACHE_PATHS")) {
+            (Some(_), Ok(paths)) => paths.split(':').filter(|p| !p.is_empty()).map(|p| p.as_bytes().to_vec()).collect(),
+            _ => Vec::new(),
+        }
     })
 }
 
@@ -150,7 +152,8 @@ fn parse_size(text: &str) -> Option<u64> {
 }
 
 fn set_up() -> Result<Option<State>, String> {
-    let (Ok(pool_path), Ok(paths)) = (std::env::var("PACKETSTORE_CACHE_POOL"), std::env::var("PACKETSTORE_CACHE_PATHS"))
+    let (Ok(pool_path), Ok(paths)) =
+        (std::env::var("PACKETSTORE_CACHE_POOL"), std::env::var("PACKETSTORE_CACHE_PATHS"))
     else {
         return Ok(None);
     };
@@ -200,7 +203,9 @@ fn spawn_write_back(cache: Arc<Cache>) {
         }
     });
     if let Err(error) = spawned {
-        eprintln!("packetstore-preload: no write-back thread: {error}; writes will sync their files when the log fills");
+        eprintln!(
+            "packetstore-preload: no write-back thread: {error}; writes will sync their files when the log fills"
+        );
     }
 }
 

@@ -116,7 +116,10 @@ fn start_inserting(command: &mut Command, mode: &str, next: u64) -> (Child, Arc<
             return;
         }
         for id in next.. {
-            let sql = format!("INSERT INTO t VALUES({id}, printf('%.*c', {}, 'x'));\nSELECT 'committed', {id};\n", 10 + id % 300);
+            let sql = format!(
+                "INSERT INTO t VALUES({id}, printf('%.*c', {}, 'x'));\nSELECT 'committed', {id};\n",
+                10 + id % 300
+            );
             if stdin.write_all(sql.as_bytes()).is_err() {
                 return;
             }
@@ -130,7 +133,11 @@ fn check(setup: &Setup, db: &Path, committed: u64, context: &str) -> (u64, Strin
     let (out, err) = run(&mut setup.sqlite(db, false), &sql);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.first(), Some(&"ok"), "{context}: integrity_check: {out} {err}");
-    assert_eq!(lines.get(1).copied(), Some(format!("{committed}|{committed}").as_str()), "{context}: every committed row: {out}");
+    assert_eq!(
+        lines.get(1).copied(),
+        Some(format!("{committed}|{committed}").as_str()),
+        "{context}: every committed row: {out}"
+    );
     let rows: u64 = lines[2].parse().unwrap();
     assert!(rows <= committed + 1, "{context}: {rows} rows, {committed} committed: at most the one in flight more");
     (rows, err)

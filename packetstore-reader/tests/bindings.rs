@@ -46,7 +46,8 @@ fn publish(name: &str) -> Published {
         replicated: false,
     };
     let (mut store, _) = Store::open(&pool, &mut buffers, config).unwrap();
-    let table = Recent::create(&table_path(&path).unwrap(), BUCKETS_DEFAULT, 0o600, 42, pool.header().creation_id as u64);
+    let table =
+        Recent::create(&table_path(&path).unwrap(), BUCKETS_DEFAULT, 0o600, 42, pool.header().creation_id as u64);
     store.publish_for_readers(&mut buffers, table.unwrap()).unwrap();
     pool.set_reader_instance(42);
     let put = |store: &mut Store, buffers: &mut Buffers, key: Vec<u8>, bytes: &[u8]| {
@@ -80,7 +81,11 @@ fn library_dir() -> PathBuf {
 
 fn run(command: &mut Command) -> (bool, String, String) {
     let output = command.output().unwrap();
-    (output.status.success(), String::from_utf8_lossy(&output.stdout).into(), String::from_utf8_lossy(&output.stderr).into())
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into(),
+        String::from_utf8_lossy(&output.stderr).into(),
+    )
 }
 
 fn crate_dir() -> &'static Path {

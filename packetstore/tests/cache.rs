@@ -211,8 +211,8 @@ fn run(seed: u64) {
         device = Arc::new(SimDevice::from_image(image, mode));
         let pool = Pool::open_simulated(device.clone()).unwrap();
         let report;
-        (cache, report) = Cache::recover(pool, &mut Replay(fs.clone()))
-            .unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+        (cache, report) =
+            Cache::recover(pool, &mut Replay(fs.clone())).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
         let found = contents(&fs);
         let expect = |with_in_flight: bool| {
             let mut files = acknowledged.clone();
@@ -226,7 +226,13 @@ fn run(seed: u64) {
             for (p, v) in &found {
                 let w = without.get(p);
                 let first = w.map(|w| v.iter().zip(w.iter()).position(|(a, b)| a != b));
-                eprintln!("{}: found {} bytes, expected {:?} bytes, first difference {:?}", String::from_utf8_lossy(p), v.len(), w.map(|w| w.len()), first);
+                eprintln!(
+                    "{}: found {} bytes, expected {:?} bytes, first difference {:?}",
+                    String::from_utf8_lossy(p),
+                    v.len(),
+                    w.map(|w| w.len()),
+                    first
+                );
             }
         }
         assert!(

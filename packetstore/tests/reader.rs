@@ -18,7 +18,9 @@ use packetstore::index::compact::CompactConfig;
 use packetstore::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
 use packetstore::reader::{Reader, ReaderError, ReaderOptions};
 use packetstore::store::db::{Op, Store, StoreConfig};
-use packetstore::store::keyspace::{db_entry_key, element_key, expire_key, meta_key, string_key, KeyType, Meta, SPACE_MAIN};
+use packetstore::store::keyspace::{
+    db_entry_key, element_key, expire_key, meta_key, string_key, KeyType, Meta, SPACE_MAIN,
+};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Geometry, PersistOptions, Pool};
 

@@ -1452,7 +1452,11 @@ impl Tree {
     /// Keeps what commits stop referencing for `lease` after each commit
     /// (one-sided readers, docs/one-sided-reads.md); `None` releases at
     /// once, and releases what waits now.
-    pub fn set_read_lease(&mut self, buffers: &mut Buffers, lease: Option<std::time::Duration>) -> Result<(), TreeError> {
+    pub fn set_read_lease(
+        &mut self,
+        buffers: &mut Buffers,
+        lease: Option<std::time::Duration>,
+    ) -> Result<(), TreeError> {
         self.read_lease = lease;
         if lease.is_none() {
             self.release_leased(buffers, None)?;
@@ -1462,7 +1466,11 @@ impl Tree {
 
     /// Releases the buffers whose read lease has passed at `now` (all of
     /// them for `None`); returns how many.
-    pub fn release_leased(&mut self, buffers: &mut Buffers, now: Option<std::time::Instant>) -> Result<usize, TreeError> {
+    pub fn release_leased(
+        &mut self,
+        buffers: &mut Buffers,
+        now: Option<std::time::Instant>,
+    ) -> Result<usize, TreeError> {
         let mut released = 0;
         while self.leased.front().is_some_and(|(due, _)| now.is_none_or(|now| *due <= now)) {
             let (_, batch) = self.leased.pop_front().expect("checked");

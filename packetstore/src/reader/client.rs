@@ -138,7 +138,8 @@ impl Reader {
     /// Maps the pool at `pool_path` read-only. The server need not run: a
     /// read then falls back (and fails if the server is down).
     pub fn open(pool_path: &Path, options: ReaderOptions) -> Result<Reader, ReaderError> {
-        let identity = file_identity(pool_path).map_err(|e| ReaderError::Open(format!("{}: {e}", pool_path.display())))?;
+        let identity =
+            file_identity(pool_path).map_err(|e| ReaderError::Open(format!("{}: {e}", pool_path.display())))?;
         let pool = Mapped::open(pool_path).map_err(|e| ReaderError::Open(e.to_string()))?;
         let fallback = options.server.as_deref().map(|address| Fallback::new(address, options.password.as_deref()));
         Ok(Reader {
@@ -183,16 +184,18 @@ impl Reader {
     /// The value of `field` of the hash `key` in database `db`.
     pub fn hget(&mut self, db: u8, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ReaderError> {
         let mut out = Vec::new();
-        let found =
-            self.one_sided(&mut out, |reader, version, out| reader.try_element(version, db, key, KeyType::Hash, field, out));
+        let found = self.one_sided(&mut out, |reader, version, out| {
+            reader.try_element(version, db, key, KeyType::Hash, field, out)
+        });
         Ok(self.answer(found, &mut out, db, &[b"HGET", key, field])?.then_some(out))
     }
 
     /// Whether `member` is in the set `key` of database `db`.
     pub fn sismember(&mut self, db: u8, key: &[u8], member: &[u8]) -> Result<bool, ReaderError> {
         let mut out = Vec::new();
-        let found =
-            self.one_sided(&mut out, |reader, version, out| reader.try_element(version, db, key, KeyType::Set, member, out));
+        let found = self.one_sided(&mut out, |reader, version, out| {
+            reader.try_element(version, db, key, KeyType::Set, member, out)
+        });
         match found {
             Some(found) => Self::found(found),
             None => match self.fall_back(db, &[b"SISMEMBER", key, member])? {
@@ -205,8 +208,9 @@ impl Reader {
     /// The score of `member` in the sorted set `key` of database `db`.
     pub fn zscore(&mut self, db: u8, key: &[u8], member: &[u8]) -> Result<Option<f64>, ReaderError> {
         let mut out = Vec::new();
-        let found = self
-            .one_sided(&mut out, |reader, version, out| reader.try_element(version, db, key, KeyType::ZSet, member, out));
+        let found = self.one_sided(&mut out, |reader, version, out| {
+            reader.try_element(version, db, key, KeyType::ZSet, member, out)
+        });
         let stored = |bytes: &[u8]| {
             let bytes: [u8; 8] = bytes.try_into().map_err(|_| ReaderError::Server("a score of 8 bytes".into()))?;
             Ok(Some(f64::from_le_bytes(bytes)))

@@ -98,17 +98,20 @@ impl Mapped {
         }
         // SAFETY: a fresh read-only shared mapping of the whole file; the
         // result is checked.
-        let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+        let base =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
         let map = Mapping { base: base.cast(), len };
         let mut header_bytes = [0u8; HDR_SIZE];
         assert!(map.copy(0, &mut header_bytes), "checked above");
-        let header = Header::decode(&header_bytes)
-            .map_err(|e| invalid(format!("not a pool header: {e:?}")))?;
+        let header = Header::decode(&header_bytes).map_err(|e| invalid(format!("not a pool header: {e:?}")))?;
         if header.geometry.file_size() > len as u64 {
-            return Err(invalid(format!("its geometry needs {} bytes, the file has {len}", header.geometry.file_size())));
+            return Err(invalid(format!(
+                "its geometry needs {} bytes, the file has {len}",
+                header.geometry.file_size()
+            )));
         }
         Ok(Mapped { map, header, file })
     }

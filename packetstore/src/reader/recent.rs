@@ -231,8 +231,11 @@ impl Recent {
         assert!(self.writer, "only the server publishes");
         let at = self.bucket_offset(key_hash);
         let ways = || (0..WAYS).map(|w| at + OFF_WAYS + w * WAY_SIZE);
-        let way = ways().find(|&way| self.word(way).load(Ordering::Relaxed) == key_hash && self.word(way + 8).load(Ordering::Relaxed) != 0);
-        let way = way.unwrap_or_else(|| ways().min_by_key(|&way| self.word(way + 8).load(Ordering::Relaxed)).expect("ways"));
+        let way = ways().find(|&way| {
+            self.word(way).load(Ordering::Relaxed) == key_hash && self.word(way + 8).load(Ordering::Relaxed) != 0
+        });
+        let way =
+            way.unwrap_or_else(|| ways().min_by_key(|&way| self.word(way + 8).load(Ordering::Relaxed)).expect("ways"));
         let forgotten = self.word(way + 8).load(Ordering::Relaxed);
         debug_assert!(self.word(way).load(Ordering::Relaxed) != key_hash || forgotten <= batch, "batches only grow");
         let seq = self.word(at);

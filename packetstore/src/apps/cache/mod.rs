@@ -323,7 +323,12 @@ impl Cache {
     }
 
     /// Truncates (or extends) `file` to `size`, as `write`.
-    pub fn truncate(&self, file: &CachedFile, size: u64, apply: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+    pub fn truncate(
+        &self,
+        file: &CachedFile,
+        size: u64,
+        apply: impl FnOnce() -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let _order = file.order.lock().expect("file order");
         let logged = self.log(file, &Change::Truncate { size }, &[])?;
         let applied = apply();
