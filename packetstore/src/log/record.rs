@@ -157,7 +157,7 @@ pub fn checked_len(header: &RecordHeader) -> usize {
 }
 
 /// The extents of a full, CRC-checked record.
-pub fn extents<'a>(record: &'a [u8], header: &RecordHeader) -> impl Iterator<Item = Extent> + 'a {
+pub fn extents<'a>(record: &'a [u8], header: &RecordHeader) -> impl Iterator<Item = Extent> + Clone + 'a {
     let count = header.extent_count as usize;
     (0..count).map(move |i| {
         let at = HEADER_SIZE + i * EXTENT_SIZE;

@@ -255,8 +255,7 @@ impl Log {
         assert_eq!(buffers.owned(), first..first + count, "the buffers of log {index}");
         assert_eq!(buffers.free_count(), count, "recovery needs fresh buffers");
         let anchor_offset = geometry.log_region_offset(index);
-        let ring_offset = anchor_offset + ANCHOR_SIZE;
-        let ring_size = geometry.log_region_size() - ANCHOR_SIZE;
+        let (ring_offset, ring_size) = geometry.log_ring(index);
         let mut anchor = [0u8; ANCHOR_SIZE as usize];
         pool.read(anchor_offset, &mut anchor);
         if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
@@ -818,8 +817,7 @@ pub fn read_data(pool: &Pool, view: &RecordView) -> Vec<u8> {
 /// validate there (not a record of this lsn).
 pub fn read_record_at(pool: &Pool, index: u32, lsn: u64) -> Option<RecordView> {
     let geometry = pool.geometry();
-    let ring_offset = geometry.log_region_offset(index) + ANCHOR_SIZE;
-    let ring_size = geometry.log_region_size() - ANCHOR_SIZE;
+    let (ring_offset, ring_size) = geometry.log_ring(index);
     let at = ring_offset + lsn % ring_size;
     let mut line = [0u8; HEADER_SIZE];
     pool.read(at, &mut line);
@@ -854,7 +852,7 @@ pub enum LogHead {
 pub fn head_of(pool: &Pool, index: u32) -> LogHead {
     let geometry = pool.geometry();
     let anchor_offset = geometry.log_region_offset(index);
-    let ring_size = geometry.log_region_size() - ANCHOR_SIZE;
+    let (ring_offset, ring_size) = geometry.log_ring(index);
     let mut anchor = [0u8; ANCHOR_SIZE as usize];
     pool.read(anchor_offset, &mut anchor);
     if get_u64(&anchor, ANCHOR_OFF_MAGIC as usize) != ANCHOR_MAGIC {
@@ -869,7 +867,7 @@ pub fn head_of(pool: &Pool, index: u32) -> LogHead {
             return LogHead::Record { lsn, kind: view.kind, key_len: view.key.len() as u16 };
         }
         let mut line = [0u8; HEADER_SIZE];
-        pool.read(geometry.log_region_offset(index) + ANCHOR_SIZE + lsn % ring_size, &mut line);
+        pool.read(ring_offset + lsn % ring_size, &mut line);
         match record::decode_header(&line) {
             Ok(pad) if pad.kind == KIND_PAD && pad.lsn == lsn && record::header_crc(&line) == pad.header_crc => {
                 lsn += u64::from(pad.record_len);

@@ -133,6 +133,12 @@ impl Geometry {
         self.log_size / u64::from(self.log_count) / PAGE_SIZE * PAGE_SIZE
     }
 
+    /// Log `index`'s ring of records, after its anchor: `(offset, size)`.
+    /// Record `lsn` starts at `offset + lsn % size`.
+    pub fn log_ring(&self, index: u32) -> (u64, u64) {
+        (self.log_region_offset(index) + ANCHOR_SIZE, self.log_region_size() - ANCHOR_SIZE)
+    }
+
     /// The file offset of log `index`.
     pub fn log_region_offset(&self, index: u32) -> u64 {
         assert!(index < self.log_count, "log {index} of {}", self.log_count);

@@ -111,7 +111,6 @@ enum Found {
 pub struct Reader {
     pool_path: PathBuf,
     pool: Mapped,
-    identity: (u64, u64),
     identity_checked: Instant,
     table: Option<Recent>,
     walk: Walk,
@@ -128,24 +127,15 @@ pub struct Reader {
     last_miss: Option<Miss>,
 }
 
-fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path)?;
-    Ok((meta.dev(), meta.ino()))
-}
-
 impl Reader {
     /// Maps the pool at `pool_path` read-only. The server need not run: a
     /// read then falls back (and fails if the server is down).
     pub fn open(pool_path: &Path, options: ReaderOptions) -> Result<Reader, ReaderError> {
-        let identity =
-            file_identity(pool_path).map_err(|e| ReaderError::Open(format!("{}: {e}", pool_path.display())))?;
         let pool = Mapped::open(pool_path).map_err(|e| ReaderError::Open(e.to_string()))?;
         let fallback = options.server.as_deref().map(|address| Fallback::new(address, options.password.as_deref()));
         Ok(Reader {
             pool_path: pool_path.to_path_buf(),
             pool,
-            identity,
             identity_checked: Instant::now(),
             table: None,
             walk: Walk::default(),
@@ -367,10 +357,9 @@ impl Reader {
             return Ok(());
         }
         self.identity_checked = Instant::now();
-        let identity = file_identity(&self.pool_path).map_err(|e| Miss::Refused(format!("the pool: {e}")))?;
-        if identity != self.identity || !self.pool.is_current(&self.pool_path) {
+        // The same file at the path, whole (`Mapped::is_current`).
+        if !self.pool.is_current(&self.pool_path) {
             self.pool = Mapped::open(&self.pool_path).map_err(|e| Miss::Refused(e.to_string()))?;
-            self.identity = identity;
             self.table = None;
             // Its nodes and entries are another pool's.
             self.walk = Walk::default();

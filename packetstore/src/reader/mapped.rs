@@ -150,10 +150,13 @@ impl Mapped {
     }
 
     /// Appends the bytes `extents` name, each checked against the geometry.
-    pub fn copy_extents(&self, extents: &[Extent], out: &mut Vec<u8>) -> Result<(), &'static str> {
+    pub fn copy_extents(
+        &self,
+        extents: impl Iterator<Item = Extent> + Clone,
+        out: &mut Vec<u8>,
+    ) -> Result<(), &'static str> {
         let geometry = self.geometry();
-        let total: usize = extents.iter().map(|e| usize::from(e.len)).sum();
-        out.reserve(total);
+        out.reserve(extents.clone().map(|e| usize::from(e.len)).sum());
         for extent in extents {
             extent.check(geometry.buffer_count, geometry.buffer_size).map_err(|_| "an extent beyond the pool")?;
             let at = geometry.buffer_offset(extent.buffer) + u64::from(extent.offset);

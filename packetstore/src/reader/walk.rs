@@ -15,7 +15,7 @@ use crate::index::indirect;
 use crate::index::node::{self, NodeBytes, Value};
 use crate::index::tree::{child_index, decode_meta_slot, MetaSlot, META_SLOT_OFFSETS};
 use crate::log::record::{self, HEADER_SIZE, OFF_RELEASE_MARK, RELEASE_MAGIC};
-use crate::pool::layout::{ANCHOR_OFF_HEAD_LSN, ANCHOR_SIZE};
+use crate::pool::layout::ANCHOR_OFF_HEAD_LSN;
 use crate::reader::mapped::Mapped;
 use crate::store::db::{KIND_DEL, KIND_PUT};
 
@@ -61,7 +61,6 @@ const SEAL: std::ops::Range<usize> = node::SEAL_OFFSET..node::SEAL_OFFSET + 12;
 /// Scratch space and validated node copies, reused from read to read.
 #[derive(Default)]
 pub struct Walk {
-    node: Vec<u8>,
     record: Vec<u8>,
     /// Copies of nodes that passed `node::validate`, by buffer, each with
     /// the seal it had. A node is sealed once and never changed while its
@@ -142,19 +141,19 @@ impl Walk {
         }
         let cached = self.cache.get(&node).is_some_and(|copy| copy[SEAL] == seal);
         if !cached {
-            self.node.resize(geometry.buffer_size as usize, 0);
-            if !pool.copy(at, &mut self.node) {
+            let mut copy = vec![0u8; geometry.buffer_size as usize].into_boxed_slice();
+            if !pool.copy(at, &mut copy) {
                 return Err(damaged("a node beyond the file"));
             }
             self.nodes_copied += 1;
             // A node of the version read is immutable for the lease: one
             // that fails its checks was reused (the read overran the
             // lease, the caller's check says) or is damaged.
-            node::validate(&self.node).map_err(|_| Miss::Raced("a node fails its checks"))?;
+            node::validate(&copy).map_err(|_| Miss::Raced("a node fails its checks"))?;
             if self.cache.len() >= NODE_CACHE_MAX {
                 self.cache.clear();
             }
-            self.cache.insert(node, self.node.clone().into_boxed_slice());
+            self.cache.insert(node, copy);
         }
         Ok(&self.cache[&node])
     }
@@ -163,7 +162,7 @@ impl Walk {
     pub fn value_into(&mut self, pool: &Mapped, value: &Value, out: &mut Vec<u8>) -> Result<(), Miss> {
         match value {
             Value::Inline(bytes) => out.extend_from_slice(bytes),
-            Value::Extents(extents) => pool.copy_extents(extents, out).map_err(damaged)?,
+            Value::Extents(extents) => pool.copy_extents(extents.iter().copied(), out).map_err(damaged)?,
             &Value::Indirect { len, head, count } => {
                 let geometry = pool.geometry();
                 // Every extent holds a byte, and the value fits the pool.
@@ -178,7 +177,7 @@ impl Walk {
                 let (_, extents) = indirect::read_chain_from(geometry, head, count, read)
                     .map_err(|_| Miss::Raced("an index chain fails its checks"))?;
                 let start = out.len();
-                pool.copy_extents(&extents, out).map_err(damaged)?;
+                pool.copy_extents(extents.iter().copied(), out).map_err(damaged)?;
                 if (out.len() - start) as u64 != len {
                     return Err(damaged("an indirect value's length"));
                 }
@@ -194,8 +193,7 @@ impl Walk {
     pub fn log_get(&mut self, pool: &Mapped, lsn: u64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Miss> {
         let geometry = pool.geometry();
         let anchor = geometry.log_region_offset(0);
-        let ring_offset = anchor + ANCHOR_SIZE;
-        let ring_size = geometry.log_region_size().saturating_sub(ANCHOR_SIZE);
+        let (ring_offset, ring_size) = geometry.log_ring(0);
         if ring_size == 0 || lsn % 64 != 0 {
             return Err(damaged("a log position"));
         }
@@ -227,8 +225,7 @@ impl Walk {
         let put = header.kind == KIND_PUT;
         if put {
             let start = out.len();
-            let extents: Vec<_> = record::extents(&self.record, &header).collect();
-            pool.copy_extents(&extents, out).map_err(damaged)?;
+            pool.copy_extents(record::extents(&self.record, &header), out).map_err(damaged)?;
             let data = &out[start..];
             if data.len() as u64 != header.data_len || crc32c::crc32c(data) != header.data_crc {
                 out.truncate(start);

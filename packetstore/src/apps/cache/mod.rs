@@ -136,6 +136,21 @@ pub struct CacheStats {
     pub files_synced: u64,
 }
 
+/// `CacheStats`'s counters, counted without a lock on the write path.
+#[derive(Default)]
+struct Counters {
+    writes: AtomicU64,
+    bytes: AtomicU64,
+    synced_directly: AtomicU64,
+    write_backs: AtomicU64,
+    records_released: AtomicU64,
+    files_synced: AtomicU64,
+}
+
+fn add(counter: &AtomicU64, by: u64) {
+    counter.fetch_add(by, Ordering::Relaxed);
+}
+
 /// What recovery replayed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheRecovery {
@@ -151,7 +166,7 @@ pub struct Cache {
     next_seq: AtomicU64,
     next_lane: AtomicUsize,
     files: Mutex<BTreeMap<FileId, Arc<CachedFile>>>,
-    stats: Mutex<CacheStats>,
+    counters: Counters,
     /// Writers waiting for room (a write-back frees it).
     room: (Mutex<u64>, Condvar),
 }
@@ -239,7 +254,7 @@ impl Cache {
             next_seq: AtomicU64::new(next_seq),
             next_lane: AtomicUsize::new(0),
             files: Mutex::new(BTreeMap::new()),
-            stats: Mutex::new(CacheStats::default()),
+            counters: Default::default(),
             room: (Mutex::new(0), Condvar::new()),
         };
         Ok((cache, report))
@@ -250,7 +265,16 @@ impl Cache {
     }
 
     pub fn stats(&self) -> CacheStats {
-        *self.stats.lock().expect("stats")
+        let c = &self.counters;
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        CacheStats {
+            writes: load(&c.writes),
+            bytes: load(&c.bytes),
+            synced_directly: load(&c.synced_directly),
+            write_backs: load(&c.write_backs),
+            records_released: load(&c.records_released),
+            files_synced: load(&c.files_synced),
+        }
     }
 
     /// The cached file `id`, registered with `path` and `handle` on first
@@ -310,15 +334,14 @@ impl Cache {
             // Not logged (no room): the bytes reached the file; sync it.
             (Ok(_), None) => {
                 file.handle.sync()?;
-                self.stats.lock().expect("stats").synced_directly += 1;
+                add(&self.counters.synced_directly, 1);
             }
             // Failed: recovery must not apply it.
             (Err(_), Some(logged)) => self.forget(file, logged)?,
             (Err(_), None) => {}
         }
-        let mut stats = self.stats.lock().expect("stats");
-        stats.writes += 1;
-        stats.bytes += *written.as_ref().unwrap_or(&0) as u64;
+        add(&self.counters.writes, 1);
+        add(&self.counters.bytes, *written.as_ref().unwrap_or(&0) as u64);
         written
     }
 
@@ -427,8 +450,8 @@ impl Cache {
 
     fn wait_for_room(&self) {
         let (generation, freed) = &self.room;
-        let seen = *generation.lock().expect("room");
         let guard = generation.lock().expect("room");
+        let seen = *guard;
         let _ = freed.wait_timeout_while(guard, ROOM_WAIT, |now| *now == seen);
     }
 
@@ -466,12 +489,9 @@ impl Cache {
         }
         let released = self.settle(&synced)?;
         self.drop_idle_files();
-        {
-            let mut stats = self.stats.lock().expect("stats");
-            stats.write_backs += 1;
-            stats.records_released += released;
-            stats.files_synced += synced.len() as u64;
-        }
+        add(&self.counters.write_backs, 1);
+        add(&self.counters.records_released, released);
+        add(&self.counters.files_synced, synced.len() as u64);
         let (generation, freed) = &self.room;
         *generation.lock().expect("room") += 1;
         freed.notify_all();
