@@ -162,7 +162,7 @@ fn set_up() -> Result<Option<State>, String> {
     }
     let size = env_size("PACKETSTORE_CACHE_SIZE", 256 << 20)?;
     let log = env_size("PACKETSTORE_CACHE_LOG_SIZE", 32 << 20)?;
-    let lanes = env_size("PACKETSTORE_CACHE_LANES", 8)? as u32;
+    let lanes = env_size("PACKETSTORE_CACHE_LANES", default_lanes())? as u32;
     let mut geometry = Geometry::for_file_size(size, 4096, log)?;
     geometry.log_count = lanes;
     geometry.validate()?;
@@ -172,7 +172,17 @@ fn set_up() -> Result<Option<State>, String> {
     let domain = pool.domain().clone();
     let (cache, recovery) = Cache::recover(pool, &mut PathFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
     let cache = Arc::new(cache);
-    spawn_write_back(cache.clone());
+    let write_back_cpu = match std::env::var("PACKETSTORE_CACHE_WRITEBACK_CPU") {
+        Err(_) => None,
+        Ok(text) => Some(
+            text.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&cpu| cpu < libc::CPU_SETSIZE as usize)
+                .ok_or_else(|| format!("PACKETSTORE_CACHE_WRITEBACK_CPU={text}: not a CPU number"))?,
+        ),
+    };
+    spawn_write_back(cache.clone(), write_back_cpu);
     // SAFETY: registering a handler that only stores to an atomic.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     if std::env::var_os("PACKETSTORE_CACHE_QUIET").is_none() {
@@ -187,9 +197,36 @@ fn set_up() -> Result<Option<State>, String> {
     Ok(Some(State { cache, fds: RwLock::new(HashMap::new()), cached_fds: AtomicUsize::new(0) }))
 }
 
-fn spawn_write_back(cache: Arc<Cache>) {
+/// One lane per CPU (a thread appends only while it runs), at least 2 and
+/// at most 8: every lane's recovery reads ahead of its end at start-up.
+fn default_lanes() -> u64 {
+    std::thread::available_parallelism().map_or(2, |n| n.get() as u64).clamp(2, 8)
+}
+
+/// Pins the calling thread to `cpu` (the write-back thread, off the
+/// program's cores); a warning if the kernel refuses.
+fn pin_to(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity
+    // read and write only that set; pid 0 is this thread.
+    let pinned = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if pinned != 0 {
+        eprintln!(
+            "packetstore-preload: the write-back thread stays unpinned: CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+fn spawn_write_back(cache: Arc<Cache>, cpu: Option<usize>) {
     let spawned = std::thread::Builder::new().name("packetstore-wb".into()).spawn(move || {
         INSIDE.with(|inside| inside.set(true));
+        if let Some(cpu) = cpu {
+            pin_to(cpu);
+        }
         let mut last = Instant::now();
         loop {
             std::thread::sleep(WRITE_BACK_TICK);

@@ -474,14 +474,13 @@ impl Cache {
         let mut synced = Vec::new();
         let mut first_error = None;
         for file in files {
-            let records = file.records.lock().expect("records").clone();
-            if records.is_empty() {
+            let Some(upto) = newest_seq(&file) else {
                 continue;
-            }
-            // Every change of `records` reached the file before its record
+            };
+            // Every change up to `upto` reached the file before its record
             // was listed: this sync covers them all.
             match file.handle.sync() {
-                Ok(()) => synced.push((file, records)),
+                Ok(()) => synced.push((file, upto)),
                 Err(error) => {
                     first_error.get_or_insert(error);
                 }
@@ -505,19 +504,18 @@ impl Cache {
     /// a rename or an unlink, after which recovery could not find it).
     pub fn drain(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
         let _order = file.order.lock().expect("file order");
-        let records = file.records.lock().expect("records").clone();
-        if records.is_empty() {
+        let Some(upto) = newest_seq(file) else {
             return Ok(());
-        }
+        };
         file.handle.sync()?;
-        self.settle(&[(file.clone(), records)]).map(|_| ())
+        self.settle(&[(file.clone(), upto)]).map(|_| ())
     }
 
     /// After the syncs of `synced` files: a synced mark per file, durable
     /// before any of their records is released (recovery then skips what
     /// the marks cover, whichever releases reached the media); the records
     /// released; then the marks.
-    fn settle(&self, synced: &[(Arc<CachedFile>, Vec<Logged>)]) -> std::io::Result<u64> {
+    fn settle(&self, synced: &[(Arc<CachedFile>, u64)]) -> std::io::Result<u64> {
         if synced.is_empty() {
             return Ok(0);
         }
@@ -526,23 +524,23 @@ impl Cache {
         {
             let mut lane = self.lanes[lane_index].lock().expect("lane");
             let Lane { log, buffers } = &mut *lane;
-            for (file, records) in synced {
-                let upto = records.iter().map(|r| r.seq).max().expect("not empty");
-                let (kind, key) = record::encode(&Change::Synced { upto }, &file.path);
+            for (file, upto) in synced {
+                let (kind, key) = record::encode(&Change::Synced { upto: *upto }, &file.path);
                 let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
                 marks.push(log.append(&self.pool, buffers, kind, seq, &key, &[]).map_err(log_error)?);
             }
             log.commit(&self.pool, buffers).map_err(log_error)?;
         }
         let mut released = 0;
-        for (file, records) in synced {
+        for (file, upto) in synced {
             // Claimed under the file's list: a drain and a write-back that
-            // synced the same records release each once.
+            // synced the same records release each once. The list is in
+            // sequence order (appended under the file's order lock), so
+            // what a sync covered is a prefix of it.
             let claimed: Vec<Logged> = {
                 let mut live = file.records.lock().expect("records");
-                let claimed = live.iter().copied().filter(|record| records.contains(record)).collect();
-                live.retain(|record| !records.contains(record));
-                claimed
+                let covered = live.partition_point(|record| record.seq <= *upto);
+                live.drain(..covered).collect()
             };
             for record in &claimed {
                 self.lanes[record.lane].lock().expect("lane").log.release(&self.pool, record.lsn).map_err(log_error)?;
@@ -581,6 +579,13 @@ impl Cache {
     pub fn live_records(&self) -> u64 {
         self.lanes.iter().map(|lane| lane.lock().expect("lane").log.usage().live_records).sum()
     }
+}
+
+/// The sequence number of `file`'s newest live record, if it has any.
+fn newest_seq(file: &CachedFile) -> Option<u64> {
+    let live = file.records.lock().expect("records");
+    debug_assert!(live.windows(2).all(|pair| pair[0].seq < pair[1].seq), "live records in sequence order");
+    live.last().map(|record| record.seq)
 }
 
 enum AppendError {
