@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, "Testing"; .ci/run calls it): installs what the
 # tests drive the servers with when it is missing (redis-cli from
-# redis-tools, curl, mkfs.ext4 and mount for the full-disk test, Go and
+# redis-tools, curl, sqlite3, fio and gcc for the write cache's
+# tests, mkfs.ext4 and mount for the full-disk test, Go and
 # iproute2 for the partition test; apt, as root or through sudo), then runs `cargo test --workspace` with any
 # arguments given. Prints the number of tests passed and failed at the end.
 set -euo pipefail
@@ -24,7 +25,10 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 # packetstore-preload/tests/sqlite.rs runs Debian's sqlite3 under the library.
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
-# packetstore-reader/tests/bindings.rs compiles the C example.
+# packetstore-preload/tests/fio.rs verifies fio's blocks through the library.
+command -v fio >/dev/null 2>&1 || missing+=(fio)
+# packetstore-reader/tests/bindings.rs compiles the C example, and
+# packetstore-preload/tests/threads.rs its multi-threaded writer.
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || missing+=(mount)

@@ -248,6 +248,43 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, length: off64_t) -> c_int {
         .unwrap_or_else(|| unsafe { real::ftruncate64(fd, length) })
 }
 
+/// A fallocate that changes data (punch a hole, zero, collapse or insert
+/// a range) on a cached file: drained first, then applied and synced (the
+/// log cannot describe it). Allocation alone (mode 0, KEEP_SIZE) changes
+/// no byte and passes through.
+fn cached_fallocate(fd: c_int, mode: c_int, apply: impl FnOnce() -> c_int) -> Option<c_int> {
+    if mode & !libc::FALLOC_FL_KEEP_SIZE == 0 {
+        return None;
+    }
+    let (_inside, state, file) = cached(fd)?;
+    let apply = || if apply() == 0 { Ok(()) } else { Err(last_error()) };
+    Some(match state.cache.unlogged(&file, apply) {
+        Ok(()) => 0,
+        Err(error) => {
+            set_errno(&error);
+            -1
+        }
+    })
+}
+
+/// # Safety
+/// fallocate(2).
+#[no_mangle]
+pub unsafe extern "C" fn fallocate(fd: c_int, mode: c_int, offset: off_t, len: off_t) -> c_int {
+    // SAFETY: passed on.
+    cached_fallocate(fd, mode, || unsafe { real::fallocate(fd, mode, offset, len) })
+        .unwrap_or_else(|| unsafe { real::fallocate(fd, mode, offset, len) })
+}
+
+/// # Safety
+/// fallocate64(2).
+#[no_mangle]
+pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, offset: off64_t, len: off64_t) -> c_int {
+    // SAFETY: passed on.
+    cached_fallocate(fd, mode, || unsafe { real::fallocate64(fd, mode, offset, len) })
+        .unwrap_or_else(|| unsafe { real::fallocate64(fd, mode, offset, len) })
+}
+
 /// An open of `path` relative to `dirfd` with `flags`, by `open`: the
 /// cache is set up first if the path is under a prefix (its recovery then
 /// runs before the program's open), and adopts the descriptor after.

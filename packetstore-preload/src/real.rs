@@ -60,6 +60,8 @@ real! {
     sync_file_range(fd: c_int, offset: off64_t, nbytes: off64_t, flags: u32) -> c_int;
     ftruncate(fd: c_int, length: off_t) -> c_int;
     ftruncate64(fd: c_int, length: off64_t) -> c_int;
+    fallocate(fd: c_int, mode: c_int, offset: off_t, len: off_t) -> c_int;
+    fallocate64(fd: c_int, mode: c_int, offset: off64_t, len: off64_t) -> c_int;
     unlink(path: *const c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
     rename(old: *const c_char, new: *const c_char) -> c_int;

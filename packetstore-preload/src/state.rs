@@ -28,7 +28,7 @@ use crate::real;
 /// How often the write-back thread looks at the lanes.
 const WRITE_BACK_TICK: Duration = Duration::from_millis(5);
 /// A write-back runs at least this often while records are live (one sync
-/// per written file per batch).
+/// per written file per batch); `PACKETSTORE_CACHE_WRITEBACK_MS` changes it.
 const WRITE_BACK_INTERVAL: Duration = Duration::from_millis(100);
 /// A write-back runs at once when a lane is this full.
 const WRITE_BACK_FULL: f64 = 0.25;
@@ -167,8 +167,13 @@ fn set_up() -> Result<Option<State>, String> {
     geometry.log_count = lanes;
     geometry.validate()?;
     let options = PersistOptions::default();
-    let pool = Pool::open_or_create_as(Path::new(&pool_path), PoolKind::WriteCache, geometry, &options)
-        .map_err(|e| format!("{pool_path}: {e}"))?;
+    // An existing pool keeps its own geometry (the sizes shape a new one):
+    // its live records must be recovered whatever the environment says now.
+    let opened = match Path::new(&pool_path).exists() {
+        true => Pool::open_as(Path::new(&pool_path), PoolKind::WriteCache, &options),
+        false => Pool::open_or_create_as(Path::new(&pool_path), PoolKind::WriteCache, geometry, &options),
+    };
+    let pool = opened.map_err(|e| format!("{pool_path}: {e}"))?;
     let domain = pool.domain().clone();
     let (cache, recovery) = Cache::recover(pool, &mut PathFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
     let cache = Arc::new(cache);
@@ -182,7 +187,13 @@ fn set_up() -> Result<Option<State>, String> {
                 .ok_or_else(|| format!("PACKETSTORE_CACHE_WRITEBACK_CPU={text}: not a CPU number"))?,
         ),
     };
-    spawn_write_back(cache.clone(), write_back_cpu);
+    let interval = match std::env::var("PACKETSTORE_CACHE_WRITEBACK_MS") {
+        Err(_) => WRITE_BACK_INTERVAL,
+        Ok(text) => Duration::from_millis(
+            text.trim().parse().map_err(|_| format!("PACKETSTORE_CACHE_WRITEBACK_MS={text}: not milliseconds"))?,
+        ),
+    };
+    spawn_write_back(cache.clone(), write_back_cpu, interval);
     // SAFETY: registering a handler that only stores to an atomic.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     if std::env::var_os("PACKETSTORE_CACHE_QUIET").is_none() {
@@ -221,7 +232,7 @@ fn pin_to(cpu: usize) {
     }
 }
 
-fn spawn_write_back(cache: Arc<Cache>, cpu: Option<usize>) {
+fn spawn_write_back(cache: Arc<Cache>, cpu: Option<usize>, interval: Duration) {
     let spawned = std::thread::Builder::new().name("packetstore-wb".into()).spawn(move || {
         INSIDE.with(|inside| inside.set(true));
         if let Some(cpu) = cpu {
@@ -230,7 +241,7 @@ fn spawn_write_back(cache: Arc<Cache>, cpu: Option<usize>) {
         let mut last = Instant::now();
         loop {
             std::thread::sleep(WRITE_BACK_TICK);
-            let due = last.elapsed() >= WRITE_BACK_INTERVAL && cache.live_records() > 0;
+            let due = last.elapsed() >= interval && cache.live_records() > 0;
             if due || cache.needs_write_back(WRITE_BACK_FULL) {
                 if let Err(error) = cache.write_back() {
                     eprintln!("packetstore-preload: write-back: {error} (the log keeps the writes; retrying)");

@@ -9,7 +9,7 @@
 //! `PACKETSTORE_PRELOAD_KILLS=N` sets the kills per journal mode (8).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,70 +17,8 @@ use std::time::Duration;
 
 use packetstore::util::rng::SplitMix64;
 
-/// The preload library, built now by cargo (a cdylib is not built for a
-/// test of its own package): the debug build of this checkout.
-fn library() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "-q", "-p", "packetstore-preload", "--lib"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .unwrap();
-            assert!(status.success(), "cargo build -p packetstore-preload failed");
-            let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
-            let library = target.join("debug/libpacketstore_preload.so");
-            assert!(library.exists(), "{} after the build", library.display());
-            library
-        })
-        .clone()
-}
-
-struct Setup {
-    dir: PathBuf,
-    pool: PathBuf,
-}
-
-impl Setup {
-    fn new(name: &str) -> Setup {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("preload-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let pool = PathBuf::from(format!("/dev/shm/packetstore-preload-{name}-{}.pool", std::process::id()));
-        let _ = std::fs::remove_file(&pool);
-        Setup { dir, pool }
-    }
-
-    /// sqlite3 on `db` under the library; `line_buffered` runs it under
-    /// `stdbuf -oL` so that each reply leaves as it is printed.
-    fn sqlite(&self, db: &Path, line_buffered: bool) -> Command {
-        let mut command = match line_buffered {
-            true => {
-                let mut command = Command::new("stdbuf");
-                command.args(["-oL", "sqlite3"]);
-                command
-            }
-            false => Command::new("sqlite3"),
-        };
-        command
-            .arg(db)
-            .env("LD_PRELOAD", library())
-            .env("PACKETSTORE_CACHE_POOL", &self.pool)
-            .env("PACKETSTORE_CACHE_PATHS", format!("{}/", self.dir.display()))
-            .env("PACKETSTORE_CACHE_SIZE", "64MiB")
-            .env("PACKETSTORE_CACHE_LOG_SIZE", "8MiB");
-        command
-    }
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-        let _ = std::fs::remove_file(&self.pool);
-    }
-}
+mod common;
+use common::Setup;
 
 /// Runs `sql` to the end; its stdout and stderr.
 fn run(command: &mut Command, sql: &str) -> (String, String) {

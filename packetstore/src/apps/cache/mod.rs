@@ -504,6 +504,26 @@ impl Cache {
     /// a rename or an unlink, after which recovery could not find it).
     pub fn drain(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
         let _order = file.order.lock().expect("file order");
+        self.drain_locked(file)
+    }
+
+    /// A change the log cannot describe (a hole punched, a range zeroed,
+    /// collapsed or inserted): `file` is drained first (a replay must not
+    /// put older writes back over the change), then `apply` runs and the
+    /// file is synced, all under its order lock. Returns `apply`'s result.
+    pub fn unlogged<T>(
+        &self,
+        file: &Arc<CachedFile>,
+        apply: impl FnOnce() -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        let _order = file.order.lock().expect("file order");
+        self.drain_locked(file)?;
+        let applied = apply()?;
+        file.handle.sync()?;
+        Ok(applied)
+    }
+
+    fn drain_locked(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
         let Some(upto) = newest_seq(file) else {
             return Ok(());
         };
