@@ -11,6 +11,8 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use libc::{iovec, mode_t, off64_t, off_t, size_t, ssize_t};
 
+use packetstore::apps::cache::Durability;
+
 use crate::real;
 use crate::state::{running, state_for, Inside, State};
 
@@ -62,13 +64,28 @@ fn cached_write(fd: c_int, offset: Option<u64>, data: &[u8], apply: impl FnOnce(
         n if n >= 0 => Ok(n as usize),
         _ => Err(last_error()),
     };
-    Some(match state.cache.write(&file, offset, data, apply) {
+    let written = state.cache.write(&file, offset, data, apply).and_then(|n| {
+        // Durable at fsync: a descriptor opened O_SYNC or O_DSYNC syncs
+        // each write.
+        if state.cache.durability() == Durability::Fsync && opened_sync(fd) {
+            state.cache.sync()?;
+        }
+        Ok(n)
+    });
+    Some(match written {
         Ok(n) => n as ssize_t,
         Err(error) => {
             set_errno(&error);
             -1
         }
     })
+}
+
+/// Whether `fd` was opened with O_SYNC or O_DSYNC.
+fn opened_sync(fd: c_int) -> bool {
+    // SAFETY: a plain call on a descriptor.
+    let flags = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+    flags >= 0 && flags & (libc::O_SYNC | libc::O_DSYNC) != 0
 }
 
 /// The bytes `iov` names, gathered.
@@ -175,6 +192,22 @@ pub unsafe extern "C" fn pwritev64(fd: c_int, iov: *const iovec, count: c_int, o
 }
 
 /// fsync on a cached file: everything written is durable already.
+/// fsync or fdatasync of `fd`: for a cached file, the cache's sync (every
+/// write already durable, or one commit of every lane); None otherwise.
+fn cached_sync(fd: c_int) -> Option<c_int> {
+    let (_inside, state, _) = cached(fd)?;
+    Some(match state.cache.sync() {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("packetstore-preload: fsync: {error}");
+            set_errno(&std::io::Error::from_raw_os_error(libc::EIO));
+            -1
+        }
+    })
+}
+
+/// sync_file_range promises no durability: for a cached file it has
+/// nothing to start.
 fn synced(fd: c_int) -> bool {
     cached(fd).is_some()
 }
@@ -184,11 +217,7 @@ fn synced(fd: c_int) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
     // SAFETY: passed on.
-    if synced(fd) {
-        0
-    } else {
-        unsafe { real::fsync(fd) }
-    }
+    cached_sync(fd).unwrap_or_else(|| unsafe { real::fsync(fd) })
 }
 
 /// # Safety
@@ -196,11 +225,7 @@ pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
     // SAFETY: passed on.
-    if synced(fd) {
-        0
-    } else {
-        unsafe { real::fdatasync(fd) }
-    }
+    cached_sync(fd).unwrap_or_else(|| unsafe { real::fdatasync(fd) })
 }
 
 /// # Safety

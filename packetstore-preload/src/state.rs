@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use packetstore::apps::cache::{Cache, CachedFile, PathFiles, SyncFile};
+use packetstore::apps::cache::{Cache, CachedFile, Durability, PathFiles, SyncFile};
 use packetstore::{Geometry, PersistOptions, Pool, PoolKind, PoolKindExt};
 
 use crate::real;
@@ -175,7 +175,14 @@ fn set_up() -> Result<Option<State>, String> {
     };
     let pool = opened.map_err(|e| format!("{pool_path}: {e}"))?;
     let domain = pool.domain().clone();
-    let (cache, recovery) = Cache::recover(pool, &mut PathFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
+    let (mut cache, recovery) =
+        Cache::recover(pool, &mut PathFiles).map_err(|e| format!("recovering {pool_path}: {e}"))?;
+    match std::env::var("PACKETSTORE_CACHE_DURABILITY").as_deref() {
+        Err(_) => {}
+        Ok("write") => cache.set_durability(Durability::Write),
+        Ok("fsync") => cache.set_durability(Durability::Fsync),
+        Ok(other) => return Err(format!("PACKETSTORE_CACHE_DURABILITY={other}: write or fsync")),
+    }
     let cache = Arc::new(cache);
     let write_back_cpu = match std::env::var("PACKETSTORE_CACHE_WRITEBACK_CPU") {
         Err(_) => None,
@@ -198,8 +205,9 @@ fn set_up() -> Result<Option<State>, String> {
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     if std::env::var_os("PACKETSTORE_CACHE_QUIET").is_none() {
         eprintln!(
-            "packetstore-preload: caching writes under {paths} in {pool_path} ({}{}); recovery replayed {} records to {} files",
+            "packetstore-preload: caching writes under {paths} in {pool_path} ({}, {}{}); recovery replayed {} records to {} files",
             domain.domain.name(),
+            cache.durability().name(),
             if domain.durable { "" } else { ", EMULATED: not durable across power loss" },
             recovery.records,
             recovery.files

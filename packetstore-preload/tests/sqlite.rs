@@ -81,14 +81,16 @@ fn check(setup: &Setup, db: &Path, committed: u64, context: &str) -> (u64, Strin
     (rows, err)
 }
 
-fn kills(mode: &str) {
-    let setup = Setup::new(&mode.to_lowercase());
+fn kills(mode: &str, durability: &str) {
+    let setup = Setup::new(&format!("{}-{durability}", mode.to_lowercase()));
     let db = setup.dir.join("db.sqlite");
     let rounds: u64 = std::env::var("PACKETSTORE_PRELOAD_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     let mut rng = SplitMix64::new(mode.len() as u64);
     let (mut committed, mut replayed_somewhere) = (0u64, false);
     for round in 0..rounds {
-        let (mut child, seen) = start_inserting(&mut setup.sqlite(&db, true), mode, committed + 1);
+        let mut sqlite = setup.sqlite(&db, true);
+        sqlite.env("PACKETSTORE_CACHE_DURABILITY", durability);
+        let (mut child, seen) = start_inserting(&mut sqlite, mode, committed + 1);
         std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -105,10 +107,15 @@ fn kills(mode: &str) {
 
 #[test]
 fn sqlite_in_wal_mode_survives_kills() {
-    kills("WAL");
+    kills("WAL", "write");
 }
 
 #[test]
 fn sqlite_in_delete_mode_survives_kills() {
-    kills("DELETE");
+    kills("DELETE", "write");
+}
+
+#[test]
+fn sqlite_durable_at_fsync_survives_kills() {
+    kills("WAL", "fsync");
 }

@@ -7,6 +7,11 @@
 //! write and truncate that returned, in order, and the one in flight
 //! whole or not at all (never torn).
 //!
+//! Half the seeds run durable at fsync (`Durability::Fsync`): writes are
+//! appended without a fence and a sync commits every lane; after a power
+//! failure every byte the last sync covered, and no later change touched,
+//! is there (a sync that did nothing was caught at the first seed).
+//!
 //! Also: several threads writing several files through the lanes, against
 //! a model, with write-backs running beside them.
 //!
@@ -17,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use packetstore::apps::cache::{Cache, ReplayFiles, SyncFile};
+use packetstore::apps::cache::{Cache, Durability, ReplayFiles, SyncFile};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Geometry, Pool, SimDevice, SimMode};
 
@@ -175,13 +180,57 @@ fn contents(fs: &Fs) -> BTreeMap<Vec<u8>, Vec<u8>> {
     fs.lock().unwrap().iter().map(|(p, f)| (p.clone(), f.volatile.clone())).filter(|(_, v)| !v.is_empty()).collect()
 }
 
+/// Durable at fsync: what each file must hold after a crash. The state at
+/// the last sync that returned, except bytes a later change touched (a
+/// write's range; anything past a later truncate's size), which may hold
+/// anything those changes could leave.
+#[derive(Clone, Default)]
+struct SyncedFile {
+    content: Vec<u8>,
+    touched: Vec<bool>,
+    /// The smallest size a change since the sync left.
+    floor: usize,
+}
+
+impl SyncedFile {
+    fn at_sync(content: &[u8]) -> SyncedFile {
+        SyncedFile { content: content.to_vec(), touched: vec![false; content.len()], floor: content.len() }
+    }
+
+    fn touch(&mut self, op: &Op) {
+        match op {
+            Op::Write(offset, data) => {
+                let end = (*offset as usize + data.len()).min(self.touched.len());
+                for t in self.touched.iter_mut().take(end).skip(*offset as usize) {
+                    *t = true;
+                }
+            }
+            Op::Truncate(size) => self.floor = self.floor.min(*size as usize),
+        }
+    }
+
+    /// Panics unless `found` keeps every byte no later change touched.
+    fn check(&self, found: &[u8], context: &str) {
+        let keep = self.floor.min(self.content.len());
+        assert!(found.len() >= keep, "{context}: {} bytes, at least {keep} synced", found.len());
+        for p in (0..keep).filter(|&p| !self.touched[p]) {
+            assert_eq!(found[p], self.content[p], "{context}: byte {p} synced and untouched since");
+        }
+    }
+}
+
 fn run(seed: u64) {
     let mut rng = SplitMix64::new(seed);
     let mode = if rng.chance(1, 2) { SimMode::CacheLine } else { SimMode::Page };
+    let durability = if rng.chance(1, 2) { Durability::Write } else { Durability::Fsync };
+    if durability == Durability::Fsync {
+        return run_durable_at_fsync(seed, rng, mode);
+    }
     let mut device = Arc::new(SimDevice::new(GEOMETRY.file_size(), mode));
     let fs: Fs = Arc::default();
     let pool = Pool::create_simulated(device.clone(), GEOMETRY).unwrap();
     let (mut cache, _) = Cache::recover(pool, &mut Replay(fs.clone())).unwrap();
+    cache.set_durability(Durability::Write);
     // What the files must hold: every change that returned.
     let mut acknowledged: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for cycle in 0..3 {
@@ -213,6 +262,7 @@ fn run(seed: u64) {
         let report;
         (cache, report) =
             Cache::recover(pool, &mut Replay(fs.clone())).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+        cache.set_durability(Durability::Write);
         let found = contents(&fs);
         let expect = |with_in_flight: bool| {
             let mut files = acknowledged.clone();
@@ -247,6 +297,70 @@ fn run(seed: u64) {
         }
         assert_eq!(cache.live_records(), 0, "{context}: recovery releases what it replayed");
     }
+}
+
+/// `run` durable at fsync: changes between syncs may be lost or torn;
+/// every byte the last sync covered, and no later change touched, stays.
+fn run_durable_at_fsync(seed: u64, mut rng: SplitMix64, mode: SimMode) {
+    let mut device = Arc::new(SimDevice::new(GEOMETRY.file_size(), mode));
+    let fs: Fs = Arc::default();
+    let pool = Pool::create_simulated(device.clone(), GEOMETRY).unwrap();
+    let (mut cache, _) = Cache::recover(pool, &mut Replay(fs.clone())).unwrap();
+    cache.set_durability(Durability::Fsync);
+    // What the page cache holds (every change that returned), and what
+    // each file must keep after a crash.
+    let mut acknowledged: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut synced: BTreeMap<u64, SyncedFile> = BTreeMap::new();
+    let (mut syncs, mut checked) = (0, 0);
+    for cycle in 0..3 {
+        let context = format!("seed {seed:#x} cycle {cycle} ({mode:?}, durable at fsync)");
+        for _ in 0..1 + rng.below(60) {
+            if rng.chance(1, 6) {
+                device.crash_at_fence(device.fences() + 1 + rng.below(3), rng.next_u64());
+            }
+            let i = rng.below(FILES);
+            let op = random_op(&mut rng);
+            if rng.chance(1, 5) && cache.write_back().is_err() {
+                break;
+            }
+            // Touched before it runs: in flight, it may be found in part.
+            synced.entry(i).or_default().touch(&op);
+            if run_op(&cache, &fs, i, &op).is_err() {
+                break;
+            }
+            apply(acknowledged.entry(i).or_default(), &op);
+            if rng.chance(1, 3) {
+                if cache.sync().is_err() {
+                    break;
+                }
+                syncs += 1;
+                for f in 0..FILES {
+                    synced.insert(f, SyncedFile::at_sync(acknowledged.get(&f).map_or(&[][..], |v| &v[..])));
+                }
+            }
+            if device.is_dead() {
+                break;
+            }
+        }
+        device.disarm();
+        let image = device.take_crash_image().unwrap_or_else(|| device.crash(rng.next_u64()));
+        power_failure(&fs, &mut rng);
+        device = Arc::new(SimDevice::from_image(image, mode));
+        let pool = Pool::open_simulated(device.clone()).unwrap();
+        (cache, _) =
+            Cache::recover(pool, &mut Replay(fs.clone())).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+        cache.set_durability(Durability::Fsync);
+        let found = contents(&fs);
+        for (i, file) in &synced {
+            file.check(found.get(&path(*i)).map_or(&[][..], |v| &v[..]), &format!("{context}: file {i}"));
+            checked += 1;
+        }
+        // What survived is the new starting point, synced by recovery.
+        acknowledged = (0..FILES).map(|i| (i, found.get(&path(i)).cloned().unwrap_or_default())).collect();
+        synced = acknowledged.iter().map(|(i, v)| (*i, SyncedFile::at_sync(v))).collect();
+        assert_eq!(cache.live_records(), 0, "{context}: recovery releases what it replayed");
+    }
+    assert!(checked > 0, "seed {seed:#x}: nothing checked ({syncs} syncs)");
 }
 
 #[test]

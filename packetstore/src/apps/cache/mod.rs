@@ -159,9 +159,41 @@ pub struct CacheRecovery {
     pub bytes: u64,
 }
 
+/// When a write to a cached file is durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// When `write(2)` returns (NVCACHE's promise): one fence per write,
+    /// nearly free in the cache-line domain. The default there.
+    Write,
+    /// When the program's next `fsync` or `fdatasync` of any cached file
+    /// returns (POSIX's promise): writes are appended without a fence, and
+    /// a sync commits every lane with one fence, one fdatasync of the pool
+    /// in the page domain (a group commit, instead of a sync of each
+    /// file). The default in the page domain.
+    Fsync,
+}
+
+impl Durability {
+    /// The default for a pool in `domain`.
+    pub fn for_domain(domain: crate::pool::persist::Domain) -> Durability {
+        match domain {
+            crate::pool::persist::Domain::Page => Durability::Fsync,
+            _ => Durability::Write,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Write => "durable at write",
+            Durability::Fsync => "durable at fsync",
+        }
+    }
+}
+
 /// The write cache over one pool.
 pub struct Cache {
     pool: Pool,
+    durability: Durability,
     lanes: Vec<Mutex<Lane>>,
     next_seq: AtomicU64,
     next_lane: AtomicUsize,
@@ -248,8 +280,10 @@ impl Cache {
             lane.log.commit(&pool, &mut lane.buffers).map_err(log_error)?;
         }
         let next_seq = live.last().map_or(1, |&(seq, ..)| seq + 1);
+        let durability = Durability::for_domain(pool.domain().domain);
         let cache = Cache {
             pool,
+            durability,
             lanes: lanes.into_iter().map(Mutex::new).collect(),
             next_seq: AtomicU64::new(next_seq),
             next_lane: AtomicUsize::new(0),
@@ -262,6 +296,49 @@ impl Cache {
 
     pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Chooses when writes are durable (before the cache is shared).
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
+    }
+
+    /// The program's fsync or fdatasync of a cached file: with
+    /// `Durability::Fsync`, every lane's appends are committed with one
+    /// fence (the lanes are held through it, so no other commit of theirs
+    /// can begin and end inside this one). With `Durability::Write` every
+    /// write already is durable: nothing to do.
+    pub fn sync(&self) -> std::io::Result<()> {
+        if self.durability == Durability::Write {
+            return Ok(());
+        }
+        let mut lanes: Vec<_> = self.lanes.iter().map(|lane| lane.lock().expect("lane")).collect();
+        let mut tickets = Vec::with_capacity(lanes.len());
+        for lane in &mut lanes {
+            tickets.push(lane.log.begin_commit(&self.pool).map_err(log_error)?);
+        }
+        if tickets.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        if let Err(error) = self.pool.fence() {
+            for (lane, ticket) in lanes.iter_mut().zip(&tickets) {
+                if ticket.is_some() {
+                    lane.log.fail_commit();
+                }
+            }
+            return Err(std::io::Error::other(format!("the write cache's log: {error}")));
+        }
+        for (lane, ticket) in lanes.iter_mut().zip(tickets) {
+            if let Some(ticket) = ticket {
+                let Lane { log, buffers } = &mut **lane;
+                log.finish_commit(ticket, buffers);
+            }
+        }
+        Ok(())
     }
 
     pub fn stats(&self) -> CacheStats {
@@ -380,8 +457,12 @@ impl Cache {
                 let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
                 match self.append(log, buffers, kind, seq, &key, data) {
                     Ok(lsn) => {
-                        // The record is durable before the caller applies it.
-                        log.commit(&self.pool, buffers).map_err(log_error)?;
+                        // The record is durable before the caller applies
+                        // it (or, durable at fsync, before the next sync
+                        // returns).
+                        if self.durability == Durability::Write {
+                            log.commit(&self.pool, buffers).map_err(log_error)?;
+                        }
                         let logged = Logged { lane: lane_index, lsn, seq };
                         file.records.lock().expect("records").push(logged);
                         return Ok(Some(logged));
