@@ -273,6 +273,119 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, length: off64_t) -> c_int {
         .unwrap_or_else(|| unsafe { real::ftruncate64(fd, length) })
 }
 
+/// `apply`, a call that writes into `fd` in a way the log does not
+/// describe (a copy between files, a splice, pwritev2 with RWF_APPEND), on
+/// a cached file: drained first, then applied and synced. None if `fd` is
+/// not cached.
+fn unlogged(fd: c_int, apply: impl FnOnce() -> ssize_t) -> Option<ssize_t> {
+    let (_inside, state, file) = cached(fd)?;
+    let apply = || match apply() {
+        n if n >= 0 => Ok(n),
+        _ => Err(last_error()),
+    };
+    Some(state.cache.unlogged(&file, apply).unwrap_or_else(|error| {
+        set_errno(&error);
+        -1
+    }))
+}
+
+/// pwritev2's flags this library handles like pwritev (a priority, a
+/// promise not to block); a sync flag syncs after the write.
+const PWRITEV2_PLAIN: c_int = libc::RWF_HIPRI | libc::RWF_NOWAIT | libc::RWF_DSYNC | libc::RWF_SYNC;
+
+/// # Safety
+/// pwritev2(2).
+#[no_mangle]
+pub unsafe extern "C" fn pwritev2(fd: c_int, iov: *const iovec, count: c_int, offset: off_t, flags: c_int) -> ssize_t {
+    // SAFETY: passed on.
+    let real = || unsafe { real::pwritev2(fd, iov, count, offset, flags) };
+    if flags & !PWRITEV2_PLAIN != 0 {
+        return unlogged(fd, real).unwrap_or_else(real);
+    }
+    if Inside::enter().is_some() && running().and_then(|s| s.cached(fd)).is_some() {
+        // SAFETY: pwritev2(2)'s contract.
+        let data = unsafe { gather(iov, count) };
+        let at = (offset >= 0).then_some(offset as u64);
+        // RWF_NOWAIT could fail with EAGAIN after the record is logged:
+        // the write is made without it (blocking is allowed to take longer).
+        let plain = flags & !libc::RWF_NOWAIT;
+        // SAFETY: as above.
+        if let Some(n) = cached_write(fd, at, &data, || unsafe { real::pwritev2(fd, iov, count, offset, plain) }) {
+            if n >= 0 && flags & (libc::RWF_DSYNC | libc::RWF_SYNC) != 0 {
+                if let Some(-1) = cached_sync(fd) {
+                    return -1;
+                }
+            }
+            return n;
+        }
+    }
+    real()
+}
+
+/// # Safety
+/// pwritev64v2(2).
+#[no_mangle]
+pub unsafe extern "C" fn pwritev64v2(
+    fd: c_int,
+    iov: *const iovec,
+    count: c_int,
+    offset: off64_t,
+    flags: c_int,
+) -> ssize_t {
+    // SAFETY: the same call.
+    unsafe { pwritev2(fd, iov, count, offset, flags) }
+}
+
+/// # Safety
+/// copy_file_range(2).
+#[no_mangle]
+pub unsafe extern "C" fn copy_file_range(
+    fd_in: c_int,
+    off_in: *mut off64_t,
+    fd_out: c_int,
+    off_out: *mut off64_t,
+    len: size_t,
+    flags: u32,
+) -> ssize_t {
+    // SAFETY: passed on.
+    let real = || unsafe { real::copy_file_range(fd_in, off_in, fd_out, off_out, len, flags) };
+    unlogged(fd_out, real).unwrap_or_else(real)
+}
+
+/// # Safety
+/// sendfile(2).
+#[no_mangle]
+pub unsafe extern "C" fn sendfile(out_fd: c_int, in_fd: c_int, offset: *mut off_t, count: size_t) -> ssize_t {
+    // SAFETY: passed on.
+    let real = || unsafe { real::sendfile(out_fd, in_fd, offset, count) };
+    unlogged(out_fd, real).unwrap_or_else(real)
+}
+
+/// # Safety
+/// sendfile64(2).
+#[no_mangle]
+pub unsafe extern "C" fn sendfile64(out_fd: c_int, in_fd: c_int, offset: *mut off64_t, count: size_t) -> ssize_t {
+    // SAFETY: passed on.
+    let real = || unsafe { real::sendfile64(out_fd, in_fd, offset, count) };
+    unlogged(out_fd, real).unwrap_or_else(real)
+}
+
+/// # Safety
+/// splice(2).
+#[no_mangle]
+pub unsafe extern "C" fn splice(
+    fd_in: c_int,
+    off_in: *mut off64_t,
+    fd_out: c_int,
+    off_out: *mut off64_t,
+    len: size_t,
+    flags: u32,
+) -> ssize_t {
+    // SAFETY: passed on.
+    let real = || unsafe { real::splice(fd_in, off_in, fd_out, off_out, len, flags) };
+    unlogged(fd_out, real).unwrap_or_else(real)
+}
+
 /// A fallocate that changes data (punch a hole, zero, collapse or insert
 /// a range) on a cached file: drained first, then applied and synced (the
 /// log cannot describe it). Allocation alone (mode 0, KEEP_SIZE) changes

@@ -61,6 +61,11 @@ real! {
     ftruncate(fd: c_int, length: off_t) -> c_int;
     ftruncate64(fd: c_int, length: off64_t) -> c_int;
     fallocate(fd: c_int, mode: c_int, offset: off_t, len: off_t) -> c_int;
+    pwritev2(fd: c_int, iov: *const iovec, count: c_int, offset: off_t, flags: c_int) -> ssize_t;
+    copy_file_range(fd_in: c_int, off_in: *mut off64_t, fd_out: c_int, off_out: *mut off64_t, len: size_t, flags: u32) -> ssize_t;
+    sendfile(out_fd: c_int, in_fd: c_int, offset: *mut off_t, count: size_t) -> ssize_t;
+    sendfile64(out_fd: c_int, in_fd: c_int, offset: *mut off64_t, count: size_t) -> ssize_t;
+    splice(fd_in: c_int, off_in: *mut off64_t, fd_out: c_int, off_out: *mut off64_t, len: size_t, flags: u32) -> ssize_t;
     fallocate64(fd: c_int, mode: c_int, offset: off64_t, len: off64_t) -> c_int;
     unlink(path: *const c_char) -> c_int;
     unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
