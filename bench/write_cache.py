@@ -34,6 +34,9 @@ write-cache.md and write-cache.png.
 
   python3 bench/write_cache.py [--rounds N] [--transactions N] [--fio-seconds S]
   python3 bench/write_cache.py --report     (tables and plot from the CSVs)
+  python3 bench/write_cache.py --durability (sqlite3 WAL with the pool on
+      ext4: durable at write vs durable at fsync vs plain ext4, alternated;
+      prints only)
 """
 import argparse
 import csv
@@ -122,6 +125,26 @@ def fio(place, system, rw, seconds, size="64m", pool_size="256MiB", extra=()):
     side = job["read" if rw == "randread" else "write"]
     return {"value": side["iops"], "p99_us": side["clat_ns"]["percentile"]["99.000000"] / 1000,
             "cpu_us_per_op": cpu / max(side["total_ios"], 1) * 1e6}
+
+
+def durability(args):
+    """sqlite3 WAL, pool on ext4: each write durable vs durable at fsync."""
+    place = Place()
+    try:
+        for round_ in range(1, args.rounds + 1):
+            for mode in ["write", "fsync", "plain ext4"]:
+                work, env = place.prepare("ext4" if mode == "plain ext4" else "cache-ext4")
+                if mode != "plain ext4":
+                    env["PACKETSTORE_CACHE_DURABILITY"] = mode
+                db = os.path.join(work, "db")
+                subprocess.run(["sqlite3", db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"],
+                               env=env, capture_output=True, check=True)
+                sql = "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=FULL;\n" + "".join(
+                    f"INSERT INTO t(v) VALUES('v{i}');\n" for i in range(args.transactions))
+                wall, _, _ = timed(["taskset", "-c", LOAD_CPU, "sqlite3", db], env, sql.encode())
+                print(f"round {round_} {mode:11} {args.transactions / wall:,.0f} transactions/s", flush=True)
+    finally:
+        place.remove()
 
 
 def steal_ticks():
@@ -263,7 +286,11 @@ def main():
     parser.add_argument("--fio-seconds", type=int, default=5)
     parser.add_argument("--timeline-seconds", type=int, default=20)
     parser.add_argument("--report", action="store_true", help="only the tables and plot, from the CSVs")
+    parser.add_argument("--durability", action="store_true", help="durable at write vs at fsync (prints only)")
     args = parser.parse_args()
+    if args.durability:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "packetstore-preload"], cwd=ROOT, check=True)
+        return durability(args)
     if not args.report:
         for tool in ["sqlite3", "fio", "taskset"]:
             if shutil.which(tool) is None:

@@ -13,9 +13,12 @@
 //! files with records not yet released (their sync handles).
 //!
 //! Invariants:
-//! - a write returns only after its record is durable, and its record is
-//!   durable before its bytes can reach the file (so after a crash a write
-//!   is whole: every byte, or, if it never returned, none of its log);
+//! - durable at write (`Durability::Write`): a write returns only after
+//!   its record is durable, and its record is durable before its bytes can
+//!   reach the file (so after a crash a write is whole: every byte, or, if
+//!   it never returned, none of its log);
+//! - durable at fsync (`Durability::Fsync`): every record appended before
+//!   a `sync` began is durable when it returns (one fence for all lanes);
 //! - per file, sequence order is the order writes reached the file (the
 //!   file's lock covers both), so replaying in sequence order rebuilds it;
 //! - a record is released only after a sync of its file that began after
