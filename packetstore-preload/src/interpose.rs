@@ -506,8 +506,8 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     unsafe { real::close(fd) }
 }
 
-/// Before a rename or an unlink of a path under a prefix: its file's
-/// records written back. Returns false (errno set) if that failed.
+/// Before a rename of a path under a prefix: its file's records written
+/// back. Returns false (errno set) if that failed.
 ///
 /// # Safety
 /// `path` is a NUL-terminated string.
@@ -527,28 +527,47 @@ unsafe fn before_path_change(dirfd: c_int, path: *const c_char) -> bool {
     }
 }
 
+/// An unlink of `path` relative to `dirfd` (`apply`, the real one): a
+/// cached file's unlink is logged (docs/write-cache.md, "Unlinks").
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string.
+unsafe fn cached_unlink(dirfd: c_int, path: *const c_char, apply: impl FnOnce() -> c_int) -> c_int {
+    let Some(inside) = Inside::enter() else { return apply() };
+    // SAFETY: the caller's contract.
+    let target = (!path.is_null()).then(|| state_for(dirfd, unsafe { CStr::from_ptr(path) })).flatten();
+    let Some((state, absolute)) = target else {
+        drop(inside);
+        return apply();
+    };
+    let apply = || if apply() == 0 { Ok(()) } else { Err(last_error()) };
+    match state.unlink(&absolute, apply) {
+        Ok(()) => 0,
+        Err(error) => {
+            set_errno(&error);
+            -1
+        }
+    }
+}
+
 /// # Safety
 /// unlink(2).
 #[no_mangle]
 pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
     // SAFETY: passed on.
-    if unsafe { before_path_change(libc::AT_FDCWD, path) } {
-        unsafe { real::unlink(path) }
-    } else {
-        -1
-    }
+    unsafe { cached_unlink(libc::AT_FDCWD, path, || real::unlink(path)) }
 }
 
 /// # Safety
 /// unlinkat(2).
 #[no_mangle]
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: passed on.
-    if unsafe { before_path_change(dirfd, path) } {
-        unsafe { real::unlinkat(dirfd, path, flags) }
-    } else {
-        -1
+    if flags & libc::AT_REMOVEDIR != 0 {
+        // SAFETY: passed on (a directory is never cached).
+        return unsafe { real::unlinkat(dirfd, path, flags) };
     }
+    // SAFETY: passed on.
+    unsafe { cached_unlink(dirfd, path, || real::unlinkat(dirfd, path, flags)) }
 }
 
 /// # Safety

@@ -277,6 +277,24 @@ impl SyncFile for DupFile {
             _ => Err(std::io::Error::last_os_error()),
         }
     }
+
+    fn sync_dir(&self, path: &[u8]) -> std::io::Result<()> {
+        packetstore::apps::cache::sync_parent(Path::new(std::ffi::OsStr::from_bytes(path)))
+    }
+}
+
+/// A file the cache knows by its path only (one it never wrote, being
+/// unlinked).
+struct PathFile(PathBuf);
+
+impl SyncFile for PathFile {
+    fn sync(&self) -> std::io::Result<()> {
+        std::fs::File::open(&self.0)?.sync_data()
+    }
+
+    fn sync_dir(&self, path: &[u8]) -> std::io::Result<()> {
+        packetstore::apps::cache::sync_parent(Path::new(std::ffi::OsStr::from_bytes(path)))
+    }
 }
 
 impl Drop for DupFile {
@@ -345,13 +363,48 @@ impl State {
         removed
     }
 
-    /// Before `path` is renamed or unlinked: its cached file's records are
-    /// written back (synced and released), and its descriptors stop being
-    /// cached (their records would name a path that no longer is its).
+    /// Before `path` is renamed: its cached file's records are written
+    /// back (synced and released), its descriptors stop being cached
+    /// (their records would name a path that no longer is its), and an
+    /// unlink of an earlier file of that name is settled (its record would
+    /// remove whatever the rename puts there).
     pub fn before_path_change(&self, absolute: &Path) -> std::io::Result<()> {
+        self.cache.settle_unlinks(absolute.as_os_str().as_bytes())?;
         let Ok(meta) = std::fs::symlink_metadata(absolute) else { return Ok(()) };
         use std::os::unix::fs::MetadataExt;
         self.uncache((meta.dev(), meta.ino()))
+    }
+
+    /// Unlinks `path` (`apply`): a regular file's descriptors stop being
+    /// cached, and its unlink is logged (`Cache::unlink`): no sync.
+    pub fn unlink(&self, absolute: &Path, apply: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = match std::fs::symlink_metadata(absolute) {
+            Ok(meta) if meta.file_type().is_file() => meta,
+            _ => return apply(),
+        };
+        let id = (meta.dev(), meta.ino());
+        if meta.nlink() > 1 {
+            // Another name keeps the bytes: they must reach the file
+            // before the records naming this path are voided.
+            self.uncache(id)?;
+            return apply();
+        }
+        self.stop_caching(id);
+        let path = absolute.to_path_buf();
+        let handle = move || -> Arc<dyn SyncFile> { Arc::new(PathFile(path)) };
+        match self.cache.cached(id).or_else(|| self.cache.file(id, absolute, handle)) {
+            Some(file) => self.cache.unlink(&file, apply),
+            None => apply(),
+        }
+    }
+
+    /// The descriptors of file `id` stop being cached.
+    fn stop_caching(&self, id: (u64, u64)) {
+        let mut fds = self.fds.write().expect("fds");
+        let before = fds.len();
+        fds.retain(|_, file| file.id() != id);
+        self.cached_fds.fetch_sub(before - fds.len(), Ordering::Relaxed);
     }
 
     /// Writes back the cached file `id` and stops caching its descriptors.

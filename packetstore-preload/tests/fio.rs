@@ -49,7 +49,16 @@ fn fio_blocks_survive_a_kill_and_a_lost_page_cache() {
     fio.env("PACKETSTORE_CACHE_WRITEBACK_MS", "3600000").env("PACKETSTORE_CACHE_LANES", "1");
     job(&mut fio, &file, 8 << 20).args(["--rw=write", "--do_verify=0", "--rate_iops=4000"]);
     let mut child = fio.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(600));
+    // Killed once some 200 blocks are written (fio's verify header starts
+    // each), however slowly this machine starts fio.
+    let written = || {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        bytes.chunks(4096).filter(|block| block.starts_with(&[0xca, 0xac])).count()
+    };
+    let start = std::time::Instant::now();
+    while written() < 200 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     // The page cache, lost.

@@ -38,12 +38,19 @@ struct ModelFile {
     volatile: Vec<u8>,
     durable: Vec<u8>,
     unsynced: Vec<Op>,
+    /// An unlink whose directory was not synced yet: the removed file's
+    /// durable bytes and unsynced changes, which a power failure may bring
+    /// back under the name.
+    removed: Option<(Vec<u8>, Vec<Op>)>,
+    /// Which file (inode) the name is: a new one after each unlink.
+    generation: u64,
 }
 
 #[derive(Clone, Debug)]
 enum Op {
     Write(u64, Vec<u8>),
     Truncate(u64),
+    Unlink,
 }
 
 fn apply(content: &mut Vec<u8>, op: &Op) {
@@ -56,6 +63,21 @@ fn apply(content: &mut Vec<u8>, op: &Op) {
             content[*offset as usize..end].copy_from_slice(data);
         }
         Op::Truncate(size) => content.resize(*size as usize, 0),
+        Op::Unlink => content.clear(),
+    }
+}
+
+impl ModelFile {
+    /// The program's change `op`, as the page cache holds it.
+    fn change(&mut self, op: &Op) {
+        if let Op::Unlink = op {
+            let removed = (std::mem::take(&mut self.durable), std::mem::take(&mut self.unsynced));
+            self.removed.get_or_insert(removed);
+            self.generation += 1;
+        } else {
+            self.unsynced.push(op.clone());
+        }
+        apply(&mut self.volatile, op);
     }
 }
 
@@ -68,10 +90,18 @@ struct ModelSync {
 
 impl SyncFile for ModelSync {
     fn sync(&self) -> std::io::Result<()> {
+        // (A sync of a new file makes its name durable too, as on ext4.)
         let mut fs = self.fs.lock().unwrap();
         let file = fs.entry(self.path.clone()).or_default();
         file.durable = file.volatile.clone();
         file.unsynced.clear();
+        file.removed = None;
+        Ok(())
+    }
+
+    fn sync_dir(&self, path: &[u8]) -> std::io::Result<()> {
+        assert_eq!(path, &self.path[..]);
+        self.fs.lock().unwrap().entry(self.path.clone()).or_default().removed = None;
         Ok(())
     }
 }
@@ -97,6 +127,12 @@ impl ReplayFiles for Replay {
         Ok(())
     }
 
+    fn remove(&mut self, path: &[u8]) -> std::io::Result<()> {
+        // Removed and its directory synced.
+        self.0.lock().unwrap().insert(path.to_vec(), ModelFile::default());
+        Ok(())
+    }
+
     fn sync(&mut self, path: &[u8]) -> std::io::Result<()> {
         ModelSync { fs: self.0.clone(), path: path.to_vec() }.sync()
     }
@@ -107,8 +143,12 @@ impl ReplayFiles for Replay {
 /// wrote some dirty pages back on its own).
 fn power_failure(fs: &Fs, rng: &mut SplitMix64) {
     for file in fs.lock().unwrap().values_mut() {
-        let mut disk = file.durable.clone();
-        for op in &file.unsynced {
+        // An unlink not made durable: the removed file may be back.
+        let (mut disk, unsynced) = match file.removed.take() {
+            Some((durable, unsynced)) if rng.chance(1, 2) => (durable, unsynced),
+            _ => (file.durable.clone(), file.unsynced.clone()),
+        };
+        for op in &unsynced {
             match (op, rng.below(3)) {
                 (_, 0) => {}
                 (Op::Write(offset, data), 1) => {
@@ -128,11 +168,23 @@ fn power_failure(fs: &Fs, rng: &mut SplitMix64) {
     }
 }
 
+/// `op` without its data.
+fn brief(op: &Op) -> String {
+    match op {
+        Op::Write(offset, data) => format!("write {} bytes at {offset}", data.len()),
+        Op::Truncate(size) => format!("truncate to {size}"),
+        Op::Unlink => "unlink".into(),
+    }
+}
+
 fn path(i: u64) -> Vec<u8> {
     format!("/model/file{i}").into_bytes()
 }
 
 fn random_op(rng: &mut SplitMix64) -> Op {
+    if rng.chance(1, 10) {
+        return Op::Unlink;
+    }
     if rng.chance(1, 8) {
         return Op::Truncate(rng.below(40_000));
     }
@@ -151,17 +203,13 @@ fn random_op(rng: &mut SplitMix64) -> Op {
 /// page cache as the real write would).
 fn run_op(cache: &Cache, fs: &Fs, i: u64, op: &Op) -> std::io::Result<()> {
     let sync_fs = fs.clone();
+    let generation = fs.lock().unwrap().entry(path(i)).or_default().generation;
     let file = cache
-        .file((0, i), std::path::Path::new(std::str::from_utf8(&path(i)).unwrap()), || {
+        .file((generation, i), std::path::Path::new(std::str::from_utf8(&path(i)).unwrap()), || {
             Arc::new(ModelSync { fs: sync_fs, path: path(i) })
         })
         .expect("a short path");
-    let to_model = |op: &Op| {
-        let mut fs = fs.lock().unwrap();
-        let model = fs.entry(path(i)).or_default();
-        apply(&mut model.volatile, op);
-        model.unsynced.push(op.clone());
-    };
+    let to_model = |op: &Op| fs.lock().unwrap().entry(path(i)).or_default().change(op);
     match op {
         Op::Write(offset, data) => cache
             .write(&file, *offset, data, || {
@@ -170,6 +218,10 @@ fn run_op(cache: &Cache, fs: &Fs, i: u64, op: &Op) -> std::io::Result<()> {
             })
             .map(|_| ()),
         Op::Truncate(size) => cache.truncate(&file, *size, || {
+            to_model(op);
+            Ok(())
+        }),
+        Op::Unlink => cache.unlink(&file, || {
             to_model(op);
             Ok(())
         }),
@@ -206,6 +258,7 @@ impl SyncedFile {
                 }
             }
             Op::Truncate(size) => self.floor = self.floor.min(*size as usize),
+            Op::Unlink => self.floor = 0,
         }
     }
 
@@ -242,8 +295,17 @@ fn run(seed: u64) {
             }
             let i = rng.below(FILES);
             let op = random_op(&mut rng);
-            if rng.chance(1, 5) && cache.write_back().is_err() {
-                break;
+            let trace = std::env::var_os("PACKETSTORE_CACHE_TRACE").is_some();
+            if rng.chance(1, 5) {
+                if trace {
+                    eprintln!("{context}: write-back");
+                }
+                if cache.write_back().is_err() {
+                    break;
+                }
+            }
+            if trace {
+                eprintln!("{context}: file {i}: {}", brief(&op));
             }
             if run_op(&cache, &fs, i, &op).is_err() {
                 in_flight = Some((i, op));
@@ -288,7 +350,8 @@ fn run(seed: u64) {
         assert!(
             found == without || found == with,
             "{context}: after recovery ({report:?}) the files are neither the acknowledged state nor it with the \
-             change in flight ({in_flight:?})"
+             change in flight ({:?})",
+            in_flight.as_ref().map(|(i, op)| (i, brief(op)))
         );
         if found == with {
             if let Some((i, op)) = in_flight.take() {

@@ -47,7 +47,7 @@ const _: () = assert!(POOL_KINDS.len() as u32 == POOL_KIND_VALUE_MAX + 1);
 pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x26;
 pub const WAL_RECORD_KIND: u16 = 1;
 /// Record kinds of the write cache (`apps/cache/record.rs`).
-pub const CACHE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x30..=0x32;
+pub const CACHE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x30..=0x33;
 
 impl PoolKind {
     /// The kind stored as `value`; None for a value this build does not know.

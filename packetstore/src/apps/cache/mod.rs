@@ -45,6 +45,9 @@ use record::Change;
 pub trait SyncFile: Send + Sync {
     /// Makes every write that reached the file so far durable.
     fn sync(&self) -> std::io::Result<()>;
+    /// Makes the removal of `path` (this file's name) durable: a sync of
+    /// its directory.
+    fn sync_dir(&self, path: &[u8]) -> std::io::Result<()>;
 }
 
 /// How recovery applies records to files named by path.
@@ -53,6 +56,8 @@ pub trait ReplayFiles {
     fn truncate(&mut self, path: &[u8], size: u64) -> std::io::Result<()>;
     /// Makes what `write` and `truncate` did to `path` durable.
     fn sync(&mut self, path: &[u8]) -> std::io::Result<()>;
+    /// Removes `path` if it exists, durably (its directory synced).
+    fn remove(&mut self, path: &[u8]) -> std::io::Result<()>;
 }
 
 /// Recovery's files through the file system, by path (the preload library
@@ -80,6 +85,68 @@ impl ReplayFiles for PathFiles {
     fn sync(&mut self, path: &[u8]) -> std::io::Result<()> {
         Self::open(path)?.sync_data()
     }
+
+    fn remove(&mut self, path: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(path));
+        match std::fs::remove_file(path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+            _ => {}
+        }
+        sync_parent(path)
+    }
+}
+
+/// Syncs the directory holding `path` (an unlink in it becomes durable).
+pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
+    std::fs::File::open(parent)?.sync_all()
+}
+
+/// Which live records recovery skips: changes a synced mark covers, or
+/// that an unlink of their path after them voided; and unlinks of a path
+/// a later synced mark shows was made again and synced.
+struct ReplayPlan {
+    synced: BTreeMap<Vec<u8>, u64>,
+    unlinks: BTreeMap<Vec<u8>, Vec<u64>>,
+}
+
+impl ReplayPlan {
+    /// From the live records `(seq, lsn, kind, key)`; an error if one is
+    /// not the cache's.
+    fn new<'a>(live: impl Iterator<Item = (u64, u64, u16, &'a [u8])>) -> std::io::Result<ReplayPlan> {
+        let mut plan = ReplayPlan { synced: BTreeMap::new(), unlinks: BTreeMap::new() };
+        for (seq, lsn, kind, key) in live {
+            match record::decode(kind, key) {
+                Some((Change::Synced { upto }, path)) => {
+                    let mark = plan.synced.entry(path.to_vec()).or_default();
+                    *mark = (*mark).max(upto);
+                }
+                Some((Change::Unlinked, path)) => plan.unlinks.entry(path.to_vec()).or_default().push(seq),
+                Some(_) => {}
+                None => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("record {lsn} is not the cache's"),
+                    ))
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    fn skips(&self, change: &Change, path: &[u8], seq: u64) -> bool {
+        let synced_past = |seq: u64| self.synced.get(path).is_some_and(|&upto| upto >= seq);
+        match change {
+            Change::Synced { .. } => true,
+            // A later file of this name was synced: it is not the one
+            // this unlink removed.
+            Change::Unlinked => synced_past(seq),
+            Change::Write { .. } | Change::Truncate { .. } => {
+                synced_past(seq) || self.unlinks.get(path).is_some_and(|unlinks| unlinks.iter().any(|&at| at > seq))
+            }
+        }
+    }
 }
 
 /// A file's identity (device, inode) and its state in the cache.
@@ -96,6 +163,9 @@ pub struct CachedFile {
     /// Held while a write or a truncate takes its sequence number, is
     /// logged and reaches the file.
     order: Mutex<()>,
+    /// The unlink record once the file's path was removed (its records are
+    /// then void, and released after a sync of its directory).
+    unlinked: Mutex<Option<Logged>>,
 }
 
 impl CachedFile {
@@ -105,6 +175,11 @@ impl CachedFile {
 
     pub fn id(&self) -> FileId {
         self.id
+    }
+
+    /// No live record and no unlink waiting for a write-back.
+    fn is_idle(&self) -> bool {
+        self.records.lock().expect("records").is_empty() && self.unlinked.lock().expect("unlinked").is_none()
     }
 }
 
@@ -240,31 +315,24 @@ impl Cache {
             lanes.push(Lane { log, buffers });
         }
         live.sort_by_key(|&(seq, ..)| seq);
-        // The newest synced mark of each path: its changes up to there are
-        // in the file already.
-        let mut synced: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
-        for (_, _, lsn, kind, key, _) in &live {
-            if let Some((Change::Synced { upto }, path)) = record::decode(*kind, key) {
-                let mark = synced.entry(path.to_vec()).or_default();
-                *mark = (*mark).max(upto);
-            } else if record::decode(*kind, key).is_none() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("record {lsn} is not the cache's"),
-                ));
-            }
-        }
         let mut report = CacheRecovery::default();
+        let plan = ReplayPlan::new(live.iter().map(|(seq, _, lsn, kind, key, _)| (*seq, *lsn, *kind, &key[..])))?;
         let mut touched: Vec<Vec<u8>> = Vec::new();
         for (seq, _, _, kind, key, data) in &live {
-            let (change, path) = record::decode(*kind, key).expect("checked above");
-            if synced.get(path).is_some_and(|&upto| *seq <= upto) {
+            let (change, path) = record::decode(*kind, key).expect("checked by ReplayPlan::new");
+            if plan.skips(&change, path, *seq) {
                 continue;
             }
             match change {
                 Change::Write { offset } => files.write(path, offset, data)?,
                 Change::Truncate { size } => files.truncate(path, size)?,
                 Change::Synced { .. } => continue,
+                Change::Unlinked => {
+                    files.remove(path)?;
+                    touched.retain(|p| p != path);
+                    report.records += 1;
+                    continue;
+                }
             }
             report.records += 1;
             report.bytes += data.len() as u64;
@@ -373,6 +441,7 @@ impl Cache {
                 handle: handle(),
                 records: Mutex::new(Vec::new()),
                 order: Mutex::new(()),
+                unlinked: Mutex::new(None),
             })
         });
         Some(file.clone())
@@ -387,7 +456,7 @@ impl Cache {
     /// or its inode is about to be another file's). False if it has some.
     pub fn forget_file(&self, id: FileId) -> bool {
         let mut files = self.files.lock().expect("files");
-        let idle = files.get(&id).is_none_or(|file| file.records.lock().expect("records").is_empty());
+        let idle = files.get(&id).is_none_or(|file| file.is_idle());
         if idle {
             files.remove(&id);
         }
@@ -447,6 +516,22 @@ impl Cache {
     /// Appends and commits `change`'s record (durable on return); None if
     /// the lane stayed full for `ROOM_WAIT` (the caller syncs instead).
     fn log(&self, file: &CachedFile, change: &Change, data: &[u8]) -> std::io::Result<Option<Logged>> {
+        let logged = self.append_record(file, change, data, self.durability == Durability::Write)?;
+        if let Some(logged) = logged {
+            file.records.lock().expect("records").push(logged);
+        }
+        Ok(logged)
+    }
+
+    /// Appends `change`'s record in a lane with room, committed if
+    /// `commit`; None if the lanes stayed full for `ROOM_WAIT`.
+    fn append_record(
+        &self,
+        file: &CachedFile,
+        change: &Change,
+        data: &[u8],
+        commit: bool,
+    ) -> std::io::Result<Option<Logged>> {
         let (kind, key) = record::encode(change, &file.path);
         for attempt in 0..2 {
             if attempt > 0 {
@@ -463,12 +548,10 @@ impl Cache {
                         // The record is durable before the caller applies
                         // it (or, durable at fsync, before the next sync
                         // returns).
-                        if self.durability == Durability::Write {
+                        if commit {
                             log.commit(&self.pool, buffers).map_err(log_error)?;
                         }
-                        let logged = Logged { lane: lane_index, lsn, seq };
-                        file.records.lock().expect("records").push(logged);
-                        return Ok(Some(logged));
+                        return Ok(Some(Logged { lane: lane_index, lsn, seq }));
                     }
                     Err(AppendError::Full) => continue,
                     Err(AppendError::Log(error)) => return Err(log_error(error)),
@@ -515,11 +598,7 @@ impl Cache {
     /// Releases a record whose write failed (so recovery never applies it).
     fn forget(&self, file: &CachedFile, logged: Logged) -> std::io::Result<()> {
         file.records.lock().expect("records").retain(|&record| record != logged);
-        let mut lane = self.lanes[logged.lane].lock().expect("lane");
-        let Lane { log, buffers } = &mut *lane;
-        log.release(&self.pool, logged.lsn).map_err(log_error)?;
-        log.commit(&self.pool, buffers).map_err(log_error)?;
-        Ok(())
+        self.release_now(logged)
     }
 
     fn lane_index(&self) -> usize {
@@ -555,22 +634,24 @@ impl Cache {
     /// records those syncs covered. Returns the records released.
     pub fn write_back(&self) -> std::io::Result<u64> {
         let files: Vec<Arc<CachedFile>> = self.files.lock().expect("files").values().cloned().collect();
-        let mut synced = Vec::new();
+        let (mut synced, mut unlinked) = (Vec::new(), Vec::new());
         let mut first_error = None;
         for file in files {
-            let Some(upto) = newest_seq(&file) else {
-                continue;
+            let unlink = *file.unlinked.lock().expect("unlinked");
+            let done = match (unlink, newest_seq(&file)) {
+                // Its path is gone: the removal made durable, its records
+                // (void) and the unlink record can go.
+                (Some(unlink), _) => file.handle.sync_dir(&file.path).map(|()| unlinked.push((file, unlink))),
+                (None, None) => continue,
+                // Every change up to `upto` reached the file before its
+                // record was listed: this sync covers them all.
+                (None, Some(upto)) => file.handle.sync().map(|()| synced.push((file, upto))),
             };
-            // Every change up to `upto` reached the file before its record
-            // was listed: this sync covers them all.
-            match file.handle.sync() {
-                Ok(()) => synced.push((file, upto)),
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
+            if let Err(error) = done {
+                first_error.get_or_insert(error);
             }
         }
-        let released = self.settle(&synced)?;
+        let released = self.settle(&synced, &unlinked)?;
         self.drop_idle_files();
         add(&self.counters.write_backs, 1);
         add(&self.counters.records_released, released);
@@ -589,6 +670,68 @@ impl Cache {
     pub fn drain(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
         let _order = file.order.lock().expect("file order");
         self.drain_locked(file)
+    }
+
+    /// Unlinks `file`'s path (`apply`, the real unlink): an unlink record,
+    /// then the unlink. The file's records are void from then on and are
+    /// released with the unlink record after a write-back syncs the
+    /// directory; no sync of the file.
+    ///
+    /// The record is durable before the unlink when the file has live
+    /// records (a replay must never recreate the file from some of them),
+    /// and always when durable at write (the unlink is then durable when
+    /// this returns). Durable at fsync, the record of a file without live
+    /// records becomes durable with the next sync (a later file of that
+    /// name, once synced, never shows the removed one's bytes). Without
+    /// room in the log, the file is drained first instead.
+    pub fn unlink(&self, file: &Arc<CachedFile>, apply: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+        let _order = file.order.lock().expect("file order");
+        if file.unlinked.lock().expect("unlinked").is_some() {
+            return apply();
+        }
+        let commit = self.durability == Durability::Write || newest_seq(file).is_some();
+        let Some(logged) = self.append_record(file, &Change::Unlinked, &[], commit)? else {
+            self.drain_locked(file)?;
+            return apply();
+        };
+        match apply() {
+            Ok(()) => {
+                *file.unlinked.lock().expect("unlinked") = Some(logged);
+                Ok(())
+            }
+            Err(error) => {
+                // Not unlinked: the record must not remove it on a replay.
+                self.release_now(logged)?;
+                Err(error)
+            }
+        }
+    }
+
+    /// Releases `logged` and commits its lane.
+    fn release_now(&self, logged: Logged) -> std::io::Result<()> {
+        let mut lane = self.lanes[logged.lane].lock().expect("lane");
+        let Lane { log, buffers } = &mut *lane;
+        log.release(&self.pool, logged.lsn).map_err(log_error)?;
+        log.commit(&self.pool, buffers).map_err(log_error)?;
+        Ok(())
+    }
+
+    /// Before `path` becomes another file's by a rename: any unlink of a
+    /// file of that name still waiting for a write-back is settled now
+    /// (its directory synced, its records and record released), so that
+    /// no replay removes what the rename puts there.
+    pub fn settle_unlinks(&self, path: &[u8]) -> std::io::Result<()> {
+        let files: Vec<Arc<CachedFile>> =
+            self.files.lock().expect("files").values().filter(|file| file.path == path).cloned().collect();
+        let mut unlinked = Vec::new();
+        for file in files {
+            let unlink = *file.unlinked.lock().expect("unlinked");
+            if let Some(unlink) = unlink {
+                file.handle.sync_dir(&file.path)?;
+                unlinked.push((file, unlink));
+            }
+        }
+        self.settle(&[], &unlinked).map(|_| ())
     }
 
     /// A change the log cannot describe (a hole punched, a range zeroed,
@@ -612,20 +755,24 @@ impl Cache {
             return Ok(());
         };
         file.handle.sync()?;
-        self.settle(&[(file.clone(), upto)]).map(|_| ())
+        self.settle(&[(file.clone(), upto)], &[]).map(|_| ())
     }
 
     /// After the syncs of `synced` files: a synced mark per file, durable
     /// before any of their records is released (recovery then skips what
     /// the marks cover, whichever releases reached the media); the records
     /// released; then the marks.
-    fn settle(&self, synced: &[(Arc<CachedFile>, u64)]) -> std::io::Result<u64> {
-        if synced.is_empty() {
+    fn settle(
+        &self,
+        synced: &[(Arc<CachedFile>, u64)],
+        unlinked: &[(Arc<CachedFile>, Logged)],
+    ) -> std::io::Result<u64> {
+        if synced.is_empty() && unlinked.is_empty() {
             return Ok(0);
         }
         let lane_index = self.lane_index();
         let mut marks = Vec::new();
-        {
+        if !synced.is_empty() {
             let mut lane = self.lanes[lane_index].lock().expect("lane");
             let Lane { log, buffers } = &mut *lane;
             for (file, upto) in synced {
@@ -636,14 +783,16 @@ impl Cache {
             log.commit(&self.pool, buffers).map_err(log_error)?;
         }
         let mut released = 0;
-        for (file, upto) in synced {
+        let claims =
+            synced.iter().map(|(file, upto)| (file, *upto)).chain(unlinked.iter().map(|(file, _)| (file, u64::MAX)));
+        for (file, upto) in claims {
             // Claimed under the file's list: a drain and a write-back that
             // synced the same records release each once. The list is in
             // sequence order (appended under the file's order lock), so
             // what a sync covered is a prefix of it.
             let claimed: Vec<Logged> = {
                 let mut live = file.records.lock().expect("records");
-                let covered = live.partition_point(|record| record.seq <= *upto);
+                let covered = live.partition_point(|record| record.seq <= upto);
                 live.drain(..covered).collect()
             };
             for record in &claimed {
@@ -652,7 +801,27 @@ impl Cache {
             released += claimed.len() as u64;
         }
         self.commit_releases()?;
-        {
+        // The unlink records after the records they void (a replay must
+        // never find a voided record without its unlink), and before the
+        // marks (while an unlink record is live, so is every mark of a
+        // later file of that name).
+        if !unlinked.is_empty() {
+            for (file, _) in unlinked {
+                // Claimed: a write-back and a rename's settling release it
+                // once.
+                let Some(unlink) = file.unlinked.lock().expect("unlinked").take() else { continue };
+                self.lanes[unlink.lane].lock().expect("lane").log.release(&self.pool, unlink.lsn).map_err(log_error)?;
+                released += 1;
+            }
+            self.commit_releases()?;
+            let mut files = self.files.lock().expect("files");
+            for (file, _) in unlinked {
+                if files.get(&file.id).is_some_and(|known| Arc::ptr_eq(known, file)) {
+                    files.remove(&file.id);
+                }
+            }
+        }
+        if !marks.is_empty() {
             let mut lane = self.lanes[lane_index].lock().expect("lane");
             let Lane { log, buffers } = &mut *lane;
             for lsn in marks {
@@ -676,7 +845,7 @@ impl Cache {
     /// Forgets files with no live record that only the cache holds.
     fn drop_idle_files(&self) {
         let mut files = self.files.lock().expect("files");
-        files.retain(|_, file| Arc::strong_count(file) > 1 || !file.records.lock().expect("records").is_empty());
+        files.retain(|_, file| Arc::strong_count(file) > 1 || !file.is_idle());
     }
 
     /// Live records (all lanes).

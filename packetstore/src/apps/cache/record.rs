@@ -7,6 +7,12 @@
 //! number a sync of the file covered (a synced mark), u64 little-endian,
 //! then the file's path; a write's data is the record's extents.
 //!
+//! An unlink record (its word is 0) says: this path was removed at this
+//! record's sequence number; the path's earlier changes are void, and
+//! recovery removes the path again, unless a live synced mark of the path
+//! numbered past the unlink shows that a later file of that name was
+//! synced (docs/write-cache.md, "Unlinks").
+//!
 //! A synced mark says: every write and truncate of this path numbered up
 //! to `upto` is in the file durably. Recovery skips those, so releases of
 //! records that reach the media in any subset (or lanes' in any order)
@@ -23,7 +29,9 @@ pub const KIND_WRITE: u16 = 0x30;
 pub const KIND_TRUNCATE: u16 = 0x31;
 /// A synced mark: the path's changes up to `upto` are durable in the file.
 pub const KIND_SYNCED: u16 = 0x32;
-const _: () = assert!(*CACHE_RECORD_KINDS.start() == KIND_WRITE && *CACHE_RECORD_KINDS.end() == KIND_SYNCED);
+/// An unlink: the path was removed at this record's sequence number.
+pub const KIND_UNLINKED: u16 = 0x33;
+const _: () = assert!(*CACHE_RECORD_KINDS.start() == KIND_WRITE && *CACHE_RECORD_KINDS.end() == KIND_UNLINKED);
 
 /// The longest path a cached file may have (the rest of a log key).
 pub const PATH_MAX: usize = crate::limits::KEY_SIZE_MAX - 8;
@@ -34,6 +42,7 @@ pub enum Change {
     Write { offset: u64 },
     Truncate { size: u64 },
     Synced { upto: u64 },
+    Unlinked,
 }
 
 /// The key of a record of `change` to `path`.
@@ -43,6 +52,7 @@ pub fn encode(change: &Change, path: &[u8]) -> (u16, Vec<u8>) {
         Change::Write { offset } => (KIND_WRITE, offset),
         Change::Truncate { size } => (KIND_TRUNCATE, size),
         Change::Synced { upto } => (KIND_SYNCED, upto),
+        Change::Unlinked => (KIND_UNLINKED, 0),
     };
     let mut key = Vec::with_capacity(8 + path.len());
     key.extend_from_slice(&word.to_le_bytes());
@@ -60,6 +70,7 @@ pub fn decode(kind: u16, key: &[u8]) -> Option<(Change, &[u8])> {
         KIND_WRITE => Change::Write { offset: word },
         KIND_TRUNCATE => Change::Truncate { size: word },
         KIND_SYNCED => Change::Synced { upto: word },
+        KIND_UNLINKED if word == 0 => Change::Unlinked,
         _ => return None,
     };
     Some((change, &key[8..]))
@@ -71,7 +82,12 @@ mod tests {
 
     #[test]
     fn records_round_trip() {
-        for change in [Change::Write { offset: 7 << 40 }, Change::Truncate { size: 0 }, Change::Synced { upto: 9 }] {
+        for change in [
+            Change::Write { offset: 7 << 40 },
+            Change::Truncate { size: 0 },
+            Change::Synced { upto: 9 },
+            Change::Unlinked,
+        ] {
             let (kind, key) = encode(&change, b"/data/db.sqlite");
             assert_eq!(decode(kind, &key), Some((change, &b"/data/db.sqlite"[..])));
         }
