@@ -196,14 +196,43 @@ pub unsafe extern "C" fn pwritev64(fd: c_int, iov: *const iovec, count: c_int, o
 /// write already durable, or one commit of every lane); None otherwise.
 fn cached_sync(fd: c_int) -> Option<c_int> {
     let (_inside, state, _) = cached(fd)?;
-    Some(match state.cache.sync() {
+    Some(cache_sync(state))
+}
+
+fn cache_sync(state: &State) -> c_int {
+    match state.cache.sync() {
         Ok(()) => 0,
         Err(error) => {
             eprintln!("packetstore-preload: fsync: {error}");
             set_errno(&std::io::Error::from_raw_os_error(libc::EIO));
             -1
         }
-    })
+    }
+}
+
+/// fsync or fdatasync (`real`) of a descriptor: a cached file's is the
+/// cache's; a directory's whose every change the log covers is too
+/// (`dirs`); any other goes to the C library.
+fn any_sync(fd: c_int, real: impl FnOnce() -> c_int) -> c_int {
+    if let Some(done) = cached_sync(fd) {
+        return done;
+    }
+    let Some(_inside) = Inside::enter() else { return real() };
+    let Some((state, dir)) = running().and_then(|state| Some((state, state.dirs.of(fd)?))) else { return real() };
+    if state.dirs.covered(&dir) {
+        let done = cache_sync(state);
+        if done == 0 {
+            state.dirs.synced(&dir);
+            state.dirs.answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        return done;
+    }
+    state.dirs.real.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let done = real();
+    if done == 0 {
+        state.dirs.synced(&dir);
+    }
+    done
 }
 
 /// sync_file_range promises no durability: for a cached file it has
@@ -217,7 +246,7 @@ fn synced(fd: c_int) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
     // SAFETY: passed on.
-    cached_sync(fd).unwrap_or_else(|| unsafe { real::fsync(fd) })
+    any_sync(fd, || unsafe { real::fsync(fd) })
 }
 
 /// # Safety
@@ -225,7 +254,7 @@ pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
     // SAFETY: passed on.
-    cached_sync(fd).unwrap_or_else(|| unsafe { real::fdatasync(fd) })
+    any_sync(fd, || unsafe { real::fdatasync(fd) })
 }
 
 /// # Safety
@@ -436,6 +465,7 @@ unsafe fn cached_open(dirfd: c_int, path: *const c_char, flags: c_int, open: imp
     drop(inside);
     let fd = open();
     if let (Some((state, absolute)), true) = (target, fd >= 0) {
+        // (`opened` notes directories and creations too.)
         if let Some(_inside) = Inside::enter() {
             state.opened(&absolute, flags, fd);
         }
@@ -500,6 +530,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if let Some(_inside) = Inside::enter() {
         if let Some(state) = running() {
             state.forget(fd);
+            state.dirs.closed(fd);
         }
     }
     // SAFETY: passed on.
@@ -563,8 +594,12 @@ pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
     if flags & libc::AT_REMOVEDIR != 0 {
-        // SAFETY: passed on (a directory is never cached).
-        return unsafe { real::unlinkat(dirfd, path, flags) };
+        // SAFETY: passed on (a directory is never cached; its removal is
+        // a change the log does not describe).
+        return unsafe {
+            unlogged_name(dirfd, path);
+            real::unlinkat(dirfd, path, flags)
+        };
     }
     // SAFETY: passed on.
     unsafe { cached_unlink(dirfd, path, || real::unlinkat(dirfd, path, flags)) }
@@ -720,4 +755,126 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_i
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int {
     // SAFETY: passed on.
     after_fcntl(fd, cmd, unsafe { real::fcntl64(fd, cmd, arg) })
+}
+
+/// Before a change of a name the log does not describe (mkdir, rmdir, a
+/// link, a symlink, a node) at `path` relative to `dirfd`: its directory's
+/// next sync is a real one.
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string.
+unsafe fn unlogged_name(dirfd: c_int, path: *const c_char) {
+    let Some(_inside) = Inside::enter() else { return };
+    if path.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    if let Some((state, absolute)) = state_for(dirfd, unsafe { CStr::from_ptr(path) }) {
+        state.dirs.changed(crate::dirs::parent(&absolute));
+    }
+}
+
+/// # Safety
+/// mkdir(2).
+#[no_mangle]
+pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(libc::AT_FDCWD, path);
+        real::mkdir(path, mode)
+    }
+}
+
+/// # Safety
+/// mkdirat(2).
+#[no_mangle]
+pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(dirfd, path);
+        real::mkdirat(dirfd, path, mode)
+    }
+}
+
+/// # Safety
+/// rmdir(2).
+#[no_mangle]
+pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(libc::AT_FDCWD, path);
+        real::rmdir(path)
+    }
+}
+
+/// # Safety
+/// symlink(2).
+#[no_mangle]
+pub unsafe extern "C" fn symlink(target: *const c_char, path: *const c_char) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(libc::AT_FDCWD, path);
+        real::symlink(target, path)
+    }
+}
+
+/// # Safety
+/// symlinkat(2).
+#[no_mangle]
+pub unsafe extern "C" fn symlinkat(target: *const c_char, dirfd: c_int, path: *const c_char) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(dirfd, path);
+        real::symlinkat(target, dirfd, path)
+    }
+}
+
+/// # Safety
+/// link(2).
+#[no_mangle]
+pub unsafe extern "C" fn link(old: *const c_char, new: *const c_char) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(libc::AT_FDCWD, new);
+        real::link(old, new)
+    }
+}
+
+/// # Safety
+/// linkat(2).
+#[no_mangle]
+pub unsafe extern "C" fn linkat(
+    olddirfd: c_int,
+    old: *const c_char,
+    newdirfd: c_int,
+    new: *const c_char,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(newdirfd, new);
+        real::linkat(olddirfd, old, newdirfd, new, flags)
+    }
+}
+
+/// # Safety
+/// mknod(2).
+#[no_mangle]
+pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(libc::AT_FDCWD, path);
+        real::mknod(path, mode, dev)
+    }
+}
+
+/// # Safety
+/// mknodat(2).
+#[no_mangle]
+pub unsafe extern "C" fn mknodat(dirfd: c_int, path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe {
+        unlogged_name(dirfd, path);
+        real::mknodat(dirfd, path, mode, dev)
+    }
 }

@@ -6,12 +6,14 @@
 //! syncs the files in batches and frees the log. docs/write-cache.md.
 //!
 //! Owns: the interposed C functions (`interpose`), the C library's own
-//! (`real`), and the process's cache state (`state`); the cache itself is
+//! (`real`), the process's cache state (`state`) and the directory syncs
+//! the log answers (`dirs`); the cache itself is
 //! `packetstore::apps::cache`.
 //!
 //! Invariant: everything that is not a cached file, and every call made
 //! from inside this library, goes to the C library unchanged.
 
+mod dirs;
 mod interpose;
 mod real;
 mod state;

@@ -79,4 +79,13 @@ real! {
     dup3(old: c_int, new: c_int, flags: c_int) -> c_int;
     fcntl(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int;
     fcntl64(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int;
+    mkdir(path: *const c_char, mode: mode_t) -> c_int;
+    mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t) -> c_int;
+    rmdir(path: *const c_char) -> c_int;
+    symlink(target: *const c_char, path: *const c_char) -> c_int;
+    symlinkat(target: *const c_char, dirfd: c_int, path: *const c_char) -> c_int;
+    link(old: *const c_char, new: *const c_char) -> c_int;
+    linkat(olddirfd: c_int, old: *const c_char, newdirfd: c_int, new: *const c_char, flags: c_int) -> c_int;
+    mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int;
+    mknodat(dirfd: c_int, path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int;
 }

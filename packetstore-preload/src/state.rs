@@ -64,6 +64,7 @@ extern "C" fn after_fork_in_child() {
 /// The process's cache.
 pub struct State {
     pub cache: Arc<Cache>,
+    pub dirs: crate::dirs::Dirs,
     fds: RwLock<HashMap<c_int, Arc<CachedFile>>>,
     cached_fds: AtomicUsize,
 }
@@ -88,6 +89,21 @@ pub fn under_prefix(path: &Path) -> bool {
     prefixes().iter().any(|prefix| path.starts_with(prefix))
 }
 
+/// At exit, with PACKETSTORE_CACHE_STATS set: what the cache did.
+extern "C" fn print_stats() {
+    let Some(state) = running() else { return };
+    let stats = state.cache.stats();
+    eprintln!(
+        "packetstore-preload: {} writes, {} write-backs, {} records released, {} synced directly; directory syncs: {} answered by the cache, {} real",
+        stats.writes,
+        stats.write_backs,
+        stats.records_released,
+        stats.synced_directly,
+        state.dirs.answered.load(Ordering::Relaxed),
+        state.dirs.real.load(Ordering::Relaxed)
+    );
+}
+
 /// The cache if it is already set up (a call about a descriptor needs no
 /// more: only an open under a prefix can have cached one).
 pub fn running() -> Option<&'static State> {
@@ -107,7 +123,7 @@ pub fn state_for(dirfd: c_int, path: &CStr) -> Option<(&'static State, PathBuf)>
         return None;
     }
     let absolute = absolute(dirfd, path.to_bytes())?;
-    if !under_prefix(&absolute) {
+    if !under_prefix(&absolute) && !crate::dirs::dir_under_prefix(&absolute) {
         return None;
     }
     Some((state()?, absolute))
@@ -203,6 +219,11 @@ fn set_up() -> Result<Option<State>, String> {
     spawn_write_back(cache.clone(), write_back_cpu, interval);
     // SAFETY: registering a handler that only stores to an atomic.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    if std::env::var_os("PACKETSTORE_CACHE_STATS").is_some() {
+        // SAFETY: registering a handler that only reads atomics and writes
+        // to stderr.
+        unsafe { libc::atexit(print_stats) };
+    }
     if std::env::var_os("PACKETSTORE_CACHE_QUIET").is_none() {
         eprintln!(
             "packetstore-preload: caching writes under {paths} in {pool_path} ({}, {}{}); recovery replayed {} records to {} files",
@@ -213,7 +234,12 @@ fn set_up() -> Result<Option<State>, String> {
             recovery.files
         );
     }
-    Ok(Some(State { cache, fds: RwLock::new(HashMap::new()), cached_fds: AtomicUsize::new(0) }))
+    Ok(Some(State {
+        cache,
+        dirs: Default::default(),
+        fds: RwLock::new(HashMap::new()),
+        cached_fds: AtomicUsize::new(0),
+    }))
 }
 
 /// One lane per CPU (a thread appends only while it runs), at least 2 and
@@ -315,30 +341,47 @@ impl State {
 
     /// After a successful open of `absolute` (under a prefix) as `fd`:
     /// caches it if it is a regular file opened to write.
+    /// A directory is noted (its syncs may be the cache's); a file opened
+    /// with O_CREAT is a change of its directory; O_TRUNC is logged as a
+    /// truncate to 0 (a replay of older writes must not bring them back).
     pub fn opened(&self, absolute: &Path, flags: c_int, fd: c_int) {
-        if flags & libc::O_ACCMODE != libc::O_RDONLY {
-            self.adopt(fd, absolute);
-        }
-    }
-
-    /// Caches `fd`, a descriptor of the file at `path`.
-    fn adopt(&self, fd: c_int, path: &Path) {
         // SAFETY: a zeroed stat is a valid out-parameter; `fd` is open.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
-        if unsafe { libc::fstat(fd, &mut stat) } != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+        if unsafe { libc::fstat(fd, &mut stat) } != 0 {
             return;
         }
+        let kind = stat.st_mode & libc::S_IFMT;
+        if kind == libc::S_IFDIR {
+            self.dirs.opened(fd, absolute);
+            return;
+        }
+        let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let file = (writing && kind == libc::S_IFREG).then(|| self.adopt(fd, absolute, &stat)).flatten();
+        match (&file, flags & libc::O_CREAT != 0) {
+            (Some(file), true) => self.dirs.created(crate::dirs::parent(absolute), file.clone()),
+            (None, true) => self.dirs.changed(crate::dirs::parent(absolute)),
+            _ => {}
+        }
+        if let (Some(file), true) = (file, flags & libc::O_TRUNC != 0) {
+            if let Err(error) = self.cache.truncate(&file, 0, || Ok(())) {
+                eprintln!("packetstore-preload: logging O_TRUNC of {}: {error}", absolute.display());
+            }
+        }
+    }
+
+    /// Caches `fd`, a descriptor of the regular file at `path`.
+    fn adopt(&self, fd: c_int, path: &Path, stat: &libc::stat) -> Option<Arc<CachedFile>> {
         let id = (stat.st_dev, stat.st_ino);
         let handle = || -> Arc<dyn SyncFile> {
             // SAFETY: `fd` is open; the copy is ours.
             Arc::new(DupFile(unsafe { real::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) }))
         };
-        if let Some(file) = self.cache.file(id, path, handle) {
-            if self.fds.write().expect("fds").insert(fd, file).is_none() {
-                self.cached_fds.fetch_add(1, Ordering::Relaxed);
-            }
+        let file = self.cache.file(id, path, handle)?;
+        if self.fds.write().expect("fds").insert(fd, file.clone()).is_none() {
+            self.cached_fds.fetch_add(1, Ordering::Relaxed);
         }
+        Some(file)
     }
 
     /// `new` is a duplicate of `old` (dup, dup2, fcntl F_DUPFD).
@@ -369,6 +412,7 @@ impl State {
     /// unlink of an earlier file of that name is settled (its record would
     /// remove whatever the rename puts there).
     pub fn before_path_change(&self, absolute: &Path) -> std::io::Result<()> {
+        self.dirs.changed(crate::dirs::parent(absolute));
         self.cache.settle_unlinks(absolute.as_os_str().as_bytes())?;
         let Ok(meta) = std::fs::symlink_metadata(absolute) else { return Ok(()) };
         use std::os::unix::fs::MetadataExt;
@@ -381,13 +425,17 @@ impl State {
         use std::os::unix::fs::MetadataExt;
         let meta = match std::fs::symlink_metadata(absolute) {
             Ok(meta) if meta.file_type().is_file() => meta,
-            _ => return apply(),
+            _ => {
+                self.dirs.changed(crate::dirs::parent(absolute));
+                return apply();
+            }
         };
         let id = (meta.dev(), meta.ino());
         if meta.nlink() > 1 {
             // Another name keeps the bytes: they must reach the file
             // before the records naming this path are voided.
             self.uncache(id)?;
+            self.dirs.changed(crate::dirs::parent(absolute));
             return apply();
         }
         self.stop_caching(id);

@@ -1,7 +1,8 @@
 /* Writes the log does not describe, on cached files: for each way, the
  * file's first 4 KiB is written with 'a' through write(2) (logged), then
  * overwritten with 'b' by the call under test. A replay of the logged 'a'
- * after the program ends must not bring it back.
+ * after the program ends must not bring it back. Also a file reopened
+ * with O_TRUNC.
  *
  *   calls DIR     (prints "ok NAME" for each call made) */
 #define _GNU_SOURCE
@@ -64,6 +65,17 @@ int main(int argc, char **argv) {
   fd = cached_with_a(argv[1], "pwritev2");
   struct iovec iov = {b, sizeof b};
   check(pwritev2(fd, &iov, 1, 0, RWF_DSYNC), "pwritev2");
+
+  /* Reopened with O_TRUNC, then 100 bytes of 'b': none of the 'a' may
+   * come back (the truncate is logged). */
+  fd = cached_with_a(argv[1], "o_trunc");
+  close(fd);
+  char reopen[4096];
+  snprintf(reopen, sizeof reopen, "%s/o_trunc", argv[1]);
+  fd = open(reopen, O_WRONLY | O_TRUNC);
+  if (fd < 0) return 2;
+  if (pwrite(fd, b, 100, 0) != 100) return 2;
+  printf("ok o_trunc\n");
 
   fd = cached_with_a(argv[1], "pwritev2_append");
   if (ftruncate(fd, 0) != 0) return 2;

@@ -166,6 +166,8 @@ pub struct CachedFile {
     /// The unlink record once the file's path was removed (its records are
     /// then void, and released after a sync of its directory).
     unlinked: Mutex<Option<Logged>>,
+    /// Some change of it was ever logged (a replay would make it again).
+    ever_logged: std::sync::atomic::AtomicBool,
 }
 
 impl CachedFile {
@@ -175,6 +177,12 @@ impl CachedFile {
 
     pub fn id(&self) -> FileId {
         self.id
+    }
+
+    /// Whether some change of it was ever logged: a replay would make the
+    /// file again (so its creation needs no sync of its directory).
+    pub fn ever_logged(&self) -> bool {
+        self.ever_logged.load(Ordering::Relaxed)
     }
 
     /// No live record and no unlink waiting for a write-back.
@@ -442,6 +450,7 @@ impl Cache {
                 records: Mutex::new(Vec::new()),
                 order: Mutex::new(()),
                 unlinked: Mutex::new(None),
+                ever_logged: Default::default(),
             })
         });
         Some(file.clone())
@@ -519,6 +528,7 @@ impl Cache {
         let logged = self.append_record(file, change, data, self.durability == Durability::Write)?;
         if let Some(logged) = logged {
             file.records.lock().expect("records").push(logged);
+            file.ever_logged.store(true, Ordering::Relaxed);
         }
         Ok(logged)
     }
@@ -697,6 +707,7 @@ impl Cache {
         match apply() {
             Ok(()) => {
                 *file.unlinked.lock().expect("unlinked") = Some(logged);
+                file.ever_logged.store(true, Ordering::Relaxed);
                 Ok(())
             }
             Err(error) => {

@@ -1,0 +1,112 @@
+//! Directory syncs the log can answer. A program syncs a directory to make
+//! the names in it durable: files created, unlinked, renamed. Under the
+//! cache, a created file whose writes are logged is made again by a replay,
+//! and an unlink is logged too; so a sync of a directory whose every
+//! change since its last real sync is of those kinds is answered by the
+//! cache's own sync (one fence, or nothing when durable at write) instead
+//! of a sync of the directory on the disk. Any other change in it (a
+//! rename, mkdir, rmdir, a link, a symlink, a node, a file created and not
+//! written, an unlink of something else than a regular file) makes the
+//! next sync of that directory a real one.
+//!
+//! Owns: the descriptors of directories under a prefix, the directories
+//! with an unlogged change, and the files created in each since its last
+//! real sync.
+//!
+//! Invariant: a directory sync is answered by the cache only if every
+//! change in it since its last real sync went through this library and is
+//! logged (the calls this library does not see are listed in
+//! docs/write-cache.md).
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_int;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use packetstore::apps::cache::CachedFile;
+
+#[derive(Default)]
+pub struct Dirs {
+    /// Descriptors of directories under a prefix.
+    fds: RwLock<HashMap<c_int, PathBuf>>,
+    open_count: AtomicUsize,
+    /// Directories changed in a way the log does not cover.
+    unlogged: Mutex<HashSet<PathBuf>>,
+    /// Files created (opened with O_CREAT to write) since their directory's
+    /// last real sync: covered once a write of theirs was logged.
+    created: Mutex<Vec<(PathBuf, Arc<CachedFile>)>>,
+    /// Directory syncs answered by the cache, and passed to the disk.
+    pub answered: AtomicUsize,
+    pub real: AtomicUsize,
+}
+
+/// The directory holding `path`.
+pub fn parent(path: &Path) -> PathBuf {
+    path.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+}
+
+impl Dirs {
+    /// `fd` is a directory at `path` (under a prefix, or a prefix itself).
+    pub fn opened(&self, fd: c_int, path: &Path) {
+        if self.fds.write().expect("dir fds").insert(fd, path.to_path_buf()).is_none() {
+            self.open_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn closed(&self, fd: c_int) {
+        if self.open_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if self.fds.write().expect("dir fds").remove(&fd).is_some() {
+            self.open_count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The directory `fd` names, if it is one of ours.
+    pub fn of(&self, fd: c_int) -> Option<PathBuf> {
+        if self.open_count.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.fds.read().expect("dir fds").get(&fd).cloned()
+    }
+
+    /// `dir` changed in a way the log does not cover.
+    pub fn changed(&self, dir: PathBuf) {
+        self.unlogged.lock().expect("unlogged dirs").insert(dir);
+    }
+
+    /// `file` was opened with O_CREAT in `dir`.
+    pub fn created(&self, dir: PathBuf, file: Arc<CachedFile>) {
+        let mut created = self.created.lock().expect("created files");
+        if !created.iter().any(|(d, f)| d == &dir && Arc::ptr_eq(f, &file)) {
+            created.push((dir, file));
+        }
+    }
+
+    /// Whether the log covers every change in `dir` since its last real
+    /// sync.
+    pub fn covered(&self, dir: &Path) -> bool {
+        if self.unlogged.lock().expect("unlogged dirs").contains(dir) {
+            return false;
+        }
+        let created = self.created.lock().expect("created files");
+        created.iter().filter(|(d, _)| d == dir).all(|(_, file)| file.ever_logged())
+    }
+
+    /// `dir` is durable as it is now (synced for real, or covered by a
+    /// sync of the cache).
+    pub fn synced(&self, dir: &Path) {
+        self.unlogged.lock().expect("unlogged dirs").remove(dir);
+        self.created.lock().expect("created files").retain(|(d, _)| d != dir);
+    }
+}
+
+/// Whether the directory `path` is under a prefix, or is a prefix itself
+/// (`/srv/db` for the prefix `/srv/db/`).
+pub fn dir_under_prefix(path: &Path) -> bool {
+    let mut with_slash = path.as_os_str().as_bytes().to_vec();
+    with_slash.push(b'/');
+    crate::state::prefixes().iter().any(|prefix| with_slash.starts_with(prefix))
+}
