@@ -646,16 +646,25 @@ impl Cache {
         let files: Vec<Arc<CachedFile>> = self.files.lock().expect("files").values().cloned().collect();
         let (mut synced, mut unlinked) = (Vec::new(), Vec::new());
         let mut first_error = None;
-        for file in files {
+        // One sync per directory, however many of its files were unlinked.
+        let mut dirs_synced: Vec<&[u8]> = Vec::new();
+        for file in &files {
             let unlink = *file.unlinked.lock().expect("unlinked");
-            let done = match (unlink, newest_seq(&file)) {
+            let done = match (unlink, newest_seq(file)) {
                 // Its path is gone: the removal made durable, its records
                 // (void) and the unlink record can go.
-                (Some(unlink), _) => file.handle.sync_dir(&file.path).map(|()| unlinked.push((file, unlink))),
+                (Some(unlink), _) => {
+                    let dir = parent_of(&file.path);
+                    let sync = match dirs_synced.contains(&dir) {
+                        true => Ok(()),
+                        false => file.handle.sync_dir(&file.path).map(|()| dirs_synced.push(dir)),
+                    };
+                    sync.map(|()| unlinked.push((file.clone(), unlink)))
+                }
                 (None, None) => continue,
                 // Every change up to `upto` reached the file before its
                 // record was listed: this sync covers them all.
-                (None, Some(upto)) => file.handle.sync().map(|()| synced.push((file, upto))),
+                (None, Some(upto)) => file.handle.sync().map(|()| synced.push((file.clone(), upto))),
             };
             if let Err(error) = done {
                 first_error.get_or_insert(error);
@@ -863,6 +872,11 @@ impl Cache {
     pub fn live_records(&self) -> u64 {
         self.lanes.iter().map(|lane| lane.lock().expect("lane").log.usage().live_records).sum()
     }
+}
+
+/// The directory part of `path` (up to its last slash).
+fn parent_of(path: &[u8]) -> &[u8] {
+    &path[..path.iter().rposition(|&b| b == b'/').unwrap_or(0)]
 }
 
 /// The sequence number of `file`'s newest live record, if it has any.
