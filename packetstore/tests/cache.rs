@@ -101,7 +101,13 @@ impl SyncFile for ModelSync {
 
     fn sync_dir(&self, path: &[u8]) -> std::io::Result<()> {
         assert_eq!(path, &self.path[..]);
-        self.fs.lock().unwrap().entry(self.path.clone()).or_default().removed = None;
+        // Every name in the directory is durable as it is now.
+        let dir = &path[..path.iter().rposition(|&b| b == b'/').unwrap()];
+        for (other, file) in self.fs.lock().unwrap().iter_mut() {
+            if other.starts_with(dir) && other[dir.len()] == b'/' {
+                file.removed = None;
+            }
+        }
         Ok(())
     }
 }
