@@ -22,10 +22,15 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use packetstore::apps::cache::CachedFile;
+
+/// The most files created and not yet covered that are watched; past it,
+/// their directories' next syncs are real (memory stays bounded for a
+/// program that creates files and never syncs a directory).
+const CREATED_MAX: usize = 4096;
 
 #[derive(Default)]
 pub struct Dirs {
@@ -35,8 +40,9 @@ pub struct Dirs {
     /// Directories changed in a way the log does not cover.
     unlogged: Mutex<HashSet<PathBuf>>,
     /// Files created (opened with O_CREAT to write) since their directory's
-    /// last real sync: covered once a write of theirs was logged.
-    created: Mutex<Vec<(PathBuf, Arc<CachedFile>)>>,
+    /// last real sync, by their "ever logged" flag: covered once a write
+    /// of theirs was logged. At most `CREATED_MAX` are kept.
+    created: Mutex<Vec<(PathBuf, Arc<AtomicBool>)>>,
     /// Directory syncs answered by the cache, and passed to the disk.
     pub answered: AtomicUsize,
     pub real: AtomicUsize,
@@ -78,10 +84,21 @@ impl Dirs {
     }
 
     /// `file` was opened with O_CREAT in `dir`.
-    pub fn created(&self, dir: PathBuf, file: Arc<CachedFile>) {
+    pub fn created(&self, dir: PathBuf, file: &CachedFile) {
+        let flag = file.ever_logged_flag();
         let mut created = self.created.lock().expect("created files");
-        if !created.iter().any(|(d, f)| d == &dir && Arc::ptr_eq(f, &file)) {
-            created.push((dir, file));
+        if created.iter().any(|(d, f)| d == &dir && Arc::ptr_eq(f, &flag)) {
+            return;
+        }
+        created.push((dir, flag));
+        if created.len() > CREATED_MAX {
+            // Covered ones need no more watching; if that is not enough,
+            // their directories' next syncs are real.
+            created.retain(|(_, logged)| !logged.load(Ordering::Relaxed));
+            if created.len() > CREATED_MAX / 2 {
+                let mut unlogged = self.unlogged.lock().expect("unlogged dirs");
+                unlogged.extend(created.drain(..).map(|(dir, _)| dir));
+            }
         }
     }
 
@@ -92,7 +109,7 @@ impl Dirs {
             return false;
         }
         let created = self.created.lock().expect("created files");
-        created.iter().filter(|(d, _)| d == dir).all(|(_, file)| file.ever_logged())
+        created.iter().filter(|(d, _)| d == dir).all(|(_, logged)| logged.load(Ordering::Relaxed))
     }
 
     /// `dir` is durable as it is now (synced for real, or covered by a

@@ -359,7 +359,7 @@ impl State {
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let file = (writing && kind == libc::S_IFREG).then(|| self.adopt(fd, absolute, &stat)).flatten();
         match (&file, flags & libc::O_CREAT != 0) {
-            (Some(file), true) => self.dirs.created(crate::dirs::parent(absolute), file.clone()),
+            (Some(file), true) => self.dirs.created(crate::dirs::parent(absolute), file),
             (None, true) => self.dirs.changed(crate::dirs::parent(absolute)),
             _ => {}
         }

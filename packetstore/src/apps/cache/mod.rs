@@ -166,8 +166,9 @@ pub struct CachedFile {
     /// The unlink record once the file's path was removed (its records are
     /// then void, and released after a sync of its directory).
     unlinked: Mutex<Option<Logged>>,
-    /// Some change of it was ever logged (a replay would make it again).
-    ever_logged: std::sync::atomic::AtomicBool,
+    /// Some change of it was ever logged (a replay would make it again);
+    /// shared with whoever tracks its creation (`ever_logged_flag`).
+    ever_logged: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CachedFile {
@@ -183,6 +184,11 @@ impl CachedFile {
     /// file again (so its creation needs no sync of its directory).
     pub fn ever_logged(&self) -> bool {
         self.ever_logged.load(Ordering::Relaxed)
+    }
+
+    /// The flag `ever_logged` reads, to keep without keeping the file.
+    pub fn ever_logged_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.ever_logged.clone()
     }
 
     /// No live record and no unlink waiting for a write-back.
