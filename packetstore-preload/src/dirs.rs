@@ -13,10 +13,11 @@
 //! with an unlogged change, and the files created in each since its last
 //! real sync.
 //!
-//! Invariant: a directory sync is answered by the cache only if every
-//! change in it since its last real sync went through this library and is
-//! logged (the calls this library does not see are listed in
-//! docs/write-cache.md).
+//! Invariant: a directory sync is answered by the cache only if it was
+//! asked for (`PACKETSTORE_CACHE_DIRSYNC=log`), and every change in the
+//! directory since its last real sync went through this library and is
+//! logged (the calls this library does not see, stdio's among them, are
+//! listed in docs/write-cache.md: they are why this is not the default).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
@@ -32,10 +33,19 @@ use packetstore::apps::cache::CachedFile;
 /// program that creates files and never syncs a directory).
 const CREATED_MAX: usize = 4096;
 
+/// A directory's path and (device, inode).
+type Named = (PathBuf, (u64, u64));
+
 #[derive(Default)]
 pub struct Dirs {
-    /// Descriptors of directories under a prefix.
-    fds: RwLock<HashMap<c_int, PathBuf>>,
+    /// Whether directory syncs may be answered at all
+    /// (`PACKETSTORE_CACHE_DIRSYNC=log`; off by default: a change this
+    /// library cannot see, such as a file stdio created, would not be
+    /// covered).
+    pub enabled: bool,
+    /// Descriptors of directories under a prefix, with the directory's
+    /// (device, inode) to check that a descriptor still names it.
+    fds: RwLock<HashMap<c_int, Named>>,
     open_count: AtomicUsize,
     /// Directories changed in a way the log does not cover.
     unlogged: Mutex<HashSet<PathBuf>>,
@@ -54,9 +64,18 @@ pub fn parent(path: &Path) -> PathBuf {
 }
 
 impl Dirs {
-    /// `fd` is a directory at `path` (under a prefix, or a prefix itself).
-    pub fn opened(&self, fd: c_int, path: &Path) {
-        if self.fds.write().expect("dir fds").insert(fd, path.to_path_buf()).is_none() {
+    /// Answering directory syncs if `enabled`.
+    pub fn new(enabled: bool) -> Dirs {
+        Dirs { enabled, ..Default::default() }
+    }
+
+    /// `fd` is the directory `id` at `path` (under a prefix, or a prefix
+    /// itself).
+    pub fn opened(&self, fd: c_int, path: &Path, id: (u64, u64)) {
+        if !self.enabled {
+            return;
+        }
+        if self.fds.write().expect("dir fds").insert(fd, (path.to_path_buf(), id)).is_none() {
             self.open_count.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -70,12 +89,25 @@ impl Dirs {
         }
     }
 
-    /// The directory `fd` names, if it is one of ours.
+    /// The directory `fd` names, if it is one of ours and `fd` still
+    /// names it (a descriptor number reused through dup2 or a close this
+    /// library did not see is forgotten).
     pub fn of(&self, fd: c_int) -> Option<PathBuf> {
         if self.open_count.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        self.fds.read().expect("dir fds").get(&fd).cloned()
+        let (path, id) = self.fds.read().expect("dir fds").get(&fd).cloned()?;
+        // SAFETY: a zeroed stat is a valid out-parameter.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; a closed descriptor just fails.
+        let same = unsafe { libc::fstat(fd, &mut stat) } == 0
+            && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+            && (stat.st_dev, stat.st_ino) == id;
+        if !same {
+            self.closed(fd);
+            return None;
+        }
+        Some(path)
     }
 
     /// `dir` changed in a way the log does not cover.

@@ -234,12 +234,12 @@ fn set_up() -> Result<Option<State>, String> {
             recovery.files
         );
     }
-    Ok(Some(State {
-        cache,
-        dirs: Default::default(),
-        fds: RwLock::new(HashMap::new()),
-        cached_fds: AtomicUsize::new(0),
-    }))
+    let dirs = crate::dirs::Dirs::new(match std::env::var("PACKETSTORE_CACHE_DIRSYNC").as_deref() {
+        Err(_) | Ok("real") => false,
+        Ok("log") => true,
+        Ok(other) => return Err(format!("PACKETSTORE_CACHE_DIRSYNC={other}: real or log")),
+    });
+    Ok(Some(State { cache, dirs, fds: RwLock::new(HashMap::new()), cached_fds: AtomicUsize::new(0) }))
 }
 
 /// One lane per CPU (a thread appends only while it runs), at least 2 and
@@ -353,7 +353,7 @@ impl State {
         }
         let kind = stat.st_mode & libc::S_IFMT;
         if kind == libc::S_IFDIR {
-            self.dirs.opened(fd, absolute);
+            self.dirs.opened(fd, absolute, (stat.st_dev, stat.st_ino));
             return;
         }
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
@@ -438,9 +438,11 @@ impl State {
             self.dirs.changed(crate::dirs::parent(absolute));
             return apply();
         }
-        self.stop_caching(id);
         let path = absolute.to_path_buf();
         let handle = move || -> Arc<dyn SyncFile> { Arc::new(PathFile(path)) };
+        // Its descriptors stop being cached once the name is gone (if the
+        // unlink fails they go on, logged as before).
+        let apply = || apply().map(|()| self.stop_caching(id));
         match self.cache.cached(id).or_else(|| self.cache.file(id, absolute, handle)) {
             Some(file) => self.cache.unlink(&file, apply),
             None => apply(),

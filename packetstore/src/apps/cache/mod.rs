@@ -90,10 +90,18 @@ impl ReplayFiles for PathFiles {
         use std::os::unix::ffi::OsStrExt;
         let path = Path::new(std::ffi::OsStr::from_bytes(path));
         match std::fs::remove_file(path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+            // Gone already, or the name is a directory now: nothing of the
+            // removed file is left to remove.
+            Err(error) if !matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory) => {
+                return Err(error)
+            }
             _ => {}
         }
-        sync_parent(path)
+        match sync_parent(path) {
+            // The directory itself is gone: so is the name.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
     }
 }
 
@@ -189,6 +197,12 @@ impl CachedFile {
     /// The flag `ever_logged` reads, to keep without keeping the file.
     pub fn ever_logged_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
         self.ever_logged.clone()
+    }
+
+    /// `logged` reached the file: listed for a write-back.
+    fn listed(&self, logged: Logged) {
+        self.records.lock().expect("records").push(logged);
+        self.ever_logged.store(true, Ordering::Relaxed);
     }
 
     /// No live record and no unlink waiting for a write-back.
@@ -290,6 +304,10 @@ pub struct Cache {
     next_seq: AtomicU64,
     next_lane: AtomicUsize,
     files: Mutex<BTreeMap<FileId, Arc<CachedFile>>>,
+    /// Files unlinked whose unlink a write-back has not settled yet: out
+    /// of `files`, so that a new file given the same inode number is a new
+    /// entry.
+    unlinked_files: Mutex<Vec<Arc<CachedFile>>>,
     counters: Counters,
     /// Writers waiting for room (a write-back frees it).
     room: (Mutex<u64>, Condvar),
@@ -373,6 +391,7 @@ impl Cache {
             next_seq: AtomicU64::new(next_seq),
             next_lane: AtomicUsize::new(0),
             files: Mutex::new(BTreeMap::new()),
+            unlinked_files: Mutex::new(Vec::new()),
             counters: Default::default(),
             room: (Mutex::new(0), Condvar::new()),
         };
@@ -483,20 +502,28 @@ impl Cache {
     /// file. Returns `apply`'s count once durable.
     pub fn write(
         &self,
-        file: &CachedFile,
+        file: &Arc<CachedFile>,
         offset: u64,
         data: &[u8],
         apply: impl FnOnce() -> std::io::Result<usize>,
     ) -> std::io::Result<usize> {
         let _order = file.order.lock().expect("file order");
+        if file.unlinked.lock().expect("unlinked").is_some() {
+            // Its name is gone (an unlink won the race): nothing to log.
+            return apply();
+        }
         let logged = self.log(file, &Change::Write { offset }, data)?;
         let written = apply();
         match (&written, logged) {
             // Logged and applied: durable (a short write is logged whole:
             // recovery writing the rest is a write that went further).
-            (Ok(_), Some(_)) => {}
-            // Not logged (no room): the bytes reached the file; sync it.
+            // Listed only now: a write-back's sync covers what is listed.
+            (Ok(_), Some(logged)) => file.listed(logged),
+            // Not logged (no room): the bytes reached the file; sync it,
+            // and release its older records (a replay must not put older
+            // bytes over these).
             (Ok(_), None) => {
+                self.drain_locked(file)?;
                 file.handle.sync()?;
                 add(&self.counters.synced_directly, 1);
             }
@@ -512,16 +539,22 @@ impl Cache {
     /// Truncates (or extends) `file` to `size`, as `write`.
     pub fn truncate(
         &self,
-        file: &CachedFile,
+        file: &Arc<CachedFile>,
         size: u64,
         apply: impl FnOnce() -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let _order = file.order.lock().expect("file order");
+        if file.unlinked.lock().expect("unlinked").is_some() {
+            return apply();
+        }
         let logged = self.log(file, &Change::Truncate { size }, &[])?;
         let applied = apply();
         match (&applied, logged) {
-            (Ok(()), Some(_)) => {}
-            (Ok(()), None) => file.handle.sync()?,
+            (Ok(()), Some(logged)) => file.listed(logged),
+            (Ok(()), None) => {
+                self.drain_locked(file)?;
+                file.handle.sync()?;
+            }
             (Err(_), Some(logged)) => self.forget(file, logged)?,
             (Err(_), None) => {}
         }
@@ -531,12 +564,7 @@ impl Cache {
     /// Appends and commits `change`'s record (durable on return); None if
     /// the lane stayed full for `ROOM_WAIT` (the caller syncs instead).
     fn log(&self, file: &CachedFile, change: &Change, data: &[u8]) -> std::io::Result<Option<Logged>> {
-        let logged = self.append_record(file, change, data, self.durability == Durability::Write)?;
-        if let Some(logged) = logged {
-            file.records.lock().expect("records").push(logged);
-            file.ever_logged.store(true, Ordering::Relaxed);
-        }
-        Ok(logged)
+        self.append_record(file, change, data, self.durability == Durability::Write)
     }
 
     /// Appends `change`'s record in a lane with room, committed if
@@ -611,9 +639,9 @@ impl Cache {
         }
     }
 
-    /// Releases a record whose write failed (so recovery never applies it).
-    fn forget(&self, file: &CachedFile, logged: Logged) -> std::io::Result<()> {
-        file.records.lock().expect("records").retain(|&record| record != logged);
+    /// Releases a record whose write failed (so recovery never applies it;
+    /// it was never listed).
+    fn forget(&self, _file: &CachedFile, logged: Logged) -> std::io::Result<()> {
         self.release_now(logged)
     }
 
@@ -649,30 +677,21 @@ impl Cache {
     /// Syncs every file with live records (one sync each) and releases the
     /// records those syncs covered. Returns the records released.
     pub fn write_back(&self) -> std::io::Result<u64> {
-        let files: Vec<Arc<CachedFile>> = self.files.lock().expect("files").values().cloned().collect();
-        let (mut synced, mut unlinked) = (Vec::new(), Vec::new());
+        // The unlinked files first, listed before any directory is synced:
+        // a sync covers only unlinks made before it began.
+        let pending: Vec<Arc<CachedFile>> = self.unlinked_files.lock().expect("unlinked files").clone();
         let mut first_error = None;
-        // One sync per directory, however many of its files were unlinked.
-        let mut dirs_synced: Vec<&[u8]> = Vec::new();
+        let unlinked = self.sync_unlinked_dirs(&pending, &mut first_error);
+        let files: Vec<Arc<CachedFile>> = self.files.lock().expect("files").values().cloned().collect();
+        let mut synced = Vec::new();
         for file in &files {
-            let unlink = *file.unlinked.lock().expect("unlinked");
-            let done = match (unlink, newest_seq(file)) {
-                // Its path is gone: the removal made durable, its records
-                // (void) and the unlink record can go.
-                (Some(unlink), _) => {
-                    let dir = parent_of(&file.path);
-                    let sync = match dirs_synced.contains(&dir) {
-                        true => Ok(()),
-                        false => file.handle.sync_dir(&file.path).map(|()| dirs_synced.push(dir)),
-                    };
-                    sync.map(|()| unlinked.push((file.clone(), unlink)))
-                }
-                (None, None) => continue,
-                // Every change up to `upto` reached the file before its
-                // record was listed: this sync covers them all.
-                (None, Some(upto)) => file.handle.sync().map(|()| synced.push((file.clone(), upto))),
-            };
-            if let Err(error) = done {
+            if file.unlinked.lock().expect("unlinked").is_some() {
+                continue; // unlinked since: the next write-back's
+            }
+            let Some(upto) = newest_seq(file) else { continue };
+            // Every change up to `upto` reached the file before its record
+            // was listed: this sync covers them all.
+            if let Err(error) = file.handle.sync().map(|()| synced.push((file.clone(), upto))) {
                 first_error.get_or_insert(error);
             }
         }
@@ -688,6 +707,34 @@ impl Cache {
             Some(error) => Err(error),
             None => Ok(released),
         }
+    }
+
+    /// Syncs the directory of each of `pending` (unlinked files) once; the
+    /// files whose unlink is then durable, with their unlink records. A
+    /// directory that is gone took the name with it: settled too.
+    fn sync_unlinked_dirs(
+        &self,
+        pending: &[Arc<CachedFile>],
+        first_error: &mut Option<std::io::Error>,
+    ) -> Vec<(Arc<CachedFile>, Logged)> {
+        let mut unlinked = Vec::new();
+        let mut dirs_synced: Vec<&[u8]> = Vec::new();
+        for file in pending {
+            let Some(unlink) = *file.unlinked.lock().expect("unlinked") else { continue };
+            let dir = parent_of(&file.path);
+            if !dirs_synced.contains(&dir) {
+                match file.handle.sync_dir(&file.path) {
+                    Ok(()) => dirs_synced.push(dir),
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => dirs_synced.push(dir),
+                    Err(error) => {
+                        first_error.get_or_insert(error);
+                        continue;
+                    }
+                }
+            }
+            unlinked.push((file.clone(), unlink));
+        }
+        unlinked
     }
 
     /// Syncs `file` and releases its records now (before its path changes:
@@ -723,6 +770,11 @@ impl Cache {
             Ok(()) => {
                 *file.unlinked.lock().expect("unlinked") = Some(logged);
                 file.ever_logged.store(true, Ordering::Relaxed);
+                let mut files = self.files.lock().expect("files");
+                if files.get(&file.id).is_some_and(|known| Arc::ptr_eq(known, file)) {
+                    files.remove(&file.id);
+                }
+                self.unlinked_files.lock().expect("unlinked files").push(file.clone());
                 Ok(())
             }
             Err(error) => {
@@ -747,15 +799,18 @@ impl Cache {
     /// (its directory synced, its records and record released), so that
     /// no replay removes what the rename puts there.
     pub fn settle_unlinks(&self, path: &[u8]) -> std::io::Result<()> {
-        let files: Vec<Arc<CachedFile>> =
-            self.files.lock().expect("files").values().filter(|file| file.path == path).cloned().collect();
-        let mut unlinked = Vec::new();
-        for file in files {
-            let unlink = *file.unlinked.lock().expect("unlinked");
-            if let Some(unlink) = unlink {
-                file.handle.sync_dir(&file.path)?;
-                unlinked.push((file, unlink));
-            }
+        let pending: Vec<Arc<CachedFile>> = self
+            .unlinked_files
+            .lock()
+            .expect("unlinked files")
+            .iter()
+            .filter(|file| file.path == path)
+            .cloned()
+            .collect();
+        let mut first_error = None;
+        let unlinked = self.sync_unlinked_dirs(&pending, &mut first_error);
+        if let Some(error) = first_error {
+            return Err(error);
         }
         self.settle(&[], &unlinked).map(|_| ())
     }
@@ -840,12 +895,8 @@ impl Cache {
                 released += 1;
             }
             self.commit_releases()?;
-            let mut files = self.files.lock().expect("files");
-            for (file, _) in unlinked {
-                if files.get(&file.id).is_some_and(|known| Arc::ptr_eq(known, file)) {
-                    files.remove(&file.id);
-                }
-            }
+            let mut pending = self.unlinked_files.lock().expect("unlinked files");
+            pending.retain(|file| !unlinked.iter().any(|(settled, _)| Arc::ptr_eq(settled, file)));
         }
         if !marks.is_empty() {
             let mut lane = self.lanes[lane_index].lock().expect("lane");
