@@ -523,12 +523,11 @@ impl Cache {
             // and release its older records (a replay must not put older
             // bytes over these).
             (Ok(_), None) => {
-                self.drain_locked(file)?;
-                file.handle.sync()?;
+                self.sync_and_release(file)?;
                 add(&self.counters.synced_directly, 1);
             }
             // Failed: recovery must not apply it.
-            (Err(_), Some(logged)) => self.forget(file, logged)?,
+            (Err(_), Some(logged)) => self.release_now(logged)?,
             (Err(_), None) => {}
         }
         add(&self.counters.writes, 1);
@@ -551,11 +550,8 @@ impl Cache {
         let applied = apply();
         match (&applied, logged) {
             (Ok(()), Some(logged)) => file.listed(logged),
-            (Ok(()), None) => {
-                self.drain_locked(file)?;
-                file.handle.sync()?;
-            }
-            (Err(_), Some(logged)) => self.forget(file, logged)?,
+            (Ok(()), None) => self.sync_and_release(file)?,
+            (Err(_), Some(logged)) => self.release_now(logged)?,
             (Err(_), None) => {}
         }
         applied
@@ -637,12 +633,6 @@ impl Cache {
             Err(LogError::LogFull { .. } | LogError::BatchFull { .. }) => Err(AppendError::Full),
             Err(error) => Err(AppendError::Log(error)),
         }
-    }
-
-    /// Releases a record whose write failed (so recovery never applies it;
-    /// it was never listed).
-    fn forget(&self, _file: &CachedFile, logged: Logged) -> std::io::Result<()> {
-        self.release_now(logged)
     }
 
     fn lane_index(&self) -> usize {
@@ -832,11 +822,20 @@ impl Cache {
     }
 
     fn drain_locked(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
-        let Some(upto) = newest_seq(file) else {
-            return Ok(());
-        };
+        match newest_seq(file) {
+            Some(_) => self.sync_and_release(file),
+            None => Ok(()),
+        }
+    }
+
+    /// Syncs `file` (under its order lock), then releases every record the
+    /// sync covered.
+    fn sync_and_release(&self, file: &Arc<CachedFile>) -> std::io::Result<()> {
         file.handle.sync()?;
-        self.settle(&[(file.clone(), upto)], &[]).map(|_| ())
+        match newest_seq(file) {
+            Some(upto) => self.settle(&[(file.clone(), upto)], &[]).map(|_| ()),
+            None => Ok(()),
+        }
     }
 
     /// After the syncs of `synced` files: a synced mark per file, durable
