@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use packetstore::apps::cache::{Cache, Durability, ReplayFiles, SyncFile};
+use packetstore::apps::cache::{Cache, CacheRecovery, Durability, ReplayFiles, SyncFile};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Geometry, Pool, SimDevice, SimMode};
 
@@ -183,6 +183,26 @@ fn brief(op: &Op) -> String {
     }
 }
 
+/// The power fails (at the fence the device was armed for, or now): the
+/// files keep some of their unsynced changes, and the cache is recovered
+/// from the device's image.
+fn power_fail_and_recover(
+    device: &SimDevice,
+    fs: &Fs,
+    rng: &mut SplitMix64,
+    mode: SimMode,
+    context: &str,
+) -> (Arc<SimDevice>, Cache, CacheRecovery) {
+    device.disarm();
+    let image = device.take_crash_image().unwrap_or_else(|| device.crash(rng.next_u64()));
+    power_failure(fs, rng);
+    let device = Arc::new(SimDevice::from_image(image, mode));
+    let pool = Pool::open_simulated(device.clone()).unwrap();
+    let (cache, report) =
+        Cache::recover(pool, &mut Replay(fs.clone())).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+    (device, cache, report)
+}
+
 fn path(i: u64) -> Vec<u8> {
     format!("/model/file{i}").into_bytes()
 }
@@ -322,14 +342,8 @@ fn run(seed: u64) {
                 break;
             }
         }
-        device.disarm();
-        let image = device.take_crash_image().unwrap_or_else(|| device.crash(rng.next_u64()));
-        power_failure(&fs, &mut rng);
-        device = Arc::new(SimDevice::from_image(image, mode));
-        let pool = Pool::open_simulated(device.clone()).unwrap();
         let report;
-        (cache, report) =
-            Cache::recover(pool, &mut Replay(fs.clone())).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+        (device, cache, report) = power_fail_and_recover(&device, &fs, &mut rng, mode, &context);
         cache.set_durability(Durability::Write);
         let found = contents(&fs);
         let expect = |with_in_flight: bool| {
@@ -411,13 +425,7 @@ fn run_durable_at_fsync(seed: u64, mut rng: SplitMix64, mode: SimMode) {
                 break;
             }
         }
-        device.disarm();
-        let image = device.take_crash_image().unwrap_or_else(|| device.crash(rng.next_u64()));
-        power_failure(&fs, &mut rng);
-        device = Arc::new(SimDevice::from_image(image, mode));
-        let pool = Pool::open_simulated(device.clone()).unwrap();
-        (cache, _) =
-            Cache::recover(pool, &mut Replay(fs.clone())).unwrap_or_else(|e| panic!("{context}: recovery: {e}"));
+        (device, cache, _) = power_fail_and_recover(&device, &fs, &mut rng, mode, &context);
         cache.set_durability(Durability::Fsync);
         let found = contents(&fs);
         for (i, file) in &synced {
