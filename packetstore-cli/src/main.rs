@@ -19,6 +19,7 @@ mod progress;
 mod reader_check;
 mod serve;
 mod shutdown;
+mod switch;
 mod wal;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -67,6 +68,15 @@ enum Command {
     /// pending writes into their files.
     #[command(subcommand)]
     Cache(cache::Command),
+    /// A learning bridge between interfaces over AF_XDP whose packet
+    /// memory is the pool: frames are logged where they landed (or copied,
+    /// --log copy) and still forwarded.
+    Switch(switch::Args),
+    /// Write a switch pool's logged frames as a pcap file (tcpdump,
+    /// Wireshark).
+    Pcap(switch::PcapArgs),
+    /// Send a switch pool's logged frames again, in order, on an interface.
+    Replay(switch::ReplayArgs),
     /// Show a pool's geometry, persistence domain and log, without
     /// modifying it.
     Inspect(inspect::Args),
@@ -125,6 +135,9 @@ fn main() {
         Command::Demo(args) => demo::run(args),
         Command::Get(args) => get::run(args),
         Command::Cache(command) => cache::run(command),
+        Command::Switch(args) => switch::run(args),
+        Command::Pcap(args) => switch::run_pcap(args),
+        Command::Replay(args) => switch::run_replay(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Wal(args) => wal::run(args),

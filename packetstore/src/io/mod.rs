@@ -4,7 +4,8 @@
 //! the kernel feature probe `probe`), the epoll baseline (`epoll`), a
 //! connection's received bytes (`stream`) and outgoing bytes (`outq`),
 //! connection slots, listening sockets (`net`), and running one loop or N
-//! loops on one port, each with its own ring and buffers (`cores`).
+//! loops on one port, each with its own ring and buffers (`cores`); and a
+//! switch's ports (`ports`): AF_XDP over the pool's buffers (`xdp`).
 //!
 //! It stands on the pool only: it never reaches the log, the index, the
 //! store, the wire formats or the applications.
@@ -17,8 +18,11 @@ pub mod engine;
 pub mod epoll;
 pub mod net;
 pub mod outq;
+pub mod packet;
+pub mod ports;
 pub mod probe;
 mod slots;
 pub mod stream;
+pub mod xdp;
 
 pub use app::App;

@@ -31,14 +31,24 @@ pub enum PoolKind {
     /// The write cache for unmodified programs (`apps/cache`,
     /// `packetstore-preload`): one log per lane of writers.
     WriteCache = 5,
+    /// A switch's packet log (`apps/switch`): one log of received frames
+    /// in the pool's buffers, which are the switch's packet memory.
+    Switch = 6,
 }
 
 /// The largest kind value this build knows.
-pub const POOL_KIND_VALUE_MAX: u32 = 5;
+pub const POOL_KIND_VALUE_MAX: u32 = 6;
 
 /// Every kind, in value order (for tests and messages).
-pub const POOL_KINDS: [PoolKind; 6] =
-    [PoolKind::Unset, PoolKind::KeyValue, PoolKind::Wal, PoolKind::Log, PoolKind::Tree, PoolKind::WriteCache];
+pub const POOL_KINDS: [PoolKind; 7] = [
+    PoolKind::Unset,
+    PoolKind::KeyValue,
+    PoolKind::Wal,
+    PoolKind::Log,
+    PoolKind::Tree,
+    PoolKind::WriteCache,
+    PoolKind::Switch,
+];
 const _: () = assert!(POOL_KINDS.len() as u32 == POOL_KIND_VALUE_MAX + 1);
 
 /// Record kinds of the key-value store's log (`store/db.rs`, `KIND_PUT` to
@@ -48,6 +58,8 @@ pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x26;
 pub const WAL_RECORD_KIND: u16 = 1;
 /// Record kinds of the write cache (`apps/cache/record.rs`).
 pub const CACHE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x30..=0x33;
+/// Record kinds of the switch's packet log (`apps/switch/record.rs`).
+pub const SWITCH_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x40..=0x40;
 
 impl PoolKind {
     /// The kind stored as `value`; None for a value this build does not know.
@@ -68,6 +80,7 @@ impl PoolKind {
             PoolKind::Log => "log",
             PoolKind::Tree => "tree",
             PoolKind::WriteCache => "write-cache",
+            PoolKind::Switch => "switch packet-log",
         }
     }
 
@@ -80,6 +93,7 @@ impl PoolKind {
             PoolKind::Log => "log",
             PoolKind::Tree => "tree",
             PoolKind::WriteCache => "write-cache",
+            PoolKind::Switch => "switch",
         }
     }
 
@@ -92,6 +106,7 @@ impl PoolKind {
             PoolKind::Log => "`packetstore demo` or a benchmark",
             PoolKind::Tree => "`packetstore bench tree`",
             PoolKind::WriteCache => "`packetstore-preload` (LD_PRELOAD) or `packetstore cache`",
+            PoolKind::Switch => "`packetstore switch`",
         }
     }
 
@@ -103,6 +118,7 @@ impl PoolKind {
             PoolKind::Wal => record_kind == WAL_RECORD_KIND && key_len == 0,
             PoolKind::Tree => false,
             PoolKind::WriteCache => CACHE_RECORD_KINDS.contains(&record_kind),
+            PoolKind::Switch => SWITCH_RECORD_KINDS.contains(&record_kind),
             PoolKind::Unset | PoolKind::Log => true,
         }
     }
@@ -120,6 +136,8 @@ impl PoolKind {
             PoolKind::Wal
         } else if CACHE_RECORD_KINDS.contains(&record_kind) {
             PoolKind::WriteCache
+        } else if SWITCH_RECORD_KINDS.contains(&record_kind) {
+            PoolKind::Switch
         } else {
             PoolKind::Log
         }
