@@ -3,7 +3,8 @@
 # tests drive the servers with when it is missing (redis-cli from
 # redis-tools, curl, sqlite3, fio and gcc for the write cache's
 # tests, mkfs.ext4 and mount for the full-disk test, Go and
-# iproute2 for the partition test; apt, as root or through sudo), then runs `cargo test --workspace` with any
+# iproute2 for the partition test, ping, ethtool and tcpdump for the
+# switch's; apt, as root or through sudo), then runs `cargo test --workspace` with any
 # arguments given. Prints the number of tests passed and failed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,12 @@ command -v mount >/dev/null 2>&1 || missing+=(mount)
 # vendored: offline); ip and tc make its network namespaces and cuts (root).
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || missing+=(golang-go)
 { command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1; } || missing+=(iproute2)
+# packetstore-cli/tests/switch.rs: hosts in namespaces ping through the
+# switch (their veths' checksum offload off with ethtool), and tcpdump
+# must read its pcap export.
+command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
+command -v ethtool >/dev/null 2>&1 || missing+=(ethtool)
+command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "test.sh: installing ${missing[*]}"
   if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

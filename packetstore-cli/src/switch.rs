@@ -18,8 +18,9 @@ use anyhow::{bail, Context};
 use packetstore::apps::switch::pcap;
 use packetstore::apps::switch::policy::Policy;
 use packetstore::apps::switch::{LogMode, Retention, Switch, SwitchConfig};
+use packetstore::io::packet::PacketPorts;
 use packetstore::io::ports::Ports;
-use packetstore::io::xdp::{umem_refusal, XdpMode, XdpPorts};
+use packetstore::io::xdp::{XdpMode, XdpPorts};
 use packetstore::{Geometry, Pool, PoolKind, PoolKindExt};
 
 use crate::options::{parse_duration, parse_size, PersistArgs};
@@ -63,6 +64,11 @@ pub struct Args {
     /// Size of a new pool's log (128 bytes per logged frame).
     #[arg(long, value_parser = parse_size, default_value = "32MiB")]
     pub log_size: u64,
+    /// How frames move: xdp (AF_XDP, the pool is the packet memory),
+    /// packet (AF_PACKET TPACKET_V3, copying each frame into the pool), or
+    /// auto (xdp, else packet, saying why).
+    #[arg(long, default_value = "auto")]
+    pub datapath: String,
     /// Where the XDP program runs: driver or generic (default: driver if
     /// the interface has it, else generic).
     #[arg(long)]
@@ -92,10 +98,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.ports.len() < 2 {
         bail!("a switch needs two or more --port interfaces");
     }
-    let pool = open_pool(&args)?;
-    if let Some(refusal) = umem_refusal(&args.pool) {
-        bail!(refusal);
+    if !matches!(args.datapath.as_str(), "auto" | "xdp" | "packet") {
+        bail!("--datapath {}: use auto, xdp or packet", args.datapath);
     }
+    let pool = open_pool(&args)?;
     let retention = Retention {
         max_bytes: args.retain_size.unwrap_or(u64::MAX),
         max_age_ns: args.retain_age.map(|age| age.as_nanos() as u64),
@@ -106,9 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let geometry = pool.geometry();
     let area = umem_area(&pool);
     let mut switch = Switch::new(pool, args.ports.clone(), config)?;
-    // SAFETY: the area is the pool's buffer region, mapped for as long as
-    // `switch` (which owns the pool) lives; the ports are dropped first.
-    let mut ports = unsafe { XdpPorts::open(&args.ports, area, geometry.buffer_size, xdp_mode) }?;
+    let mut ports = open_ports(&args, area, geometry.buffer_size, xdp_mode)?;
     let (records, buffers) = switch.limits();
     println!(
         "switch on {} ({}), logging {} ({}), pool {} ({domain}), {} records kept, up to {} records and {} buffers",
@@ -126,11 +130,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(address) = args.metrics {
         serve_metrics(address, snapshot.clone())?;
     }
-    run_loop(&mut switch, &mut ports, &args, &snapshot)?;
+    run_loop(&mut switch, ports.as_mut(), &args, &snapshot)?;
     drop(ports);
     switch.shut_down()?;
     println!("switch stopped; the log is vouched for");
     Ok(())
+}
+
+/// The ports `--datapath` asks for. The XDP ports must be dropped before
+/// the switch (which owns the pool, their packet memory).
+fn open_ports(
+    args: &Args,
+    area: NonNull<[u8]>,
+    buffer_size: u32,
+    xdp_mode: Option<XdpMode>,
+) -> anyhow::Result<Box<dyn Ports>> {
+    if args.datapath != "packet" {
+        // SAFETY: the area is the pool's buffer region, mapped for as long
+        // as the switch (which owns the pool) lives; `run` drops the ports
+        // first.
+        match unsafe { XdpPorts::open(&args.ports, (area, &args.pool), buffer_size, xdp_mode) } {
+            Ok(ports) => return Ok(Box::new(ports)),
+            Err(error) if args.datapath == "xdp" => return Err(error.into()),
+            Err(error) => eprintln!("AF_XDP is unavailable ({error}); falling back to AF_PACKET, which copies"),
+        }
+    }
+    Ok(Box::new(PacketPorts::open(&args.ports, buffer_size)?))
 }
 
 fn open_pool(args: &Args) -> anyhow::Result<Pool> {

@@ -219,28 +219,43 @@ pub struct XdpPorts {
     _umem: Umem,
 }
 
-/// Why the pool's memory cannot be a UMEM, when the file system says so
-/// before the kernel is asked (a clearer error than `EFAULT`).
-pub fn umem_refusal(path: &std::path::Path) -> Option<String> {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
-    let c_path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())).ok()?;
+/// The file system of `path`, by name where known, for messages.
+fn file_system(path: &std::path::Path) -> String {
+    const NAMES: [(i64, &str); 6] = [
+        (0x0102_1994, "tmpfs"),
+        (0x9584_58f6, "hugetlbfs"),
+        (0xef53, "ext4"),
+        (0x5846_5342, "xfs"),
+        (0x9123_683e, "btrfs"),
+        (0x6969, "nfs"),
+    ];
+    let Ok(c_path) = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())) else {
+        return "an unknown file system".into();
+    };
     // SAFETY: statfs is plain data; all-zero is a valid value.
     let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: c_path is NUL-terminated and `stat` is writable.
     if unsafe { libc::statfs(c_path.as_ptr(), &mut stat) } != 0 {
-        return None;
+        return "an unknown file system".into();
     }
     let magic = stat.f_type as i64;
-    if magic == TMPFS_MAGIC || magic == HUGETLBFS_MAGIC {
-        return None;
-    }
-    Some(format!(
-        "the pool {} is on a file system (magic {magic:#x}) whose pages the kernel will not pin for AF_XDP: \
-         a long-term pin of a shared file mapping is allowed only on tmpfs (/dev/shm) and hugetlbfs \
-         (not on ext4, xfs or a DAX file system); put the pool there, or use --datapath packet",
-        path.display()
-    ))
+    NAMES.iter().find(|(m, _)| *m == magic).map_or(format!("file system {magic:#x}"), |(_, name)| name.to_string())
+}
+
+/// Why the kernel refused the pool's memory as a UMEM, in words.
+fn pin_refusal(error: xdpilone::Errno, pool_path: &std::path::Path) -> io::Error {
+    let cause = io::Error::from_raw_os_error(error.get_raw());
+    io::Error::new(
+        cause.kind(),
+        format!(
+            "the kernel refused to pin the pool {} ({}) as AF_XDP packet memory: {cause}. A long-term pin \
+             of a shared file mapping is allowed on tmpfs (/dev/shm) and hugetlbfs; this kernel refuses it \
+             for page-cache files (ext4, xfs) and for FS-DAX files. Put the pool on /dev/shm or hugetlbfs, \
+             or use --datapath packet (copying)",
+            pool_path.display(),
+            file_system(pool_path)
+        ),
+    )
 }
 
 impl XdpPorts {
@@ -251,7 +266,7 @@ impl XdpPorts {
     /// `area` must stay mapped and unmoved for as long as the ports live.
     pub unsafe fn open(
         names: &[String],
-        area: NonNull<[u8]>,
+        (area, pool_path): (NonNull<[u8]>, &std::path::Path),
         buffer_size: u32,
         mode: Option<XdpMode>,
     ) -> io::Result<XdpPorts> {
@@ -264,8 +279,7 @@ impl XdpPorts {
         };
         // SAFETY: the caller keeps `area` mapped; the pool's buffer region
         // starts on a page.
-        let umem = unsafe { Umem::new(config, area) }
-            .map_err(|e| errno(e, "registering the pool's buffers as the AF_XDP UMEM (the kernel pins them)"))?;
+        let umem = unsafe { Umem::new(config, area) }.map_err(|e| pin_refusal(e, pool_path))?;
         let mut ports = Vec::new();
         let mut chosen = mode;
         for (index, name) in names.iter().enumerate() {
@@ -300,8 +314,17 @@ impl XdpPort {
         let user = umem.rx_tx(&socket, &config).map_err(|e| errno(e, &format!("rings of {name}")))?;
         let rx = user.map_rx().map_err(|e| errno(e, "mapping the receive ring"))?;
         let tx = user.map_tx().map_err(|e| errno(e, "mapping the transmit ring"))?;
-        umem.bind(&user).map_err(|e| errno(e, &format!("binding an AF_XDP socket to {name} queue 0")))?;
-        let program = XdpProgram::attach(info.ifindex(), mode).map_err(|e| context(e, name))?;
+        bind_when_free(umem, &user, name)?;
+        let deadline = std::time::Instant::now() + BIND_BUSY_WAIT;
+        let program = loop {
+            match XdpProgram::attach(info.ifindex(), mode) {
+                // A killed predecessor's link is released asynchronously.
+                Err(e) if e.kind() == io::ErrorKind::ResourceBusy && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                other => break other.map_err(|e| context(e, name))?,
+            }
+        };
         let fd = user.as_raw_fd();
         program.insert(0, fd)?;
         Ok(XdpPort {
@@ -315,6 +338,27 @@ impl XdpPort {
             _program: program,
             _socket: socket,
         })
+    }
+}
+
+/// How long a bind waits for the queue of a socket that was just closed
+/// (a killed predecessor's: the kernel releases it after an RCU grace
+/// period, so a supervisor's immediate restart finds it busy).
+pub const BIND_BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// Binds `user` to its interface's queue 0, waiting while it is busy.
+fn bind_when_free(umem: &Umem, user: &xdpilone::User, name: &str) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + BIND_BUSY_WAIT;
+    loop {
+        match umem.bind(user) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.get_raw() == libc::EBUSY && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => {
+                return Err(errno(e, &format!("binding an AF_XDP socket to {name} queue 0 (another socket holds it?)")))
+            }
+        }
     }
 }
 
@@ -332,7 +376,13 @@ impl Ports for XdpPorts {
     }
 
     fn fill_room(&mut self, port: usize) -> usize {
-        XDP_RING_SIZE as usize - self.ports[port].filled
+        let port = &mut self.ports[port];
+        // The kernel publishes what it took from the fill ring lazily (when
+        // its cached view runs out), so the ring can look fuller than the
+        // buffers it really holds: ask the ring (the reservation is undone
+        // when the writer drops).
+        let free = port.device.fill(XDP_RING_SIZE).capacity() as usize;
+        free.min(XDP_RING_SIZE as usize - port.filled)
     }
 
     fn fill(&mut self, port: usize, buffers: &[u32]) {
