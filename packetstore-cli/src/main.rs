@@ -4,6 +4,7 @@
 //! cause in an error's chain printed once.
 
 mod bench_log;
+mod bench_switch;
 mod bench_tree;
 mod cache;
 mod compact;
@@ -104,6 +105,14 @@ enum BenchCommand {
     /// The persistent B+ tree: inserts, gets, scans and reopening, per
     /// domain, against a DRAM BTreeMap and against rebuilding by log replay.
     Tree(bench_tree::Args),
+    /// The switch benchmark's traffic generator (bench/switch.py): raw
+    /// frames from one namespace to another, throughput or bursts.
+    #[command(name = "switch-load")]
+    SwitchLoad(bench_switch::Args),
+    /// The switch's engine alone over in-memory ports: frames per second
+    /// with no logging, logging by swap, and by copy.
+    #[command(name = "switch-engine")]
+    SwitchEngine(bench_switch::EngineArgs),
 }
 
 /// Logs go to stderr, one line per notable event; `PACKETSTORE_LOG`
@@ -143,6 +152,8 @@ fn main() {
         Command::Wal(args) => wal::run(args),
         Command::Bench(BenchCommand::Log(args)) => bench_log::run(args),
         Command::Bench(BenchCommand::Tree(args)) => bench_tree::run(args),
+        Command::Bench(BenchCommand::SwitchLoad(args)) => bench_switch::run(args),
+        Command::Bench(BenchCommand::SwitchEngine(args)) => bench_switch::run_engine(args),
         Command::CrashWriter(args) => crash_writer::run(args),
         Command::ReaderCheck(args) => reader_check::run(args),
     };

@@ -114,7 +114,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut switch = Switch::new(pool, args.ports.clone(), config)?;
     let mut ports = open_ports(&args, area, geometry.buffer_size, xdp_mode)?;
     let (records, buffers) = switch.limits();
-    println!(
+    // A closed standard output (a supervisor's pipe gone) must not stop
+    // the switch: what it prints is informative only.
+    let _ = writeln!(
+        std::io::stdout(),
         "switch on {} ({}), logging {} ({}), pool {} ({domain}), {} records kept, up to {} records and {} buffers",
         args.ports.join(", "),
         ports.mechanism(),
@@ -125,7 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         records,
         buffers,
     );
-    std::io::stdout().flush()?;
+    let _ = std::io::stdout().flush();
     let snapshot = Arc::new(Mutex::new(String::new()));
     if let Some(address) = args.metrics {
         serve_metrics(address, snapshot.clone())?;
@@ -133,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     run_loop(&mut switch, ports.as_mut(), &args, &snapshot)?;
     drop(ports);
     switch.shut_down()?;
-    println!("switch stopped; the log is vouched for");
+    let _ = writeln!(std::io::stdout(), "switch stopped; the log is vouched for");
     Ok(())
 }
 
@@ -209,7 +212,7 @@ fn publish(switch: &Switch, snapshot: &Mutex<String>) {
 /// Answers every connection with the latest snapshot (GET /metrics).
 fn serve_metrics(address: SocketAddr, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()> {
     let listener = TcpListener::bind(address).with_context(|| format!("--metrics {address}"))?;
-    println!("metrics on http://{}/metrics", listener.local_addr()?);
+    let _ = writeln!(std::io::stdout(), "metrics on http://{}/metrics", listener.local_addr()?);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let mut stream = stream;

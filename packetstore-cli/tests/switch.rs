@@ -9,8 +9,9 @@
 //! received is in the log: a frame leaves the switch only after its
 //! record's fence); tcpdump must read the file; `packetstore replay` must
 //! send the log again, in order. Per-port counters are read from /metrics.
-//! Runs once over AF_XDP (pool on tmpfs) and once over the AF_PACKET
-//! fallback (pool on disk). Needs root, iproute2, ethtool, ping, tcpdump;
+//! Runs over AF_XDP with the pool on tmpfs and on hugetlbfs (the two file
+//! systems whose pages the kernel pins for it), and over the AF_PACKET
+//! fallback with the pool on disk. Needs root, iproute2, ethtool, ping, tcpdump;
 //! it fails, not skips, without them.
 
 use std::fs::File;
@@ -363,7 +364,8 @@ fn the_switch_forwards_and_logs(datapath: &str, run_index: u8, pool: PathBuf) {
         switch.stop();
     });
     sent.extend(burst.iter().cloned());
-    let capture = pool.with_extension("pcap");
+    // Beside the test's files (hugetlbfs takes no write(2)).
+    let capture = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("switch-{run_index}.pcap"));
     export_pcap(&pool, &capture);
     let logged = frames_of_test(&capture);
     // The log: sent frames, in order, none twice, none torn; and every
@@ -422,6 +424,41 @@ fn over_the_af_packet_fallback_with_the_pool_on_disk() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let pool = dir.join(format!("switch-packet-{}.pool", std::process::id()));
     the_switch_forwards_and_logs("packet", 2, pool);
+}
+
+/// A hugetlbfs mount of its own, with enough huge pages reserved for a
+/// 64 MiB pool; both undone on drop.
+struct HugePages {
+    dir: PathBuf,
+    before: u64,
+}
+
+impl HugePages {
+    fn mount() -> HugePages {
+        let path = "/proc/sys/vm/nr_hugepages";
+        let before: u64 = std::fs::read_to_string(path).unwrap().trim().parse().unwrap();
+        std::fs::write(path, (before + 40).to_string()).unwrap();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("huge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        run("mount", &["-t", "hugetlbfs", "none", dir.to_str().unwrap()]);
+        HugePages { dir, before }
+    }
+}
+
+impl Drop for HugePages {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+        let _ = std::fs::write("/proc/sys/vm/nr_hugepages", self.before.to_string());
+    }
+}
+
+#[test]
+fn over_af_xdp_with_the_pool_on_hugetlbfs() {
+    let huge = HugePages::mount();
+    let pool = huge.dir.join("switch.pool");
+    the_switch_forwards_and_logs("xdp", 4, pool);
+    drop(huge);
 }
 
 /// A pool on a disk file system cannot be AF_XDP packet memory: `--datapath

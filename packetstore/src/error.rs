@@ -46,7 +46,7 @@ pub enum PoolError {
     )]
     KindUndecided { path: PathBuf, version: u32, reason: String },
     #[error(
-        "{path}: pool kind {found} is not one this build knows (1 key-value, 2 WAL, 3 log, 4 tree): \
+        "{path}: pool kind {found} is not one this build knows (1 key-value, 2 WAL, 3 log, 4 tree, 5 write cache, 6 switch): \
          made by a later build? It was left unchanged"
     )]
     UnknownKind { path: PathBuf, found: u32 },

@@ -105,6 +105,27 @@ const HDR_MAC: usize = 24;
 const HDR_VLAN_TCI: usize = 32;
 const HDR_VLAN_TPID: usize = 36;
 
+/// Sends one frame per iovec with one `sendmmsg`; returns how many were
+/// sent, or -1 (errno set).
+///
+/// # Safety
+/// Every iovec must cover readable bytes for the call's duration.
+pub unsafe fn send_frames(fd: std::os::fd::RawFd, iovecs: &mut [libc::iovec], flags: libc::c_int) -> isize {
+    let mut messages: Vec<libc::mmsghdr> = iovecs
+        .iter_mut()
+        .map(|iov| {
+            // SAFETY: mmsghdr is plain data; all-zero is valid.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    // SAFETY: each message points at one iovec, readable (the caller's
+    // promise) for the call's duration.
+    unsafe { libc::sendmmsg(fd, messages.as_mut_ptr(), messages.len() as u32, flags) as isize }
+}
+
 /// One AF_PACKET port: its socket, its TPACKET_V3 receive ring, where the
 /// reader is in it, and the buffers it was filled with.
 struct PacketPort {
@@ -371,21 +392,9 @@ impl crate::io::ports::Ports for PacketPorts {
                     iov_len: f.len as usize,
                 })
                 .collect();
-            let mut messages: Vec<libc::mmsghdr> = iovecs
-                .iter_mut()
-                .map(|iov| {
-                    // SAFETY: mmsghdr is plain data; all-zero is valid.
-                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                    m.msg_hdr.msg_iov = iov;
-                    m.msg_hdr.msg_iovlen = 1;
-                    m
-                })
-                .collect();
-            // SAFETY: every message points at one iovec over pool bytes the
-            // caller holds (the frames' buffers) for the call's duration.
-            let result = unsafe {
-                libc::sendmmsg(port.fd.as_raw_fd(), messages.as_mut_ptr(), messages.len() as u32, libc::MSG_DONTWAIT)
-            };
+            // SAFETY: every iovec covers pool bytes of a frame whose buffer
+            // the caller holds for the call's duration.
+            let result = unsafe { send_frames(port.fd.as_raw_fd(), &mut iovecs, libc::MSG_DONTWAIT) };
             if result <= 0 {
                 break;
             }

@@ -70,6 +70,9 @@ pub struct MemoryPorts {
     names: Vec<String>,
     buffer_size: u32,
     ports: Vec<MemoryPort>,
+    /// Whether transmitted frames are kept for `take_sent` (benchmarks
+    /// only count them).
+    capture: bool,
 }
 
 #[derive(Default)]
@@ -79,6 +82,7 @@ struct MemoryPort {
     received: VecDeque<Frame>,
     completed: Vec<u32>,
     sent: Vec<Vec<u8>>,
+    sent_count: u64,
     no_buffer: u64,
 }
 
@@ -94,7 +98,18 @@ impl MemoryPorts {
             names: names.iter().map(|n| n.to_string()).collect(),
             buffer_size,
             ports: names.iter().map(|_| MemoryPort::default()).collect(),
+            capture: true,
         }
+    }
+
+    /// Transmitted frames are counted, not kept (`take_sent` is empty).
+    pub fn discard_sent(&mut self) {
+        self.capture = false;
+    }
+
+    /// Frames transmitted on port `port` since the start.
+    pub fn sent_count(&self, port: usize) -> u64 {
+        self.ports[port].sent_count
     }
 
     /// Puts `frame` on port `port`'s wire; it is received at the next
@@ -158,9 +173,12 @@ impl Ports for MemoryPorts {
 
     fn transmit(&mut self, port: usize, frames: &[Frame], pool: &Pool) -> usize {
         for frame in frames {
-            let mut bytes = vec![0u8; frame.len as usize];
-            pool.read(pool.buffer_offset(frame.buffer) + u64::from(frame.offset), &mut bytes);
-            self.ports[port].sent.push(bytes);
+            if self.capture {
+                let mut bytes = vec![0u8; frame.len as usize];
+                pool.read(pool.buffer_offset(frame.buffer) + u64::from(frame.offset), &mut bytes);
+                self.ports[port].sent.push(bytes);
+            }
+            self.ports[port].sent_count += 1;
             self.ports[port].completed.push(frame.buffer);
         }
         frames.len()

@@ -41,6 +41,7 @@ use crate::pool::persist::{Domain, DomainInfo, Hardware, PersistOptions, Persist
 use crate::pool::sim::{SimDevice, SimMode};
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;
+const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
 
 /// Where the holder of the lock writes its pid: in the header page, outside
 /// the checksummed header. Advisory, never synced.
@@ -151,14 +152,25 @@ impl Pool {
         let temporary = temporary_name(path);
         let result = (|| {
             let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
+            let huge_page = hugetlbfs_page_size(&file);
+            if let Some(page) = huge_page.filter(|page| geometry.file_size() % page != 0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("a pool on hugetlbfs must be a multiple of its {} KiB pages", page >> 10),
+                ));
+            }
             file.set_len(geometry.file_size())?;
             if !options.sparse {
                 reserve(&file, geometry.file_size())?;
             }
-            if !options.sparse && options.zero_fill && !on_tmpfs(&file) {
+            if !options.sparse && options.zero_fill && !on_tmpfs(&file) && huge_page.is_none() {
                 zero_fill(&file, geometry.file_size())?;
             }
-            file.write_all_at(&initial_metadata(&geometry, kind), 0)?;
+            match huge_page {
+                // hugetlbfs has no write(2): its pages are written mapped.
+                Some(page) => write_mapped(&file, &initial_metadata(&geometry, kind), page)?,
+                None => file.write_all_at(&initial_metadata(&geometry, kind), 0)?,
+            }
             file.sync_all()?;
             rename_no_replace(&temporary, path)?;
             sync_parent_directory(path)
@@ -835,6 +847,10 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    if hugetlbfs_page_size(file).is_some() {
+        // Huge pages already, and no page cache to advise.
+        return Ok((base.cast(), false));
+    }
     if on_tmpfs(file) {
         // Memory, with no writeback: no advice against 2 MiB pages, which
         // the mount's huge= option grants (`tmpfs_huge_pages`); a sparse
@@ -857,11 +873,44 @@ fn map(file: &File, len: u64, options: &PersistOptions) -> io::Result<(*mut u8, 
     Ok((base.cast(), false))
 }
 
-fn on_tmpfs(file: &File) -> bool {
+fn statfs_of(file: &File) -> Option<libc::statfs> {
     // SAFETY: struct statfs is plain data; fstatfs fills it for an open fd.
     let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: the descriptor is open and `stat` is a valid out-parameter.
-    (unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) } == 0) && stat.f_type as i64 == TMPFS_MAGIC
+    (unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) } == 0).then_some(stat)
+}
+
+// f_type's width differs by architecture.
+#[allow(clippy::unnecessary_cast)]
+fn on_tmpfs(file: &File) -> bool {
+    statfs_of(file).is_some_and(|stat| stat.f_type as i64 == TMPFS_MAGIC)
+}
+
+/// The page size of the hugetlbfs mount holding `file`, if it is on one
+/// (memory like tmpfs, but mapped only in whole huge pages, and with no
+/// write(2)).
+#[allow(clippy::unnecessary_cast)]
+fn hugetlbfs_page_size(file: &File) -> Option<u64> {
+    statfs_of(file).filter(|stat| stat.f_type as i64 == HUGETLBFS_MAGIC).map(|stat| stat.f_bsize as u64)
+}
+
+/// Writes `bytes` at offset 0 through a mapping of the first huge pages.
+fn write_mapped(file: &File, bytes: &[u8], page: u64) -> io::Result<()> {
+    let len = (bytes.len() as u64).next_multiple_of(page) as usize;
+    // SAFETY: maps the start of a file at least `len` long (a multiple of
+    // its page size, checked at creation), shared, for this function only.
+    let base = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the mapping is `len >= bytes.len()` bytes, writable, and ours.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.cast::<u8>(), bytes.len());
+        libc::munmap(base, len);
+    }
+    Ok(())
 }
 
 /// True when every NVDIMM region reports that CPU caches are persistent.
@@ -880,9 +929,13 @@ fn platform_has_eadr() -> bool {
 /// Picks the domain: the caller's override, else detection.
 fn choose_domain(file: &File, dax: bool, options: &PersistOptions) -> Result<DomainInfo, (&'static str, String)> {
     let instruction = FlushInstruction::detect();
-    let tmpfs = on_tmpfs(file);
+    let hugetlbfs = hugetlbfs_page_size(file).is_some();
+    // Memory with no backing store: emulated persistent memory.
+    let tmpfs = on_tmpfs(file) || hugetlbfs;
     let medium = if dax {
         "a DAX file mapped with MAP_SYNC"
+    } else if hugetlbfs {
+        "hugetlbfs (DRAM)"
     } else if tmpfs {
         "tmpfs (DRAM)"
     } else {
@@ -893,6 +946,7 @@ fn choose_domain(file: &File, dax: bool, options: &PersistOptions) -> Result<Dom
             (Domain::Byte, "MAP_SYNC and sysfs persistence_domain=cpu_cache".into(), true)
         }
         None if dax => (Domain::CacheLine, "MAP_SYNC mapping".to_string(), true),
+        None if hugetlbfs => (Domain::CacheLine, "hugetlbfs file (emulated persistent memory)".to_string(), false),
         None if tmpfs => (Domain::CacheLine, "tmpfs file (emulated persistent memory)".to_string(), false),
         None => (Domain::Page, "an ordinary file (no MAP_SYNC)".to_string(), true),
         Some(Domain::Page) => (Domain::Page, format!("override, on {medium}"), !tmpfs),
@@ -910,7 +964,7 @@ fn choose_domain(file: &File, dax: bool, options: &PersistOptions) -> Result<Dom
         page_sync: options.page_sync,
         fence_latency_ns: if matches!(domain, Domain::CacheLine | Domain::Byte) { options.fence_latency_ns } else { 0 },
         simulated: false,
-        tmpfs_huge_pages: tmpfs.then(|| tmpfs_huge_pages(file)),
+        tmpfs_huge_pages: tmpfs.then(|| hugetlbfs || tmpfs_huge_pages(file)),
     })
 }
 

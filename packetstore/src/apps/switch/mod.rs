@@ -164,6 +164,8 @@ struct Decision {
     port: usize,
     frame: Frame,
     egress: Egress,
+    /// The policy picked it.
+    log: bool,
 }
 
 /// Errors of the switch's engine.
@@ -349,16 +351,18 @@ impl Switch {
                 let counters = &mut self.port_counters[port];
                 counters.rx_frames += 1;
                 counters.rx_bytes += u64::from(frame.len);
-                let egress = if frame.len > FRAME_SIZE_MAX || frame.offset + frame.len > buffer_size {
+                let (egress, log) = if frame.len > FRAME_SIZE_MAX || frame.offset + frame.len > buffer_size {
                     counters.rx_dropped += 1;
-                    Egress::Filter
+                    (Egress::Filter, false)
                 } else {
-                    let header = self.peek(frame);
-                    let egress = self.bridge.forward(&header, port, now_ns);
+                    let (header, len) = self.peek(frame);
+                    let egress = self.bridge.forward(&header[..len], port, now_ns);
                     self.count_egress(port, egress);
-                    egress
+                    let log =
+                        self.config.mode != LogMode::Off && self.config.policy.logs(&header[..len], &self.names[port]);
+                    (egress, log)
                 };
-                self.scratch.decisions.push(Decision { port, frame, egress });
+                self.scratch.decisions.push(Decision { port, frame, egress, log });
             }
         }
     }
@@ -371,11 +375,12 @@ impl Switch {
         }
     }
 
-    /// The first bytes of a frame (up to `HEADER_PEEK`).
-    fn peek(&self, frame: Frame) -> Vec<u8> {
-        let mut header = vec![0u8; (frame.len as usize).min(HEADER_PEEK)];
-        self.pool.read(self.pool.buffer_offset(frame.buffer) + u64::from(frame.offset), &mut header);
-        header
+    /// The first bytes of a frame (up to `HEADER_PEEK`), and how many.
+    fn peek(&self, frame: Frame) -> ([u8; HEADER_PEEK], usize) {
+        let mut header = [0u8; HEADER_PEEK];
+        let len = (frame.len as usize).min(HEADER_PEEK);
+        self.pool.read(self.pool.buffer_offset(frame.buffer) + u64::from(frame.offset), &mut header[..len]);
+        (header, len)
     }
 
     /// The policy's part of step 3: appends the records.
@@ -384,12 +389,8 @@ impl Switch {
             return Ok(());
         }
         for index in 0..self.scratch.decisions.len() {
-            let Decision { port, frame, egress } = self.scratch.decisions[index];
-            if frame.len > FRAME_SIZE_MAX {
-                continue;
-            }
-            let header = self.peek(frame);
-            if !self.config.policy.logs(&header, &self.names[port]) {
+            let Decision { port, frame, egress, log } = self.scratch.decisions[index];
+            if !log {
                 continue;
             }
             if self.live.len() >= self.max_records || self.logged_buffers() >= self.max_logged_buffers {

@@ -221,7 +221,8 @@ mod tests {
     #[test]
     fn a_truncated_header_matches_nothing_that_needs_it() {
         let frame = udp4([10, 0, 0, 1], [10, 0, 0, 2], 53);
-        assert!(!policy(&["l4port=53"]).logs(&frame[..40], "p1"));
+        assert!(!policy(&["l4port=53"]).logs(&frame[..37], "p1"), "the destination port is cut");
+        assert!(policy(&["l4port=4000"]).logs(&frame[..37], "p1"), "the source port is whole");
         assert!(!policy(&["ip=10.0.0.2"]).logs(&frame[..20], "p1"));
         assert!(policy(&["ethertype=0x0800"]).logs(&frame[..14], "p1"));
     }
