@@ -320,3 +320,18 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<()> {
     println!("replayed {} frames on {} in {:.3} s", frames.len(), args.to, started.elapsed().as_secs_f64());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_are_unix_seconds_or_ages() {
+        assert_eq!(parse_time("1700000000.5").unwrap(), 1_700_000_000_500_000_000);
+        let before = packetstore::pool::file::unix_ns();
+        let ten_minutes_ago = parse_time("10m").unwrap();
+        let after = packetstore::pool::file::unix_ns();
+        assert!((before - 600_000_000_000..=after - 600_000_000_000).contains(&ten_minutes_ago));
+        assert!(parse_time("yesterday").is_err());
+    }
+}

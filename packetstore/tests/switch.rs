@@ -85,11 +85,14 @@ fn forwards_like_a_learning_bridge_and_logs_every_frame_in_order() {
         assert_eq!((counters[0].rx_frames, counters[0].flooded, counters[0].filtered), (3, 2, 1));
         assert_eq!((counters[1].tx_frames, counters[2].tx_frames, counters[0].tx_frames), (2, 2, 1));
         switch.check_accounting();
-        let (frames, _) = logged(switch);
+        let (frames, pool) = logged(switch);
         let bytes: Vec<Vec<u8>> = frames.iter().map(|f| f.bytes.clone()).collect();
         assert_eq!(bytes, vec![hello, answer, unknown, same_port], "{mode:?}: every frame, in order");
         assert_eq!(frames.iter().map(|f| f.ingress).collect::<Vec<_>>(), vec![0, 1, 0, 0]);
         assert_eq!(frames.iter().map(|f| f.received_ns).collect::<Vec<_>>(), vec![1, 2, 3, 3]);
+        // `pcap --since 2 --until 3`: the frames received in [2, 3).
+        let window = logged_frames(&pool, 2, 3).unwrap();
+        assert_eq!(window.iter().map(|f| f.received_ns).collect::<Vec<_>>(), vec![2], "{mode:?}: a time window");
     }
 }
 
