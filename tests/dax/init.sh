@@ -108,6 +108,17 @@ check_domain() {
   say "domain $line"
 }
 
+# Whether this kernel pins an FS-DAX file for AF_XDP (docs/switch.md):
+# the switch registers the pool as its UMEM before it binds anything, so
+# its first error says. Informative only: reported, never a failure.
+probe_af_xdp() {
+  ip link set lo up 2>/dev/null || true
+  out=$(timeout 20 packetstore switch --pool /mnt/switch.pool --pool-size 16MiB --log-size 1MiB \
+    --port lo --port lo --datapath xdp 2>&1 </dev/null | grep -v '^[0-9T:.-]* *INFO' | tail -1)
+  say "af_xdp on fsdax: $(echo "$out" | cut -c1-240)"
+  rm -f /mnt/switch.pool
+}
+
 # One POST; prints its X-Seq (empty when there is no acknowledgement).
 post() {
   wget -q -S -O /dev/null --post-data "$1" http://127.0.0.1:8090/wal 2>&1 | sed -n 's/^ *[Xx]-[Ss]eq: *\([0-9]*\).*/\1/p'
@@ -134,6 +145,7 @@ stage_load() {
   ensure_fsdax
   mount_dax
   check_domain
+  probe_af_xdp
   trace_pmd_faults
   start_servers
   # SETs through one redis-cli, in order: reply n acknowledges k<n>. The
