@@ -310,7 +310,8 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<()> {
     let first_ns = frames.first().map_or(0, |f| f.received_ns);
     for frame in &frames {
         if args.pace {
-            let due = Duration::from_nanos(frame.received_ns - first_ns);
+            // The wall clock may have stepped back between two frames.
+            let due = Duration::from_nanos(frame.received_ns.saturating_sub(first_ns));
             if let Some(wait) = due.checked_sub(started.elapsed()) {
                 std::thread::sleep(wait);
             }

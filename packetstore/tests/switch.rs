@@ -158,6 +158,17 @@ fn retention_keeps_buffer_accounting_exact_over_a_long_run() {
     }
 }
 
+/// Retention that would keep less than one batch is refused at start:
+/// it would release records of the batch that appended them.
+#[test]
+fn retention_smaller_than_a_batch_is_refused() {
+    let (_device, pool) = memory_pool();
+    let config =
+        SwitchConfig { retention: Retention { max_bytes: 100 * 2048, max_age_ns: None }, ..config(LogMode::Swap) };
+    let error = Switch::new(pool, NAMES.iter().map(|n| n.to_string()).collect(), config).err().expect("refused");
+    assert!(error.to_string().contains("fewer than one batch"), "{error}");
+}
+
 /// What a run has received, and how much of it a recovered log must hold.
 struct Model {
     /// Every frame received, in order (the log's order).
@@ -175,7 +186,8 @@ fn run(seed: u64) {
     let mut rng = SplitMix64::new(seed);
     let sim = if rng.chance(1, 2) { SimMode::CacheLine } else { SimMode::Page };
     let mode = if rng.chance(1, 2) { LogMode::Swap } else { LogMode::Copy };
-    let keep = 20 + rng.below(300);
+    // At least a batch (3 ports x 64 frames): the switch refuses less.
+    let keep = 192 + rng.below(300);
     let context = format!("seed {seed:#x} ({sim:?}, {mode:?}, keep {keep})");
     let mut device = Arc::new(SimDevice::new(GEOMETRY.file_size(), sim));
     let mut pool = Pool::create_simulated(device.clone(), GEOMETRY).unwrap();

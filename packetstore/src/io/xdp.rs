@@ -1,10 +1,10 @@
 //! AF_XDP ports whose UMEM is the pool's buffer region: the kernel copies
-//! (copy mode) or DMAs (zero-copy drivers) a received frame straight into
-//! the pool buffer the switch put in the port's fill ring, and transmits
-//! from pool buffers. One socket per interface (queue 0), all sharing one
+//! a received frame straight into the pool buffer the switch put in the
+//! port's fill ring (copy mode, which every driver has; zero-copy is not
+//! requested), and transmits from pool buffers. One socket per interface (queue 0), all sharing one
 //! UMEM, so a frame received on one port is sent on another without a copy
 //! in user space. Sockets and rings come from the `xdpilone` crate; the
-//! eight-instruction XDP program that redirects every frame to the socket
+//! six-instruction XDP program that redirects every frame to the socket
 //! (an XSKMAP lookup) is loaded here with raw `bpf(2)` calls and attached
 //! with a BPF link, so it detaches when the process dies (even `kill -9`).
 //!
@@ -167,6 +167,11 @@ impl XdpProgram {
             put_u32(&mut attr, 12, flags);
             match bpf(BPF_LINK_CREATE, &mut attr) {
                 Ok(link) => return Ok(XdpProgram { map, _program: program, _link: owned(link), mode }),
+                // Busy: a program (a killed predecessor's) is still
+                // attached; another mode would only fail differently.
+                Err(error) if error.kind() == io::ErrorKind::ResourceBusy => {
+                    return Err(context(error, &format!("attaching the XDP program in {} mode", mode.name())))
+                }
                 Err(error) => {
                     last = Some(context(error, &format!("attaching the XDP program in {} mode", mode.name())))
                 }
@@ -433,9 +438,16 @@ impl Ports for XdpPorts {
 
     fn flush_transmit(&mut self, port: usize) {
         let port = &mut self.ports[port];
-        // Copy mode transmits only inside sendto: always kick.
-        if port.in_flight > 0 {
+        // Copy mode transmits only inside sendto, and each call sends at
+        // most a budget of descriptors (32): kick while the ring drains.
+        let mut pending = port.tx.pending();
+        while pending > 0 {
             port.tx.wake();
+            let now = port.tx.pending();
+            if now >= pending {
+                break;
+            }
+            pending = now;
         }
     }
 

@@ -238,9 +238,14 @@ impl Switch {
         let pool_room = (geometry.buffer_count as usize).saturating_sub(port_reserve);
         let wanted = (config.retention.max_bytes / u64::from(geometry.buffer_size)) as usize;
         let max_logged_buffers = wanted.min(pool_room);
-        if config.mode != LogMode::Off && max_logged_buffers == 0 {
+        // Retention must keep at least a batch: else it would release
+        // records of the batch that appended them, under the same fence.
+        let batch = RX_BATCH_MAX * names.len();
+        if config.mode != LogMode::Off && (max_logged_buffers < batch || (ring_records as usize) < batch) {
             return Err(SwitchError::Config(format!(
-                "the pool's {} buffers leave none for logged frames after {port_reserve} for the ports' rings",
+                "the log would keep fewer than one batch of frames ({batch}): {max_logged_buffers} buffers (the \
+                 pool's {} less {port_reserve} for the ports' rings, or --retain-size) and {ring_records} records \
+                 (the log's size); raise --pool-size, --retain-size or --log-size",
                 geometry.buffer_count
             )));
         }
@@ -351,7 +356,8 @@ impl Switch {
                 let counters = &mut self.port_counters[port];
                 counters.rx_frames += 1;
                 counters.rx_bytes += u64::from(frame.len);
-                let (egress, log) = if frame.len > FRAME_SIZE_MAX || frame.offset + frame.len > buffer_size {
+                let bad = frame.len == 0 || frame.len > FRAME_SIZE_MAX || frame.offset + frame.len > buffer_size;
+                let (egress, log) = if bad {
                     counters.rx_dropped += 1;
                     (Egress::Filter, false)
                 } else {
@@ -504,9 +510,9 @@ impl Switch {
             counters.tx_frames += taken as u64;
             counters.tx_bytes += offered[..taken].iter().map(|f| u64::from(f.len)).sum::<u64>();
             counters.tx_dropped += (queued.len() - taken) as u64;
-            if taken > 0 {
-                ports.flush_transmit(port);
-            }
+            // Every port, every batch: a kick sends a budget of frames,
+            // and what an earlier batch queued may still wait.
+            ports.flush_transmit(port);
             self.scratch.tx[port] = queued;
         }
         for decision in &self.scratch.decisions {
