@@ -74,7 +74,7 @@ s = socket.create_connection(("10.11.0.2", 5001)); s.sendall(b"x" * 1000000); s.
 
 pcap() {
   "$(binary)" pcap "$POOL" -o "$PCAP"
-  if command -v tcpdump >/dev/null; then tcpdump -nr "$PCAP" | head -20; fi
+  if command -v tcpdump >/dev/null; then tcpdump -nr "$PCAP" -c 20; fi
 }
 
 case "${1:-}" in
