@@ -11,11 +11,11 @@
 //! paper's latency under bursts). Prints one JSON line.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use packetstore::io::packet::{interface_index, send_frames};
+use packetstore::io::packet::{bind_packet, packet_socket, send_frames};
 
 /// This generator's EtherType (IEEE local experimental 2).
 const ETHERTYPE_LOAD: u16 = 0x88b6;
@@ -59,15 +59,10 @@ fn enter_netns(name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn packet_socket(interface: &str, protocol: u16) -> anyhow::Result<OwnedFd> {
-    let index = interface_index(interface)?;
-    // SAFETY: plain socket creation (protocol 0: nothing received before bind).
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        bail!("AF_PACKET socket: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: fd was just created and nothing else owns it.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+/// An AF_PACKET socket on `interface` for `protocol` frames, with large
+/// buffers and no qdisc.
+fn load_socket(interface: &str, protocol: u16) -> anyhow::Result<OwnedFd> {
+    let fd = packet_socket()?;
     let big: libc::c_int = 64 << 20;
     let bypass: libc::c_int = 1;
     // SAFETY: valid ints for the options; failures only cost speed.
@@ -82,18 +77,7 @@ fn packet_socket(interface: &str, protocol: u16) -> anyhow::Result<OwnedFd> {
             4,
         );
     }
-    // SAFETY: sockaddr_ll is plain data; all-zero is valid.
-    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    address.sll_family = libc::AF_PACKET as u16;
-    address.sll_protocol = protocol.to_be();
-    address.sll_ifindex = index as i32;
-    // SAFETY: a valid sockaddr_ll of the length given.
-    let rc = unsafe {
-        libc::bind(fd.as_raw_fd(), std::ptr::from_ref(&address).cast(), std::mem::size_of_val(&address) as u32)
-    };
-    if rc != 0 {
-        bail!("bind {interface}: {}", std::io::Error::last_os_error());
-    }
+    bind_packet(&fd, interface, protocol)?;
     Ok(fd)
 }
 
@@ -212,7 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let (done_tx, done_rx) = std::sync::mpsc::channel::<u64>();
         let receiving = scope.spawn(move || -> anyhow::Result<Received> {
             enter_netns(&rx_ns)?;
-            let fd = packet_socket(&rx_if, ETHERTYPE_LOAD)?;
+            let fd = load_socket(&rx_if, ETHERTYPE_LOAD)?;
             ready_tx.send(()).ok();
             if !bursts {
                 return Ok(receive(&fd, expected, Duration::from_secs(1)));
@@ -227,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         });
         ready_rx.recv().context("the receiver started")?;
         enter_netns(&args.tx_netns)?;
-        let fd = packet_socket(&args.tx_interface, ETHERTYPE_LOAD)?;
+        let fd = load_socket(&args.tx_interface, ETHERTYPE_LOAD)?;
         let started = Instant::now();
         if bursts {
             for b in 0..args.frames {

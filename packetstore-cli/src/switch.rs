@@ -234,13 +234,11 @@ fn serve_metrics(address: SocketAddr, snapshot: Arc<Mutex<String>>) -> anyhow::R
     Ok(())
 }
 
+/// A window of a switch pool's log (`pcap` and `replay`).
 #[derive(clap::Args)]
-pub struct PcapArgs {
+pub struct LogWindow {
     /// A switch pool (the switch stopped or killed: its lock must be free).
     pub pool: PathBuf,
-    /// Where to write the capture ("-": standard output).
-    #[arg(long, short = 'o', default_value = "-")]
-    pub output: PathBuf,
     /// Only frames received at or after this time: Unix seconds (may be
     /// fractional), or an age such as 10m (that long ago).
     #[arg(long)]
@@ -250,6 +248,26 @@ pub struct PcapArgs {
     pub until: Option<String>,
     #[command(flatten)]
     pub persist: PersistArgs,
+}
+
+impl LogWindow {
+    /// The logged frames in the window, oldest first.
+    fn frames(&self) -> anyhow::Result<Vec<pcap::LoggedFrame>> {
+        let pool = Pool::open_as(&self.pool, PoolKind::Switch, &self.persist.options()?)
+            .with_context(|| format!("opening {}", self.pool.display()))?;
+        let since = self.since.as_deref().map(parse_time).transpose()?.unwrap_or(0);
+        let until = self.until.as_deref().map(parse_time).transpose()?.unwrap_or(u64::MAX);
+        Ok(pcap::logged_frames(&pool, since, until)?)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct PcapArgs {
+    #[command(flatten)]
+    pub window: LogWindow,
+    /// Where to write the capture ("-": standard output).
+    #[arg(long, short = 'o', default_value = "-")]
+    pub output: PathBuf,
 }
 
 /// A time bound: Unix seconds ("1700000000.5") or an age ("10m").
@@ -264,11 +282,7 @@ fn parse_time(text: &str) -> anyhow::Result<u64> {
 }
 
 pub fn run_pcap(args: PcapArgs) -> anyhow::Result<()> {
-    let pool = Pool::open_as(&args.pool, PoolKind::Switch, &args.persist.options()?)
-        .with_context(|| format!("opening {}", args.pool.display()))?;
-    let since = args.since.as_deref().map(parse_time).transpose()?.unwrap_or(0);
-    let until = args.until.as_deref().map(parse_time).transpose()?.unwrap_or(u64::MAX);
-    let frames = pcap::logged_frames(&pool, since, until)?;
+    let frames = args.window.frames()?;
     if args.output.as_os_str() == "-" {
         let stdout = std::io::stdout();
         pcap::write_pcap(&mut std::io::BufWriter::new(stdout.lock()), &frames)?;
@@ -282,8 +296,8 @@ pub fn run_pcap(args: PcapArgs) -> anyhow::Result<()> {
 
 #[derive(clap::Args)]
 pub struct ReplayArgs {
-    /// A switch pool (the switch stopped or killed).
-    pub pool: PathBuf,
+    #[command(flatten)]
+    pub window: LogWindow,
     /// The interface to send the logged frames on, in log order.
     #[arg(long)]
     pub to: String,
@@ -291,20 +305,10 @@ pub struct ReplayArgs {
     /// fast as the interface takes them).
     #[arg(long)]
     pub pace: bool,
-    #[arg(long)]
-    pub since: Option<String>,
-    #[arg(long)]
-    pub until: Option<String>,
-    #[command(flatten)]
-    pub persist: PersistArgs,
 }
 
 pub fn run_replay(args: ReplayArgs) -> anyhow::Result<()> {
-    let pool = Pool::open_as(&args.pool, PoolKind::Switch, &args.persist.options()?)
-        .with_context(|| format!("opening {}", args.pool.display()))?;
-    let since = args.since.as_deref().map(parse_time).transpose()?.unwrap_or(0);
-    let until = args.until.as_deref().map(parse_time).transpose()?.unwrap_or(u64::MAX);
-    let frames = pcap::logged_frames(&pool, since, until)?;
+    let frames = args.window.frames()?;
     let socket = packetstore::io::packet::RawSender::open(&args.to)?;
     let started = Instant::now();
     let first_ns = frames.first().map_or(0, |f| f.received_ns);

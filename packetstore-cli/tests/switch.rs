@@ -16,13 +16,13 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use packetstore::apps::switch::pcap::read_pcap;
-use packetstore::io::packet::{interface_index, RawSender};
+use packetstore::io::packet::{bind_packet, packet_socket, RawSender};
 use packetstore::util::rng::SplitMix64;
 
 /// The EtherType of this test's raw frames (IEEE local experimental).
@@ -172,22 +172,8 @@ impl Switch {
 
 /// An AF_PACKET socket receiving this test's frames on `interface`.
 fn raw_receiver(interface: &str) -> OwnedFd {
-    let protocol = ETHERTYPE_TEST.to_be();
-    // SAFETY: plain socket creation.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, i32::from(protocol)) };
-    assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
-    // SAFETY: fd was just created.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: sockaddr_ll is plain data.
-    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    address.sll_family = libc::AF_PACKET as u16;
-    address.sll_protocol = protocol;
-    address.sll_ifindex = interface_index(interface).unwrap() as i32;
-    // SAFETY: a valid sockaddr_ll of the length given.
-    let rc = unsafe {
-        libc::bind(fd.as_raw_fd(), std::ptr::from_ref(&address).cast(), std::mem::size_of_val(&address) as u32)
-    };
-    assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+    let fd = packet_socket().unwrap();
+    bind_packet(&fd, interface, ETHERTYPE_TEST).unwrap();
     // Room for a whole replay (a few thousand frames) read afterwards.
     let room: libc::c_int = 64 << 20;
     // SAFETY: a valid int for SO_RCVBUFFORCE (root may pass the limit).

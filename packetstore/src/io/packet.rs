@@ -24,6 +24,44 @@ pub fn interface_index(name: &str) -> io::Result<u32> {
     Ok(index)
 }
 
+/// An AF_PACKET raw socket that receives nothing until `bind_packet`
+/// names its interface (a socket made with a protocol receives every
+/// interface's frames until it is bound).
+pub fn packet_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket creation.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        let error = io::Error::last_os_error();
+        return Err(io::Error::new(error.kind(), format!("an AF_PACKET socket (needs CAP_NET_RAW): {error}")));
+    }
+    // SAFETY: fd was just created and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Binds `fd` to `interface`, receiving frames of EtherType `protocol`
+/// (host order; `ETH_P_ALL` for every frame, 0 for none).
+pub fn bind_packet(fd: &OwnedFd, interface: &str, protocol: u16) -> io::Result<()> {
+    let index = interface_index(interface)?;
+    // SAFETY: sockaddr_ll is plain data; all-zero is valid.
+    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    address.sll_family = libc::AF_PACKET as u16;
+    address.sll_protocol = protocol.to_be();
+    address.sll_ifindex = index as i32;
+    // SAFETY: `address` is a valid sockaddr_ll of the length given.
+    let bound = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            std::ptr::from_ref(&address).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if bound != 0 {
+        let error = io::Error::last_os_error();
+        return Err(io::Error::new(error.kind(), format!("binding to {interface}: {error}")));
+    }
+    Ok(())
+}
+
 /// An AF_PACKET raw socket bound to one interface, receiving nothing.
 pub struct RawSender {
     fd: OwnedFd,
@@ -31,31 +69,8 @@ pub struct RawSender {
 
 impl RawSender {
     pub fn open(interface: &str) -> io::Result<RawSender> {
-        let index = interface_index(interface)?;
-        // Protocol 0: the socket receives no frames.
-        // SAFETY: plain socket creation.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            let error = io::Error::last_os_error();
-            return Err(io::Error::new(error.kind(), format!("an AF_PACKET socket (needs CAP_NET_RAW): {error}")));
-        }
-        // SAFETY: fd was just created and nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_ll is plain data; all-zero is valid.
-        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        address.sll_family = libc::AF_PACKET as u16;
-        address.sll_ifindex = index as i32;
-        // SAFETY: `address` is a valid sockaddr_ll of the length given.
-        let bound = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                std::ptr::from_ref(&address).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if bound != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = packet_socket()?;
+        bind_packet(&fd, interface, 0)?;
         Ok(RawSender { fd })
     }
 
@@ -151,6 +166,8 @@ unsafe impl Send for PacketPort {}
 pub struct PacketPorts {
     ports: Vec<PacketPort>,
     buffer_size: u32,
+    /// One frame out of the ring, its VLAN tag put back.
+    scratch: Vec<u8>,
 }
 
 fn set_option<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
@@ -173,19 +190,10 @@ fn set_option<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T,
 
 impl PacketPort {
     fn open(name: &str) -> io::Result<PacketPort> {
-        let index = interface_index(name)?;
-        let protocol = (libc::ETH_P_ALL as u16).to_be();
-        // Protocol 0 until `bind` names the interface: a socket made with
-        // ETH_P_ALL receives every interface's frames until it is bound,
-        // and those would be switched as if received on this port.
-        // SAFETY: plain socket creation.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            let error = io::Error::last_os_error();
-            return Err(io::Error::new(error.kind(), format!("an AF_PACKET socket (needs CAP_NET_RAW): {error}")));
-        }
-        // SAFETY: fd was just created and nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // Bound last, once the ring exists: unbound, it receives nothing
+        // (bound with ETH_P_ALL at creation, it would receive every
+        // interface's frames and switch them as this port's).
+        let fd = packet_socket()?;
         set_option(
             &fd,
             libc::SOL_PACKET,
@@ -221,19 +229,6 @@ impl PacketPort {
         if ring == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: sockaddr_ll is plain data; all-zero is valid.
-        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        address.sll_family = libc::AF_PACKET as u16;
-        address.sll_protocol = protocol;
-        address.sll_ifindex = index as i32;
-        // SAFETY: `address` is a valid sockaddr_ll of the length given.
-        let bound = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                std::ptr::from_ref(&address).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
         let port = PacketPort {
             name: name.to_string(),
             fd,
@@ -245,10 +240,8 @@ impl PacketPort {
             sent: Vec::new(),
             no_buffer: 0,
         };
-        if bound != 0 {
-            let error = io::Error::last_os_error();
-            return Err(io::Error::new(error.kind(), format!("binding to {name}: {error}")));
-        }
+        // On an error the port's drop unmaps the ring.
+        bind_packet(&port.fd, name, libc::ETH_P_ALL as u16)?;
         Ok(port)
     }
 
@@ -330,7 +323,7 @@ impl Drop for PacketPort {
 impl PacketPorts {
     pub fn open(names: &[String], buffer_size: u32) -> io::Result<PacketPorts> {
         let ports = names.iter().map(|name| PacketPort::open(name)).collect::<io::Result<Vec<_>>>()?;
-        Ok(PacketPorts { ports, buffer_size })
+        Ok(PacketPorts { ports, buffer_size, scratch: Vec::with_capacity(1 << 16) })
     }
 }
 
@@ -362,21 +355,20 @@ impl crate::io::ports::Ports for PacketPorts {
         pool: &crate::pool::file::Pool,
         out: &mut Vec<crate::io::ports::Frame>,
     ) {
-        let limit = self.buffer_size - PACKET_HEADROOM;
+        let limit = (self.buffer_size - PACKET_HEADROOM) as usize;
         let port = &mut self.ports[port];
-        let mut scratch = Vec::with_capacity(2048);
+        let scratch = &mut self.scratch;
         let mut taken = 0;
-        while taken < max && port.next_frame(&mut scratch) {
+        while taken < max && port.next_frame(scratch) {
             let Some(buffer) = port.filled.pop() else {
                 port.no_buffer += 1;
                 continue;
             };
-            let len = scratch.len().min(limit as usize);
-            pool.write(pool.buffer_offset(buffer) + u64::from(PACKET_HEADROOM), &scratch[..len]);
+            let stored = scratch.len().min(limit);
+            pool.write(pool.buffer_offset(buffer) + u64::from(PACKET_HEADROOM), &scratch[..stored]);
             // A frame too long for the buffer keeps its true length: the
             // switch drops it.
-            let len = if scratch.len() > len { scratch.len() } else { len };
-            out.push(crate::io::ports::Frame { buffer, offset: PACKET_HEADROOM, len: len as u32 });
+            out.push(crate::io::ports::Frame { buffer, offset: PACKET_HEADROOM, len: scratch.len() as u32 });
             taken += 1;
         }
     }

@@ -295,10 +295,6 @@ impl XdpPorts {
         let mode = chosen.unwrap_or(XdpMode::Generic);
         Ok(XdpPorts { ports, buffer_size, mode, _umem: umem })
     }
-
-    fn address(&self, buffer: u32, offset: u32) -> u64 {
-        u64::from(buffer) * u64::from(self.buffer_size) + u64::from(offset)
-    }
 }
 
 impl XdpPort {
@@ -423,12 +419,16 @@ impl Ports for XdpPorts {
     }
 
     fn transmit(&mut self, port: usize, frames: &[Frame], _pool: &Pool) -> usize {
-        let addresses: Vec<XdpDesc> =
-            frames.iter().map(|f| XdpDesc { addr: self.address(f.buffer, f.offset), len: f.len, options: 0 }).collect();
+        let size = u64::from(self.buffer_size);
+        let descriptors = frames.iter().map(|f| XdpDesc {
+            addr: u64::from(f.buffer) * size + u64::from(f.offset),
+            len: f.len,
+            options: 0,
+        });
         let port = &mut self.ports[port];
         let written = {
-            let mut writer = port.tx.transmit(addresses.len() as u32);
-            let written = writer.insert(addresses.into_iter()) as usize;
+            let mut writer = port.tx.transmit(frames.len() as u32);
+            let written = writer.insert(descriptors) as usize;
             writer.commit();
             written
         };

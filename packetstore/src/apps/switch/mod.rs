@@ -208,6 +208,8 @@ struct Scratch {
     tx: Vec<Vec<Frame>>,
     done: Vec<u32>,
     fresh: Vec<u32>,
+    /// The copy baseline's bounce buffer (one frame).
+    copy: Vec<u8>,
 }
 
 impl Switch {
@@ -264,7 +266,11 @@ impl Switch {
             in_tx: vec![0; ports],
             max_records: ring_records as usize,
             max_logged_buffers,
-            scratch: Scratch { tx: vec![Vec::new(); ports], ..Scratch::default() },
+            scratch: Scratch {
+                tx: vec![Vec::new(); ports],
+                copy: vec![0; FRAME_SIZE_MAX as usize],
+                ..Scratch::default()
+            },
         })
     }
 
@@ -449,9 +455,9 @@ impl Switch {
     fn copy(&mut self, from: Extent) -> Result<Extent, SwitchError> {
         let buffer = self.buffers.allocate()?;
         let source = self.pool.buffer_offset(from.buffer) + u64::from(from.offset);
-        let mut bytes = vec![0u8; usize::from(from.len)];
-        self.pool.read(source, &mut bytes);
-        self.pool.write(self.pool.buffer_offset(buffer), &bytes);
+        let bytes = &mut self.scratch.copy[..usize::from(from.len)];
+        self.pool.read(source, bytes);
+        self.pool.write(self.pool.buffer_offset(buffer), bytes);
         Ok(Extent::new(buffer, 0, bytes.len()))
     }
 
