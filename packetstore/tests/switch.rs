@@ -158,6 +158,37 @@ fn retention_keeps_buffer_accounting_exact_over_a_long_run() {
     }
 }
 
+/// A frame leaves the switch only after the fence that made its record
+/// durable: when that fence fails (or the power does), nothing of the
+/// batch is transmitted; the batch before it was.
+#[test]
+fn no_frame_of_a_batch_is_sent_before_its_fence() {
+    for crash in [false, true] {
+        let (device, pool) = memory_pool();
+        let mut switch =
+            Switch::new(pool, NAMES.iter().map(|n| n.to_string()).collect(), config(LogMode::Swap)).unwrap();
+        let mut ports = MemoryPorts::new(&NAMES, GEOMETRY.buffer_size);
+        switch.start(&mut ports);
+        let mut rng = SplitMix64::new(3);
+        ports.inject(0, &frame([0xff; 6], mac(1), 0, 60, &mut rng));
+        switch.step(&mut ports, 1).unwrap();
+        assert_eq!(ports.take_sent(1).len(), 1, "the first batch was fenced and sent");
+        assert_eq!(ports.take_sent(2).len(), 1, "flooded");
+        if crash {
+            device.crash_at_fence(device.fences() + 1, 7);
+        } else {
+            device.fail_at_fence(device.fences() + 1);
+        }
+        for n in 1..10 {
+            ports.inject(0, &frame([0xff; 6], mac(1), n, 60 + n as usize, &mut rng));
+        }
+        assert!(switch.step(&mut ports, 2).is_err(), "crash {crash}: the fence failed");
+        for port in 0..NAMES.len() {
+            assert!(ports.take_sent(port).is_empty(), "crash {crash}: a frame left before its fence");
+        }
+    }
+}
+
 /// Retention that would keep less than one batch is refused at start:
 /// it would release records of the batch that appended them.
 #[test]
