@@ -209,8 +209,6 @@ struct XdpPort {
     fd: RawFd,
     /// Buffers in the fill ring or received and not yet taken.
     filled: usize,
-    /// Descriptors in the transmit ring not yet completed.
-    in_flight: usize,
     _program: XdpProgram,
     _socket: Socket,
 }
@@ -328,17 +326,7 @@ impl XdpPort {
         };
         let fd = user.as_raw_fd();
         program.insert(0, fd)?;
-        Ok(XdpPort {
-            name: name.to_string(),
-            device,
-            rx,
-            tx,
-            fd,
-            filled: 0,
-            in_flight: 0,
-            _program: program,
-            _socket: socket,
-        })
+        Ok(XdpPort { name: name.to_string(), device, rx, tx, fd, filled: 0, _program: program, _socket: socket })
     }
 }
 
@@ -425,14 +413,9 @@ impl Ports for XdpPorts {
             len: f.len,
             options: 0,
         });
-        let port = &mut self.ports[port];
-        let written = {
-            let mut writer = port.tx.transmit(frames.len() as u32);
-            let written = writer.insert(descriptors) as usize;
-            writer.commit();
-            written
-        };
-        port.in_flight += written;
+        let mut writer = self.ports[port].tx.transmit(frames.len() as u32);
+        let written = writer.insert(descriptors) as usize;
+        writer.commit();
         written
     }
 
@@ -453,17 +436,11 @@ impl Ports for XdpPorts {
 
     fn completed(&mut self, port: usize, out: &mut Vec<u32>) {
         let size = u64::from(self.buffer_size);
-        let port = &mut self.ports[port];
-        let mut done = 0;
-        {
-            let mut reader = port.device.complete(XDP_RING_SIZE);
-            while let Some(address) = reader.read() {
-                out.push((address / size) as u32);
-                done += 1;
-            }
-            reader.release();
+        let mut reader = self.ports[port].device.complete(XDP_RING_SIZE);
+        while let Some(address) = reader.read() {
+            out.push((address / size) as u32);
         }
-        port.in_flight -= done;
+        reader.release();
     }
 
     fn wait(&mut self, timeout: Duration) -> io::Result<()> {
