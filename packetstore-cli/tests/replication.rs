@@ -704,3 +704,117 @@ fn a_group_pool_refuses_to_serve_alone() {
     assert!(!output.status.success(), "a group's pool served alone");
     assert!(stderr.contains("this pool belongs to a node of a replicated group"), "{stderr}");
 }
+
+/// redis-py 8.1's python, in a virtualenv made on first use (as
+/// redis_py.rs makes 5.0.8's).
+fn python_redis_py_8() -> std::path::PathBuf {
+    let venv = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("redis-py-8.1.0");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        let made = std::process::Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3");
+        assert!(made.success(), "python3 -m venv failed (Debian: apt-get install python3-venv)");
+        let pip = std::process::Command::new(venv.join("bin/pip"))
+            .args(["install", "-q", "redis==8.1.0"])
+            .status()
+            .expect("pip");
+        assert!(pip.success(), "pip install redis==8.1.0 failed");
+    }
+    python
+}
+
+/// Goal: a client library's connection handshake never decides where a
+/// follower's connection goes (issue 35, item 2: redis-py 8's RESP3
+/// handshake sends `CLIENT MAINT_NOTIFICATIONS`, which used to relay the
+/// whole connection to the leader, so READONLY was ignored and INFO
+/// answered for the leader). Method: redis-py 8.1's default client, in
+/// RESP2 and RESP3, against a follower (fixtures/redis_py8_follower.py):
+/// a write relayed; READONLY kept here (a write refused, INFO and ROLE
+/// this node's); an unknown CLIENT subcommand answered here. Then the same
+/// by hand, for setup commands the script does not send.
+#[test]
+fn a_follower_answers_every_setup_command_itself() {
+    let group = Group::start("setup");
+    let leader = group.leader();
+    let follower = leader % 3 + 1;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/redis_py8_follower.py");
+    let output = std::process::Command::new(python_redis_py_8())
+        .arg(script)
+        .arg(group.node(follower).resp.port().to_string())
+        .arg(follower.to_string())
+        .output()
+        .expect("python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "redis-py 8 checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("redis-py 8 follower checks passed"), "{stdout}");
+    // Every CLIENT subcommand, READWRITE, RESET and unknown commands are
+    // answered here: INFO after them is still this node's.
+    let firsts: [&[&str]; 6] = [
+        &["CLIENT", "NO-EVICT", "on"],
+        &["CLIENT", "TRACKING", "off"],
+        &["READWRITE"],
+        &["RESET"],
+        &["NOSUCHCOMMAND", "x"],
+        &["CLIENT", "INFO"],
+    ];
+    for first in firsts {
+        let mut connection = group.node(follower).client();
+        let mut command = redis::cmd(first[0]);
+        for arg in &first[1..] {
+            command.arg(*arg);
+        }
+        let _: redis::RedisResult<redis::Value> = command.query(&mut connection);
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut connection).unwrap();
+        assert!(info.contains(&format!("raft_node_id:{follower}\r\n")), "after {first:?}: {info}");
+    }
+}
+
+/// Goal: a command sent to a group that has just started is answered at
+/// once, OK or TRYAGAIN, never left waiting for unrelated traffic (issue
+/// 35, item 5: a leader just elected refused it with TRYAGAIN but held
+/// that reply for a ReadIndex that raft-rs drops until the leader commits
+/// an entry of its term, so it left only with the next client's read,
+/// seconds to minutes later). Method: five fresh groups; as soon as a node
+/// answers PING (through each node in turn), SET through it with a 5 s
+/// timeout: the reply must come, and the write must be served within the
+/// next few tries.
+#[test]
+fn a_fresh_group_answers_its_first_commands_at_once() {
+    for round in 0..5 {
+        let group = Group::start(&format!("fresh-{round}"));
+        let node = round % 3 + 1;
+        let mut connection = group.node(node).client();
+        connection.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _: String = redis::cmd("PING").query(&mut connection).unwrap();
+        let mut served = false;
+        for attempt in 0..50 {
+            let started = Instant::now();
+            let reply: redis::RedisResult<()> = redis::cmd("SET").arg("greeting").arg("hello").query(&mut connection);
+            let waited = started.elapsed();
+            match reply {
+                Ok(()) => {
+                    served = true;
+                    break;
+                }
+                Err(error) => {
+                    assert!(!error.is_timeout(), "round {round}, try {attempt}: no reply within {waited:?}");
+                    assert!(
+                        error.kind() == redis::ErrorKind::TryAgain || error.is_connection_dropped(),
+                        "round {round}: {error}"
+                    );
+                    if error.is_connection_dropped() {
+                        connection = group.node(node).client();
+                        connection.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        assert!(served, "round {round}: the write was never served");
+        let value: String = redis::cmd("GET").arg("greeting").query(&mut connection).unwrap();
+        assert_eq!(value, "hello");
+    }
+}

@@ -1374,6 +1374,9 @@ fn release_segment(segment: Segment, buffers: &mut Buffers, bufring: &mut BufRin
 /// connection keeps (fixed addresses) until the completion.
 fn prepare_send<C>(conn: &mut Conn<C>, slot: u32) -> squeue::Entry {
     conn.iov.clear();
+    // The kernel may read these bytes after this turn, when the socket has
+    // room: they must not move meanwhile.
+    conn.out.pin_for_send();
     let iov = &mut conn.iov;
     conn.send_len = conn
         .out

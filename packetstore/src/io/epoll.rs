@@ -456,6 +456,7 @@ impl<'a, A: App> EpollServer<'a, A> {
         let mut iov: Vec<libc::iovec> = Vec::with_capacity(IOV_MAX);
         while conn.out.has_ready() {
             iov.clear();
+            conn.out.pin_for_send();
             conn.out
                 .slices(IOV_MAX, |ptr, len| iov.push(libc::iovec { iov_base: ptr as *mut libc::c_void, iov_len: len }));
             // SAFETY: a message over the queue's ready slices, valid until

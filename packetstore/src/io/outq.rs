@@ -15,12 +15,24 @@
 //! the applications stop serving its requests, and the engine stops
 //! reading them, until it catches up.
 //!
+//! Inline bytes handed to an asynchronous send must not move until it
+//! completes: io_uring reads them when the socket has room, which may be a
+//! later turn, after more replies were appended (a `Vec` that grew would
+//! have freed them: the kernel sent whatever the allocator put there, and
+//! peer links saw framing and CRC errors). So the inline bytes are chunks:
+//! appends go to the open chunk, and `pin_for_send` seals it before its
+//! bytes are sent; a sealed chunk is never written again, and is dropped
+//! once sent.
+//!
 //! Invariant: the parts are sorted by the inline position they sit at;
 //! every part in the queue holds exactly one reference on its buffer, which
 //! is given back (through the caller's release function) when the part has
 //! been sent or the queue is cleared.
 
 use std::collections::VecDeque;
+
+/// The largest drained chunk kept for reuse (larger ones are freed).
+const SPARE_CAPACITY_MAX: usize = 256 << 10;
 
 /// A position in the queue: everything pushed before it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,9 +60,17 @@ struct Part {
 
 #[derive(Default)]
 pub struct OutQueue {
-    /// Inline bytes from absolute position `inline_base`.
+    /// Sealed inline chunks (their bytes never move or change), the first
+    /// from absolute position `sealed_base`, each after the one before.
+    sealed: VecDeque<Vec<u8>>,
+    sealed_base: u64,
+    /// The open chunk, appended to, from absolute position `inline_base`
+    /// (the end of the sealed chunks). None of its bytes is sent or in
+    /// flight: sending seals it first.
     inline: Vec<u8>,
     inline_base: u64,
+    /// A drained chunk kept for its capacity.
+    spare: Vec<u8>,
     /// Pool parts from absolute index `parts_base`.
     parts: VecDeque<Part>,
     parts_base: u64,
@@ -151,8 +171,42 @@ impl OutQueue {
         inline + self.parts_bytes - u64::from(self.sent_part)
     }
 
+    /// Seals the open chunk if any of its bytes are ready, so that the
+    /// slices given for an asynchronous send stay where they are until it
+    /// completes (see the module's comment).
+    pub fn pin_for_send(&mut self) {
+        if self.ready.inline > self.inline_base {
+            let spare = std::mem::take(&mut self.spare);
+            let open = std::mem::replace(&mut self.inline, spare);
+            if self.sealed.is_empty() {
+                self.sealed_base = self.inline_base;
+            }
+            self.inline_base += open.len() as u64;
+            self.sealed.push_back(open);
+        }
+    }
+
+    /// The inline bytes from absolute position `pos` up to `end`, as far
+    /// as they are contiguous (one chunk).
+    fn inline_run(&self, pos: u64, end: u64) -> &[u8] {
+        if pos >= self.inline_base {
+            let from = (pos - self.inline_base) as usize;
+            return &self.inline[from..(end - self.inline_base) as usize];
+        }
+        let mut base = self.sealed_base;
+        for chunk in &self.sealed {
+            let chunk_end = base + chunk.len() as u64;
+            if pos < chunk_end {
+                return &chunk[(pos - base) as usize..(end.min(chunk_end) - base) as usize];
+            }
+            base = chunk_end;
+        }
+        unreachable!("an inline position before the open chunk is in a sealed one")
+    }
+
     /// The ready, unsent bytes as up to `max` slices, in order. Returns
-    /// the number of bytes they hold.
+    /// the number of bytes they hold. An asynchronous send calls
+    /// `pin_for_send` first.
     pub fn slices(&self, max: usize, mut emit: impl FnMut(*const u8, usize)) -> usize {
         let mut total = 0;
         let mut count = 0;
@@ -164,12 +218,11 @@ impl OutQueue {
                 self.parts.get(part_index).filter(|_| self.parts_base + (part_index as u64) < self.ready.parts);
             let inline_end = next_part.map_or(self.ready.inline, |p| p.at.min(self.ready.inline));
             if pos < inline_end {
-                let from = (pos - self.inline_base) as usize;
-                let to = (inline_end - self.inline_base) as usize;
-                emit(self.inline[from..to].as_ptr(), to - from);
-                total += to - from;
+                let run = self.inline_run(pos, inline_end);
+                emit(run.as_ptr(), run.len());
+                total += run.len();
                 count += 1;
-                pos = inline_end;
+                pos += run.len() as u64;
                 continue;
             }
             match next_part {
@@ -221,16 +274,27 @@ impl OutQueue {
         self.compact();
     }
 
-    /// Drops sent inline bytes once enough accumulated (amortised O(1)).
+    /// Drops sealed chunks once sent (keeping one for its capacity), and
+    /// the open chunk's bytes once all sent. The open chunk holds no sent
+    /// bytes otherwise: sending seals it first.
     fn compact(&mut self) {
-        let sent = (self.sent_inline - self.inline_base) as usize;
-        if sent == self.inline.len() {
+        while let Some(front) = self.sealed.front() {
+            let front_end = self.sealed_base + front.len() as u64;
+            if front_end > self.sent_inline {
+                break;
+            }
+            let mut chunk = self.sealed.pop_front().expect("checked");
+            self.sealed_base = front_end;
+            if chunk.capacity() > self.spare.capacity() && chunk.capacity() <= SPARE_CAPACITY_MAX {
+                chunk.clear();
+                self.spare = chunk;
+            }
+        }
+        if self.sealed.is_empty() && self.sent_inline == self.inline_base + self.inline.len() as u64 {
             self.inline.clear();
             self.inline_base = self.sent_inline;
-        } else if sent >= 64 * 1024 && sent * 2 >= self.inline.len() {
-            self.inline.drain(..sent);
-            self.inline_base = self.sent_inline;
         }
+        debug_assert!(self.sent_inline <= self.inline_base || self.sealed.is_empty());
     }
 
     /// Drops everything unsent (the connection is gone); every part's
@@ -242,6 +306,7 @@ impl OutQueue {
         }
         self.parts_bytes = 0;
         let end = self.end();
+        self.sealed.clear();
         self.inline_base = end.inline;
         self.inline.clear();
         self.sent_inline = end.inline;
@@ -328,6 +393,36 @@ mod tests {
         queue.advance(3, |b| released.push(b));
         assert_eq!(released, vec![1, 2]);
         assert!(queue.is_empty());
+    }
+
+    /// Bytes given to a send stay where they were, whatever is appended
+    /// before it completes (io_uring reads them when the socket has room).
+    #[test]
+    fn bytes_in_flight_never_move() {
+        let mut queue = OutQueue::new();
+        queue.push(b"*3\r\n$1\r\nM\r\n");
+        queue.ready_all();
+        queue.pin_for_send();
+        let mut in_flight = Vec::new();
+        queue.slices(16, |ptr, len| in_flight.push((ptr, len)));
+        // Far more than the chunk's capacity: a single Vec would move.
+        for _ in 0..10_000 {
+            queue.push(b"later replies, appended while the send is in flight\r\n");
+        }
+        queue.ready_all();
+        // SAFETY: the pointers are into the queue's sealed chunk, alive.
+        let seen: Vec<u8> =
+            in_flight.iter().flat_map(|&(ptr, len)| unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()).collect();
+        assert_eq!(seen, b"*3\r\n$1\r\nM\r\n");
+        let sent: usize = in_flight.iter().map(|&(_, len)| len).sum();
+        queue.advance(sent - 3, |_| {});
+        queue.pin_for_send();
+        let rest = collect(&queue, 16);
+        assert!(rest.starts_with(b"M\r\nlater replies"), "{:?}", &rest[..20]);
+        assert_eq!(rest.len() as u64, queue.unsent_len());
+        queue.advance(rest.len(), |_| {});
+        assert!(queue.is_empty());
+        assert!(queue.sealed.is_empty(), "sent chunks are dropped");
     }
 
     #[test]

@@ -68,6 +68,14 @@ pub enum ReplicaError {
     /// the tree from its checkpoint and the committed entries, goes on.
     #[error("the group dropped entry {index}, which this node's tree reflects: restarting rebuilds it from the committed log")]
     Diverged { index: u64 },
+    /// The node stopped leading in the loop turn in which it ran writes
+    /// (a higher term arrived after them): they are in its tree but in no
+    /// entry, and no other node has them. Like `Diverged`, only a rebuild
+    /// from the committed log goes on; their clients get no reply.
+    #[error(
+        "this node stopped leading in the turn in which it ran writes: rebuilding from the committed log drops them"
+    )]
+    Deposed,
     #[error("corrupt replicated log: {0}")]
     Corrupt(String),
 }
@@ -551,8 +559,20 @@ impl Replica {
     pub fn before_commit(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
         self.seal(store, pool, buffers)?;
         if self.reads_pending && self.is_leader() {
-            let seq = self.begun + 1;
-            self.raw.read_index(seq.to_le_bytes().to_vec());
+            if self.raw.raft.commit_to_current_term() {
+                let seq = self.begun + 1;
+                self.raw.read_index(seq.to_le_bytes().to_vec());
+            } else {
+                // raft-rs drops a ReadIndex request (silently) until the
+                // leader has committed an entry of its term, and until then
+                // no data command ran here (`can_write` refuses them with
+                // TRYAGAIN): the turn's replies wait only for the commit of
+                // the leader's own first entry, not for a confirmation that
+                // would never come (they used to wait for the next client's
+                // read, minutes later on an idle group).
+                self.reads_pending = false;
+                self.reads_term = 0;
+            }
         }
         if self.raw.has_ready() {
             self.handle_ready(store, pool, buffers)?;
@@ -659,7 +679,10 @@ impl Replica {
     fn seal(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
         let Some((mut lsns, payload_bytes)) = store.take_open_records() else { return Ok(()) };
         if !self.is_leader() {
-            return Err(ReplicaError::Corrupt("a follower wrote to its tree".into()));
+            // Writes run only while the store is writable (`can_write`),
+            // which the loop updates after every raft step: these ran while
+            // this node led, and a later step of the same turn deposed it.
+            return Err(ReplicaError::Deposed);
         }
         self.raw.propose(Vec::new(), RECORDS.to_vec())?;
         let index = self.last_index();

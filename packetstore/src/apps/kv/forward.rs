@@ -133,8 +133,12 @@ impl KvServer {
             conn.route = Route::Local;
             return Route::Local;
         };
-        let first =
-            if conn.listener == crate::apps::kv::LISTENER_HTTP { first_request(stream) } else { first_command(stream) };
+        let first = if conn.listener == crate::apps::kv::LISTENER_HTTP {
+            first_request(stream)
+        } else {
+            first_command_name(stream)
+                .map(|name| first_route(&name, self.command_index.find(name.as_bytes()).is_some()))
+        };
         match first {
             _ if replica.is_leader() => {}
             Some(First::Setup) => return Route::SetupHere,
@@ -300,34 +304,63 @@ impl KvServer {
 
 /// What a connection's first command says about its route.
 enum First {
-    /// What a client library or redis-cli sends as it connects (AUTH,
-    /// HELLO, SELECT, CLIENT SETNAME/SETINFO, PING, COMMAND DOCS), or a
-    /// question about this node (ROLE, INFO): answered here; the next
-    /// command decides. What it set up goes with the client if relayed.
+    /// A connection-setup command (AUTH, HELLO, SELECT, every CLIENT
+    /// subcommand, PING, ECHO, COMMAND, READWRITE, RESET), a question
+    /// about this node (ROLE, INFO), or a command this server does not
+    /// know (answered with Redis's error): answered here; the next command
+    /// decides. What it set up goes with the client if relayed.
     Setup,
     /// READONLY: served here from now on.
     Local,
+    /// A data command (or one whose state is the leader's: MULTI, WATCH,
+    /// SUBSCRIBE, scripts): the connection is relayed from it on.
     Other,
 }
 
-/// The first command's name (and a CLIENT subcommand), RESP or inline;
-/// None until they have arrived.
-fn first_command(stream: &Stream) -> Option<First> {
+/// Commands answered by the node a client connected to, before its route
+/// is decided: what client libraries send as they connect (redis-py 8's
+/// RESP3 handshake sends `CLIENT MAINT_NOTIFICATIONS`, others `CLIENT
+/// SETINFO`, `CLIENT TRACKING`...), and questions about this node.
+const SETUP_COMMANDS: [&str; 12] =
+    ["AUTH", "HELLO", "SELECT", "CLIENT", "PING", "ECHO", "COMMAND", "ROLE", "INFO", "READWRITE", "RESET", "QUIT"];
+
+/// The first command's name, RESP or inline, upper case; None until it
+/// has arrived whole.
+fn first_command_name(stream: &Stream) -> Option<String> {
+    const WINDOW_BYTES: usize = 128;
+    let name = command_name_in(stream, WINDOW_BYTES);
+    // A name that does not fit the window is no command of this server's
+    // (answered here, with Redis's error).
+    name.or((stream.len() >= WINDOW_BYTES).then(String::new))
+}
+
+fn command_name_in(stream: &Stream, window_bytes: usize) -> Option<String> {
     let mut head = Vec::new();
-    stream.for_each_slice(stream.len().min(64), |s| head.extend_from_slice(s));
+    stream.for_each_slice(stream.len().min(window_bytes), |s| head.extend_from_slice(s));
     let text = String::from_utf8_lossy(&head).to_ascii_uppercase();
-    let words: Vec<&str> = match text.strip_prefix('*') {
-        // *N\r\n$len\r\nNAME\r\n$len\r\nSUB\r\n
-        Some(rest) => rest.split("\r\n").skip(2).step_by(2).take(2).collect(),
-        None => text.split_whitespace().take(2).collect(),
-    };
-    match words.as_slice() {
-        [] => None,
-        ["CLIENT", "SETINFO" | "SETNAME" | "GETNAME" | "ID", ..] => Some(First::Setup),
-        ["CLIENT"] => None,
-        ["AUTH" | "HELLO" | "SELECT" | "PING" | "ECHO" | "COMMAND" | "ROLE" | "INFO", ..] => Some(First::Setup),
-        ["READONLY", ..] => Some(First::Local),
-        _ => Some(First::Other),
+    match text.strip_prefix('*') {
+        // *N\r\n$len\r\nNAME\r\n: the name is whole once its CRLF came.
+        Some(rest) => {
+            let mut parts = rest.split("\r\n");
+            let (_count, _len) = (parts.next()?, parts.next()?);
+            let name = parts.next()?;
+            parts.next()?;
+            Some(name.to_string())
+        }
+        None => {
+            let line = text.split_once('\n').map(|(line, _)| line)?;
+            line.split_whitespace().next().map(str::to_string).or(Some(String::new()))
+        }
+    }
+}
+
+/// Where a first command takes its connection; `known` says whether this
+/// server has a command of that name.
+fn first_route(name: &str, known: bool) -> First {
+    match name {
+        "READONLY" => First::Local,
+        _ if !known || SETUP_COMMANDS.contains(&name) => First::Setup,
+        _ => First::Other,
     }
 }
 

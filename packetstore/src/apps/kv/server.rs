@@ -132,6 +132,14 @@ impl App for KvServer {
         requests_max: usize,
         release: &mut Release<'_>,
     ) -> Progress {
+        if self.replica.is_some() {
+            // Raft's clock before any command runs: a leader that was
+            // paused (SIGSTOP, a stalled VM) learns that its quorum is gone
+            // before it runs writes, not after, when they would be in its
+            // tree but in no entry (the node must then rebuild itself).
+            self.replica_tick();
+            self.sync_writable();
+        }
         if conn.peer.is_some() {
             let progress = self.serve_peer(pool, buffers, conn, stream, out, release);
             self.sync_writable();
