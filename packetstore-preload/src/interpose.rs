@@ -13,6 +13,7 @@ use libc::{iovec, mode_t, off64_t, off_t, size_t, ssize_t};
 
 use packetstore::apps::cache::Durability;
 
+use crate::kill;
 use crate::real;
 use crate::state::{running, state_for, Inside, State};
 
@@ -50,8 +51,15 @@ fn position(fd: c_int) -> std::io::Result<u64> {
     Ok(at as u64)
 }
 
-/// Runs a cached write: `data` at `offset`, applied by `apply`.
-fn cached_write(fd: c_int, offset: Option<u64>, data: &[u8], apply: impl FnOnce() -> ssize_t) -> Option<ssize_t> {
+/// Runs a cached write by `call` (its kill points' name): `data` at
+/// `offset`, applied by `apply`.
+fn cached_write(
+    call: &'static str,
+    fd: c_int,
+    offset: Option<u64>,
+    data: &[u8],
+    apply: impl FnOnce() -> ssize_t,
+) -> Option<ssize_t> {
     let (_inside, state, file) = cached(fd)?;
     let offset = match offset.map_or_else(|| position(fd), Ok) {
         Ok(offset) => offset,
@@ -60,7 +68,7 @@ fn cached_write(fd: c_int, offset: Option<u64>, data: &[u8], apply: impl FnOnce(
             return Some(-1);
         }
     };
-    let apply = || match apply() {
+    let apply = || match kill::around(call, apply) {
         n if n >= 0 => Ok(n as usize),
         _ => Err(last_error()),
     };
@@ -122,7 +130,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> 
     // SAFETY: write(2)'s contract, passed on.
     let data = unsafe { slice(buf, count) };
     // SAFETY: as above.
-    cached_write(fd, None, data, || unsafe { real::write(fd, buf, count) })
+    cached_write("write", fd, None, data, || unsafe { real::write(fd, buf, count) })
         .unwrap_or_else(|| unsafe { real::write(fd, buf, count) })
 }
 
@@ -134,7 +142,7 @@ pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, count: size_t, of
     let data = unsafe { slice(buf, count) };
     let at = (offset >= 0).then_some(offset as u64);
     // SAFETY: as above.
-    cached_write(fd, at, data, || unsafe { real::pwrite(fd, buf, count, offset) })
+    cached_write("pwrite", fd, at, data, || unsafe { real::pwrite(fd, buf, count, offset) })
         .unwrap_or_else(|| unsafe { real::pwrite(fd, buf, count, offset) })
 }
 
@@ -146,7 +154,7 @@ pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, count: size_t, 
     let data = unsafe { slice(buf, count) };
     let at = (offset >= 0).then_some(offset as u64);
     // SAFETY: as above.
-    cached_write(fd, at, data, || unsafe { real::pwrite64(fd, buf, count, offset) })
+    cached_write("pwrite", fd, at, data, || unsafe { real::pwrite64(fd, buf, count, offset) })
         .unwrap_or_else(|| unsafe { real::pwrite64(fd, buf, count, offset) })
 }
 
@@ -158,7 +166,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> s
         // SAFETY: writev(2)'s contract.
         let data = unsafe { gather(iov, count) };
         // SAFETY: as above.
-        if let Some(n) = cached_write(fd, None, &data, || unsafe { real::writev(fd, iov, count) }) {
+        if let Some(n) = cached_write("writev", fd, None, &data, || unsafe { real::writev(fd, iov, count) }) {
             return n;
         }
     }
@@ -175,7 +183,7 @@ pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const iovec, count: c_int, off
         let data = unsafe { gather(iov, count) };
         let at = (offset >= 0).then_some(offset as u64);
         // SAFETY: as above.
-        if let Some(n) = cached_write(fd, at, &data, || unsafe { real::pwritev(fd, iov, count, offset) }) {
+        if let Some(n) = cached_write("pwritev", fd, at, &data, || unsafe { real::pwritev(fd, iov, count, offset) }) {
             return n;
         }
     }
@@ -271,10 +279,10 @@ pub unsafe extern "C" fn sync_file_range(fd: c_int, offset: off64_t, nbytes: off
 
 fn cached_truncate(fd: c_int, length: i64, apply: impl FnOnce() -> c_int) -> Option<c_int> {
     let (_inside, state, file) = cached(fd)?;
-    if length < 0 {
+    if length < 0 || crate::state::refuses_truncate(fd, c"", libc::AT_EMPTY_PATH) {
         return None;
     }
-    let apply = || if apply() == 0 { Ok(()) } else { Err(last_error()) };
+    let apply = || if kill::around("ftruncate", apply) == 0 { Ok(()) } else { Err(last_error()) };
     Some(match state.cache.truncate(&file, length as u64, apply) {
         Ok(()) => 0,
         Err(error) => {
@@ -300,6 +308,46 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, length: off64_t) -> c_int {
     // SAFETY: passed on.
     cached_truncate(fd, length, || unsafe { real::ftruncate64(fd, length) })
         .unwrap_or_else(|| unsafe { real::ftruncate64(fd, length) })
+}
+
+/// truncate(2) of `path` to `length` (`apply`, the kernel's): a cached
+/// file's goes through the cache, its record logged first
+/// (`State::truncate_path`).
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string.
+unsafe fn path_truncate(path: *const c_char, length: i64, apply: impl FnOnce() -> c_int) -> c_int {
+    let Some(inside) = Inside::enter() else { return apply() };
+    // SAFETY: the caller's contract.
+    let target = (!path.is_null() && length >= 0).then(|| state_for(libc::AT_FDCWD, unsafe { CStr::from_ptr(path) }));
+    let Some((state, absolute)) = target.flatten() else {
+        drop(inside);
+        return apply();
+    };
+    let apply = || if kill::around("truncate", apply) == 0 { Ok(()) } else { Err(last_error()) };
+    match state.truncate_path(&absolute, length as u64, apply) {
+        Ok(()) => 0,
+        Err(error) => {
+            set_errno(&error);
+            -1
+        }
+    }
+}
+
+/// # Safety
+/// truncate(2).
+#[no_mangle]
+pub unsafe extern "C" fn truncate(path: *const c_char, length: off_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe { path_truncate(path, length, || real::truncate(path, length)) }
+}
+
+/// # Safety
+/// truncate64(2).
+#[no_mangle]
+pub unsafe extern "C" fn truncate64(path: *const c_char, length: off64_t) -> c_int {
+    // SAFETY: passed on.
+    unsafe { path_truncate(path, length, || real::truncate64(path, length)) }
 }
 
 /// `apply`, a call that writes into `fd` in a way the log does not
@@ -339,7 +387,9 @@ pub unsafe extern "C" fn pwritev2(fd: c_int, iov: *const iovec, count: c_int, of
         // the write is made without it (blocking is allowed to take longer).
         let plain = flags & !libc::RWF_NOWAIT;
         // SAFETY: as above.
-        if let Some(n) = cached_write(fd, at, &data, || unsafe { real::pwritev2(fd, iov, count, offset, plain) }) {
+        if let Some(n) =
+            cached_write("pwritev2", fd, at, &data, || unsafe { real::pwritev2(fd, iov, count, offset, plain) })
+        {
             if n >= 0 && flags & (libc::RWF_DSYNC | libc::RWF_SYNC) != 0 {
                 if let Some(-1) = cached_sync(fd) {
                     return -1;
@@ -452,25 +502,86 @@ pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, offset: off64_t, le
         .unwrap_or_else(|| unsafe { real::fallocate64(fd, mode, offset, len) })
 }
 
-/// An open of `path` relative to `dirfd` with `flags`, by `open`: the
-/// cache is set up first if the path is under a prefix (its recovery then
-/// runs before the program's open), and adopts the descriptor after.
+/// An open of `path` relative to `dirfd` with `flags`, by `open` (given
+/// the flags to open with): the cache is set up first if the path is
+/// under a prefix (its recovery then runs before the program's open), and
+/// adopts the descriptor after.
+///
+/// O_TRUNC is never left to the kernel's open of a path under a prefix
+/// (docs/write-cache.md, "O_TRUNC"): the kernel would empty the file before
+/// the cache could log it, and a crash in between would leave the file's
+/// older live records to be replayed into the emptied file. An open that
+/// can write is made without it, and the file is then truncated through
+/// the cache (`State::opened`): its record first, then ftruncate. So an
+/// open that fails (EACCES, ENOENT, EISDIR, EEXIST under O_EXCL...) fails
+/// before anything is logged or truncated, and a file that did not exist
+/// is created by the open as it would be. An open that cannot write keeps
+/// its O_TRUNC, with the file drained first
+/// (`State::open_truncating_read_only`).
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
-unsafe fn cached_open(dirfd: c_int, path: *const c_char, flags: c_int, open: impl FnOnce() -> c_int) -> c_int {
-    let Some(inside) = Inside::enter() else { return open() };
+unsafe fn cached_open(dirfd: c_int, path: *const c_char, flags: c_int, open: impl FnOnce(c_int) -> c_int) -> c_int {
+    let Some(inside) = Inside::enter() else { return open(flags) };
     // SAFETY: the caller's contract.
     let target = (!path.is_null()).then(|| state_for(dirfd, unsafe { CStr::from_ptr(path) })).flatten();
+    let Some((state, absolute)) = target else {
+        drop(inside);
+        return open(flags);
+    };
+    let truncating = flags & libc::O_TRUNC != 0 && flags & libc::O_PATH == 0;
+    let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+    if truncating && !writing {
+        return open_truncating_read_only(state, &absolute, flags, open);
+    }
+    let deferred = truncating && writing;
+    // The open itself runs outside the guard, as the program's own call:
+    // it may block (a FIFO), and a signal handler's writes meanwhile are
+    // the program's.
     drop(inside);
-    let fd = open();
-    if let (Some((state, absolute)), true) = (target, fd >= 0) {
-        // (`opened` notes directories and creations too.)
-        if let Some(_inside) = Inside::enter() {
-            state.opened(&absolute, flags, fd);
+    let fd = open(if deferred { flags & !libc::O_TRUNC } else { flags });
+    if fd < 0 {
+        return fd;
+    }
+    let _inside = Inside::enter();
+    // (`opened` notes directories and creations too.)
+    match state.opened(&absolute, flags, fd, deferred) {
+        Ok(()) => fd,
+        Err(error) => {
+            // The open fails as the kernel's would have: the descriptor
+            // the program never saw is closed.
+            state.forget(fd);
+            state.dirs.closed(fd);
+            // SAFETY: our descriptor, closed once.
+            unsafe { real::close(fd) };
+            set_errno(&error);
+            -1
         }
     }
-    fd
+}
+
+/// An open with O_TRUNC that cannot write, of `absolute` under a prefix
+/// (`State::open_truncating_read_only`).
+fn open_truncating_read_only(
+    state: &State,
+    absolute: &std::path::Path,
+    flags: c_int,
+    open: impl FnOnce(c_int) -> c_int,
+) -> c_int {
+    let open = || match open(flags) {
+        fd if fd >= 0 => Ok(fd),
+        _ => Err(last_error()),
+    };
+    match state.open_truncating_read_only(absolute, open) {
+        Ok(fd) => {
+            let _ = state.opened(absolute, flags, fd, false);
+            fd
+        }
+        Err(error) => {
+            set_errno(&error);
+            -1
+        }
+    }
 }
 
 /// # Safety
@@ -478,7 +589,7 @@ unsafe fn cached_open(dirfd: c_int, path: *const c_char, flags: c_int, open: imp
 #[no_mangle]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::open(path, flags, mode)) }
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, |flags| real::open(path, flags, mode)) }
 }
 
 /// # Safety
@@ -486,7 +597,7 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::open64(path, flags, mode)) }
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, |flags| real::open64(path, flags, mode)) }
 }
 
 /// # Safety
@@ -494,7 +605,7 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t)
 #[no_mangle]
 pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { cached_open(dirfd, path, flags, || real::openat(dirfd, path, flags, mode)) }
+    unsafe { cached_open(dirfd, path, flags, |flags| real::openat(dirfd, path, flags, mode)) }
 }
 
 /// # Safety
@@ -502,7 +613,7 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 #[no_mangle]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     // SAFETY: passed on.
-    unsafe { cached_open(dirfd, path, flags, || real::openat64(dirfd, path, flags, mode)) }
+    unsafe { cached_open(dirfd, path, flags, |flags| real::openat64(dirfd, path, flags, mode)) }
 }
 
 /// # Safety
@@ -510,8 +621,8 @@ pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_in
 #[no_mangle]
 pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
-    // SAFETY: passed on.
-    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::creat(path, mode)) }
+    // SAFETY: passed on (creat is this open).
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, |flags| real::open(path, flags, mode)) }
 }
 
 /// # Safety
@@ -519,8 +630,8 @@ pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
-    // SAFETY: passed on.
-    unsafe { cached_open(libc::AT_FDCWD, path, flags, || real::creat64(path, mode)) }
+    // SAFETY: passed on (creat64 is this open).
+    unsafe { cached_open(libc::AT_FDCWD, path, flags, |flags| real::open64(path, flags, mode)) }
 }
 
 /// # Safety
@@ -571,7 +682,7 @@ unsafe fn cached_unlink(dirfd: c_int, path: *const c_char, apply: impl FnOnce() 
         drop(inside);
         return apply();
     };
-    let apply = || if apply() == 0 { Ok(()) } else { Err(last_error()) };
+    let apply = || if kill::around("unlink", apply) == 0 { Ok(()) } else { Err(last_error()) };
     match state.unlink(&absolute, apply) {
         Ok(()) => 0,
         Err(error) => {
@@ -611,12 +722,11 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_in
 pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int {
     // SAFETY: passed on; the target's old file goes too.
     let ready = unsafe { before_path_change(libc::AT_FDCWD, old) && before_path_change(libc::AT_FDCWD, new) };
-    // SAFETY: passed on.
-    if ready {
-        unsafe { real::rename(old, new) }
-    } else {
-        -1
+    if !ready {
+        return -1;
     }
+    // SAFETY: passed on.
+    kill::around("rename", || unsafe { real::rename(old, new) })
 }
 
 /// # Safety
@@ -625,12 +735,11 @@ pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int
 pub unsafe extern "C" fn renameat(olddirfd: c_int, old: *const c_char, newdirfd: c_int, new: *const c_char) -> c_int {
     // SAFETY: passed on.
     let ready = unsafe { before_path_change(olddirfd, old) && before_path_change(newdirfd, new) };
-    // SAFETY: passed on.
-    if ready {
-        unsafe { real::renameat(olddirfd, old, newdirfd, new) }
-    } else {
-        -1
+    if !ready {
+        return -1;
     }
+    // SAFETY: passed on.
+    kill::around("rename", || unsafe { real::renameat(olddirfd, old, newdirfd, new) })
 }
 
 /// # Safety
@@ -645,12 +754,11 @@ pub unsafe extern "C" fn renameat2(
 ) -> c_int {
     // SAFETY: passed on.
     let ready = unsafe { before_path_change(olddirfd, old) && before_path_change(newdirfd, new) };
-    // SAFETY: passed on.
-    if ready {
-        unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) }
-    } else {
-        -1
+    if !ready {
+        return -1;
     }
+    // SAFETY: passed on.
+    kill::around("rename", || unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) })
 }
 
 /// A shared writable mapping of a cached file would write around the

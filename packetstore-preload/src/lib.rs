@@ -6,8 +6,9 @@
 //! syncs the files in batches and frees the log. docs/write-cache.md.
 //!
 //! Owns: the interposed C functions (`interpose`), the C library's own
-//! (`real`), the process's cache state (`state`) and the directory syncs
-//! the log answers (`dirs`); the cache itself is
+//! (`real`), the process's cache state (`state`), the directory syncs
+//! the log answers (`dirs`) and the test switch that kills the process
+//! inside a call (`kill`); the cache itself is
 //! `packetstore::apps::cache`.
 //!
 //! Invariant: everything that is not a cached file, and every call made
@@ -15,5 +16,6 @@
 
 mod dirs;
 mod interpose;
+mod kill;
 mod real;
 mod state;

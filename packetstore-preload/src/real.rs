@@ -47,8 +47,6 @@ real! {
     open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int;
     openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int;
     openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int;
-    creat(path: *const c_char, mode: mode_t) -> c_int;
-    creat64(path: *const c_char, mode: mode_t) -> c_int;
     close(fd: c_int) -> c_int;
     write(fd: c_int, buf: *const c_void, count: size_t) -> ssize_t;
     pwrite(fd: c_int, buf: *const c_void, count: size_t, offset: off_t) -> ssize_t;
@@ -60,6 +58,8 @@ real! {
     sync_file_range(fd: c_int, offset: off64_t, nbytes: off64_t, flags: u32) -> c_int;
     ftruncate(fd: c_int, length: off_t) -> c_int;
     ftruncate64(fd: c_int, length: off64_t) -> c_int;
+    truncate(path: *const c_char, length: off_t) -> c_int;
+    truncate64(path: *const c_char, length: off64_t) -> c_int;
     fallocate(fd: c_int, mode: c_int, offset: off_t, len: off_t) -> c_int;
     pwritev2(fd: c_int, iov: *const iovec, count: c_int, offset: off_t, flags: c_int) -> ssize_t;
     copy_file_range(fd_in: c_int, off_in: *mut off64_t, fd_out: c_int, off_out: *mut off64_t, len: size_t, flags: u32) -> ssize_t;

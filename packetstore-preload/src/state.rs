@@ -176,6 +176,7 @@ fn set_up() -> Result<Option<State>, String> {
     if prefixes().iter().any(|p| p[0] != b'/') {
         return Err(format!("PACKETSTORE_CACHE_PATHS={paths}: give absolute paths"));
     }
+    crate::kill::configure()?;
     let size = env_size("PACKETSTORE_CACHE_SIZE", 256 << 20)?;
     let log = env_size("PACKETSTORE_CACHE_LOG_SIZE", 32 << 20)?;
     let lanes = env_size("PACKETSTORE_CACHE_LANES", default_lanes())? as u32;
@@ -340,21 +341,33 @@ impl State {
     }
 
     /// After a successful open of `absolute` (under a prefix) as `fd`:
-    /// caches it if it is a regular file opened to write.
-    /// A directory is noted (its syncs may be the cache's); a file opened
-    /// with O_CREAT is a change of its directory; O_TRUNC is logged as a
-    /// truncate to 0 (a replay of older writes must not bring them back).
-    pub fn opened(&self, absolute: &Path, flags: c_int, fd: c_int) {
+    /// caches it if it is a regular file opened to write. A directory is
+    /// noted (its syncs may be the cache's); a file opened with O_CREAT is
+    /// a change of its directory.
+    ///
+    /// `truncate`: the open asked for O_TRUNC, which the caller took off
+    /// the kernel's open (`interpose::cached_open`): a regular file is
+    /// truncated now, through the cache (`Cache::truncate`: its record
+    /// first, then the kernel's ftruncate), so that no crash can leave the
+    /// file emptied while older records of it are still live to be
+    /// replayed into it. An error (the descriptor must then be closed and
+    /// the open fail) if the truncate fails.
+    pub fn opened(&self, absolute: &Path, flags: c_int, fd: c_int, truncate: bool) -> std::io::Result<()> {
+        // SAFETY: `fd` is open; the kernel's ftruncate of it.
+        let kernel_truncate = || match crate::kill::around("o_trunc", || unsafe { real::ftruncate(fd, 0) }) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        };
         // SAFETY: a zeroed stat is a valid out-parameter; `fd` is open.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         if unsafe { libc::fstat(fd, &mut stat) } != 0 {
-            return;
+            return if truncate { kernel_truncate() } else { Ok(()) };
         }
         let kind = stat.st_mode & libc::S_IFMT;
         if kind == libc::S_IFDIR {
             self.dirs.opened(fd, absolute, (stat.st_dev, stat.st_ino));
-            return;
+            return Ok(());
         }
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let file = (writing && kind == libc::S_IFREG).then(|| self.adopt(fd, absolute, &stat)).flatten();
@@ -363,11 +376,62 @@ impl State {
             (None, true) => self.dirs.changed(crate::dirs::parent(absolute)),
             _ => {}
         }
-        if let (Some(file), true) = (file, flags & libc::O_TRUNC != 0) {
-            if let Err(error) = self.cache.truncate(&file, 0, || Ok(())) {
-                eprintln!("packetstore-preload: logging O_TRUNC of {}: {error}", absolute.display());
-            }
+        // The kernel's O_TRUNC truncates regular files only (a FIFO or a
+        // terminal ignores it), and refuses the open of an append-only
+        // file (only O_APPEND opens it to write): it fails here as there,
+        // before anything is logged.
+        if truncate && kind == libc::S_IFREG && refuses_truncate(fd, c"", libc::AT_EMPTY_PATH) {
+            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
         }
+        match (file, truncate && kind == libc::S_IFREG) {
+            (_, false) => Ok(()),
+            (Some(file), true) => self.cache.truncate(&file, 0, kernel_truncate),
+            // Not cached (its path is too long for a record): no record of
+            // it exists to be replayed.
+            (None, true) => kernel_truncate(),
+        }
+    }
+
+    /// An open with O_TRUNC through a descriptor that cannot write (the
+    /// kernel truncates a regular file then too), `open`, of `absolute`: a
+    /// cached file is drained first, under its order lock held through the
+    /// open (`Cache::drained`), so no record of it is left to replay into
+    /// the emptied file and the open itself needs no record. Returns
+    /// `open`'s descriptor or error.
+    pub fn open_truncating_read_only(
+        &self,
+        absolute: &Path,
+        open: impl FnOnce() -> std::io::Result<c_int>,
+    ) -> std::io::Result<c_int> {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(absolute) {
+            Ok(meta) if meta.file_type().is_file() => match self.cache.cached((meta.dev(), meta.ino())) {
+                Some(file) => self.cache.drained(&file, open),
+                None => open(),
+            },
+            _ => open(),
+        }
+    }
+
+    /// truncate(2) of `absolute` (`apply`, the kernel's) to `length`: a
+    /// cached file's truncate goes through the cache (`Cache::truncate`:
+    /// its record first). A file the cache does not know has no record a
+    /// replay could put back, and passes through; so does one this process
+    /// may not write (the kernel refuses it, and a record of it could make
+    /// a recovery truncate what the call could not).
+    pub fn truncate_path(
+        &self,
+        absolute: &Path,
+        length: u64,
+        apply: impl FnOnce() -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(absolute) else { return apply() };
+        let file = meta.file_type().is_file().then(|| self.cache.cached((meta.dev(), meta.ino()))).flatten();
+        let Some(file) = file.filter(|_| may_write(absolute) && !refuses_truncate_path(absolute)) else {
+            return apply();
+        };
+        self.cache.truncate(&file, length, apply)
     }
 
     /// Caches `fd`, a descriptor of the regular file at `path`.
@@ -473,6 +537,32 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// Whether the kernel refuses every truncate of the file `path` names
+/// relative to `dirfd` (with `AT_EMPTY_PATH` and an empty path: `dirfd`
+/// itself): it is append-only or immutable (EPERM). Such a truncate is
+/// never logged: its record could make a recovery try what no call could
+/// do (and fail, keeping the log from being recovered).
+pub fn refuses_truncate(dirfd: c_int, path: &CStr, flags: c_int) -> bool {
+    // SAFETY: a zeroed statx is a valid out-parameter.
+    let mut attributes: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out-parameter.
+    let found = unsafe { libc::statx(dirfd, path.as_ptr(), flags, 0, &mut attributes) } == 0;
+    let refusing = (libc::STATX_ATTR_APPEND | libc::STATX_ATTR_IMMUTABLE) as u64;
+    found && attributes.stx_attributes & refusing != 0
+}
+
+fn refuses_truncate_path(path: &Path) -> bool {
+    std::ffi::CString::new(path.as_os_str().as_bytes()).is_ok_and(|path| refuses_truncate(libc::AT_FDCWD, &path, 0))
+}
+
+/// Whether this process may write the file at `path` (its effective
+/// ids, as the kernel checks a truncate).
+fn may_write(path: &Path) -> bool {
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a NUL-terminated path; faccessat only reads it.
+    unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }
 
 /// The absolute path of `path` opened relative to `dirfd`.

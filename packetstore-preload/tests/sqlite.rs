@@ -30,14 +30,19 @@ fn run(command: &mut Command, sql: &str) -> (String, String) {
 }
 
 /// Starts sqlite3 inserting rows `next..` one transaction each; a thread
-/// notes the highest id sqlite3 reported committed.
-fn start_inserting(command: &mut Command, mode: &str, next: u64) -> (Child, Arc<AtomicU64>) {
+/// (returned, to be joined once sqlite3 is gone: it has then read every
+/// report) notes the highest id sqlite3 reported committed.
+fn start_inserting(
+    command: &mut Command,
+    mode: &str,
+    next: u64,
+) -> (Child, Arc<AtomicU64>, std::thread::JoinHandle<()>) {
     let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let committed = Arc::new(AtomicU64::new(next - 1));
     let seen = committed.clone();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if let Some(id) = line.strip_prefix("committed|") {
                 seen.fetch_max(id.parse().unwrap(), Ordering::Relaxed);
@@ -63,7 +68,7 @@ fn start_inserting(command: &mut Command, mode: &str, next: u64) -> (Child, Arc<
             }
         }
     });
-    (child, committed)
+    (child, committed, reader)
 }
 
 fn check(setup: &Setup, db: &Path, committed: u64, context: &str) -> (u64, String) {
@@ -90,10 +95,20 @@ fn kills(mode: &str, durability: &str) {
     for round in 0..rounds {
         let mut sqlite = setup.sqlite(&db, true);
         sqlite.env("PACKETSTORE_CACHE_DURABILITY", durability);
-        let (mut child, seen) = start_inserting(&mut sqlite, mode, committed + 1);
+        let (mut child, seen, reader) = start_inserting(&mut sqlite, mode, committed + 1);
+        // The random moment counts from the run's first commit: a debug
+        // build of the library on a loaded machine can take longer than
+        // the shortest delay to start (about 300 ms seen with two runs in
+        // parallel), and a run killed before it commits proves nothing.
+        let started = std::time::Instant::now();
+        while seen.load(Ordering::Relaxed) == committed && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
         child.kill().unwrap();
         child.wait().unwrap();
+        // Every report sqlite3 printed before the kill, read.
+        reader.join().unwrap();
         let before = committed;
         committed = seen.load(Ordering::Relaxed);
         assert!(committed > before, "{mode} round {round}: sqlite3 committed nothing in its run");

@@ -190,6 +190,81 @@ fn a_lock_whose_holder_is_gone_is_waited_for() {
     release.join().unwrap();
 }
 
+/// A creator killed part-way leaves `NAME.creating-PID`; the next create
+/// or open of NAME removes it, and never a creation still in progress:
+/// one whose creator holds its creation lock, or (in the instant before the
+/// creator takes it) whose PID runs a process that started before the
+/// file was written.
+#[test]
+fn stale_creations_are_removed_and_live_ones_kept() {
+    use packetstore::pool::file::CREATION_LOCK_BYTE;
+    use std::os::fd::AsRawFd;
+    let dir = TempDir::new("/dev/shm", "creating");
+    let path = dir.path("a.pool");
+    let dead_pid = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    assert!(!Path::new(&format!("/proc/{dead_pid}")).exists(), "pid {dead_pid} was reused at once");
+    let mut live = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    let live_pid = live.id();
+    let creating = |pid: String| dir.path(&format!("a.pool.creating-{pid}"));
+    let make = |file: &Path| std::fs::File::create(file).unwrap();
+    let held = |file: &std::fs::File| {
+        // The lock a creator holds while it builds the pool (an OFD lock,
+        // which conflicts with any other open of the file, even ours).
+        // SAFETY: struct flock is plain data; all-zero is valid.
+        let mut request: libc::flock = unsafe { std::mem::zeroed() };
+        request.l_type = libc::F_WRLCK as i16;
+        request.l_whence = libc::SEEK_SET as i16;
+        request.l_start = CREATION_LOCK_BYTE;
+        request.l_len = 1;
+        // SAFETY: an open descriptor and a valid struct flock.
+        assert_eq!(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &request) }, 0);
+    };
+    let stale_dead = creating(dead_pid.to_string());
+    make(&stale_dead);
+    // A live PID that started after the file was last written: reused.
+    let stale_reused = creating(live_pid.to_string());
+    make(&stale_reused).set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600)).unwrap();
+    // A creation in progress (its creator holds the lock; this test holds
+    // it for a sleeping process), and one in another PID namespace (its
+    // PID is dead here, but its lock is held).
+    let mut creator = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    let ours = creating(creator.id().to_string());
+    let ours_file = make(&ours);
+    held(&ours_file);
+    let elsewhere = creating((dead_pid + 1_000_000).to_string());
+    let elsewhere_file = make(&elsewhere);
+    held(&elsewhere_file);
+    let others = [dir.path(&format!("b.pool.creating-{dead_pid}")), dir.path("a.pool.creating-x")];
+    for other in &others {
+        make(other);
+    }
+    let pool = Pool::create(&path, GEOMETRY, &PersistOptions::default()).unwrap();
+    assert!(!stale_dead.exists(), "a dead creator's file is left");
+    assert!(!stale_reused.exists(), "a file older than the process now holding its PID is left");
+    assert!(ours.exists() && elsewhere.exists(), "a locked creation was removed");
+    for other in &others {
+        assert!(other.exists(), "{} is not this pool's creation", other.display());
+    }
+    // The pool exists: an open removes the leftovers too.
+    drop(pool);
+    make(&stale_dead);
+    let fresh_live = creating(live_pid.to_string());
+    make(&fresh_live);
+    let _pool = Pool::open(&path, &PersistOptions::default()).unwrap();
+    assert!(!stale_dead.exists(), "an open left a dead creator's file");
+    assert!(fresh_live.exists(), "a creation between its open and its lock (a live PID, written since) was removed");
+    assert!(ours.exists() && elsewhere.exists(), "an open removed a locked creation");
+    for child in [&mut live, &mut creator] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
 /// Run by `a_second_opener_is_refused` in a child process; as a test of its
 /// own it checks that opening a pool that does not exist is a clear error.
 #[test]

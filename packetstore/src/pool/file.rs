@@ -10,6 +10,9 @@
 //! Guarantees:
 //! - A pool appears under its name only complete: it is built under a
 //!   temporary name, synced, and renamed into place without replacing.
+//!   The temporary (`NAME.creating-PID`) is locked by its creator while it
+//!   is built; one whose creator is gone is removed by the next create or
+//!   open of `NAME` (`remove_stale_creations`), never one in use.
 //! - The file is created 0600 and locked for as long as a `Pool` holds it;
 //!   a second opener, in this process or another, gets `PoolError::Locked`.
 //! - Opening never repairs: bad magic, version, checksum, size or geometry
@@ -149,9 +152,13 @@ impl Pool {
         if path.exists() {
             return Err(PoolError::Exists { path: path.to_path_buf() });
         }
+        remove_stale_creations(path);
         let temporary = temporary_name(path);
         let result = (|| {
             let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&temporary)?;
+            // Held until the file closes (or this process dies): the mark
+            // of a creation in progress (`remove_stale_creations`).
+            lock_creation(&file)?;
             let huge_page = hugetlbfs_page_size(&file);
             if let Some(page) = huge_page.filter(|page| geometry.file_size() % page != 0) {
                 return Err(io::Error::new(
@@ -215,6 +222,7 @@ impl Pool {
         }
         let file = OpenOptions::new().read(true).write(true).open(path).map_err(pool_err)?;
         lock(&file, path)?;
+        remove_stale_creations(path);
         let actual = file.metadata().map_err(pool_err)?.len();
         let mut bytes = vec![0u8; HDR_SIZE];
         if actual < HDR_SIZE as u64 {
@@ -728,6 +736,115 @@ fn temporary_name(path: &Path) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(format!(".creating-{}", std::process::id()));
     path.with_file_name(name)
+}
+
+/// The byte of a `.creating-` file its creator keeps locked (an OFD
+/// write lock) for as long as it builds the pool: not the pool lock's
+/// byte (`lock`), so an opener of the renamed pool is never refused by it.
+pub const CREATION_LOCK_BYTE: i64 = 1;
+
+/// A creator's file may be modified this long before its process's start
+/// time (as /proc gives it: boot time in whole seconds plus ticks) and
+/// still be counted as that process's.
+const CREATION_START_SLACK_S: f64 = 2.0;
+
+/// Takes the creation lock of a `.creating-` file just made.
+fn lock_creation(file: &File) -> io::Result<()> {
+    let request = flock_request(libc::F_WRLCK as i16, CREATION_LOCK_BYTE);
+    // SAFETY: the fd is open for writing; `request` is a valid struct flock.
+    match unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &request) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Removes the `NAME.creating-PID` files next to `path` that no creation
+/// is using any more: left by a creator killed part-way, they would stay
+/// for ever. Best effort: a file that cannot be judged or removed stays.
+///
+/// A file is stale when nobody holds its creation lock (its creator takes
+/// it right after making the file and holds it until the rename; the
+/// kernel drops it when the creator dies, so this holds across PID reuse
+/// and across PID namespaces, where a live creator's PID means nothing
+/// here) and, to cover the instant between the creator's open and its
+/// lock, its PID names no running process, or names one that started
+/// after the file was last written (the PID was reused). Two processes
+/// creating the same pool at once each hold their own file's lock, so
+/// neither removes the other's; whichever renames second finds the pool
+/// there and opens it.
+fn remove_stale_creations(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut prefix = name.as_bytes().to_vec();
+    prefix.extend_from_slice(b".creating-");
+    for entry in entries.flatten() {
+        let entry_name = entry.file_name();
+        let Some(digits) = entry_name.as_bytes().strip_prefix(&prefix[..]) else { continue };
+        let Some(pid) = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<i32>().ok()).filter(|&p| p > 0) else {
+            continue;
+        };
+        let stale = entry.path();
+        if creation_is_stale(&stale, pid) {
+            match std::fs::remove_file(&stale) {
+                Ok(()) => tracing::info!(file = %stale.display(), pid, "removed a pool creation its process left"),
+                Err(error) => tracing::warn!(file = %stale.display(), %error, "cannot remove a stale pool creation"),
+            }
+        }
+    }
+}
+
+/// Whether the `.creating-` file `path`, named for `pid`, belongs to no
+/// creation in progress (`remove_stale_creations`).
+fn creation_is_stale(path: &Path, pid: i32) -> bool {
+    let Ok(file) = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) else {
+        return false;
+    };
+    let Ok(meta) = file.metadata() else { return false };
+    if !meta.file_type().is_file() {
+        return false;
+    }
+    let mut request = flock_request(libc::F_WRLCK as i16, CREATION_LOCK_BYTE);
+    // SAFETY: the fd is open; `request` is a valid struct flock, filled in.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut request) } != 0
+        || request.l_type != libc::F_UNLCK as i16
+    {
+        return false; // held: a creation in progress (or unknown)
+    }
+    match process_start_unix_s(pid) {
+        // Gone, or a zombie (which holds no files); or running where /proc
+        // could not say when it started (then it is kept).
+        None => !process_runs(pid),
+        Some(started) => {
+            use std::os::unix::fs::MetadataExt;
+            let written = meta.mtime() as f64 + meta.mtime_nsec() as f64 / 1e9;
+            started > written + CREATION_START_SLACK_S
+        }
+    }
+}
+
+/// When the running process `pid` started, in seconds since the Unix
+/// epoch; None if it does not run (a zombie counts as not running) or
+/// /proc cannot tell.
+fn process_start_unix_s(pid: i32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (in parentheses, which may itself
+    // hold parentheses): state is the first, starttime the 20th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    let start_ticks: f64 = fields.get(19)?.parse().ok()?;
+    let boot_s: f64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks_per_s > 0).then(|| boot_s + start_ticks / ticks_per_s as f64)
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {

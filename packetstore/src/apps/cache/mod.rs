@@ -535,7 +535,23 @@ impl Cache {
         written
     }
 
-    /// Truncates (or extends) `file` to `size`, as `write`.
+    /// Truncates (or extends) `file` to `size`: its record first, then
+    /// `apply` (the kernel's truncate), under the file's order lock.
+    ///
+    /// The record is durable before the kernel truncates whenever the file
+    /// has live records (and always when durable at write): otherwise a
+    /// crash after the truncate could leave those older records to be
+    /// replayed into the emptied file, a state that is neither the file
+    /// before the truncate nor after it. A file without live records has
+    /// nothing a replay could bring back; durable at fsync, its record
+    /// becomes durable with the next sync. Without room in the log, the
+    /// file is drained first (no older record is left), then truncated and
+    /// synced (durable on return, as a logged truncate is).
+    ///
+    /// If `apply` fails, the record is released before the error returns.
+    /// A crash in between replays it: the call never returned, so its
+    /// effect (the file truncated) is one of the two states a crash in the
+    /// middle of a call may leave.
     pub fn truncate(
         &self,
         file: &Arc<CachedFile>,
@@ -546,15 +562,34 @@ impl Cache {
         if file.unlinked.lock().expect("unlinked").is_some() {
             return apply();
         }
-        let logged = self.log(file, &Change::Truncate { size }, &[])?;
-        let applied = apply();
-        match (&applied, logged) {
-            (Ok(()), Some(logged)) => file.listed(logged),
-            (Ok(()), None) => self.sync_and_release(file)?,
-            (Err(_), Some(logged)) => self.release_now(logged)?,
-            (Err(_), None) => {}
+        let commit = self.durability == Durability::Write || newest_seq(file).is_some();
+        let Some(logged) = self.append_record(file, &Change::Truncate { size }, &[], commit)? else {
+            self.drain_locked(file)?;
+            apply()?;
+            return file.handle.sync();
+        };
+        match apply() {
+            Ok(()) => {
+                file.listed(logged);
+                Ok(())
+            }
+            Err(error) => {
+                self.release_now(logged)?;
+                Err(error)
+            }
         }
-        applied
+    }
+
+    /// `apply`, a change of `file` the log does not describe and that
+    /// needs no sync of its own (the kernel's truncate inside an open
+    /// with O_TRUNC through a descriptor that cannot write), after the
+    /// file is drained, under its order lock: no record is left that a
+    /// replay could put back over it, and no write can be logged between
+    /// the drain and the change.
+    pub fn drained<T>(&self, file: &Arc<CachedFile>, apply: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+        let _order = file.order.lock().expect("file order");
+        self.drain_locked(file)?;
+        apply()
     }
 
     /// Appends and commits `change`'s record (durable on return); None if
