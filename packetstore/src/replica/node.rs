@@ -135,6 +135,9 @@ pub struct Replica {
     /// The leader's snapshots being streamed, by follower; and the base of
     /// those sent, until the follower has caught up to it.
     pub streams: BTreeMap<u64, SnapshotStream>,
+    /// Snapshot streams begun since the start (a follower merely behind
+    /// catches up from the log: on a healthy group this stays 0).
+    pub snapshots_started: u64,
     sent_snapshots: BTreeMap<u64, u64>,
     /// This node was removed from the group.
     removed: bool,
@@ -283,6 +286,7 @@ impl Replica {
             applied_checkpoint: applied,
             streams: BTreeMap::new(),
             sent_snapshots: BTreeMap::new(),
+            snapshots_started: 0,
             removed: false,
             loading: None,
         })
@@ -450,6 +454,7 @@ impl Replica {
                         "streaming a snapshot"
                     );
                     let high_index = self.tree_index;
+                    self.snapshots_started += 1;
                     self.streams.insert(
                         to,
                         SnapshotStream { message, cursor: None, begun: false, chunks_done: false, high_index },

@@ -201,6 +201,7 @@ impl KvServer {
             match conn.parser.parse(pool, buffers, &config, stream, &mut conn.args, release) {
                 Parsed::Incomplete => return Progress { requests: frames, close: false, more: false },
                 Parsed::Malformed(why) => {
+                    self.peer_frames_refused += 1;
                     tracing::warn!("a peer link broke the protocol: {why}");
                     return Progress { requests: frames, close: true, more: false };
                 }
@@ -214,6 +215,7 @@ impl KvServer {
                 return Progress { requests: frames, close: false, more: false };
             }
             if let Err(why) = result {
+                self.peer_frames_refused += 1;
                 tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
                 return Progress { requests: frames, close: true, more: false };
             }
@@ -268,6 +270,9 @@ impl KvServer {
 
     /// A peer link closed.
     pub(super) fn peer_gone(&mut self, buffers: &mut Buffers, link: PeerLink) {
+        if !matches!(link, PeerLink::Relay { .. }) {
+            self.peer_links_closed += 1;
+        }
         match link {
             PeerLink::Inbound(mut inbound) => inbound.abandon(buffers),
             PeerLink::Outbound { peer, .. } => {

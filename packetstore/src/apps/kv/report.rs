@@ -67,6 +67,24 @@ impl KvServer {
             "The last entry the tree reflects.",
             replica.tree_index() as f64,
         );
+        e.single(
+            "packetstore_raft_snapshots_sent_total",
+            "counter",
+            "Snapshot streams this node began as leader (a follower merely behind catches up from the log).",
+            replica.snapshots_started as f64,
+        );
+        e.single(
+            "packetstore_peer_frames_refused_total",
+            "counter",
+            "Frames on peer links that broke the protocol or failed a check (their links closed).",
+            self.peer_frames_refused as f64,
+        );
+        e.single(
+            "packetstore_peer_links_closed_total",
+            "counter",
+            "Peer links closed, either way, for any reason.",
+            self.peer_links_closed as f64,
+        );
         e.family("packetstore_raft_follower_lag_entries", "gauge", "On the leader: entries each follower lacks.");
         for (id, matched) in replica.progress() {
             let id = id.to_string();

@@ -53,6 +53,8 @@ impl KvServer {
             retrying_blocked: false,
             shutdown_requested: false,
             rebuild_requested: false,
+            peer_frames_refused: 0,
+            peer_links_closed: 0,
             active_expire: true,
             pubsub: Default::default(),
             blocking: Default::default(),

@@ -164,6 +164,10 @@ pub struct KvServer {
     /// The group dropped entries this node's tree reflects: the loop
     /// stopped, and the node must start again from its durable state.
     pub(super) rebuild_requested: bool,
+    /// Peer links: frames refused (they broke the protocol or failed a
+    /// check) and links closed, since the start.
+    pub(super) peer_frames_refused: u64,
+    pub(super) peer_links_closed: u64,
     /// The tick removes expired keys (DEBUG SET-ACTIVE-EXPIRE turns it off).
     pub(super) active_expire: bool,
     /// Redis's configuration parameters as CONFIG GET shows them.
