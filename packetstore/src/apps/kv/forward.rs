@@ -74,6 +74,9 @@ pub struct Relay {
     queues: [VecDeque<Chunk>; 2],
     queued: [u64; 2],
     closed: bool,
+    /// The client left before the link connected: the relay waits only
+    /// for its dial to end.
+    orphaned: bool,
 }
 
 /// A relay's directions: the side a connection sends to, and the queue
@@ -159,8 +162,16 @@ impl KvServer {
             self.relays.waiting.push(conn.token);
             return Route::Undecided;
         };
-        let id = RELAY_DIAL_BASE + self.relays.next % RELAY_DIAL_BASE;
-        self.relays.next += 1;
+        // An id in use is never given again (a reply must never reach
+        // another client): a relay keeps its id until both its sides,
+        // and its dial, are done. Connections are far fewer than ids.
+        let id = loop {
+            let id = RELAY_DIAL_BASE + self.relays.next % RELAY_DIAL_BASE;
+            self.relays.next += 1;
+            if !self.relays.relays.contains_key(&id) {
+                break id;
+            }
+        };
         self.relays.relays.insert(
             id,
             Relay {
@@ -176,6 +187,7 @@ impl KvServer {
                 queues: [VecDeque::new(), VecDeque::new()],
                 queued: [0; 2],
                 closed: false,
+                orphaned: false,
             },
         );
         self.relays.dials.push(Dial { id, addr, timeout: RELAY_DIAL_TIMEOUT });
@@ -268,23 +280,31 @@ impl KvServer {
         if let Some(token) = other {
             self.relays.wake.push(token);
         } else {
-            // The link never connected: nothing else will close it.
-            let relay = self.relays.relays.remove(&id).expect("checked");
-            for chunk in relay.queues.into_iter().flatten() {
+            // The client left while the link is still being dialed: what
+            // it sent is dropped, and the relay (its id) stays until the
+            // dial ends, so that no later relay given the same id could
+            // receive that link.
+            for chunk in relay.queues.iter_mut().flat_map(std::mem::take) {
                 if let Chunk::Pool(extents) = chunk {
                     buffers.release_extents(&extents).expect("a relay's references");
                 }
             }
+            relay.queued = [0; 2];
+            relay.orphaned = true;
         }
     }
 
     /// A relay's dial failed: its client closes (and its abandon ends the
-    /// relay, giving back what it holds).
+    /// relay, giving back what it holds), or, if it left already, the
+    /// relay ends.
     pub(super) fn relay_failed(&mut self, id: usize) {
-        if let Some(relay) = self.relays.relays.get_mut(&id) {
-            relay.closed = true;
-            self.relays.wake.push(relay.client);
+        let Some(relay) = self.relays.relays.get_mut(&id) else { return };
+        if relay.orphaned {
+            self.relays.relays.remove(&id);
+            return;
         }
+        relay.closed = true;
+        self.relays.wake.push(relay.client);
     }
 
     /// Clients waiting for a leader to relay to: served again.
