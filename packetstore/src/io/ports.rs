@@ -31,7 +31,9 @@ pub struct PortDrops {
     pub rx_ring_full: u64,
     /// Frames the kernel dropped because no filled buffer was ready.
     pub rx_no_buffer: u64,
-    /// Frames the kernel could not transmit (invalid descriptors).
+    /// Frames the kernel could not transmit: invalid descriptors (AF_XDP),
+    /// frames refused by the send call other than for a full queue
+    /// (AF_PACKET).
     pub tx_invalid: u64,
 }
 
@@ -51,7 +53,8 @@ pub trait Ports {
     fn receive(&mut self, port: usize, max: usize, pool: &Pool, out: &mut Vec<Frame>);
     /// Queues `frames` (in `pool`'s buffers) for transmission on port
     /// `port`; returns how many (a prefix) were taken. The rest stay the
-    /// caller's.
+    /// caller's: fewer are taken only when the port's ring or queue is
+    /// full, and the caller offers them again later (back-pressure).
     fn transmit(&mut self, port: usize, frames: &[Frame], pool: &Pool) -> usize;
     /// Starts the transmissions queued (one system call per port at most).
     fn flush_transmit(&mut self, port: usize);
