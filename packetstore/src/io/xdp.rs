@@ -10,7 +10,10 @@
 //!
 //! Invariant: UMEM address `a` is byte `a % buffer_size` of pool buffer
 //! `a / buffer_size`; the UMEM is exactly the pool's buffer region, which
-//! is page aligned and outlives the ports (the switch owns both).
+//! is page aligned and outlives the ports (the switch owns both). Every
+//! ring is read and written in rounds until a round finds nothing: a
+//! ring's cached view of the kernel's index is refreshed only when it
+//! shows nothing, so one round may see a fraction of what is there.
 
 use std::ffi::CString;
 use std::io;
