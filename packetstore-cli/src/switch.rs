@@ -193,7 +193,9 @@ fn run_loop(switch: &mut Switch, ports: &mut dyn Ports, args: &Args, snapshot: &
         if args.check_accounting {
             switch.check_accounting();
         }
-        if received == 0 && !args.busy_poll {
+        // While receive is held (a transmit ring full), step again at
+        // once: the rings drain without any frame arriving.
+        if received == 0 && !args.busy_poll && !switch.holding() {
             ports.wait(Duration::from_millis(10))?;
         }
         if published.elapsed() >= Duration::from_millis(100) {

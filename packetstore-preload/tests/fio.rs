@@ -13,9 +13,15 @@ mod common;
 use common::Setup;
 
 /// fio's job, the same in every run that must verify another's blocks.
+/// fio saves a verify state file (`local-cached-0-verify.state`) in its
+/// working directory when a job ends early or fails its verification: not
+/// saved at all, and fio runs in the test's scratch area (outside the
+/// cached directory), never in the repository (issue 35).
 fn job<'a>(command: &'a mut Command, file: &Path, size: u64) -> &'a mut Command {
     command
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .args(["--name=cached", "--thread", "--ioengine=psync", "--bs=4k", "--fsync=1", "--verify=crc32c"])
+        .arg("--verify_state_save=0")
         .arg(format!("--filename={}", file.display()))
         .arg(format!("--size={size}"))
 }

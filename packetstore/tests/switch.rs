@@ -11,7 +11,7 @@ use std::sync::Arc;
 use packetstore::apps::switch::pcap::{logged_frames, LoggedFrame};
 use packetstore::apps::switch::policy::Policy;
 use packetstore::apps::switch::{LogMode, Retention, Switch, SwitchConfig, SwitchError};
-use packetstore::io::ports::{MemoryPorts, MEMORY_FILL_SIZE};
+use packetstore::io::ports::{MemoryPorts, Ports, MEMORY_FILL_SIZE};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Geometry, Pool, SimDevice, SimMode};
 
@@ -187,6 +187,100 @@ fn no_frame_of_a_batch_is_sent_before_its_fence() {
             assert!(ports.take_sent(port).is_empty(), "crash {crash}: a frame left before its fence");
         }
     }
+}
+
+/// A port whose transmit ring takes only 3 frames per batch (a link slower
+/// than the traffic for it): the switch holds receive while the frames
+/// wait instead of dropping them (issue 35), so every frame is sent, in
+/// order, none dropped by the switch or for want of a receive buffer.
+#[test]
+fn a_slow_transmit_ring_holds_receive_and_drops_nothing() {
+    for mode in [LogMode::Swap, LogMode::Off] {
+        let (_device, pool) = memory_pool();
+        let mut switch = Switch::new(pool, NAMES.iter().map(|n| n.to_string()).collect(), config(mode)).unwrap();
+        let mut ports = MemoryPorts::new(&NAMES, GEOMETRY.buffer_size);
+        switch.start(&mut ports);
+        let mut rng = SplitMix64::new(35);
+        // Station 2 on p2 announces itself: frames to it go to p2 alone.
+        ports.inject(1, &frame([0xff; 6], mac(2), 0, 60, &mut rng));
+        switch.step(&mut ports, 1).unwrap();
+        ports.take_sent(0);
+        ports.take_sent(2);
+        ports.limit_transmit(1, Some(3));
+        let mut sent = Vec::new();
+        let mut now = 2;
+        for round in 0..10u64 {
+            // Fewer frames than a port keeps buffers for: none can be
+            // lost for want of a receive buffer while receive is held.
+            for n in 0..48 {
+                let bytes = frame(mac(2), mac(1), round * 100 + n, 60 + rng.below(1455) as usize, &mut rng);
+                ports.inject(0, &bytes);
+                sent.push(bytes);
+            }
+            for _ in 0..40 {
+                switch.step(&mut ports, now).unwrap();
+                switch.check_accounting();
+                now += 1;
+            }
+        }
+        let on_p2 = ports.take_sent(1);
+        let dropped: u64 = switch.port_counters().iter().map(|c| c.tx_dropped + c.rx_dropped).sum();
+        assert!(
+            on_p2 == sent,
+            "{mode:?}: p2 sent {} of {} frames; the switch dropped {dropped}",
+            on_p2.len(),
+            sent.len()
+        );
+        assert_eq!(dropped, 0, "{mode:?}: no drop");
+        assert!(ports.take_sent(2).is_empty(), "{mode:?}: nothing flooded");
+        assert_eq!(ports.drops(0).rx_no_buffer, 0, "{mode:?}: no frame found its port without a buffer");
+        let text = switch.metrics_text();
+        assert_eq!(metric(&text, "packetstore_switch_tx_backlog_frames"), Some(0), "{mode:?}: the backlog drained");
+        let held = metric(&text, "packetstore_switch_rx_held_total");
+        assert!(held >= Some(10 * 14), "{mode:?}: receive was held ({held:?} batches)");
+    }
+}
+
+/// The value of the sample `name` (no labels) in a `/metrics` text.
+fn metric(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name))?;
+    line.rsplit(' ').next()?.parse::<f64>().ok().map(|v| v as u64)
+}
+
+/// A port whose ring takes nothing (its link down) holds receive only for
+/// `tx_hold_ns`: then it counts as stalled, its waiting frames are
+/// dropped and so are later ones, without holding, while the other ports
+/// are served; once its ring takes frames again it is served again.
+#[test]
+fn a_dead_port_stalls_after_the_hold_time_and_the_others_go_on() {
+    let (_device, pool) = memory_pool();
+    let config = SwitchConfig { tx_hold_ns: 5, ..config(LogMode::Swap) };
+    let mut switch = Switch::new(pool, NAMES.iter().map(|n| n.to_string()).collect(), config).unwrap();
+    let mut ports = MemoryPorts::new(&NAMES, GEOMETRY.buffer_size);
+    switch.start(&mut ports);
+    ports.limit_transmit(1, Some(0));
+    let mut rng = SplitMix64::new(36);
+    let frames: Vec<Vec<u8>> = (0..3).map(|n| frame([0xff; 6], mac(1), n, 100, &mut rng)).collect();
+    ports.inject(0, &frames[0]);
+    assert_eq!(switch.step(&mut ports, 1).unwrap(), 1);
+    assert!(switch.holding(), "p2 took nothing: receive is held");
+    ports.inject(0, &frames[1]);
+    for now in 2..=6 {
+        assert_eq!(switch.step(&mut ports, now).unwrap(), 0, "held at {now}");
+        switch.check_accounting();
+    }
+    // Past the hold time: p2 stalls, the switch receives again.
+    assert_eq!(switch.step(&mut ports, 7).unwrap(), 1);
+    switch.check_accounting();
+    assert!(!switch.holding(), "a stalled port holds nothing");
+    assert_eq!(ports.take_sent(2), frames[..2].to_vec(), "p3 was served");
+    assert_eq!((switch.counters().tx_stalls, switch.port_counters()[1].tx_dropped), (1, 2));
+    ports.limit_transmit(1, None);
+    ports.inject(0, &frames[2]);
+    switch.step(&mut ports, 8).unwrap();
+    switch.check_accounting();
+    assert_eq!(ports.take_sent(1), vec![frames[2].clone()], "p2 is served again");
+    assert_eq!(ports.take_sent(2), vec![frames[2].clone()]);
 }
 
 /// Retention that would keep less than one batch is refused at start:

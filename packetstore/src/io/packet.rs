@@ -155,6 +155,8 @@ struct PacketPort {
     /// Buffers sent (the kernel copied them): complete at once.
     sent: Vec<u32>,
     no_buffer: u64,
+    /// Frames the kernel refused to send (not for a full queue).
+    refused: u64,
 }
 
 // SAFETY: the ring mapping belongs to this port alone; the switch uses its
@@ -239,6 +241,7 @@ impl PacketPort {
             filled: Vec::new(),
             sent: Vec::new(),
             no_buffer: 0,
+            refused: 0,
         };
         // On an error the port's drop unmaps the ring.
         bind_packet(&port.fd, name, libc::ETH_P_ALL as u16)?;
@@ -375,8 +378,9 @@ impl crate::io::ports::Ports for PacketPorts {
 
     fn transmit(&mut self, port: usize, frames: &[crate::io::ports::Frame], pool: &crate::pool::file::Pool) -> usize {
         let port = &mut self.ports[port];
-        let mut sent = 0;
-        for chunk in frames.chunks(SEND_BATCH_MAX) {
+        let mut taken = 0;
+        while taken < frames.len() {
+            let chunk = &frames[taken..frames.len().min(taken + SEND_BATCH_MAX)];
             let mut iovecs: Vec<libc::iovec> = chunk
                 .iter()
                 .map(|f| libc::iovec {
@@ -387,16 +391,30 @@ impl crate::io::ports::Ports for PacketPorts {
             // SAFETY: every iovec covers pool bytes of a frame whose buffer
             // the caller holds for the call's duration.
             let result = unsafe { send_frames(port.fd.as_raw_fd(), &mut iovecs, libc::MSG_DONTWAIT) };
-            if result <= 0 {
-                break;
+            if result < 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    // The socket's queue is full: the switch holds the rest
+                    // and offers it again (back-pressure).
+                    Some(libc::EAGAIN | libc::ENOBUFS | libc::EINTR) => break,
+                    // Refused outright (too long for the link, the link
+                    // down): the frame is taken and counted, never offered
+                    // again, so that it cannot hold the port's other frames.
+                    _ => {
+                        port.refused += 1;
+                        port.sent.push(chunk[0].buffer);
+                        taken += 1;
+                        continue;
+                    }
+                }
             }
-            sent += result as usize;
-            port.sent.extend(chunk[..result as usize].iter().map(|f| f.buffer));
-            if (result as usize) < chunk.len() {
+            let sent = result as usize;
+            port.sent.extend(chunk[..sent].iter().map(|f| f.buffer));
+            taken += sent;
+            if sent < chunk.len() {
                 break;
             }
         }
-        sent
+        taken
     }
 
     fn flush_transmit(&mut self, _port: usize) {}
@@ -423,6 +441,7 @@ impl crate::io::ports::Ports for PacketPorts {
     }
 
     fn drops(&self, port: usize) -> crate::io::ports::PortDrops {
-        crate::io::ports::PortDrops { rx_no_buffer: self.ports[port].no_buffer, ..Default::default() }
+        let port = &self.ports[port];
+        crate::io::ports::PortDrops { rx_no_buffer: port.no_buffer, tx_invalid: port.refused, ..Default::default() }
     }
 }

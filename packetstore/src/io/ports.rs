@@ -31,7 +31,9 @@ pub struct PortDrops {
     pub rx_ring_full: u64,
     /// Frames the kernel dropped because no filled buffer was ready.
     pub rx_no_buffer: u64,
-    /// Frames the kernel could not transmit (invalid descriptors).
+    /// Frames the kernel could not transmit: invalid descriptors (AF_XDP),
+    /// frames refused by the send call other than for a full queue
+    /// (AF_PACKET).
     pub tx_invalid: u64,
 }
 
@@ -51,7 +53,8 @@ pub trait Ports {
     fn receive(&mut self, port: usize, max: usize, pool: &Pool, out: &mut Vec<Frame>);
     /// Queues `frames` (in `pool`'s buffers) for transmission on port
     /// `port`; returns how many (a prefix) were taken. The rest stay the
-    /// caller's.
+    /// caller's: fewer are taken only when the port's ring or queue is
+    /// full, and the caller offers them again later (back-pressure).
     fn transmit(&mut self, port: usize, frames: &[Frame], pool: &Pool) -> usize;
     /// Starts the transmissions queued (one system call per port at most).
     fn flush_transmit(&mut self, port: usize);
@@ -65,7 +68,9 @@ pub trait Ports {
 /// Ports in memory, for tests and the crash simulator: a test puts frames
 /// on a port's wire (`inject`), the port receives them into buffers it was
 /// filled with (copying, like a NIC's DMA), and transmitted frames are
-/// captured (`sent`) and complete at once.
+/// captured (`sent`) and complete at once. A port's transmit ring may be
+/// made to take only a few frames per call (`limit_transmit`), as a ring
+/// that a slower link drains.
 pub struct MemoryPorts {
     names: Vec<String>,
     buffer_size: u32,
@@ -84,6 +89,8 @@ struct MemoryPort {
     sent: Vec<Vec<u8>>,
     sent_count: u64,
     no_buffer: u64,
+    /// Frames one `transmit` call takes at most (None: every frame).
+    transmit_limit: Option<usize>,
 }
 
 /// Bytes the memory ports leave before a received frame (as XDP does).
@@ -117,6 +124,12 @@ impl MemoryPorts {
     pub fn inject(&mut self, port: usize, frame: &[u8]) {
         assert!(frame.len() as u32 + MEMORY_HEADROOM <= self.buffer_size, "frame fits a buffer");
         self.ports[port].wire_in.push_back(frame.to_vec());
+    }
+
+    /// Port `port`'s transmit ring takes at most `limit` frames per call
+    /// from now on (`Some(0)`: none, a dead link); `None` lifts the limit.
+    pub fn limit_transmit(&mut self, port: usize, limit: Option<usize>) {
+        self.ports[port].transmit_limit = limit;
     }
 
     /// The frames transmitted on port `port` so far, oldest first.
@@ -172,6 +185,7 @@ impl Ports for MemoryPorts {
     }
 
     fn transmit(&mut self, port: usize, frames: &[Frame], pool: &Pool) -> usize {
+        let frames = &frames[..frames.len().min(self.ports[port].transmit_limit.unwrap_or(usize::MAX))];
         for frame in frames {
             if self.capture {
                 let mut bytes = vec![0u8; frame.len as usize];
