@@ -8,18 +8,22 @@
 //! A client whose first command is READONLY is served by the follower
 //! itself instead: possibly stale reads, and no writes (Redis's replica
 //! reply, READONLY). Commands a client sends as it connects (AUTH, HELLO,
-//! SELECT, CLIENT SETNAME/SETINFO, PING, COMMAND: redis-cli and client
-//! libraries) and questions about this node (ROLE, INFO) are answered here
-//! before the route is decided; the next command decides it, and what
-//! they set up (authenticated, protocol, database, name) travels with the
-//! client in its RELAY frame. HTTP clients are relayed the same way (reads and writes:
+//! SELECT, every CLIENT subcommand, READWRITE, RESET, PING, ECHO,
+//! COMMAND: redis-cli and client libraries, whose handshakes grow, such as
+//! redis-py 8's `CLIENT MAINT_NOTIFICATIONS`), questions about this node
+//! (ROLE, INFO) and commands this server does not know are answered here
+//! before the route is decided; the first data command decides it, and
+//! what they set up (authenticated, protocol, database, name) travels
+//! with the client in its RELAY frame. HTTP clients are relayed the same way (reads and writes:
 //! both are the leader's), except a connection whose first request is
 //! `GET /metrics`: this node's own figures.
 //!
 //! Owns: the relays (`Relay`): which client and which link, and the bytes
 //! on their way in each direction.
 //!
-//! Invariants: each relayed extent carries one buffer reference of the
+//! Invariants: a relay's id is never given to another while the relay,
+//! or its dial, lives (a reply reaches only the client it answers); each
+//! relayed extent carries one buffer reference of the
 //! relay's until it is queued on the other connection (which then owns
 //! it); when either side closes, so does the other, and the relay's
 //! references are given back.
