@@ -62,6 +62,7 @@ impl GroupArgs {
             election_ticks: 10,
             heartbeat_ticks: 2,
             join: self.join,
+            client_addr: None,
         }))
     }
 }

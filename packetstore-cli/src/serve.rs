@@ -118,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .filter(|&p| p != Persist::Off)
         .with_context(|| format!("unknown --persist '{}': use zerocopy or copy", args.persist))?;
     let policy = io_path(&args.io, &args.commit, persist)?;
-    let group = args.group_args.config()?;
+    let mut group = args.group_args.config()?;
     if group.is_some() && policy.is_some() {
         bail!("a replicated group runs on the io_uring engine only (--io uring)");
     }
@@ -159,6 +159,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // neighbouring buffers so that a batch's values share pages.
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
     let (mut store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
+    if let Some(group) = group.as_mut() {
+        group.client_addr = Some(packetstore::io::net::local_addr(&listeners[1])?);
+    }
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
     set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
     let recovery = report.to_string();

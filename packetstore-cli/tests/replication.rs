@@ -750,6 +750,25 @@ fn a_follower_answers_every_setup_command_itself() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("redis-py 8 follower checks passed"), "{stdout}");
+    // ROLE and INFO name where clients reach the leader (its Redis port,
+    // not its peer port), and the leader its followers' (item 5).
+    let leader_resp = group.node(leader).resp;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut on_follower = local(group.node(follower));
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut on_follower).unwrap();
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut on_follower).unwrap();
+        let port_named = role.get(2) == Some(&redis::Value::Int(i64::from(leader_resp.port())))
+            && info.contains(&format!("master_port:{}\r\n", leader_resp.port()));
+        if port_named {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a follower's ROLE names {role:?}, the leader's clients use {leader_resp}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let info: String = redis::cmd("INFO").arg("replication").query(&mut group.node(leader).client()).unwrap();
+    let follower_port = group.node(follower).resp.port();
+    assert!(info.contains(&format!(",port={follower_port},")), "the leader's INFO names its followers' ports: {info}");
     // Every CLIENT subcommand, READWRITE, RESET and unknown commands are
     // answered here: INFO after them is still this node's.
     let firsts: [&[&str]; 6] = [

@@ -262,6 +262,11 @@ struct Conn<C> {
     msg: Box<libc::msghdr>,
     send_len: usize,
     send_in_flight: bool,
+    /// Its unsent replies were abandoned while a send was in flight: the
+    /// queue is cleared once that send completes (the kernel reads its
+    /// bytes until then; clearing at once released pool buffers it was
+    /// still sending and left its completion nothing to advance over).
+    clear_after_send: bool,
     recv_armed: bool,
     /// Bytes received in turn `received_turn` (fairness figures).
     received_in_turn: u64,
@@ -673,6 +678,7 @@ impl<'a, A: App> Engine<'a, A> {
             msg: Box::new(unsafe { std::mem::zeroed() }),
             send_len: 0,
             send_in_flight: false,
+            clear_after_send: false,
             recv_armed: false,
             received_in_turn: 0,
             received_turn: 0,
@@ -927,12 +933,17 @@ impl<'a, A: App> Engine<'a, A> {
         };
         if result < 0 {
             conn.closing = true;
+            conn.clear_after_send = false;
             conn.out.clear(&mut release);
             conn.classified = conn.out.end();
             conn.held_marks.clear();
         } else {
             debug_assert!(result as usize <= conn.send_len);
             conn.out.advance(result as usize, &mut release);
+            if std::mem::take(&mut conn.clear_after_send) {
+                conn.out.clear(&mut release);
+                conn.classified = conn.out.end();
+            }
             if conn.paused_since.is_some() {
                 if conn.out.unsent_len() <= self.config.out_pause_bytes / 2 {
                     // Resume: serve what waited, and receive again.
@@ -1213,10 +1224,14 @@ impl<'a, A: App> Engine<'a, A> {
                 }
                 continue;
             }
-            let buffers = &mut *self.buffers;
-            conn.out.clear(|buffer| {
-                buffers.release(buffer).expect("a reply part holds a reference");
-            });
+            if conn.send_in_flight {
+                conn.clear_after_send = true;
+            } else {
+                let buffers = &mut *self.buffers;
+                conn.out.clear(|buffer| {
+                    buffers.release(buffer).expect("a reply part holds a reference");
+                });
+            }
             conn.classified = conn.out.end();
             conn.held_marks.clear();
             conn.closing = true;

@@ -53,6 +53,9 @@ pub struct ReplicaConfig {
     /// Join an existing group (no membership of its own until the leader
     /// adds it) instead of starting a new one with `members` as voters.
     pub join: bool,
+    /// This node's Redis-protocol address, told to peers in HELLO: ROLE and
+    /// INFO name the leader's client address, not its peer port.
+    pub client_addr: Option<SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +141,8 @@ pub struct Replica {
     /// Snapshot streams begun since the start (a follower merely behind
     /// catches up from the log: on a healthy group this stays 0).
     pub snapshots_started: u64,
+    /// The peers' Redis-protocol addresses, as their HELLOs gave them.
+    client_addrs: BTreeMap<u64, SocketAddr>,
     sent_snapshots: BTreeMap<u64, u64>,
     /// This node was removed from the group.
     removed: bool,
@@ -287,6 +292,7 @@ impl Replica {
             streams: BTreeMap::new(),
             sent_snapshots: BTreeMap::new(),
             snapshots_started: 0,
+            client_addrs: BTreeMap::new(),
             removed: false,
             loading: None,
         })
@@ -296,6 +302,20 @@ impl Replica {
 
     pub fn is_leader(&self) -> bool {
         self.raw.raft.state == StateRole::Leader
+    }
+
+    /// Node `id`'s Redis-protocol address, once known (its HELLO, or this
+    /// node's own).
+    pub fn client_addr(&self, id: u64) -> Option<SocketAddr> {
+        if id == self.config.node_id {
+            return self.config.client_addr;
+        }
+        self.client_addrs.get(&id).copied()
+    }
+
+    /// A peer said, in its HELLO, where its clients reach it.
+    pub fn note_client_addr(&mut self, id: u64, addr: SocketAddr) {
+        self.client_addrs.insert(id, addr);
     }
 
     pub fn leader_id(&self) -> u64 {

@@ -39,6 +39,7 @@
 
 use protobuf::Message as _;
 use raft::eraftpb::{EntryType, Message};
+use std::net::SocketAddr;
 
 /// Appends formatted text to a `Vec<u8>` without a temporary `String`
 /// (frame heads, once per record sent).
@@ -95,18 +96,28 @@ pub struct Received {
     pub records: Vec<(u64, Vec<Landed>)>,
 }
 
-/// Writes a HELLO frame.
-pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8]) {
-    hello_frame(out, b"HELLO", group_id, node_id, secret);
+/// Writes a HELLO frame: ids, secret, and where this node's Redis clients
+/// reach it (empty if unknown).
+pub fn hello(out: &mut Vec<u8>, group_id: u64, node_id: u64, secret: &[u8], client_addr: Option<SocketAddr>) {
+    hello_head(out, 5, b"HELLO", group_id, node_id, secret);
+    let addr = client_addr.map(|a| a.to_string()).unwrap_or_default();
+    write_bytes!(out, "${}\r\n", addr.len());
+    out.extend_from_slice(addr.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The client address a HELLO frame names (a node before issue 35 sent
+/// none).
+pub fn hello_client_addr(pool: &Pool, args: &Args) -> Option<SocketAddr> {
+    if args.len() != 5 || args.upper(0).as_deref() != Some(b"HELLO") {
+        return None;
+    }
+    std::str::from_utf8(&args.bytes(pool, 4)).ok()?.parse().ok()
 }
 
 /// The verbs a link may begin with: a peer's messages, or a relayed
 /// client speaking the Redis protocol or HTTP.
 pub const LINK_VERBS: [&[u8]; 3] = [b"HELLO", b"RELAY", b"RELAYHTTP"];
-
-fn hello_frame(out: &mut Vec<u8>, verb: &[u8], group_id: u64, node_id: u64, secret: &[u8]) {
-    hello_head(out, 4, verb, group_id, node_id, secret);
-}
 
 fn hello_head(out: &mut Vec<u8>, args: usize, verb: &[u8], group_id: u64, node_id: u64, secret: &[u8]) {
     write_bytes!(out, "*{args}\r\n${}\r\n", verb.len());
@@ -187,9 +198,9 @@ pub fn relay_state(pool: &Pool, args: &Args) -> Result<ClientState, String> {
 /// A HELLO frame's group and node ids, if `args` is one with `secret`.
 pub fn parse_hello(pool: &Pool, args: &Args, secret: &[u8]) -> Result<(u64, u64), String> {
     let verb = args.upper(0);
-    let relay = verb.as_deref().is_some_and(|verb| verb != b"HELLO");
-    if !(args.len() == 4 || relay && args.len() == 5) || !verb.is_some_and(|verb| LINK_VERBS.contains(&verb.as_slice()))
-    {
+    // HELLO has 4 arguments, or 5 with the client address; RELAY 4, or 5
+    // with the client's state.
+    if !(args.len() == 4 || args.len() == 5) || !verb.is_some_and(|verb| LINK_VERBS.contains(&verb.as_slice())) {
         return Err("a replication link must begin with HELLO, RELAY or RELAYHTTP".into());
     }
     let word = |i: usize| -> Result<u64, String> {

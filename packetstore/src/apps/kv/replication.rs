@@ -120,7 +120,8 @@ impl KvServer {
         let replica = self.replica.as_mut().expect("replicated");
         if !*hello_sent {
             *hello_sent = true;
-            wire::hello(out.bytes(), replica.config.group_id, replica.config.node_id, &replica.config.secret);
+            let config = &replica.config;
+            wire::hello(out.bytes(), config.group_id, config.node_id, &config.secret, config.client_addr);
         }
         let messages = replica.take_outgoing(peer);
         let count = messages.len();
@@ -252,6 +253,9 @@ impl KvServer {
                 conn.db = state.db;
                 conn.name = state.name;
                 return Err(RELAYED.into());
+            }
+            if let Some(addr) = wire::hello_client_addr(pool, &conn.args) {
+                replica.note_client_addr(node, addr);
             }
             inbound.peer = Some(node);
             return Ok(());

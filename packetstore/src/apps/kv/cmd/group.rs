@@ -37,7 +37,7 @@ impl KvServer {
             ctx.int(replica.last_index() as i64);
             ctx.array(progress.len());
             for (id, matched) in progress {
-                let addr = members.get(&id);
+                let addr = replica.client_addr(id);
                 ctx.array(3);
                 ctx.bulk(addr.map(|a| a.ip().to_string()).unwrap_or_default().as_bytes());
                 ctx.bulk(addr.map(|a| a.port().to_string()).unwrap_or_default().as_bytes());
@@ -45,7 +45,7 @@ impl KvServer {
             }
             return Ok(());
         }
-        let leader = members.get(&replica.leader_id());
+        let leader = replica.client_addr(replica.leader_id()).filter(|_| members.contains_key(&replica.leader_id()));
         let state = if replica.is_loading() {
             "sync"
         } else if leader.is_some() {
@@ -152,7 +152,7 @@ impl KvServer {
                 progress.len()
             );
             for (i, (id, matched)) in progress.iter().enumerate() {
-                let addr = members.get(id);
+                let addr = replica.client_addr(*id);
                 let lag = replica.last_index().saturating_sub(*matched);
                 let _ = write!(
                     text,
@@ -162,7 +162,8 @@ impl KvServer {
                 );
             }
         } else {
-            let leader = members.get(&replica.leader_id());
+            let leader =
+                replica.client_addr(replica.leader_id()).filter(|_| members.contains_key(&replica.leader_id()));
             let _ = write!(
                 text,
                 "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_sync_in_progress:{}\r\nslave_repl_offset:{}\r\nslave_read_only:1\r\nconnected_slaves:0\r\n",
