@@ -345,11 +345,19 @@ pub struct PersistArgs {
     pub simulate_power_failures: Option<String>,
 }
 
+/// Whether the environment enables test switches
+/// (PACKETSTORE_ENABLE_TEST_SWITCHES=1): panic injection (`DEBUG PANIC`,
+/// `DEBUG PANIC-AT`, the WAL's `GET /debug/panic`), and with
+/// `--simulate-power-failures` the crash simulator.
+pub fn test_switches_enabled() -> bool {
+    std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() == Ok("1")
+}
+
 /// The crash simulator of `--simulate-power-failures`, loaded with the
 /// pool file's bytes: refused unless the environment enables test switches.
 pub fn power_switch(args: &PersistArgs, pool: &Path) -> anyhow::Result<Option<Arc<SimDevice>>> {
     let Some(mode) = &args.simulate_power_failures else { return Ok(None) };
-    if std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() != Ok("1") {
+    if !test_switches_enabled() {
         bail!(
             "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
              it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"

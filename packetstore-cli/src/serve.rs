@@ -59,6 +59,13 @@ pub struct Args {
     /// (for a Prometheus scraper on a trusted network).
     #[arg(long)]
     pub metrics_public: bool,
+    /// Redis's protected mode: while no password is set (--requirepass,
+    /// CONFIG SET requirepass) and a listener is bound beyond loopback,
+    /// clients connecting from other hosts get Redis's -DENIED error (HTTP:
+    /// 403) and are disconnected; loopback clients are served. `no` turns
+    /// it off (also CONFIG SET protected-mode no).
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    pub protected_mode: String,
     /// Allow Redis's DEBUG SLEEP and DEBUG SET-ACTIVE-EXPIRE (for test
     /// suites; Redis's enable-debug-command). Off: DEBUG is refused.
     #[arg(long)]
@@ -172,17 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         keys: report.keys,
         ..Default::default()
     });
-    let kv_config = KvConfig {
-        persist,
-        value_size_max,
-        zero_copy_min: parse_size(&args.zero_copy_min)?,
-        requirepass: args.requirepass.clone().map(String::into_bytes),
-        metrics_public: args.metrics_public,
-        debug_command: args.enable_debug_command,
-        buffers_reserve,
-        domain_name: domain.domain.name().to_string(),
-        power_switch: power.clone(),
-    };
+    let kv_config = kv_config(&args, value_size_max, buffers_reserve, &domain, power.clone(), &listeners)?;
     let mut server = KvServer::new(kv_config, store, recovery);
     if let Some(replica) = replica {
         server.set_replica(replica);
@@ -220,6 +217,42 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let drained = outcome?;
     stopped(drained, &mut server, pool, &mut buffers)
+}
+
+/// The key-value server's configuration from the command line.
+fn kv_config(
+    args: &Args,
+    value_size_max: u64,
+    buffers_reserve: u32,
+    domain: &packetstore::DomainInfo,
+    power: Option<std::sync::Arc<packetstore::SimDevice>>,
+    listeners: &[std::os::fd::OwnedFd],
+) -> anyhow::Result<KvConfig> {
+    Ok(KvConfig {
+        persist: Persist::parse(&args.persist).expect("checked at start"),
+        value_size_max,
+        zero_copy_min: parse_size(&args.zero_copy_min)?,
+        requirepass: args.requirepass.clone().map(String::into_bytes),
+        metrics_public: args.metrics_public,
+        debug_command: args.enable_debug_command,
+        buffers_reserve,
+        domain_name: domain.domain.name().to_string(),
+        power_switch: power,
+        settings: packetstore::apps::kv::KvSettings {
+            resp: Some(packetstore::io::net::local_addr(&listeners[1])?),
+            http: Some(packetstore::io::net::local_addr(&listeners[0])?),
+            connections_max: args.loop_args.connections_max,
+            dir: pool_dir(&args.pool),
+            protected_mode: args.protected_mode == "yes",
+            test_switches: crate::options::test_switches_enabled(),
+        },
+    })
+}
+
+/// The pool's directory, absolute (CONFIG GET dir).
+fn pool_dir(pool: &std::path::Path) -> String {
+    let dir = pool.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string()
 }
 
 /// The pool's mode, and with `--one-sided-reads` the readers' table.
@@ -378,11 +411,13 @@ fn bind_listeners(
     }
     let http = crate::listen::bind(args.http, "HTTP", false, nonblocking, timeout)?;
     let resp = crate::listen::bind(args.resp, "Redis protocol", false, nonblocking, timeout)?;
-    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some());
+    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some(), args.protected_mode == "yes");
     let mut listeners = vec![http, resp];
     if let Some(group) = group {
         // A node's peer port: its own entry of --peers.
-        listeners.push(crate::listen::bind(group.members[&group.node_id], "peer", false, nonblocking, timeout)?);
+        let peer = group.members[&group.node_id];
+        listeners.push(crate::listen::bind(peer, "peer", false, nonblocking, timeout)?);
+        crate::listen::warn_peer_exposure(peer, !group.secret.is_empty());
     }
     Ok(listeners)
 }

@@ -147,6 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(device) = &power {
             wal.set_power_switch(device.clone());
         }
+        wal.set_test_switches(crate::options::test_switches_enabled());
         Ok((wal, (format!("recovery: log {index}: {report}"), report)))
     };
     let finished = |index: u32, outcome: Result<bool, LoopError>| loop_finished(index, outcome, &power, &args.pool);

@@ -65,6 +65,7 @@ impl KvServer {
             peer_wake: Vec::new(),
             commits_begun: 0,
             relays: Default::default(),
+            panic_at: None,
         }
     }
 
@@ -113,10 +114,14 @@ impl App for KvServer {
             route: Default::default(),
             relay_accepted: None,
             reads_here: false,
+            denied: false,
         }
     }
 
     fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
+        if self.protected_mode_refuses(conn, peer) {
+            return;
+        }
         if conn.listener != LISTENER_HTTP && conn.peer.is_none() {
             self.clients.accepted(conn.id, fd, peer, local);
         }
@@ -132,6 +137,9 @@ impl App for KvServer {
         requests_max: usize,
         release: &mut Release<'_>,
     ) -> Progress {
+        if conn.denied {
+            return self.deny(conn, out);
+        }
         if conn.peer.is_some() {
             let progress = self.serve_peer(pool, buffers, conn, stream, out, release);
             self.sync_writable();
