@@ -87,8 +87,16 @@ pub fn open_or_create_pool(
     log_size: &str,
     log_count: u32,
     options: &PersistOptions,
+    create_dirs: bool,
 ) -> anyhow::Result<(Pool, bool)> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        // A mistyped --pool must not silently make a tree of directories:
+        // only the default place (the README's) or --create-dirs does.
+        anyhow::ensure!(
+            create_dirs || is_default_data_dir(parent),
+            "the pool's directory {} does not exist: create it, or give --create-dirs to have it created",
+            parent.display()
+        );
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
     if path.exists() {
@@ -98,6 +106,17 @@ pub fn open_or_create_pool(
     }
     let geometry = new_geometry(pool_size, log_size, log_count)?;
     Ok((Pool::create_as(path, kind, geometry, options)?, true))
+}
+
+/// The directory of the servers' default pools (`--pool`'s default), made
+/// when missing: the README starts a server with no option.
+pub const DATA_DIR_DEFAULT: &str = "packetstore-data";
+
+/// Whether `dir` is the default pool directory: packetstore-data/ under
+/// the current directory, named relatively or not.
+fn is_default_data_dir(dir: &Path) -> bool {
+    let here = std::env::current_dir().map(|cwd| cwd.join(DATA_DIR_DEFAULT));
+    dir == Path::new(DATA_DIR_DEFAULT) || here.is_ok_and(|here| here == dir)
 }
 
 /// The size of a new pool when `--pool-size` is not given.
@@ -336,6 +355,11 @@ pub struct PersistArgs {
     /// system can kill the server (SIGBUS) when it writes into a hole.
     #[arg(long)]
     pub sparse: bool,
+    /// When creating a pool: make its directory (and their parents) if
+    /// missing. Without it a missing directory is an error, except the
+    /// default one (packetstore-data/ under the current directory).
+    #[arg(long)]
+    pub create_dirs: bool,
     /// Test switch: run the pool in memory on the crash simulator
     /// (cache-line or page), where a debug request cuts the power (RESP
     /// `DEBUG POWERFAIL`, HTTP `GET /debug/powerfail`) and the crash image

@@ -143,8 +143,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
     let listeners = bind_listeners(&args, policy.is_some(), group.as_ref())?;
-    let (file_pool, created) =
-        open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
+    let (file_pool, created) = open_or_create_pool(
+        &args.pool,
+        PoolKind::KeyValue,
+        pool_size,
+        &args.log_size,
+        1,
+        &options,
+        args.persist_args.create_dirs,
+    )?;
     if !created {
         warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
     }
@@ -167,7 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
     let (mut store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
-    set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
+    let _table = set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -255,22 +262,44 @@ fn pool_dir(pool: &std::path::Path) -> String {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string()
 }
 
-/// The pool's mode, and with `--one-sided-reads` the readers' table.
+/// The pool's mode, and with `--one-sided-reads` the readers' table
+/// (removed when the returned guard drops, as the server stops). Tables
+/// left by servers that are gone are removed first.
 fn set_up_readers(
     args: &Args,
     pool: &Pool,
     store: &mut Store,
     buffers: &mut Buffers,
     shared: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<RemoveTable>> {
     set_pool_mode(&args.pool, args.pool_group_read)?;
+    match packetstore::reader::stale::remove_stale_tables() {
+        Ok(removed) if !removed.is_empty() => {
+            tracing::info!("removed {} one-sided readers' tables left by servers that are gone", removed.len())
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!("looking for one-sided readers' tables left in /dev/shm: {error}"),
+    }
     if !args.one_sided_reads {
-        return Ok(());
+        return Ok(None);
     }
     if shared {
         bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
     }
-    publish_for_readers(&args.pool, pool, store, buffers, args.pool_group_read)
+    publish_for_readers(&args.pool, pool, store, buffers, args.pool_group_read).map(Some)
+}
+
+/// Removes the server's one-sided readers' table when dropped: as it stops
+/// (32 MiB of tmpfs each; readers that have it mapped keep their mapping
+/// and see the pool untrust it).
+struct RemoveTable(std::path::PathBuf);
+
+impl Drop for RemoveTable {
+    fn drop(&mut self) {
+        if let Err(error) = packetstore::reader::stale::remove_table(&self.0) {
+            tracing::warn!("removing the one-sided readers' table {}: {error}", self.0.display());
+        }
+    }
 }
 
 /// Names no table for one-sided readers when dropped (after the shutdown
@@ -300,7 +329,7 @@ fn publish_for_readers(
     store: &mut Store,
     buffers: &mut Buffers,
     group_read: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<RemoveTable> {
     use packetstore::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
     let table_path = table_path(path)?;
     let instance = random_nonzero_u64().context("reading /dev/urandom")?;
@@ -311,7 +340,7 @@ fn publish_for_readers(
     store.publish_for_readers(buffers, table).context("setting the tree's read lease")?;
     pool.set_reader_instance(instance);
     println!("one-sided reads: table {}, instance {instance:016x}", table_path.display());
-    Ok(())
+    Ok(RemoveTable(table_path))
 }
 
 fn random_nonzero_u64() -> std::io::Result<u64> {
