@@ -281,9 +281,24 @@ fn a_pool_in_a_missing_directory_is_refused_unless_asked() {
     let scratch = TempDir::new("pool-dirs");
     let pool = scratch.0.join("no/such/dir/kv.pool");
     let listen = ["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--pool-size", "256MiB", "--ring-entries", "1024"];
-    let output = Command::new(binary()).arg("serve").arg("--pool").arg(&pool).args(listen).output().unwrap();
+    let mut child = Command::new(binary())
+        .arg("serve")
+        .arg("--pool")
+        .arg(&pool)
+        .args(listen)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let refused = child.try_wait().unwrap().is_some_and(|status| !status.success());
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "a missing directory is refused: {stderr}");
+    assert!(refused, "a missing directory is refused: {stderr}");
     assert!(stderr.contains("does not exist") && stderr.contains("--create-dirs"), "{stderr}");
     assert!(!scratch.0.join("no").exists(), "nothing was created");
 

@@ -159,7 +159,9 @@ fn a_wal_request_that_panics_answers_500_and_gives_back_its_body() {
         .envs(SWITCHES)
         .args(["wal", "--pool", pool.0.to_str().unwrap(), "--pool-size", "64MiB", "--log-size", "4MiB"])
         .args(["--listen", "127.0.0.1:0", "--ring-entries", "256", "--whole-buffers"]);
-    let (mut child, addr, _lines) = common::spawn_wal(&mut command);
+    let (child, addr, _lines) = common::spawn_wal(&mut command);
+    // Killed however the test ends.
+    let _wal = common::Wal { child, addr };
     assert_eq!(http(addr, "POST", "/wal", &big_value(1)).0, 200);
     let before = settled(|| wal_free_buffers(addr));
 
@@ -168,8 +170,6 @@ fn a_wal_request_that_panics_answers_500_and_gives_back_its_body() {
     assert_eq!(status, 500, "{}", String::from_utf8_lossy(&body));
     comes_back(before, || wal_free_buffers(addr), "after a WAL panic");
     assert_eq!(http(addr, "POST", "/wal", &big_value(3)).0, 200, "the server serves on");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// A HELLO frame from node `node` of group 1, without a secret.

@@ -407,6 +407,30 @@ mod tests {
     use super::*;
     use crate::util::rng::SplitMix64;
 
+    /// A request's staged references come back when it panics (its scope
+    /// is unwound), not when it ends; releases pair with the innermost
+    /// scope that staged the buffer; nothing it did not take is released.
+    #[test]
+    fn a_panicked_request_gives_back_only_what_it_staged() {
+        let mut buffers = Buffers::new(8);
+        let kept = buffers.allocate().unwrap();
+        let outer = buffers.begin_staging();
+        buffers.retain_staged(kept).unwrap();
+        let inner = buffers.begin_staging();
+        buffers.retain_staged(kept).unwrap();
+        buffers.retain_staged(kept).unwrap();
+        buffers.release(kept).unwrap();
+        assert_eq!(buffers.unwind_staging(inner), 1, "the inner scope's one unreleased reference");
+        assert_eq!(buffers.refs(kept), 2);
+        assert_eq!(buffers.unwind_staging(outer), 1);
+        assert_eq!(buffers.refs(kept), 1, "the reference taken before any scope stays");
+        let scope = buffers.begin_staging();
+        buffers.retain_staged(kept).unwrap();
+        assert_eq!(buffers.end_staging(scope), 1, "a request that ended hands its references on");
+        assert_eq!(buffers.refs(kept), 2);
+        buffers.check_invariants();
+    }
+
     #[test]
     fn never_hands_out_a_referenced_buffer() {
         let mut buffers = Buffers::new(64);

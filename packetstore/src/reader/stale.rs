@@ -1,8 +1,9 @@
 //! Recent-writes tables left behind (issue 35): a table is 32 MiB of
 //! tmpfs, and every server with one-sided reads makes one. A server
-//! removes its own at a clean stop (`remove_table`); one that died leaves
-//! it, so each start removes those whose server is gone
-//! (`remove_stale_tables`).
+//! removes its own when it stops (`Recent`'s drop, and `remove_table` once
+//! the server is done); one that was killed leaves it (302 after one run of
+//! the test suite, whose servers are killed), so each start removes those
+//! whose server is gone (`remove_stale_tables`).
 //!
 //! A table's server is gone when no process maps the table (its server
 //! maps it for as long as it runs) and the table is older than
