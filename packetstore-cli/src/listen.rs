@@ -111,16 +111,46 @@ fn reachable_from_the_network(addr: SocketAddr) -> bool {
 }
 
 /// `serve`: a warning per listener that the network can reach without a
-/// password (`--requirepass` guards both ports).
-pub fn warn_serve_exposure(http: SocketAddr, resp: SocketAddr, requirepass: bool) {
+/// password (`--requirepass` guards both ports). Protected mode (on unless
+/// `--protected-mode no`) refuses clients from other hosts meanwhile.
+pub fn warn_serve_exposure(http: SocketAddr, resp: SocketAddr, requirepass: bool, protected_mode: bool) {
     for (what, addr) in [("HTTP", http), ("the Redis protocol", resp)] {
-        if reachable_from_the_network(addr) && !requirepass {
+        if !reachable_from_the_network(addr) || requirepass {
+            continue;
+        }
+        if protected_mode {
             tracing::warn!(
-                "{what} listens on {addr}, reachable from the network, without --requirepass: anyone who can \
-                 connect may read and write every key"
+                "{what} listens on {addr}, reachable from the network, without --requirepass: protected mode \
+                 refuses every client from another host (set --requirepass, or --protected-mode no on a \
+                 trusted network)"
+            );
+        } else {
+            tracing::warn!(
+                "{what} listens on {addr}, reachable from the network, without --requirepass and with \
+                 --protected-mode no: anyone who can connect may read and write every key"
             );
         }
     }
+}
+
+/// `serve` in a group: a loud warning (on stdout with the start-up lines,
+/// and in the log) when the peer port is reachable from the network
+/// without `--peer-secret`: a peer link carries every write and sends the
+/// group entries, so anyone who can connect could join the group's traffic.
+/// Returns the warning, if any.
+pub fn warn_peer_exposure(peer: SocketAddr, secret: bool) -> Option<String> {
+    if !reachable_from_the_network(peer) || secret {
+        return None;
+    }
+    let text = format!(
+        "WARNING: INSECURE GROUP: the peer port {peer} is reachable from the network without --peer-secret: \
+         anyone who can connect can read every write and send this node the group's entries. Give every node \
+         the same --peer-secret (docs/operations.md, Security), or keep the peer port on a network only the \
+         group's nodes reach"
+    );
+    println!("{text}");
+    tracing::warn!("{text}");
+    Some(text)
 }
 
 /// `wal`: a warning when the network can reach it (it has no

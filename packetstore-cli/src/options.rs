@@ -87,8 +87,16 @@ pub fn open_or_create_pool(
     log_size: &str,
     log_count: u32,
     options: &PersistOptions,
+    create_dirs: bool,
 ) -> anyhow::Result<(Pool, bool)> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        // A mistyped --pool must not silently make a tree of directories:
+        // only the default place (the README's) or --create-dirs does.
+        anyhow::ensure!(
+            create_dirs || is_default_data_dir(parent),
+            "the pool's directory {} does not exist: create it, or give --create-dirs to have it created",
+            parent.display()
+        );
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
     if path.exists() {
@@ -98,6 +106,17 @@ pub fn open_or_create_pool(
     }
     let geometry = new_geometry(pool_size, log_size, log_count)?;
     Ok((Pool::create_as(path, kind, geometry, options)?, true))
+}
+
+/// The directory of the servers' default pools (`--pool`'s default), made
+/// when missing: the README starts a server with no option.
+pub const DATA_DIR_DEFAULT: &str = "packetstore-data";
+
+/// Whether `dir` is the default pool directory: packetstore-data/ under
+/// the current directory, named relatively or not.
+fn is_default_data_dir(dir: &Path) -> bool {
+    let here = std::env::current_dir().map(|cwd| cwd.join(DATA_DIR_DEFAULT));
+    dir == Path::new(DATA_DIR_DEFAULT) || here.is_ok_and(|here| here == dir)
 }
 
 /// The size of a new pool when `--pool-size` is not given.
@@ -336,6 +355,11 @@ pub struct PersistArgs {
     /// system can kill the server (SIGBUS) when it writes into a hole.
     #[arg(long)]
     pub sparse: bool,
+    /// When creating a pool: make its directory (and their parents) if
+    /// missing. Without it a missing directory is an error, except the
+    /// default one (packetstore-data/ under the current directory).
+    #[arg(long)]
+    pub create_dirs: bool,
     /// Test switch: run the pool in memory on the crash simulator
     /// (cache-line or page), where a debug request cuts the power (RESP
     /// `DEBUG POWERFAIL`, HTTP `GET /debug/powerfail`) and the crash image
@@ -345,11 +369,19 @@ pub struct PersistArgs {
     pub simulate_power_failures: Option<String>,
 }
 
+/// Whether the environment enables test switches
+/// (PACKETSTORE_ENABLE_TEST_SWITCHES=1): panic injection (`DEBUG PANIC`,
+/// `DEBUG PANIC-AT`, the WAL's `GET /debug/panic`), and with
+/// `--simulate-power-failures` the crash simulator.
+pub fn test_switches_enabled() -> bool {
+    std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() == Ok("1")
+}
+
 /// The crash simulator of `--simulate-power-failures`, loaded with the
 /// pool file's bytes: refused unless the environment enables test switches.
 pub fn power_switch(args: &PersistArgs, pool: &Path) -> anyhow::Result<Option<Arc<SimDevice>>> {
     let Some(mode) = &args.simulate_power_failures else { return Ok(None) };
-    if std::env::var("PACKETSTORE_ENABLE_TEST_SWITCHES").as_deref() != Ok("1") {
+    if !test_switches_enabled() {
         bail!(
             "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
              it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"

@@ -59,6 +59,13 @@ pub struct Args {
     /// (for a Prometheus scraper on a trusted network).
     #[arg(long)]
     pub metrics_public: bool,
+    /// Redis's protected mode: while no password is set (--requirepass,
+    /// CONFIG SET requirepass) and a listener is bound beyond loopback,
+    /// clients connecting from other hosts get Redis's -DENIED error (HTTP:
+    /// 403) and are disconnected; loopback clients are served. `no` turns
+    /// it off (also CONFIG SET protected-mode no).
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    pub protected_mode: String,
     /// Allow Redis's DEBUG SLEEP and DEBUG SET-ACTIVE-EXPIRE (for test
     /// suites; Redis's enable-debug-command). Off: DEBUG is refused.
     #[arg(long)]
@@ -136,8 +143,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
     let listeners = bind_listeners(&args, policy.is_some(), group.as_ref())?;
-    let (file_pool, created) =
-        open_or_create_pool(&args.pool, PoolKind::KeyValue, pool_size, &args.log_size, 1, &options)?;
+    let (file_pool, created) = open_or_create_pool(
+        &args.pool,
+        PoolKind::KeyValue,
+        pool_size,
+        &args.log_size,
+        1,
+        &options,
+        args.persist_args.create_dirs,
+    )?;
     if !created {
         warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
     }
@@ -163,7 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         group.client_addr = Some(packetstore::io::net::local_addr(&listeners[1])?);
     }
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
-    set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
+    let _table = set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -175,17 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         keys: report.keys,
         ..Default::default()
     });
-    let kv_config = KvConfig {
-        persist,
-        value_size_max,
-        zero_copy_min: parse_size(&args.zero_copy_min)?,
-        requirepass: args.requirepass.clone().map(String::into_bytes),
-        metrics_public: args.metrics_public,
-        debug_command: args.enable_debug_command,
-        buffers_reserve,
-        domain_name: domain.domain.name().to_string(),
-        power_switch: power.clone(),
-    };
+    let kv_config = kv_config(&args, value_size_max, buffers_reserve, &domain, power.clone(), &listeners)?;
     let mut server = KvServer::new(kv_config, store, recovery);
     if let Some(replica) = replica {
         server.set_replica(replica);
@@ -225,22 +229,80 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     stopped(drained, &mut server, pool, &mut buffers)
 }
 
-/// The pool's mode, and with `--one-sided-reads` the readers' table.
+/// The key-value server's configuration from the command line.
+fn kv_config(
+    args: &Args,
+    value_size_max: u64,
+    buffers_reserve: u32,
+    domain: &packetstore::DomainInfo,
+    power: Option<std::sync::Arc<packetstore::SimDevice>>,
+    listeners: &[std::os::fd::OwnedFd],
+) -> anyhow::Result<KvConfig> {
+    Ok(KvConfig {
+        persist: Persist::parse(&args.persist).expect("checked at start"),
+        value_size_max,
+        zero_copy_min: parse_size(&args.zero_copy_min)?,
+        requirepass: args.requirepass.clone().map(String::into_bytes),
+        metrics_public: args.metrics_public,
+        debug_command: args.enable_debug_command,
+        buffers_reserve,
+        domain_name: domain.domain.name().to_string(),
+        power_switch: power,
+        settings: packetstore::apps::kv::KvSettings {
+            resp: Some(packetstore::io::net::local_addr(&listeners[1])?),
+            http: Some(packetstore::io::net::local_addr(&listeners[0])?),
+            connections_max: args.loop_args.connections_max,
+            dir: pool_dir(&args.pool),
+            protected_mode: args.protected_mode == "yes",
+            test_switches: crate::options::test_switches_enabled(),
+        },
+    })
+}
+
+/// The pool's directory, absolute (CONFIG GET dir).
+fn pool_dir(pool: &std::path::Path) -> String {
+    let dir = pool.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string()
+}
+
+/// The pool's mode, and with `--one-sided-reads` the readers' table
+/// (removed when the returned guard drops, as the server stops). Tables
+/// left by servers that are gone are removed first.
 fn set_up_readers(
     args: &Args,
     pool: &Pool,
     store: &mut Store,
     buffers: &mut Buffers,
     shared: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<RemoveTable>> {
     set_pool_mode(&args.pool, args.pool_group_read)?;
+    match packetstore::reader::stale::remove_stale_tables() {
+        Ok(removed) if !removed.is_empty() => {
+            tracing::info!("removed {} one-sided readers' tables left by servers that are gone", removed.len())
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!("looking for one-sided readers' tables left in /dev/shm: {error}"),
+    }
     if !args.one_sided_reads {
-        return Ok(());
+        return Ok(None);
     }
     if shared {
         bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
     }
-    publish_for_readers(&args.pool, pool, store, buffers, args.pool_group_read)
+    publish_for_readers(&args.pool, pool, store, buffers, args.pool_group_read).map(Some)
+}
+
+/// Removes the server's one-sided readers' table when dropped: as it stops
+/// (32 MiB of tmpfs each; readers that have it mapped keep their mapping
+/// and see the pool untrust it).
+struct RemoveTable(std::path::PathBuf);
+
+impl Drop for RemoveTable {
+    fn drop(&mut self) {
+        if let Err(error) = packetstore::reader::stale::remove_table(&self.0) {
+            tracing::warn!("removing the one-sided readers' table {}: {error}", self.0.display());
+        }
+    }
 }
 
 /// Names no table for one-sided readers when dropped (after the shutdown
@@ -270,7 +332,7 @@ fn publish_for_readers(
     store: &mut Store,
     buffers: &mut Buffers,
     group_read: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<RemoveTable> {
     use packetstore::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
     let table_path = table_path(path)?;
     let instance = random_nonzero_u64().context("reading /dev/urandom")?;
@@ -281,7 +343,7 @@ fn publish_for_readers(
     store.publish_for_readers(buffers, table).context("setting the tree's read lease")?;
     pool.set_reader_instance(instance);
     println!("one-sided reads: table {}, instance {instance:016x}", table_path.display());
-    Ok(())
+    Ok(RemoveTable(table_path))
 }
 
 fn random_nonzero_u64() -> std::io::Result<u64> {
@@ -381,11 +443,13 @@ fn bind_listeners(
     }
     let http = crate::listen::bind(args.http, "HTTP", false, nonblocking, timeout)?;
     let resp = crate::listen::bind(args.resp, "Redis protocol", false, nonblocking, timeout)?;
-    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some());
+    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some(), args.protected_mode == "yes");
     let mut listeners = vec![http, resp];
     if let Some(group) = group {
         // A node's peer port: its own entry of --peers.
-        listeners.push(crate::listen::bind(group.members[&group.node_id], "peer", false, nonblocking, timeout)?);
+        let peer = group.members[&group.node_id];
+        listeners.push(crate::listen::bind(peer, "peer", false, nonblocking, timeout)?);
+        crate::listen::warn_peer_exposure(peer, !group.secret.is_empty());
     }
     Ok(listeners)
 }

@@ -90,8 +90,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
     let listeners = bind_listeners(&args, threads, policy.is_some())?;
     let addr = packetstore::io::net::local_addr(&listeners[0])?;
+    let dirs = args.persist_args.create_dirs;
     let (file_pool, created) =
-        open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options)?;
+        open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options, dirs)?;
     if !created {
         warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
     }
@@ -147,6 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(device) = &power {
             wal.set_power_switch(device.clone());
         }
+        wal.set_test_switches(crate::options::test_switches_enabled());
         Ok((wal, (format!("recovery: log {index}: {report}"), report)))
     };
     let finished = |index: u32, outcome: Result<bool, LoopError>| loop_finished(index, outcome, &power, &args.pool);

@@ -429,6 +429,9 @@ impl Group {
         command.args(["--pool", self.pools[i - 1].0.to_str().unwrap(), "--pool-size", "256MiB"]);
         command.args(["--ring-entries", "1024", "--http", &format!("{ip}:8080"), "--resp", &format!("{ip}:6379")]);
         command.args(["--node-id", &i.to_string(), "--peers", &peers.join(","), "--raft-tick", "50ms"]);
+        // The test's clients connect from the host's side of the veth pairs:
+        // other hosts, as protected mode sees them.
+        command.args(["--protected-mode", "no"]);
         command.stderr(log);
         // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
         unsafe {

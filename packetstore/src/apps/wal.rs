@@ -62,6 +62,8 @@ pub struct WalStats {
     pub refused_full: u64,
     pub refused_malformed: u64,
     pub commits: u64,
+    /// Requests whose handling panicked (answered 500).
+    pub panics: u64,
 }
 
 /// A request whose body is still arriving.
@@ -152,12 +154,25 @@ pub struct Wal {
     /// Tests only: the crash simulator the pool runs on, which
     /// `GET /debug/powerfail?seed=S&fences=F` arms (refused without it).
     power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
+    /// Tests only (PACKETSTORE_ENABLE_TEST_SWITCHES=1): `GET
+    /// /debug/panic` arms a panic in the next POST, after its body is
+    /// staged; `panic_armed` says one is armed.
+    test_switches: bool,
+    panic_armed: bool,
+    /// Set while the log takes a record: a panic then stops the process
+    /// (the log's state may be half changed).
+    appending: bool,
 }
 
 impl Wal {
     /// Tests only: lets `GET /debug/powerfail` cut the simulated power.
     pub fn set_power_switch(&mut self, device: std::sync::Arc<crate::pool::sim::SimDevice>) {
         self.power_switch = Some(device);
+    }
+
+    /// Tests only: lets `GET /debug/panic` arm a panic in the next POST.
+    pub fn set_test_switches(&mut self, on: bool) {
+        self.test_switches = on;
     }
 
     /// Records the I/O loop's counters (called by the loop once per turn).
@@ -216,6 +231,9 @@ impl Wal {
             stats: WalStats::default(),
             io_counters: IoCounters::default(),
             power_switch: None,
+            test_switches: false,
+            panic_armed: false,
+            appending: false,
         };
         // Recovery made every recovered record durable.
         wal.publish(wal.local.len());
@@ -314,7 +332,12 @@ impl Wal {
                 }
                 let request = conn.request.take().expect("checked");
                 progress.close |= !request.keep_alive;
-                self.finish_post(pool, buffers, request, out);
+                // The body's references are this request's from here: a
+                // panic gives them back.
+                let body = request.extents.clone();
+                let panicked =
+                    self.guarded(buffers, out, &body, |wal, buffers, out| wal.finish_post(pool, buffers, request, out));
+                progress.close |= panicked;
                 progress.requests += 1;
                 continue;
             }
@@ -362,8 +385,11 @@ impl Wal {
                 }
                 Method::Get | Method::Head if head.content_length == 0 => {
                     let free = buffers.free_count();
-                    self.get(pool, free, &target, head.method == Method::Head, head.keep_alive, out);
-                    progress.close |= !head.keep_alive;
+                    let head_only = head.method == Method::Head;
+                    let panicked = self.guarded(buffers, out, &[], |wal, _, out| {
+                        wal.get(pool, free, &target, head_only, head.keep_alive, out)
+                    });
+                    progress.close |= !head.keep_alive || panicked;
                     progress.requests += 1;
                 }
                 _ => {
@@ -373,6 +399,43 @@ impl Wal {
             }
         }
         progress
+    }
+
+    /// Runs one request's `work` with its panic caught: the reply it began
+    /// is dropped, the references it staged (`body`, and any it took with
+    /// `Buffers::retain_staged`) are given back, a 500 is answered, and
+    /// the server serves on; true if it panicked (the connection closes).
+    /// Unless the log was taking a record: then the panic goes on and the
+    /// process stops (recovery finds the log as the last commit left it).
+    fn guarded(
+        &mut self,
+        buffers: &mut Buffers,
+        out: &mut Vec<u8>,
+        body: &[Extent],
+        work: impl FnOnce(&mut Wal, &mut Buffers, &mut Vec<u8>),
+    ) -> bool {
+        let reply = out.len();
+        let scope = buffers.begin_staging();
+        buffers.adopt_staged(body);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(self, buffers, out)));
+        let Err(panic) = result else {
+            buffers.end_staging(scope);
+            return false;
+        };
+        if self.appending {
+            std::panic::resume_unwind(panic);
+        }
+        out.truncate(reply);
+        let released = buffers.unwind_staging(scope);
+        self.stats.panics += 1;
+        let what = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+            (Some(text), _) => text.to_string(),
+            (_, Some(text)) => text.clone(),
+            _ => "a panic".to_string(),
+        };
+        tracing::error!("a request failed on a bug, answered 500 ({released} buffer references given back): {what}");
+        respond(out, 500, &[], format!("internal error: the request was not run ({what})\n").as_bytes(), false);
+        true
     }
 
     /// Moves body bytes from the stream into the request; true when the
@@ -423,6 +486,10 @@ impl Wal {
         if !request.refused && request.extents.len() > RECORD_EXTENTS_MAX {
             // Too fragmented to name in one record: repack by copying.
             request = repack(pool, buffers, request);
+            buffers.adopt_staged(&request.extents);
+        }
+        if std::mem::take(&mut self.panic_armed) {
+            panic!("a panic injected by a test switch (GET /debug/panic) after the body was staged");
         }
         let result = if request.refused { None } else { Some(self.append(pool, buffers, &request.extents)) };
         buffers.release_extents(&request.extents).expect("the request's references");
@@ -441,14 +508,16 @@ impl Wal {
 
     fn append(&mut self, pool: &Pool, buffers: &mut Buffers, extents: &[Extent]) -> Result<u64, LogError> {
         let seq = self.seq(self.next_k);
+        self.appending = true;
         let lsn = match self.log.append(pool, buffers, KIND_WAL, seq, &[], extents) {
             Err(LogError::BatchFull { .. }) => {
                 // A very large turn: commit what it has, then go on.
-                self.log.commit(pool, buffers)?;
-                self.log.append(pool, buffers, KIND_WAL, seq, &[], extents)?
+                self.log.commit(pool, buffers).and_then(|_| self.log.append(pool, buffers, KIND_WAL, seq, &[], extents))
             }
-            other => other?,
+            other => other,
         };
+        self.appending = false;
+        let lsn = lsn?;
         self.local.push_back(lsn);
         self.next_k += 1;
         self.appended_since_commit = true;
@@ -536,6 +605,13 @@ impl Wal {
                 respond(out, status, &[], body, keep_alive);
             }
         };
+        if target == b"/debug/panic" {
+            if !self.test_switches {
+                return body_of(out, 403, b"test switches are off: they need PACKETSTORE_ENABLE_TEST_SWITCHES=1\n");
+            }
+            self.panic_armed = true;
+            return body_of(out, 200, b"armed: the next POST panics after its body is staged\n");
+        }
         if let Some(query) = target.strip_prefix(b"/debug/powerfail") {
             let Some(device) = &self.power_switch else {
                 return body_of(out, 403, b"the power switch is disabled: it needs a server started with --simulate-power-failures (tests only)\n");

@@ -297,6 +297,22 @@ impl OutQueue {
         debug_assert!(self.sent_inline <= self.inline_base || self.sealed.is_empty());
     }
 
+    /// Drops what was pushed after `mark` (a request that failed half way
+    /// through its reply: a caught panic), giving each dropped part's
+    /// reference back through `release`. Nothing after `mark` may be ready:
+    /// a reply is made ready only after its request ended.
+    pub fn truncate(&mut self, mark: Mark, mut release: impl FnMut(u32)) {
+        assert!(self.end().covers(mark), "a mark beyond the queue's end");
+        assert!(mark.covers(self.ready), "truncating bytes already made ready");
+        while self.parts_base + self.parts.len() as u64 > mark.parts {
+            let part = self.parts.pop_back().expect("counted");
+            self.parts_bytes -= u64::from(part.len);
+            release(part.buffer);
+        }
+        let keep = (mark.inline - self.inline_base) as usize;
+        self.inline.truncate(keep);
+    }
+
     /// Drops everything unsent (the connection is gone); every part's
     /// reference goes back through `release`.
     pub fn clear(&mut self, mut release: impl FnMut(u32)) {
@@ -348,6 +364,24 @@ mod tests {
         queue.advance(7, |b| released.push(b));
         assert!(queue.is_empty());
         assert!(!queue.has_ready());
+    }
+
+    #[test]
+    fn truncate_drops_a_failed_reply_and_its_parts() {
+        let mut queue = OutQueue::new();
+        queue.push(b"+OK\r\n");
+        queue.ready_all();
+        let mark = queue.end();
+        queue.push(b"$10\r\n");
+        // SAFETY: static data; the "reference" is the test's counter.
+        unsafe { queue.push_pool(9, VALUE.as_ptr(), 10) };
+        queue.push(b"\r\n");
+        let mut released = Vec::new();
+        queue.truncate(mark, |b| released.push(b));
+        assert_eq!(released, vec![9], "the dropped part gives its reference back");
+        queue.push(b"-ERR x\r\n");
+        queue.ready_all();
+        assert_eq!(collect(&queue, 16), b"+OK\r\n-ERR x\r\n");
     }
 
     #[test]

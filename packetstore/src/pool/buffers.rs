@@ -24,6 +24,8 @@ use crate::error::BufferError;
 use crate::limits::BUFFER_REFS_MAX;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
+use crate::pool::staging::Staging;
+pub use crate::pool::staging::StagingScope;
 
 /// Free buffers below the sweep cursor: a stack (the most recently freed
 /// first: warm in the caches), or ordered (the lowest first: a batch's
@@ -96,6 +98,8 @@ pub struct Buffers {
     /// One past the highest (relative) index ever handed out or retained,
     /// or held: every buffer anyone may reference is below it.
     high_water: u32,
+    /// The references the running request staged (`staging.rs`).
+    staging: Staging,
 }
 
 impl Buffers {
@@ -115,6 +119,7 @@ impl Buffers {
             free_count: count,
             held: 0,
             high_water: 0,
+            staging: Staging::default(),
         }
     }
 
@@ -237,6 +242,15 @@ impl Buffers {
     /// Drops a reference; at zero the buffer is free again. Returns whether
     /// it became free.
     pub fn release(&mut self, buffer: u32) -> Result<bool, BufferError> {
+        let became_free = self.release_unstaged(buffer)?;
+        self.staging.note_given_back(buffer);
+        Ok(became_free)
+    }
+
+    /// `release` of a reference that was never staged by a request (an
+    /// owner's own, such as the store's copy arena): it pairs with nothing
+    /// in the staging ledger.
+    pub fn release_unstaged(&mut self, buffer: u32) -> Result<bool, BufferError> {
         let index = self.slot(buffer).ok_or(BufferError::OutOfRange(buffer))? as u32;
         let count = &mut self.counts[index as usize];
         if *count == 0 {
@@ -325,6 +339,50 @@ impl Buffers {
         Ok(())
     }
 
+    /// `retain` for the running request: the reference is noted in the
+    /// staging ledger, so a panic that unwinds the request gives it back.
+    pub fn retain_staged(&mut self, buffer: u32) -> Result<(), BufferError> {
+        self.retain(buffer)?;
+        self.staging.note_taken(buffer);
+        Ok(())
+    }
+
+    /// Notes references the running request already holds (a body it
+    /// received, taken over from its connection) as staged by it.
+    pub fn adopt_staged(&mut self, extents: &[Extent]) {
+        for extent in extents {
+            self.staging.note_taken(extent.buffer);
+        }
+    }
+
+    /// Begins a request's staging scope (they nest).
+    pub fn begin_staging(&mut self) -> StagingScope {
+        self.staging.begin()
+    }
+
+    /// Ends a scope whose request finished: what it still holds is owned
+    /// elsewhere now (a reply queue). Returns how many references that is.
+    pub fn end_staging(&mut self, scope: StagingScope) -> u64 {
+        self.staging.end(scope).iter().map(|&(_, refs)| u64::from(refs)).sum()
+    }
+
+    /// Ends a scope whose request panicked: gives back every reference it
+    /// staged and did not give back. Returns how many.
+    pub fn unwind_staging(&mut self, scope: StagingScope) -> u64 {
+        let mut released = 0;
+        for (buffer, refs) in self.staging.end(scope) {
+            for _ in 0..refs {
+                // A scope's count never exceeds the references taken in it
+                // (see `staging.rs`): an error is a bug in the ledger.
+                self.release_unstaged(buffer).expect("a staged reference");
+                // Outer scopes may have staged the same buffer: they did
+                // not take this reference, so they pair with nothing here.
+                released += 1;
+            }
+        }
+        released
+    }
+
     /// Checks the invariant in full: O(buffers), for tests.
     pub fn check_invariants(&self) {
         let held = self.held as usize;
@@ -348,6 +406,30 @@ impl Buffers {
 mod tests {
     use super::*;
     use crate::util::rng::SplitMix64;
+
+    /// A request's staged references come back when it panics (its scope
+    /// is unwound), not when it ends; releases pair with the innermost
+    /// scope that staged the buffer; nothing it did not take is released.
+    #[test]
+    fn a_panicked_request_gives_back_only_what_it_staged() {
+        let mut buffers = Buffers::new(8);
+        let kept = buffers.allocate().unwrap();
+        let outer = buffers.begin_staging();
+        buffers.retain_staged(kept).unwrap();
+        let inner = buffers.begin_staging();
+        buffers.retain_staged(kept).unwrap();
+        buffers.retain_staged(kept).unwrap();
+        buffers.release(kept).unwrap();
+        assert_eq!(buffers.unwind_staging(inner), 1, "the inner scope's one unreleased reference");
+        assert_eq!(buffers.refs(kept), 2);
+        assert_eq!(buffers.unwind_staging(outer), 1);
+        assert_eq!(buffers.refs(kept), 1, "the reference taken before any scope stays");
+        let scope = buffers.begin_staging();
+        buffers.retain_staged(kept).unwrap();
+        assert_eq!(buffers.end_staging(scope), 1, "a request that ended hands its references on");
+        assert_eq!(buffers.refs(kept), 2);
+        buffers.check_invariants();
+    }
 
     #[test]
     fn never_hands_out_a_referenced_buffer() {

@@ -17,8 +17,9 @@ pub mod kind;
 pub mod layout;
 pub(crate) mod persist;
 pub(crate) mod sim;
+mod staging;
 
-pub use buffers::Buffers;
+pub use buffers::{Buffers, StagingScope};
 pub use extent::Extent;
 pub use file::{Infer, LastRecovery, Pool};
 pub use kind::{Evidence, PoolKind};

@@ -771,7 +771,8 @@ impl Store {
                         }
                     };
                     if let Some((old, _)) = other {
-                        buffers.release(old)?;
+                        // The arena's own reference, never a request's.
+                        buffers.release_unstaged(old)?;
                     }
                     self.arena = Some((fresh, 0));
                     (fresh, 0)
@@ -779,7 +780,7 @@ impl Store {
             };
             let n = rest.len().min((size - fill) as usize);
             pool.write(pool.buffer_offset(buffer) + u64::from(fill), &rest[..n]);
-            buffers.retain(buffer)?;
+            buffers.retain_staged(buffer)?;
             extents.push(Extent::new(buffer, fill as usize, n));
             self.arena = Some((buffer, fill + n as u32));
             rest = &rest[n..];

@@ -34,15 +34,6 @@ pub(super) fn is_http_line(name: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:")
 }
 
-/// A panic's message.
-pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
-        (Some(text), _) => text.to_string(),
-        (_, Some(text)) => text.clone(),
-        _ => "a panic".to_string(),
-    }
-}
-
 impl KvServer {
     /// Why a group's node may not run a data command now: a connection
     /// opened on the leader whose node lost the leadership (its reads
@@ -292,13 +283,26 @@ impl KvServer {
     /// Runs a command's handler, answering its error or a panic's.
     fn run_handler(&mut self, ctx: &mut Ctx<'_>, entry: &'static CommandEntry) {
         self.modified = false;
-        let group_before = self.store.in_group();
         // A bug in a handler answers this client with an error instead of
         // stopping the server, unless it struck while the store was
-        // between its log and its tree: then only a restart may go on.
+        // between its log and its tree: then only a restart may go on
+        // (`guard.rs`).
+        let guard = self.guard_begin(ctx.buffers, ctx.out);
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.handler)(self, ctx)));
+        let handled = match handled {
+            Ok(result) => {
+                self.guard_end(ctx.buffers, guard);
+                result
+            }
+            Err(panic) => {
+                let what = self.guard_caught(ctx.pool, ctx.buffers, ctx.out, guard, panic);
+                tracing::error!("command '{}' failed on a bug, answered with an error: {what}", entry.name);
+                ctx.error(&format!("ERR internal error in '{}': the command was not run ({what})", entry.name));
+                return;
+            }
+        };
         match handled {
-            Ok(Ok(())) => {
+            Ok(()) => {
                 if self.modified && !self.watched.is_empty() {
                     self.touch_keys(ctx, entry);
                 }
@@ -309,36 +313,17 @@ impl KvServer {
                     }
                 }
             }
-            Ok(Err(crate::store::db::StoreError::ReadOnly)) => {
+            Err(crate::store::db::StoreError::ReadOnly) => {
                 self.stats.errors += 1;
                 ctx.error(READONLY);
             }
-            Ok(Err(error)) if error.is_full() => {
+            Err(error) if error.is_full() => {
                 self.stats.refused_full += 1;
                 ctx.error(&format!("OOM command not allowed: {error}"));
             }
-            Ok(Err(error)) => {
+            Err(error) => {
                 self.stats.errors += 1;
                 ctx.error(&format!("ERR {error}"));
-            }
-            Err(panic) => {
-                if !self.store.is_consistent() {
-                    std::panic::resume_unwind(panic);
-                }
-                self.stats.errors += 1;
-                self.stats.panics += 1;
-                // A group the handler opened (a script's, EXEC's) is closed:
-                // what it applied is in the tree, so it must be whole in the
-                // log too; later commands must not join it.
-                if !group_before && self.store.in_group() {
-                    self.scripting.running = false;
-                    if let Err(error) = self.store.end_group(ctx.pool, ctx.buffers) {
-                        tracing::error!("closing the group of a failed command: {error}");
-                    }
-                }
-                let what = panic_text(&panic);
-                tracing::error!("command '{}' failed on a bug, answered with an error: {what}", entry.name);
-                ctx.error(&format!("ERR internal error in '{}': the command was not run ({what})", entry.name));
             }
         }
     }

@@ -17,7 +17,8 @@
 //!
 //! The files, lowest first (each imports only those before it):
 //! `state.rs` (the server's state, configuration and counters; a
-//! command's table entry and what a handler works with), `ops.rs` (what handlers share), `report.rs` (INFO, /metrics), `cmd/`
+//! command's table entry and what a handler works with), `ops.rs` (what handlers share), `guard.rs` (a request's panic caught),
+//! `protected.rs` (Redis's protected mode), `report.rs` (INFO, /metrics), `cmd/`
 //! (one file per command family, each with its table), `dispatch.rs` (the
 //! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
 //! and `server.rs` (the `App` impl the event loop calls).
@@ -25,7 +26,9 @@
 mod cmd;
 mod dispatch;
 mod forward;
+mod guard;
 mod ops;
+mod protected;
 mod replication;
 mod report;
 mod rest;
@@ -34,4 +37,7 @@ mod state;
 
 pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;
-pub use state::{KvConfig, KvConn, KvServer, KvStats, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS, RESULTS};
+pub use state::{
+    KvConfig, KvConn, KvServer, KvSettings, KvStats, PanicPoint, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS,
+    RESULTS,
+};

@@ -115,6 +115,9 @@ impl KvServer {
     /// Applies a command's ops; gives back their references either way.
     pub(super) fn apply(&mut self, ctx: &mut Ctx<'_>, ops: &[Op]) -> Result<(), StoreError> {
         let writes = ops.iter().any(|op| matches!(op, Op::Put { .. }));
+        if writes {
+            self.panic_if_armed(crate::apps::kv::state::PanicPoint::Staged);
+        }
         let result = if writes { self.store.check_room_for_write(ctx.buffers) } else { Ok(()) };
         let result = result.and_then(|()| self.store.apply(ctx.pool, ctx.buffers, ops));
         Store::release_ops(ctx.buffers, ops);
@@ -178,7 +181,7 @@ impl KvServer {
         let extents = match ctx.conn.args.extents(i) {
             Some(extents) => {
                 for extent in extents {
-                    ctx.buffers.retain(extent.buffer)?;
+                    ctx.buffers.retain_staged(extent.buffer)?;
                 }
                 self.stage_bytes(len, true);
                 extents.to_vec()
@@ -344,7 +347,7 @@ impl KvServer {
     /// Takes a reference on each extent's buffer; none on an error.
     pub(super) fn retain_all(&self, ctx: &mut Ctx<'_>, extents: &[Extent]) -> Result<(), StoreError> {
         for (i, extent) in extents.iter().enumerate() {
-            if let Err(error) = ctx.buffers.retain(extent.buffer) {
+            if let Err(error) = ctx.buffers.retain_staged(extent.buffer) {
                 ctx.buffers.release_extents(&extents[..i]).expect("our references");
                 return Err(error.into());
             }
@@ -545,6 +548,7 @@ impl KvServer {
             // nothing reuses or writes it until it is sent.
             unsafe { ctx.out.push_pool(extent.buffer, ctx.pool.address(offset), u32::from(extent.len)) };
         }
+        self.panic_if_armed(crate::apps::kv::state::PanicPoint::Replied);
     }
 
     /// The live string at `key`; Err(()) if it holds another type.

@@ -210,7 +210,12 @@ impl KvServer {
             }
             frames += 1;
             tracing::trace!(peer = inbound.peer, args = conn.args.len(), "peer frame");
-            let result = self.peer_frame(pool, buffers, conn, inbound);
+            // A bug that panics closes this link; the node serves on
+            // (`guard.rs`).
+            let framed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.peer_frame(pool, buffers, conn, inbound)
+            }));
+            let result = framed.unwrap_or_else(|panic| Err(self.peer_frame_panicked(panic)));
             conn.args.clear(buffers);
             if conn.relay_accepted.is_some() {
                 return Progress { requests: frames, close: false, more: false };
@@ -260,6 +265,7 @@ impl KvServer {
             inbound.peer = Some(node);
             return Ok(());
         }
+        self.panic_if_armed(crate::apps::kv::state::PanicPoint::PeerFrame);
         let frame = inbound.frame(pool, buffers, &mut self.store, &mut conn.args)?;
         let replica = self.replica.as_mut().expect("replicated");
         match frame {

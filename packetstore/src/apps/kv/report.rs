@@ -326,10 +326,11 @@ impl KvServer {
     fn info_server(&self, text: &mut String) {
         let _ = write!(
             text,
-            "# Server\r\nredis_version:7.0.0\r\npacketstore_version:{}\r\nredis_mode:standalone\r\nos:Linux\r\narch_bits:64\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nrun_id:{:040x}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:\r\nconfig_file:\r\n",
+            "# Server\r\nredis_version:7.0.0\r\npacketstore_version:{}\r\nredis_mode:standalone\r\nos:Linux\r\narch_bits:64\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nrun_id:{:040x}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nexecutable:\r\nconfig_file:\r\n",
             env!("CARGO_PKG_VERSION"),
             std::process::id(),
             u128::from(std::process::id()),
+            self.config.settings.resp.map_or(0, |addr| addr.port()),
             self.started.elapsed().as_secs(),
             self.started.elapsed().as_secs() / 86_400
         );
@@ -343,7 +344,7 @@ impl KvServer {
             self.config_params.get("maxclients").map_or("10000", String::as_str),
             self.blocking.count(),
             self.io.accepted,
-            self.io.refused
+            self.io.refused + self.stats.denied
         );
     }
 

@@ -6,7 +6,7 @@
 //! oversized, a full pool) is never stored, and every buffer reference it
 //! took is given back.
 
-use crate::apps::kv::state::{Ctx, HttpBody, KvConn, KvServer, HTTP, OTHER, READ, WRITE};
+use crate::apps::kv::state::{Ctx, HttpBody, KvConn, KvServer, PanicPoint, HTTP, OTHER, READ, WRITE};
 use crate::index::node::Value;
 use crate::index::tree::value_extents;
 use crate::io::app::{Persist, Progress, Release};
@@ -58,104 +58,136 @@ impl KvServer {
     ) -> Progress {
         let mut progress = Progress::default();
         while progress.requests < requests_max && !progress.close && !out.is_full() {
-            // HTTP has no BUSY: a request waits for a paused script's end
-            // (its writes would join the script's open group).
-            if self.scripting.paused.is_some() {
-                self.scripting.deferred_wakes.push(conn.token);
-                break;
-            }
-            if conn.http.is_some() {
-                if !self.take_http_body(pool, buffers, conn, stream, release) {
-                    break;
-                }
-                let body = conn.http.take().expect("checked");
-                progress.close |= !body.keep_alive;
-                self.finish_put(pool, buffers, body, out);
-                progress.requests += 1;
-                continue;
-            }
-            if stream.is_empty() {
-                break;
-            }
-            if !self.store.batch_has_room() {
-                progress.more = true;
-                break;
-            }
-            let head = match http::parse_head(stream.prefix(http::HEAD_SIZE_MAX), self.config.value_size_max) {
-                Ok(head) => head,
-                Err(HeadError::Incomplete) => break,
-                Err(HeadError::Refuse(status, why)) => {
-                    http::respond(out.bytes(), status, &[], why.as_bytes(), false);
-                    self.stats.errors += 1;
+            // A bug that panics answers 500 and closes this connection; the
+            // server serves on (`guard.rs`).
+            let step = self.guarded(pool, buffers, out, |server, buffers, out| {
+                server.http_step(pool, buffers, conn, stream, out, &mut progress, release)
+            });
+            match step {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(what) => {
+                    tracing::error!("an HTTP request failed on a bug, answered 500: {what}");
+                    let text = format!("internal error: the request was not run ({what})\n");
+                    http::respond(out.bytes(), 500, &[], text.as_bytes(), false);
                     progress.close = true;
                     break;
                 }
-            };
-            let target = stream.prefix(http::HEAD_SIZE_MAX)[head.target.clone()].to_vec();
-            let authorized = self.http_authorized(&target, &head, stream.prefix(http::HEAD_SIZE_MAX));
-            stream.consume(head.head_len, |segment| release(segment, buffers));
-            self.stats.http_requests += 1;
-            progress.requests += 1;
-            progress.close |= !head.keep_alive;
-            let before = (self.stats.errors, self.stats.refused_full);
-            let kind = match head.method {
-                Method::Get | Method::Head => READ,
-                Method::Put | Method::Post | Method::Delete => WRITE,
-            };
-            if !authorized {
-                // A refused body is not read: the connection closes.
-                let keep_alive = head.keep_alive && head.content_length == 0;
-                http::respond_unauthorized(out.bytes(), keep_alive);
-                progress.close |= !keep_alive;
-                self.count_request(HTTP, kind, before, true);
-                continue;
             }
-            if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
-                let text = self.metrics_text(pool, buffers);
-                http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
-                self.count_request(HTTP, OTHER, before, false);
-                continue;
-            }
-            let key = match self.http_key(&target, &head, out) {
-                Ok(key) => key,
-                Err(refused) => {
-                    progress.close |= refused.close;
-                    self.count_request(HTTP, if refused.other { OTHER } else { kind }, before, true);
-                    continue;
-                }
-            };
-            let failed = match head.method {
-                Method::Put | Method::Post => {
-                    conn.http = Some(HttpBody {
-                        key,
-                        keep_alive: head.keep_alive,
-                        remaining: head.content_length,
-                        len: head.content_length,
-                        extents: Vec::new(),
-                        copy_fill: None,
-                        refused: false,
-                    });
-                    // Counted when the body is in; a close waits for the
-                    // body and its reply.
-                    progress.requests -= 1;
-                    progress.close = false;
-                    continue;
-                }
-                Method::Get | Method::Head if head.content_length == 0 => {
-                    self.http_get(pool, buffers, conn, out, &key, &head)
-                }
-                Method::Delete if head.content_length == 0 => {
-                    self.http_delete(pool, buffers, conn, out, &key, head.keep_alive)
-                }
-                _ => {
-                    http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
-                    progress.close = true;
-                    true
-                }
-            };
-            self.count_request(HTTP, kind, before, failed);
         }
         progress
+    }
+
+    /// One step of `serve_http`: a request (or a body's end) served.
+    /// False: stop serving this connection for now.
+    #[allow(clippy::too_many_arguments)]
+    fn http_step(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        progress: &mut Progress,
+        release: &mut Release<'_>,
+    ) -> bool {
+        // HTTP has no BUSY: a request waits for a paused script's end
+        // (its writes would join the script's open group).
+        if self.scripting.paused.is_some() {
+            self.scripting.deferred_wakes.push(conn.token);
+            return false;
+        }
+        if conn.http.is_some() {
+            if !self.take_http_body(pool, buffers, conn, stream, release) {
+                return false;
+            }
+            let body = conn.http.take().expect("checked");
+            progress.close |= !body.keep_alive;
+            self.finish_put(pool, buffers, body, out);
+            progress.requests += 1;
+            return true;
+        }
+        if stream.is_empty() {
+            return false;
+        }
+        if !self.store.batch_has_room() {
+            progress.more = true;
+            return false;
+        }
+        let head = match http::parse_head(stream.prefix(http::HEAD_SIZE_MAX), self.config.value_size_max) {
+            Ok(head) => head,
+            Err(HeadError::Incomplete) => return false,
+            Err(HeadError::Refuse(status, why)) => {
+                http::respond(out.bytes(), status, &[], why.as_bytes(), false);
+                self.stats.errors += 1;
+                progress.close = true;
+                return false;
+            }
+        };
+        let target = stream.prefix(http::HEAD_SIZE_MAX)[head.target.clone()].to_vec();
+        let authorized = self.http_authorized(&target, &head, stream.prefix(http::HEAD_SIZE_MAX));
+        stream.consume(head.head_len, |segment| release(segment, buffers));
+        self.stats.http_requests += 1;
+        progress.requests += 1;
+        progress.close |= !head.keep_alive;
+        let before = (self.stats.errors, self.stats.refused_full);
+        let kind = match head.method {
+            Method::Get | Method::Head => READ,
+            Method::Put | Method::Post | Method::Delete => WRITE,
+        };
+        if !authorized {
+            // A refused body is not read: the connection closes.
+            let keep_alive = head.keep_alive && head.content_length == 0;
+            http::respond_unauthorized(out.bytes(), keep_alive);
+            progress.close |= !keep_alive;
+            self.count_request(HTTP, kind, before, true);
+            return true;
+        }
+        if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
+            let text = self.metrics_text(pool, buffers);
+            http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
+            self.count_request(HTTP, OTHER, before, false);
+            return true;
+        }
+        let key = match self.http_key(&target, &head, out) {
+            Ok(key) => key,
+            Err(refused) => {
+                progress.close |= refused.close;
+                self.count_request(HTTP, if refused.other { OTHER } else { kind }, before, true);
+                return true;
+            }
+        };
+        let failed = match head.method {
+            Method::Put | Method::Post => {
+                conn.http = Some(HttpBody {
+                    key,
+                    keep_alive: head.keep_alive,
+                    remaining: head.content_length,
+                    len: head.content_length,
+                    extents: Vec::new(),
+                    copy_fill: None,
+                    refused: false,
+                });
+                // Counted when the body is in; a close waits for the
+                // body and its reply.
+                progress.requests -= 1;
+                progress.close = false;
+                return true;
+            }
+            Method::Get | Method::Head if head.content_length == 0 => {
+                self.http_get(pool, buffers, conn, out, &key, &head)
+            }
+            Method::Delete if head.content_length == 0 => {
+                self.http_delete(pool, buffers, conn, out, &key, head.keep_alive)
+            }
+            _ => {
+                http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
+                progress.close = true;
+                true
+            }
+        };
+        self.count_request(HTTP, kind, before, failed);
+        true
     }
 
     /// The key a `/kv/<key>` target names. Otherwise the refusal is sent:
@@ -324,6 +356,9 @@ impl KvServer {
     }
 
     pub(super) fn finish_put(&mut self, pool: &Pool, buffers: &mut Buffers, body: HttpBody, out: &mut OutQueue) {
+        // The body's references are this request's from here: a panic
+        // gives them back (`guard.rs`).
+        buffers.adopt_staged(&body.extents);
         let before = (self.stats.errors, self.stats.refused_full);
         self.store_put(pool, buffers, body, out);
         self.count_request(HTTP, WRITE, before, false);
@@ -342,6 +377,7 @@ impl KvServer {
             self.clear_for_string(pool, buffers, db, now, &body.key, false, &mut ops)?;
             // The op takes over the request's references.
             ops.push(Op::Put { key: string_key(db, &body.key), extents: body.extents.clone(), len: body.len });
+            self.panic_if_armed(PanicPoint::Staged);
             let writes = self.store.check_room_for_write(buffers);
             writes.and_then(|()| self.store.apply(pool, buffers, &ops))
         })();

@@ -67,6 +67,7 @@ impl KvServer {
             peer_wake: Vec::new(),
             commits_begun: 0,
             relays: Default::default(),
+            panic_at: None,
         }
     }
 
@@ -115,10 +116,14 @@ impl App for KvServer {
             route: Default::default(),
             relay_accepted: None,
             reads_here: false,
+            denied: false,
         }
     }
 
     fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
+        if self.protected_mode_refuses(conn, peer) {
+            return;
+        }
         if conn.listener != LISTENER_HTTP && conn.peer.is_none() {
             self.clients.accepted(conn.id, fd, peer, local);
         }
@@ -134,6 +139,9 @@ impl App for KvServer {
         requests_max: usize,
         release: &mut Release<'_>,
     ) -> Progress {
+        if conn.denied {
+            return self.deny(conn, out);
+        }
         if self.replica.is_some() {
             // Raft's clock before any command runs: a leader that was
             // paused (SIGSTOP, a stalled VM) learns that its quorum is gone

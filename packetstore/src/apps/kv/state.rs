@@ -59,6 +59,56 @@ pub struct KvConfig {
     /// `DEBUG POWERFAIL` arms. None (every real deployment): the command
     /// is refused.
     pub power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
+    /// What the server was started with, as CONFIG GET and protected mode
+    /// need it.
+    pub settings: KvSettings,
+}
+
+/// The server's settings beyond the protocol's: where it listens, its
+/// limits, and the switches that only tests turn on.
+#[derive(Clone, Debug)]
+pub struct KvSettings {
+    /// The Redis protocol's and HTTP's listening addresses (None: not
+    /// known, as in tests that run the server in-process).
+    pub resp: Option<std::net::SocketAddr>,
+    pub http: Option<std::net::SocketAddr>,
+    /// `--connections-max` (Redis's maxclients).
+    pub connections_max: usize,
+    /// The pool's directory, absolute (Redis's dir).
+    pub dir: String,
+    /// Redis's protected mode (`--protected-mode`, CONFIG SET
+    /// protected-mode): with no password set and a listener beyond
+    /// loopback, clients from other hosts are refused.
+    pub protected_mode: bool,
+    /// PACKETSTORE_ENABLE_TEST_SWITCHES=1: `DEBUG PANIC` and `DEBUG
+    /// PANIC-AT` inject panics (tests of the request paths' panic
+    /// handling). Off in every real deployment.
+    pub test_switches: bool,
+}
+
+impl Default for KvSettings {
+    fn default() -> KvSettings {
+        KvSettings {
+            resp: None,
+            http: None,
+            connections_max: 10_000,
+            dir: String::new(),
+            protected_mode: true,
+            test_switches: false,
+        }
+    }
+}
+
+/// Where a test switch makes the next request panic (`DEBUG PANIC-AT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PanicPoint {
+    /// A write, after it staged its values, before the store takes them
+    /// (RESP and HTTP writes).
+    Staged,
+    /// A read, after it queued its reply from pool buffers (RESP and HTTP).
+    Replied,
+    /// The next frame on a peer link, once parsed.
+    PeerFrame,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -72,8 +122,13 @@ pub struct KvStats {
     pub writes: u64,
     pub refused_full: u64,
     pub errors: u64,
-    /// Commands whose handler panicked (answered with an error).
+    /// Requests whose handler panicked (answered with an error), on every
+    /// path (RESP, HTTP, peer links).
     pub panics: u64,
+    /// Buffer references those requests had staged, given back.
+    pub panic_refs_released: u64,
+    /// Connections refused by protected mode.
+    pub denied: u64,
     /// Redis connections closed for sending an HTTP request.
     pub cross_protocol: u64,
     /// Script steps that ended paused past lua-time-limit (others got
@@ -123,6 +178,8 @@ pub struct KvConn {
     /// A follower's client that asked to read here (READONLY, ROLE, INFO
     /// first): possibly stale reads are its choice.
     pub(super) reads_here: bool,
+    /// Refused by protected mode (`protected.rs`): told so, then closed.
+    pub(super) denied: bool,
 }
 
 pub struct KvServer {
@@ -188,6 +245,9 @@ pub struct KvServer {
     pub(super) clients: crate::apps::kv::cmd::client::Clients,
     /// notify-keyspace-events' classes (`cmd/notify.rs`); 0: none.
     pub(super) notify_flags: u32,
+    /// A test switch armed (`DEBUG PANIC-AT`): the next request there
+    /// panics.
+    pub(super) panic_at: Option<PanicPoint>,
     /// INFO commandstats, by command; errorstats, by error prefix.
     pub(super) command_stats: std::collections::HashMap<&'static str, CallStats>,
     pub(super) error_stats: std::collections::BTreeMap<String, u64>,

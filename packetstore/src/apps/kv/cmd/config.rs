@@ -130,8 +130,24 @@ pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvCon
         "client-output-buffer-limit",
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
     );
+    // What the server was started with, where Redis has an equivalent.
+    let settings = &server.settings;
+    if let Some(resp) = settings.resp {
+        values.insert("port", resp.port().to_string());
+        values.insert("bind", resp.ip().to_string());
+    }
+    values.insert("maxclients", settings.connections_max.to_string());
+    values.insert("dir", settings.dir.clone());
+    values.insert("protected-mode", if settings.protected_mode { "yes" } else { "no" }.into());
+    values.insert("enable-debug-command", if server.debug_command { "yes" } else { "no" }.into());
     values
 }
+
+/// Parameters that are packetstore's command line (its listeners, its
+/// connection limit, its pool's place): CONFIG SET refuses them with the
+/// flag to restart with, rather than keep a value that changes nothing.
+const STARTUP_ONLY: [(&str, &str); 4] =
+    [("port", "--resp"), ("bind", "--resp"), ("maxclients", "--connections-max"), ("dir", "--pool")];
 
 impl KvServer {
     fn cmd_config(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -238,6 +254,9 @@ impl KvServer {
     /// before its reply.
     fn check_applies(&self, param: &Param, value: String) -> Result<String, String> {
         let durable = self.config.domain_name != "none";
+        if let Some((_, flag)) = STARTUP_ONLY.iter().find(|(name, _)| *name == param.name) {
+            return Err(format!("packetstore sets {} at start only: restart it with {flag}", param.name));
+        }
         match param.name {
             "appendonly" if durable && value != "yes" => {
                 Err("packetstore makes every write durable before its reply: appendonly is always yes".into())
@@ -264,6 +283,7 @@ impl KvServer {
                 self.config.requirepass = (!value.is_empty()).then(|| value.as_bytes().to_vec());
             }
             "notify-keyspace-events" => self.notify_flags = notify::parse_flags(value).unwrap_or(0),
+            "protected-mode" => self.config.settings.protected_mode = value == "yes",
             "proto-max-bulk-len" => {
                 if let Ok(limit) = value.parse::<u64>() {
                     self.config.value_size_max = limit.min(crate::proto::resp::BULK_LEN_MAX);

@@ -2,7 +2,7 @@
 //! INFO, TIME, RESET, DEBUG.
 
 use crate::apps::kv::ops::{parse_i64, SYNTAX};
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, PanicPoint};
 use crate::store::db::StoreError;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
@@ -11,7 +11,7 @@ use crate::store::db::StoreError;
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("ping", -1, &["fast", "stale"], (0, 0, 0), "connection", "Returns PONG, or the argument.", KvServer::cmd_ping),
     cmd("echo", 2, &["fast"], (0, 0, 0), "connection", "Returns the argument.", KvServer::cmd_echo),
-    cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command); POWERFAIL and PANIC (test servers).", KvServer::cmd_debug),
+    cmd("debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "DEBUG SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command); POWERFAIL, PANIC and PANIC-AT (test servers).", KvServer::cmd_debug),
     cmd("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), "connection", "Resets the connection: no transaction, no watched key, no subscription, RESP2, no name, not authenticated.", KvServer::cmd_reset),
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), "server", "Stops the server: every reply sent, a checkpoint, then exit (the data is always durable: NOSAVE and SAVE change nothing).", KvServer::cmd_shutdown),
@@ -61,8 +61,12 @@ impl KvServer {
             self.debug_runtime(ctx, &sub);
             return Ok(());
         }
-        if sub != b"POWERFAIL" && sub != b"PANIC" {
-            ctx.error("ERR DEBUG supports only SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command), POWERFAIL <seed> <fences> and PANIC (tests)");
+        if sub != b"POWERFAIL" && sub != b"PANIC" && sub != b"PANIC-AT" {
+            ctx.error("ERR DEBUG supports only SLEEP, SET-ACTIVE-EXPIRE (--enable-debug-command), POWERFAIL <seed> <fences>, PANIC and PANIC-AT <point> (tests)");
+            return Ok(());
+        }
+        if (sub == b"PANIC" || sub == b"PANIC-AT") && self.config.settings.test_switches {
+            self.debug_panic(ctx, &sub);
             return Ok(());
         }
         let Some(device) = self.config.power_switch.clone() else {
@@ -99,6 +103,25 @@ impl KvServer {
         device.crash_at_fence(device.fences() + fences, seed);
         ctx.ok();
         Ok(())
+    }
+
+    /// DEBUG PANIC (a panic in this handler) and DEBUG PANIC-AT STAGED |
+    /// REPLIED | PEER-FRAME (the next write after staging its values, the
+    /// next read after queueing its reply from the pool, or the next peer
+    /// frame, on any path, panics): tests of the request paths' panic
+    /// handling, with PACKETSTORE_ENABLE_TEST_SWITCHES=1 only.
+    fn debug_panic(&mut self, ctx: &mut Ctx<'_>, sub: &[u8]) {
+        // A bug in a handler, on purpose: the client gets an error, the
+        // server goes on.
+        assert!(sub != b"PANIC", "DEBUG PANIC (a test of the command path's panic handling)");
+        let point = if ctx.argc() == 3 { ctx.conn.args.upper(2) } else { None };
+        self.panic_at = match point.as_deref() {
+            Some(b"STAGED") => Some(PanicPoint::Staged),
+            Some(b"REPLIED") => Some(PanicPoint::Replied),
+            Some(b"PEER-FRAME") => Some(PanicPoint::PeerFrame),
+            _ => return ctx.error("ERR usage: DEBUG PANIC-AT STAGED | REPLIED | PEER-FRAME"),
+        };
+        ctx.ok();
     }
 
     /// DEBUG SLEEP <seconds> (the whole server sleeps, as Redis's does) and
