@@ -94,6 +94,11 @@ pub struct Args {
     /// compacts continuously, above 1 never.
     #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
+    /// Value bytes a second the scrubber checks against their CRCs, pass
+    /// after pass over the whole tree ("8MiB"; 0: no scrubbing). Progress
+    /// and what it found: INFO persistence (scrub_*) and /metrics.
+    #[arg(long, default_value = "8MiB")]
+    pub scrub_rate: String,
     /// Publish for one-sided readers: processes on this machine that map
     /// the pool read-only and answer GET and HGET without this server
     /// (`packetstore get`, the reader library; docs/one-sided-reads.md).
@@ -182,6 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
         power_switch: power.clone(),
+        scrub_rate_bytes: parse_size(&args.scrub_rate).context("--scrub-rate")?,
     };
     let mut server = KvServer::new(kv_config, store, recovery);
     if let Some(replica) = replica {

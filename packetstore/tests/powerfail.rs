@@ -167,6 +167,7 @@ fn run_server(
                 buffers_reserve: u32::from(RING_ENTRIES) * 2,
                 domain_name: "simulated".into(),
                 power_switch: None,
+                scrub_rate_bytes: packetstore::apps::kv::SCRUB_RATE_DEFAULT_BYTES,
             };
             let mut app = KvServer::new(config, store, String::new());
             let mut engine = Engine::new(&pool, &mut buffers, &mut app, setup.engine_config(), listeners)?;

@@ -18,13 +18,16 @@
 //! The files, lowest first (each imports only those before it):
 //! `state.rs` (the server's state, configuration and counters; a
 //! command's table entry and what a handler works with), `ops.rs` (what handlers share), `report.rs` (INFO, /metrics), `cmd/`
-//! (one file per command family, each with its table), `dispatch.rs` (the
+//! (one file per command family, each with its table), `integrity.rs`
+//! (value checksums: corrupt-value replies, the scrubber's ticks, their
+//! INFO and metrics), `dispatch.rs` (the
 //! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
 //! and `server.rs` (the `App` impl the event loop calls).
 
 mod cmd;
 mod dispatch;
 mod forward;
+mod integrity;
 mod ops;
 mod replication;
 mod report;
@@ -32,6 +35,7 @@ mod rest;
 mod server;
 mod state;
 
+pub use integrity::SCRUB_RATE_DEFAULT_BYTES;
 pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;
 pub use state::{KvConfig, KvConn, KvServer, KvStats, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS, RESULTS};

@@ -59,6 +59,9 @@ pub struct KvConfig {
     /// `DEBUG POWERFAIL` arms. None (every real deployment): the command
     /// is refused.
     pub power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
+    /// Value bytes the scrubber checks per second (`--scrub-rate`; 0: it
+    /// does not run).
+    pub scrub_rate_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -129,7 +129,7 @@ impl Iterator for Range<'_> {
                 self.stack.clear();
                 return None;
             }
-            return Some(Ok((key.to_vec(), view.value(index))));
+            return Some(super::read_value(&view, index).map(|value| (key.to_vec(), value)));
         }
     }
 }

@@ -93,10 +93,10 @@ impl Tree {
         self.descend_to_rank(pool, index, |bytes, position| {
             let view = NodeBytes(bytes);
             if view.is_leaf() {
-                found = Some((view.key(position).to_vec(), view.value(position)));
+                found = Some(super::read_value(&view, position).map(|value| (view.key(position).to_vec(), value)));
             }
         })?;
-        Ok(found)
+        found.transpose()
     }
 
     /// Descends from the root to the entry of rank `index` (< len), calling
