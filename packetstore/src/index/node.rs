@@ -1140,6 +1140,62 @@ mod tests {
         assert_eq!(Node::decode(&bytes), Err(NodeError::Malformed("level disagrees with kind")));
     }
 
+    /// Value checksums: an inline value's bytes changed after its node was
+    /// sealed (and validated) fail `checked_value`; an entry of the kinds
+    /// written before checksums (1 to 3) reads, unchecked, as before.
+    #[test]
+    fn inline_values_are_checked_and_old_kinds_read_unchecked() {
+        let extents = vec![Extent { buffer: 7, offset: 16, len: 300 }];
+        let entries = vec![
+            (b"a".to_vec(), Value::Inline(b"hello".to_vec())),
+            (b"b".to_vec(), Value::Extents(extents.clone(), Some(0xdead_beef))),
+        ];
+        let mut bytes = vec![0u8; 512];
+        Node::Leaf { generation: 1, entries }.encode(&mut bytes).unwrap();
+        let view = NodeBytes(&bytes);
+        assert_eq!(view.checked_value(0), Ok(Value::Inline(b"hello".to_vec())));
+        assert_eq!(view.checked_value(1), Ok(Value::Extents(extents.clone(), Some(0xdead_beef))));
+        let at = view.entry_offset(0) + view.entry(0).len() - 1;
+        bytes[at] ^= 1;
+        assert_eq!(NodeBytes(&bytes).checked_value(0), Err(InlineMismatch), "a changed byte");
+        assert_eq!(NodeBytes(&bytes).value(0), Value::Inline(b"helln".to_vec()), "the tree's own unchecked view");
+
+        // The same entries as an older build wrote them: kinds 1 and 2.
+        let mut old = Vec::new();
+        for (key, kind, body) in [
+            (b"a", VALUE_INLINE, b"hello".to_vec()),
+            (b"b", VALUE_EXTENTS, {
+                let mut e = 7u32.to_le_bytes().to_vec();
+                e.extend_from_slice(&16u16.to_le_bytes());
+                e.extend_from_slice(&300u16.to_le_bytes());
+                e
+            }),
+        ] {
+            let mut entry = vec![1, 0];
+            entry.extend_from_slice(key);
+            entry.push(kind);
+            let len = if kind == VALUE_INLINE { body.len() } else { body.len() / 8 };
+            entry.extend_from_slice(&(len as u16).to_le_bytes());
+            entry.extend_from_slice(&body);
+            old.push(entry);
+        }
+        let mut bytes = vec![0u8; 512];
+        put_u32(&mut bytes, OFF_MAGIC, NODE_MAGIC);
+        bytes[OFF_KIND] = KIND_LEAF;
+        put_u16(&mut bytes, OFF_COUNT, 2);
+        let mut end = bytes.len();
+        for (i, entry) in old.iter().enumerate() {
+            end -= entry.len();
+            bytes[end..end + entry.len()].copy_from_slice(entry);
+            put_u16(&mut bytes, NODE_HEADER_SIZE + 2 * i, end as u16);
+        }
+        seal(&mut bytes, 1);
+        validate(&bytes).unwrap();
+        let view = NodeBytes(&bytes);
+        assert_eq!(view.checked_value(0), Ok(Value::Inline(b"hello".to_vec())));
+        assert_eq!(view.checked_value(1), Ok(Value::Extents(extents, None)), "no CRC: unchecked");
+    }
+
     #[test]
     fn a_node_that_does_not_fit_is_refused() {
         let entries = (0..100u32).map(|i| (i.to_be_bytes().to_vec(), Value::Inline(vec![0; 30]))).collect();
