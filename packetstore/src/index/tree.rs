@@ -466,8 +466,16 @@ pub enum ValueCheck {
 /// chain is an error, as for any read of it).
 pub fn check_value(pool: &Pool, value: &Value) -> Result<ValueCheck, TreeError> {
     let Some(stored) = value.crc() else { return Ok(ValueCheck::Unchecked) };
-    let extents = value_extents(pool, value)?;
-    let crc = crate::log::data_crc(pool, &extents);
+    // An extent value's list is used in place (no copy on the read path).
+    let chain;
+    let extents: &[Extent] = match value {
+        Value::Extents(extents, _) => extents,
+        _ => {
+            chain = value_extents(pool, value)?;
+            &chain
+        }
+    };
+    let crc = crate::log::data_crc(pool, extents);
     let bytes = extents.iter().map(|e| u64::from(e.len)).sum();
     Ok(if crc == stored { ValueCheck::Matched { bytes } } else { ValueCheck::Mismatch })
 }
@@ -706,8 +714,16 @@ impl Tree {
     /// The entries with keys in `range`, in key order, or in reverse: an
     /// iterator over the working version (it must not outlive a change).
     pub fn range<'t>(&'t self, pool: &'t Pool, range: (Bound<&[u8]>, Bound<&[u8]>), reverse: bool) -> Range<'t> {
-        let mut iter =
-            Range { tree: self, pool, stack: Vec::new(), start: own(range.0), end: own(range.1), reverse, error: None };
+        let mut iter = Range {
+            tree: self,
+            pool,
+            stack: Vec::new(),
+            start: own(range.0),
+            end: own(range.1),
+            reverse,
+            error: None,
+            check: true,
+        };
         if let Err(error) = iter.seek() {
             iter.stack.clear();
             iter.error = Some(error);

@@ -269,8 +269,11 @@ impl Store {
             };
             let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
             let range = (start, end);
-            let mut iter =
-                self.tree.range(pool, as_refs(&range), false).map(|e| e.map(|(k, _)| k[KEY_PREFIX_LEN..].to_vec()));
+            let mut iter = self
+                .tree
+                .range(pool, as_refs(&range), false)
+                .unchecked()
+                .map(|e| e.map(|(k, _)| k[KEY_PREFIX_LEN..].to_vec()));
             let first = iter.next().transpose()?;
             streams.push((iter, first));
         }

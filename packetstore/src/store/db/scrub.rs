@@ -88,8 +88,13 @@ impl Store {
     /// A tree read's result for a caller: a corrupt value is counted.
     pub(super) fn counted<T>(&self, result: Result<T, TreeError>) -> Result<T, StoreError> {
         if let Err(TreeError::CorruptValue { key }) = &result {
-            self.integrity.corrupt_reads.set(self.integrity.corrupt_reads.get() + 1);
-            tracing::warn!("corrupt value for tree key '{}': checksum mismatch", key_text(key));
+            let count = self.integrity.corrupt_reads.get() + 1;
+            self.integrity.corrupt_reads.set(count);
+            // A client reading a damaged key in a loop must not flood the
+            // log: the first ten, then at each power of two.
+            if count <= 10 || count.is_power_of_two() {
+                tracing::warn!("corrupt value for tree key '{}': checksum mismatch ({count} so far)", key_text(key));
+            }
         }
         result.map_err(StoreError::from)
     }
