@@ -457,8 +457,9 @@ pub enum ValueCheck {
     /// No CRC to check: an inline value (checked when read from its node)
     /// or a value written before value checksums.
     Unchecked,
-    /// The bytes differ from what the CRC says was written.
-    Mismatch,
+    /// The bytes differ from what the CRC says was written; `bytes` of
+    /// them were read.
+    Mismatch { bytes: u64 },
 }
 
 /// Reads `value`'s bytes where they lie and checks them against the CRC it
@@ -477,13 +478,13 @@ pub fn check_value(pool: &Pool, value: &Value) -> Result<ValueCheck, TreeError> 
     };
     let crc = crate::log::data_crc(pool, extents);
     let bytes = extents.iter().map(|e| u64::from(e.len)).sum();
-    Ok(if crc == stored { ValueCheck::Matched { bytes } } else { ValueCheck::Mismatch })
+    Ok(if crc == stored { ValueCheck::Matched { bytes } } else { ValueCheck::Mismatch { bytes } })
 }
 
 /// `check_value` as an error naming `key` (a tree key) on a mismatch.
 pub fn verify_value(pool: &Pool, key: &[u8], value: &Value) -> Result<(), TreeError> {
     match check_value(pool, value)? {
-        ValueCheck::Mismatch => Err(TreeError::CorruptValue { key: key.to_vec() }),
+        ValueCheck::Mismatch { .. } => Err(TreeError::CorruptValue { key: key.to_vec() }),
         ValueCheck::Matched { .. } | ValueCheck::Unchecked => Ok(()),
     }
 }

@@ -4,8 +4,8 @@
 //! and /metrics report both (`docs/operations.md`, "Value checksums").
 //!
 //! Invariant: the scrubber reads no more than `scrub_rate_bytes` value
-//! bytes per second on average (one tick's share per tick, plus at most
-//! one entry's worth beyond it).
+//! bytes per second on average (`Store::scrub_at_rate` earns credit by the
+//! clock; a step that overspends by its last entry repays it first).
 
 use std::fmt::Write;
 
@@ -18,9 +18,6 @@ use crate::util::metrics::Exposition;
 /// The default `--scrub-rate`: 8 MiB of values a second (a 1 GiB pool of
 /// values is checked every two minutes, for well under 1% of a core).
 pub const SCRUB_RATE_DEFAULT_BYTES: u64 = 8 << 20;
-
-/// Ticks a second (`App::tick_interval` is 100 ms).
-const TICKS_PER_SECOND: u64 = 10;
 
 impl KvServer {
     /// The error reply for a value of tree key `tree_key` that failed its
@@ -52,12 +49,10 @@ impl KvServer {
             .find(|key| self.store.meta_raw(ctx.pool, ctx.db, key).ok().flatten().is_some_and(|meta| meta.oid == oid))
     }
 
-    /// One tick's share of the scrubber's rate.
+    /// A scrub step when one is due (`tick` runs every event-loop turn;
+    /// the store keeps the rate by the clock).
     pub(super) fn scrub_tick(&mut self, pool: &Pool) {
-        let budget = self.config.scrub_rate_bytes / TICKS_PER_SECOND;
-        if budget > 0 {
-            self.store.scrub_step(pool, budget);
-        }
+        self.store.scrub_at_rate(pool, self.config.scrub_rate_bytes);
     }
 
     /// INFO's lines on value checksums (in the Persistence section).

@@ -176,7 +176,7 @@ impl Tree {
                     }
                     _ => report.unchecked += 1,
                 },
-                ValueCheck::Mismatch => report.corrupt.push(key),
+                ValueCheck::Mismatch { .. } => report.corrupt.push(key),
             }
         }
         Ok(report)

@@ -15,6 +15,7 @@
 
 use std::cell::Cell;
 use std::ops::Bound;
+use std::time::{Duration, Instant};
 
 use super::{Store, StoreError};
 use crate::index::node::Value;
@@ -24,6 +25,15 @@ use crate::pool::file::Pool;
 /// Tree entries one scrub step visits at most, whatever their size, so
 /// that a step of many small values stays short too.
 pub const SCRUB_ENTRIES_PER_STEP_MAX: usize = 4096;
+
+/// The shortest time between two scrub steps: the event loop calls
+/// `scrub_at_rate` every turn, and a step per turn would pay a descent of
+/// the tree for a few bytes.
+const SCRUB_STEP_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The most credit the scrubber saves up (a tenth of a second's worth), so
+/// that an idle spell is not followed by a burst.
+const SCRUB_CREDIT_MAX: Duration = Duration::from_millis(100);
 
 /// The bytes a scrub step charges per entry beyond its value's bytes (its
 /// key and slot, and the walk to it), so that empty values cost something.
@@ -72,6 +82,10 @@ pub(super) struct Integrity {
     stats: ScrubStats,
     /// The last corrupt value's tree key, as text (INFO).
     last_corrupt: Option<String>,
+    /// When `scrub_at_rate` last ran a step, and the bytes it may still
+    /// read (negative: a step overspent by its last entry, repaid first).
+    last_step: Option<Instant>,
+    credit_bytes: i64,
 }
 
 impl Store {
@@ -106,6 +120,32 @@ impl Store {
             self.counted(verify_value(pool, key, value))?;
         }
         Ok(value)
+    }
+
+    /// Runs a scrub step when one is due at `rate_bytes` a second (0:
+    /// never): the bytes read over time stay within the rate, whatever how
+    /// often it is called.
+    pub fn scrub_at_rate(&mut self, pool: &Pool, rate_bytes: u64) {
+        if rate_bytes == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let last = *self.integrity.last_step.get_or_insert(now);
+        let elapsed = now.duration_since(last);
+        if elapsed < SCRUB_STEP_INTERVAL {
+            return;
+        }
+        self.integrity.last_step = Some(now);
+        let rate = rate_bytes.min(i64::MAX as u64 / 4) as i64;
+        let earned = (rate as f64 * elapsed.min(SCRUB_CREDIT_MAX).as_secs_f64()) as i64;
+        let cap = (rate as f64 * SCRUB_CREDIT_MAX.as_secs_f64()) as i64;
+        let credit = (self.integrity.credit_bytes + earned).min(cap.max(1));
+        if credit <= 0 {
+            self.integrity.credit_bytes = credit;
+            return;
+        }
+        let spent = self.scrub_step(pool, credit as u64);
+        self.integrity.credit_bytes = credit - spent.min(i64::MAX as u64) as i64;
     }
 
     /// One scrub step: checks the values after the pass's place, up to
@@ -173,9 +213,9 @@ impl Store {
                         0
                     }
                 },
-                ValueCheck::Mismatch => {
+                ValueCheck::Mismatch { bytes } => {
                     step.found.push(key.clone());
-                    0
+                    bytes
                 }
             };
             step.bytes += bytes;
