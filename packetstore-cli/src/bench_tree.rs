@@ -176,7 +176,9 @@ fn run_tree(
         let bytes = value_bytes(kind, key);
         let value = match kind {
             ValueKind::Inline16 => Value::Inline(bytes),
-            ValueKind::Extent1k => Value::Extents(packer.put(pool, buffers, &bytes)?),
+            // The CRC of the bytes just written, as the store's log hands it
+            // to the tree (not a second read of them).
+            ValueKind::Extent1k => Value::Extents(packer.put(pool, buffers, &bytes)?, Some(crc32c::crc32c(&bytes))),
         };
         tree.insert(pool, buffers, &key.to_be_bytes(), &value)?;
         Ok(())

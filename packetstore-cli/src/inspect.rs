@@ -5,7 +5,9 @@
 //! loop, of a WAL pool; the log, tree, keys and values of a key-value
 //! pool; everything for a pool whose kind cannot be told (to diagnose it).
 //! `--verify` also checks that the contents fit the kind: no tree in a WAL
-//! or log pool, no record of another program in a key-value or WAL pool.
+//! or log pool, no record of another program in a key-value or WAL pool;
+//! and every value of the tree against its CRC, naming the key of each
+//! that fails (`inspect_values.rs`).
 
 use std::path::PathBuf;
 
@@ -28,8 +30,9 @@ pub struct Args {
     #[arg(long)]
     pub records: bool,
     /// Also check every live record's data against its CRC (the scan
-    /// checks headers), and every tree node's CRC and invariants, and that
-    /// the contents fit the pool's kind; exit 1 if anything is wrong.
+    /// checks headers), every tree node's CRC and invariants, every value
+    /// against its CRC, and that the contents fit the pool's kind; exit 1
+    /// if anything is wrong.
     #[arg(long)]
     pub verify: bool,
     #[command(flatten)]
@@ -107,6 +110,8 @@ struct Findings {
     tree: Option<(Tree, Option<TreeStats>)>,
     /// The store's key count, as its last checkpoint wrote it.
     keys: Option<u64>,
+    /// `--verify`: the tree's values checked against their CRCs.
+    values: Option<packetstore::index::tree::ValuesReport>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -119,6 +124,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if kind.kind.holds_tree() {
         walk_tree(&pool, &mut findings)?;
+        if args.verify {
+            crate::inspect_values::verify_values(
+                &pool,
+                &mut findings.values,
+                &mut findings.problems,
+                findings.tree.as_ref().map(|(tree, _)| tree),
+            );
+        }
     } else if args.verify && packetstore::index::tree::has_committed_version(&pool) {
         findings.problems.push(format!("a committed B+ tree in a {} pool, which has none", kind.kind));
     }
@@ -331,6 +344,10 @@ fn print_json(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) 
             "records_checked": findings.verified_records,
             "data_bytes_checked": findings.verified_bytes,
             "nodes_checked": findings.tree.as_ref().and_then(|(_, walk)| walk.as_ref()).map_or(0, |s| s.nodes),
+            "values_checked": findings.values.as_ref().map_or(0, |v| v.checked),
+            "value_bytes_checked": findings.values.as_ref().map_or(0, |v| v.bytes),
+            "values_unchecked": findings.values.as_ref().map_or(0, |v| v.unchecked),
+            "values_corrupt": findings.values.as_ref().map_or(0, |v| v.corrupt.len()),
             "problems": findings.problems,
         })),
         "records": findings.records.iter().map(|(log, r)| serde_json::json!({
@@ -367,11 +384,15 @@ fn print_text(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) 
         print_tree(findings, geometry.buffer_size);
     }
     if args.verify {
+        let values = findings.values.clone().unwrap_or_default();
         println!(
-            "verify      {} records ({} data bytes) and {} tree nodes checked: {}",
+            "verify      {} records ({} data bytes), {} tree nodes and {} values ({} bytes; {} without a CRC) checked: {}",
             findings.verified_records,
             findings.verified_bytes,
             findings.tree.as_ref().and_then(|(_, walk)| walk.as_ref()).map_or(0, |s| s.nodes),
+            values.checked,
+            values.bytes,
+            values.unchecked,
             if findings.problems.is_empty() {
                 "ok".to_string()
             } else {

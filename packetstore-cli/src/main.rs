@@ -14,6 +14,7 @@ mod demo;
 mod get;
 mod group;
 mod inspect;
+mod inspect_values;
 mod listen;
 mod options;
 mod progress;

@@ -101,6 +101,11 @@ pub struct Args {
     /// compacts continuously, above 1 never.
     #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
+    /// Value bytes a second the scrubber checks against their CRCs, pass
+    /// after pass over the whole tree ("8MiB"; 0: no scrubbing). Progress
+    /// and what it found: INFO persistence (scrub_*) and /metrics.
+    #[arg(long, default_value = "8MiB")]
+    pub scrub_rate: String,
     /// Publish for one-sided readers: processes on this machine that map
     /// the pool read-only and answer GET and HGET without this server
     /// (`packetstore get`, the reader library; docs/one-sided-reads.md).
@@ -248,6 +253,7 @@ fn kv_config(
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
         power_switch: power,
+        scrub_rate_bytes: parse_size(&args.scrub_rate).context("--scrub-rate")?,
         settings: packetstore::apps::kv::KvSettings {
             resp: Some(packetstore::io::net::local_addr(&listeners[1])?),
             http: Some(packetstore::io::net::local_addr(&listeners[0])?),

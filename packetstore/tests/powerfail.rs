@@ -168,6 +168,7 @@ fn run_server(
                 domain_name: "simulated".into(),
                 power_switch: None,
                 settings: Default::default(),
+                scrub_rate_bytes: packetstore::apps::kv::SCRUB_RATE_DEFAULT_BYTES,
             };
             let mut app = KvServer::new(config, store, String::new());
             let mut engine = Engine::new(&pool, &mut buffers, &mut app, setup.engine_config(), listeners)?;

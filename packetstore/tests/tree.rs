@@ -75,6 +75,9 @@ impl Store {
         let mut extents = Vec::new();
         // Now and then more extents than a leaf holds: an indirect value.
         let count = if rng.chance(1, 8) { 9 + rng.below(40) } else { 1 + rng.below(2) };
+        // The CRC of the value's bytes, as the store's log hands it over
+        // (the tree keeps it with the value: a get returns it).
+        let mut crc = 0;
         for _ in 0..count {
             let Ok(buffer) = self.buffers.allocate() else { break };
             let offset = rng.below(size);
@@ -82,14 +85,15 @@ impl Store {
             let mut bytes = vec![0u8; len as usize];
             rng.fill(&mut bytes);
             self.pool.write(self.pool.buffer_offset(buffer) + offset, &bytes);
+            crc = crc32c::crc32c_append(crc, &bytes);
             self.contents.insert(buffer, (offset as u16, bytes));
             extents.push(Extent::new(buffer, offset as usize, len as usize));
         }
-        Value::Extents(extents)
+        Value::Extents(extents, Some(crc))
     }
 
     fn drop_callers_references(&mut self, value: &Value) {
-        if let Value::Extents(extents) = value {
+        if let Value::Extents(extents, _) = value {
             self.buffers.release_extents(extents).unwrap();
         }
     }
@@ -103,7 +107,7 @@ impl Store {
         // more extents than a leaf holds, an indirect value naming them.
         let stored = self.tree.get(&self.pool, &key).unwrap().expect("get after insert");
         match (&stored, &value) {
-            (Value::Indirect { .. }, Value::Extents(extents)) => {
+            (Value::Indirect { .. }, Value::Extents(extents, _)) => {
                 assert_eq!(
                     &packetstore::index::tree::value_extents(&self.pool, &stored).unwrap(),
                     extents,
@@ -656,7 +660,7 @@ fn limits_are_explicit() {
     assert!(matches!(error, TreeError::ValueTooLarge { .. }), "{error}");
     let largest = Value::Inline(vec![0; config.value_size_max]);
     store.tree.insert(&store.pool, &mut store.buffers, &vec![b'k'; 512], &largest).unwrap();
-    let bad_extent = Value::Extents(vec![Extent::new(64, 0, 1)]);
+    let bad_extent = Value::Extents(vec![Extent::new(64, 0, 1)], None);
     assert!(store.tree.insert(&store.pool, &mut store.buffers, b"x", &bad_extent).is_err());
     store.commit();
     let too_big = TreeConfig { key_size_max: 512, value_size_max: 300 };
@@ -712,7 +716,7 @@ fn write_behind(seed: u64) {
             let mut extents = Vec::new();
             buffers.copy_in(&pool, &data, &mut extents).unwrap();
             let lsn = log.append(&pool, &mut buffers, 1, 0, &key, &extents).unwrap();
-            tree.insert(&pool, &mut buffers, &key, &Value::Extents(extents.clone())).unwrap();
+            tree.insert(&pool, &mut buffers, &key, &Value::Extents(extents.clone(), None)).unwrap();
             buffers.release_extents(&extents).unwrap();
             written.insert(key.clone(), data);
             turn.push((lsn, key));
@@ -761,7 +765,8 @@ fn write_behind(seed: u64) {
         for &lsn in &live {
             let view = log.view(&pool, lsn).unwrap();
             if tree.get(&pool, &view.key).unwrap().is_none() {
-                tree.insert(&pool, &mut buffers, &view.key, &Value::Extents(view.extents.clone())).unwrap();
+                tree.insert(&pool, &mut buffers, &view.key, &Value::Extents(view.extents.clone(), Some(view.data_crc)))
+                    .unwrap();
             }
         }
         tree.commit(&pool, &mut buffers).unwrap();
@@ -772,7 +777,7 @@ fn write_behind(seed: u64) {
         // Every acknowledged write, with its bytes; nothing never written.
         let mut found = BTreeMap::new();
         for (key, value) in tree.entries(&pool).unwrap() {
-            let Value::Extents(extents) = value else { panic!("{context}: an inline value nobody wrote") };
+            let Value::Extents(extents, _) = value else { panic!("{context}: an inline value nobody wrote") };
             let mut data = Vec::new();
             for extent in extents {
                 let mut bytes = vec![0u8; usize::from(extent.len)];

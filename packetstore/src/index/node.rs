@@ -19,8 +19,12 @@
 //! counted internal node), in key order; each points at an entry packed
 //! from the end of the node:
 //! - leaf entry (kind 1): key_len u16, key, value_kind u8, value_len u16,
-//!   value (inline bytes; value_len extents of 8 bytes; or, indirect, 16
-//!   bytes: length u64, head index buffer u32, extent count u32);
+//!   then, for a checked value (value kinds 4 to 6, all this build
+//!   writes), the CRC-32C of the value's bytes (u32), then the value
+//!   (inline bytes; value_len extents of 8 bytes; or, indirect, 16
+//!   bytes: length u64, head index buffer u32, extent count u32). Value
+//!   kinds 1 to 3 (written before value checksums) have no CRC: they read
+//!   as unchecked;
 //! - internal entry (kind 2, written by trees before order statistics):
 //!   key_len u16, key, child u32 (the child holding keys >= key); the
 //!   node's first child is in the reserved field;
@@ -29,7 +33,11 @@
 //!   subtree); the first child is in the reserved field and its count in
 //!   the header's `first_count`.
 //!
-//! Guarantees: the CRC covers the counts; validation refuses a counted
+//! Guarantees: the CRC covers the counts; an inline value read through
+//! `NodeBytes::checked_value` matches its own CRC (so a value changed
+//! after its node was validated is an error, not an answer); the other
+//! values carry their CRC out (`Value`) for the reader of their bytes to
+//! check; validation refuses a counted
 //! node with a zero count, or counts whose sum overflows a u64 (whether a
 //! count is *exact* is a property of the tree, checked by
 //! `Tree::check_invariants`). Leaves are the same in both kinds of tree.
@@ -61,34 +69,59 @@ const COUNTED_CHILD_SIZE: usize = 4 + 8;
 const KIND_LEAF: u8 = 1;
 const KIND_INTERNAL: u8 = 2;
 const KIND_COUNTED: u8 = 3;
+/// Value kinds without a CRC: written before value checksums, read only.
 const VALUE_INLINE: u8 = 1;
 const VALUE_EXTENTS: u8 = 2;
 const VALUE_INDIRECT: u8 = 3;
+/// Value kinds with a CRC-32C of the value's bytes before the value: the
+/// only ones written.
+const VALUE_INLINE_CHECKED: u8 = 4;
+const VALUE_EXTENTS_CHECKED: u8 = 5;
+const VALUE_INDIRECT_CHECKED: u8 = 6;
+/// The bytes a checked value's CRC takes in its entry.
+pub const VALUE_CRC_SIZE: usize = 4;
 /// An indirect value's bytes in its leaf: length u64, head u32, count u32.
 const INDIRECT_SIZE: usize = 16;
 
-/// A value stored in a leaf.
+/// A value stored in a leaf. `crc` is the CRC-32C of the value's bytes
+/// in order (the log's `data_crc` of the record that wrote them); None:
+/// unknown (a value written before value checksums, or one being inserted
+/// whose CRC the tree computes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
-    /// Small values live in the node.
+    /// Small values live in the node (their CRC is checked as they are
+    /// read from it, `NodeBytes::checked_value`).
     Inline(Vec<u8>),
     /// Large values stay in the buffers they were received into.
-    Extents(Vec<Extent>),
+    Extents(Vec<Extent>, Option<u32>),
     /// Values with more extents than a leaf holds: the extents are listed
     /// in a chain of index buffers (`indirect.rs`) starting at `head`.
-    Indirect { len: u64, head: u32, count: u32 },
+    Indirect { len: u64, head: u32, count: u32, crc: Option<u32> },
 }
 
 impl Value {
     fn encoded_len(&self) -> usize {
         1 + 2
             + match self {
-                Value::Inline(bytes) => bytes.len(),
-                Value::Extents(extents) => extents.len() * 8,
-                Value::Indirect { .. } => INDIRECT_SIZE,
+                Value::Inline(bytes) => VALUE_CRC_SIZE + bytes.len(),
+                Value::Extents(extents, crc) => crc.map_or(0, |_| VALUE_CRC_SIZE) + extents.len() * 8,
+                Value::Indirect { crc, .. } => crc.map_or(0, |_| VALUE_CRC_SIZE) + INDIRECT_SIZE,
             }
     }
+
+    /// The CRC the value carries (None for an inline value: its CRC stays
+    /// in its node).
+    pub fn crc(&self) -> Option<u32> {
+        match self {
+            Value::Inline(_) => None,
+            Value::Extents(_, crc) | Value::Indirect { crc, .. } => *crc,
+        }
+    }
 }
+
+/// An inline value whose bytes no longer match their CRC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineMismatch;
 
 /// A decoded node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -283,10 +316,13 @@ pub fn validate_layout(bytes: &[u8]) -> Result<(), NodeError> {
         if kind == KIND_LEAF {
             let value_kind = reader.take(1)?[0];
             let value_len = usize::from(reader.u16()?);
+            if value_kind >= VALUE_INLINE_CHECKED {
+                reader.take(VALUE_CRC_SIZE)?;
+            }
             match value_kind {
-                VALUE_INLINE => reader.take(value_len)?,
-                VALUE_EXTENTS => reader.take(value_len * 8)?,
-                VALUE_INDIRECT if value_len == INDIRECT_SIZE => reader.take(value_len)?,
+                VALUE_INLINE | VALUE_INLINE_CHECKED => reader.take(value_len)?,
+                VALUE_EXTENTS | VALUE_EXTENTS_CHECKED => reader.take(value_len * 8)?,
+                VALUE_INDIRECT | VALUE_INDIRECT_CHECKED if value_len == INDIRECT_SIZE => reader.take(value_len)?,
                 _ => return Err(NodeError::Malformed("unknown value kind")),
             };
         } else if kind == KIND_COUNTED {
@@ -613,25 +649,52 @@ impl NodeBytes<'_> {
         self.copy_range(out, 0, self.count())
     }
 
-    /// The value of leaf entry `index`.
+    /// The value of leaf entry `index`, an inline value's CRC unchecked
+    /// (the tree's own uses: the previous value of a change, the buffers a
+    /// value holds).
     pub fn value(&self, index: usize) -> Value {
+        self.decode_value(index).0
+    }
+
+    /// The value of leaf entry `index` for a reader: an inline value's
+    /// bytes checked against its CRC (a value of a kind without one reads
+    /// unchecked).
+    pub fn checked_value(&self, index: usize) -> Result<Value, InlineMismatch> {
+        match self.decode_value(index) {
+            (Value::Inline(bytes), Some(crc)) if crc32c::crc32c(&bytes) != crc => Err(InlineMismatch),
+            (value, _) => Ok(value),
+        }
+    }
+
+    /// Leaf entry `index`'s value and its stored CRC, if its kind has one.
+    fn decode_value(&self, index: usize) -> (Value, Option<u32>) {
         debug_assert!(self.is_leaf());
         let entry = self.entry(index);
         let key_len = usize::from(get_u16(entry, 0));
         let body = &entry[2 + key_len..];
+        let kind = body[0];
         let value_len = usize::from(get_u16(body, 1));
-        if body[0] == VALUE_INDIRECT {
-            Value::Indirect { len: get_u64(body, 3), head: get_u32(body, 11), count: get_u32(body, 15) }
-        } else if body[0] == VALUE_EXTENTS {
-            Value::Extents(
-                body[3..3 + value_len * 8]
+        let (crc, at) = match kind >= VALUE_INLINE_CHECKED {
+            true => (Some(get_u32(body, 3)), 3 + VALUE_CRC_SIZE),
+            false => (None, 3),
+        };
+        let value = match kind {
+            VALUE_INDIRECT | VALUE_INDIRECT_CHECKED => Value::Indirect {
+                len: get_u64(body, at),
+                head: get_u32(body, at + 8),
+                count: get_u32(body, at + 12),
+                crc,
+            },
+            VALUE_EXTENTS | VALUE_EXTENTS_CHECKED => Value::Extents(
+                body[at..at + value_len * 8]
                     .chunks_exact(8)
                     .map(|e| Extent { buffer: get_u32(e, 0), offset: get_u16(e, 4), len: get_u16(e, 6) })
                     .collect(),
-            )
-        } else {
-            Value::Inline(body[3..3 + value_len].to_vec())
-        }
+                crc,
+            ),
+            _ => Value::Inline(body[at..at + value_len].to_vec()),
+        };
+        (value, crc)
     }
 
     /// Writes entries `from..to` of this node into `out`, compacted.
@@ -743,27 +806,35 @@ pub fn internal_entry(out: &mut Vec<u8>, key: &[u8], child: u32, count: u64) {
     out.extend_from_slice(&count.to_le_bytes());
 }
 
-/// Encodes a leaf entry (for `Edit`).
+/// Encodes a leaf entry (for `Edit`). An inline value gets its CRC here;
+/// an extent or indirect value is written with the CRC it carries (the
+/// tree inserts none without one), or, carrying none, as an unchecked kind
+/// (an entry decoded from an old node and encoded again).
 pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
     out.clear();
     out.extend_from_slice(&(key.len() as u16).to_le_bytes());
     out.extend_from_slice(key);
+    let kind_and_crc = |out: &mut Vec<u8>, checked: u8, unchecked: u8, len: usize, crc: Option<u32>| {
+        out.push(if crc.is_some() { checked } else { unchecked });
+        out.extend_from_slice(&(len as u16).to_le_bytes());
+        if let Some(crc) = crc {
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
+    };
     match value {
         Value::Inline(bytes) => {
-            out.push(VALUE_INLINE);
-            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            let crc = crc32c::crc32c(bytes);
+            kind_and_crc(out, VALUE_INLINE_CHECKED, VALUE_INLINE, bytes.len(), Some(crc));
             out.extend_from_slice(bytes);
         }
-        Value::Indirect { len, head, count } => {
-            out.push(VALUE_INDIRECT);
-            out.extend_from_slice(&(INDIRECT_SIZE as u16).to_le_bytes());
+        Value::Indirect { len, head, count, crc } => {
+            kind_and_crc(out, VALUE_INDIRECT_CHECKED, VALUE_INDIRECT, INDIRECT_SIZE, *crc);
             out.extend_from_slice(&len.to_le_bytes());
             out.extend_from_slice(&head.to_le_bytes());
             out.extend_from_slice(&count.to_le_bytes());
         }
-        Value::Extents(extents) => {
-            out.push(VALUE_EXTENTS);
-            out.extend_from_slice(&(extents.len() as u16).to_le_bytes());
+        Value::Extents(extents, crc) => {
+            kind_and_crc(out, VALUE_EXTENTS_CHECKED, VALUE_EXTENTS, extents.len(), *crc);
             for extent in extents {
                 out.extend_from_slice(&extent.buffer.to_le_bytes());
                 out.extend_from_slice(&extent.offset.to_le_bytes());
@@ -836,12 +907,11 @@ mod tests {
                 }),
                 0..4
             )
-            .prop_map(Value::Extents),
-            (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(len, head, count)| Value::Indirect {
-                len,
-                head,
-                count
-            }),
+            .prop_flat_map(
+                |extents| proptest::option::of(any::<u32>()).prop_map(move |crc| Value::Extents(extents.clone(), crc))
+            ),
+            (any::<u64>(), any::<u32>(), any::<u32>(), proptest::option::of(any::<u32>()))
+                .prop_map(|(len, head, count, crc)| Value::Indirect { len, head, count, crc }),
         ]
     }
 
@@ -1068,6 +1138,62 @@ mod tests {
         bytes[OFF_LEVEL] = 0;
         seal(&mut bytes, generation);
         assert_eq!(Node::decode(&bytes), Err(NodeError::Malformed("level disagrees with kind")));
+    }
+
+    /// Value checksums: an inline value's bytes changed after its node was
+    /// sealed (and validated) fail `checked_value`; an entry of the kinds
+    /// written before checksums (1 to 3) reads, unchecked, as before.
+    #[test]
+    fn inline_values_are_checked_and_old_kinds_read_unchecked() {
+        let extents = vec![Extent { buffer: 7, offset: 16, len: 300 }];
+        let entries = vec![
+            (b"a".to_vec(), Value::Inline(b"hello".to_vec())),
+            (b"b".to_vec(), Value::Extents(extents.clone(), Some(0xdead_beef))),
+        ];
+        let mut bytes = vec![0u8; 512];
+        Node::Leaf { generation: 1, entries }.encode(&mut bytes).unwrap();
+        let view = NodeBytes(&bytes);
+        assert_eq!(view.checked_value(0), Ok(Value::Inline(b"hello".to_vec())));
+        assert_eq!(view.checked_value(1), Ok(Value::Extents(extents.clone(), Some(0xdead_beef))));
+        let at = view.entry_offset(0) + view.entry(0).len() - 1;
+        bytes[at] ^= 1;
+        assert_eq!(NodeBytes(&bytes).checked_value(0), Err(InlineMismatch), "a changed byte");
+        assert_eq!(NodeBytes(&bytes).value(0), Value::Inline(b"helln".to_vec()), "the tree's own unchecked view");
+
+        // The same entries as an older build wrote them: kinds 1 and 2.
+        let mut old = Vec::new();
+        for (key, kind, body) in [
+            (b"a", VALUE_INLINE, b"hello".to_vec()),
+            (b"b", VALUE_EXTENTS, {
+                let mut e = 7u32.to_le_bytes().to_vec();
+                e.extend_from_slice(&16u16.to_le_bytes());
+                e.extend_from_slice(&300u16.to_le_bytes());
+                e
+            }),
+        ] {
+            let mut entry = vec![1, 0];
+            entry.extend_from_slice(key);
+            entry.push(kind);
+            let len = if kind == VALUE_INLINE { body.len() } else { body.len() / 8 };
+            entry.extend_from_slice(&(len as u16).to_le_bytes());
+            entry.extend_from_slice(&body);
+            old.push(entry);
+        }
+        let mut bytes = vec![0u8; 512];
+        put_u32(&mut bytes, OFF_MAGIC, NODE_MAGIC);
+        bytes[OFF_KIND] = KIND_LEAF;
+        put_u16(&mut bytes, OFF_COUNT, 2);
+        let mut end = bytes.len();
+        for (i, entry) in old.iter().enumerate() {
+            end -= entry.len();
+            bytes[end..end + entry.len()].copy_from_slice(entry);
+            put_u16(&mut bytes, NODE_HEADER_SIZE + 2 * i, end as u16);
+        }
+        seal(&mut bytes, 1);
+        validate(&bytes).unwrap();
+        let view = NodeBytes(&bytes);
+        assert_eq!(view.checked_value(0), Ok(Value::Inline(b"hello".to_vec())));
+        assert_eq!(view.checked_value(1), Ok(Value::Extents(extents, None)), "no CRC: unchecked");
     }
 
     #[test]

@@ -88,7 +88,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::BufferError;
 use crate::index::indirect;
-use crate::index::node::{self, Edit, Node, NodeBytes, NodeError, Value, COUNTED_HEADER_SIZE, NODE_HEADER_SIZE};
+use crate::index::node::{
+    self, Edit, Node, NodeBytes, NodeError, Value, COUNTED_HEADER_SIZE, NODE_HEADER_SIZE, VALUE_CRC_SIZE,
+};
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
@@ -101,6 +103,7 @@ mod range;
 mod rank;
 mod upgrade;
 
+pub use check::ValuesReport;
 use range::own;
 pub use range::Range;
 
@@ -191,15 +194,18 @@ impl TreeConfig {
     /// The defaults for a node size: a third of the node per entry; keys
     /// up to 512 bytes (less in nodes under 2 KiB), leaving values at least
     /// 64 bytes (eight extents) or half the room.
+    /// The key limit is the one trees had before value checksums (the
+    /// value's CRC comes out of the value's share), so that every key an
+    /// older tree holds can still be written.
     pub fn for_node_size(node_size: usize) -> TreeConfig {
         let room = (node_size - NODE_HEADER_SIZE) / 3 - (2 + 2 + 3);
         let key_size_max = crate::limits::KEY_SIZE_MAX.min(room.saturating_sub(64).max(room / 2));
-        TreeConfig { key_size_max, value_size_max: room - key_size_max }
+        TreeConfig { key_size_max, value_size_max: room - key_size_max - VALUE_CRC_SIZE }
     }
 
-    /// The largest leaf entry, with its slot.
+    /// The largest leaf entry, with its slot (a value with its CRC).
     fn leaf_entry_max(&self) -> usize {
-        2 + 2 + self.key_size_max + 3 + self.value_size_max
+        2 + 2 + self.key_size_max + 3 + VALUE_CRC_SIZE + self.value_size_max
     }
 
     /// The largest (counted) internal entry, with its slot: the key, the
@@ -239,6 +245,10 @@ pub enum TreeError {
     Buffers(#[from] BufferError),
     #[error("tree node {node}: {error}")]
     Corrupt { node: u32, error: NodeError },
+    /// A value whose bytes no longer match the CRC stored with it; `key`
+    /// is the tree key. Never its bytes.
+    #[error("corrupt value for tree key '{}': checksum mismatch", key_text(key))]
+    CorruptValue { key: Vec<u8> },
     #[error("commit failed, the tree accepts nothing more: {0}")]
     CommitFailed(std::io::Error),
     #[error("the tree accepts no more changes after an earlier failure: {0}")]
@@ -426,11 +436,63 @@ pub struct Tree {
 pub fn value_extents(pool: &Pool, value: &Value) -> Result<Vec<Extent>, TreeError> {
     match value {
         Value::Inline(_) => Ok(Vec::new()),
-        Value::Extents(extents) => Ok(extents.clone()),
+        Value::Extents(extents, _) => Ok(extents.clone()),
         &Value::Indirect { head, count, .. } => indirect::read_chain(pool, head, count)
             .map(|(_, extents)| extents)
             .map_err(|_| TreeError::Corrupt { node: head, error: NodeError::Malformed("a damaged index chain") }),
     }
+}
+
+/// A tree key as text for a message: printable ASCII as is, other bytes
+/// as `\xNN` (a key is at most 512 bytes, so the text is bounded).
+pub fn key_text(key: &[u8]) -> String {
+    key.iter().flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect()
+}
+
+/// What checking a value's bytes against its CRC found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueCheck {
+    /// The bytes match the CRC; `bytes` of them were read.
+    Matched { bytes: u64 },
+    /// No CRC to check: an inline value (checked when read from its node)
+    /// or a value written before value checksums.
+    Unchecked,
+    /// The bytes differ from what the CRC says was written; `bytes` of
+    /// them were read.
+    Mismatch { bytes: u64 },
+}
+
+/// Reads `value`'s bytes where they lie and checks them against the CRC it
+/// carries. An indirect value's chain is read and checked first (a damaged
+/// chain is an error, as for any read of it).
+pub fn check_value(pool: &Pool, value: &Value) -> Result<ValueCheck, TreeError> {
+    let Some(stored) = value.crc() else { return Ok(ValueCheck::Unchecked) };
+    // An extent value's list is used in place (no copy on the read path).
+    let chain;
+    let extents: &[Extent] = match value {
+        Value::Extents(extents, _) => extents,
+        _ => {
+            chain = value_extents(pool, value)?;
+            &chain
+        }
+    };
+    let crc = crate::log::data_crc(pool, extents);
+    let bytes = extents.iter().map(|e| u64::from(e.len)).sum();
+    Ok(if crc == stored { ValueCheck::Matched { bytes } } else { ValueCheck::Mismatch { bytes } })
+}
+
+/// `check_value` as an error naming `key` (a tree key) on a mismatch.
+pub fn verify_value(pool: &Pool, key: &[u8], value: &Value) -> Result<(), TreeError> {
+    match check_value(pool, value)? {
+        ValueCheck::Mismatch { .. } => Err(TreeError::CorruptValue { key: key.to_vec() }),
+        ValueCheck::Matched { .. } | ValueCheck::Unchecked => Ok(()),
+    }
+}
+
+/// Leaf entry `index` of `view` for a reader: its value with an inline
+/// value's CRC checked (`TreeError::CorruptValue` naming its key).
+pub(crate) fn read_value(view: &NodeBytes<'_>, index: usize) -> Result<Value, TreeError> {
+    view.checked_value(index).map_err(|_| TreeError::CorruptValue { key: view.key(index).to_vec() })
 }
 
 /// Node images reused from change to change (no allocation per insert).
@@ -643,7 +705,7 @@ impl Tree {
         loop {
             let view = NodeBytes(self.node(pool, node, level)?);
             if view.is_leaf() {
-                return Ok(view.search(key).ok().map(|index| view.value(index)));
+                return view.search(key).ok().map(|index| read_value(&view, index)).transpose();
             }
             node = view.child(child_index(&view, key));
             level -= 1;
@@ -653,8 +715,16 @@ impl Tree {
     /// The entries with keys in `range`, in key order, or in reverse: an
     /// iterator over the working version (it must not outlive a change).
     pub fn range<'t>(&'t self, pool: &'t Pool, range: (Bound<&[u8]>, Bound<&[u8]>), reverse: bool) -> Range<'t> {
-        let mut iter =
-            Range { tree: self, pool, stack: Vec::new(), start: own(range.0), end: own(range.1), reverse, error: None };
+        let mut iter = Range {
+            tree: self,
+            pool,
+            stack: Vec::new(),
+            start: own(range.0),
+            end: own(range.1),
+            reverse,
+            error: None,
+            check: true,
+        };
         if let Err(error) = iter.seek() {
             iter.stack.clear();
             iter.error = Some(error);
@@ -700,7 +770,7 @@ impl Tree {
         let size = pool.geometry().buffer_size;
         match value {
             Value::Inline(_) => Ok(Vec::new()),
-            Value::Extents(extents) => {
+            Value::Extents(extents, _) => {
                 for extent in extents {
                     extent.check(self.buffer_count, size).map_err(|_| TreeError::Corrupt {
                         node,
@@ -846,14 +916,14 @@ impl Tree {
                 return Err(TreeError::ValueTooLarge { size: bytes.len(), limit: self.config.value_size_max });
             }
             Value::Inline(_) => (&[], false),
-            Value::Extents(extents) if extents.len() > crate::limits::RECORD_EXTENTS_MAX => {
+            Value::Extents(extents, _) if extents.len() > crate::limits::RECORD_EXTENTS_MAX => {
                 return Err(TreeError::InvalidValue(format!(
                     "{} extents, more than {}",
                     extents.len(),
                     crate::limits::RECORD_EXTENTS_MAX
                 )));
             }
-            Value::Extents(extents) => (extents, extents.len() * 8 > self.config.value_size_max),
+            Value::Extents(extents, _) => (extents, extents.len() * 8 > self.config.value_size_max),
             Value::Indirect { .. } => {
                 return Err(TreeError::InvalidValue("insert extents: the tree makes indirect values itself".into()))
             }
@@ -877,15 +947,24 @@ impl Tree {
                 return Err(error.into());
             }
         }
+        // Every value is stored with its CRC: the one the caller knows (the
+        // log's `data_crc` of the record that wrote the bytes), else
+        // computed from the bytes now.
+        let crc = match value {
+            Value::Inline(_) => None,
+            _ => Some(value.crc().unwrap_or_else(|| crate::log::data_crc(pool, extents))),
+        };
         let stored = if indirect {
             let chain = indirect::write_chain(pool, buffers, extents).expect("reserved above");
             for &buffer in &chain {
                 self.set_verified(buffer, false);
             }
             let len = extents.iter().map(|e| u64::from(e.len)).sum();
-            let stored = Value::Indirect { len, head: chain[0], count: extents.len() as u32 };
+            let stored = Value::Indirect { len, head: chain[0], count: extents.len() as u32, crc };
             self.flush_index_at_commit.extend(chain);
             Some(stored)
+        } else if value.crc().is_none() && crc.is_some() {
+            Some(Value::Extents(extents.to_vec(), crc))
         } else {
             None
         };

@@ -221,6 +221,10 @@ pub struct Log {
     commits_begun: u64,
     commits_finished: u64,
     scratch: Vec<u8>,
+    /// The `data_crc` of the last record appended: a caller that keeps the
+    /// record's bytes elsewhere too (the tree's value) keeps its CRC with
+    /// them instead of computing it again.
+    last_data_crc: u32,
 }
 
 impl Log {
@@ -284,6 +288,7 @@ impl Log {
             unref_at_commit: Vec::new(),
             releases_in_batch: 0,
             records_in_batch: 0,
+            last_data_crc: 0,
             live_records: 0,
             live_data_bytes: 0,
             poisoned: false,
@@ -491,6 +496,11 @@ impl Log {
         self.head = self.slots.front().map_or(self.tail, |s| s.lsn);
     }
 
+    /// The `data_crc` of the record the last successful `append` wrote.
+    pub fn last_data_crc(&self) -> u32 {
+        self.last_data_crc
+    }
+
     /// Appends a record of application `kind` (1..) naming `extents`, whose
     /// bytes must already be in the pool; the caller holds a reference on
     /// each buffer. Returns the record's lsn. Durable after `commit`.
@@ -562,6 +572,7 @@ impl Log {
             }
             None => data_crc(pool, extents),
         };
+        self.last_data_crc = data_crc;
         let mut scratch = std::mem::take(&mut self.scratch);
         record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
         let at = self.position(lsn);

@@ -83,6 +83,9 @@ pub struct ReaderStats {
     pub fallbacks: u64,
     /// Times the recent-writes table was (re)opened.
     pub table_opens: u64,
+    /// Reads that found a value whose bytes fail the CRC stored with them
+    /// (answered `ReaderError::Corrupt`, never with the bytes).
+    pub corrupt: u64,
 }
 
 /// Why a read failed.
@@ -98,6 +101,10 @@ pub enum ReaderError {
     Server(String),
     #[error("{0}")]
     Open(String),
+    /// The value's bytes fail the CRC stored with them, in a read proved
+    /// to be one moment's: the pool is damaged there.
+    #[error("corrupt value for key '{}': checksum mismatch", crate::index::tree::key_text(key))]
+    Corrupt { key: Vec<u8> },
 }
 
 /// One read's outcome from the pool.
@@ -105,6 +112,8 @@ enum Found {
     Value,
     Absent,
     WrongType,
+    /// A value read failed its CRC.
+    Corrupt,
 }
 
 /// A one-sided reader of one server's pool.
@@ -187,7 +196,7 @@ impl Reader {
             reader.try_element(version, db, key, KeyType::Set, member, out)
         });
         match found {
-            Some(found) => Self::found(found),
+            Some(found) => Self::found(found, key),
             None => match self.fall_back(db, &[b"SISMEMBER", key, member])? {
                 Reply::Integer(n) => Ok(n == 1),
                 other => Err(ReaderError::Server(format!("unexpected reply {other:?}"))),
@@ -206,7 +215,7 @@ impl Reader {
             Ok(Some(f64::from_le_bytes(bytes)))
         };
         match found {
-            Some(found) => match Self::found(found)? {
+            Some(found) => match Self::found(found, key)? {
                 true => stored(&out),
                 false => Ok(None),
             },
@@ -218,11 +227,12 @@ impl Reader {
         }
     }
 
-    fn found(found: Found) -> Result<bool, ReaderError> {
+    fn found(found: Found, key: &[u8]) -> Result<bool, ReaderError> {
         match found {
             Found::Value => Ok(true),
             Found::Absent => Ok(false),
             Found::WrongType => Err(ReaderError::WrongType),
+            Found::Corrupt => Err(ReaderError::Corrupt { key: key.to_vec() }),
         }
     }
 
@@ -230,7 +240,7 @@ impl Reader {
     /// else from the server into `out`.
     fn answer(&mut self, found: Option<Found>, out: &mut Vec<u8>, db: u8, args: &[&[u8]]) -> Result<bool, ReaderError> {
         if let Some(found) = found {
-            return Self::found(found);
+            return Self::found(found, args[1]);
         }
         match self.fall_back(db, args)? {
             Reply::Bulk(Some(bytes)) => {
@@ -300,6 +310,7 @@ impl Reader {
         if version.generation < self.generation_seen {
             return Err(Miss::Raced("an older tree version than one read before"));
         }
+        self.walk.corrupt = false;
         let found = read(self, &version, out)?;
         // What was copied is read before the checks below (weakly ordered
         // CPUs too).
@@ -315,6 +326,13 @@ impl Reader {
             return Err(Miss::Raced("the read took longer than the lease"));
         }
         self.generation_seen = version.generation;
+        // Proved one moment's read: a CRC that failed is the pool's damage,
+        // not a buffer reused under the read.
+        if self.walk.corrupt {
+            out.clear();
+            self.stats.corrupt += 1;
+            return Ok(Found::Corrupt);
+        }
         Ok(found)
     }
 

@@ -9,7 +9,10 @@
 //! CRC, every offset), a record only once its copy passed its header CRC,
 //! a value only once its extents were checked against the geometry. A
 //! check that fails is a `Miss`, never a panic or a read outside the
-//! mapping, whatever the pool holds.
+//! mapping, whatever the pool holds. A value whose copied bytes differ from
+//! the CRC stored with it sets `Walk::corrupt`: the caller decides, once
+//! it has proved the read was one moment's (not a buffer reused under it),
+//! that the value is damaged, and answers so, never with its bytes.
 
 use crate::index::indirect;
 use crate::index::node::{self, NodeBytes, Value};
@@ -70,6 +73,9 @@ pub struct Walk {
     cache: crate::util::idhash::IdHashMap<u32, Box<[u8]>>,
     /// Nodes copied from the pool (not found in the cache).
     pub nodes_copied: u64,
+    /// Set when a value read since the caller last cleared it failed its
+    /// CRC (inline: its entry's; extents: the one stored with them).
+    pub corrupt: bool,
 }
 
 impl Walk {
@@ -83,7 +89,13 @@ impl Walk {
                 return Err(Miss::Raced("a node's level disagrees with its parent's"));
             }
             if view.is_leaf() {
-                return Ok(view.search(key).ok().map(|index| view.value(index)));
+                let Ok(index) = view.search(key) else { return Ok(None) };
+                let (value, intact) = match view.checked_value(index) {
+                    Ok(value) => (value, true),
+                    Err(_) => (view.value(index), false),
+                };
+                self.corrupt |= !intact;
+                return Ok(Some(value));
             }
             if level == 0 {
                 return Err(damaged("an internal node at the leaves' level"));
@@ -158,12 +170,22 @@ impl Walk {
         Ok(&self.cache[&node])
     }
 
-    /// Appends the bytes of a tree value to `out`.
+    /// Appends the bytes of a tree value to `out`; sets `corrupt` if the
+    /// copy differs from the value's CRC.
     pub fn value_into(&mut self, pool: &Mapped, value: &Value, out: &mut Vec<u8>) -> Result<(), Miss> {
+        let start = out.len();
+        self.copy_value(pool, value, out)?;
+        if value.crc().is_some_and(|crc| crc32c::crc32c(&out[start..]) != crc) {
+            self.corrupt = true;
+        }
+        Ok(())
+    }
+
+    fn copy_value(&mut self, pool: &Mapped, value: &Value, out: &mut Vec<u8>) -> Result<(), Miss> {
         match value {
             Value::Inline(bytes) => out.extend_from_slice(bytes),
-            Value::Extents(extents) => pool.copy_extents(extents.iter().copied(), out).map_err(damaged)?,
-            &Value::Indirect { len, head, count } => {
+            Value::Extents(extents, _) => pool.copy_extents(extents.iter().copied(), out).map_err(damaged)?,
+            &Value::Indirect { len, head, count, .. } => {
                 let geometry = pool.geometry();
                 // Every extent holds a byte, and the value fits the pool.
                 if u64::from(count) > len || len > geometry.file_size() {

@@ -1049,7 +1049,7 @@ impl Replica {
                     pool.read_extents(&landed.extents, &mut bytes);
                     crate::index::node::Value::Inline(bytes)
                 } else {
-                    crate::index::node::Value::Extents(landed.extents.clone())
+                    crate::index::node::Value::Extents(landed.extents.clone(), None)
                 };
                 (key.clone(), value)
             })

@@ -79,8 +79,11 @@ mod garbage;
 mod published;
 mod reads;
 mod replicated;
+mod scrub;
+
 pub use reads::{Elements, RestBound};
 pub use replicated::{Replication, KIND_ENTRY, KIND_STATE, RAFT_ENTRY};
+pub use scrub::{ScrubStats, SCRUB_ENTRIES_PER_STEP_MAX};
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
@@ -168,6 +171,14 @@ impl From<BufferError> for StoreError {
 }
 
 impl StoreError {
+    /// The tree key of a value that failed its CRC, if that is the error.
+    pub fn corrupt_value_key(&self) -> Option<&[u8]> {
+        match self {
+            StoreError::Tree(TreeError::CorruptValue { key }) => Some(key),
+            _ => None,
+        }
+    }
+
     /// Whether the error is a lack of space (the client may retry later).
     pub fn is_full(&self) -> bool {
         matches!(self, StoreError::Full(_) | StoreError::Tree(TreeError::Buffers(_)))
@@ -361,6 +372,8 @@ pub struct Store {
     stats: StoreStats,
     /// Set in a replicated group (`replicated.rs`).
     repl: Option<Replication>,
+    /// Corrupt values reads found, and the scrubber (`scrub.rs`).
+    integrity: scrub::Integrity,
 }
 
 /// Milliseconds since the epoch.
@@ -421,7 +434,7 @@ pub fn value_bytes<'v>(pool: &Pool, value: &'v Value) -> Result<std::borrow::Cow
 pub fn value_len(value: &Value) -> u64 {
     match value {
         Value::Inline(bytes) => bytes.len() as u64,
-        Value::Extents(extents) => extents.iter().map(|e| u64::from(e.len)).sum(),
+        Value::Extents(extents, _) => extents.iter().map(|e| u64::from(e.len)).sum(),
         Value::Indirect { len, .. } => *len,
     }
 }
@@ -500,6 +513,7 @@ impl Store {
             credit_bytes: 0,
             stats: StoreStats::default(),
             repl: config.replicated.then(|| Replication { checkpoint_allowed: true, ..Replication::default() }),
+            integrity: scrub::Integrity::default(),
         };
         store.load_state(pool)?;
         let tree_time = phase();
@@ -577,7 +591,7 @@ impl Store {
         for &lsn in &below {
             self.log.release(pool, lsn)?;
         }
-        let mut group: Vec<(u64, Op)> = Vec::new();
+        let mut group: Vec<(u64, Op, u32)> = Vec::new();
         let mut replayed = 0;
         let total = lsns.len() as u64;
         for (done, lsn) in lsns.into_iter().enumerate() {
@@ -593,10 +607,10 @@ impl Store {
                 KIND_END => Op::End,
                 other => return Err(StoreError::Corrupt(format!("log record {lsn} has kind {other:#x}"))),
             };
-            group.push((lsn, op));
+            group.push((lsn, op, view.data_crc));
             if view.tag & TAG_END != 0 {
-                for (lsn, op) in group.drain(..) {
-                    self.apply_tree(pool, buffers, &op)?;
+                for (lsn, op, crc) in group.drain(..) {
+                    self.apply_tree(pool, buffers, &op, crc)?;
                     self.records.push_back(lsn);
                     replayed += 1;
                 }
@@ -604,7 +618,7 @@ impl Store {
         }
         progress(total, total);
         let dropped = group.len() as u64;
-        for (lsn, _) in &group {
+        for (lsn, _, _) in &group {
             self.log.release(pool, *lsn)?;
         }
         if !group.is_empty() || !below.is_empty() {
@@ -886,6 +900,9 @@ impl Store {
         // in between leaves it set (`is_consistent`).
         self.mutating = true;
         let mut appended = Vec::with_capacity(ops.len());
+        // The CRC of each op's bytes, as its record's `data_crc`: the tree
+        // keeps it with the value (computed once, where the bytes landed).
+        let mut crcs = Vec::with_capacity(ops.len());
         let publishing = self.unpublished_mark();
         for (i, op) in ops.iter().enumerate() {
             // In a group, only `end_group`'s record ends it.
@@ -900,6 +917,7 @@ impl Store {
             match result {
                 Ok(lsn) => {
                     appended.push(lsn);
+                    crcs.push(self.log.last_data_crc());
                     if let Op::Put { key, .. } | Op::Del { key } = op {
                         self.note_appended(key, lsn);
                     }
@@ -935,10 +953,10 @@ impl Store {
             repl.open_bytes += written;
         }
         self.records.extend(appended);
-        for op in ops {
+        for (op, crc) in ops.iter().zip(crcs) {
             // The log holds the command: a failure here is fatal for the
             // tree (poisoned), and recovery would replay the command.
-            self.apply_tree(pool, buffers, op)?;
+            self.apply_tree(pool, buffers, op, crc)?;
         }
         self.mutating = false;
         Ok(())
@@ -985,8 +1003,9 @@ impl Store {
         !self.mutating
     }
 
-    /// Applies one op to the tree's working version.
-    fn apply_tree(&mut self, pool: &Pool, buffers: &mut Buffers, op: &Op) -> Result<(), StoreError> {
+    /// Applies one op to the tree's working version. `crc` is the
+    /// `data_crc` of the op's record: the CRC of a put's bytes.
+    fn apply_tree(&mut self, pool: &Pool, buffers: &mut Buffers, op: &Op, crc: u32) -> Result<(), StoreError> {
         match op {
             Op::Put { key, extents, len } => {
                 let value = if *len <= INLINE_VALUE_MAX as u64 {
@@ -994,7 +1013,7 @@ impl Store {
                     pool.read_extents(extents, &mut bytes);
                     Value::Inline(bytes)
                 } else {
-                    Value::Extents(extents.clone())
+                    Value::Extents(extents.clone(), Some(crc))
                 };
                 let previous = self.tree_insert(pool, buffers, key, &value)?;
                 self.note_put(key, &value, previous.is_none());
@@ -1076,7 +1095,7 @@ impl Store {
                 None => Vec::new(),
             };
             let new: &[Extent] = match value {
-                Value::Extents(extents) => extents,
+                Value::Extents(extents, _) => extents,
                 _ => &[],
             };
             self.compactor.note_change(key, &old, new);
@@ -1133,12 +1152,21 @@ impl Store {
         let budget = self.credit_entries.min(config.entries_per_step);
         self.credit_entries -= budget;
         let mut entries = Vec::with_capacity(budget);
-        let mut iter = self.tree.range(pool, as_refs(&range), false);
+        // The CRC stored with each value: a relocation copies only bytes
+        // that still match it (a corrupt value is left where it is, for
+        // reads and the scrubber to report, never blessed with a new CRC).
+        let mut crcs = HashMap::new();
+        // Unchecked: compaction reads extents here, and checks the bytes it
+        // copies below; a damaged inline value must not stop it.
+        let mut iter = self.tree.range(pool, as_refs(&range), false).unchecked();
         let mut end = true;
         for entry in iter.by_ref() {
             let (key, value) = entry?;
             let len = value_len(&value);
             let extents = value_extents(pool, &value)?;
+            if let Some(crc) = value.crc() {
+                crcs.insert(key.clone(), crc);
+            }
             entries.push((key, extents, len));
             if entries.len() == budget {
                 end = false;
@@ -1157,6 +1185,11 @@ impl Store {
             }
             let mut bytes = Vec::with_capacity(relocation.len as usize);
             pool.read_extents(&relocation.extents, &mut bytes);
+            if crcs.get(&relocation.key).is_some_and(|&crc| crc32c::crc32c(&bytes) != crc) {
+                let key = relocation.key;
+                self.counted::<()>(Err(TreeError::CorruptValue { key })).ok();
+                continue;
+            }
             let extents = self.stage(pool, buffers, &bytes)?;
             let op = Op::Put { key: relocation.key, extents, len: relocation.len };
             let result = self.apply(pool, buffers, std::slice::from_ref(&op));

@@ -317,6 +317,11 @@ impl KvServer {
                 self.stats.errors += 1;
                 ctx.error(READONLY);
             }
+            Err(error) if error.corrupt_value_key().is_some() => {
+                self.stats.errors += 1;
+                let reply = self.corrupt_reply(ctx, entry, error.corrupt_value_key().expect("checked"));
+                ctx.error(&reply);
+            }
             Err(error) if error.is_full() => {
                 self.stats.refused_full += 1;
                 ctx.error(&format!("OOM command not allowed: {error}"));

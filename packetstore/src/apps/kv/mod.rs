@@ -19,7 +19,9 @@
 //! `state.rs` (the server's state, configuration and counters; a
 //! command's table entry and what a handler works with), `ops.rs` (what handlers share), `guard.rs` (a request's panic caught),
 //! `protected.rs` (Redis's protected mode), `report.rs` (INFO, /metrics), `cmd/`
-//! (one file per command family, each with its table), `dispatch.rs` (the
+//! (one file per command family, each with its table), `integrity.rs`
+//! (value checksums: corrupt-value replies, the scrubber's ticks, their
+//! INFO and metrics), `dispatch.rs` (the
 //! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
 //! and `server.rs` (the `App` impl the event loop calls).
 
@@ -27,6 +29,7 @@ mod cmd;
 mod dispatch;
 mod forward;
 mod guard;
+mod integrity;
 mod ops;
 mod protected;
 mod replication;
@@ -35,6 +38,7 @@ mod rest;
 mod server;
 mod state;
 
+pub use integrity::SCRUB_RATE_DEFAULT_BYTES;
 pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;
 pub use state::{

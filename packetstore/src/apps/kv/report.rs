@@ -35,6 +35,7 @@ impl KvServer {
         self.expose_pool_and_store(&mut e, pool, buffers);
         self.expose_connections(&mut e);
         self.expose_replica(&mut e);
+        self.expose_integrity(&mut e);
         e.text
     }
 
@@ -406,6 +407,7 @@ impl KvServer {
             self.stats.value_bytes_copied,
             self.recovery_ns as f64 / 1e6
         );
+        self.info_integrity(text);
     }
 
     /// INFO commandstats: Redis's `cmdstat_<name>` lines, by name.

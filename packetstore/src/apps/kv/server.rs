@@ -312,6 +312,9 @@ impl App for KvServer {
         self.relay_retry_waiting();
         self.sync_writable();
         self.finish_orphan(pool, buffers);
+        // The scrubber only reads: it runs on a follower and during a
+        // paused script too.
+        self.scrub_tick(pool);
         // A follower's tree changes only by committed entries.
         if !self.writable() {
             if self.store.is_reclaiming() {

@@ -61,6 +61,9 @@ pub struct KvConfig {
     pub power_switch: Option<std::sync::Arc<crate::pool::sim::SimDevice>>,
     /// What the server was started with, as CONFIG GET and protected mode
     /// need it.
+    /// Value bytes the scrubber checks per second (`--scrub-rate`; 0: it
+    /// does not run).
+    pub scrub_rate_bytes: u64,
     pub settings: KvSettings,
 }
 

@@ -15,6 +15,9 @@ pub struct Range<'t> {
     pub(super) reverse: bool,
     /// A failed seek, reported by the first `next`.
     pub(super) error: Option<TreeError>,
+    /// Whether an inline value is checked against its CRC as it is
+    /// yielded (`TreeError::CorruptValue`; the walk goes on after it).
+    pub(super) check: bool,
 }
 
 pub(super) fn own(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -26,6 +29,14 @@ pub(super) fn own(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
 }
 
 impl<'t> Range<'t> {
+    /// The same range without checking inline values' CRCs: for walks
+    /// that use keys or extents only (the reclaimer, compaction's
+    /// accounting), which a damaged value must not stop.
+    pub fn unchecked(mut self) -> Self {
+        self.check = false;
+        self
+    }
+
     /// Descends to the first (forward) or last (reverse) entry in range.
     pub(super) fn seek(&mut self) -> Result<(), TreeError> {
         let Some(mut node) = self.tree.work.root else { return Ok(()) };
@@ -129,7 +140,8 @@ impl Iterator for Range<'_> {
                 self.stack.clear();
                 return None;
             }
-            return Some(Ok((key.to_vec(), view.value(index))));
+            let value = if self.check { super::read_value(&view, index) } else { Ok(view.value(index)) };
+            return Some(value.map(|value| (key.to_vec(), value)));
         }
     }
 }

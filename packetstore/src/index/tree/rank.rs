@@ -93,10 +93,10 @@ impl Tree {
         self.descend_to_rank(pool, index, |bytes, position| {
             let view = NodeBytes(bytes);
             if view.is_leaf() {
-                found = Some((view.key(position).to_vec(), view.value(position)));
+                found = Some(super::read_value(&view, position).map(|value| (view.key(position).to_vec(), value)));
             }
         })?;
-        Ok(found)
+        found.transpose()
     }
 
     /// Descends from the root to the entry of rank `index` (< len), calling
@@ -145,7 +145,7 @@ impl Tree {
     /// a rank (at least `len`). The seek is O(log n); each step as `range`.
     pub fn range_from_rank<'t>(&'t self, pool: &'t Pool, index: u64, limit: Bound<&[u8]>, reverse: bool) -> Range<'t> {
         let (start, end) = if reverse { (own(limit), Bound::Unbounded) } else { (Bound::Unbounded, own(limit)) };
-        let mut iter = Range { tree: self, pool, stack: Vec::new(), start, end, reverse, error: None };
+        let mut iter = Range { tree: self, pool, stack: Vec::new(), start, end, reverse, error: None, check: true };
         let result = self.counted_len(pool).and_then(|len| {
             if index >= len {
                 return Ok(());

@@ -112,7 +112,7 @@ impl Store {
         for (key, value) in &entries {
             let value = match value {
                 Value::Inline(_) => value.clone(),
-                _ => Value::Extents(value_extents(pool, value)?),
+                _ => Value::Extents(value_extents(pool, value)?, value.crc()),
             };
             let new_key = match key.first() {
                 Some(&V1_STRING) => string_key(0, &key[1..]),

@@ -47,7 +47,14 @@ impl Store {
     /// Up to `budget` keys starting with `prefix`.
     fn keys_under(&self, pool: &Pool, prefix: &[u8], budget: usize) -> Result<Vec<(Vec<u8>, Value)>, StoreError> {
         let range = prefix_range(prefix);
-        self.tree.range(pool, as_refs(&range), false).take(budget).map(|e| e.map_err(StoreError::from)).collect()
+        // Keys only: a damaged value of a dead object must not stop its
+        // reclamation (its extents are read, not its bytes).
+        self.tree
+            .range(pool, as_refs(&range), false)
+            .unchecked()
+            .take(budget)
+            .map(|e| e.map_err(StoreError::from))
+            .collect()
     }
 
     fn empty_object_step(

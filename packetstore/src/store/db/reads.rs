@@ -24,8 +24,11 @@ pub type RestBound<'a> = Bound<&'a [u8]>;
 
 /// Elements of one space of an object, in key order (or reversed): the
 /// part of each tree key after `e` oid space, and the value.
+/// Each value is checked against its CRC (`scrub.rs`).
 pub struct Elements<'t> {
     inner: Range<'t>,
+    store: &'t Store,
+    pool: &'t Pool,
 }
 
 impl Iterator for Elements<'_> {
@@ -33,7 +36,10 @@ impl Iterator for Elements<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let entry = self.inner.next()?;
-        Some(entry.map(|(mut key, value)| (key.split_off(ELEMENT_PREFIX_LEN), value)).map_err(StoreError::from))
+        Some(self.store.counted(entry).and_then(|(mut key, value)| {
+            let value = self.store.checked(self.pool, &key, Some(value))?.expect("a value was given");
+            Ok((key.split_off(ELEMENT_PREFIX_LEN), value))
+        }))
     }
 }
 
@@ -71,7 +77,7 @@ impl Store {
         if self.is_expired(db, key, now) {
             return Ok(None);
         }
-        if self.tree.get(pool, &string_key(db, key))?.is_some() {
+        if self.counted(self.tree.get(pool, &string_key(db, key)))?.is_some() {
             return Ok(Some(KeyType::String));
         }
         Ok(self.meta_raw(pool, db, key)?.map(|meta| meta.kind))
@@ -82,7 +88,7 @@ impl Store {
         if self.collections == 0 {
             return Ok(None);
         }
-        match self.tree.get(pool, &meta_key(db, key))? {
+        match self.counted(self.tree.get(pool, &meta_key(db, key)))? {
             None => Ok(None),
             Some(Value::Inline(bytes)) => Meta::decode(&bytes).map(Some).ok_or_else(|| {
                 StoreError::Corrupt(format!("metadata of {:?} is malformed", String::from_utf8_lossy(key)))
@@ -99,9 +105,12 @@ impl Store {
         self.meta_raw(pool, db, key)
     }
 
-    /// The value of a tree key (any namespace), ignoring expiry.
+    /// The value of a tree key (any namespace), ignoring expiry. Like
+    /// every read of a value here, its bytes are checked against its CRC
+    /// (an error naming the key if they fail it).
     pub fn get_raw(&self, pool: &Pool, tree_key: &[u8]) -> Result<Option<Value>, StoreError> {
-        Ok(self.tree.get(pool, tree_key)?)
+        let value = self.counted(self.tree.get(pool, tree_key))?;
+        self.checked(pool, tree_key, value)
     }
 
     /// A live string's value; None if absent, expired or of another type.
@@ -109,12 +118,12 @@ impl Store {
         if self.is_expired(db, key, now) {
             return Ok(None);
         }
-        Ok(self.tree.get(pool, &string_key(db, key))?)
+        self.get_raw(pool, &string_key(db, key))
     }
 
     /// One element of an object.
     pub fn element(&self, pool: &Pool, oid: u64, space: u8, rest: &[u8]) -> Result<Option<Value>, StoreError> {
-        Ok(self.tree.get(pool, &element_key(oid, space, rest))?)
+        self.get_raw(pool, &element_key(oid, space, rest))
     }
 
     /// The number of elements of a space of an object. O(log n).
@@ -166,7 +175,7 @@ impl Store {
         reverse: bool,
     ) -> Elements<'t> {
         let range = (element_bound(oid, space, start, true), element_bound(oid, space, end, false));
-        Elements { inner: self.tree.range(pool, as_refs(&range), reverse) }
+        Elements { inner: self.tree.range(pool, as_refs(&range), reverse), store: self, pool }
     }
 
     /// The elements of a space from rank `index` on (`reverse`: from it
@@ -192,7 +201,7 @@ impl Store {
             Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
             Bound::Unbounded => Bound::Unbounded,
         };
-        Ok(Elements { inner: self.tree.range_from_rank(pool, index, limit_ref, reverse) })
+        Ok(Elements { inner: self.tree.range_from_rank(pool, index, limit_ref, reverse), store: self, pool })
     }
 
     /// A rank past every key (an empty `range_from_rank`).
@@ -260,8 +269,11 @@ impl Store {
             };
             let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
             let range = (start, end);
-            let mut iter =
-                self.tree.range(pool, as_refs(&range), false).map(|e| e.map(|(k, _)| k[KEY_PREFIX_LEN..].to_vec()));
+            let mut iter = self
+                .tree
+                .range(pool, as_refs(&range), false)
+                .unchecked()
+                .map(|e| e.map(|(k, _)| k[KEY_PREFIX_LEN..].to_vec()));
             let first = iter.next().transpose()?;
             streams.push((iter, first));
         }
@@ -324,7 +336,14 @@ impl Store {
     /// values (COPY of a collection).
     pub fn object_entries(&self, pool: &Pool, oid: u64) -> Result<Vec<(Vec<u8>, Value)>, StoreError> {
         let range = prefix_range(&crate::store::keyspace::object_prefix(oid));
-        self.tree.range(pool, as_refs(&range), false).map(|e| e.map_err(StoreError::from)).collect()
+        self.tree
+            .range(pool, as_refs(&range), false)
+            .map(|entry| {
+                let (key, value) = self.counted(entry)?;
+                let value = self.checked(pool, &key, Some(value))?.expect("a value was given");
+                Ok((key, value))
+            })
+            .collect()
     }
 }
 

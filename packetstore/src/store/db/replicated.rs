@@ -144,7 +144,7 @@ impl Store {
                 KIND_DEL => Op::Del { key: view.key },
                 other => return Err(StoreError::Corrupt(format!("log record {lsn} of an entry has kind {other:#x}"))),
             };
-            self.apply_tree(pool, buffers, &op)?;
+            self.apply_tree(pool, buffers, &op, view.data_crc)?;
         }
         self.stats.commands += 1;
         self.mutating = false;
@@ -199,13 +199,13 @@ impl Store {
 
     /// `#raft` as the durable tree holds it (None: never written).
     pub fn raft_meta(&self, pool: &Pool) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.tree.get(pool, RAFT_ENTRY)?.map(|value| match value {
+        let Some(value) = self.tree.get(pool, RAFT_ENTRY)? else { return Ok(None) };
+        crate::index::tree::verify_value(pool, RAFT_ENTRY, &value)?;
+        Ok(Some(match value {
             Value::Inline(bytes) => bytes,
             other => {
                 let mut bytes = Vec::new();
-                if let Value::Extents(extents) = &other {
-                    pool.read_extents(extents, &mut bytes);
-                }
+                pool.read_extents(&crate::index::tree::value_extents(pool, &other)?, &mut bytes);
                 bytes
             }
         }))
@@ -232,7 +232,7 @@ impl Store {
                 for extent in &extents {
                     pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
                 }
-                let result = self.tree.insert(pool, buffers, RAFT_ENTRY, &Value::Extents(extents.clone()));
+                let result = self.tree.insert(pool, buffers, RAFT_ENTRY, &Value::Extents(extents.clone(), None));
                 buffers.release_extents(&extents)?;
                 result?;
             }
@@ -313,7 +313,7 @@ impl Store {
             }
         }
         for (key, value) in pairs {
-            if let Value::Extents(extents) = value {
+            if let Value::Extents(extents, _) = value {
                 for extent in extents {
                     pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
                 }
