@@ -309,8 +309,23 @@ impl OutQueue {
             self.parts_bytes -= u64::from(part.len);
             release(part.buffer);
         }
-        let keep = (mark.inline - self.inline_base) as usize;
-        self.inline.truncate(keep);
+        if mark.inline >= self.inline_base {
+            self.inline.truncate((mark.inline - self.inline_base) as usize);
+            return;
+        }
+        // The mark is in a sealed chunk, past the ready bytes (none of its
+        // bytes after the mark is in flight): shortening a Vec moves nothing.
+        self.inline.clear();
+        self.inline_base = mark.inline;
+        let mut start = self.sealed_base + self.sealed.iter().map(|c| c.len() as u64).sum::<u64>();
+        while let Some(mut last) = self.sealed.pop_back() {
+            start -= last.len() as u64;
+            if start < mark.inline {
+                last.truncate((mark.inline - start) as usize);
+                self.sealed.push_back(last);
+                break;
+            }
+        }
     }
 
     /// Drops everything unsent (the connection is gone); every part's

@@ -27,9 +27,6 @@ use crate::store::db::{Op, Store, StoreError, KIND_DEL, KIND_PUT, TAG_END};
 pub const KIND_ENTRY: u16 = 0x25;
 /// The replica's hard state (term, vote, commit) and membership.
 pub const KIND_STATE: u16 = 0x26;
-/// Records kept for followers, at most, per record of the replay budget.
-pub(super) const RETAINED_PER_BUDGET: usize = 2;
-
 /// The tree entry holding the replica's metadata as of the checkpoint.
 pub const RAFT_ENTRY: &[u8] = b"#raft";
 
@@ -51,13 +48,6 @@ pub struct Replication {
     /// `#raft` and the mark of the checkpoint under way.
     pub(super) meta_checkpointing: Option<(Vec<u8>, u64)>,
     pub(super) checkpoint_allowed: bool,
-    /// The log's tail when the checkpoint under way took its mark, and
-    /// when the last durable one did: records before it that are still
-    /// live are kept for followers (the tree reflects them), not replayed
-    /// by a restart, so they count against retention, not the replay
-    /// budget.
-    pub(super) checkpointing_tail_lsn: u64,
-    pub(super) covered_tail_lsn: u64,
     /// Whether commands may write (the group's leader, ready to).
     pub(super) writable: bool,
 }
@@ -218,7 +208,6 @@ impl Store {
         let repl = self.repl.as_mut().expect("a replicated store");
         let mark = repl.unapplied_from.unwrap_or(tail);
         repl.meta_checkpointing = Some((repl.meta.clone(), mark));
-        repl.checkpointing_tail_lsn = tail;
         if repl.meta != repl.meta_written {
             let meta = repl.meta.clone();
             repl.meta_written = meta.clone();
@@ -349,14 +338,10 @@ impl Store {
     }
 
     /// Whether records may stay in the log beyond the checkpoint for
-    /// followers that are behind: the log is under a quarter full and the
-    /// records kept so far are under twice the replay budget (they cost
-    /// log space and the buffers of their values, not replay: a restart
-    /// drops them). A follower merely behind under load catches up from
-    /// the log; only one far behind needs a snapshot.
+    /// followers that are behind: the log is under a quarter full and
+    /// holds under a quarter of the replay budget.
     pub fn has_room_to_retain(&self) -> bool {
         let usage = self.log.usage();
-        let retained = self.records.len() - self.replay_records();
-        usage.free_bytes * 4 > usage.ring_size * 3 && retained < self.config.replay_records_max * RETAINED_PER_BUDGET
+        usage.free_bytes * 4 > usage.ring_size * 3 && self.records.len() < self.config.replay_records_max / 4
     }
 }
