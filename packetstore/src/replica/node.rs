@@ -79,6 +79,12 @@ pub enum ReplicaError {
         "this node stopped leading in the turn in which it ran writes: rebuilding from the committed log drops them"
     )]
     Deposed,
+    /// A snapshot whose chunks are merged into the tree was refused by
+    /// raft-rs when its MsgSnapshot came (stale, or this node's log
+    /// already past it): the tree holds a stream that matches no log, and
+    /// no later snapshot may begin over it. Only a rebuild goes on.
+    #[error("raft-rs refused snapshot {index} after its chunks were merged: rebuilding from the durable checkpoint and the committed log")]
+    SnapshotRefused { index: u64 },
     #[error("corrupt replicated log: {0}")]
     Corrupt(String),
 }
@@ -141,6 +147,9 @@ pub struct Replica {
     /// Snapshot streams begun since the start (a follower merely behind
     /// catches up from the log: on a healthy group this stays 0).
     pub snapshots_started: u64,
+    /// A loaded snapshot raft-rs refused: the next commit stops the loop
+    /// for a rebuild.
+    snapshot_refused: Option<u64>,
     /// The peers' Redis-protocol addresses, as their HELLOs gave them.
     client_addrs: BTreeMap<u64, SocketAddr>,
     sent_snapshots: BTreeMap<u64, u64>,
@@ -292,6 +301,7 @@ impl Replica {
             streams: BTreeMap::new(),
             sent_snapshots: BTreeMap::new(),
             snapshots_started: 0,
+            snapshot_refused: None,
             client_addrs: BTreeMap::new(),
             removed: false,
             loading: None,
@@ -544,10 +554,20 @@ impl Replica {
             }
         }
         release_records(buffers, records.into_values().flatten());
-        match self.raw.step(message) {
+        let snapshot = (message.msg_type == raft::eraftpb::MessageType::MsgSnapshot)
+            .then(|| message.get_snapshot().get_metadata().index);
+        let stepped = match self.raw.step(message) {
             Ok(()) | Err(raft::Error::StepPeerNotFound) | Err(raft::Error::StepLocalMsg) => Ok(()),
             Err(error) => Err(error.into()),
+        };
+        if let Some(index) = snapshot {
+            let taken = self.raw.raft.raft_log.unstable_snapshot().as_ref().map(|s| s.get_metadata().index);
+            if taken != Some(index) {
+                tracing::warn!(index, "raft-rs refused a loaded snapshot: this node rebuilds itself");
+                self.snapshot_refused = Some(index);
+            }
         }
+        stepped
     }
 
     // ---- the turn's commit ----
@@ -582,6 +602,9 @@ impl Replica {
     /// entries applied, new entries and the hard state logged), and a
     /// ReadIndex is requested for the turn's reads.
     pub fn before_commit(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
+        if let Some(index) = self.snapshot_refused {
+            return Err(ReplicaError::SnapshotRefused { index });
+        }
         self.seal(store, pool, buffers)?;
         if self.reads_pending && self.is_leader() {
             if self.raw.raft.commit_to_current_term() {

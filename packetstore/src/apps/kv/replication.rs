@@ -351,7 +351,8 @@ impl KvServer {
     pub(super) fn replica_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         let Some(replica) = self.replica.as_mut() else { return Ok(()) };
         replica.before_commit(&mut self.store, pool, buffers).map_err(|e| {
-            if matches!(e, crate::replica::ReplicaError::Diverged { .. } | crate::replica::ReplicaError::Deposed) {
+            use crate::replica::ReplicaError::{Deposed, Diverged, SnapshotRefused};
+            if matches!(e, Diverged { .. } | Deposed | SnapshotRefused { .. }) {
                 self.rebuild_requested = true;
             }
             tracing::error!("replication stopped this node: {e}");
