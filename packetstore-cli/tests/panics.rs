@@ -20,10 +20,10 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{Server, TempPool};
+use common::{free_port, Server, TempPool};
 
 const SWITCHES: [(&str, &str); 1] = [("PACKETSTORE_ENABLE_TEST_SWITCHES", "1")];
 
@@ -180,10 +180,6 @@ fn hello(node: u64) -> Vec<u8> {
     frame.extend_from_slice(&node.to_le_bytes());
     frame.extend_from_slice(b"\r\n$0\r\n\r\n");
     frame
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[test]

@@ -12,29 +12,15 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::{Server, TempPool};
 
-const REDIS_PY: &str = "redis==5.0.8";
-
-/// The venv's python, made on first use.
-fn python() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("redis-py-5.0.8");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3");
-        assert!(made.success(), "python3 -m venv failed (Debian: apt-get install python3-venv)");
-        let pip = Command::new(venv.join("bin/pip")).args(["install", "-q", REDIS_PY]).status().expect("pip");
-        assert!(pip.success(), "pip install {REDIS_PY} failed");
-    }
-    python
-}
+const REDIS_PY_VERSION: &str = "5.0.8";
 
 #[test]
 fn redis_py_pipelines_pubsub_locks_blocking_pops_and_streams_work() {
-    let python = python();
+    let python = common::redis_py(REDIS_PY_VERSION);
     let pool = TempPool::new("redis-py");
     let server = Server::start(&pool.0, &[]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/redis_py_check.py");

@@ -14,12 +14,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Server, TempPool};
+use common::{free_port, Server, TempPool};
 
 struct Group {
     pools: Vec<TempPool>,
@@ -28,20 +27,6 @@ struct Group {
     /// The crash simulator's mode per node (`--simulate-power-failures`),
     /// if the group runs on it.
     simulated: Option<Vec<&'static str>>,
-}
-
-/// A port free now, below the kernel's ephemeral range (32768 and up): a
-/// port from that range can be taken meanwhile as the source port of some
-/// outgoing connection, and the node would then fail to listen on it.
-fn free_port() -> u16 {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed) + std::process::id() * 7;
-        let port = 20_000 + (n % 12_000) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
 }
 
 impl Group {
@@ -705,23 +690,6 @@ fn a_group_pool_refuses_to_serve_alone() {
     assert!(stderr.contains("this pool belongs to a node of a replicated group"), "{stderr}");
 }
 
-/// redis-py 8.1's python, in a virtualenv made on first use (as
-/// redis_py.rs makes 5.0.8's).
-fn python_redis_py_8() -> std::path::PathBuf {
-    let venv = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("redis-py-8.1.0");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        let made = std::process::Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3");
-        assert!(made.success(), "python3 -m venv failed (Debian: apt-get install python3-venv)");
-        let pip = std::process::Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "redis==8.1.0"])
-            .status()
-            .expect("pip");
-        assert!(pip.success(), "pip install redis==8.1.0 failed");
-    }
-    python
-}
-
 /// Goal: a client library's connection handshake never decides where a
 /// follower's connection goes (issue 35, item 2: redis-py 8's RESP3
 /// handshake sends `CLIENT MAINT_NOTIFICATIONS`, which used to relay the
@@ -737,7 +705,7 @@ fn a_follower_answers_every_setup_command_itself() {
     let leader = group.leader();
     let follower = leader % 3 + 1;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/redis_py8_follower.py");
-    let output = std::process::Command::new(python_redis_py_8())
+    let output = std::process::Command::new(common::redis_py("8.1.0"))
         .arg(script)
         .arg(group.node(follower).resp.port().to_string())
         .arg(follower.to_string())

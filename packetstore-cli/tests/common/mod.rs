@@ -276,3 +276,34 @@ impl Raw {
         read_reply(&mut self.reader)
     }
 }
+
+/// A port free now, below the kernel's ephemeral range (32768 and up), for
+/// servers that must keep their ports across restarts (a group's peers, a
+/// node that re-executes itself): a port from that range can be taken
+/// meanwhile as the source port of some outgoing connection.
+pub fn free_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + std::process::id() * 7;
+        let port = 20_000 + (n % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// The python of a virtualenv (under the target directory, made on first
+/// use) with redis-py `version` installed from PyPI (scripts/test.sh
+/// installs python3-venv).
+pub fn redis_py(version: &str) -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-py-{version}"));
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3");
+        assert!(made.success(), "python3 -m venv failed (Debian: apt-get install python3-venv)");
+        let package = format!("redis=={version}");
+        let pip = Command::new(venv.join("bin/pip")).args(["install", "-q", &package]).status().expect("pip");
+        assert!(pip.success(), "pip install {package} failed");
+    }
+    python
+}
