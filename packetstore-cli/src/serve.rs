@@ -377,7 +377,9 @@ fn stopped_abnormally(
 }
 
 /// A node whose tree ran commands the group then dropped (it led, and lost
-/// its leadership before they committed) starts again, in place: the same
+/// its leadership before they committed), or holds a snapshot stream it
+/// cannot finish (refused by raft-rs, or no room left for it), starts
+/// again, in place: the same
 /// process image re-executed with the same arguments, as a supervisor
 /// would restart it, but at once. Every descriptor is close-on-exec, so
 /// the pool's lock and the listeners are released first; clients of the
@@ -386,7 +388,7 @@ fn stopped_abnormally(
 /// durable, and the group sends the rest.
 fn restart_in_place() -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
-    tracing::warn!("the group dropped entries this node ran: restarting in place to rebuild from the committed log");
+    tracing::warn!("restarting in place to rebuild from the durable checkpoint and the committed log");
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let error = std::process::Command::new("/proc/self/exe").args(args).exec();
     Err(anyhow::Error::new(error).context("re-executing /proc/self/exe to restart in place"))

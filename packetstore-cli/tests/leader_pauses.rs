@@ -45,7 +45,11 @@ impl Drop for Node {
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGCONT) };
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
+        if std::thread::panicking() {
+            eprintln!("a failing run keeps its node's log: {}", self.log.display());
+        } else {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 
@@ -267,13 +271,14 @@ fn pausing_the_leader_under_write_load_ends_no_node() {
     *acked_count.lock().unwrap() = acked.len();
     let logs: Vec<String> = nodes.iter().map(|n| std::fs::read_to_string(&n.log).unwrap_or_default()).collect();
     let rebuilds: usize = logs.iter().map(|l| l.matches("restarting in place").count()).sum();
+    let unstored: usize = logs.iter().map(|l| l.matches("pool is full").count()).sum();
     // No byte is damaged on loopback: a peer link never sees a frame that
     // breaks the protocol or fails its CRC (issue 35, item 4; they came
     // from reply bytes that moved while io_uring was sending them).
     let damaged: usize =
         logs.iter().map(|l| l.matches("do not match its CRC").count() + l.matches("broke the protocol").count()).sum();
     eprintln!(
-        "{pauses} pauses: {} writes acknowledged, {} client errors, {rebuilds} rebuilds in place, {damaged} damaged peer frames",
+        "{pauses} pauses: {} writes acknowledged, {} client errors, {rebuilds} rebuilds in place, {damaged} damaged peer frames, {unstored} peer frames without room",
         acked.len(),
         errors.load(Ordering::Relaxed)
     );

@@ -111,6 +111,15 @@ impl Server {
         connection
     }
 
+    /// A connection, or None while the server does not take one (it is
+    /// restarting in place, or stopped).
+    pub fn try_client(&self) -> Option<redis::Connection> {
+        let client = redis::Client::open(format!("redis://{}/", self.resp)).ok()?;
+        let connection = client.get_connection_with_timeout(Duration::from_secs(2)).ok()?;
+        connection.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        Some(connection)
+    }
+
     /// Waits for the process to exit by itself; false after `timeout`.
     pub fn wait_exit(&mut self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;

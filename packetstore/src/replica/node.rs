@@ -85,6 +85,12 @@ pub enum ReplicaError {
     /// no later snapshot may begin over it. Only a rebuild goes on.
     #[error("raft-rs refused snapshot {index} after its chunks were merged: rebuilding from the durable checkpoint and the committed log")]
     SnapshotRefused { index: u64 },
+    /// A follower's pool filled while it loaded a snapshot: the values of
+    /// the partly merged stream (and of earlier tries) stay referenced until
+    /// a checkpoint that no loading tree may take. A rebuild drops them and
+    /// the next stream costs only the values this node lacks.
+    #[error("the pool filled while snapshot {index} was loading ({free} of {count} buffers free): rebuilding from the durable checkpoint and the committed log drops the partly merged stream")]
+    SnapshotNoRoom { index: u64, free: u32, count: u32 },
     #[error("corrupt replicated log: {0}")]
     Corrupt(String),
 }
@@ -150,6 +156,9 @@ pub struct Replica {
     /// A loaded snapshot raft-rs refused: the next commit stops the loop
     /// for a rebuild.
     snapshot_refused: Option<u64>,
+    /// The pool filled while a snapshot was loading (`SnapshotNoRoom`): the
+    /// next commit stops the loop for a rebuild.
+    snapshot_no_room: Option<(u64, u32, u32)>,
     /// The peers' Redis-protocol addresses, as their HELLOs gave them.
     client_addrs: BTreeMap<u64, SocketAddr>,
     sent_snapshots: BTreeMap<u64, u64>,
@@ -302,6 +311,7 @@ impl Replica {
             sent_snapshots: BTreeMap::new(),
             snapshots_started: 0,
             snapshot_refused: None,
+            snapshot_no_room: None,
             client_addrs: BTreeMap::new(),
             removed: false,
             loading: None,
@@ -594,7 +604,16 @@ impl Replica {
 
     /// Whether the end of the turn has work for the replica.
     pub fn needs_commit(&self, store: &Store) -> bool {
-        self.raw.has_ready() || store.has_open_records() || self.reads_pending
+        self.raw.has_ready() || store.has_open_records() || self.reads_pending || self.snapshot_no_room.is_some()
+    }
+
+    /// A peer frame's value found no room in the pool. Loading a snapshot,
+    /// the node rebuilds at the next commit (true); otherwise the leader
+    /// sends the frame again once a checkpoint has freed room (false).
+    pub fn note_no_room(&mut self, free: u32, count: u32) -> bool {
+        let Some(loading) = &self.loading else { return false };
+        self.snapshot_no_room = Some((loading.index, free, count));
+        true
     }
 
     /// Before the loop's commit begins: the turn's records become an entry
@@ -604,6 +623,9 @@ impl Replica {
     pub fn before_commit(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
         if let Some(index) = self.snapshot_refused {
             return Err(ReplicaError::SnapshotRefused { index });
+        }
+        if let Some((index, free, count)) = self.snapshot_no_room {
+            return Err(ReplicaError::SnapshotNoRoom { index, free, count });
         }
         self.seal(store, pool, buffers)?;
         if self.reads_pending && self.is_leader() {
@@ -1072,7 +1094,8 @@ impl Replica {
                     pool.read_extents(&landed.extents, &mut bytes);
                     crate::index::node::Value::Inline(bytes)
                 } else {
-                    crate::index::node::Value::Extents(landed.extents.clone(), None)
+                    // The CRC the leader sent, checked as the bytes landed.
+                    crate::index::node::Value::Extents(landed.extents.clone(), Some(landed.data_crc))
                 };
                 (key.clone(), value)
             })

@@ -452,11 +452,30 @@ fn land_checked(
         }
     };
     let landed = Landed { kind, key, extents, len, data_crc: crc };
-    if crate::log::data_crc(pool, &landed.extents) != crc {
+    let found = crate::log::data_crc(pool, &landed.extents);
+    if found != crc {
+        let why = mismatch_text(pool, &landed, found, args.extents(2).is_some());
         release_records(buffers, [landed]);
-        return Err("a record's bytes do not match its CRC".into());
+        return Err(why);
     }
     Ok(landed)
+}
+
+/// Says which record failed its CRC, where its bytes landed and how they
+/// begin and end (a damaged frame is rare: the detail finds its cause).
+fn mismatch_text(pool: &Pool, landed: &Landed, found: u32, in_place: bool) -> String {
+    let mut bytes = Vec::new();
+    pool.read_extents(&landed.extents, &mut bytes);
+    let head = &bytes[..bytes.len().min(16)];
+    let tail = &bytes[bytes.len().saturating_sub(16)..];
+    let extents: Vec<_> = landed.extents.iter().map(|e| (e.buffer, e.offset, e.len)).collect();
+    format!(
+        "a record's bytes do not match its CRC (key '{}', {} bytes {}, CRC {:08x} sent, {found:08x} found, extents {extents:?}, begins {head:02x?}, ends {tail:02x?})",
+        crate::index::tree::key_text(&landed.key),
+        landed.len,
+        if in_place { "landed in place" } else { "staged" },
+        landed.data_crc,
+    )
 }
 
 /// Writes a snapshot's B frame.

@@ -253,6 +253,8 @@ pub struct StoreStats {
     pub checkpoint_ns_max: u64,
     pub expired: u64,
     pub refused_full: u64,
+    /// Snapshot values a follower already held (kept, not landed again).
+    pub snapshot_values_kept: u64,
 }
 
 /// What opening found.

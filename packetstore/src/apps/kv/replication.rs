@@ -209,6 +209,12 @@ impl KvServer {
                 Parsed::Command => {}
             }
             frames += 1;
+            if let Some(why) = conn.args.refused.take() {
+                conn.args.clear(buffers);
+                let why = self.peer_frame_unstored(buffers, &why);
+                tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
+                return Progress { requests: frames, close: true, more: false };
+            }
             tracing::trace!(peer = inbound.peer, args = conn.args.len(), "peer frame");
             // A bug that panics closes this link; the node serves on
             // (`guard.rs`).
@@ -276,6 +282,22 @@ impl KvServer {
                 replica.snapshot_chunk(&mut self.store, pool, buffers, upper, pairs).map_err(|e| e.to_string())
             }
         }
+    }
+
+    /// The parser kept none of a frame's value (no room in the pool): the
+    /// frame was whole on the wire but is lost here, so the link closes and
+    /// the leader sends it again. A checkpoint becomes due to free room; a
+    /// snapshot that was loading makes the node rebuild (`note_no_room`).
+    fn peer_frame_unstored(&mut self, buffers: &Buffers, why: &str) -> String {
+        self.peer_frames_unstored += 1;
+        self.store.note_buffers(buffers);
+        let (free, count) = (buffers.free_count(), buffers.count());
+        let replica = self.replica.as_mut().expect("replicated");
+        let rebuild = if replica.note_no_room(free, count) { "; the loading snapshot is dropped" } else { "" };
+        format!(
+            "this node's pool is full: a value from the peer was not kept ({why}; {free} of {count} buffers free, {} kept for client writes){rebuild}",
+            self.config.buffers_reserve
+        )
     }
 
     /// A peer link closed.
@@ -351,8 +373,8 @@ impl KvServer {
     pub(super) fn replica_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         let Some(replica) = self.replica.as_mut() else { return Ok(()) };
         replica.before_commit(&mut self.store, pool, buffers).map_err(|e| {
-            use crate::replica::ReplicaError::{Deposed, Diverged, SnapshotRefused};
-            if matches!(e, Diverged { .. } | Deposed | SnapshotRefused { .. }) {
+            use crate::replica::ReplicaError::{Deposed, Diverged, SnapshotNoRoom, SnapshotRefused};
+            if matches!(e, Diverged { .. } | Deposed | SnapshotRefused { .. } | SnapshotNoRoom { .. }) {
                 self.rebuild_requested = true;
             }
             tracing::error!("replication stopped this node: {e}");

@@ -81,6 +81,18 @@ impl KvServer {
             self.peer_frames_refused as f64,
         );
         e.single(
+            "packetstore_peer_frames_unstored_total",
+            "counter",
+            "Frames on peer links whose value found no room in this node's pool (their links closed; sent again).",
+            self.peer_frames_unstored as f64,
+        );
+        e.single(
+            "packetstore_snapshot_values_kept_total",
+            "counter",
+            "Snapshot values this node already held: kept, not stored twice.",
+            self.store.stats().snapshot_values_kept as f64,
+        );
+        e.single(
             "packetstore_peer_links_closed_total",
             "counter",
             "Peer links closed, either way, for any reason.",

@@ -54,6 +54,7 @@ impl KvServer {
             shutdown_requested: false,
             rebuild_requested: false,
             peer_frames_refused: 0,
+            peer_frames_unstored: 0,
             peer_links_closed: 0,
             active_expire: true,
             pubsub: Default::default(),
@@ -317,6 +318,9 @@ impl App for KvServer {
         self.scrub_tick(pool);
         // A follower's tree changes only by committed entries.
         if !self.writable() {
+            // A follower short of room checkpoints too (applied records and
+            // overwritten values are freed only by one).
+            self.store.note_buffers(buffers);
             if self.store.is_reclaiming() {
                 if let Err(error) = self.store.reclaim_step(pool, buffers, 64) {
                     tracing::error!("the tree's reclamation walk stopped: {error}");

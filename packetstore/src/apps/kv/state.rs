@@ -227,6 +227,8 @@ pub struct KvServer {
     /// Peer links: frames refused (they broke the protocol or failed a
     /// check) and links closed, since the start.
     pub(super) peer_frames_refused: u64,
+    /// Peer frames whose value found no room in the pool (not damage).
+    pub(super) peer_frames_unstored: u64,
     pub(super) peer_links_closed: u64,
     /// The tick removes expired keys (DEBUG SET-ACTIVE-EXPIRE turns it off).
     pub(super) active_expire: bool,

@@ -230,6 +230,18 @@ impl Store {
     }
 }
 
+/// A value's bytes, wherever they are.
+fn value_bytes(pool: &Pool, value: &Value) -> Result<Vec<u8>, StoreError> {
+    Ok(match value {
+        Value::Inline(bytes) => bytes.clone(),
+        other => {
+            let mut bytes = Vec::new();
+            pool.read_extents(&crate::index::tree::value_extents(pool, other)?, &mut bytes);
+            bytes
+        }
+    })
+}
+
 /// A tree entry: its key and value.
 pub type TreeEntry = (Vec<u8>, Value);
 
@@ -302,6 +314,14 @@ impl Store {
             }
         }
         for (key, value) in pairs {
+            if self.holds_value(pool, key, value)? {
+                // Already this node's (a follower merely behind, or a
+                // stream begun again): the tree keeps its value and the
+                // landed bytes go back with the chunk, so a snapshot costs
+                // the pool only what changed, not a second copy of it all.
+                self.stats.snapshot_values_kept += 1;
+                continue;
+            }
             if let Value::Extents(extents, _) = value {
                 for extent in extents {
                     pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
@@ -312,6 +332,21 @@ impl Store {
         }
         self.mutating = false;
         Ok(())
+    }
+
+    /// Whether the tree holds exactly `value` under `key` (the same bytes;
+    /// CRCs and lengths rule most values out without reading them).
+    fn holds_value(&self, pool: &Pool, key: &[u8], value: &Value) -> Result<bool, StoreError> {
+        let Some(held) = self.tree.get(pool, key)? else { return Ok(false) };
+        if super::value_len(&held) != super::value_len(value) {
+            return Ok(false);
+        }
+        if let (Some(a), Some(b)) = (held.crc(), value.crc()) {
+            if a != b {
+                return Ok(false);
+            }
+        }
+        Ok(value_bytes(pool, &held)? == value_bytes(pool, value)?)
     }
 
     /// A snapshot is in the tree: the indexes the store keeps in memory are
