@@ -112,6 +112,12 @@ pub const META_SLOT_OFFSETS: [u64; 2] = [1024, 1088];
 const META_SIZE: usize = 64;
 const META_MAGIC: u32 = 0x4D54_5350; // "PSTM"
 
+/// A committed version pinned for a reader that spans loop turns
+/// (`Tree::pin_committed`): its nodes and values stay as they are until
+/// it is unpinned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Version(Meta);
+
 /// A committed (or working) version of the tree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Meta {
@@ -412,6 +418,12 @@ pub struct Tree {
     /// Buffers commits stopped referencing, waiting for the read lease:
     /// (release no earlier than, buffers), oldest first.
     leased: std::collections::VecDeque<(std::time::Instant, Vec<u32>)>,
+    /// Committed versions pinned for readers that span loop turns (a
+    /// snapshot streamed to a follower): while any is, what commits stop
+    /// referencing is held here, not released, so no pinned node or value
+    /// is reused or written.
+    pins: u32,
+    pinned_held: Vec<u32>,
     /// A commit between `prepare` and `finish`.
     prepared: Option<Prepared>,
     /// Page domain: the batch's nodes live in DRAM until `prepare`.
@@ -608,6 +620,8 @@ impl Tree {
             walk,
             read_lease: None,
             leased: std::collections::VecDeque::new(),
+            pins: 0,
+            pinned_held: Vec::new(),
             prepared: None,
             shadow: None,
             flush_values: true,
@@ -715,8 +729,31 @@ impl Tree {
     /// The entries with keys in `range`, in key order, or in reverse: an
     /// iterator over the working version (it must not outlive a change).
     pub fn range<'t>(&'t self, pool: &'t Pool, range: (Bound<&[u8]>, Bound<&[u8]>), reverse: bool) -> Range<'t> {
+        self.range_of(self.work, pool, range, reverse)
+    }
+
+    /// The entries with keys in `range` of a pinned version, in key order.
+    pub fn range_in<'t>(
+        &'t self,
+        version: &Version,
+        pool: &'t Pool,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+    ) -> Range<'t> {
+        assert!(self.pins > 0, "a range of a version nobody pinned");
+        self.range_of(version.0, pool, range, false)
+    }
+
+    fn range_of<'t>(
+        &'t self,
+        version: Meta,
+        pool: &'t Pool,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+    ) -> Range<'t> {
         let mut iter = Range {
             tree: self,
+            root: version.root,
+            height: version.height,
             pool,
             stack: Vec::new(),
             start: own(range.0),
@@ -1516,16 +1553,50 @@ impl Tree {
         assert!(prepared.meta_written, "finish follows write_meta");
         self.slot = 1 - self.slot;
         self.committed = prepared.meta;
+        if self.pins > 0 {
+            self.pinned_held.extend(prepared.release);
+            return Ok(());
+        }
+        self.release_after_lease(buffers, prepared.release)
+    }
+
+    /// Releases what a commit stopped referencing, now or after the read
+    /// lease.
+    fn release_after_lease(&mut self, buffers: &mut Buffers, release: Vec<u32>) -> Result<(), TreeError> {
         match self.read_lease {
             // The new slot is durable (and visible) before this instant.
-            Some(lease) => self.leased.push_back((std::time::Instant::now() + lease, prepared.release)),
+            Some(lease) => self.leased.push_back((std::time::Instant::now() + lease, release)),
             None => {
-                for buffer in prepared.release {
+                for buffer in release {
                     self.release(buffers, buffer)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Pins the last committed version for a reader that spans loop turns
+    /// (`range_in`): until `unpin`, commits release nothing it references.
+    pub fn pin_committed(&mut self) -> Version {
+        self.pins += 1;
+        Version(self.committed)
+    }
+
+    /// Ends a pin of `pin_committed`; the last one releases what commits
+    /// held back meanwhile.
+    pub fn unpin(&mut self, buffers: &mut Buffers) -> Result<(), TreeError> {
+        assert!(self.pins > 0, "an unpin without its pin");
+        self.pins -= 1;
+        if self.pins == 0 {
+            let held = std::mem::take(&mut self.pinned_held);
+            self.release_after_lease(buffers, held)?;
+        }
+        Ok(())
+    }
+
+    /// Buffers held back for pinned versions.
+    pub fn pinned_buffers(&self) -> usize {
+        self.pinned_held.len()
     }
 
     /// Keeps what commits stop referencing for `lease` after each commit

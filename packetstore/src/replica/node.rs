@@ -176,10 +176,9 @@ pub struct SnapshotStream {
     /// The last key sent (None: none yet).
     pub cursor: Option<Vec<u8>>,
     pub begun: bool,
-    /// Every chunk was sent; the MsgSnapshot waits until the group has
-    /// committed every entry the chunks could reflect (`high_index`).
+    /// Every chunk was sent: the MsgSnapshot follows at once (the chunks
+    /// are a committed version of the tree, pinned by the store).
     pub chunks_done: bool,
-    pub high_index: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -493,12 +492,8 @@ impl Replica {
                         index = message.get_snapshot().get_metadata().index,
                         "streaming a snapshot"
                     );
-                    let high_index = self.tree_index;
                     self.snapshots_started += 1;
-                    self.streams.insert(
-                        to,
-                        SnapshotStream { message, cursor: None, begun: false, chunks_done: false, high_index },
-                    );
+                    self.streams.insert(to, SnapshotStream { message, cursor: None, begun: false, chunks_done: false });
                 } else {
                     self.raw.report_snapshot(to, raft::SnapshotStatus::Failure);
                 }
@@ -1144,9 +1139,20 @@ impl Replica {
     }
 
     /// The leader: whether the stream to `peer` may send its MsgSnapshot
-    /// (every entry its chunks could reflect is committed).
+    /// (every chunk was sent). It used to wait until the group committed
+    /// every entry the chunks could reflect (they were read from the live
+    /// tree): with one node down and the follower loading, nothing could
+    /// commit, and the stream waited for ever.
     pub fn stream_may_finish(&self, peer: u64) -> bool {
-        self.streams.get(&peer).is_some_and(|s| s.chunks_done && self.commit_index() >= s.high_index)
+        self.streams.get(&peer).is_some_and(|s| s.chunks_done)
+    }
+
+    /// The leader's streams end when it stops leading (their MsgSnapshot
+    /// would carry a stale term, which the follower's raft-rs refuses).
+    pub fn drop_streams_unless_leading(&mut self) {
+        if !self.is_leader() {
+            self.streams.clear();
+        }
     }
 
     /// The leader: the stream to `peer` sent its MsgSnapshot.

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! SNAPSHOT frames stream a leader's tree to a follower that is behind
-//! its log (`node.rs`: a fuzzy snapshot, completed by the entries after
-//! its base):
+//! its log (the last committed version of the tree, pinned while it is
+//! read, completed by the entries after the snapshot's base):
 //!
 //! ```text
 //! B       *2 $1 B      $n raft-rs SnapshotMetadata (protobuf)

@@ -734,7 +734,16 @@ impl Store {
         !self.checkpoint_waiting()
             && self.log.batch_bytes() < LOG_BATCH_SIZE_MAX / 2
             && usage.free_bytes >= usage.ring_size * 3 / 8
-            && self.records.len() < self.config.replay_records_max
+            && self.replay_records() < self.config.replay_records_max
+    }
+
+    /// The live records a restart would replay: all of them, but in a
+    /// replicated store those a durable checkpoint covered and that stay
+    /// only for followers behind (`has_room_to_retain` bounds them).
+    fn replay_records(&self) -> usize {
+        let Some(repl) = &self.repl else { return self.records.len() };
+        let retained = self.records.partition_point(|&lsn| lsn < repl.covered_tail_lsn);
+        self.records.len() - retained
     }
 
     /// Refuses a write that could not complete: free buffers below the
@@ -1253,7 +1262,7 @@ impl Store {
             return false;
         }
         let usage = self.log.usage();
-        self.records.len() >= self.config.replay_records_max / 2
+        self.replay_records() >= self.config.replay_records_max / 2
             || usage.free_bytes < usage.ring_size / 2
             || self.buffers_low
             || self.last_checkpoint.elapsed() >= self.config.checkpoint_interval
@@ -1313,6 +1322,7 @@ impl Store {
                 if let Some(repl) = &mut self.repl {
                     if let Some(meta) = repl.meta_checkpointing.take() {
                         repl.meta_durable = Some(meta);
+                        repl.covered_tail_lsn = repl.checkpointing_tail_lsn;
                     }
                 }
                 self.release_covered(pool)?;

@@ -153,21 +153,27 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> Result<(), crate::store::db::StoreError> {
         let replica = self.replica.as_mut().expect("replicated");
-        let tree_index = replica.tree_index();
         let Some(stream) = replica.streams.get_mut(&peer) else { return Ok(()) };
         if out.unsent_len() >= SNAPSHOT_QUEUE_BYTES_MAX {
             return Ok(());
         }
         if !stream.begun {
             stream.begun = true;
+            // The stream reads the last committed version of the tree,
+            // pinned until it ends: it reflects at least the snapshot's
+            // index (raft-rs's log was compacted only up to a durable
+            // checkpoint) and only committed entries, and the follower
+            // replays the entries after the index over it (blind writes of
+            // whole tree entries: replaying them again changes nothing).
+            self.store.pin_snapshot(buffers, peer)?;
             wire::snapshot_begin(out, stream.message.get_snapshot().get_metadata());
         }
         if !stream.chunks_done {
-            let (pairs, end) = self.store.snapshot_chunk(pool, stream.cursor.as_deref(), SNAPSHOT_CHUNK_BYTES)?;
+            let (pairs, end) =
+                self.store.snapshot_chunk(pool, peer, stream.cursor.as_deref(), SNAPSHOT_CHUNK_BYTES)?;
             for (key, value) in &pairs {
                 wire::snapshot_pair(pool, buffers, out, key, value)?;
             }
-            stream.high_index = stream.high_index.max(tree_index);
             if let Some((last, _)) = pairs.last() {
                 stream.cursor = Some(last.clone());
             }
@@ -348,10 +354,16 @@ impl KvServer {
         }
     }
 
-    /// Raft's clock, once per loop turn.
-    pub(super) fn replica_tick(&mut self) {
-        if let Some(replica) = self.replica.as_mut() {
-            replica.tick(Instant::now());
+    /// Raft's clock, once per loop turn; and the end of snapshot streams
+    /// that stopped (a leader that stepped down, a link that closed): the
+    /// tree versions they pinned are let go.
+    pub(super) fn replica_tick(&mut self, buffers: &mut Buffers) {
+        let Some(replica) = self.replica.as_mut() else { return };
+        replica.tick(Instant::now());
+        replica.drop_streams_unless_leading();
+        let streams = &replica.streams;
+        if let Err(error) = self.store.retain_snapshot_pins(buffers, |peer| streams.contains_key(&peer)) {
+            tracing::error!("releasing what a snapshot stream held: {error}");
         }
     }
 

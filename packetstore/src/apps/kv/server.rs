@@ -148,7 +148,7 @@ impl App for KvServer {
             // paused (SIGSTOP, a stalled VM) learns that its quorum is gone
             // before it runs writes, not after, when they would be in its
             // tree but in no entry (the node must then rebuild itself).
-            self.replica_tick();
+            self.replica_tick(buffers);
             self.sync_writable();
         }
         if conn.peer.is_some() {
@@ -305,7 +305,7 @@ impl App for KvServer {
             tracing::error!("simulated power failure: the device is gone; stopping");
             self.shutdown_requested = true;
         }
-        self.replica_tick();
+        self.replica_tick(buffers);
         if self.replica.as_ref().is_some_and(|r| r.is_removed()) && !self.shutdown_requested {
             tracing::warn!("this node was removed from its group: stopping");
             self.shutdown_requested = true;

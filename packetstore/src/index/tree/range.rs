@@ -8,6 +8,9 @@ use super::*;
 /// past it (reverse); for an internal node, the child being walked.
 pub struct Range<'t> {
     pub(super) tree: &'t Tree,
+    /// The version walked: its root and height.
+    pub(super) root: Option<u32>,
+    pub(super) height: u8,
     pub(super) pool: &'t Pool,
     pub(super) stack: Vec<(&'t [u8], usize)>,
     pub(super) start: Bound<Vec<u8>>,
@@ -39,8 +42,8 @@ impl<'t> Range<'t> {
 
     /// Descends to the first (forward) or last (reverse) entry in range.
     pub(super) fn seek(&mut self) -> Result<(), TreeError> {
-        let Some(mut node) = self.tree.work.root else { return Ok(()) };
-        let mut level = self.tree.work.height;
+        let Some(mut node) = self.root else { return Ok(()) };
+        let mut level = self.height;
         let bound = if self.reverse { self.end.clone() } else { self.start.clone() };
         loop {
             let bytes = self.tree.node(self.pool, node, level)?;

@@ -145,7 +145,9 @@ impl Tree {
     /// a rank (at least `len`). The seek is O(log n); each step as `range`.
     pub fn range_from_rank<'t>(&'t self, pool: &'t Pool, index: u64, limit: Bound<&[u8]>, reverse: bool) -> Range<'t> {
         let (start, end) = if reverse { (own(limit), Bound::Unbounded) } else { (Bound::Unbounded, own(limit)) };
-        let mut iter = Range { tree: self, pool, stack: Vec::new(), start, end, reverse, error: None, check: true };
+        let (root, height) = (self.work.root, self.work.height);
+        let mut iter =
+            Range { tree: self, root, height, pool, stack: Vec::new(), start, end, reverse, error: None, check: true };
         let result = self.counted_len(pool).and_then(|len| {
             if index >= len {
                 return Ok(());

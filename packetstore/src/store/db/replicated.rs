@@ -17,6 +17,7 @@
 //! holds a write the group could still drop.
 
 use crate::index::node::Value;
+use crate::index::tree::Version;
 use crate::log::RecordView;
 use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
@@ -27,6 +28,9 @@ use crate::store::db::{Op, Store, StoreError, KIND_DEL, KIND_PUT, TAG_END};
 pub const KIND_ENTRY: u16 = 0x25;
 /// The replica's hard state (term, vote, commit) and membership.
 pub const KIND_STATE: u16 = 0x26;
+/// Records kept for followers, at most, per record of the replay budget.
+pub(super) const RETAINED_PER_BUDGET: usize = 2;
+
 /// The tree entry holding the replica's metadata as of the checkpoint.
 pub const RAFT_ENTRY: &[u8] = b"#raft";
 
@@ -48,8 +52,16 @@ pub struct Replication {
     /// `#raft` and the mark of the checkpoint under way.
     pub(super) meta_checkpointing: Option<(Vec<u8>, u64)>,
     pub(super) checkpoint_allowed: bool,
+    /// The log's tail when the checkpoint under way took its mark, and
+    /// when the last durable one did: live records before it are kept for
+    /// followers (the durable tree reflects them), not replayed by a
+    /// restart, so they count against retention, not the replay budget.
+    pub(super) checkpointing_tail_lsn: u64,
+    pub(super) covered_tail_lsn: u64,
     /// Whether commands may write (the group's leader, ready to).
     pub(super) writable: bool,
+    /// The committed tree version each snapshot stream reads, by follower.
+    pub(super) snapshot_pins: std::collections::BTreeMap<u64, Version>,
 }
 
 impl Store {
@@ -208,6 +220,10 @@ impl Store {
         let repl = self.repl.as_mut().expect("a replicated store");
         let mark = repl.unapplied_from.unwrap_or(tail);
         repl.meta_checkpointing = Some((repl.meta.clone(), mark));
+        // Not the mark: the mark is where the records kept begin (those
+        // of entries the tree lacks, and those followers still need); the
+        // tree reflects every record before the log's tail.
+        repl.checkpointing_tail_lsn = tail;
         if repl.meta != repl.meta_written {
             let meta = repl.meta.clone();
             repl.meta_written = meta.clone();
@@ -252,19 +268,57 @@ fn is_local_entry(key: &[u8]) -> bool {
 }
 
 impl Store {
+    /// Pins the tree's last committed version for a snapshot stream to
+    /// `peer` (replacing a pin it had): it holds only committed entries (a
+    /// leader checkpoints only when all it reflects is committed), and
+    /// stays whole, whatever commits follow, until the pin is dropped.
+    pub fn pin_snapshot(&mut self, buffers: &mut Buffers, peer: u64) -> Result<(), StoreError> {
+        self.unpin_snapshot(buffers, peer)?;
+        let version = self.tree.pin_committed();
+        self.repl().snapshot_pins.insert(peer, version);
+        Ok(())
+    }
+
+    fn unpin_snapshot(&mut self, buffers: &mut Buffers, peer: u64) -> Result<(), StoreError> {
+        if self.repl().snapshot_pins.remove(&peer).is_some() {
+            self.tree.unpin(buffers)?;
+        }
+        Ok(())
+    }
+
+    /// Drops the pins of snapshot streams that ended (`streaming` says
+    /// which followers still have one): what commits held back for them
+    /// is released.
+    pub fn retain_snapshot_pins(
+        &mut self,
+        buffers: &mut Buffers,
+        streaming: impl Fn(u64) -> bool,
+    ) -> Result<(), StoreError> {
+        let Some(repl) = &self.repl else { return Ok(()) };
+        let ended: Vec<u64> = repl.snapshot_pins.keys().copied().filter(|&peer| !streaming(peer)).collect();
+        for peer in ended {
+            self.unpin_snapshot(buffers, peer)?;
+        }
+        Ok(())
+    }
+
     /// A snapshot's next chunk (the leader's side): up to `max_bytes` of
-    /// tree entries after `after` (None: from the first), the store's
-    /// local entries left out. Returns them and whether the tree ended.
+    /// the entries after `after` (None: from the first) in the version
+    /// pinned for `peer`, the store's local entries left out. Returns them
+    /// and whether the version ended.
     pub fn snapshot_chunk(
         &self,
         pool: &Pool,
+        peer: u64,
         after: Option<&[u8]>,
         max_bytes: usize,
     ) -> Result<(Vec<TreeEntry>, bool), StoreError> {
+        let version = self.repl.as_ref().and_then(|r| r.snapshot_pins.get(&peer));
+        let version = version.ok_or_else(|| StoreError::Corrupt(format!("no version pinned for a snapshot to {peer}")))?;
         let start = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let mut out = Vec::new();
         let mut bytes = 0;
-        for entry in self.tree.range(pool, (start, std::ops::Bound::Unbounded), false) {
+        for entry in self.tree.range_in(version, pool, (start, std::ops::Bound::Unbounded)) {
             let (key, value) = entry?;
             if is_local_entry(&key) {
                 continue;
@@ -373,10 +427,14 @@ impl Store {
     }
 
     /// Whether records may stay in the log beyond the checkpoint for
-    /// followers that are behind: the log is under a quarter full and
-    /// holds under a quarter of the replay budget.
+    /// followers that are behind: the log is under a quarter full and the
+    /// records kept so far are under twice the replay budget (they cost
+    /// log space and the buffers of their values, not replay: a restart
+    /// drops them). A follower merely behind under load catches up from
+    /// the log; only one far behind needs a snapshot.
     pub fn has_room_to_retain(&self) -> bool {
         let usage = self.log.usage();
-        usage.free_bytes * 4 > usage.ring_size * 3 && self.records.len() < self.config.replay_records_max / 4
+        let retained = self.records.len() - self.replay_records();
+        usage.free_bytes * 4 > usage.ring_size * 3 && retained < self.config.replay_records_max * RETAINED_PER_BUDGET
     }
 }
