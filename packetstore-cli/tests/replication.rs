@@ -1059,7 +1059,10 @@ fn read_eventually(server: &Server, key: &str, value: &str, within: Duration) {
         if found.as_ref().is_some_and(|v| v.as_deref() == Some(value)) {
             return;
         }
-        assert!(Instant::now() < deadline, "{key} not read back within {within:?} (found {found:?})");
+        if Instant::now() >= deadline {
+            let info = server.try_client().and_then(|mut c| redis::cmd("INFO").arg("replication").query::<String>(&mut c).ok());
+            panic!("{key} not read back within {within:?} (found {found:?}); INFO replication: {info:?}");
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -1197,4 +1200,58 @@ fn a_snapshot_reaches_the_only_other_live_node() {
     read_eventually(group.node(behind), "small:499", "199", Duration::from_secs(10));
     let sent = metric(group.node(leader), "packetstore_raft_snapshots_sent_total") - sent_before;
     assert!(sent >= 1.0, "the follower caught up from the log: the test did not reach a snapshot");
+}
+
+/// Goal: a snapshot stream to a follower that takes nothing (stopped)
+/// does not hold back what the leader's checkpoints free for longer than
+/// 10 s: it is cancelled, the pinned tree version let go, and once the
+/// follower is back a new stream catches it up. Method: 32 MiB of values,
+/// a follower stopped (SIGSTOP) while 100,000 SETs pass it, resumed until
+/// a snapshot stream to it begins, stopped again (the stream stalls), and
+/// writes go on for 12 s: the leader must have cancelled a stream; resumed
+/// again, the follower reads back the last write within 30 s, and the
+/// leader then holds no buffer back. (The writes during the stop are
+/// paced, 500 SETs every 50 ms, so that catching up takes seconds.)
+#[test]
+fn a_stalled_snapshot_stream_lets_go_of_its_tree_version() {
+    let group = Group::start_with("stalled", &["--replay-budget", "2000"]);
+    let leader = group.leader();
+    let behind = leader % 3 + 1;
+    let mut connection = group.node(leader).client();
+    for chunk in (0..8192).collect::<Vec<_>>().chunks(64) {
+        let mut pipe = redis::pipe();
+        for &k in chunk {
+            pipe.cmd("SET").arg(format!("big:{k}")).arg(big_value(k, 0)).ignore();
+        }
+        let () = pipe.query(&mut connection).unwrap();
+    }
+    signal(group.node(behind), libc::SIGSTOP);
+    small_rounds(&mut connection, 200, 500);
+    // Resumed, the follower is sent a snapshot: stopped again as soon as
+    // its stream begins, it takes nothing more.
+    signal(group.node(behind), libc::SIGCONT);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(group.node(leader), "packetstore_raft_snapshots_sent_total") < 1.0 {
+        assert!(Instant::now() < deadline, "the follower behind was never sent a snapshot");
+    }
+    signal(group.node(behind), libc::SIGSTOP);
+    let started = Instant::now();
+    let mut rounds = 200;
+    while started.elapsed() < Duration::from_secs(12) {
+        small_rounds(&mut connection, 1, 500);
+        rounds += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let cancelled = metric(group.node(leader), "packetstore_raft_snapshots_cancelled_total");
+    let sent = metric(group.node(leader), "packetstore_raft_snapshots_sent_total");
+    eprintln!("{rounds} rounds of 500 SETs; {sent} snapshot streams begun, {cancelled} cancelled");
+    assert!(cancelled >= 1.0, "a stream to a stopped follower was never cancelled");
+    let () = redis::cmd("SET").arg("rounds").arg(rounds).query(&mut connection).unwrap();
+    signal(group.node(behind), libc::SIGCONT);
+    read_eventually(group.node(behind), "rounds", &rounds.to_string(), Duration::from_secs(30));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(group.node(leader), "packetstore_snapshot_pinned_buffers") != 0.0 {
+        assert!(Instant::now() < deadline, "the leader still holds buffers back after the follower caught up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -153,6 +153,8 @@ pub struct Replica {
     /// Snapshot streams begun since the start (a follower merely behind
     /// catches up from the log: on a healthy group this stays 0).
     pub snapshots_started: u64,
+    /// Snapshot streams cancelled (stalled, or holding back too much).
+    pub snapshots_cancelled: u64,
     /// A loaded snapshot raft-rs refused: the next commit stops the loop
     /// for a rebuild.
     snapshot_refused: Option<u64>,
@@ -179,7 +181,15 @@ pub struct SnapshotStream {
     /// Every chunk was sent: the MsgSnapshot follows at once (the chunks
     /// are a committed version of the tree, pinned by the store).
     pub chunks_done: bool,
+    /// When a chunk last went out (or the stream began): a follower that
+    /// takes none for `STREAM_STALL_MAX` has its stream cancelled.
+    pub progress_at: Instant,
 }
+
+/// A snapshot stream that sends nothing for this long (a stopped or
+/// stalled follower) is cancelled: its pinned version holds back what
+/// every checkpoint frees meanwhile. raft-rs sends another later.
+pub const STREAM_STALL_MAX: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug)]
 struct Loading {
@@ -309,6 +319,7 @@ impl Replica {
             streams: BTreeMap::new(),
             sent_snapshots: BTreeMap::new(),
             snapshots_started: 0,
+            snapshots_cancelled: 0,
             snapshot_refused: None,
             snapshot_no_room: None,
             client_addrs: BTreeMap::new(),
@@ -493,7 +504,16 @@ impl Replica {
                         "streaming a snapshot"
                     );
                     self.snapshots_started += 1;
-                    self.streams.insert(to, SnapshotStream { message, cursor: None, begun: false, chunks_done: false });
+                    self.streams.insert(
+                        to,
+                        SnapshotStream {
+                            message,
+                            cursor: None,
+                            begun: false,
+                            chunks_done: false,
+                            progress_at: Instant::now(),
+                        },
+                    );
                 } else {
                     self.raw.report_snapshot(to, raft::SnapshotStatus::Failure);
                 }
@@ -951,6 +971,10 @@ impl Replica {
             tracing::info!(node = id, "removed from the group");
             self.links.remove(&id);
             self.outbox.remove(&id);
+            // Its stream would never be woken again, and its pin would
+            // hold back what every later checkpoint frees.
+            self.streams.remove(&id);
+            self.sent_snapshots.remove(&id);
             self.removed |= id == self.config.node_id;
         } else {
             tracing::info!(node = id, "added to the group");
@@ -1152,6 +1176,24 @@ impl Replica {
     pub fn drop_streams_unless_leading(&mut self) {
         if !self.is_leader() {
             self.streams.clear();
+        }
+    }
+
+    /// Cancels the streams that sent nothing for `STREAM_STALL_MAX`, or all
+    /// of them (`all`: what their pinned versions hold back has grown too
+    /// large for the pool); raft-rs hears they failed and tries later.
+    pub fn cancel_streams(&mut self, now: Instant, all: bool) {
+        let stalled: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| all || now.duration_since(s.progress_at) > STREAM_STALL_MAX)
+            .map(|(&peer, _)| peer)
+            .collect();
+        for peer in stalled {
+            self.snapshots_cancelled += 1;
+            tracing::warn!(follower = peer, all, "a snapshot stream is cancelled: it stalled, or held back too much of the pool");
+            self.streams.remove(&peer);
+            self.raw.report_snapshot(peer, raft::SnapshotStatus::Failure);
         }
     }
 

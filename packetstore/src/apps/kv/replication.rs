@@ -174,6 +174,7 @@ impl KvServer {
             for (key, value) in &pairs {
                 wire::snapshot_pair(pool, buffers, out, key, value)?;
             }
+            stream.progress_at = Instant::now();
             if let Some((last, _)) = pairs.last() {
                 stream.cursor = Some(last.clone());
             }
@@ -217,6 +218,12 @@ impl KvServer {
             frames += 1;
             if let Some(why) = conn.args.refused.take() {
                 conn.args.clear(buffers);
+                if !why.starts_with("OOM") {
+                    // Over this node's value limit: peers configured apart.
+                    self.peer_frames_refused += 1;
+                    tracing::warn!(peer = inbound.peer, "closing a peer link: a frame refused: {why}");
+                    return Progress { requests: frames, close: true, more: false };
+                }
                 let why = self.peer_frame_unstored(buffers, &why);
                 tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
                 return Progress { requests: frames, close: true, more: false };
@@ -359,8 +366,16 @@ impl KvServer {
     /// tree versions they pinned are let go.
     pub(super) fn replica_tick(&mut self, buffers: &mut Buffers) {
         let Some(replica) = self.replica.as_mut() else { return };
-        replica.tick(Instant::now());
+        let now = Instant::now();
+        replica.tick(now);
         replica.drop_streams_unless_leading();
+        if !replica.streams.is_empty() {
+            // What pinned versions hold back is bounded: an eighth of the
+            // pool, and never while the pool runs short.
+            let held = self.store.pinned_buffers() as u64;
+            let too_much = held > u64::from(buffers.count()) / 8 || buffers.free_count() < buffers.count() / 4;
+            replica.cancel_streams(now, too_much);
+        }
         let streams = &replica.streams;
         if let Err(error) = self.store.retain_snapshot_pins(buffers, |peer| streams.contains_key(&peer)) {
             tracing::error!("releasing what a snapshot stream held: {error}");

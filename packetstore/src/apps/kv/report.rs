@@ -75,6 +75,18 @@ impl KvServer {
             replica.snapshots_started as f64,
         );
         e.single(
+            "packetstore_raft_snapshots_cancelled_total",
+            "counter",
+            "Snapshot streams cancelled: their follower took nothing for 10 s, or their pinned tree version held back an eighth of the pool.",
+            replica.snapshots_cancelled as f64,
+        );
+        e.single(
+            "packetstore_snapshot_pinned_buffers",
+            "gauge",
+            "Buffers checkpoints freed that wait for the snapshot streams reading an older tree version.",
+            self.store.pinned_buffers() as f64,
+        );
+        e.single(
             "packetstore_peer_frames_refused_total",
             "counter",
             "Frames on peer links that broke the protocol or failed a check (their links closed).",

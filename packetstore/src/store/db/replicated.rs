@@ -430,11 +430,19 @@ impl Store {
     /// followers that are behind: the log is under a quarter full and the
     /// records kept so far are under twice the replay budget (they cost
     /// log space and the buffers of their values, not replay: a restart
-    /// drops them). A follower merely behind under load catches up from
+    /// drops them), and the pool is not short (their values' buffers stay
+    /// referenced). A follower merely behind under load catches up from
     /// the log; only one far behind needs a snapshot.
     pub fn has_room_to_retain(&self) -> bool {
         let usage = self.log.usage();
         let retained = self.records.len() - self.replay_records();
-        usage.free_bytes * 4 > usage.ring_size * 3 && retained < self.config.replay_records_max * RETAINED_PER_BUDGET
+        usage.free_bytes * 4 > usage.ring_size * 3
+            && retained < self.config.replay_records_max * RETAINED_PER_BUDGET
+            && !self.buffers_low
+    }
+
+    /// Buffers the tree holds back for pinned versions (snapshot streams).
+    pub fn pinned_buffers(&self) -> usize {
+        self.tree.pinned_buffers()
     }
 }
