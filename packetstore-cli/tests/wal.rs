@@ -521,7 +521,18 @@ fn restarts(pool: TempPool, power: Option<&str>, rounds: u64) {
                 if let Some(armed) = read_response(&mut BufReader::new(stream)) {
                     assert_eq!(armed.status, 200, "round {round}: the switch refused");
                 }
-                assert!(server.wait_exit(Duration::from_secs(60)), "round {round}: the power never failed");
+                // The armed fence comes with the next syncs: if the writers
+                // stopped before it (an error ends each), POSTs go on until
+                // it does (an idle server syncs nothing; the test once
+                // waited 60 s for a failure that had nothing left to hit).
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while !server.wait_exit(Duration::from_millis(500)) {
+                    assert!(std::time::Instant::now() < deadline, "round {round}: the power never failed");
+                    if let Ok(mut nudge) = TcpStream::connect(server.addr) {
+                        let _ = nudge.write_all(&post_bytes(&body(round << 40 | 5 << 32, 100)));
+                        let _ = read_response(&mut BufReader::new(nudge));
+                    }
+                }
                 let said: Vec<String> = server.lines.try_iter().collect();
                 assert!(
                     said.iter().any(|l| l.starts_with("power failed (simulated)")),
