@@ -119,15 +119,17 @@ def main():
     parser.add_argument("--requests", type=int, default=200_000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--out")
-    parser.add_argument("--only", help="comma-separated cases to run: set1,set16,get1,get16,disk,wal")
+    parser.add_argument("--only", help="comma-separated cases to run: set1,set16,get1,get16,disk,wal,"
+                        "incr16,incrdisk,getdisk (disk: SET -P 16 on ext4)")
     args = parser.parse_args()
     for tool in ("redis-benchmark", "wrk", "taskset"):
         if shutil.which(tool) is None:
             sys.exit(f"ab.py: {tool} not found (apt-get install redis-tools wrk util-linux)")
     disk_dir = tempfile.mkdtemp(prefix="ab-", dir=os.path.join(ROOT, "target"))
     cases = [("SET", 1, "/dev/shm"), ("SET", 16, "/dev/shm"), ("GET", 1, "/dev/shm"), ("GET", 16, "/dev/shm"),
-             ("SET", 16, disk_dir), ("WAL POST", 0, "/dev/shm")]
-    names = ["set1", "set16", "get1", "get16", "disk", "wal"]
+             ("SET", 16, disk_dir), ("WAL POST", 0, "/dev/shm"), ("INCR", 16, "/dev/shm"), ("INCR", 16, disk_dir),
+             ("GET", 16, disk_dir)]
+    names = ["set1", "set16", "get1", "get16", "disk", "wal", "incr16", "incrdisk", "getdisk"]
     if args.only:
         wanted = set(args.only.split(","))
         cases = [case for name, case in zip(names, cases) if name in wanted]
