@@ -1020,6 +1020,8 @@ impl Replica {
         let first = self.raw.store().first_index();
         let unapplied = self.raw.store().get(keep_from.max(first)).map(|meta| meta.lsns[0]);
         store.set_unapplied_from(unapplied);
+        let applied_end = self.raw.store().get((self.tree_index + 1).max(first)).map(|meta| meta.lsns[0]);
+        store.set_applied_end(applied_end);
         let meta = self.meta();
         if meta != self.meta_written {
             store.set_raft_meta(meta.encode());

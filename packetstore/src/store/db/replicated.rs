@@ -44,6 +44,10 @@ pub struct Replication {
     /// The first record of the first entry the tree does not reflect
     /// (None: every record does).
     pub(super) unapplied_from: Option<u64>,
+    /// The first record of the first entry the tree does not reflect, not
+    /// lowered for followers (None: the tree reflects every record): the
+    /// records before it are covered by the next checkpoint.
+    pub(super) applied_end: Option<u64>,
     /// `#raft` as the next checkpoint writes it, and as the tree holds it.
     pub(super) meta: Vec<u8>,
     pub(super) meta_written: Vec<u8>,
@@ -171,6 +175,12 @@ impl Store {
         self.repl().unapplied_from = lsn;
     }
 
+    /// Where the tree's applied prefix ends, followers aside (the first
+    /// record of the first entry it lacks; None: it lacks none).
+    pub fn set_applied_end(&mut self, lsn: Option<u64>) {
+        self.repl().applied_end = lsn;
+    }
+
     /// The replica's metadata for the next checkpoint's `#raft`.
     pub fn set_raft_meta(&mut self, meta: Vec<u8>) {
         self.repl().meta = meta;
@@ -222,8 +232,10 @@ impl Store {
         repl.meta_checkpointing = Some((repl.meta.clone(), mark));
         // Not the mark: the mark is where the records kept begin (those
         // of entries the tree lacks, and those followers still need); the
-        // tree reflects every record before the log's tail.
-        repl.checkpointing_tail_lsn = tail;
+        // tree reflects every record before the first entry it lacks (a
+        // follower's received, uncommitted entries are replayed by a
+        // restart once committed: they count against the replay budget).
+        repl.checkpointing_tail_lsn = repl.applied_end.unwrap_or(tail);
         if repl.meta != repl.meta_written {
             let meta = repl.meta.clone();
             repl.meta_written = meta.clone();
@@ -416,6 +428,7 @@ impl Store {
             repl.open.clear();
             repl.open_bytes = 0;
             repl.unapplied_from = None;
+            repl.applied_end = None;
         }
         Ok(())
     }
