@@ -1060,7 +1060,9 @@ fn read_eventually(server: &Server, key: &str, value: &str, within: Duration) {
             return;
         }
         if Instant::now() >= deadline {
-            let info = server.try_client().and_then(|mut c| redis::cmd("INFO").arg("replication").query::<String>(&mut c).ok());
+            let info = server
+                .try_client()
+                .and_then(|mut c| redis::cmd("INFO").arg("replication").query::<String>(&mut c).ok());
             panic!("{key} not read back within {within:?} (found {found:?}); INFO replication: {info:?}");
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -1102,7 +1104,12 @@ fn a_follower_behind_loads_a_snapshot_at_the_cost_of_what_changed() {
         }
         let () = pipe.query(&mut connection).unwrap();
     }
-    read_eventually(group.node(follower), &format!("big:{}", big_keys - 1), &big_value(big_keys - 1, 0), Duration::from_secs(30));
+    read_eventually(
+        group.node(follower),
+        &format!("big:{}", big_keys - 1),
+        &big_value(big_keys - 1, 0),
+        Duration::from_secs(30),
+    );
     let names = ["packetstore_peer_frames_refused_total", "packetstore_peer_frames_unstored_total"];
     let sent_before = metric(group.node(leader), "packetstore_raft_snapshots_sent_total");
     signal(group.node(follower), libc::SIGSTOP);

@@ -733,12 +733,7 @@ impl Tree {
     }
 
     /// The entries with keys in `range` of a pinned version, in key order.
-    pub fn range_in<'t>(
-        &'t self,
-        version: &Version,
-        pool: &'t Pool,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
-    ) -> Range<'t> {
+    pub fn range_in<'t>(&'t self, version: &Version, pool: &'t Pool, range: (Bound<&[u8]>, Bound<&[u8]>)) -> Range<'t> {
         assert!(self.pins > 0, "a range of a version nobody pinned");
         self.range_of(version.0, pool, range, false)
     }

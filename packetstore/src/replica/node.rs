@@ -1193,7 +1193,11 @@ impl Replica {
             .collect();
         for peer in stalled {
             self.snapshots_cancelled += 1;
-            tracing::warn!(follower = peer, all, "a snapshot stream is cancelled: it stalled, or held back too much of the pool");
+            tracing::warn!(
+                follower = peer,
+                all,
+                "a snapshot stream is cancelled: it stalled, or held back too much of the pool"
+            );
             self.streams.remove(&peer);
             self.raw.report_snapshot(peer, raft::SnapshotStatus::Failure);
         }

@@ -169,8 +169,7 @@ impl KvServer {
             wire::snapshot_begin(out, stream.message.get_snapshot().get_metadata());
         }
         if !stream.chunks_done {
-            let (pairs, end) =
-                self.store.snapshot_chunk(pool, peer, stream.cursor.as_deref(), SNAPSHOT_CHUNK_BYTES)?;
+            let (pairs, end) = self.store.snapshot_chunk(pool, peer, stream.cursor.as_deref(), SNAPSHOT_CHUNK_BYTES)?;
             for (key, value) in &pairs {
                 wire::snapshot_pair(pool, buffers, out, key, value)?;
             }

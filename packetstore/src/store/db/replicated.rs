@@ -326,7 +326,8 @@ impl Store {
         max_bytes: usize,
     ) -> Result<(Vec<TreeEntry>, bool), StoreError> {
         let version = self.repl.as_ref().and_then(|r| r.snapshot_pins.get(&peer));
-        let version = version.ok_or_else(|| StoreError::Corrupt(format!("no version pinned for a snapshot to {peer}")))?;
+        let version =
+            version.ok_or_else(|| StoreError::Corrupt(format!("no version pinned for a snapshot to {peer}")))?;
         let start = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let mut out = Vec::new();
         let mut bytes = 0;
