@@ -1048,6 +1048,17 @@ fn big_value(key: usize, version: usize) -> String {
     value
 }
 
+/// SETs `big:0` to `big:{keys - 1}` to their first version, 64 a pipeline.
+fn set_big_values(connection: &mut redis::Connection, keys: usize) {
+    for chunk in (0..keys).collect::<Vec<_>>().chunks(64) {
+        let mut pipe = redis::pipe();
+        for &k in chunk {
+            pipe.cmd("SET").arg(format!("big:{k}")).arg(big_value(k, 0)).ignore();
+        }
+        let () = pipe.query(connection).unwrap();
+    }
+}
+
 /// Waits until `server`, read locally, holds `value` under `key`.
 fn read_eventually(server: &Server, key: &str, value: &str, within: Duration) {
     let deadline = Instant::now() + within;
@@ -1097,13 +1108,7 @@ fn a_follower_behind_loads_a_snapshot_at_the_cost_of_what_changed() {
         .and_then(|v| v.trim().parse().ok())
         .expect("buffer_size in INFO memory");
     let big_keys = (0.55 * buffers * buffer_size / 4096.0) as usize;
-    for chunk in (0..big_keys).collect::<Vec<_>>().chunks(64) {
-        let mut pipe = redis::pipe();
-        for &k in chunk {
-            pipe.cmd("SET").arg(format!("big:{k}")).arg(big_value(k, 0)).ignore();
-        }
-        let () = pipe.query(&mut connection).unwrap();
-    }
+    set_big_values(&mut connection, big_keys);
     read_eventually(
         group.node(follower),
         &format!("big:{}", big_keys - 1),
@@ -1170,13 +1175,7 @@ fn a_snapshot_reaches_the_only_other_live_node() {
     // 32 MiB of values: a snapshot far larger than the socket buffers, so
     // that its stream is still running when the other follower dies.
     let mut connection = group.node(leader).client();
-    for chunk in (0..8192).collect::<Vec<_>>().chunks(64) {
-        let mut pipe = redis::pipe();
-        for &k in chunk {
-            pipe.cmd("SET").arg(format!("big:{k}")).arg(big_value(k, 0)).ignore();
-        }
-        let () = pipe.query(&mut connection).unwrap();
-    }
+    set_big_values(&mut connection, 8192);
     signal(group.node(behind), libc::SIGSTOP);
     small_rounds(&mut connection, 200, 500);
     group.kill(other);
@@ -1225,13 +1224,7 @@ fn a_stalled_snapshot_stream_lets_go_of_its_tree_version() {
     let leader = group.leader();
     let behind = leader % 3 + 1;
     let mut connection = group.node(leader).client();
-    for chunk in (0..8192).collect::<Vec<_>>().chunks(64) {
-        let mut pipe = redis::pipe();
-        for &k in chunk {
-            pipe.cmd("SET").arg(format!("big:{k}")).arg(big_value(k, 0)).ignore();
-        }
-        let () = pipe.query(&mut connection).unwrap();
-    }
+    set_big_values(&mut connection, 8192);
     signal(group.node(behind), libc::SIGSTOP);
     small_rounds(&mut connection, 200, 500);
     // Resumed, the follower is sent a snapshot: stopped again as soon as

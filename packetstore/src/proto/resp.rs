@@ -28,6 +28,10 @@ use crate::pool::buffers::Buffers;
 use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
 
+/// `Args::refused` when the pool had no room for a value (the other
+/// refusal is an argument over the value limit).
+pub const REFUSED_NO_ROOM: &str = "OOM the pool is full: the value was not stored";
+
 /// Arguments up to this size are copied into the command.
 pub const SMALL_ARG_MAX: usize = 64;
 /// The most arguments a command may have (Redis: 1M; here, bounded for
@@ -271,11 +275,11 @@ impl Parser {
                         && config.persist != Persist::Off
                         && buffers.free_count() < config.buffers_reserve;
                     if refuse_now {
-                        args.refused = Some("OOM the pool is full: the value was not stored".into());
+                        args.refused = Some(REFUSED_NO_ROOM.into());
                     }
                     let keep = !skip && args.refused.is_none();
                     if keep && take > 0 && !self.keep(pool, buffers, config, stream, take, args) {
-                        args.refused = Some("OOM the pool is full: the value was not stored".into());
+                        args.refused = Some(REFUSED_NO_ROOM.into());
                     }
                     stream.consume(take, |segment| release(segment, buffers));
                     let taken = taken + take as u64;

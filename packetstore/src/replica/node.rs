@@ -1185,13 +1185,13 @@ impl Replica {
     /// of them (`all`: what their pinned versions hold back has grown too
     /// large for the pool); raft-rs hears they failed and tries later.
     pub fn cancel_streams(&mut self, now: Instant, all: bool) {
-        let stalled: Vec<u64> = self
+        let cancelled: Vec<u64> = self
             .streams
             .iter()
             .filter(|(_, s)| all || now.duration_since(s.progress_at) > STREAM_STALL_MAX)
             .map(|(&peer, _)| peer)
             .collect();
-        for peer in stalled {
+        for peer in cancelled {
             self.snapshots_cancelled += 1;
             tracing::warn!(
                 follower = peer,

@@ -21,7 +21,7 @@ use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
-use crate::proto::resp::Parsed;
+use crate::proto::resp::{Parsed, REFUSED_NO_ROOM};
 use crate::replica::wire::{self, Frame, Inbound};
 
 /// Not an error: the link carries a relayed client from here on.
@@ -217,13 +217,13 @@ impl KvServer {
             frames += 1;
             if let Some(why) = conn.args.refused.take() {
                 conn.args.clear(buffers);
-                if !why.starts_with("OOM") {
+                let why = if why == REFUSED_NO_ROOM {
+                    self.peer_frame_unstored(buffers, &why)
+                } else {
                     // Over this node's value limit: peers configured apart.
                     self.peer_frames_refused += 1;
-                    tracing::warn!(peer = inbound.peer, "closing a peer link: a frame refused: {why}");
-                    return Progress { requests: frames, close: true, more: false };
-                }
-                let why = self.peer_frame_unstored(buffers, &why);
+                    format!("a frame refused: {why}")
+                };
                 tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
                 return Progress { requests: frames, close: true, more: false };
             }

@@ -213,14 +213,7 @@ impl Store {
     pub fn raft_meta(&self, pool: &Pool) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(value) = self.tree.get(pool, RAFT_ENTRY)? else { return Ok(None) };
         crate::index::tree::verify_value(pool, RAFT_ENTRY, &value)?;
-        Ok(Some(match value {
-            Value::Inline(bytes) => bytes,
-            other => {
-                let mut bytes = Vec::new();
-                pool.read_extents(&crate::index::tree::value_extents(pool, &other)?, &mut bytes);
-                bytes
-            }
-        }))
+        Ok(Some(super::value_bytes(pool, &value)?.into_owned()))
     }
 
     /// Checkpoint phase 1 in a replicated store: the mark is where the
@@ -256,18 +249,6 @@ impl Store {
         }
         Ok(mark)
     }
-}
-
-/// A value's bytes, wherever they are.
-fn value_bytes(pool: &Pool, value: &Value) -> Result<Vec<u8>, StoreError> {
-    Ok(match value {
-        Value::Inline(bytes) => bytes.clone(),
-        other => {
-            let mut bytes = Vec::new();
-            pool.read_extents(&crate::index::tree::value_extents(pool, other)?, &mut bytes);
-            bytes
-        }
-    })
 }
 
 /// A tree entry: its key and value.
@@ -413,7 +394,7 @@ impl Store {
                 return Ok(false);
             }
         }
-        Ok(value_bytes(pool, &held)? == value_bytes(pool, value)?)
+        Ok(super::value_bytes(pool, &held)? == super::value_bytes(pool, value)?)
     }
 
     /// A snapshot is in the tree: the indexes the store keeps in memory are
