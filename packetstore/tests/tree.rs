@@ -306,6 +306,13 @@ fn run(seed: u64, buffer_size: u32) {
             store.commit();
         }
         store.check_shape(&context);
+        // Lookups after every change: each leaves a leaf finger that the
+        // next changes (copies, splits, merges, root changes) may outdate.
+        for _ in 0..3 {
+            let probe = format!("key-{:05}", rng.below(700)).into_bytes();
+            let found = store.tree.get(&store.pool, &probe).unwrap();
+            assert_eq!(found.as_ref(), store.model.get(&probe), "{context}: get {probe:?}");
+        }
         if rng.chance(1, 100) {
             store.check_all(&context);
         }
