@@ -220,14 +220,18 @@ fn check_converged(nodes: &[Node], acked: &BTreeMap<String, String>) {
 }
 
 /// Fails the test (and kills its nodes) if it has not ended in time: a
-/// group that never converges must not hold up the suite.
-fn watchdog(pids: Vec<u32>, limit: Duration) {
+/// group that never converges must not hold up the suite. The exit runs
+/// no destructor, so the pools (256 MiB each, in /dev/shm) go here.
+fn watchdog(pids: Vec<u32>, pools: Vec<PathBuf>, limit: Duration) {
     std::thread::spawn(move || {
         std::thread::sleep(limit);
         eprintln!("leader_pauses: not done within {limit:?}: failing");
         for pid in pids {
             // SAFETY: a signal to a child of ours.
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        for pool in pools {
+            let _ = std::fs::remove_file(pool);
         }
         std::process::exit(1);
     });
@@ -239,7 +243,11 @@ fn pausing_the_leader_under_write_load_ends_no_node() {
     let pools: Vec<TempPool> = (1..=3).map(|i| TempPool::new(&format!("pauses-{i}"))).collect();
     let mut nodes = start_group("pauses", &pools);
     let pids: Vec<u32> = nodes.iter().map(|n| n.child.id()).collect();
-    watchdog(pids.clone(), Duration::from_secs(60 + 5 * pauses as u64 + 120));
+    watchdog(
+        pids.clone(),
+        pools.iter().map(|p| p.0.clone()).collect(),
+        Duration::from_secs(60 + 5 * pauses as u64 + 120),
+    );
     leader(&nodes);
     let addresses: Vec<SocketAddr> = nodes.iter().map(|n| n.resp).collect();
     let stop = Arc::new(AtomicBool::new(false));

@@ -189,13 +189,16 @@ impl Store {
         reverse: bool,
     ) -> Result<Elements<'t>, StoreError> {
         let base = self.tree.rank(pool, &element_prefix(oid, space))?;
-        let count = self.element_count(pool, oid, space)?;
+        // Forward, a rank past the space lands past its end bound (or past
+        // every key): nothing, without counting the space. In reverse it
+        // would land in a later key's elements, all within the bound.
+        let past_end = reverse && index >= self.element_count(pool, oid, space)?;
         let limit = if reverse {
             element_bound(oid, space, Bound::Unbounded, true)
         } else {
             element_bound(oid, space, Bound::Unbounded, false)
         };
-        let index = if index >= count { self.tree_len_or_max(pool)? } else { base + index };
+        let index = if past_end { self.tree_len_or_max(pool)? } else { base.saturating_add(index) };
         let limit_ref = match &limit {
             Bound::Included(k) => Bound::Included(k.as_slice()),
             Bound::Excluded(k) => Bound::Excluded(k.as_slice()),

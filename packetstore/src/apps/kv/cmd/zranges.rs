@@ -196,6 +196,19 @@ impl KvServer {
             return Ok(out);
         }
         if let Range::Rank(start, stop) = query.range {
+            if start >= 0 && stop >= 0 && !query.reverse {
+                // From the front: the walk ends at the last element, so
+                // the cardinality is not needed (two descents saved).
+                if start > stop {
+                    return Ok(out);
+                }
+                let iter = self.store.elements_from_rank(ctx.pool, meta.oid, SPACE_SCORE, start as u64, false)?;
+                for entry in iter.take((stop - start + 1).try_into().unwrap_or(usize::MAX)) {
+                    let (rest, _) = entry?;
+                    out.push((rest[8..].to_vec(), score_from_key(rest[..8].try_into().expect("a score key"))));
+                }
+                return Ok(out);
+            }
             let n = self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? as i64;
             let start = if start < 0 { (start + n).max(0) } else { start };
             let stop = if stop < 0 { stop + n } else { stop.min(n - 1) };
