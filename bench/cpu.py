@@ -84,6 +84,8 @@ WORKLOADS = {
     "mget": ("keys-1k", ["MGET"] + TEN_KEYS),
     "xadd": (None, ["XADD", "mystream", "*", "field", "__rand_int__"]),
 }
+# The plot's ratio axis stops here; a bar beyond it is labelled with its value.
+PLOT_CAP = 7.0
 BASE_SYSTEMS = ["packetstore", "packetstore-none", "redis-no", "redis-always", "kevy"]
 
 
@@ -336,7 +338,12 @@ def plot(m, systems, workloads, path):
                 v = m.get((storage, pipeline, w, system), {}).get("server_us_per_req", 0)
                 no = m.get((storage, pipeline, w, "redis-no"), {}).get("server_us_per_req", 0)
                 ys.append(v / no if v and no else 0)
-            ax.bar([x + i * width for x in range(len(workloads))], ys, width, label=system[-30:])
+            xs = [x + i * width for x in range(len(workloads))]
+            ax.bar(xs, [min(y, PLOT_CAP) for y in ys], width, label=system[-30:])
+            for x, y in zip(xs, ys):
+                if y > PLOT_CAP:  # a bar past the axis: its value, written at the top
+                    ax.text(x, PLOT_CAP * 0.98, f"{y:.0f}x", rotation=90, ha="center", va="top", fontsize=6)
+        ax.set_ylim(0, PLOT_CAP)
         ax.axhline(1.0, color="black", linewidth=0.6)
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(workloads))])
         ax.set_xticklabels(workloads, rotation=30)
