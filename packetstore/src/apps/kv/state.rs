@@ -189,6 +189,10 @@ pub struct KvServer {
     pub(super) config: KvConfig,
     pub(super) store: Store,
     pub(super) next_client_id: u64,
+    /// The wall clock at an instant (microseconds since the epoch), so a
+    /// command's milliseconds come from its one monotonic clock read
+    /// (`dispatch.rs` `wall_ms_at`).
+    pub(super) clock_anchor: (std::time::Instant, u64),
     pub(super) scan_cursors: VecDeque<(u64, Vec<u8>)>,
     pub(super) next_cursor: u64,
     pub(super) io: IoCounters,
