@@ -4,16 +4,8 @@
 # if missing, runs bench/kv.py (see --help), writes bench/results/kv.*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-missing=()
-command -v redis-server >/dev/null || missing+=(redis-server)
-command -v redis-benchmark >/dev/null || missing+=(redis-tools)
-command -v wrk >/dev/null || missing+=(wrk)
-if [ "${#missing[@]}" -gt 0 ]; then
-  apt-get update -qq && apt-get install -y -qq "${missing[@]}"
-fi
-# Debian starts a redis-server on 6379 when installing it: not ours.
-systemctl stop redis-server 2>/dev/null || true
-python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib || true
+source bench/peers.sh
+bench_peers wrk
 cargo build --release -q
 # /dev/shm maps files with 4 KiB pages. A tmpfs mounted with
 # huge=within_size gives the emulated persistent memory 2 MiB pages, as a

@@ -5,15 +5,7 @@
 # --help), writes bench/results/restart.{md,csv,png}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-missing=()
-command -v redis-server >/dev/null || missing+=(redis-server)
-command -v redis-benchmark >/dev/null || missing+=(redis-tools)
-
-if [ "${#missing[@]}" -gt 0 ]; then
-  apt-get update -qq && apt-get install -y -qq "${missing[@]}"
-fi
-# Debian starts a redis-server on 6379 when installing it: not ours.
-systemctl stop redis-server 2>/dev/null || true
-python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib || true
+source bench/peers.sh
+bench_peers
 cargo build --release -q -p packetstore-cli
 python3 bench/restart.py "$@"

@@ -306,8 +306,8 @@ fn run(seed: u64, buffer_size: u32) {
             store.commit();
         }
         store.check_shape(&context);
-        // Lookups after every change: each leaves a leaf finger that the
-        // next changes (copies, splits, merges, root changes) may outdate.
+        // Lookups after every change (copies, splits, merges, root
+        // changes), not only at the occasional full check.
         for _ in 0..3 {
             let probe = format!("key-{:05}", rng.below(700)).into_bytes();
             let found = store.tree.get(&store.pool, &probe).unwrap();

@@ -919,7 +919,7 @@ impl<'a> Reader<'a> {
 /// memcmp for the short keys a search compares (issue 36: that call was
 /// 5-8% of a GET).
 #[inline(always)]
-pub fn compare_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+fn compare_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let common = a.len().min(b.len());
     let mut at = 0;
     while at + 8 <= common {

@@ -380,7 +380,12 @@ pub struct Store {
 
 /// Milliseconds since the epoch.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    now_us() / 1000
+}
+
+/// Microseconds since the epoch.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
 /// A page of SCAN: the keys, and where the next page starts (None: done).

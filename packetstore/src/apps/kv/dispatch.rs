@@ -26,6 +26,7 @@ use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::Parsed;
+use crate::store::db::now_us;
 
 /// Whether a Redis command name is an HTTP request's first word or a
 /// header (Redis's `securityWarningCommand` test).
@@ -65,15 +66,10 @@ const READONLY: &str = "READONLY You can't write against a read only replica.";
 /// operator) shows in commands within this.
 const CLOCK_ANCHOR_MAX: Duration = Duration::from_millis(100);
 
-/// Microseconds since the epoch, from the wall clock.
-pub(super) fn wall_clock_us() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
-}
-
 /// Milliseconds since the epoch at `at` (an instant just read): the
 /// anchor's wall clock plus the monotonic time since it, re-anchored once
-/// it is `CLOCK_ANCHOR_MAX` old. One clock read a command instead of two
-/// (issue 36: the reads were 5% of a pipelined GET); the same answer as
+/// it is `CLOCK_ANCHOR_MAX` old. A command's start reads one clock, not
+/// two (issue 36: the reads were 5% of a pipelined GET); the same answer as
 /// `store::db::now_ms` to the millisecond, but for a step of the wall clock
 /// in the last `CLOCK_ANCHOR_MAX`.
 pub(super) fn wall_ms_at(anchor: &mut (Instant, u64), at: Instant) -> u64 {
@@ -81,7 +77,7 @@ pub(super) fn wall_ms_at(anchor: &mut (Instant, u64), at: Instant) -> u64 {
     match at.checked_duration_since(anchored) {
         Some(since) if since < CLOCK_ANCHOR_MAX => (anchor_us + since.as_micros() as u64) / 1000,
         _ => {
-            let us = wall_clock_us();
+            let us = now_us();
             *anchor = (at, us);
             us / 1000
         }
@@ -555,7 +551,7 @@ mod tests {
 
     #[test]
     fn a_command_reads_the_wall_clock_from_its_anchor() {
-        let mut anchor = (Instant::now(), wall_clock_us());
+        let mut anchor = (Instant::now(), now_us());
         let at = Instant::now();
         let derived = wall_ms_at(&mut anchor, at);
         let read = crate::store::db::now_ms();

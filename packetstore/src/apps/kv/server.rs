@@ -33,7 +33,7 @@ impl KvServer {
             config,
             store,
             next_client_id: 1,
-            clock_anchor: (std::time::Instant::now(), crate::apps::kv::dispatch::wall_clock_us()),
+            clock_anchor: (std::time::Instant::now(), crate::store::db::now_us()),
             scan_cursors: VecDeque::new(),
             next_cursor: 1,
             io: IoCounters::default(),

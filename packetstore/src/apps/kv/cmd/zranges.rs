@@ -188,6 +188,33 @@ type Scored = Result<Vec<(Vec<u8>, f64)>, ()>;
 const ALGEBRA_MEMBERS_MAX: usize = 10_000_000;
 
 impl KvServer {
+    /// Where a walk for ranks `start..=stop` (negative: from the end)
+    /// begins, and how many elements it takes; None when the range is
+    /// empty. From the front with both ranks at or over zero, the walk ends
+    /// at the last element by itself, so the set is not counted (two
+    /// descents saved).
+    fn rank_walk(
+        &self,
+        ctx: &Ctx<'_>,
+        meta: Meta,
+        start: i64,
+        stop: i64,
+        reverse: bool,
+    ) -> Result<Option<(u64, usize)>, StoreError> {
+        if start >= 0 && stop >= 0 && !reverse {
+            let count = usize::try_from((stop - start).saturating_add(1)).unwrap_or(0);
+            return Ok((count > 0).then_some((start as u64, count)));
+        }
+        let n = self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? as i64;
+        let start = if start < 0 { (start + n).max(0) } else { start };
+        let stop = if stop < 0 { stop + n } else { stop.min(n - 1) };
+        if start > stop || start >= n {
+            return Ok(None);
+        }
+        let first = if reverse { n - 1 - start } else { start } as u64;
+        Ok(Some((first, (stop - start + 1) as usize)))
+    }
+
     /// The members of `range` of the sorted set `meta`, with scores, in
     /// the query's order, after LIMIT.
     fn zrange_members(&self, ctx: &Ctx<'_>, meta: Meta, query: &Query) -> Result<Vec<(Vec<u8>, f64)>, StoreError> {
@@ -196,28 +223,9 @@ impl KvServer {
             return Ok(out);
         }
         if let Range::Rank(start, stop) = query.range {
-            if start >= 0 && stop >= 0 && !query.reverse {
-                // From the front: the walk ends at the last element, so
-                // the cardinality is not needed (two descents saved).
-                if start > stop {
-                    return Ok(out);
-                }
-                let iter = self.store.elements_from_rank(ctx.pool, meta.oid, SPACE_SCORE, start as u64, false)?;
-                for entry in iter.take((stop - start + 1).try_into().unwrap_or(usize::MAX)) {
-                    let (rest, _) = entry?;
-                    out.push((rest[8..].to_vec(), score_from_key(rest[..8].try_into().expect("a score key"))));
-                }
-                return Ok(out);
-            }
-            let n = self.store.element_count(ctx.pool, meta.oid, SPACE_MAIN)? as i64;
-            let start = if start < 0 { (start + n).max(0) } else { start };
-            let stop = if stop < 0 { stop + n } else { stop.min(n - 1) };
-            if start > stop || start >= n {
-                return Ok(out);
-            }
-            let first = if query.reverse { n - 1 - start } else { start } as u64;
+            let Some((first, count)) = self.rank_walk(ctx, meta, start, stop, query.reverse)? else { return Ok(out) };
             let iter = self.store.elements_from_rank(ctx.pool, meta.oid, SPACE_SCORE, first, query.reverse)?;
-            for entry in iter.take((stop - start + 1) as usize) {
+            for entry in iter.take(count) {
                 let (rest, _) = entry?;
                 out.push((rest[8..].to_vec(), score_from_key(rest[..8].try_into().expect("a score key"))));
             }
