@@ -1056,8 +1056,11 @@ impl Tree {
             Ok(index) => Edit::Replace { index, entry: &entry },
             Err(index) => Edit::Insert { index, entry: &entry },
         };
-        let done = match self.fits_in_place(leaf, &view, path.is_empty(), edit) {
-            Some(used) => self.edit_fresh_leaf(pool, leaf, &path, edit, used, delta).map(|()| true),
+        let done = match self.fits_in_place(&view, path.is_empty(), edit) {
+            Some(used) if self.fresh.contains(&leaf) => {
+                self.edit_fresh_leaf(pool, leaf, &path, edit, used, delta).map(|()| true)
+            }
+            Some(used) => self.copy_and_edit_leaf(pool, buffers, leaf, &path, edit, used, delta).map(|()| true),
             None => Ok(false),
         };
         self.entry = entry;
@@ -1088,8 +1091,12 @@ impl Tree {
         let Ok(index) = view.search(key) else { return Ok(None) };
         self.reserve(pool, buffers, true)?;
         let previous = view.value(index);
-        if let Some(used) = self.fits_in_place(leaf, &view, path.is_empty(), Edit::Remove { index }) {
-            let result = self.edit_fresh_leaf(pool, leaf, &path, Edit::Remove { index }, used, -1);
+        if let Some(used) = self.fits_in_place(&view, path.is_empty(), Edit::Remove { index }) {
+            let result = if self.fresh.contains(&leaf) {
+                self.edit_fresh_leaf(pool, leaf, &path, Edit::Remove { index }, used, -1)
+            } else {
+                self.copy_and_edit_leaf(pool, buffers, leaf, &path, Edit::Remove { index }, used, -1)
+            };
             self.poison(result)?;
         } else {
             let mut scratch = std::mem::take(&mut self.scratch);
@@ -1106,13 +1113,12 @@ impl Tree {
     }
 
     /// The bytes `leaf` (shown by `view`) would use after `edit` in place,
-    /// if the leaf is of this batch and the tree's shape cannot change: the
-    /// result fits the node and is not underfull (a root leaf keeps an
-    /// entry). None: the caller copies the node and propagates.
-    fn fits_in_place(&self, leaf: u32, view: &NodeBytes<'_>, is_root: bool, edit: Edit<'_>) -> Option<usize> {
-        if !self.fresh.contains(&leaf) {
-            return None;
-        }
+    /// if the tree's shape cannot change: the result fits the node and is
+    /// not underfull (a root leaf keeps an entry). None: the caller
+    /// rebuilds the node and propagates. A leaf of this batch is then
+    /// edited where it is (`edit_fresh_leaf`), any other copied once
+    /// first (`copy_and_edit_leaf`).
+    fn fits_in_place(&self, view: &NodeBytes<'_>, is_root: bool, edit: Edit<'_>) -> Option<usize> {
         let (grows, shrinks, count) = match edit {
             Edit::Insert { entry, .. } => (2 + entry.len(), 0, view.count() + 1),
             Edit::Replace { index, entry } => (entry.len(), view.entry(index).len(), view.count()),
@@ -1138,6 +1144,74 @@ impl Tree {
         let result = self.with_fresh_node(pool, leaf, |bytes| node::edit_in_place(bytes, edit));
         assert_eq!(result, Ok(used), "in-place edit of node {leaf}");
         self.add_to_counts(pool, path, delta)
+    }
+
+    /// Copy on write of `leaf`, a leaf of an earlier batch, for an `edit`
+    /// that `fits_in_place` said keeps the tree's shape and leaves `used`
+    /// bytes: the leaf is copied once into a new buffer and edited there,
+    /// then each ancestor is repointed (`repoint`). One node copy where a
+    /// rebuild, a compaction and a write made three (issue 36: that copy
+    /// was the checkpoint's largest cost per write).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_and_edit_leaf(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        leaf: u32,
+        path: &[Step],
+        edit: Edit<'_>,
+        used: usize,
+        delta: i64,
+    ) -> Result<(), TreeError> {
+        let copy = self.copy_node(pool, buffers, leaf, 0)?;
+        let result = self.with_fresh_node(pool, copy, |bytes| node::edit_in_place(bytes, edit));
+        assert_eq!(result, Ok(used), "in-place edit of node {copy}, a copy of {leaf}");
+        self.repoint(pool, buffers, path, copy, delta)
+    }
+
+    /// A copy of `node` (at `level`, of an earlier batch) in a new buffer
+    /// of this batch, byte for byte (every node is compact, its free bytes
+    /// zero); `node` is retired.
+    fn copy_node(&mut self, pool: &Pool, buffers: &mut Buffers, node: u32, level: u8) -> Result<u32, TreeError> {
+        assert!(!self.fresh.contains(&node), "node {node} is of this batch already");
+        let bytes = self.node(pool, node, level)?;
+        let copy = self.copy_of(buffers, Some(node))?;
+        // A retired node's buffer stays the tree's until the commit, so
+        // `bytes` is still the node.
+        self.write_node(pool, copy, bytes);
+        Ok(copy)
+    }
+
+    /// Points the last step of `path` at `child`, the new version of the
+    /// node it led to, with that child's count moved by `delta`: in place
+    /// in an ancestor of this batch (whose own ancestors then only move
+    /// their counts), else in a copy of it, repointed in turn; a new root
+    /// when the path is used up.
+    fn repoint(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        path: &[Step],
+        mut child: u32,
+        delta: i64,
+    ) -> Result<(), TreeError> {
+        for depth in (0..path.len()).rev() {
+            let step = path[depth];
+            let level = self.work.height - depth as u8;
+            let fresh = self.fresh.contains(&step.node);
+            let parent = if fresh { step.node } else { self.copy_node(pool, buffers, step.node, level)? };
+            let count = shifted(NodeBytes(self.node(pool, parent, level)?).child_count(step.child), delta);
+            self.with_fresh_node(pool, parent, |bytes| {
+                node::set_child(bytes, step.child, child);
+                node::set_child_count(bytes, step.child, count);
+            });
+            if fresh {
+                return self.add_to_counts(pool, &path[..depth], delta);
+            }
+            child = parent;
+        }
+        self.work.root = Some(child);
+        Ok(())
     }
 
     /// Runs `change` on the bytes of `node`, a node of this batch (its
