@@ -1057,10 +1057,7 @@ impl Tree {
             Err(index) => Edit::Insert { index, entry: &entry },
         };
         let done = match self.fits_in_place(&view, path.is_empty(), edit) {
-            Some(used) if self.fresh.contains(&leaf) => {
-                self.edit_fresh_leaf(pool, leaf, &path, edit, used, delta).map(|()| true)
-            }
-            Some(used) => self.copy_and_edit_leaf(pool, buffers, leaf, &path, edit, used, delta).map(|()| true),
+            Some(used) => self.edit_leaf(pool, buffers, leaf, &path, edit, used, delta).map(|()| true),
             None => Ok(false),
         };
         self.entry = entry;
@@ -1092,11 +1089,7 @@ impl Tree {
         self.reserve(pool, buffers, true)?;
         let previous = view.value(index);
         if let Some(used) = self.fits_in_place(&view, path.is_empty(), Edit::Remove { index }) {
-            let result = if self.fresh.contains(&leaf) {
-                self.edit_fresh_leaf(pool, leaf, &path, Edit::Remove { index }, used, -1)
-            } else {
-                self.copy_and_edit_leaf(pool, buffers, leaf, &path, Edit::Remove { index }, used, -1)
-            };
+            let result = self.edit_leaf(pool, buffers, leaf, &path, Edit::Remove { index }, used, -1);
             self.poison(result)?;
         } else {
             let mut scratch = std::mem::take(&mut self.scratch);
@@ -1115,9 +1108,7 @@ impl Tree {
     /// The bytes `leaf` (shown by `view`) would use after `edit` in place,
     /// if the tree's shape cannot change: the result fits the node and is
     /// not underfull (a root leaf keeps an entry). None: the caller
-    /// rebuilds the node and propagates. A leaf of this batch is then
-    /// edited where it is (`edit_fresh_leaf`), any other copied once
-    /// first (`copy_and_edit_leaf`).
+    /// rebuilds the node and propagates. Else `edit_leaf` applies it.
     fn fits_in_place(&self, view: &NodeBytes<'_>, is_root: bool, edit: Edit<'_>) -> Option<usize> {
         let (grows, shrinks, count) = match edit {
             Edit::Insert { entry, .. } => (2 + entry.len(), 0, view.count() + 1),
@@ -1129,31 +1120,16 @@ impl Tree {
         (used <= self.node_size && shape_kept).then_some(used)
     }
 
-    /// Applies `edit` in place to `leaf`, a leaf of this batch that
-    /// `fits_in_place` said then uses `used` bytes; only the ancestors'
-    /// counts move, by `delta`. No view of the leaf may be used after.
-    fn edit_fresh_leaf(
-        &mut self,
-        pool: &Pool,
-        leaf: u32,
-        path: &[Step],
-        edit: Edit<'_>,
-        used: usize,
-        delta: i64,
-    ) -> Result<(), TreeError> {
-        let result = self.with_fresh_node(pool, leaf, |bytes| node::edit_in_place(bytes, edit));
-        assert_eq!(result, Ok(used), "in-place edit of node {leaf}");
-        self.add_to_counts(pool, path, delta)
-    }
-
-    /// Copy on write of `leaf`, a leaf of an earlier batch, for an `edit`
-    /// that `fits_in_place` said keeps the tree's shape and leaves `used`
-    /// bytes: the leaf is copied once into a new buffer and edited there,
-    /// then each ancestor is repointed (`repoint`). One node copy where a
-    /// rebuild, a compaction and a write made three (issue 36: that copy
-    /// was the checkpoint's largest cost per write).
+    /// Applies `edit`, which `fits_in_place` said keeps the tree's shape
+    /// and leaves `used` bytes, to `leaf`: in place in a leaf of this batch
+    /// (only the ancestors' counts move, by `delta`); any other leaf is
+    /// copied once into a new buffer and edited there, then each ancestor
+    /// repointed (`repoint`): one node copy where a rebuild, a compaction
+    /// and a write made three, for the leaf and again for its parent (issue
+    /// 36: those copies were the checkpoint's largest cost per write). No
+    /// view of the leaf may be used after.
     #[allow(clippy::too_many_arguments)]
-    fn copy_and_edit_leaf(
+    fn edit_leaf(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -1163,10 +1139,15 @@ impl Tree {
         used: usize,
         delta: i64,
     ) -> Result<(), TreeError> {
-        let copy = self.copy_node(pool, buffers, leaf, 0)?;
-        let result = self.with_fresh_node(pool, copy, |bytes| node::edit_in_place(bytes, edit));
-        assert_eq!(result, Ok(used), "in-place edit of node {copy}, a copy of {leaf}");
-        self.repoint(pool, buffers, path, copy, delta)
+        let fresh = self.fresh.contains(&leaf);
+        let target = if fresh { leaf } else { self.copy_node(pool, buffers, leaf, 0)? };
+        let result = self.with_fresh_node(pool, target, |bytes| node::edit_in_place(bytes, edit));
+        assert_eq!(result, Ok(used), "in-place edit of node {target} (a copy of {leaf})");
+        if fresh {
+            self.add_to_counts(pool, path, delta)
+        } else {
+            self.repoint(pool, buffers, path, target, delta)
+        }
     }
 
     /// A copy of `node` (at `level`, of an earlier batch) in a new buffer
