@@ -38,7 +38,9 @@ impl Iterator for Elements<'_> {
         let entry = self.inner.next()?;
         Some(self.store.counted(entry).and_then(|(mut key, value)| {
             let value = self.store.checked(self.pool, &key, Some(value))?.expect("a value was given");
-            Ok((key.split_off(ELEMENT_PREFIX_LEN), value))
+            // In place: the rest moves down, no second allocation.
+            key.drain(..ELEMENT_PREFIX_LEN);
+            Ok((key, value))
         }))
     }
 }

@@ -227,7 +227,7 @@ impl KvServer {
             let iter = self.store.elements_from_rank(ctx.pool, meta.oid, SPACE_SCORE, first, query.reverse)?;
             for entry in iter.take(count) {
                 let (rest, _) = entry?;
-                out.push((rest[8..].to_vec(), score_from_key(rest[..8].try_into().expect("a score key"))));
+                out.push(member_and_score(rest));
             }
             return Ok(out);
         }
@@ -241,7 +241,7 @@ impl KvServer {
         for entry in iter.skip(offset as usize).take(take) {
             let (rest, value) = entry?;
             out.push(if space == SPACE_SCORE {
-                (rest[8..].to_vec(), score_from_key(rest[..8].try_into().expect("a score key")))
+                member_and_score(rest)
             } else {
                 let score = stored_score(&value)?;
                 (rest, score)
@@ -622,3 +622,11 @@ impl KvServer {
 }
 
 const _: () = assert!(MEMBER_SIZE_MAX + 8 + crate::store::keyspace::ELEMENT_PREFIX_LEN <= 512);
+
+/// The member and score of a score-space entry's rest (score key, then
+/// member), the member moved down in place: no copy into a new buffer.
+fn member_and_score(mut rest: Vec<u8>) -> (Vec<u8>, f64) {
+    let score = score_from_key(rest[..8].try_into().expect("a score key"));
+    rest.drain(..8);
+    (rest, score)
+}
