@@ -296,6 +296,21 @@ fn run(seed: u64, buffer_size: u32) {
         let key = format!("key-{:05}", rng.below(700)).into_bytes();
         // The second half deletes mostly: nodes merge, roots collapse.
         let delete_odds = if step < 1500 { (1, 3) } else { (3, 4) };
+        // Half the changes read their key first, as a read-modify-write
+        // does: the change then takes the path the read found, which test
+        // builds check against a fresh descent. Half of those delete
+        // another key in between (a command's other ops; no read after it,
+        // which would replace the path kept), which may move nodes and must
+        // then make the change descend afresh.
+        if rng.chance(1, 2) {
+            let found = store.tree.get(&store.pool, &key).unwrap();
+            assert_eq!(found.as_ref(), store.model.get(&key), "{context}: get {key:?} before its change");
+            if rng.chance(1, 2) {
+                let other = format!("key-{:05}", rng.below(700)).into_bytes();
+                let previous = store.tree.delete(&store.pool, &mut store.buffers, &other).unwrap();
+                assert_eq!(previous, store.model.remove(&other), "{context}: deleted value of {other:?}");
+            }
+        }
         if rng.chance(delete_odds.0, delete_odds.1) {
             store.delete(&key, &context);
         } else {

@@ -471,16 +471,7 @@ impl<'a> NodeBytes<'a> {
     fn prefetch_entry<const SLOTS_AT: usize>(&self, index: usize) {
         let Some(slot) = self.0.get(SLOTS_AT + 2 * index..SLOTS_AT + 2 * index + 2) else { return };
         let at = usize::from(u16::from_le_bytes([slot[0], slot[1]]));
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint: it reads nothing into the program
-        // and never faults, whatever the address; the pointer is formed
-        // with wrapping arithmetic, so no out-of-bounds pointer is made.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.0.as_ptr().wrapping_add(at).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = at;
+        prefetch_line(self.0.as_ptr().wrapping_add(at));
     }
 
     /// Bytes the node uses: header, slots and entries.
@@ -871,17 +862,25 @@ pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
 /// cache line is fetched, all at once. Reads nothing into the program.
 #[inline]
 pub fn prefetch_lines(start: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
     for line in (0..len).step_by(64) {
-        // SAFETY: a prefetch is a hint: it never faults, whatever the
-        // address; the pointer is formed with wrapping arithmetic.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(line).cast());
-        }
+        prefetch_line(start.wrapping_add(line));
+    }
+}
+
+/// A hint that the line holding `at` is read soon (any address: the
+/// callers form it with wrapping arithmetic). Reads nothing into the
+/// program.
+#[inline(always)]
+fn prefetch_line(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing into the program and
+    // never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(at.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (start, len);
+    let _ = at;
 }
 
 /// Stamps a rebuilt node with its generation and CRC: the last write

@@ -459,7 +459,7 @@ pub struct Tree {
 
 /// Where `get` last found (or would have put) a key: the path from the
 /// root and the leaf, valid while the tree's `shape` and root are those it
-/// was found under. A change of that key takes it instead of descending
+/// was found under (`root` None: nothing kept). A change of that key takes it instead of descending
 /// again (issue 36: the second descent of a read-modify-write was a tenth
 /// of its CPU). Edits in place inside fresh nodes keep it valid: they move
 /// no key to another leaf and no child to another index.
@@ -470,7 +470,6 @@ struct LastDescent {
     leaf: u32,
     root: Option<u32>,
     shape: u64,
-    valid: bool,
 }
 
 /// The extents of a value read from a tree: an indirect value's are read
@@ -563,7 +562,7 @@ impl Scratch {
 }
 
 /// One step of a path from the root: a node and the child index taken.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Step {
     node: u32,
     child: usize,
@@ -765,7 +764,7 @@ impl Tree {
         let Some(root) = self.work.root else { return Ok(None) };
         // Not reentrant: nothing below calls back into the tree.
         let mut last = self.last_descent.borrow_mut();
-        last.valid = false;
+        last.root = None;
         last.path.clear();
         let (mut node, mut level) = (root, self.work.height);
         loop {
@@ -773,7 +772,7 @@ impl Tree {
             if view.is_leaf() {
                 last.key.clear();
                 last.key.extend_from_slice(key);
-                (last.leaf, last.root, last.shape, last.valid) = (node, Some(root), self.shape, true);
+                (last.leaf, last.root, last.shape) = (node, Some(root), self.shape);
                 return view.search(key).ok().map(|index| read_value(&view, index)).transpose();
             }
             let child = child_index(&view, key);
@@ -1164,7 +1163,7 @@ impl Tree {
         Ok(Some(previous))
     }
 
-    /// The bytes `leaf` (shown by `view`) would use after `edit` in place,
+    /// The bytes a leaf (shown by `view`) would use after `edit` in place,
     /// if the tree's shape cannot change: the result fits the node and is
     /// not underfull (a root leaf keeps an entry). None: the caller
     /// rebuilds the node and propagates. Else `edit_leaf` applies it.
@@ -1282,17 +1281,12 @@ impl Tree {
     fn descend_to_change(&mut self, pool: &Pool, root: u32, key: &[u8]) -> Result<(Vec<Step>, u32), TreeError> {
         let shape = self.shape;
         let last = self.last_descent.get_mut();
-        if !(last.valid && last.shape == shape && last.root == Some(root) && last.key == key) {
+        if !(last.root == Some(root) && last.shape == shape && last.key == key) {
             return self.descend(pool, root, key);
         }
-        last.valid = false;
+        last.root = None;
         let found = (std::mem::take(&mut last.path), last.leaf);
-        debug_assert!(
-            self.descend(pool, root, key).is_ok_and(|(path, leaf)| leaf == found.1
-                && path.len() == found.0.len()
-                && path.iter().zip(&found.0).all(|(a, b)| a.node == b.node && a.child == b.child)),
-            "the last descent is the path to its key"
-        );
+        debug_assert_eq!(self.descend(pool, root, key).ok(), Some(found.clone()), "the last descent is its key's path");
         Ok(found)
     }
 
