@@ -20,6 +20,7 @@ mod options;
 mod progress;
 mod reader_check;
 mod serve;
+mod shards;
 mod shutdown;
 mod switch;
 mod wal;

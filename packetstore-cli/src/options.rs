@@ -78,7 +78,8 @@ pub fn probe_uring() -> anyhow::Result<Features> {
 /// Opens the pool at `path` as a pool of `kind` (the servers': `serve`
 /// for key-value, `wal` for WAL), or creates it (and its directory) with
 /// that kind, `pool_size` bytes, 2 KiB buffers, and `log_count` logs of
-/// `log_size` bytes in all. Returns whether it was created. A pool of
+/// `log_size` bytes in all, recording `shard` (a shard of a sharded data
+/// set) in its header. Returns whether it was created. A pool of
 /// another kind is refused before anything is written to it.
 pub fn open_or_create_pool(
     path: &Path,
@@ -87,7 +88,7 @@ pub fn open_or_create_pool(
     log_size: &str,
     log_count: u32,
     options: &PersistOptions,
-    create_dirs: bool,
+    (create_dirs, shard): (bool, Option<packetstore::pool::layout::ShardId>),
 ) -> anyhow::Result<(Pool, bool)> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
         // A mistyped --pool must not silently make a tree of directories:
@@ -105,7 +106,7 @@ pub fn open_or_create_pool(
         return Ok((pool, false));
     }
     let geometry = new_geometry(pool_size, log_size, log_count)?;
-    Ok((Pool::create_as(path, kind, geometry, options)?, true))
+    Ok((Pool::create_shard(path, kind, shard, geometry, options)?, true))
 }
 
 /// The directory of the servers' default pools (`--pool`'s default), made

@@ -115,6 +115,18 @@ pub struct Args {
     /// the file's group: 0640 instead of 0600.
     #[arg(long)]
     pub pool_group_read: bool,
+    /// Shards: event loops, each pinned to its own core with its own pool
+    /// file (`kv.pool`, `kv.1.pool`, ...), owning a range of Redis
+    /// Cluster's hash slots. A data set keeps the count it was made with.
+    /// Above 1 it needs --cluster-ports; the main ports then answer a
+    /// command for another shard's key with MOVED (HTTP: 421) until
+    /// commands are relayed between shards.
+    #[arg(long, default_value_t = 1)]
+    pub shards: u16,
+    /// Serve Redis Cluster clients: shard i on this port + i (0: any free
+    /// ports), on --resp's address, each a master of its slots.
+    #[arg(long)]
+    pub cluster_ports: Option<u16>,
     #[command(flatten)]
     pub bind_args: BindArgs,
     #[command(flatten)]
@@ -125,28 +137,73 @@ pub struct Args {
     pub group_args: crate::group::GroupArgs,
 }
 
+/// What every shard shares, worked out from the arguments once.
+pub struct Prepared {
+    pub persist: Persist,
+    pub policy: Option<packetstore::io::epoll::CommitPolicy>,
+    pub features: Option<packetstore::io::probe::Features>,
+    pub options: packetstore::PersistOptions,
+    pub needed: BuffersNeeded,
+    pub pool_size: String,
+    pub value_size_max: u64,
+    pub buffers_reserve: u32,
+    pub zero_copy: bool,
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    crate::shards::check_shard_count(&args)?;
     let persist = Persist::parse(&args.persist)
         .filter(|&p| p != Persist::Off)
         .with_context(|| format!("unknown --persist '{}': use zerocopy or copy", args.persist))?;
     let policy = io_path(&args.io, &args.commit, persist)?;
-    let mut group = args.group_args.config()?;
-    if group.is_some() && policy.is_some() {
-        bail!("a replicated group runs on the io_uring engine only (--io uring)");
-    }
     let features = if policy.is_none() { Some(probe_uring()?) } else { None };
     let options = args.persist_args.options()?;
     raise_open_file_limit();
-    // Sizes are checked and both listeners bound before the pool is
-    // created or opened: a failure leaves no file and replays nothing.
     let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
     let needed = BuffersNeeded { ring_entries: args.loop_args.ring_entries, per_entry: 0, fixed: 0, loops: 1 };
     let needed = match persist {
         Persist::ZeroCopy => BuffersNeeded { per_entry: 8, ..needed },
         _ => BuffersNeeded { fixed: 4 * buffers_reserve, ..needed },
     };
-    let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
-    check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
+    let prepared = Prepared {
+        persist,
+        policy,
+        features,
+        options,
+        needed,
+        pool_size: args.pool_size.clone().unwrap_or_else(|| POOL_SIZE_DEFAULT.to_string()),
+        value_size_max: parse_size(&args.value_size_max)?,
+        buffers_reserve,
+        zero_copy: persist == Persist::ZeroCopy,
+    };
+    if args.shards > 1 || args.cluster_ports.is_some() {
+        return crate::shards::run(&args, &prepared);
+    }
+    run_single(args, prepared)
+}
+
+/// One event loop over one pool (`--shards 1`): the server that may also
+/// be a node of a replicated group, run on the crash simulator, or publish
+/// for one-sided readers.
+fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
+    let Prepared {
+        persist,
+        policy,
+        ref features,
+        ref options,
+        ref needed,
+        ref pool_size,
+        value_size_max,
+        buffers_reserve,
+        ..
+    } = prepared;
+    let mut group = args.group_args.config()?;
+    if group.is_some() && policy.is_some() {
+        bail!("a replicated group runs on the io_uring engine only (--io uring)");
+    }
+    // Sizes are checked and both listeners bound before the pool is
+    // created or opened: a failure leaves no file and replays nothing.
+    check_new_pool(&args.pool, pool_size, &args.log_size, needed)?;
     let listeners = bind_listeners(&args, policy.is_some(), group.as_ref())?;
     let (file_pool, created) = open_or_create_pool(
         &args.pool,
@@ -154,8 +211,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         pool_size,
         &args.log_size,
         1,
-        &options,
-        args.persist_args.create_dirs,
+        options,
+        (args.persist_args.create_dirs, None),
     )?;
     if !created {
         warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
@@ -168,8 +225,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if geometry.log_count != 1 {
         bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);
     }
-    check_buffers(&args.pool, &geometry, &needed)?;
-    let value_size_max = parse_size(&args.value_size_max)?;
+    check_buffers(&args.pool, &geometry, needed)?;
+    crate::shards::check_shard(&args.pool, file_pool.header().shard, None)?;
     let domain = pool.domain().clone();
     print_banner(&args.pool, pool, created, power.is_some())?;
 
@@ -186,15 +243,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
-    // For `inspect`: what this recovery found (advisory, in the header page).
-    pool.record_recovery(&packetstore::LastRecovery {
-        duration_us: report.duration.as_micros() as u64,
-        records_replayed: report.replayed_records,
-        records_dropped: report.dropped_records,
-        keys: report.keys,
-        ..Default::default()
-    });
-    let kv_config = kv_config(&args, value_size_max, buffers_reserve, &domain, power.clone(), &listeners)?;
+    record_recovery(pool, &report);
+    let addrs = (
+        Some(packetstore::io::net::local_addr(&listeners[1])?),
+        Some(packetstore::io::net::local_addr(&listeners[0])?),
+    );
+    let kv_config = kv_config(&args, &prepared, &domain, power.clone(), addrs)?;
     let mut server = KvServer::new(kv_config, store, recovery);
     if let Some(replica) = replica {
         server.set_replica(replica);
@@ -235,16 +289,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// The key-value server's configuration from the command line.
-fn kv_config(
+/// `(resp, http)`: the main ports' addresses.
+pub fn kv_config(
     args: &Args,
-    value_size_max: u64,
-    buffers_reserve: u32,
+    prepared: &Prepared,
     domain: &packetstore::DomainInfo,
     power: Option<std::sync::Arc<packetstore::SimDevice>>,
-    listeners: &[std::os::fd::OwnedFd],
+    (resp, http): (Option<SocketAddr>, Option<SocketAddr>),
 ) -> anyhow::Result<KvConfig> {
+    let Prepared { value_size_max, buffers_reserve, .. } = *prepared;
     Ok(KvConfig {
-        persist: Persist::parse(&args.persist).expect("checked at start"),
+        persist: prepared.persist,
         value_size_max,
         zero_copy_min: parse_size(&args.zero_copy_min)?,
         requirepass: args.requirepass.clone().map(String::into_bytes),
@@ -255,12 +310,13 @@ fn kv_config(
         power_switch: power,
         scrub_rate_bytes: parse_size(&args.scrub_rate).context("--scrub-rate")?,
         settings: packetstore::apps::kv::KvSettings {
-            resp: Some(packetstore::io::net::local_addr(&listeners[1])?),
-            http: Some(packetstore::io::net::local_addr(&listeners[0])?),
+            resp,
+            http,
             connections_max: args.loop_args.connections_max,
             dir: pool_dir(&args.pool),
             protected_mode: args.protected_mode == "yes",
             test_switches: crate::options::test_switches_enabled(),
+            cluster: None,
         },
     })
 }
@@ -322,7 +378,7 @@ impl Drop for Untrust<'_> {
 }
 
 /// 0600, or 0640 with `--pool-group-read`, whatever an earlier run set.
-fn set_pool_mode(path: &std::path::Path, group_read: bool) -> anyhow::Result<()> {
+pub fn set_pool_mode(path: &std::path::Path, group_read: bool) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mode = if group_read { 0o640 } else { 0o600 };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -417,10 +473,21 @@ fn join_group(
     Ok(replica)
 }
 
+/// For `inspect`: what this recovery found (advisory, in the header page).
+pub fn record_recovery(pool: &Pool, report: &packetstore::store::db::StoreReport) {
+    pool.record_recovery(&packetstore::LastRecovery {
+        duration_us: report.duration.as_micros() as u64,
+        records_replayed: report.replayed_records,
+        records_dropped: report.dropped_records,
+        keys: report.keys,
+        ..Default::default()
+    });
+}
+
 /// After a graceful stop (either loop): a drain that sent every reply is
 /// followed by a checkpoint, so that the next start replays nothing; one
 /// that gave up on clients leaves the log to recovery.
-fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buffers) -> anyhow::Result<()> {
+pub fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buffers) -> anyhow::Result<()> {
     // One-sided readers stop trusting the table (it goes with the store).
     let _untrusted = Untrust(pool);
     if !drained {
@@ -493,7 +560,7 @@ fn print_banner(path: &std::path::Path, pool: &Pool, created: bool, simulated: b
 
 /// Opens the store: recovery (a progress bar for long replays, on a
 /// terminal).
-fn open_store(
+pub fn open_store(
     args: &Args,
     pool: &Pool,
     buffers: &mut Buffers,
@@ -534,7 +601,7 @@ fn open_store(
 }
 
 /// The limits line: connections, client pauses, receive per turn, auth.
-fn print_limits(config: &EngineConfig, args: &Args) {
+pub fn print_limits(config: &EngineConfig, args: &Args) {
     println!(
         "limits: {} connections, client output pause {} KiB, stall timeout {:.0} s, receive per turn {}, auth {}",
         config.connections_max,

@@ -59,3 +59,15 @@ pub fn install() -> std::io::Result<(&'static AtomicBool, RawFd)> {
     }
     Ok((&STOP, fd))
 }
+
+/// Stops every event loop as the first signal would (a shard that failed
+/// stops the others).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write to our eventfd.
+        unsafe { libc::write(fd, std::ptr::from_ref(&one).cast(), 8) };
+    }
+}

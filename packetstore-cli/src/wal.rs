@@ -92,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let addr = packetstore::io::net::local_addr(&listeners[0])?;
     let dirs = args.persist_args.create_dirs;
     let (file_pool, created) =
-        open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options, dirs)?;
+        open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options, (dirs, None))?;
     if !created {
         warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
     }

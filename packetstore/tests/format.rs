@@ -147,7 +147,7 @@ fn rewrite_header(path: &Path, version: u32, kind_value: u32) {
 }
 
 fn header(kind: PoolKind) -> Header {
-    Header { geometry: GEOMETRY_V1, creation_id: 7, created_unix_ns: 42, version: FORMAT_VERSION, kind }
+    Header { geometry: GEOMETRY_V1, creation_id: 7, created_unix_ns: 42, version: FORMAT_VERSION, kind, shard: None }
 }
 
 /// Opening `path` as `kind` is refused, and the whole file is left as it was.

@@ -39,7 +39,7 @@ use crate::pool::kind::{Evidence, PoolKind};
 /// (`store::claim::infer`, which reads the log and the tree).
 pub type Infer = fn(&Pool) -> Evidence;
 use crate::limits::{FENCE_LATENCY_NS_MAX, HEADER_REGION_SIZE};
-use crate::pool::layout::{get_u32, get_u64, put_u32, put_u64, Geometry, Header, HeaderError, HDR_SIZE};
+use crate::pool::layout::{get_u32, get_u64, put_u32, put_u64, Geometry, Header, HeaderError, ShardId, HDR_SIZE};
 use crate::pool::persist::{Domain, DomainInfo, Hardware, PersistOptions, PersistStats, Persistence, SyncToken};
 use crate::pool::sim::{SimDevice, SimMode};
 
@@ -147,6 +147,18 @@ impl Pool {
         geometry: Geometry,
         options: &PersistOptions,
     ) -> Result<Pool, PoolError> {
+        Self::create_shard(path, kind, None, geometry, options)
+    }
+
+    /// `create_as` for one shard of a sharded data set (`shard`, recorded
+    /// in its header with the rest of it, under its CRC).
+    pub fn create_shard(
+        path: &Path,
+        kind: PoolKind,
+        shard: Option<ShardId>,
+        geometry: Geometry,
+        options: &PersistOptions,
+    ) -> Result<Pool, PoolError> {
         let io_err = |source| PoolError::Io { path: path.to_path_buf(), source };
         geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.to_path_buf(), reason })?;
         if path.exists() {
@@ -175,8 +187,8 @@ impl Pool {
             }
             match huge_page {
                 // hugetlbfs has no write(2): its pages are written mapped.
-                Some(page) => write_mapped(&file, &initial_metadata(&geometry, kind), page)?,
-                None => file.write_all_at(&initial_metadata(&geometry, kind), 0)?,
+                Some(page) => write_mapped(&file, &initial_metadata(&geometry, kind, shard), page)?,
+                None => file.write_all_at(&initial_metadata(&geometry, kind, shard), 0)?,
             }
             file.sync_all()?;
             rename_no_replace(&temporary, path)?;
@@ -355,7 +367,7 @@ impl Pool {
         let path = PathBuf::from("<simulated>");
         geometry.validate().map_err(|reason| PoolError::BadGeometry { path: path.clone(), reason })?;
         assert!(device.len() >= geometry.file_size(), "the device is smaller than the pool");
-        let metadata = initial_metadata(&geometry, PoolKind::Unset);
+        let metadata = initial_metadata(&geometry, PoolKind::Unset, None);
         let pool = Self::simulated_unchecked(device, Header::decode(&metadata).expect("a fresh header decodes"));
         pool.write(0, &metadata);
         pool.flush(0, metadata.len() as u64);
@@ -685,13 +697,14 @@ fn zero_fill(file: &File, len: u64) -> io::Result<()> {
 }
 
 /// The header page and the initial log anchor, written once at creation.
-fn initial_metadata(geometry: &Geometry, kind: PoolKind) -> Vec<u8> {
+fn initial_metadata(geometry: &Geometry, kind: PoolKind, shard: Option<ShardId>) -> Vec<u8> {
     let header = Header {
         geometry: *geometry,
         creation_id: creation_id(),
         created_unix_ns: unix_ns(),
         version: crate::pool::layout::FORMAT_VERSION,
         kind,
+        shard,
     };
     let last_anchor = geometry.log_region_offset(geometry.log_count - 1);
     let mut bytes = vec![0u8; (last_anchor + crate::pool::layout::ANCHOR_SIZE) as usize];
@@ -718,6 +731,11 @@ fn decode_header(bytes: &[u8], path: &Path) -> Result<Header, PoolError> {
 /// The time now, in nanoseconds since the Unix epoch (0 before it).
 pub fn unix_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A random 128-bit id (a pool's creation id, a sharded data set's id).
+pub fn random_id() -> u128 {
+    creation_id()
 }
 
 fn creation_id() -> u128 {

@@ -38,7 +38,10 @@ pub const HDR_CREATION_ID: usize = HDR_FILE_SIZE + 8;
 pub const HDR_CREATED_UNIX_NS: usize = HDR_CREATION_ID + 16;
 pub const HDR_LOG_COUNT: usize = HDR_CREATED_UNIX_NS + 8;
 pub const HDR_KIND: usize = HDR_LOG_COUNT + 4;
-pub const HDR_RESERVED: usize = HDR_KIND + 4;
+pub const HDR_SHARD: usize = HDR_KIND + 4;
+pub const HDR_SHARDS: usize = HDR_SHARD + 2;
+pub const HDR_SET_ID: usize = HDR_SHARDS + 2;
+pub const HDR_RESERVED: usize = HDR_SET_ID + 16;
 pub const HDR_CRC: usize = 124;
 /// Bytes of the header that carry meaning; the rest of its page is zero.
 pub const HDR_SIZE: usize = HDR_CRC + 4;
@@ -46,7 +49,8 @@ pub const HDR_SIZE: usize = HDR_CRC + 4;
 const _: () = assert!(HDR_RESERVED <= HDR_CRC);
 const _: () = assert!(HDR_SIZE as u64 <= HEADER_REGION_SIZE);
 const _: () = assert!(HDR_CREATION_ID % 8 == 0 && HDR_LOG_OFFSET % 8 == 0);
-const _: () = assert!(HDR_KIND == 84 && HDR_RESERVED == 88, "docs/format.md draws the kind at 84");
+const _: () = assert!(HDR_KIND == 84 && HDR_SHARD == 88, "docs/format.md draws the kind at 84, the shard at 88");
+const _: () = assert!(HDR_SET_ID == 92 && HDR_RESERVED == 108, "docs/format.md draws the data set's id at 92");
 
 /// What a caller chooses when creating a pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,6 +189,18 @@ pub struct Header {
     pub version: u32,
     /// What the pool is for (version 3); `Unset` in older versions.
     pub kind: PoolKind,
+    /// Which shard of a sharded data set it holds (None: the whole data
+    /// set; those bytes were zero before shards existed).
+    pub shard: Option<ShardId>,
+}
+
+/// A pool's place in a sharded data set: shard `index` of `count`, all of
+/// them made together with the same random `set_id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardId {
+    pub index: u16,
+    pub count: u16,
+    pub set_id: u128,
 }
 
 /// Why a header was refused.
@@ -218,6 +234,12 @@ impl Header {
         put_u64(&mut b, HDR_CREATED_UNIX_NS, self.created_unix_ns);
         put_u32(&mut b, HDR_LOG_COUNT, g.log_count);
         put_u32(&mut b, HDR_KIND, self.kind.as_u32());
+        if let Some(shard) = self.shard {
+            assert!(shard.index < shard.count, "shard {} of {}", shard.index, shard.count);
+            b[HDR_SHARD..HDR_SHARD + 2].copy_from_slice(&shard.index.to_le_bytes());
+            b[HDR_SHARDS..HDR_SHARDS + 2].copy_from_slice(&shard.count.to_le_bytes());
+            b[HDR_SET_ID..HDR_SET_ID + 16].copy_from_slice(&shard.set_id.to_le_bytes());
+        }
         let crc = crc32c::crc32c(&b[..HDR_CRC]);
         put_u32(&mut b, HDR_CRC, crc);
         b
@@ -265,15 +287,34 @@ impl Header {
                 )));
             }
         }
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&b[HDR_CREATION_ID..HDR_CREATION_ID + 16]);
         Ok(Header {
             geometry,
-            creation_id: u128::from_le_bytes(id),
+            creation_id: get_u128(b, HDR_CREATION_ID),
             created_unix_ns: get_u64(b, HDR_CREATED_UNIX_NS),
             version,
             kind,
+            shard: decode_shard(b)?,
         })
+    }
+}
+
+fn get_u128(b: &[u8], at: usize) -> u128 {
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&b[at..at + 16]);
+    u128::from_le_bytes(bytes)
+}
+
+/// The shard at `HDR_SHARD`: a count of 0 (every pool made before shards,
+/// and every unsharded one) is the whole data set, with all of it zero.
+fn decode_shard(b: &[u8]) -> Result<Option<ShardId>, HeaderError> {
+    let index = u16::from_le_bytes([b[HDR_SHARD], b[HDR_SHARD + 1]]);
+    let count = u16::from_le_bytes([b[HDR_SHARDS], b[HDR_SHARDS + 1]]);
+    let set_id = get_u128(b, HDR_SET_ID);
+    match count {
+        0 if index == 0 && set_id == 0 => Ok(None),
+        0 => Err(HeaderError::BadGeometry("an unsharded pool's shard bytes are not zero".into())),
+        _ if index < count => Ok(Some(ShardId { index, count, set_id })),
+        _ => Err(HeaderError::BadGeometry(format!("shard {index} of {count}"))),
     }
 }
 
@@ -349,6 +390,7 @@ mod tests {
             created_unix_ns: 42,
             version: FORMAT_VERSION,
             kind: PoolKind::Wal,
+            shard: None,
         }
     }
 
@@ -356,6 +398,24 @@ mod tests {
     fn header_round_trips() {
         let h = header();
         assert_eq!(Header::decode(&h.encode()), Ok(h));
+        let sharded = Header { shard: Some(ShardId { index: 2, count: 3, set_id: 0xfeed << 64 | 7 }), ..h };
+        let bytes = sharded.encode();
+        assert_eq!(Header::decode(&bytes), Ok(sharded));
+        assert_ne!(bytes, h.encode(), "the shard is in the bytes the CRC covers");
+    }
+
+    #[test]
+    fn shard_bytes_are_checked() {
+        let mut bytes = header().encode();
+        bytes[HDR_SHARD] = 3;
+        bytes[HDR_SHARDS] = 3; // shard 3 of 3
+        let crc = crc32c::crc32c(&bytes[..HDR_CRC]);
+        bytes[HDR_CRC..HDR_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+        assert!(matches!(Header::decode(&bytes), Err(HeaderError::BadGeometry(_))));
+        bytes[HDR_SHARDS] = 0; // no count, yet an index
+        let crc = crc32c::crc32c(&bytes[..HDR_CRC]);
+        bytes[HDR_CRC..HDR_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+        assert!(matches!(Header::decode(&bytes), Err(HeaderError::BadGeometry(_))));
     }
 
     #[test]

@@ -240,6 +240,13 @@ impl KvServer {
             return Outcome::Rejected;
         }
         let entry = entry.expect("checked by check_command");
+        if let Some(why) = self.cluster_refuses(ctx, entry) {
+            if let Some(multi) = &mut ctx.conn.multi {
+                multi.aborted = true;
+            }
+            ctx.error(&why);
+            return Outcome::Rejected;
+        }
         if let Some(script) = &self.scripting.paused {
             if !allowed_while_busy(entry, ctx) {
                 let busy = if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION };
@@ -504,6 +511,7 @@ pub(super) const CROSS_PROTOCOL_LOG_INTERVAL: Duration = Duration::from_secs(60)
 pub(super) const COMMANDS: Commands = Commands(&[
     cmd::server::COMMANDS,
     cmd::client::COMMANDS,
+    cmd::cluster::COMMANDS,
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
     cmd::durability::COMMANDS,

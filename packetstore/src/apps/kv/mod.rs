@@ -18,13 +18,15 @@
 //! The files, lowest first (each imports only those before it):
 //! `state.rs` (the server's state, configuration and counters; a
 //! command's table entry and what a handler works with), `ops.rs` (what handlers share), `guard.rs` (a request's panic caught),
-//! `protected.rs` (Redis's protected mode), `report.rs` (INFO, /metrics), `cmd/`
+//! `protected.rs` (Redis's protected mode), `cluster.rs` (hash slots and a
+//! shard's Redis Cluster view), `report.rs` (INFO, /metrics), `cmd/`
 //! (one file per command family, each with its table), `integrity.rs`
 //! (value checksums: corrupt-value replies, the scrubber's ticks, their
 //! INFO and metrics), `dispatch.rs` (the
 //! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
 //! and `server.rs` (the `App` impl the event loop calls).
 
+pub mod cluster;
 mod cmd;
 mod dispatch;
 mod forward;

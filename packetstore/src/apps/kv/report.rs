@@ -338,7 +338,10 @@ impl KvServer {
                 "modules" => text.push_str("# Modules\r\n"),
                 "commandstats" => self.info_commandstats(&mut text),
                 "errorstats" => self.info_errorstats(&mut text),
-                "cluster" => text.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+                "cluster" => {
+                    let enabled = u8::from(self.config.settings.cluster.is_some());
+                    text.push_str(&format!("# Cluster\r\ncluster_enabled:{enabled}\r\n"));
+                }
                 _ => {
                     text.push_str("# Keyspace\r\n");
                     self.info_keyspace(pool, &mut text);

@@ -194,7 +194,15 @@ impl KvServer {
     /// 414 for a key too long, 404 for another path.
     fn http_key(&self, target: &[u8], head: &http::RequestHead, out: &mut OutQueue) -> Result<Vec<u8>, PathRefused> {
         match target.strip_prefix(b"/kv/").map(percent_decode) {
-            Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => Ok(key),
+            Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => match self.other_shard(&key) {
+                None => Ok(key),
+                Some(why) => {
+                    // Until requests are relayed between shards.
+                    let keep_alive = head.keep_alive && head.content_length == 0;
+                    http::respond(out.bytes(), 421, &[], why.as_bytes(), keep_alive);
+                    Err(PathRefused { close: !keep_alive, other: false })
+                }
+            },
             Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
                 http::respond(out.bytes(), 414, &[], b"key too long\n", false);
                 Err(PathRefused { close: true, other: false })
@@ -210,6 +218,15 @@ impl KvServer {
                 }
             }
         }
+    }
+
+    /// For a key another shard owns: which, and its cluster port.
+    fn other_shard(&self, key: &[u8]) -> Option<String> {
+        use crate::apps::kv::cluster::{key_slot, owner};
+        let view = self.config.settings.cluster.as_ref().filter(|view| view.shards > 1)?;
+        let slot = key_slot(key);
+        let shard = owner(slot, view.shards);
+        (shard != view.shard).then(|| format!("slot {slot} is shard {shard}'s: {}\n", view.endpoint(shard)))
     }
 
     /// `GET` or `HEAD /kv/<key>`: the value (from the pool buffers holding

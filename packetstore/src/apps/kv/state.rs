@@ -87,6 +87,9 @@ pub struct KvSettings {
     /// PANIC-AT` inject panics (tests of the request paths' panic
     /// handling). Off in every real deployment.
     pub test_switches: bool,
+    /// A shard of a sharded server: its Redis Cluster view and cluster
+    /// port (`cluster.rs`). None: one server, no cluster ports.
+    pub cluster: Option<crate::apps::kv::cluster::ClusterView>,
 }
 
 impl Default for KvSettings {
@@ -98,6 +101,7 @@ impl Default for KvSettings {
             dir: String::new(),
             protected_mode: true,
             test_switches: false,
+            cluster: None,
         }
     }
 }

@@ -132,17 +132,73 @@ fn command_getkeys(ctx: &mut Ctx<'_>, commands: Commands) {
         ctx.error("ERR Invalid number of arguments specified for command");
         return;
     }
-    if entry.keys.0 == 0 {
+    if entry.keys.0 == 0 && !moves_keys(entry) {
         ctx.error("ERR The command has no key arguments");
         return;
     }
-    let mut keys: Vec<Vec<u8>> = entry.key_positions(argc as usize).map(|i| ctx.arg(2 + i).into_owned()).collect();
-    if entry.name == "sort" {
-        let args: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
-        keys.extend(crate::apps::kv::cmd::sort::store_position(&args).map(|i| args[i].clone()));
+    let args: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+    let keys: Vec<&[u8]> = key_positions(entry, &args).into_iter().map(|i| args[i].as_slice()).collect();
+    if keys.is_empty() {
+        ctx.error("ERR Invalid arguments specified for command");
+        return;
     }
     ctx.array(keys.len());
     keys.iter().for_each(|key| ctx.bulk(key));
+}
+
+/// Where a command whose keys move (`movablekeys`) finds them.
+#[derive(Clone, Copy)]
+enum Movable {
+    /// A count of keys at this position, the keys after it.
+    Count(usize),
+    /// A destination key at 1, then a count of keys at 2.
+    StoreAndCount,
+    /// The first half of what follows STREAMS.
+    Streams,
+    /// Its key specification's, and SORT's STORE destination.
+    Sort,
+}
+
+fn movable(name: &str) -> Option<Movable> {
+    Some(match name {
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => Movable::Count(1),
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop" | "bzmpop" => Movable::Count(2),
+        "zunionstore" | "zinterstore" | "zdiffstore" => Movable::StoreAndCount,
+        "xread" | "xreadgroup" => Movable::Streams,
+        "sort" | "sort_ro" => Movable::Sort,
+        _ => return None,
+    })
+}
+
+/// The positions of a call's key arguments (`args[0]` is the command's
+/// name): its key specification's, or for a command whose keys move, those
+/// its arguments name. Arguments too short for their count name the keys
+/// that are there.
+pub(in crate::apps::kv) fn key_positions(entry: &CommandEntry, args: &[Vec<u8>]) -> Vec<usize> {
+    let numkeys = |at: usize| -> std::ops::Range<usize> {
+        let count = args.get(at).and_then(|n| crate::apps::kv::ops::parse_i64(n)).unwrap_or(0).max(0) as usize;
+        at + 1..args.len().min((at + 1).saturating_add(count))
+    };
+    match movable(entry.name) {
+        Some(Movable::Count(at)) => numkeys(at).collect(),
+        Some(Movable::StoreAndCount) => [1].into_iter().chain(numkeys(2)).collect(),
+        Some(Movable::Streams) => {
+            let streams = args.iter().position(|a| a.eq_ignore_ascii_case(b"STREAMS")).map_or(args.len(), |i| i + 1);
+            (streams..streams + (args.len() - streams) / 2).collect()
+        }
+        Some(Movable::Sort) => {
+            let store = if entry.name == "sort" { crate::apps::kv::cmd::sort::store_position(args) } else { None };
+            entry.key_positions(args.len()).chain(store).collect()
+        }
+        None if entry.keys.0 == 0 => Vec::new(),
+        None => entry.key_positions(args.len()).collect(),
+    }
+}
+
+/// Whether its key positions need its arguments (`key_positions`), not
+/// only their count.
+pub(in crate::apps::kv) fn moves_keys(entry: &CommandEntry) -> bool {
+    movable(entry.name).is_some()
 }
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,

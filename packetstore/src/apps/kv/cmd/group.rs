@@ -16,7 +16,7 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("readwrite", 1, &["loading", "stale", "fast"], (0, 0, 0), "cluster", "Undoes READONLY (takes effect on the next connection).", KvServer::cmd_readonly),
 ];
 
-const NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
+pub(in crate::apps::kv) const NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
 
 impl KvServer {
     fn cmd_role(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -112,7 +112,7 @@ impl KvServer {
     }
 
     fn cmd_readonly(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        if self.replica.is_none() {
+        if self.replica.is_none() && self.config.settings.cluster.is_none() {
             ctx.error(NO_CLUSTER);
         } else {
             ctx.ok();

@@ -4,6 +4,7 @@
 pub(super) mod bits;
 pub(super) mod blocking;
 pub(super) mod client;
+pub(super) mod cluster;
 pub(super) mod command;
 pub(super) mod config;
 mod config_table;

@@ -15,7 +15,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), "connection", "Resets the connection: no transaction, no watched key, no subscription, RESP2, no name, not authenticated.", KvServer::cmd_reset),
     cmd("quit", -1, &["fast"], (0, 0, 0), "connection", "Closes the connection.", KvServer::cmd_quit),
     cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), "server", "Stops the server: every reply sent, a checkpoint, then exit (the data is always durable: NOSAVE and SAVE change nothing).", KvServer::cmd_shutdown),
-    cmd("cluster", -2, &["noscript", "stale"], (0, 0, 0), "cluster", "Cluster commands: this server has no cluster mode.", KvServer::cmd_cluster),
     cmd("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Authenticates the connection.", KvServer::cmd_auth),
     cmd("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"], (0, 0, 0), "connection", "Handshakes: protocol version, authentication, client name.", KvServer::cmd_hello),
     cmd("time", 1, &["random", "loading", "stale", "fast"], (0, 0, 0), "server", "Returns the server's time: seconds and microseconds.", KvServer::cmd_time),
@@ -198,12 +197,6 @@ impl KvServer {
         tracing::warn!(client = ctx.conn.id, "SHUTDOWN: stopping");
         self.shutdown_requested = true;
         ctx.close = true;
-        Ok(())
-    }
-
-    /// CLUSTER: no cluster mode (Redis's reply with cluster-enabled no).
-    fn cmd_cluster(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
-        ctx.error("ERR This instance has cluster support disabled");
         Ok(())
     }
 

@@ -1,0 +1,367 @@
+//! `packetstore serve --shards N`: a shard per core. Each shard is an
+//! event loop pinned to its own core, with its own pool file, log, tree,
+//! checkpoints and compaction, owning a contiguous range of Redis
+//! Cluster's 16,384 hash slots (`packetstore::apps::kv::cluster`).
+//!
+//! Each shard listens on its own cluster port (`--cluster-ports P`: shard
+//! i on P + i), where it answers as a Redis Cluster master of its slots:
+//! clients that route themselves (redis-py's RedisCluster, ioredis's
+//! Cluster, `redis-cli -c`, `redis-benchmark --cluster`) send each command
+//! straight to its core. The main ports are shared by every shard
+//! (SO_REUSEPORT); until commands are relayed between shards, a command
+//! there for another shard's key is answered as on a cluster port (MOVED
+//! or CROSSSLOT), and HTTP answers 421 naming the shard.
+//!
+//! Owns: the shards' pool paths (`kv.pool`, `kv.1.pool`, ...), checking
+//! that the files found form one data set of this many shards, and the
+//! shards' threads.
+//!
+//! Invariants: a shard serves only a pool whose header names it as shard
+//! `i` of `N` of the same data set as shard 0 (a pool of another count,
+//! index or set is refused before anything is replayed); no shard serves
+//! before every shard has recovered; a shard that fails stops the others.
+
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Barrier;
+
+use anyhow::{bail, Context};
+use packetstore::apps::kv::cluster::ClusterView;
+use packetstore::apps::kv::KvServer;
+use packetstore::io::cores::{allowed_cpus, pin_current_thread, run_loop};
+use packetstore::io::engine::EngineConfig;
+use packetstore::pool::layout::ShardId;
+use packetstore::{Buffers, Pool, PoolKind};
+
+use crate::options::{check_buffers, check_new_pool, open_or_create_pool, parse_size};
+use crate::serve::{Args, Prepared};
+
+/// The most shards a data set may have.
+pub const SHARDS_MAX: u16 = 256;
+
+/// Shard `index`'s pool file: `--pool` itself for shard 0, then
+/// `kv.1.pool`, `kv.2.pool`, ... beside it.
+pub fn shard_path(pool: &Path, index: u16) -> PathBuf {
+    if index == 0 {
+        return pool.to_path_buf();
+    }
+    let stem = pool.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match pool.extension() {
+        Some(ext) => format!("{stem}.{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{index}"),
+    };
+    pool.with_file_name(name)
+}
+
+/// One shard, ready to recover and serve.
+struct Shard {
+    index: u16,
+    path: PathBuf,
+    pool: Pool,
+    created: bool,
+    listeners: Vec<OwnedFd>,
+}
+
+/// Serves `args.shards` shards until stopped.
+pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
+    let count = args.shards;
+    if args.group_args.config()?.is_some() {
+        bail!("--shards {count} with a replicated group is not built yet: use --shards 1");
+    }
+    if args.persist_args.simulate_power_failures.is_some() || args.one_sided_reads {
+        bail!("--shards {count} does not yet run on the crash simulator or publish for one-sided readers");
+    }
+    let listeners = bind_all(args, prepared)?;
+    let pools = open_all(args, prepared)?;
+    let cpus = allowed_cpus().context("reading this process's CPU affinity")?;
+    let ports = listeners.iter().map(|l| packetstore::io::net::local_addr(&l[2]).map(|a| a.port()));
+    let ports = ports.collect::<std::io::Result<Vec<u16>>>()?;
+    let main =
+        (packetstore::io::net::local_addr(&listeners[0][0])?, packetstore::io::net::local_addr(&listeners[0][1])?);
+    let set_id = pools[0].1.header().shard.map_or(0, |id| id.set_id);
+    let shards: Vec<Shard> = pools
+        .into_iter()
+        .zip(listeners)
+        .enumerate()
+        .map(|(i, ((path, pool, created), listeners))| Shard { index: i as u16, path, pool, created, listeners })
+        .collect();
+    let (stop, wake_fd) = crate::shutdown::install()?;
+    let failed = AtomicBool::new(false);
+    let recovered = Barrier::new(usize::from(count));
+    let ready = AtomicUsize::new(0);
+    let view = |index| ClusterView {
+        shard: index,
+        shards: count,
+        set_id,
+        host: args.resp.ip(),
+        ports: ports.clone(),
+        listener: 2,
+    };
+    let errors: Vec<anyhow::Error> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shards
+            .into_iter()
+            .map(|shard| {
+                let cpu = cpus[usize::from(shard.index) % cpus.len()];
+                let (failed, recovered, ready, view) = (&failed, &recovered, &ready, view(shard.index));
+                scope.spawn(move || {
+                    let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd };
+                    let outcome = one.serve(shard, recovered, failed, ready);
+                    if outcome.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                        crate::shutdown::request_stop();
+                    }
+                    outcome
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().expect("a shard's thread panicked").err()).collect()
+    });
+    match errors.into_iter().next() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Every shard's listeners: the main HTTP and Redis ports (shared through
+/// SO_REUSEPORT, at their first shard's port when given as 0), then its
+/// cluster port.
+fn bind_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<Vec<OwnedFd>>> {
+    let timeout = args.bind_args.timeout()?;
+    let nonblocking = prepared.policy.is_some();
+    let base = args.cluster_ports.context("--shards above 1 needs --cluster-ports (the first shard's port)")?;
+    let (mut http, mut resp) = (args.http, args.resp);
+    let mut all = Vec::new();
+    for index in 0..args.shards {
+        // The first shard's binds refuse a port another process listens
+        // on; the others join the first's (SO_REUSEPORT).
+        let (h, r) = if index == 0 {
+            let h = crate::listen::bind(http, "HTTP", true, nonblocking, timeout)?;
+            (h, crate::listen::bind(resp, "Redis protocol", true, nonblocking, timeout)?)
+        } else {
+            let join = |addr| packetstore::io::net::listen(addr, true, nonblocking);
+            (join(http).context("HTTP, another shard")?, join(resp).context("Redis protocol, another shard")?)
+        };
+        (http, resp) = (packetstore::io::net::local_addr(&h)?, packetstore::io::net::local_addr(&r)?);
+        let port = if base == 0 { 0 } else { base.checked_add(index).context("--cluster-ports: past port 65535")? };
+        let cluster = SocketAddr::new(args.resp.ip(), port);
+        let c = crate::listen::bind(cluster, "Redis Cluster", false, nonblocking, timeout)?;
+        all.push(vec![h, r, c]);
+    }
+    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some(), args.protected_mode == "yes");
+    Ok(all)
+}
+
+/// Opens every shard's pool, or creates them all (a new data set), and
+/// checks that they form one data set of `args.shards` shards.
+fn open_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<(PathBuf, Pool, bool)>> {
+    let count = args.shards;
+    let paths: Vec<PathBuf> = (0..count).map(|i| shard_path(&args.pool, i)).collect();
+    let found: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
+    if !found.is_empty() && found.len() != paths.len() {
+        if let Some(shard) = header_of(found[0]).map(|header| header.shard) {
+            // What the first file found says of its data set.
+            check_shard(found[0], shard, paths.iter().position(|p| p == found[0]).map(|i| (i as u16, count)))?;
+        }
+        let missing: Vec<String> = paths.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
+        bail!(
+            "{} of {count} shards' pools exist; missing: {} (a data set's shard count is fixed when it is made: \
+             start with the --shards it was made with)",
+            found.len(),
+            missing.join(", ")
+        );
+    }
+    let set_id = packetstore::pool::file::random_id();
+    let mut pools = Vec::new();
+    for (index, path) in paths.into_iter().enumerate() {
+        // One shard is the whole data set: its pool is a plain one.
+        let id = (count > 1).then_some(ShardId { index: index as u16, count, set_id });
+        check_new_pool(&path, &prepared.pool_size, &args.log_size, &prepared.needed)?;
+        let (pool, created) = open_or_create_pool(
+            &path,
+            PoolKind::KeyValue,
+            &prepared.pool_size,
+            &args.log_size,
+            1,
+            &prepared.options,
+            (args.persist_args.create_dirs, id),
+        )?;
+        check_shard(&path, pool.header().shard, Some((index as u16, count)))?;
+        check_set(&path, &pool, pools.first().map(|(_, p, _): &(PathBuf, Pool, bool)| p))?;
+        check_buffers(&path, &pool.geometry(), &prepared.needed)?;
+        pools.push((path, pool, created));
+    }
+    Ok(pools)
+}
+
+/// The header of the pool file at `path`, if it reads as one.
+fn header_of(path: &Path) -> Option<packetstore::pool::layout::Header> {
+    let mut bytes = vec![0u8; packetstore::pool::layout::HDR_SIZE];
+    let file = std::fs::File::open(path).ok()?;
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0).ok()?;
+    packetstore::pool::layout::Header::decode(&bytes).ok()
+}
+
+/// A pool's `found` shard must be `wanted` (index, count), where a count
+/// of 1 is an unsharded pool (the whole data set).
+pub fn check_shard(path: &Path, found: Option<ShardId>, wanted: Option<(u16, u16)>) -> anyhow::Result<()> {
+    let wanted = wanted.filter(|&(_, count)| count > 1);
+    match found {
+        None if wanted.is_none() => Ok(()),
+        None => bail!(
+            "{} holds an unsharded data set: serve it with --shards 1 (moving its keys into shards is not built yet)",
+            path.display()
+        ),
+        Some(found) if Some((found.index, found.count)) != wanted => bail!(
+            "{} is shard {} of a data set of {} shards: start with --shards {}",
+            path.display(),
+            found.index,
+            found.count,
+            found.count
+        ),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Every pool's shard, then: one data set (shard 0's id) and one log each.
+fn check_set(path: &Path, pool: &Pool, first: Option<&Pool>) -> anyhow::Result<()> {
+    if pool.geometry().log_count != 1 {
+        bail!("{} was made for {} event loops: a shard uses one", path.display(), pool.geometry().log_count);
+    }
+    let found = pool.header().shard.map(|s| s.set_id);
+    let set = first.and_then(|p| p.header().shard).map(|s| s.set_id);
+    if let (Some(found), Some(set)) = (found, set) {
+        if found != set {
+            bail!("{} belongs to another data set than shard 0's ({found:032x}, not {set:032x})", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// What one shard's thread needs besides its pool.
+struct OneShard<'a> {
+    args: &'a Args,
+    prepared: &'a Prepared,
+    view: ClusterView,
+    /// The main ports' addresses (HTTP, Redis protocol).
+    main: (SocketAddr, SocketAddr),
+    cpu: usize,
+    stop: &'static AtomicBool,
+    wake_fd: i32,
+}
+
+impl OneShard<'_> {
+    /// Pins itself, recovers, waits for every shard, serves, and
+    /// checkpoints after a graceful stop.
+    fn serve(self, shard: Shard, recovered: &Barrier, failed: &AtomicBool, ready: &AtomicUsize) -> anyhow::Result<()> {
+        let index = shard.index;
+        if let Err(error) = pin_current_thread(self.cpu) {
+            tracing::warn!("shard {index}: could not pin to CPU {}: {error}", self.cpu);
+        }
+        let recovery = self.recover(&shard);
+        // No shard serves before every shard has recovered (or one failed).
+        failed.fetch_or(recovery.is_err(), Ordering::SeqCst);
+        recovered.wait();
+        let (mut buffers, mut server) = recovery?;
+        if failed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let args = self.args;
+        let config = EngineConfig {
+            listen: self.main.0,
+            wake_fd: Some(self.wake_fd),
+            connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards)),
+            ..args.loop_args.engine_config(self.prepared.zero_copy)?
+        };
+        let config = match &self.prepared.features {
+            Some(features) => config.adapt_to(features),
+            None => config,
+        };
+        let shards = usize::from(args.shards);
+        let main = self.main;
+        let on_ready = || {
+            if ready.fetch_add(1, Ordering::SeqCst) + 1 == shards {
+                crate::serve::print_limits(&config, args);
+                let ports: Vec<String> = self.view.ports.iter().map(u16::to_string).collect();
+                println!(
+                    "listening: http {}, redis {} ({shards} shards; cluster ports {})",
+                    main.0,
+                    main.1,
+                    ports.join(" ")
+                );
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+            }
+        };
+        let pool = &shard.pool;
+        let outcome = run_loop(
+            pool,
+            &mut buffers,
+            &mut server,
+            self.prepared.policy,
+            config.clone(),
+            shard.listeners,
+            (self.stop, on_ready),
+        );
+        let drained = outcome.with_context(|| format!("shard {index}"))?;
+        crate::serve::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
+    }
+
+    /// Recovers the shard's store and makes its server.
+    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer)> {
+        let (args, prepared) = (self.args, self.prepared);
+        let pool = &shard.pool;
+        let geometry = pool.geometry();
+        let mut buffers = Buffers::new(geometry.buffer_count);
+        buffers.set_sequential(pool.domain().domain == packetstore::Domain::Page);
+        let (store, report) = crate::serve::open_store(
+            args,
+            pool,
+            &mut buffers,
+            prepared.value_size_max,
+            prepared.buffers_reserve,
+            false,
+        )
+        .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
+        crate::serve::set_pool_mode(&shard.path, args.pool_group_read)?;
+        println!(
+            "shard {}: pool {} ({:.1} MiB{}), CPU {}, slots {:?}; recovery: {report}",
+            shard.index,
+            shard.path.display(),
+            pool.len() as f64 / 1048576.0,
+            if shard.created { ", created" } else { "" },
+            self.cpu,
+            packetstore::apps::kv::cluster::slot_range(shard.index, args.shards),
+        );
+        crate::serve::record_recovery(pool, &report);
+        let addrs = (Some(self.main.1), Some(self.main.0));
+        let mut config = crate::serve::kv_config(args, prepared, pool.domain(), None, addrs)?;
+        config.settings.cluster = Some(self.view.clone());
+        let mut server = KvServer::new(config, store, report.to_string());
+        server.set_recovery_duration(report.duration);
+        Ok((buffers, server))
+    }
+}
+
+/// The size of each shard's pool.
+pub fn check_shard_count(args: &Args) -> anyhow::Result<()> {
+    if args.shards == 0 || args.shards > SHARDS_MAX {
+        bail!("--shards {}: use 1 to {SHARDS_MAX}", args.shards);
+    }
+    if args.shards > 1 && args.cluster_ports.is_none() {
+        bail!("--shards {} needs --cluster-ports PORT (shard i listens on PORT + i; 0: any free ports)", args.shards);
+    }
+    parse_size(&args.log_size).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_paths_sit_beside_the_first() {
+        assert_eq!(shard_path(Path::new("d/kv.pool"), 0), Path::new("d/kv.pool"));
+        assert_eq!(shard_path(Path::new("d/kv.pool"), 3), Path::new("d/kv.3.pool"));
+        assert_eq!(shard_path(Path::new("kv"), 2), Path::new("kv.2"));
+    }
+}

@@ -1,0 +1,292 @@
+//! Goal: `packetstore serve --shards N --cluster-ports P` is N shards, each
+//! a Redis Cluster master of its slot range on its own port: clients that
+//! route themselves (redis-py's RedisCluster, old and new) work unchanged;
+//! a key on the wrong shard is answered MOVED with the right port, keys of
+//! several slots CROSSSLOT; every shard keeps its own keys across a
+//! graceful stop and a kill -9; a data set refuses to open with another
+//! shard count, and a shard's pool refuses to open alone.
+//!
+//! Method: the real binary on ephemeral ports, pools on /dev/shm; the slots
+//! are checked against values Redis computes (CLUSTER KEYSLOT foo = 12182).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Server, TempPool};
+
+/// A sharded data set's pool files (`kv.pool`, `kv.1.pool`, ...), removed
+/// when the test ends.
+struct ShardPools {
+    first: TempPool,
+    count: u16,
+}
+
+impl ShardPools {
+    fn new(name: &str, count: u16) -> ShardPools {
+        let pools = ShardPools { first: TempPool::new(name), count };
+        pools.remove();
+        pools
+    }
+
+    fn path(&self, index: u16) -> PathBuf {
+        let first = &self.first.0;
+        if index == 0 {
+            return first.clone();
+        }
+        let stem = first.file_stem().unwrap().to_string_lossy();
+        first.with_file_name(format!("{stem}.{index}.pool"))
+    }
+
+    fn remove(&self) {
+        for index in 0..self.count.max(8) {
+            let _ = std::fs::remove_file(self.path(index));
+        }
+    }
+}
+
+impl Drop for ShardPools {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn start(pools: &ShardPools) -> Server {
+    let shards = pools.count.to_string();
+    Server::start(&pools.first.0, &["--shards", &shards, "--cluster-ports", "0"])
+}
+
+/// The cluster ports the listening line names, in shard order.
+fn cluster_ports(server: &Server, pools: &ShardPools) -> Vec<u16> {
+    let mut c = server.client();
+    let slots: Vec<(i64, i64, Vec<redis::Value>)> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query::<Vec<redis::Value>>(&mut c)
+        .unwrap()
+        .into_iter()
+        .map(slot_entry)
+        .collect();
+    assert_eq!(slots.len(), usize::from(pools.count));
+    let mut next = 0;
+    let mut ports = Vec::new();
+    for (start, end, node) in slots {
+        assert_eq!(start, next, "the ranges are contiguous from slot 0");
+        assert!(end >= start);
+        next = end + 1;
+        let port: i64 = redis::from_redis_value(&node[1]).unwrap();
+        ports.push(port as u16);
+    }
+    assert_eq!(next, 16384, "every slot is served");
+    ports
+}
+
+fn slot_entry(value: redis::Value) -> (i64, i64, Vec<redis::Value>) {
+    let fields: Vec<redis::Value> = redis::from_redis_value(&value).unwrap();
+    let node: Vec<redis::Value> = redis::from_redis_value(&fields[2]).unwrap();
+    (redis::from_redis_value(&fields[0]).unwrap(), redis::from_redis_value(&fields[1]).unwrap(), node)
+}
+
+fn connect(port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let c = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c
+}
+
+fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
+    match result {
+        Err(error) => format!("{} {}", error.code().unwrap_or(""), error),
+        Ok(value) => panic!("expected an error, got {value:?}"),
+    }
+}
+
+/// The shard (index into `ports`) that owns `key`, as the server says.
+fn owner(c: &mut redis::Connection, key: &str, pools: &ShardPools) -> usize {
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap();
+    (slot * i64::from(pools.count) / 16384) as usize
+}
+
+// Allowed: one scripted session, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[test]
+fn shards_answer_as_redis_cluster_masters_and_redirect() {
+    let pools = ShardPools::new("shards-moved", 3);
+    let server = start(&pools);
+    let ports = cluster_ports(&server, &pools);
+    let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
+    let mut c = server.client();
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("foo").query(&mut c).unwrap();
+    assert_eq!(slot, 12182, "Redis's slot of foo");
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{user1000}.following").query(&mut c).unwrap();
+    let same: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{user1000}.followers").query(&mut c).unwrap();
+    assert_eq!(slot, same, "a hash tag decides the slot");
+    // Node ids: 40 hex digits, one per shard, each shard's MYID its own.
+    let ids: Vec<String> = shard.iter_mut().map(|s| redis::cmd("CLUSTER").arg("MYID").query(s).unwrap()).collect();
+    assert!(ids.iter().all(|id| id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())), "{ids:?}");
+    assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 3);
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut shard[1]).unwrap();
+    let mine = nodes.lines().find(|l| l.contains("myself")).expect("a myself line");
+    assert!(mine.starts_with(&ids[1]) && mine.contains(&format!(":{}@", ports[1])), "{nodes}");
+    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut shard[0]).unwrap();
+    assert!(info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3"), "{info}");
+    // The right shard runs the command; another answers MOVED to it.
+    for i in 0..60 {
+        let key = format!("key:{i}");
+        let home = owner(&mut c, &key, &pools);
+        let _: () = redis::cmd("SET").arg(&key).arg(i).query(&mut shard[home]).unwrap();
+        let other = (home + 1) % 3;
+        let moved = error_text(redis::cmd("GET").arg(&key).query::<Option<String>>(&mut shard[other]));
+        let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(&key).query(&mut c).unwrap();
+        assert!(moved.contains(&format!("{slot} 127.0.0.1:{}", ports[home])) && moved.contains("MOVED"), "{moved}");
+    }
+    let sizes: Vec<i64> = shard.iter_mut().map(|s| redis::cmd("DBSIZE").query(s).unwrap()).collect();
+    assert_eq!(sizes.iter().sum::<i64>(), 60, "each key on one shard only: {sizes:?}");
+    assert!(sizes.iter().all(|&n| n > 0), "{sizes:?}");
+    // Several slots in one command: CROSSSLOT, movable keys included.
+    let home = owner(&mut c, "{t}a", &pools);
+    let cross = error_text(redis::cmd("MSET").arg("{t}a").arg(1).arg("{u}b").arg(2).query::<()>(&mut shard[home]));
+    assert!(cross.contains("CROSSSLOT"), "{cross}");
+    let cross =
+        error_text(redis::cmd("EVAL").arg("return 1").arg(2).arg("{t}a").arg("{u}b").query::<i64>(&mut shard[home]));
+    assert!(cross.contains("CROSSSLOT"), "{cross}");
+    let _: () = redis::cmd("MSET").arg("{t}a").arg(1).arg("{t}b").arg(2).query(&mut shard[home]).unwrap();
+    let got: Vec<String> = redis::cmd("MGET").arg("{t}a").arg("{t}b").query(&mut shard[home]).unwrap();
+    assert_eq!(got, ["1", "2"]);
+    let elsewhere = (home + 2) % 3;
+    let moved = error_text(
+        redis::cmd("EVAL")
+            .arg("return redis.call('GET', KEYS[1])")
+            .arg(1)
+            .arg("{t}a")
+            .query::<String>(&mut shard[elsewhere]),
+    );
+    assert!(moved.contains("MOVED"), "a script's keys are routed too: {moved}");
+    // A transaction with a key of another shard is aborted.
+    let _: () = redis::cmd("MULTI").query(&mut shard[elsewhere]).unwrap();
+    let moved = error_text(redis::cmd("SET").arg("{t}a").arg(3).query::<()>(&mut shard[elsewhere]));
+    assert!(moved.contains("MOVED"), "{moved}");
+    let aborted = error_text(redis::cmd("EXEC").query::<Vec<String>>(&mut shard[elsewhere]));
+    assert!(aborted.contains("EXECABORT"), "{aborted}");
+    let kept: String = redis::cmd("GET").arg("{t}a").query(&mut shard[home]).unwrap();
+    assert_eq!(kept, "1");
+    // Only database 0, as on a cluster.
+    let refused = error_text(redis::cmd("SELECT").arg(1).query::<()>(&mut shard[0]));
+    assert!(refused.contains("SELECT is not allowed in cluster mode"), "{refused}");
+    // The slot's keys, from the shard that holds them.
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{t}").query(&mut c).unwrap();
+    let count: i64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(&mut shard[home]).unwrap();
+    assert_eq!(count, 2);
+    let keys: Vec<String> =
+        redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(10).query(&mut shard[home]).unwrap();
+    assert_eq!(keys, ["{t}a", "{t}b"]);
+    let bad = error_text(redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(16384).query::<i64>(&mut shard[0]));
+    assert!(bad.contains("Invalid slot"), "{bad}");
+    // HTTP on the shared port: a key is served by its shard, or 421.
+    let status = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "v"])
+        .arg(format!("http://{}/kv/{{t}}a", server.http))
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status == "204" || status == "421", "{status}");
+}
+
+#[test]
+fn each_shard_keeps_its_keys_across_restarts_and_refuses_another_count() {
+    let pools = ShardPools::new("shards-restart", 2);
+    let mut server = start(&pools);
+    let ports = cluster_ports(&server, &pools);
+    let mut c = server.client();
+    let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
+    let keys: Vec<(String, usize)> =
+        (0..200).map(|i| format!("k{i}")).map(|k| (k.clone(), owner(&mut c, &k, &pools))).collect();
+    for (i, (key, home)) in keys.iter().enumerate() {
+        let _: () = redis::cmd("SET").arg(key).arg(i).query(&mut shard[*home]).unwrap();
+    }
+    // A graceful stop, then a kill -9 after more writes.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };
+    assert!(server.wait_exit(Duration::from_secs(30)), "a graceful stop");
+    let server = start(&pools);
+    let ports = cluster_ports(&server, &pools);
+    let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
+    for (i, (key, home)) in keys.iter().enumerate() {
+        let _: () = redis::cmd("APPEND").arg(key).arg("+").query(&mut shard[*home]).unwrap();
+        let value: String = redis::cmd("GET").arg(key).query(&mut shard[*home]).unwrap();
+        assert_eq!(value, format!("{i}+"));
+    }
+    server.kill();
+    let server = start(&pools);
+    let ports = cluster_ports(&server, &pools);
+    let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
+    for (i, (key, home)) in keys.iter().enumerate() {
+        let value: String = redis::cmd("GET").arg(key).query(&mut shard[*home]).unwrap();
+        assert_eq!(value, format!("{i}+"), "acknowledged before the kill -9");
+    }
+    drop(shard);
+    server.kill();
+    // Another count, or one shard's pool alone: refused, nothing opened.
+    let refused = refusal(&pools.first.0, &["--shards", "3", "--cluster-ports", "0"]);
+    assert!(refused.contains("is shard 0 of a data set of 2 shards: start with --shards 2"), "{refused}");
+    assert!(!pools.path(2).exists(), "nothing was created for the refused start");
+    let refused = refusal(&pools.first.0, &[]);
+    assert!(refused.contains("is shard 0 of a data set of 2 shards: start with --shards 2"), "{refused}");
+    let refused = refusal(&pools.path(1), &[]);
+    assert!(refused.contains("is shard 1 of a data set of 2 shards"), "{refused}");
+    let refused = refusal(&pools.first.0, &["--shards", "2"]);
+    assert!(refused.contains("needs --cluster-ports"), "{refused}");
+}
+
+#[test]
+fn an_unsharded_pool_refuses_shards_and_opens_with_cluster_ports() {
+    let pools = ShardPools::new("shards-plain", 2);
+    let server = Server::start(&pools.first.0, &[]);
+    let mut c = server.client();
+    let _: () = redis::cmd("SET").arg("foo").arg("bar").query(&mut c).unwrap();
+    let disabled = error_text(redis::cmd("CLUSTER").arg("SLOTS").query::<()>(&mut c));
+    assert!(disabled.contains("cluster support disabled"), "{disabled}");
+    server.kill();
+    let refused = refusal(&pools.first.0, &["--shards", "2", "--cluster-ports", "0"]);
+    assert!(refused.contains("holds an unsharded data set"), "{refused}");
+    assert!(!pools.path(1).exists(), "nothing was created for the refused start");
+    // One shard with a cluster port: the same pool, all slots, no MOVED.
+    let server = Server::start(&pools.first.0, &["--cluster-ports", "0"]);
+    let mut c = server.client();
+    let slots: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(&mut c).unwrap();
+    assert_eq!(slots.len(), 1);
+    let (start, end, node) = slot_entry(slots[0].clone());
+    assert_eq!((start, end), (0, 16383));
+    let port: i64 = redis::from_redis_value(&node[1]).unwrap();
+    let mut cluster = connect(port as u16);
+    let value: String = redis::cmd("GET").arg("foo").query(&mut cluster).unwrap();
+    assert_eq!(value, "bar");
+}
+
+#[test]
+fn redis_py_cluster_clients_route_to_the_shards() {
+    let pools = ShardPools::new("shards-redis-py", 3);
+    let server = start(&pools);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/redis_py_cluster_check.py");
+    for version in ["5.0.8", "8.1.0"] {
+        let python = common::redis_py(version);
+        let output = Command::new(python).arg(script).arg(server.resp.port().to_string()).arg("3").output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "redis-py {version}:\n{stdout}\n{stderr}");
+        assert!(stdout.contains("all redis-py cluster checks passed"), "{stdout}");
+    }
+}
+
+/// Starts `serve` on `pool` with `extra`, expecting it to refuse: its
+/// error output.
+fn refusal(pool: &Path, extra: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_packetstore"))
+        .args(["serve", "--pool", pool.to_str().unwrap(), "--pool-size", "256MiB", "--ring-entries", "1024"])
+        .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "expected a refusal: {}", String::from_utf8_lossy(&output.stdout));
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}

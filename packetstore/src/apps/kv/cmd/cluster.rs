@@ -1,0 +1,216 @@
+//! CLUSTER and ASKING: the Redis Cluster view of a sharded server
+//! (`serve --shards N --cluster-ports P`), and the redirections of its
+//! cluster ports.
+//!
+//! Every shard is a master of its slot range (`apps/kv/cluster.rs`),
+//! reached on its own cluster port. On a cluster port, as on a Redis
+//! Cluster node, a command whose keys hash to another shard's slot is
+//! answered `-MOVED slot host:port`, one whose keys hash to several slots
+//! `-CROSSSLOT`, and only database 0 exists. On a server without
+//! cluster ports, CLUSTER says cluster support is disabled, as Redis does.
+//!
+//! Invariant: a cluster port runs a command only when every key it names
+//! lies in one slot this shard owns; no key of another shard is read or
+//! written there.
+
+use crate::apps::kv::cluster::{key_slot, owner, slot_range, ClusterView, SLOTS};
+use crate::apps::kv::cmd::command::{key_positions, moves_keys};
+use crate::apps::kv::cmd::group::NO_CLUSTER;
+use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::store::db::StoreError;
+
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("cluster", -2, &["noscript", "stale"], (0, 0, 0), "cluster", "KEYSLOT, INFO, MYID, SHARDS, SLOTS, NODES, COUNTKEYSINSLOT, GETKEYSINSLOT: this server's shards as a Redis Cluster.", KvServer::cmd_cluster),
+    cmd("asking", 1, &["fast"], (0, 0, 0), "cluster", "Accepted for Redis Cluster clients (slots never migrate here).", KvServer::cmd_asking),
+];
+
+/// Keys GETKEYSINSLOT and COUNTKEYSINSLOT look at per call, at most (they
+/// scan the shard's keys: slots keep no index of their keys here).
+const SLOT_SCAN_KEYS_MAX: usize = 1 << 20;
+
+impl KvServer {
+    /// Why a cluster port may not run this command here: MOVED to the
+    /// shard that owns its keys' slot, CROSSSLOT for keys of several slots,
+    /// or a database other than 0. None on other ports.
+    pub(in crate::apps::kv) fn cluster_refuses(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<String> {
+        let view = self.config.settings.cluster.as_ref().filter(|view| view.redirects(ctx.conn.listener))?;
+        if entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
+            return Some("ERR SELECT is not allowed in cluster mode".into());
+        }
+        let mut slot = None;
+        let mut check = |key: &[u8]| -> Result<(), String> {
+            let this = key_slot(key);
+            match slot {
+                Some(seen) if seen != this => Err("CROSSSLOT Keys in request don't hash to the same slot".into()),
+                _ => {
+                    slot = Some(this);
+                    Ok(())
+                }
+            }
+        };
+        let checked = if moves_keys(entry) {
+            let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+            key_positions(entry, &args).into_iter().try_for_each(|i| check(&args[i]))
+        } else if entry.keys.0 != 0 {
+            entry.key_positions(ctx.argc()).try_for_each(|i| check(&ctx.arg(i)))
+        } else {
+            Ok(())
+        };
+        if let Err(why) = checked {
+            return Some(why);
+        }
+        let slot = slot?;
+        (!view.owns(slot)).then(|| format!("MOVED {slot} {}", view.endpoint(owner(slot, view.shards))))
+    }
+
+    fn cmd_asking(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        match self.config.settings.cluster {
+            Some(_) => ctx.ok(),
+            None => ctx.error(NO_CLUSTER),
+        }
+        Ok(())
+    }
+
+    fn cmd_cluster(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let Some(view) = self.config.settings.cluster.clone() else {
+            ctx.error(NO_CLUSTER);
+            return Ok(());
+        };
+        let sub = ctx.arg(1).to_ascii_uppercase();
+        match (sub.as_slice(), ctx.argc()) {
+            (b"KEYSLOT", 3) => ctx.int(i64::from(key_slot(&ctx.arg(2)))),
+            (b"INFO", 2) => cluster_info(ctx, &view),
+            (b"MYID", 2) => ctx.bulk(view.node_id(view.shard).as_bytes()),
+            (b"MYSHARDID", 2) => ctx.bulk(view.node_id(view.shard).as_bytes()),
+            (b"SLOTS", 2) => cluster_slots(ctx, &view),
+            (b"SHARDS", 2) => cluster_shards(ctx, &view),
+            (b"NODES", 2) => ctx.bulk(cluster_nodes(&view).as_bytes()),
+            (b"COUNTKEYSINSLOT", 3) | (b"GETKEYSINSLOT", 4) => self.keys_in_slot(ctx, sub == b"COUNTKEYSINSLOT")?,
+            _ => ctx.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
+                String::from_utf8_lossy(&ctx.arg(1))
+            )),
+        }
+        Ok(())
+    }
+
+    /// COUNTKEYSINSLOT slot, GETKEYSINSLOT slot count: a scan of this
+    /// shard's keys (database 0), at most `SLOT_SCAN_KEYS_MAX` of them.
+    fn keys_in_slot(&mut self, ctx: &mut Ctx<'_>, count_only: bool) -> Result<(), StoreError> {
+        let (slot, limit) = match slot_and_limit(ctx, count_only) {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                ctx.error(why);
+                return Ok(());
+            }
+        };
+        let db = self.store.physical_db(0);
+        let (keys, _) =
+            self.store.scan(ctx.pool, db, None, SLOT_SCAN_KEYS_MAX, ctx.now, |key| key_slot(key) == slot)?;
+        if count_only {
+            ctx.int(keys.len() as i64);
+        } else {
+            let keys = &keys[..keys.len().min(limit)];
+            ctx.array(keys.len());
+            keys.iter().for_each(|key| ctx.bulk(key));
+        }
+        Ok(())
+    }
+}
+
+/// COUNTKEYSINSLOT's and GETKEYSINSLOT's slot, and GETKEYSINSLOT's count.
+fn slot_and_limit(ctx: &Ctx<'_>, count_only: bool) -> Result<(u16, usize), &'static str> {
+    let slot = match parse_i64(&ctx.arg(2)) {
+        Some(slot) if (0..i64::from(SLOTS)).contains(&slot) => slot as u16,
+        Some(_) => return Err("ERR Invalid slot"),
+        None => return Err(NOT_INTEGER),
+    };
+    if count_only {
+        return Ok((slot, usize::MAX));
+    }
+    match parse_i64(&ctx.arg(3)).map(usize::try_from) {
+        Some(Ok(limit)) => Ok((slot, limit)),
+        _ => Err("ERR Invalid number of keys"),
+    }
+}
+
+fn cluster_info(ctx: &mut Ctx<'_>, view: &ClusterView) {
+    let shards = view.shards;
+    let text = format!(
+        "cluster_enabled:1\r\ncluster_state:ok\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{SLOTS}\r\n\
+         cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{shards}\r\ncluster_size:{shards}\r\n\
+         cluster_current_epoch:{shards}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\n\
+         cluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
+        view.shard + 1
+    );
+    let enc = ctx.enc();
+    enc.verbatim(ctx.out.bytes(), &text);
+}
+
+/// CLUSTER SLOTS: per shard, its range and its one node (Redis 7's four
+/// fields: ip, port, id, networking metadata).
+fn cluster_slots(ctx: &mut Ctx<'_>, view: &ClusterView) {
+    ctx.array(usize::from(view.shards));
+    for shard in 0..view.shards {
+        let range = slot_range(shard, view.shards);
+        ctx.array(3);
+        ctx.int(i64::from(range.start));
+        ctx.int(i64::from(range.end - 1));
+        ctx.array(4);
+        ctx.bulk(view.host.to_string().as_bytes());
+        ctx.int(i64::from(view.ports[usize::from(shard)]));
+        ctx.bulk(view.node_id(shard).as_bytes());
+        ctx.map(0);
+    }
+}
+
+/// CLUSTER SHARDS: per shard, its slots and its one node, as maps.
+fn cluster_shards(ctx: &mut Ctx<'_>, view: &ClusterView) {
+    ctx.array(usize::from(view.shards));
+    for shard in 0..view.shards {
+        let range = slot_range(shard, view.shards);
+        ctx.map(2);
+        ctx.bulk(b"slots");
+        ctx.array(2);
+        ctx.int(i64::from(range.start));
+        ctx.int(i64::from(range.end - 1));
+        ctx.bulk(b"nodes");
+        ctx.array(1);
+        ctx.map(7);
+        ctx.bulk(b"id");
+        ctx.bulk(view.node_id(shard).as_bytes());
+        ctx.bulk(b"port");
+        ctx.int(i64::from(view.ports[usize::from(shard)]));
+        ctx.bulk(b"ip");
+        ctx.bulk(view.host.to_string().as_bytes());
+        ctx.bulk(b"endpoint");
+        ctx.bulk(view.host.to_string().as_bytes());
+        ctx.bulk(b"role");
+        ctx.bulk(b"master");
+        ctx.bulk(b"replication-offset");
+        ctx.int(0);
+        ctx.bulk(b"health");
+        ctx.bulk(b"online");
+    }
+}
+
+/// CLUSTER NODES: Redis's text, a line per shard (no cluster bus: its
+/// port is 0).
+fn cluster_nodes(view: &ClusterView) -> String {
+    let mut text = String::new();
+    for shard in 0..view.shards {
+        let range = slot_range(shard, view.shards);
+        let flags = if shard == view.shard { "myself,master" } else { "master" };
+        text.push_str(&format!(
+            "{} {}@0 {flags} - 0 0 {} connected {}-{}\n",
+            view.node_id(shard),
+            view.endpoint(shard),
+            shard + 1,
+            range.start,
+            range.end - 1
+        ));
+    }
+    text
+}
