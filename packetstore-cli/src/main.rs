@@ -19,6 +19,7 @@ mod listen;
 mod options;
 mod progress;
 mod reader_check;
+mod kv_setup;
 mod serve;
 mod shards;
 mod shutdown;
@@ -55,7 +56,7 @@ enum Command {
     /// protocol over one pool. With no arguments: a pool under
     /// ./packetstore-data/, HTTP on 127.0.0.1:8080, Redis on 127.0.0.1:6380.
     #[command(args_override_self = true)]
-    Serve(serve::Args),
+    Serve(kv_setup::Args),
     /// Append records to a pool's log, commit them, and show what recovery
     /// finds: run it twice to see the first run's records come back.
     Demo(demo::Args),

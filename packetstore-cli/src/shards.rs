@@ -36,7 +36,7 @@ use packetstore::pool::layout::ShardId;
 use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::options::{check_buffers, check_new_pool, open_or_create_pool, parse_size};
-use crate::serve::{Args, Prepared};
+use crate::kv_setup::{Args, Prepared};
 
 /// The most shards a data set may have.
 pub const SHARDS_MAX: u16 = 256;
@@ -282,7 +282,7 @@ impl OneShard<'_> {
         let main = self.main;
         let on_ready = || {
             if ready.fetch_add(1, Ordering::SeqCst) + 1 == shards {
-                crate::serve::print_limits(&config, args);
+                crate::kv_setup::print_limits(&config, args);
                 let ports: Vec<String> = self.view.ports.iter().map(u16::to_string).collect();
                 println!(
                     "listening: http {}, redis {} ({shards} shards; cluster ports {})",
@@ -304,7 +304,7 @@ impl OneShard<'_> {
             (self.stop, on_ready),
         );
         let drained = outcome.with_context(|| format!("shard {index}"))?;
-        crate::serve::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
+        crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
     }
 
     /// Recovers the shard's store and makes its server.
@@ -314,7 +314,7 @@ impl OneShard<'_> {
         let geometry = pool.geometry();
         let mut buffers = Buffers::new(geometry.buffer_count);
         buffers.set_sequential(pool.domain().domain == packetstore::Domain::Page);
-        let (store, report) = crate::serve::open_store(
+        let (store, report) = crate::kv_setup::open_store(
             args,
             pool,
             &mut buffers,
@@ -323,7 +323,7 @@ impl OneShard<'_> {
             false,
         )
         .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
-        crate::serve::set_pool_mode(&shard.path, args.pool_group_read)?;
+        crate::kv_setup::set_pool_mode(&shard.path, args.pool_group_read)?;
         println!(
             "shard {}: pool {} ({:.1} MiB{}), CPU {}, slots {:?}; recovery: {report}",
             shard.index,
@@ -333,9 +333,9 @@ impl OneShard<'_> {
             self.cpu,
             packetstore::apps::kv::cluster::slot_range(shard.index, args.shards),
         );
-        crate::serve::record_recovery(pool, &report);
+        crate::kv_setup::record_recovery(pool, &report);
         let addrs = (Some(self.main.1), Some(self.main.0));
-        let mut config = crate::serve::kv_config(args, prepared, pool.domain(), None, addrs)?;
+        let mut config = crate::kv_setup::kv_config(args, prepared, pool.domain(), None, addrs)?;
         config.settings.cluster = Some(self.view.clone());
         let mut server = KvServer::new(config, store, report.to_string());
         server.set_recovery_duration(report.duration);

@@ -21,7 +21,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -152,10 +151,3 @@ impl Dirs {
     }
 }
 
-/// Whether the directory `path` is under a prefix, or is a prefix itself
-/// (`/srv/db` for the prefix `/srv/db/`).
-pub fn dir_under_prefix(path: &Path) -> bool {
-    let mut with_slash = path.as_os_str().as_bytes().to_vec();
-    with_slash.push(b'/');
-    crate::state::prefixes().iter().any(|prefix| with_slash.starts_with(prefix))
-}

@@ -89,6 +89,14 @@ pub fn under_prefix(path: &Path) -> bool {
     prefixes().iter().any(|prefix| path.starts_with(prefix))
 }
 
+/// Whether the directory `path` is under a prefix, or is a prefix itself
+/// (`/srv/db` for the prefix `/srv/db/`).
+pub fn dir_under_prefix(path: &Path) -> bool {
+    let mut with_slash = path.as_os_str().as_bytes().to_vec();
+    with_slash.push(b'/');
+    prefixes().iter().any(|prefix| with_slash.starts_with(prefix))
+}
+
 /// At exit, with PACKETSTORE_CACHE_STATS set: what the cache did.
 extern "C" fn print_stats() {
     let Some(state) = running() else { return };
@@ -123,7 +131,7 @@ pub fn state_for(dirfd: c_int, path: &CStr) -> Option<(&'static State, PathBuf)>
         return None;
     }
     let absolute = absolute(dirfd, path.to_bytes())?;
-    if !under_prefix(&absolute) && !crate::dirs::dir_under_prefix(&absolute) {
+    if !under_prefix(&absolute) && !dir_under_prefix(&absolute) {
         return None;
     }
     Some((state()?, absolute))

@@ -111,6 +111,7 @@ pub use range::Range;
 
 /// Where the two meta slots live: unused bytes of the header page.
 pub const META_SLOT_OFFSETS: [u64; 2] = [1024, 1088];
+const _: () = assert!(crate::pool::file::HDR_READER_INSTANCE + 8 <= META_SLOT_OFFSETS[0], "after the pool's fields");
 const META_SIZE: usize = 64;
 const META_MAGIC: u32 = 0x4D54_5350; // "PSTM"
 

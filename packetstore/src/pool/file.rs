@@ -56,7 +56,6 @@ const _: () = assert!(HDR_HOLDER_PID >= HDR_SIZE as u64 && HDR_HOLDER_PID + 4 <=
 /// checksummed header. Advisory, never synced.
 pub const HDR_READER_INSTANCE: u64 = 264;
 const _: () = assert!(HDR_READER_INSTANCE >= HDR_HOLDER_PID + 4 && HDR_READER_INSTANCE % 8 == 0);
-const _: () = assert!(HDR_READER_INSTANCE + 8 <= crate::index::tree::META_SLOT_OFFSETS[0]);
 
 /// Where a server records what its recovery found (`LastRecovery`): in the
 /// header page, outside the checksummed header, with its own CRC.

@@ -32,6 +32,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+/// How long a buffer a checkpoint stopped referencing stays unreleased:
+/// a one-sided read that takes longer retries (the store's read lease,
+/// which a new table records).
+pub const READ_LEASE: std::time::Duration = std::time::Duration::from_millis(20);
+
 const MAGIC: u64 = u64::from_le_bytes(*b"PSRECENT");
 const VERSION: u32 = 2;
 const HEADER_SIZE: usize = 64;
@@ -104,7 +109,7 @@ impl Recent {
     /// replaced) with the pool's `mode` (0600, or 0640 for group readers),
     /// `instance` (random per start) and `pool_id` (the pool's creation id).
     pub fn create(path: &Path, bucket_count: u32, mode: u32, instance: u64, pool_id: u64) -> io::Result<Recent> {
-        Self::create_with_lease(path, bucket_count, mode, instance, pool_id, crate::store::db::READ_LEASE)
+        Self::create_with_lease(path, bucket_count, mode, instance, pool_id, READ_LEASE)
     }
 
     /// `create`, naming the read lease the server keeps (readers time
@@ -343,7 +348,7 @@ mod tests {
         let server = Recent::create(&path, 1 << 4, 0o600, 7, 9).unwrap();
         let reader = Recent::open(&path).unwrap();
         assert_eq!((reader.instance(), reader.pool_id()), (7, 9));
-        assert_eq!(reader.lease(), crate::store::db::READ_LEASE);
+        assert_eq!(reader.lease(), READ_LEASE);
         let hash = key_hash(b"k\0\0\0\0user");
         assert_eq!(reader.lookup(hash), Ok(Newest::InTreeFrom { batch: 0 }), "an empty bucket");
         let seq = reader.stable_seq().unwrap();

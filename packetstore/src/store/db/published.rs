@@ -10,16 +10,14 @@
 //! Invariant: a write is published only after a commit that covers it is
 //! durable, with the tree generation that will first hold it (its batch).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::index::tree::TreeError;
 use crate::pool::buffers::Buffers;
 use crate::reader::recent::{key_hash, Recent};
 use crate::store::db::Store;
 
-/// How long a buffer a checkpoint stopped referencing stays unreleased:
-/// a one-sided read that takes longer retries.
-pub const READ_LEASE: Duration = Duration::from_millis(20);
+pub use crate::reader::recent::READ_LEASE;
 
 /// The table and what waits to go into it.
 pub(crate) struct Publishing {

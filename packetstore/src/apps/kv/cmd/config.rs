@@ -17,33 +17,11 @@
 
 use std::collections::HashMap;
 
-use crate::apps::kv::cmd::config_table::PARAMS;
+use crate::apps::kv::cmd::config_table::{Kind, Param, PARAMS};
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
 use crate::store::db::StoreError;
-
-/// A parameter's type, as Redis checks its values.
-pub(in crate::apps::kv) enum Kind {
-    Bool,
-    Text,
-    Enum(&'static [&'static str]),
-    /// An integer within bounds.
-    Integer(i64, i64),
-    /// Bytes, with Redis's units (1k = 1000, 1kb = 1024, ... gb), or, where
-    /// the lower bound is negative, a percentage (`10%`, kept as -10).
-    Memory(i64, i64),
-}
-
-/// One of Redis's parameters.
-pub(in crate::apps::kv) struct Param {
-    pub(in crate::apps::kv) name: &'static str,
-    /// Its other name (Redis 6's), or empty.
-    pub(in crate::apps::kv) alias: &'static str,
-    pub(in crate::apps::kv) immutable: bool,
-    pub(in crate::apps::kv) kind: Kind,
-    pub(in crate::apps::kv) default: &'static str,
-}
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
