@@ -157,7 +157,8 @@ impl Prepared {
         let policy = io_path(&args.io, &args.commit, persist)?;
         let features = if policy.is_none() { Some(probe_uring()?) } else { None };
         let options = args.persist_args.options()?;
-        let buffers_reserve = if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
+        let buffers_reserve =
+            if persist == Persist::ZeroCopy { u32::from(args.loop_args.ring_entries) * 2 } else { 64 };
         let needed = BuffersNeeded { ring_entries: args.loop_args.ring_entries, per_entry: 0, fixed: 0, loops: 1 };
         let needed = match persist {
             Persist::ZeroCopy => BuffersNeeded { per_entry: 8, ..needed },

@@ -35,8 +35,8 @@ use packetstore::io::engine::EngineConfig;
 use packetstore::pool::layout::ShardId;
 use packetstore::{Buffers, Pool, PoolKind};
 
-use crate::options::{check_buffers, check_new_pool, open_or_create_pool, parse_size};
 use crate::kv_setup::{Args, Prepared};
+use crate::options::{check_buffers, check_new_pool, open_or_create_pool, parse_size};
 
 /// The most shards a data set may have.
 pub const SHARDS_MAX: u16 = 256;

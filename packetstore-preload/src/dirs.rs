@@ -150,4 +150,3 @@ impl Dirs {
         self.created.lock().expect("created files").retain(|(d, _)| d != dir);
     }
 }
-
