@@ -24,6 +24,8 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 # redis_py.rs makes a virtualenv for Python's redis-py.
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# shards.rs installs ioredis (Node.js 20 or newer) under target/tmp with npm.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 # packetstore-preload/tests/sqlite.rs runs Debian's sqlite3 under the library.
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 # packetstore-preload/tests/fio.rs verifies fio's blocks through the library.

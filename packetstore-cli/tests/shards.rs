@@ -1,6 +1,7 @@
 //! Goal: `packetstore serve --shards N --cluster-ports P` is N shards, each
 //! a Redis Cluster master of its slot range on its own port: clients that
-//! route themselves (redis-py's RedisCluster, old and new) work unchanged;
+//! route themselves (redis-py's RedisCluster, old and new, and ioredis's
+//! Cluster) work unchanged;
 //! a key on the wrong shard is answered MOVED with the right port, keys of
 //! several slots CROSSSLOT; every shard keeps its own keys across a
 //! graceful stop and a kill -9; a data set refuses to open with another
@@ -276,6 +277,25 @@ fn redis_py_cluster_clients_route_to_the_shards() {
         assert!(output.status.success(), "redis-py {version}:\n{stdout}\n{stderr}");
         assert!(stdout.contains("all redis-py cluster checks passed"), "{stdout}");
     }
+}
+
+#[test]
+fn ioredis_cluster_clients_route_to_the_shards() {
+    let pools = ShardPools::new("shards-ioredis", 3);
+    let server = start(&pools);
+    let module = common::ioredis("6.0.0");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ioredis_cluster_check.js");
+    let output = Command::new("node")
+        .arg(script)
+        .arg(&module)
+        .arg(server.resp.port().to_string())
+        .arg("3")
+        .output()
+        .expect("node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "ioredis 6.0.0:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("all ioredis cluster checks passed"), "{stdout}");
 }
 
 /// Starts `serve` on `pool` with `extra`, expecting it to refuse: its

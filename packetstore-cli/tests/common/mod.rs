@@ -316,3 +316,21 @@ pub fn redis_py(version: &str) -> PathBuf {
     }
     python
 }
+
+/// ioredis `version` installed once under the target directory (npm from
+/// its registry); the path to `require`. Node.js 20 or newer runs it.
+pub fn ioredis(version: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ioredis-{version}"));
+    let module = dir.join("node_modules/ioredis");
+    if !module.join("package.json").exists() {
+        let package = format!("ioredis@{version}");
+        let npm = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(&package)
+            .status()
+            .expect("npm (scripts/test.sh installs it)");
+        assert!(npm.success(), "npm install {package} failed");
+    }
+    module
+}
