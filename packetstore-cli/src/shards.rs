@@ -19,7 +19,8 @@
 //! Invariants: a shard serves only a pool whose header names it as shard
 //! `i` of `N` of the same data set as shard 0 (a pool of another count,
 //! index or set is refused before anything is replayed); no shard serves
-//! before every shard has recovered; a shard that fails stops the others.
+//! before every shard has recovered; a shard that stops, by SHUTDOWN or
+//! by failing, stops the others.
 
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -282,7 +283,8 @@ impl OneShard<'_> {
         let main = self.main;
         let on_ready = || {
             if ready.fetch_add(1, Ordering::SeqCst) + 1 == shards {
-                crate::kv_setup::print_limits(&config, args);
+                let whole = EngineConfig { connections_max: args.loop_args.connections_max, ..config.clone() };
+                crate::kv_setup::print_limits(&whole, args);
                 let ports: Vec<String> = self.view.ports.iter().map(u16::to_string).collect();
                 println!(
                     "listening: http {}, redis {} ({shards} shards; cluster ports {})",
@@ -303,6 +305,9 @@ impl OneShard<'_> {
             shard.listeners,
             (self.stop, on_ready),
         );
+        // One shard stopping (SHUTDOWN, a failed commit) stops them all:
+        // a data set is served whole or not at all.
+        crate::shutdown::request_stop();
         let drained = outcome.with_context(|| format!("shard {index}"))?;
         crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
     }

@@ -225,7 +225,16 @@ fn each_shard_keeps_its_keys_across_restarts_and_refuses_another_count() {
         let value: String = redis::cmd("GET").arg(key).query(&mut shard[*home]).unwrap();
         assert_eq!(value, format!("{i}+"), "acknowledged before the kill -9");
     }
+    // SHUTDOWN on one shard stops them all (each checkpointing).
+    let mut server = server;
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut shard[1]);
+    assert!(server.wait_exit(Duration::from_secs(30)), "SHUTDOWN on shard 1 stops the process");
     drop(shard);
+    let server = start(&pools);
+    let ports = cluster_ports(&server, &pools);
+    let (key, home) = &keys[7];
+    let value: String = redis::cmd("GET").arg(key).query(&mut connect(ports[*home])).unwrap();
+    assert_eq!(value, "7+");
     server.kill();
     // Another count, or one shard's pool alone: refused, nothing opened.
     let refused = refusal(&pools.first.0, &["--shards", "3", "--cluster-ports", "0"]);
