@@ -243,7 +243,7 @@ def port_free(p):
     except OSError: return False
     finally: s.close()
 
-def phase_shards(rounds=2):
+def phase_shards(rounds=int(os.environ.get("ROUNDS", "2"))):
     """Shard per core: packetstore --shards S against kevy --threads S (AOF always), servers on cores 0..S-1,
     400 clients (redis-benchmark --threads 8 on cores 8-15), -P 16, 1 KiB values, tmpfs; through Redis Cluster
     routing (each command to its shard's port) and, for kevy, its main port (its shards relay)."""
