@@ -8,13 +8,13 @@
 //! clients that route themselves (redis-py's RedisCluster, ioredis's
 //! Cluster, `redis-cli -c`, `redis-benchmark --cluster`) send each command
 //! straight to its core. The main ports are shared by every shard
-//! (SO_REUSEPORT); until commands are relayed between shards, a command
-//! there for another shard's key is answered as on a cluster port (MOVED
-//! or CROSSSLOT), and HTTP answers 421 naming the shard.
+//! (SO_REUSEPORT); on the Redis port a command for another shard's keys is
+//! relayed to it over the links made here (`shard_link.rs` in the library),
+//! and HTTP answers 421 naming the shard.
 //!
 //! Owns: the shards' pool paths (`kv.pool`, `kv.1.pool`, ...), checking
-//! that the files found form one data set of this many shards, and the
-//! shards' threads.
+//! that the files found form one data set of this many shards, the links
+//! between shards (socketpairs), and the shards' threads.
 //!
 //! Invariants: a shard serves only a pool whose header names it as shard
 //! `i` of `N` of the same data set as shard 0 (a pool of another count,
@@ -74,7 +74,11 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     if args.persist_args.simulate_power_failures.is_some() || args.one_sided_reads {
         bail!("--shards {count} does not yet run on the crash simulator or publish for one-sided readers");
     }
+    if prepared.policy.is_some() {
+        bail!("--shards {count} runs on the io_uring engine only (--io uring)");
+    }
     let listeners = bind_all(args, prepared)?;
+    let mut links = shard_links(count)?;
     let pools = open_all(args, prepared)?;
     let cpus = allowed_cpus().context("reading this process's CPU affinity")?;
     let ports = listeners.iter().map(|l| packetstore::io::net::local_addr(&l[2]).map(|a| a.port()));
@@ -106,8 +110,9 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
             .map(|shard| {
                 let cpu = cpus[usize::from(shard.index) % cpus.len()];
                 let (failed, recovered, ready, view) = (&failed, &recovered, &ready, view(shard.index));
+                let links = std::mem::take(&mut links[usize::from(shard.index)]);
                 scope.spawn(move || {
-                    let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd };
+                    let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd, links };
                     let outcome = one.serve(shard, recovered, failed, ready);
                     if outcome.is_err() {
                         failed.store(true, Ordering::SeqCst);
@@ -123,6 +128,28 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// Every shard's ends of the links between shards: for each two shards
+/// i and j, a socketpair that carries i's clients' commands to j (i's end
+/// served as `LISTENER_LINK_OUT + j`, j's as `LISTENER_LINK_IN`) and one
+/// the other way. The event loops own and close them.
+fn shard_links(count: u16) -> anyhow::Result<Vec<Vec<(std::os::fd::RawFd, usize)>>> {
+    use packetstore::apps::kv::{LISTENER_LINK_IN, LISTENER_LINK_OUT};
+    let mut links = vec![Vec::new(); usize::from(count)];
+    for from in 0..usize::from(count) {
+        for to in (0..usize::from(count)).filter(|&to| to != from) {
+            let mut fds = [0; 2];
+            let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+            // SAFETY: socketpair writes two descriptors into `fds`.
+            if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
+                return Err(std::io::Error::last_os_error()).context("making the links between shards");
+            }
+            links[from].push((fds[0], LISTENER_LINK_OUT + to));
+            links[to].push((fds[1], LISTENER_LINK_IN));
+        }
+    }
+    Ok(links)
 }
 
 /// Every shard's listeners: the main HTTP and Redis ports (shared through
@@ -250,6 +277,9 @@ struct OneShard<'a> {
     cpu: usize,
     stop: &'static AtomicBool,
     wake_fd: i32,
+    /// Its ends of the links to and from every other shard, with the
+    /// listener index each is served as (`shard_link.rs`).
+    links: Vec<(std::os::fd::RawFd, usize)>,
 }
 
 impl OneShard<'_> {
@@ -272,7 +302,8 @@ impl OneShard<'_> {
         let config = EngineConfig {
             listen: self.main.0,
             wake_fd: Some(self.wake_fd),
-            connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards)),
+            connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards)) + self.links.len(),
+            adopt: self.links.clone(),
             ..args.loop_args.engine_config(self.prepared.zero_copy)?
         };
         let config = match &self.prepared.features {

@@ -61,14 +61,12 @@ fn start(pools: &ShardPools) -> Server {
 
 /// The cluster ports the listening line names, in shard order.
 fn cluster_ports(server: &Server, pools: &ShardPools) -> Vec<u16> {
-    let mut c = server.client();
-    let slots: Vec<(i64, i64, Vec<redis::Value>)> = redis::cmd("CLUSTER")
-        .arg("SLOTS")
-        .query::<Vec<redis::Value>>(&mut c)
-        .unwrap()
-        .into_iter()
-        .map(slot_entry)
-        .collect();
+    cluster_ports_of(&mut server.client(), pools)
+}
+
+fn cluster_ports_of(c: &mut redis::Connection, pools: &ShardPools) -> Vec<u16> {
+    let slots: Vec<(i64, i64, Vec<redis::Value>)> =
+        redis::cmd("CLUSTER").arg("SLOTS").query::<Vec<redis::Value>>(c).unwrap().into_iter().map(slot_entry).collect();
     assert_eq!(slots.len(), usize::from(pools.count));
     let mut next = 0;
     let mut ports = Vec::new();
@@ -192,6 +190,99 @@ fn shards_answer_as_redis_cluster_masters_and_redirect() {
         .unwrap();
     let status = String::from_utf8_lossy(&status.stdout).into_owned();
     assert!(status == "204" || status == "421", "{status}");
+}
+
+// Allowed: one scripted session, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[test]
+fn the_main_port_relays_commands_to_the_shard_of_their_keys() {
+    let pools = ShardPools::new("shards-relay", 3);
+    let server = Server::start(&pools.first.0, &["--shards", "3", "--cluster-ports", "0", "--requirepass", "pw"]);
+    let auth = |c: &mut redis::Connection| redis::cmd("AUTH").arg("pw").query::<()>(c).unwrap();
+    let mut c = server.client();
+    auth(&mut c);
+    let ports = cluster_ports_of(&mut c, &pools);
+    let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
+    shard.iter_mut().for_each(auth);
+    // Every key lands on its own shard, whichever shard took the client.
+    for i in 0..120 {
+        let _: () = redis::cmd("SET").arg(format!("k{i}")).arg(i).query(&mut c).unwrap();
+    }
+    for i in 0..120 {
+        let key = format!("k{i}");
+        let home = owner(&mut c, &key, &pools);
+        let value: String = redis::cmd("GET").arg(&key).query(&mut shard[home]).unwrap();
+        assert_eq!(value, i.to_string(), "{key} on shard {home}");
+        let value: String = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
+        assert_eq!(value, i.to_string());
+    }
+    // A pipeline over every shard keeps its order: each GET sees the SET
+    // and INCR before it.
+    let mut pipe = redis::pipe();
+    for i in 0..200 {
+        let key = format!("p{}", i % 37);
+        pipe.cmd("SET").arg(&key).arg(i).cmd("INCR").arg(&key).cmd("GET").arg(&key);
+    }
+    let replies: Vec<redis::Value> = pipe.query(&mut c).unwrap();
+    for i in 0..200 {
+        let incr: i64 = redis::from_redis_value(&replies[3 * i + 1]).unwrap();
+        let get: String = redis::from_redis_value(&replies[3 * i + 2]).unwrap();
+        assert_eq!((incr, get), (i as i64 + 1, (i + 1).to_string()), "command {i}");
+    }
+    // The client's database and protocol travel with its commands.
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut c).unwrap();
+    for i in 0..30 {
+        let _: () = redis::cmd("HSET").arg(format!("h{i}")).arg("f").arg(i).query(&mut c).unwrap();
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    let gone: Option<String> = redis::cmd("HGET").arg("h7").arg("f").query(&mut c).unwrap();
+    assert_eq!(gone, None, "database 0 has no h7");
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut c).unwrap();
+    let _: redis::Value = redis::cmd("HELLO").arg(3).query(&mut c).unwrap();
+    for i in 0..30 {
+        let map: redis::Value = redis::cmd("HGETALL").arg(format!("h{i}")).query(&mut c).unwrap();
+        assert!(matches!(&map, redis::Value::Map(m) if m.len() == 1), "a RESP3 map: {map:?}");
+    }
+    // What is not relayed yet says so; nothing half done.
+    let cross =
+        error_text(redis::cmd("MSET").arg("k1").arg("x").arg("k2").arg("y").arg("k3").arg("z").query::<()>(&mut c));
+    assert!(cross.contains("CROSSSLOT"), "{cross}");
+    // Many clients at once, each reading its own writes.
+    let addr = server.resp;
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let client = redis::Client::open(format!("redis://:pw@{addr}/")).unwrap();
+                let mut c = client.get_connection().unwrap();
+                for i in 0..300 {
+                    let key = format!("t{t}:{i}");
+                    let _: () = redis::cmd("SET").arg(&key).arg(i).query(&mut c).unwrap();
+                    let value: i64 = redis::cmd("INCR").arg(&key).query(&mut c).unwrap();
+                    assert_eq!(value, i + 1);
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let sizes: Vec<i64> = shard.iter_mut().map(|s| redis::cmd("DBSIZE").query(s).unwrap()).collect();
+    assert_eq!(sizes.iter().sum::<i64>(), 120 + 37 + 1800, "{sizes:?}");
+    // A transaction keeps to the keys of the connection's shard.
+    let mut refused = false;
+    for i in 0..20 {
+        let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+        match redis::cmd("SET").arg(format!("m{i}")).arg(1).query::<String>(&mut c) {
+            Ok(_) => {
+                let _: redis::Value = redis::cmd("EXEC").query(&mut c).unwrap();
+            }
+            Err(error) => {
+                assert!(error.to_string().contains("not relayed between shards yet"), "{error}");
+                let aborted = error_text(redis::cmd("EXEC").query::<redis::Value>(&mut c));
+                assert!(aborted.contains("EXECABORT"), "{aborted}");
+                refused = true;
+            }
+        }
+    }
+    assert!(refused, "a key of another shard inside MULTI is refused");
 }
 
 #[test]

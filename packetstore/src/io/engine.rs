@@ -162,6 +162,11 @@ pub struct EngineConfig {
     /// completions' task work runs when the loop waits, not whenever the
     /// kernel likes.
     pub defer_taskrun: bool,
+    /// Connected sockets the loop serves from its start, each as a
+    /// connection of the listener index given (which need not be a
+    /// listener of its: the application tells them apart by it). The loop
+    /// owns and closes them. Shards' links to each other (socketpairs).
+    pub adopt: Vec<(RawFd, usize)>,
 }
 
 impl EngineConfig {
@@ -207,6 +212,7 @@ impl Default for EngineConfig {
             wake_fd: None,
             drain_timeout: Duration::from_secs(5),
             defer_taskrun: true,
+            adopt: Vec::new(),
         }
     }
 }
@@ -457,6 +463,9 @@ impl<'a, A: App> Engine<'a, A> {
         };
         for index in 0..engine.listeners.len() {
             engine.arm_accept(index)?;
+        }
+        for (fd, listener) in std::mem::take(&mut engine.config.adopt) {
+            engine.add_conn(fd, listener);
         }
         if let Some(fd) = engine.config.wake_fd {
             let entry =

@@ -633,6 +633,45 @@ fn class_match(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
     Some((matched != negate, i + 1))
 }
 
+/// The length of the first complete reply in `buf` (RESP2 or RESP3, any
+/// nesting): Ok(None) while it is incomplete, Err for bytes that are no
+/// reply. Counts values left instead of recursing, so nesting depth costs
+/// no stack.
+pub fn reply_len(buf: &[u8]) -> Result<Option<usize>, &'static str> {
+    let mut at = 0;
+    let mut values_left: u64 = 1;
+    while values_left > 0 {
+        let Some(eol) = buf[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
+        let line = &buf[at..at + eol];
+        at += eol + 2;
+        values_left -= 1;
+        let Some((&kind, rest)) = line.split_first() else { return Err("an empty reply line") };
+        let number = || std::str::from_utf8(rest).ok().and_then(|n| n.parse::<i64>().ok()).ok_or("a malformed length");
+        match kind {
+            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => {}
+            b'$' | b'!' | b'=' => {
+                let len = number()?;
+                if len >= 0 {
+                    let end = at + len as usize + 2;
+                    if buf.len() < end {
+                        return Ok(None);
+                    }
+                    if &buf[end - 2..end] != b"\r\n" {
+                        return Err("a bulk string without its CRLF");
+                    }
+                    at = end;
+                }
+            }
+            b'*' | b'~' | b'>' => values_left += number()?.max(0) as u64,
+            b'%' => values_left += 2 * number()?.max(0) as u64,
+            // An attribute map comes before the value it describes.
+            b'|' => values_left += 2 * number()?.max(0) as u64 + 1,
+            _ => return Err("an unknown reply type"),
+        }
+    }
+    Ok(Some(at))
+}
+
 /// Splits an inline command as Redis's `sdssplitargs`: words separated by
 /// white space; "double quotes" with the escapes \n \r \t \b \a \\ \"
 /// and \xHH; 'single quotes' with \' only. None: a quote left open, or a
@@ -804,5 +843,38 @@ mod tests {
         Encoder { resp3: false }.int(&mut out, -1234);
         Encoder { resp3: false }.int(&mut out, i64::MIN);
         assert_eq!(out, b":-1234\r\n:-9223372036854775808\r\n");
+    }
+}
+
+#[cfg(test)]
+mod reply_tests {
+    use super::reply_len;
+
+    #[test]
+    fn reply_len_finds_whole_replies() {
+        let cases: &[&[u8]] = &[
+            b"+OK\r\n",
+            b"-ERR no\r\n",
+            b":42\r\n",
+            b"$3\r\nabc\r\n",
+            b"$-1\r\n",
+            b"$0\r\n\r\n",
+            b"*-1\r\n",
+            b"*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+            b"%1\r\n+k\r\n$2\r\n\r\n\r\n",
+            b"|1\r\n+a\r\n:1\r\n+value\r\n",
+            b"_\r\n",
+            b"=7\r\ntxt:abc\r\n",
+        ];
+        for reply in cases {
+            let mut joined = reply.to_vec();
+            joined.extend_from_slice(b"+NEXT\r\n");
+            assert_eq!(reply_len(&joined), Ok(Some(reply.len())), "{}", String::from_utf8_lossy(reply));
+            for cut in 0..reply.len() {
+                assert_eq!(reply_len(&reply[..cut]), Ok(None), "{} cut at {cut}", String::from_utf8_lossy(reply));
+            }
+        }
+        assert!(reply_len(b"?what\r\n").is_err());
+        assert!(reply_len(b"$3\r\nabcd\r\n").is_err());
     }
 }

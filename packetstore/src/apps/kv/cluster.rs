@@ -103,12 +103,11 @@ impl ClusterView {
         }
     }
 
-    /// Whether a connection of `listener` is redirected (MOVED) for
-    /// another shard's keys: on the cluster port, and while there is more
-    /// than one shard, on the main Redis port (until commands are relayed
-    /// between shards).
-    pub fn redirects(&self, listener: usize) -> bool {
-        listener == self.listener || (self.shards > 1 && listener == crate::apps::kv::LISTENER_RESP)
+    /// Whether a connection of `listener` has its commands for another
+    /// shard's keys relayed there: the main Redis port's, with more than
+    /// one shard (`shard_link.rs`).
+    pub fn relays(&self, listener: usize) -> bool {
+        self.shards > 1 && listener == crate::apps::kv::LISTENER_RESP
     }
 
     pub fn owns(&self, slot: u16) -> bool {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::apps::kv::cmd;
 use crate::apps::kv::cmd::client::ReplyMode;
+use crate::apps::kv::cmd::cluster::Placement;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
@@ -119,6 +120,22 @@ impl KvServer {
         if conn.blocked.is_some() && !self.retry_blocked(pool, buffers, conn, out) {
             return progress;
         }
+        // Replies from other shards go out first, in order; a command
+        // parsed while they were outstanding runs once they are all in.
+        self.links.deliver(conn, out);
+        if conn.held {
+            if conn.awaiting > 0 || !self.may_run_held(pool, conn) {
+                return progress;
+            }
+            conn.held = false;
+            progress.close |= self.execute(pool, buffers, conn, out);
+            progress.requests += 1;
+            if conn.block_request.is_some() {
+                self.park(conn);
+                return progress;
+            }
+            conn.args.clear(buffers);
+        }
         let config = self.receive_config();
         while progress.requests < requests_max && !progress.close && !out.is_full() {
             if !self.store.batch_has_room() {
@@ -135,6 +152,11 @@ impl KvServer {
                     progress.close = true;
                 }
                 Parsed::Command => {
+                    if conn.awaiting > 0 && !self.may_run_held(pool, conn) {
+                        // It waits, parsed, for the replies before it.
+                        conn.held = true;
+                        break;
+                    }
                     let close = self.execute(pool, buffers, conn, out);
                     progress.requests += 1;
                     progress.close |= close;
@@ -152,6 +174,18 @@ impl KvServer {
             }
         }
         progress
+    }
+
+    /// Whether the parsed command of a client may run now: it has no
+    /// reply from another shard outstanding, or it goes to that same shard
+    /// (whose link answers in order) and the link has room.
+    fn may_run_held(&self, pool: &Pool, conn: &KvConn) -> bool {
+        if conn.awaiting == 0 {
+            return true;
+        }
+        self.relay_target(pool, conn) == Some(conn.awaiting_shard)
+            && self.links.has_room(conn.awaiting_shard)
+            && conn.multi.is_none()
     }
 
     /// Runs the parsed command; true if the connection should close.
@@ -240,12 +274,23 @@ impl KvServer {
             return Outcome::Rejected;
         }
         let entry = entry.expect("checked by check_command");
-        if let Some(why) = self.cluster_refuses(ctx, entry) {
-            if let Some(multi) = &mut ctx.conn.multi {
-                multi.aborted = true;
+        match self.placement(ctx, entry) {
+            Placement::Here => {}
+            Placement::Refused(why) => {
+                if let Some(multi) = &mut ctx.conn.multi {
+                    multi.aborted = true;
+                }
+                ctx.error(&why);
+                return Outcome::Rejected;
             }
-            ctx.error(&why);
-            return Outcome::Rejected;
+            Placement::Relay(shard) => {
+                let mut command = Vec::new();
+                let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
+                crate::apps::kv::shard_link::encode(&mut command, &args);
+                drop(args);
+                self.links.send(shard, ctx.conn, &command);
+                return Outcome::Relayed;
+            }
         }
         if let Some(script) = &self.scripting.paused {
             if !allowed_while_busy(entry, ctx) {
@@ -368,7 +413,7 @@ impl KvServer {
         let stats = self.command_stats.entry(name).or_default();
         match outcome {
             Outcome::Rejected => stats.rejected += 1,
-            Outcome::Queued => {}
+            Outcome::Queued | Outcome::Relayed => {}
             Outcome::Ran(took) => {
                 // A parked command run again is the same call (Redis counts
                 // a blocking command once).
@@ -487,6 +532,8 @@ const ERROR_KINDS_MAX: usize = 128;
 enum Outcome {
     Rejected,
     Queued,
+    /// Run by another shard (which counts it).
+    Relayed,
     Ran(Duration),
 }
 

@@ -38,11 +38,13 @@ mod replication;
 mod report;
 mod rest;
 mod server;
+mod shard_link;
 mod state;
 
 pub use integrity::SCRUB_RATE_DEFAULT_BYTES;
 pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;
+pub use shard_link::{LISTENER_LINK_IN, LISTENER_LINK_OUT};
 pub use state::{
     KvConfig, KvConn, KvServer, KvSettings, KvStats, PanicPoint, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS,
     RESULTS,

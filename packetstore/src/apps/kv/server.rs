@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::dispatch::COMMANDS;
 use crate::apps::kv::forward::Route;
+use crate::apps::kv::shard_link::{ShardLinks, LISTENER_LINK_IN, LISTENER_LINK_OUT};
 use crate::apps::kv::state::{
     watch_id, CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, GARBAGE_PER_TICK_MAX,
     LISTENER_HTTP,
@@ -28,6 +29,7 @@ use crate::store::keyspace::DATABASES;
 
 impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
+        let links = config.settings.cluster.as_ref().map_or_else(Default::default, |view| ShardLinks::new(view.shards));
         KvServer {
             config_params: crate::apps::kv::cmd::config::initial_values(&config),
             config,
@@ -69,6 +71,7 @@ impl KvServer {
             peer_wake: Vec::new(),
             commits_begun: 0,
             relays: Default::default(),
+            links,
             panic_at: None,
         }
     }
@@ -94,7 +97,10 @@ impl App for KvServer {
         let peer = self.peer_link(listener, token);
         let id = self.next_client_id;
         self.next_client_id += 1;
-        if listener != LISTENER_HTTP && peer.is_none() {
+        // A shard's links are no clients (nor listed as ones); what comes
+        // in on one was authenticated on its own shard.
+        let link = listener == LISTENER_LINK_IN || self.links.linked(listener, token);
+        if listener != LISTENER_HTTP && peer.is_none() && !link {
             self.clients.register(id, token);
         }
         KvConn {
@@ -103,7 +109,7 @@ impl App for KvServer {
             token,
             name: None,
             db: 0,
-            authenticated: self.config.requirepass.is_none(),
+            authenticated: self.config.requirepass.is_none() || link,
             multi: None,
             watching: None,
             subscriptions: None,
@@ -119,6 +125,9 @@ impl App for KvServer {
             relay_accepted: None,
             reads_here: false,
             denied: false,
+            awaiting: 0,
+            awaiting_shard: 0,
+            held: false,
         }
     }
 
@@ -143,6 +152,9 @@ impl App for KvServer {
     ) -> Progress {
         if conn.denied {
             return self.deny(conn, out);
+        }
+        if (LISTENER_LINK_OUT..crate::io::app::DIALED).contains(&conn.listener) {
+            return self.serve_link_out(buffers, conn, stream, out, release);
         }
         if self.replica.is_some() {
             // Raft's clock before any command runs: a leader that was
@@ -207,6 +219,8 @@ impl App for KvServer {
             return;
         }
         self.orphan_script(conn);
+        self.links.forget(conn);
+        self.links.lost(conn.listener);
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
         self.clients.forget(conn.id);
@@ -394,6 +408,7 @@ impl App for KvServer {
     fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
         wake.append(&mut self.pubsub.wake);
         wake.append(&mut self.clients.wake);
+        wake.append(&mut self.links.wake);
         self.replica_wakeups(wake);
     }
 

@@ -187,6 +187,11 @@ pub struct KvConn {
     pub(super) reads_here: bool,
     /// Refused by protected mode (`protected.rs`): told so, then closed.
     pub(super) denied: bool,
+    /// Replies it waits for from another shard (`shard_link.rs`), which
+    /// one, and whether its next command waits for them, parsed.
+    pub(super) awaiting: u32,
+    pub(super) awaiting_shard: u16,
+    pub(super) held: bool,
 }
 
 pub struct KvServer {
@@ -252,6 +257,8 @@ pub struct KvServer {
     pub(super) peer_wake: Vec<crate::io::app::ConnToken>,
     pub(super) commits_begun: u64,
     pub(super) relays: crate::apps::kv::forward::Relays,
+    /// A shard's links to the others (`shard_link.rs`).
+    pub(super) links: crate::apps::kv::shard_link::ShardLinks,
     /// Connections parked by blocking pops, by key.
     pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
     /// The Redis-protocol connections as CLIENT LIST shows them.

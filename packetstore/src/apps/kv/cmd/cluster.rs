@@ -1,23 +1,25 @@
 //! CLUSTER and ASKING: the Redis Cluster view of a sharded server
-//! (`serve --shards N --cluster-ports P`), and the redirections of its
-//! cluster ports.
+//! (`serve --shards N --cluster-ports P`), and where each command runs
+//! (`placement`).
 //!
 //! Every shard is a master of its slot range (`apps/kv/cluster.rs`),
 //! reached on its own cluster port. On a cluster port, as on a Redis
 //! Cluster node, a command whose keys hash to another shard's slot is
 //! answered `-MOVED slot host:port`, one whose keys hash to several slots
-//! `-CROSSSLOT`, and only database 0 exists. On a server without
-//! cluster ports, CLUSTER says cluster support is disabled, as Redis does.
+//! `-CROSSSLOT`, and only database 0 exists. On the main Redis port of a
+//! sharded server, a command for another shard's keys is relayed there
+//! (`shard_link.rs`), unless it is one that is not relayed yet. On a server
+//! without cluster ports, CLUSTER says cluster support is disabled, as
+//! Redis does.
 //!
-//! Invariant: a cluster port runs a command only when every key it names
-//! lies in one slot this shard owns; no key of another shard is read or
-//! written there.
+//! Invariant: a shard runs a command only when every key it names is its
+//! own; no key of another shard is read or written here.
 
 use crate::apps::kv::cluster::{key_slot, owner, slot_range, ClusterView, SLOTS};
 use crate::apps::kv::cmd::command::{key_positions, moves_keys};
 use crate::apps::kv::cmd::group::NO_CLUSTER;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
 use crate::store::db::StoreError;
 
 #[rustfmt::skip]
@@ -30,39 +32,82 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
 /// scan the shard's keys: slots keep no index of their keys here).
 const SLOT_SCAN_KEYS_MAX: usize = 1 << 20;
 
+const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// Where a command runs (`KvServer::placement`).
+pub(in crate::apps::kv) enum Placement {
+    Here,
+    Refused(String),
+    Relay(u16),
+}
+
+/// The slots of a call's keys, in order.
+fn key_slots(ctx: &Ctx<'_>, entry: &CommandEntry) -> Result<Vec<u16>, String> {
+    if moves_keys(entry) {
+        let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+        return Ok(key_positions(entry, &args).into_iter().map(|i| key_slot(&args[i])).collect());
+    }
+    if entry.keys.0 == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(entry.key_positions(ctx.argc()).map(|i| key_slot(&ctx.arg(i))).collect())
+}
+
 impl KvServer {
-    /// Why a cluster port may not run this command here: MOVED to the
-    /// shard that owns its keys' slot, CROSSSLOT for keys of several slots,
-    /// or a database other than 0. None on other ports.
-    pub(in crate::apps::kv) fn cluster_refuses(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<String> {
-        let view = self.config.settings.cluster.as_ref().filter(|view| view.redirects(ctx.conn.listener))?;
-        if entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
-            return Some("ERR SELECT is not allowed in cluster mode".into());
+    /// Where this command runs: here, on the shard that owns its keys
+    /// (relayed, on the main port), or nowhere (the refusal: MOVED and
+    /// CROSSSLOT on a cluster port, a database other than 0 there, and on
+    /// the main port what is not relayed yet).
+    pub(in crate::apps::kv) fn placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Placement {
+        let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
+        let cluster_port = ctx.conn.listener == view.listener;
+        if !cluster_port && !view.relays(ctx.conn.listener) {
+            return Placement::Here;
         }
-        let mut slot = None;
-        let mut check = |key: &[u8]| -> Result<(), String> {
-            let this = key_slot(key);
-            match slot {
-                Some(seen) if seen != this => Err("CROSSSLOT Keys in request don't hash to the same slot".into()),
-                _ => {
-                    slot = Some(this);
-                    Ok(())
-                }
+        if cluster_port && entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
+            return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
+        }
+        let slots = match key_slots(ctx, entry) {
+            Ok(slots) => slots,
+            Err(why) => return Placement::Refused(why),
+        };
+        let Some(&slot) = slots.first() else { return Placement::Here };
+        let shard = owner(slot, view.shards);
+        if cluster_port {
+            if slots.iter().any(|&s| s != slot) {
+                return Placement::Refused(CROSSSLOT.into());
             }
-        };
-        let checked = if moves_keys(entry) {
-            let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
-            key_positions(entry, &args).into_iter().try_for_each(|i| check(&args[i]))
-        } else if entry.keys.0 != 0 {
-            entry.key_positions(ctx.argc()).try_for_each(|i| check(&ctx.arg(i)))
-        } else {
-            Ok(())
-        };
-        if let Err(why) = checked {
-            return Some(why);
+            return match shard == view.shard {
+                true => Placement::Here,
+                false => Placement::Refused(format!("MOVED {slot} {}", view.endpoint(shard))),
+            };
         }
-        let slot = slot?;
-        (!view.owns(slot)).then(|| format!("MOVED {slot} {}", view.endpoint(owner(slot, view.shards))))
+        if slots.iter().any(|&s| owner(s, view.shards) != shard) {
+            return Placement::Refused(
+                "CROSSSLOT Keys in request are on several shards (a command across shards is not built yet)".into(),
+            );
+        }
+        if shard == view.shard {
+            return Placement::Here;
+        }
+        if ctx.conn.multi.is_some() || entry.has_flag("blocking") || entry.name == "watch" {
+            return Placement::Refused(format!(
+                "ERR '{}' with another shard's keys: transactions, WATCH and blocking commands are not relayed \
+                 between shards yet (use a cluster client, or keys of this connection's shard)",
+                entry.name
+            ));
+        }
+        Placement::Relay(shard)
+    }
+
+    /// The shard a parsed command would be relayed to, if any (a client
+    /// with replies outstanding asks before it runs anything else).
+    pub(in crate::apps::kv) fn relay_target(&self, pool: &crate::pool::file::Pool, conn: &KvConn) -> Option<u16> {
+        let view = self.config.settings.cluster.as_ref().filter(|view| view.relays(conn.listener))?;
+        let entry = self.command_index.find(&conn.args.bytes(pool, 0))?;
+        let args: Vec<Vec<u8>> = (0..conn.args.len()).map(|i| conn.args.bytes(pool, i).into_owned()).collect();
+        let slot = key_positions(entry, &args).first().map(|&i| key_slot(&args[i]))?;
+        Some(owner(slot, view.shards)).filter(|&shard| shard != view.shard)
     }
 
     fn cmd_asking(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {

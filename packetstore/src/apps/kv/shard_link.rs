@@ -1,0 +1,243 @@
+//! Commands relayed between shards: on the main Redis port of a sharded
+//! server, a command whose keys are another shard's runs there and is
+//! answered here, in order, so any client works unchanged.
+//!
+//! Every two shards are joined by two links (socketpairs the server makes
+//! before the shards start, each end a connection of its shard's event
+//! loop): on shard A's link to B (`LISTENER_LINK_OUT + B`) go the commands
+//! of A's clients for B's keys, and on B that link is a connection like any
+//! client's (`LISTENER_LINK_IN`): B runs them in order and answers each once
+//! it is durable, as it answers every client. A sends a `SELECT` or `HELLO`
+//! ahead of a command whose client's database or protocol differs from the
+//! link's, and drops their replies.
+//!
+//! A client's commands keep their order: while a reply from shard B is
+//! outstanding, its later commands go to B on the same link (whose replies
+//! come back in order), and a command for anywhere else waits, parsed
+//! (`KvConn::held`), until every reply is in.
+//!
+//! Owns: each outbound link's bytes to send, the clients waiting on it in
+//! order, and the replies on their way to clients.
+//!
+//! Invariants: a link's pending queue holds one entry per command sent on
+//! it, in order, so the n-th reply read answers the n-th entry; a reply
+//! reaches only the connection (slot and id) that sent its command.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::apps::kv::state::{KvConn, KvServer};
+use crate::io::app::{ConnToken, Progress, Release};
+use crate::io::outq::OutQueue;
+use crate::io::stream::Stream;
+use crate::pool::buffers::Buffers;
+
+/// Connections of another shard's link to this one: its clients' commands.
+pub const LISTENER_LINK_IN: usize = 3;
+/// This shard's link to shard `i` is a connection of `LISTENER_LINK_OUT + i`.
+pub const LISTENER_LINK_OUT: usize = 1 << 16;
+/// A client's commands stop going out while its link has this much unsent.
+pub const LINK_OUTBOX_MAX_BYTES: usize = 4 << 20;
+
+/// Whose reply the next one read on a link is.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// A SELECT or HELLO of the link's own: dropped.
+    Own,
+    Client {
+        token: ConnToken,
+        id: u64,
+    },
+}
+
+/// This shard's link to one other shard.
+#[derive(Default)]
+struct LinkOut {
+    token: Option<ConnToken>,
+    outbox: Vec<u8>,
+    pending: VecDeque<Pending>,
+    /// Replies read but not yet whole.
+    inbox: Vec<u8>,
+    /// The database and protocol its commands now run in on the other side.
+    db: u8,
+    resp3: bool,
+    /// Its connection closed (the other shard is stopping): what is sent
+    /// to it is answered with an error here.
+    lost: bool,
+}
+
+/// Replies from other shards that wait for their client's next turn.
+struct Delivered {
+    id: u64,
+    bytes: Vec<u8>,
+    replies: u32,
+}
+
+/// The links of this shard to the others (index: shard; its own unused).
+#[derive(Default)]
+pub struct ShardLinks {
+    out: Vec<LinkOut>,
+    delivered: HashMap<ConnToken, Delivered>,
+    pub(super) wake: Vec<ConnToken>,
+}
+
+impl ShardLinks {
+    pub fn new(shards: u16) -> ShardLinks {
+        ShardLinks { out: (0..shards).map(|_| LinkOut::default()).collect(), ..ShardLinks::default() }
+    }
+
+    /// A link's connection is up (the loop adopted its socket).
+    pub(super) fn linked(&mut self, listener: usize, token: ConnToken) -> bool {
+        let Some(link) = listener.checked_sub(LISTENER_LINK_OUT).and_then(|shard| self.out.get_mut(shard)) else {
+            return false;
+        };
+        link.token = Some(token);
+        true
+    }
+
+    /// Whether a client may send another command to `shard` now (its link
+    /// is not backed up).
+    pub(super) fn has_room(&self, shard: u16) -> bool {
+        self.out[usize::from(shard)].outbox.len() < LINK_OUTBOX_MAX_BYTES
+    }
+
+    /// Queues `command` (RESP, `encode`d) on the link to `shard` for the
+    /// client `conn`, in its database and protocol.
+    pub(super) fn send(&mut self, shard: u16, conn: &mut KvConn, command: &[u8]) {
+        let link = &mut self.out[usize::from(shard)];
+        if link.lost {
+            let error = format!("-ERR shard {shard} is not reachable (stopping?): the command was not run\r\n");
+            Self::hand_over(&mut self.delivered, &mut self.wake, conn.token, conn.id, error.as_bytes());
+            conn.awaiting += 1;
+            conn.awaiting_shard = shard;
+            return;
+        }
+        if link.db != conn.db {
+            encode(&mut link.outbox, &[b"SELECT".as_slice(), conn.db.to_string().as_bytes()]);
+            link.pending.push_back(Pending::Own);
+            link.db = conn.db;
+        }
+        if link.resp3 != conn.encoder.resp3 {
+            encode(&mut link.outbox, &[b"HELLO".as_slice(), if conn.encoder.resp3 { b"3" } else { b"2" }]);
+            link.pending.push_back(Pending::Own);
+            link.resp3 = conn.encoder.resp3;
+        }
+        link.outbox.extend_from_slice(command);
+        link.pending.push_back(Pending::Client { token: conn.token, id: conn.id });
+        conn.awaiting += 1;
+        conn.awaiting_shard = shard;
+        if let Some(token) = link.token {
+            self.wake.push(token);
+        }
+    }
+
+    /// The replies other shards sent this client, if any: moved to its
+    /// output, and its count of outstanding replies lowered.
+    pub(super) fn deliver(&mut self, conn: &mut KvConn, out: &mut OutQueue) {
+        let Some(delivered) = self.delivered.remove(&conn.token) else { return };
+        if delivered.id != conn.id {
+            return; // for a connection that closed since
+        }
+        out.push(&delivered.bytes);
+        conn.awaiting -= delivered.replies;
+    }
+
+    /// A link's connection closed: its clients' commands in flight are
+    /// answered with an error (they may or may not have run there), and so
+    /// is every later one.
+    pub(super) fn lost(&mut self, listener: usize) {
+        let Some(shard) = listener.checked_sub(LISTENER_LINK_OUT) else { return };
+        let Some(link) = self.out.get_mut(shard) else { return };
+        link.lost = true;
+        link.token = None;
+        link.outbox.clear();
+        let error = format!("-ERR the link to shard {shard} closed: the command may or may not have run\r\n");
+        for pending in std::mem::take(&mut link.pending) {
+            if let Pending::Client { token, id } = pending {
+                Self::hand_over(&mut self.delivered, &mut self.wake, token, id, error.as_bytes());
+            }
+        }
+    }
+
+    /// Queues `reply` for client (`token`, `id`) and wakes it.
+    fn hand_over(
+        delivered: &mut HashMap<ConnToken, Delivered>,
+        wake: &mut Vec<ConnToken>,
+        token: ConnToken,
+        id: u64,
+        reply: &[u8],
+    ) {
+        let entry = delivered.entry(token).or_insert_with(|| Delivered { id, bytes: Vec::new(), replies: 0 });
+        if entry.id != id {
+            // The slot's connection closed and another took it.
+            *entry = Delivered { id, bytes: Vec::new(), replies: 0 };
+        }
+        entry.bytes.extend_from_slice(reply);
+        entry.replies += 1;
+        wake.push(token);
+    }
+
+    /// A client closed: nothing more is delivered to it.
+    pub(super) fn forget(&mut self, conn: &KvConn) {
+        if self.delivered.get(&conn.token).is_some_and(|d| d.id == conn.id) {
+            self.delivered.remove(&conn.token);
+        }
+    }
+}
+
+/// A command as a RESP array of bulk strings.
+pub(super) fn encode<B: AsRef<[u8]>>(out: &mut Vec<u8>, parts: &[B]) {
+    out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
+    for part in parts {
+        let part = part.as_ref();
+        out.extend_from_slice(format!("${}\r\n", part.len()).as_bytes());
+        out.extend_from_slice(part);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl KvServer {
+    /// A turn of this shard's link to another: what waits to be sent goes
+    /// out, and every whole reply read goes to the client it answers.
+    /// A reply that is no RESP (a bug on the other side) closes the link.
+    pub(super) fn serve_link_out(
+        &mut self,
+        buffers: &mut Buffers,
+        conn: &KvConn,
+        stream: &mut Stream,
+        out: &mut OutQueue,
+        release: &mut Release<'_>,
+    ) -> Progress {
+        let shard = conn.listener - LISTENER_LINK_OUT;
+        let ShardLinks { out: links, delivered: replies, wake } = &mut self.links;
+        let link = &mut links[shard];
+        if !link.outbox.is_empty() {
+            out.push(&link.outbox);
+            link.outbox.clear();
+        }
+        let n = stream.len();
+        stream.for_each_slice(n, |s| link.inbox.extend_from_slice(s));
+        stream.consume(n, |segment| release(segment, buffers));
+        let mut at = 0;
+        let mut progress = Progress::default();
+        while at < link.inbox.len() {
+            let len = match crate::proto::resp::reply_len(&link.inbox[at..]) {
+                Ok(Some(len)) => len,
+                Ok(None) => break,
+                Err(why) => {
+                    tracing::error!("shard link to {shard}: a reply that is not RESP ({why}): closing it");
+                    progress.close = true;
+                    return progress;
+                }
+            };
+            let reply = &link.inbox[at..at + len];
+            at += len;
+            progress.requests += 1;
+            match link.pending.pop_front().expect("a reply answers a command sent") {
+                Pending::Own => {}
+                Pending::Client { token, id } => ShardLinks::hand_over(replies, wake, token, id, reply),
+            }
+        }
+        link.inbox.drain(..at);
+        progress
+    }
+}
