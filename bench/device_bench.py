@@ -6,7 +6,7 @@ usage: device_bench.py PHASE... (env, parity, disk, scale, group, shards)
 
 This is ../shared/bench-device/device_bench.py with the phase `shards` (issue 37): packetstore --shards S and kevy
 --threads S on cores 0..S-1, both through Redis Cluster routing (redis-benchmark --cluster against the shards' own
-ports), and kevy through its main port too. SHARDS=1,2,4,8 and SHARD_TESTS=set,get,... override what it runs."""
+ports), and through their main ports too (where commands for another shard's keys hop to it). SHARDS=1,2,4,8 and SHARD_TESTS=set,get,... override what it runs."""
 import os, shutil, signal, socket, statistics as st, subprocess as sp, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -246,7 +246,8 @@ def port_free(p):
 def phase_shards(rounds=int(os.environ.get("ROUNDS", "2"))):
     """Shard per core: packetstore --shards S against kevy --threads S (AOF always), servers on cores 0..S-1,
     400 clients (redis-benchmark --threads 8 on cores 8-15), -P 16, 1 KiB values, tmpfs; through Redis Cluster
-    routing (each command to its shard's port) and, for kevy, its main port (its shards relay)."""
+    routing (each command to its shard's port) and through the main port (a command for another shard's keys is
+    relayed there: the cost of a hop)."""
     counts = [int(x) for x in os.environ.get("SHARDS", "1,2,4,8").split(",")]
     tests = os.environ.get("SHARD_TESTS", "set,get,incr,lpush,hset").split(",")
     for rnd in range(rounds):
@@ -259,7 +260,8 @@ def phase_shards(rounds=int(os.environ.get("ROUNDS", "2"))):
                 # redis-benchmark --cluster wants 2 nodes or more: one shard is served on its main port (every
                 # command is its own there), under the same name.
                 routes = [("cluster", cport, True) if shards > 1 else ("cluster", h[2], False)]
-                routes += [("main", h[2], False)] if system == "kevy" and shards > 1 else []
+                # Both relay between shards on their main port: the cost of a hop.
+                routes += [("main", h[2], False)] if shards > 1 else []
                 for (route, port, cluster), test in [(r, t) for r in routes for t in tests]:
                     c0 = cpu_ticks(h[0].pid)
                     res = bench(port, [test], 16, n, 400, 8, "8-15", cluster=cluster)
