@@ -26,7 +26,6 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Barrier;
 
 use anyhow::{bail, Context};
 use packetstore::apps::kv::cluster::ClusterView;
@@ -38,6 +37,19 @@ use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::kv_setup::{Args, Prepared};
 use crate::options::{check_buffers, check_new_pool, open_or_create_pool, parse_size};
+
+/// Stops every shard when dropped; a panic also counts as a failure (so
+/// that shards waiting for the others' recovery give up).
+struct StopAllOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopAllOnDrop<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::SeqCst);
+        }
+        crate::shutdown::request_stop();
+    }
+}
 
 /// The most shards a data set may have.
 pub const SHARDS_MAX: u16 = 256;
@@ -94,16 +106,15 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         .collect();
     let (stop, wake_fd) = crate::shutdown::install()?;
     let failed = AtomicBool::new(false);
-    let recovered = Barrier::new(usize::from(count));
+    let recovered = AtomicUsize::new(0);
     let ready = AtomicUsize::new(0);
-    let view = |index| ClusterView {
-        shard: index,
-        shards: count,
-        set_id,
-        host: args.resp.ip(),
-        ports: ports.clone(),
-        listener: 2,
+    // Clients are told an address they can reach: a wildcard bind
+    // announces loopback.
+    let host = match args.resp.ip() {
+        ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
+        ip => ip,
     };
+    let view = |index| ClusterView { shard: index, shards: count, set_id, host, ports: ports.clone(), listener: 2 };
     let errors: Vec<anyhow::Error> = std::thread::scope(|scope| {
         let handles: Vec<_> = shards
             .into_iter()
@@ -112,6 +123,8 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
                 let (failed, recovered, ready, view) = (&failed, &recovered, &ready, view(shard.index));
                 let links = std::mem::take(&mut links[usize::from(shard.index)]);
                 scope.spawn(move || {
+                    // However this thread ends (a panic too), the others stop.
+                    let _stop_all = StopAllOnDrop(failed);
                     let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd, links };
                     let outcome = one.serve(shard, recovered, failed, ready);
                     if outcome.is_err() {
@@ -122,7 +135,8 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        handles.into_iter().filter_map(|h| h.join().expect("a shard's thread panicked").err()).collect()
+        let joined = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a shard panicked"))));
+        joined.filter_map(Result::err).collect()
     });
     match errors.into_iter().next() {
         Some(error) => Err(error),
@@ -285,7 +299,13 @@ struct OneShard<'a> {
 impl OneShard<'_> {
     /// Pins itself, recovers, waits for every shard, serves, and
     /// checkpoints after a graceful stop.
-    fn serve(self, shard: Shard, recovered: &Barrier, failed: &AtomicBool, ready: &AtomicUsize) -> anyhow::Result<()> {
+    fn serve(
+        self,
+        shard: Shard,
+        recovered: &AtomicUsize,
+        failed: &AtomicBool,
+        ready: &AtomicUsize,
+    ) -> anyhow::Result<()> {
         let index = shard.index;
         if let Err(error) = pin_current_thread(self.cpu) {
             tracing::warn!("shard {index}: could not pin to CPU {}: {error}", self.cpu);
@@ -293,7 +313,11 @@ impl OneShard<'_> {
         let recovery = self.recover(&shard);
         // No shard serves before every shard has recovered (or one failed).
         failed.fetch_or(recovery.is_err(), Ordering::SeqCst);
-        recovered.wait();
+        recovered.fetch_add(1, Ordering::SeqCst);
+        let shards = usize::from(self.args.shards);
+        while recovered.load(Ordering::SeqCst) < shards && !failed.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let (mut buffers, mut server) = recovery?;
         if failed.load(Ordering::SeqCst) {
             return Ok(());

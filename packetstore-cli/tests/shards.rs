@@ -285,6 +285,94 @@ fn the_main_port_relays_commands_to_the_shard_of_their_keys() {
     assert!(refused, "a key of another shard inside MULTI is refused");
 }
 
+/// Replies keep their order and nothing is lost however a relayed command
+/// is followed: a local refusal, a malformed request, replies turned off, a
+/// value refused on arrival, a shard channel, large values both ways.
+// Allowed: one scripted session, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[test]
+fn relayed_replies_keep_their_order_whatever_follows() {
+    let pools = ShardPools::new("shards-relay-order", 3);
+    let server = Server::start(&pools.first.0, &["--shards", "3", "--cluster-ports", "0", "--value-size-max", "8MiB"]);
+    // With 3 shards, most of 12 keys are another shard's than the one that
+    // accepted the connection, and at least one is (asserted at the end).
+    let keys: Vec<String> = (0..12).map(|i| format!("o{i}")).collect();
+    let mut raw = common::Raw::connect(&server);
+    for key in &keys {
+        raw.send(&[b"SET", key.as_bytes(), b"1"]).unwrap();
+        raw.send(&[b"GET", key.as_bytes(), b"extra"]).unwrap();
+        raw.send(&[b"MSET", key.as_bytes(), b"2", b"other-key", b"3"]).unwrap();
+        raw.send(&[b"BLPOP", key.as_bytes(), b"1"]).unwrap();
+        raw.send(&[b"INCR", key.as_bytes()]).unwrap();
+    }
+    for key in &keys {
+        let replies: Vec<String> = (0..5).map(|_| raw.read().unwrap()).collect();
+        assert_eq!(replies[0], "+OK", "{key}: {replies:?}");
+        assert!(replies[1].starts_with("-ERR wrong number of arguments"), "{key}: {replies:?}");
+        assert!(replies[2].starts_with("-CROSSSLOT") || replies[2] == "+OK", "{key}: {replies:?}");
+        assert!(replies[3].starts_with('-') || replies[3].starts_with('*'), "{key}: {replies:?}");
+        assert!(replies[4].starts_with(':'), "{key}: {replies:?}");
+    }
+    // Replies off: a relayed reply is dropped like a local one.
+    raw.send(&[b"CLIENT", b"REPLY", b"SKIP"]).unwrap();
+    raw.send(&[b"GET", keys[3].as_bytes()]).unwrap();
+    raw.send(&[b"PING"]).unwrap();
+    assert_eq!(raw.read().unwrap(), "+PONG");
+    // A value refused on arrival is refused, not relayed as an empty one.
+    let big = vec![b'x'; 9 << 20];
+    for key in &keys {
+        let refused = raw.call(&[b"SET", key.as_bytes(), &big]).unwrap();
+        assert!(refused.starts_with('-'), "{key}: {refused}");
+        let len = raw.call(&[b"STRLEN", key.as_bytes()]).unwrap();
+        assert_ne!(len, ":0", "{key} kept its value");
+    }
+    // Shard channels are not relayed; the server goes on.
+    for key in &keys {
+        let reply = raw.call(&[b"SSUBSCRIBE", key.as_bytes()]).unwrap();
+        if reply.starts_with('-') {
+            assert!(reply.contains("not relayed between shards yet"), "{reply}");
+        } else {
+            raw.call(&[b"SUNSUBSCRIBE"]).unwrap();
+        }
+    }
+    // Large values both ways in one pipeline: the links do not jam.
+    let value = vec![b'v'; 7 << 20];
+    for key in &keys[..4] {
+        raw.send(&[b"SET", key.as_bytes(), &value]).unwrap();
+        raw.send(&[b"GET", key.as_bytes()]).unwrap();
+        raw.send(&[b"GET", key.as_bytes()]).unwrap();
+    }
+    for key in &keys[..4] {
+        assert_eq!(raw.read().unwrap(), "+OK", "{key}");
+        assert_eq!(raw.read().unwrap(), format!("${}", 7 << 20), "{key}");
+        assert_eq!(raw.read().unwrap(), format!("${}", 7 << 20), "{key}");
+    }
+    // A malformed request after relayed ones: their replies first.
+    for key in &keys {
+        raw.send(&[b"INCR", format!("n{key}").as_bytes()]).unwrap();
+    }
+    let mut stream = raw_stream(&raw);
+    std::io::Write::write_all(&mut stream, b"*x\r\n").unwrap();
+    for key in &keys {
+        let reply = raw.read().unwrap();
+        assert!(reply.starts_with(':'), "{key}: {reply}");
+    }
+    let error = raw.read().unwrap();
+    assert!(error.starts_with("-ERR"), "{error}");
+    // At least one key was another shard's (so the above relayed).
+    let mut c = server.client();
+    let ports = cluster_ports(&server, &pools);
+    let mut home = std::collections::HashSet::new();
+    for key in &keys {
+        home.insert(owner(&mut c, key, &pools));
+    }
+    assert!(home.len() > 1, "keys of several shards: {home:?}, ports {ports:?}");
+}
+
+fn raw_stream(raw: &common::Raw) -> std::net::TcpStream {
+    raw.stream().try_clone().unwrap()
+}
+
 #[test]
 fn each_shard_keeps_its_keys_across_restarts_and_refuses_another_count() {
     let pools = ShardPools::new("shards-restart", 2);

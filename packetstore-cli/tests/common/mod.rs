@@ -280,6 +280,11 @@ impl Raw {
         self.stream.write_all(&encode(args))
     }
 
+    /// The connection, to write raw bytes on it.
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
     /// Reads the next reply (or pushed message).
     pub fn read(&mut self) -> std::io::Result<String> {
         read_reply(&mut self.reader)

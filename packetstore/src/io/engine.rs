@@ -165,7 +165,8 @@ pub struct EngineConfig {
     /// Connected sockets the loop serves from its start, each as a
     /// connection of the listener index given (which need not be a
     /// listener of its: the application tells them apart by it). The loop
-    /// owns and closes them. Shards' links to each other (socketpairs).
+    /// owns and closes them; their output is never paused (the application
+    /// bounds it). Shards' links to each other (socketpairs).
     pub adopt: Vec<(RawFd, usize)>,
 }
 
@@ -465,7 +466,11 @@ impl<'a, A: App> Engine<'a, A> {
             engine.arm_accept(index)?;
         }
         for (fd, listener) in std::mem::take(&mut engine.config.adopt) {
+            // Never paused nor cut for stalling: the application bounds
+            // what it queues on these, and both ends always read.
+            let slot = engine.next_slot() as usize;
             engine.add_conn(fd, listener);
+            engine.conns[slot].as_mut().expect("just added").out.set_pause_bytes(u64::MAX);
         }
         if let Some(fd) = engine.config.wake_fd {
             let entry =

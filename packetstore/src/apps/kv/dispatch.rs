@@ -123,8 +123,17 @@ impl KvServer {
         // Replies from other shards go out first, in order; a command
         // parsed while they were outstanding runs once they are all in.
         self.links.deliver(conn, out);
+        if conn.awaiting > 0 && (conn.held || conn.held_error.is_some()) {
+            return progress;
+        }
+        if let Some(why) = conn.held_error.take() {
+            conn.encoder.error(out.bytes(), &format!("ERR {why}"));
+            progress.close = true;
+            return progress;
+        }
         if conn.held {
-            if conn.awaiting > 0 || !self.may_run_held(pool, conn) {
+            if !self.store.batch_has_room() || out.is_full() {
+                progress.more = true;
                 return progress;
             }
             conn.held = false;
@@ -135,6 +144,9 @@ impl KvServer {
                 return progress;
             }
             conn.args.clear(buffers);
+            if self.runs_paused_script(conn) {
+                return progress;
+            }
         }
         let config = self.receive_config();
         while progress.requests < requests_max && !progress.close && !out.is_full() {
@@ -145,10 +157,16 @@ impl KvServer {
             match conn.parser.parse(pool, buffers, &config, stream, &mut conn.args, release) {
                 Parsed::Incomplete => break,
                 Parsed::Malformed(why) => {
-                    conn.encoder.error(out.bytes(), &format!("ERR {why}"));
                     conn.parser.abandon(buffers, &mut conn.args);
                     self.stats.errors += 1;
                     self.count_error(b"-ERR");
+                    if conn.awaiting > 0 {
+                        // Answered, and the connection closed, after the
+                        // replies before it.
+                        conn.held_error = Some(why.to_string());
+                        break;
+                    }
+                    conn.encoder.error(out.bytes(), &format!("ERR {why}"));
                     progress.close = true;
                 }
                 Parsed::Command => {
@@ -183,9 +201,7 @@ impl KvServer {
         if conn.awaiting == 0 {
             return true;
         }
-        self.relay_target(pool, conn) == Some(conn.awaiting_shard)
-            && self.links.has_room(conn.awaiting_shard)
-            && conn.multi.is_none()
+        self.relay_target(pool, conn) == Some(conn.awaiting_shard) && self.links.has_room(conn.awaiting_shard)
     }
 
     /// Runs the parsed command; true if the connection should close.
@@ -274,24 +290,6 @@ impl KvServer {
             return Outcome::Rejected;
         }
         let entry = entry.expect("checked by check_command");
-        match self.placement(ctx, entry) {
-            Placement::Here => {}
-            Placement::Refused(why) => {
-                if let Some(multi) = &mut ctx.conn.multi {
-                    multi.aborted = true;
-                }
-                ctx.error(&why);
-                return Outcome::Rejected;
-            }
-            Placement::Relay(shard) => {
-                let mut command = Vec::new();
-                let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
-                crate::apps::kv::shard_link::encode(&mut command, &args);
-                drop(args);
-                self.links.send(shard, ctx.conn, &command);
-                return Outcome::Relayed;
-            }
-        }
         if let Some(script) = &self.scripting.paused {
             if !allowed_while_busy(entry, ctx) {
                 let busy = if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION };
@@ -328,6 +326,11 @@ impl KvServer {
             ));
             return Outcome::Rejected;
         }
+        // Where it runs: checked after the refusals above (a value refused
+        // on arrival must not travel as an empty one), before queueing.
+        if let Some(outcome) = self.place(ctx, entry) {
+            return outcome;
+        }
         if ctx.conn.multi.is_some() && entry.has_flag("no_multi") {
             if let Some(multi) = &mut ctx.conn.multi {
                 multi.aborted = true;
@@ -353,6 +356,30 @@ impl KvServer {
         }
         self.run_handler(ctx, entry);
         Outcome::Ran(started.elapsed())
+    }
+
+    /// Runs `placement`'s decision: None to run here; otherwise the
+    /// command was refused (its error answered) or relayed.
+    fn place(&mut self, ctx: &mut Ctx<'_>, entry: &CommandEntry) -> Option<Outcome> {
+        match self.placement(ctx, entry) {
+            Placement::Here => None,
+            Placement::Refused(why) => {
+                if let Some(multi) = &mut ctx.conn.multi {
+                    multi.aborted = true;
+                }
+                ctx.error(&why);
+                Some(Outcome::Rejected)
+            }
+            Placement::Relay(shard) => {
+                let mut command = Vec::new();
+                let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
+                crate::apps::kv::shard_link::encode(&mut command, &args);
+                drop(args);
+                let mode = ctx.conn.reply;
+                self.links.send(shard, ctx.conn, &command, mode != ReplyMode::On);
+                Some(Outcome::Relayed)
+            }
+        }
     }
 
     /// Runs a command's handler, answering its error or a panic's.

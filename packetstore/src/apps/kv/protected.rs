@@ -44,7 +44,9 @@ impl KvServer {
     /// Whether a connection just accepted from `peer` is refused by
     /// protected mode; if so, it is marked and woken to be told.
     pub(super) fn protected_mode_refuses(&mut self, conn: &mut KvConn, peer: Option<SocketAddr>) -> bool {
-        let client = (conn.listener == LISTENER_RESP || conn.listener == LISTENER_HTTP) && conn.peer.is_none();
+        let cluster_port = self.config.settings.cluster.as_ref().is_some_and(|view| view.listener == conn.listener);
+        let client =
+            (conn.listener == LISTENER_RESP || conn.listener == LISTENER_HTTP || cluster_port) && conn.peer.is_none();
         let open = self.config.settings.protected_mode && self.config.requirepass.is_none();
         // A peer address the kernel did not give is not known to be local.
         if !client || !open || peer.is_some_and(is_local) {

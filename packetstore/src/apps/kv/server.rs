@@ -128,6 +128,7 @@ impl App for KvServer {
             awaiting: 0,
             awaiting_shard: 0,
             held: false,
+            held_error: None,
         }
     }
 

@@ -36,17 +36,17 @@ pub const LISTENER_LINK_IN: usize = 3;
 /// This shard's link to shard `i` is a connection of `LISTENER_LINK_OUT + i`.
 pub const LISTENER_LINK_OUT: usize = 1 << 16;
 /// A client's commands stop going out while its link has this much unsent.
-pub const LINK_OUTBOX_MAX_BYTES: usize = 4 << 20;
+pub const LINK_OUTBOX_MAX_BYTES: u64 = 4 << 20;
 
 /// Whose reply the next one read on a link is.
 #[derive(Clone, Copy)]
 enum Pending {
-    /// A SELECT or HELLO of the link's own: dropped.
+    /// A SELECT or HELLO of the link's own, or a command of a client that
+    /// closed since: dropped.
     Own,
-    Client {
-        token: ConnToken,
-        id: u64,
-    },
+    /// `silent`: its client had replies off (CLIENT REPLY OFF or SKIP):
+    /// counted, not delivered.
+    Client { token: ConnToken, id: u64, silent: bool },
 }
 
 /// This shard's link to one other shard.
@@ -57,6 +57,8 @@ struct LinkOut {
     pending: VecDeque<Pending>,
     /// Replies read but not yet whole.
     inbox: Vec<u8>,
+    /// Bytes queued on the link's connection and not sent, at its last turn.
+    unsent: u64,
     /// The database and protocol its commands now run in on the other side.
     db: u8,
     resp3: bool,
@@ -97,18 +99,21 @@ impl ShardLinks {
     /// Whether a client may send another command to `shard` now (its link
     /// is not backed up).
     pub(super) fn has_room(&self, shard: u16) -> bool {
-        self.out[usize::from(shard)].outbox.len() < LINK_OUTBOX_MAX_BYTES
+        let link = &self.out[usize::from(shard)];
+        (link.outbox.len() as u64).saturating_add(link.unsent) < LINK_OUTBOX_MAX_BYTES
     }
 
     /// Queues `command` (RESP, `encode`d) on the link to `shard` for the
-    /// client `conn`, in its database and protocol.
-    pub(super) fn send(&mut self, shard: u16, conn: &mut KvConn, command: &[u8]) {
+    /// client `conn`, in its database and protocol; `silent`: its reply is
+    /// dropped when it comes.
+    pub(super) fn send(&mut self, shard: u16, conn: &mut KvConn, command: &[u8], silent: bool) {
+        let pending = Pending::Client { token: conn.token, id: conn.id, silent };
+        conn.awaiting += 1;
+        conn.awaiting_shard = shard;
         let link = &mut self.out[usize::from(shard)];
         if link.lost {
             let error = format!("-ERR shard {shard} is not reachable (stopping?): the command was not run\r\n");
-            Self::hand_over(&mut self.delivered, &mut self.wake, conn.token, conn.id, error.as_bytes());
-            conn.awaiting += 1;
-            conn.awaiting_shard = shard;
+            hand_over(&mut self.delivered, &mut self.wake, pending, error.as_bytes());
             return;
         }
         if link.db != conn.db {
@@ -122,9 +127,7 @@ impl ShardLinks {
             link.resp3 = conn.encoder.resp3;
         }
         link.outbox.extend_from_slice(command);
-        link.pending.push_back(Pending::Client { token: conn.token, id: conn.id });
-        conn.awaiting += 1;
-        conn.awaiting_shard = shard;
+        link.pending.push_back(pending);
         if let Some(token) = link.token {
             self.wake.push(token);
         }
@@ -138,6 +141,7 @@ impl ShardLinks {
             return; // for a connection that closed since
         }
         out.push(&delivered.bytes);
+        assert!(delivered.replies <= conn.awaiting, "more replies than commands relayed");
         conn.awaiting -= delivered.replies;
     }
 
@@ -147,41 +151,47 @@ impl ShardLinks {
     pub(super) fn lost(&mut self, listener: usize) {
         let Some(shard) = listener.checked_sub(LISTENER_LINK_OUT) else { return };
         let Some(link) = self.out.get_mut(shard) else { return };
+        tracing::error!("the link to shard {shard} closed: its clients' commands in flight fail");
         link.lost = true;
         link.token = None;
         link.outbox.clear();
         let error = format!("-ERR the link to shard {shard} closed: the command may or may not have run\r\n");
         for pending in std::mem::take(&mut link.pending) {
-            if let Pending::Client { token, id } = pending {
-                Self::hand_over(&mut self.delivered, &mut self.wake, token, id, error.as_bytes());
-            }
+            hand_over(&mut self.delivered, &mut self.wake, pending, error.as_bytes());
         }
     }
 
-    /// Queues `reply` for client (`token`, `id`) and wakes it.
-    fn hand_over(
-        delivered: &mut HashMap<ConnToken, Delivered>,
-        wake: &mut Vec<ConnToken>,
-        token: ConnToken,
-        id: u64,
-        reply: &[u8],
-    ) {
-        let entry = delivered.entry(token).or_insert_with(|| Delivered { id, bytes: Vec::new(), replies: 0 });
-        if entry.id != id {
-            // The slot's connection closed and another took it.
-            *entry = Delivered { id, bytes: Vec::new(), replies: 0 };
-        }
-        entry.bytes.extend_from_slice(reply);
-        entry.replies += 1;
-        wake.push(token);
-    }
-
-    /// A client closed: nothing more is delivered to it.
+    /// A client closed: nothing more is delivered to it (the replies still
+    /// on their way are dropped as they come).
     pub(super) fn forget(&mut self, conn: &KvConn) {
         if self.delivered.get(&conn.token).is_some_and(|d| d.id == conn.id) {
             self.delivered.remove(&conn.token);
         }
+        if conn.awaiting == 0 {
+            return;
+        }
+        for pending in self.out.iter_mut().flat_map(|link| link.pending.iter_mut()) {
+            if matches!(*pending, Pending::Client { token, id, .. } if token == conn.token && id == conn.id) {
+                *pending = Pending::Own;
+            }
+        }
     }
+}
+
+/// Queues `reply` for the client `pending` names (none: the link's own)
+/// and wakes it.
+fn hand_over(delivered: &mut HashMap<ConnToken, Delivered>, wake: &mut Vec<ConnToken>, pending: Pending, reply: &[u8]) {
+    let Pending::Client { token, id, silent } = pending else { return };
+    let entry = delivered.entry(token).or_insert_with(|| Delivered { id, bytes: Vec::new(), replies: 0 });
+    if entry.id != id {
+        // The slot's connection closed and another took it.
+        *entry = Delivered { id, bytes: Vec::new(), replies: 0 };
+    }
+    if !silent {
+        entry.bytes.extend_from_slice(reply);
+    }
+    entry.replies += 1;
+    wake.push(token);
 }
 
 /// A command as a RESP array of bulk strings.
@@ -198,7 +208,8 @@ pub(super) fn encode<B: AsRef<[u8]>>(out: &mut Vec<u8>, parts: &[B]) {
 impl KvServer {
     /// A turn of this shard's link to another: what waits to be sent goes
     /// out, and every whole reply read goes to the client it answers.
-    /// A reply that is no RESP (a bug on the other side) closes the link.
+    /// A reply that is no RESP, or answers no command sent (a bug on the
+    /// other side), closes the link.
     pub(super) fn serve_link_out(
         &mut self,
         buffers: &mut Buffers,
@@ -208,12 +219,13 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let shard = conn.listener - LISTENER_LINK_OUT;
-        let ShardLinks { out: links, delivered: replies, wake } = &mut self.links;
+        let ShardLinks { out: links, delivered, wake } = &mut self.links;
         let link = &mut links[shard];
         if !link.outbox.is_empty() {
             out.push(&link.outbox);
             link.outbox.clear();
         }
+        link.unsent = out.unsent_len();
         let n = stream.len();
         stream.for_each_slice(n, |s| link.inbox.extend_from_slice(s));
         stream.consume(n, |segment| release(segment, buffers));
@@ -229,13 +241,14 @@ impl KvServer {
                     return progress;
                 }
             };
-            let reply = &link.inbox[at..at + len];
+            let Some(pending) = link.pending.pop_front() else {
+                tracing::error!("shard link to {shard}: a reply to no command sent: closing it");
+                progress.close = true;
+                return progress;
+            };
+            hand_over(delivered, wake, pending, &link.inbox[at..at + len]);
             at += len;
             progress.requests += 1;
-            match link.pending.pop_front().expect("a reply answers a command sent") {
-                Pending::Own => {}
-                Pending::Client { token, id } => ShardLinks::hand_over(replies, wake, token, id, reply),
-            }
         }
         link.inbox.drain(..at);
         progress

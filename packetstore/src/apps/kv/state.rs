@@ -192,6 +192,9 @@ pub struct KvConn {
     pub(super) awaiting: u32,
     pub(super) awaiting_shard: u16,
     pub(super) held: bool,
+    /// A malformed request read while replies were outstanding: answered,
+    /// and the connection closed, once they are all in.
+    pub(super) held_error: Option<String>,
 }
 
 pub struct KvServer {

@@ -41,6 +41,14 @@ pub(in crate::apps::kv) enum Placement {
     Relay(u16),
 }
 
+/// Whether a command for another shard's keys may be relayed there: not
+/// a blocking one (it would hold up the link), not WATCH (its watch would
+/// be the link's), not a pub/sub one (the link would become a
+/// subscriber).
+fn relayable(entry: &CommandEntry) -> bool {
+    !entry.has_flag("blocking") && !entry.has_flag("pubsub") && entry.name != "watch"
+}
+
 /// The slots of a call's keys, in order.
 fn key_slots(ctx: &Ctx<'_>, entry: &CommandEntry) -> Result<Vec<u16>, String> {
     if moves_keys(entry) {
@@ -90,9 +98,9 @@ impl KvServer {
         if shard == view.shard {
             return Placement::Here;
         }
-        if ctx.conn.multi.is_some() || entry.has_flag("blocking") || entry.name == "watch" {
+        if ctx.conn.multi.is_some() || !relayable(entry) {
             return Placement::Refused(format!(
-                "ERR '{}' with another shard's keys: transactions, WATCH and blocking commands are not relayed \
+                "ERR '{}' with another shard's keys: transactions, WATCH, blocking commands and shard channels are not relayed \
                  between shards yet (use a cluster client, or keys of this connection's shard)",
                 entry.name
             ));
@@ -100,14 +108,34 @@ impl KvServer {
         Placement::Relay(shard)
     }
 
-    /// The shard a parsed command would be relayed to, if any (a client
-    /// with replies outstanding asks before it runs anything else).
+    /// The shard a parsed command is certain to be relayed to, if any:
+    /// None whenever `run_entry` could answer it here instead (an unknown
+    /// command, a wrong arity, no password yet, a refused value, subscribed
+    /// mode, a transaction, a paused script, keys of several shards, a
+    /// command that is not relayed). A client with replies outstanding runs
+    /// only such a command before they are in, so its replies keep their
+    /// order.
     pub(in crate::apps::kv) fn relay_target(&self, pool: &crate::pool::file::Pool, conn: &KvConn) -> Option<u16> {
         let view = self.config.settings.cluster.as_ref().filter(|view| view.relays(conn.listener))?;
+        let unsettled = conn.multi.is_some() || conn.subscriptions.is_some() || conn.args.refused.is_some();
+        if unsettled || self.scripting.paused.is_some() || (self.config.requirepass.is_some() && !conn.authenticated) {
+            return None;
+        }
         let entry = self.command_index.find(&conn.args.bytes(pool, 0))?;
-        let args: Vec<Vec<u8>> = (0..conn.args.len()).map(|i| conn.args.bytes(pool, i).into_owned()).collect();
-        let slot = key_positions(entry, &args).first().map(|&i| key_slot(&args[i]))?;
-        Some(owner(slot, view.shards)).filter(|&shard| shard != view.shard)
+        if !entry.arity_fits(conn.args.len() as i64) || !relayable(entry) {
+            return None;
+        }
+        let slots: Vec<u16> = if moves_keys(entry) {
+            let args: Vec<Vec<u8>> = (0..conn.args.len()).map(|i| conn.args.bytes(pool, i).into_owned()).collect();
+            key_positions(entry, &args).into_iter().map(|i| key_slot(&args[i])).collect()
+        } else if entry.keys.0 == 0 {
+            Vec::new()
+        } else {
+            entry.key_positions(conn.args.len()).map(|i| key_slot(&conn.args.bytes(pool, i))).collect()
+        };
+        let shard = owner(*slots.first()?, view.shards);
+        let one_shard = slots.iter().all(|&slot| owner(slot, view.shards) == shard);
+        (one_shard && shard != view.shard).then_some(shard)
     }
 
     fn cmd_asking(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
