@@ -223,7 +223,8 @@ def start_sharded(system, shards, cores):
     if system == "packetstore":
         cport = free_port()
         while cport + shards > 65535 or any(not port_free(cport + i) for i in range(shards)): cport = free_port()
-        c = [f"{BIN}/packetstore", "serve", "--pool", f"{d}/kv.pool", "--pool-size", "1GiB", "--resp",
+        # LPUSH and HSET through the main port put every element in one shard (one key): room for 3M of 1 KiB.
+        c = [f"{BIN}/packetstore", "serve", "--pool", f"{d}/kv.pool", "--pool-size", os.environ.get("SHARD_POOL", "4GiB"), "--resp",
              f"127.0.0.1:{port}", "--http", f"127.0.0.1:{free_port()}", "--shards", str(shards),
              "--cluster-ports", str(cport)] + PS_EXTRA
     else:
