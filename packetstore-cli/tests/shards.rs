@@ -335,14 +335,14 @@ fn relayed_replies_keep_their_order_whatever_follows() {
             raw.call(&[b"SUNSUBSCRIBE"]).unwrap();
         }
     }
-    // Large values both ways in one pipeline: the links do not jam.
+    // Large values both ways, pipelined: the links do not jam. (A client
+    // that writes far more than it reads is paused, relayed or not: it
+    // reads each key's replies before the next key.)
     let value = vec![b'v'; 7 << 20];
     for key in &keys[..4] {
         raw.send(&[b"SET", key.as_bytes(), &value]).unwrap();
         raw.send(&[b"GET", key.as_bytes()]).unwrap();
         raw.send(&[b"GET", key.as_bytes()]).unwrap();
-    }
-    for key in &keys[..4] {
         assert_eq!(raw.read().unwrap(), "+OK", "{key}");
         assert_eq!(raw.read().unwrap(), format!("${}", 7 << 20), "{key}");
         assert_eq!(raw.read().unwrap(), format!("${}", 7 << 20), "{key}");
@@ -359,9 +359,40 @@ fn relayed_replies_keep_their_order_whatever_follows() {
     }
     let error = raw.read().unwrap();
     assert!(error.starts_with("-ERR"), "{error}");
-    // At least one key was another shard's (so the above relayed).
+    // A script's calls run on its shard or nowhere, and the replies after
+    // it stay in step.
+    let mut raw = common::Raw::connect(&server);
+    let script = b"return redis.call('GET', ARGV[1])";
+    for key in &keys {
+        raw.send(&[b"EVAL", script, b"0", key.as_bytes()]).unwrap();
+        raw.send(&[b"PING"]).unwrap();
+    }
+    let mut non_local = 0;
+    for key in &keys {
+        let reply = raw.read().unwrap();
+        non_local += usize::from(reply.contains("non local key"));
+        assert!(reply.starts_with('$') || reply.contains("non local key"), "{key}: {reply}");
+        assert_eq!(raw.read().unwrap(), "+PONG", "{key}");
+    }
+    assert!(non_local > 0, "some keys were another shard's");
+    // A script's SELECT stays with its link's command: the next client's
+    // relayed command runs in its own database (read back on the owning
+    // shard's cluster port, database 0).
     let mut c = server.client();
     let ports = cluster_ports(&server, &pools);
+    for key in &keys {
+        let tag = format!("{{{key}}}");
+        let mut x = common::Raw::connect(&server);
+        let selected = x.call(&[b"EVAL", b"redis.call('SELECT','5') return 1", b"1", tag.as_bytes()]).unwrap();
+        assert_eq!(selected, ":1");
+        let mut y = common::Raw::connect(&server);
+        let victim = format!("victim{tag}");
+        assert_eq!(y.call(&[b"SET", victim.as_bytes(), b"db0"]).unwrap(), "+OK");
+        let mut home = connect(ports[owner(&mut c, &victim, &pools)]);
+        let value: Option<String> = redis::cmd("GET").arg(&victim).query(&mut home).unwrap();
+        assert_eq!(value.as_deref(), Some("db0"), "{victim} in database 0");
+    }
+    // At least one key was another shard's (so the above relayed).
     let mut home = std::collections::HashSet::new();
     for key in &keys {
         home.insert(owner(&mut c, key, &pools));

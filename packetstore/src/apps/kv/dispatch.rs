@@ -59,6 +59,10 @@ impl KvServer {
     }
 }
 
+/// Relayed commands a client may have in flight: its replies, which its
+/// output's limit does not see until they are in, stay bounded.
+const RELAYED_IN_FLIGHT_MAX: u32 = 64;
+
 /// A write on a node of a group that is not its leader (Redis's reply on
 /// a read-only replica).
 const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -132,7 +136,11 @@ impl KvServer {
             return progress;
         }
         if conn.held {
-            if !self.store.batch_has_room() || out.is_full() {
+            // Output full: served again once it drains (no spinning).
+            if out.is_full() {
+                return progress;
+            }
+            if !self.store.batch_has_room() {
                 progress.more = true;
                 return progress;
             }
@@ -201,7 +209,9 @@ impl KvServer {
         if conn.awaiting == 0 {
             return true;
         }
-        self.relay_target(pool, conn) == Some(conn.awaiting_shard) && self.links.has_room(conn.awaiting_shard)
+        conn.awaiting < RELAYED_IN_FLIGHT_MAX
+            && self.relay_target(pool, conn) == Some(conn.awaiting_shard)
+            && self.links.has_room(conn.awaiting_shard)
     }
 
     /// Runs the parsed command; true if the connection should close.
@@ -376,7 +386,8 @@ impl KvServer {
                 crate::apps::kv::shard_link::encode(&mut command, &args);
                 drop(args);
                 let mode = ctx.conn.reply;
-                self.links.send(shard, ctx.conn, &command, mode != ReplyMode::On);
+                let scripted = entry.group == "scripting";
+                self.links.send(shard, ctx.conn, &command, (mode != ReplyMode::On, scripted));
                 Some(Outcome::Relayed)
             }
         }

@@ -59,8 +59,9 @@ struct LinkOut {
     inbox: Vec<u8>,
     /// Bytes queued on the link's connection and not sent, at its last turn.
     unsent: u64,
-    /// The database and protocol its commands now run in on the other side.
-    db: u8,
+    /// The database and protocol its commands now run in on the other side
+    /// (db None: not known, after a script, whose SELECT sticks).
+    db: Option<u8>,
     resp3: bool,
     /// Its connection closed (the other shard is stopping): what is sent
     /// to it is answered with an error here.
@@ -84,7 +85,8 @@ pub struct ShardLinks {
 
 impl ShardLinks {
     pub fn new(shards: u16) -> ShardLinks {
-        ShardLinks { out: (0..shards).map(|_| LinkOut::default()).collect(), ..ShardLinks::default() }
+        let link = || LinkOut { db: Some(0), ..LinkOut::default() };
+        ShardLinks { out: (0..shards).map(|_| link()).collect(), ..ShardLinks::default() }
     }
 
     /// A link's connection is up (the loop adopted its socket).
@@ -106,7 +108,8 @@ impl ShardLinks {
     /// Queues `command` (RESP, `encode`d) on the link to `shard` for the
     /// client `conn`, in its database and protocol; `silent`: its reply is
     /// dropped when it comes.
-    pub(super) fn send(&mut self, shard: u16, conn: &mut KvConn, command: &[u8], silent: bool) {
+    /// `scripted`: a script or function, which may SELECT on the link.
+    pub(super) fn send(&mut self, shard: u16, conn: &mut KvConn, command: &[u8], (silent, scripted): (bool, bool)) {
         let pending = Pending::Client { token: conn.token, id: conn.id, silent };
         conn.awaiting += 1;
         conn.awaiting_shard = shard;
@@ -116,10 +119,10 @@ impl ShardLinks {
             hand_over(&mut self.delivered, &mut self.wake, pending, error.as_bytes());
             return;
         }
-        if link.db != conn.db {
+        if link.db != Some(conn.db) {
             encode(&mut link.outbox, &[b"SELECT".as_slice(), conn.db.to_string().as_bytes()]);
             link.pending.push_back(Pending::Own);
-            link.db = conn.db;
+            link.db = Some(conn.db);
         }
         if link.resp3 != conn.encoder.resp3 {
             encode(&mut link.outbox, &[b"HELLO".as_slice(), if conn.encoder.resp3 { b"3" } else { b"2" }]);
@@ -128,6 +131,9 @@ impl ShardLinks {
         }
         link.outbox.extend_from_slice(command);
         link.pending.push_back(pending);
+        if scripted {
+            link.db = None;
+        }
         if let Some(token) = link.token {
             self.wake.push(token);
         }

@@ -34,6 +34,9 @@ const SLOT_SCAN_KEYS_MAX: usize = 1 << 20;
 
 const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
+/// Redis Cluster's reply to a script's call for a key of another node.
+const NON_LOCAL_KEY: &str = "ERR Script attempted to access a non local key in a cluster node script";
+
 /// Where a command runs (`KvServer::placement`).
 pub(in crate::apps::kv) enum Placement {
     Here,
@@ -68,6 +71,15 @@ impl KvServer {
     /// the main port what is not relayed yet).
     pub(in crate::apps::kv) fn placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Placement {
         let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
+        if self.scripting.running {
+            // A script's calls run here or nowhere, on any connection (a
+            // relayed script's included), as on a Redis Cluster node.
+            return match key_slots(ctx, entry) {
+                Ok(slots) if slots.iter().all(|&slot| view.owns(slot)) => Placement::Here,
+                Ok(_) => Placement::Refused(NON_LOCAL_KEY.into()),
+                Err(why) => Placement::Refused(why),
+            };
+        }
         let cluster_port = ctx.conn.listener == view.listener;
         if !cluster_port && !view.relays(ctx.conn.listener) {
             return Placement::Here;
