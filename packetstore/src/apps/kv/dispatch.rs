@@ -20,6 +20,7 @@ use crate::apps::kv::cmd::cluster::Placement;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
+use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
@@ -126,7 +127,9 @@ impl KvServer {
         }
         // Replies from other shards go out first, in order; a command
         // parsed while they were outstanding runs once they are all in.
-        self.links.deliver(conn, out);
+        let delivered = self.links.deliver(conn.token, conn.id, out);
+        assert!(delivered <= conn.awaiting, "more replies than commands relayed");
+        conn.awaiting -= delivered;
         if conn.awaiting > 0 && (conn.held || conn.held_error.is_some()) {
             return progress;
         }
@@ -387,7 +390,11 @@ impl KvServer {
                 drop(args);
                 let mode = ctx.conn.reply;
                 let scripted = entry.group == "scripting";
-                self.links.send(shard, ctx.conn, &command, (mode != ReplyMode::On, scripted));
+                let conn = &mut *ctx.conn;
+                let client = Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 };
+                self.links.send(shard, client, &command, (mode != ReplyMode::On, scripted));
+                conn.awaiting += 1;
+                conn.awaiting_shard = shard;
                 Some(Outcome::Relayed)
             }
         }

@@ -155,7 +155,7 @@ impl App for KvServer {
             return self.deny(conn, out);
         }
         if (LISTENER_LINK_OUT..crate::io::app::DIALED).contains(&conn.listener) {
-            return self.serve_link_out(buffers, conn, stream, out, release);
+            return self.links.serve_link(conn.listener, buffers, stream, out, release);
         }
         if self.replica.is_some() {
             // Raft's clock before any command runs: a leader that was
@@ -220,7 +220,7 @@ impl App for KvServer {
             return;
         }
         self.orphan_script(conn);
-        self.links.forget(conn);
+        self.links.forget((conn.token, conn.id), conn.awaiting);
         self.links.lost(conn.listener);
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);

@@ -25,7 +25,6 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::apps::kv::state::{KvConn, KvServer};
 use crate::io::app::{ConnToken, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -75,6 +74,16 @@ struct Delivered {
     replies: u32,
 }
 
+/// The client a relayed command is for: who it is, and the database and
+/// protocol its command runs in.
+#[derive(Clone, Copy)]
+pub struct Client {
+    pub token: ConnToken,
+    pub id: u64,
+    pub db: u8,
+    pub resp3: bool,
+}
+
 /// The links of this shard to the others (index: shard; its own unused).
 #[derive(Default)]
 pub struct ShardLinks {
@@ -105,29 +114,27 @@ impl ShardLinks {
         (link.outbox.len() as u64).saturating_add(link.unsent) < LINK_OUTBOX_MAX_BYTES
     }
 
-    /// Queues `command` (RESP, `encode`d) on the link to `shard` for the
-    /// client `conn`, in its database and protocol; `silent`: its reply is
-    /// dropped when it comes.
-    /// `scripted`: a script or function, which may SELECT on the link.
-    pub(super) fn send(&mut self, shard: u16, conn: &mut KvConn, command: &[u8], (silent, scripted): (bool, bool)) {
-        let pending = Pending::Client { token: conn.token, id: conn.id, silent };
-        conn.awaiting += 1;
-        conn.awaiting_shard = shard;
+    /// Queues `command` (RESP, `encode`d) on the link to `shard` for
+    /// `client`, in its database and protocol; `silent`: its reply is
+    /// dropped when it comes; `scripted`: a script or function, which may
+    /// SELECT on the link. Its reply (or an error) will be delivered once.
+    pub(super) fn send(&mut self, shard: u16, client: Client, command: &[u8], (silent, scripted): (bool, bool)) {
+        let pending = Pending::Client { token: client.token, id: client.id, silent };
         let link = &mut self.out[usize::from(shard)];
         if link.lost {
             let error = format!("-ERR shard {shard} is not reachable (stopping?): the command was not run\r\n");
             hand_over(&mut self.delivered, &mut self.wake, pending, error.as_bytes());
             return;
         }
-        if link.db != Some(conn.db) {
-            encode(&mut link.outbox, &[b"SELECT".as_slice(), conn.db.to_string().as_bytes()]);
+        if link.db != Some(client.db) {
+            encode(&mut link.outbox, &[b"SELECT".as_slice(), client.db.to_string().as_bytes()]);
             link.pending.push_back(Pending::Own);
-            link.db = Some(conn.db);
+            link.db = Some(client.db);
         }
-        if link.resp3 != conn.encoder.resp3 {
-            encode(&mut link.outbox, &[b"HELLO".as_slice(), if conn.encoder.resp3 { b"3" } else { b"2" }]);
+        if link.resp3 != client.resp3 {
+            encode(&mut link.outbox, &[b"HELLO".as_slice(), if client.resp3 { b"3" } else { b"2" }]);
             link.pending.push_back(Pending::Own);
-            link.resp3 = conn.encoder.resp3;
+            link.resp3 = client.resp3;
         }
         link.outbox.extend_from_slice(command);
         link.pending.push_back(pending);
@@ -139,16 +146,15 @@ impl ShardLinks {
         }
     }
 
-    /// The replies other shards sent this client, if any: moved to its
-    /// output, and its count of outstanding replies lowered.
-    pub(super) fn deliver(&mut self, conn: &mut KvConn, out: &mut OutQueue) {
-        let Some(delivered) = self.delivered.remove(&conn.token) else { return };
-        if delivered.id != conn.id {
-            return; // for a connection that closed since
+    /// The replies other shards sent the client (`token`, `id`), if any:
+    /// moved to its output. Returns how many.
+    pub(super) fn deliver(&mut self, token: ConnToken, id: u64, out: &mut OutQueue) -> u32 {
+        let Some(delivered) = self.delivered.remove(&token) else { return 0 };
+        if delivered.id != id {
+            return 0; // for a connection that closed since
         }
         out.push(&delivered.bytes);
-        assert!(delivered.replies <= conn.awaiting, "more replies than commands relayed");
-        conn.awaiting -= delivered.replies;
+        delivered.replies
     }
 
     /// A link's connection closed: its clients' commands in flight are
@@ -167,17 +173,18 @@ impl ShardLinks {
         }
     }
 
-    /// A client closed: nothing more is delivered to it (the replies still
-    /// on their way are dropped as they come).
-    pub(super) fn forget(&mut self, conn: &KvConn) {
-        if self.delivered.get(&conn.token).is_some_and(|d| d.id == conn.id) {
-            self.delivered.remove(&conn.token);
+    /// A client closed (`awaiting`: replies it still waited for): nothing
+    /// more is delivered to it (the replies on their way are dropped as
+    /// they come).
+    pub(super) fn forget(&mut self, (token, id): (ConnToken, u64), awaiting: u32) {
+        if self.delivered.get(&token).is_some_and(|d| d.id == id) {
+            self.delivered.remove(&token);
         }
-        if conn.awaiting == 0 {
+        if awaiting == 0 {
             return;
         }
         for pending in self.out.iter_mut().flat_map(|link| link.pending.iter_mut()) {
-            if matches!(*pending, Pending::Client { token, id, .. } if token == conn.token && id == conn.id) {
+            if matches!(*pending, Pending::Client { token: t, id: i, .. } if t == token && i == id) {
                 *pending = Pending::Own;
             }
         }
@@ -211,21 +218,21 @@ pub(super) fn encode<B: AsRef<[u8]>>(out: &mut Vec<u8>, parts: &[B]) {
     }
 }
 
-impl KvServer {
-    /// A turn of this shard's link to another: what waits to be sent goes
-    /// out, and every whole reply read goes to the client it answers.
-    /// A reply that is no RESP, or answers no command sent (a bug on the
-    /// other side), closes the link.
-    pub(super) fn serve_link_out(
+impl ShardLinks {
+    /// A turn of the link that is connection `listener`: what waits to be
+    /// sent goes out, and every whole reply read goes to the client it
+    /// answers. A reply that is no RESP, or answers no command sent (a bug
+    /// on the other side), closes the link.
+    pub(super) fn serve_link(
         &mut self,
+        listener: usize,
         buffers: &mut Buffers,
-        conn: &KvConn,
         stream: &mut Stream,
         out: &mut OutQueue,
         release: &mut Release<'_>,
     ) -> Progress {
-        let shard = conn.listener - LISTENER_LINK_OUT;
-        let ShardLinks { out: links, delivered, wake } = &mut self.links;
+        let shard = listener - LISTENER_LINK_OUT;
+        let ShardLinks { out: links, delivered, wake } = self;
         let link = &mut links[shard];
         if !link.outbox.is_empty() {
             out.push(&link.outbox);
