@@ -143,7 +143,6 @@ pub struct Prepared {
     pub pool_size: String,
     pub value_size_max: u64,
     pub buffers_reserve: u32,
-    pub zero_copy: bool,
 }
 
 impl Prepared {
@@ -173,7 +172,6 @@ impl Prepared {
             pool_size: args.pool_size.clone().unwrap_or_else(|| POOL_SIZE_DEFAULT.to_string()),
             value_size_max: parse_size(&args.value_size_max)?,
             buffers_reserve,
-            zero_copy: persist == Persist::ZeroCopy,
         })
     }
 }

@@ -36,7 +36,7 @@ use packetstore::pool::layout::ShardId;
 use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::kv_setup::{Args, Prepared};
-use crate::options::{check_buffers, check_new_pool, open_or_create_pool, parse_size};
+use crate::options::{check_buffers, check_new_pool, open_or_create_pool};
 
 /// Stops every shard when dropped; a panic also counts as a failure (so
 /// that shards waiting for the others' recovery give up).
@@ -127,9 +127,9 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
                     let _stop_all = StopAllOnDrop(failed);
                     let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd, links };
                     let outcome = one.serve(shard, recovered, failed, ready);
+                    // (The guard stops the others as this returns.)
                     if outcome.is_err() {
                         failed.store(true, Ordering::SeqCst);
-                        crate::shutdown::request_stop();
                     }
                     outcome
                 })
@@ -328,7 +328,7 @@ impl OneShard<'_> {
             wake_fd: Some(self.wake_fd),
             connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards)) + self.links.len(),
             adopt: self.links.clone(),
-            ..args.loop_args.engine_config(self.prepared.zero_copy)?
+            ..args.loop_args.engine_config(self.prepared.persist == packetstore::io::app::Persist::ZeroCopy)?
         };
         let config = match &self.prepared.features {
             Some(features) => config.adapt_to(features),
@@ -403,7 +403,7 @@ impl OneShard<'_> {
     }
 }
 
-/// The size of each shard's pool.
+/// `--shards` and `--cluster-ports` go together, within bounds.
 pub fn check_shard_count(args: &Args) -> anyhow::Result<()> {
     if args.shards == 0 || args.shards > SHARDS_MAX {
         bail!("--shards {}: use 1 to {SHARDS_MAX}", args.shards);
@@ -411,7 +411,7 @@ pub fn check_shard_count(args: &Args) -> anyhow::Result<()> {
     if args.shards > 1 && args.cluster_ports.is_none() {
         bail!("--shards {} needs --cluster-ports PORT (shard i listens on PORT + i; 0: any free ports)", args.shards);
     }
-    parse_size(&args.log_size).map(|_| ())
+    Ok(())
 }
 
 #[cfg(test)]

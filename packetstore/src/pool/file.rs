@@ -699,7 +699,7 @@ fn zero_fill(file: &File, len: u64) -> io::Result<()> {
 fn initial_metadata(geometry: &Geometry, kind: PoolKind, shard: Option<ShardId>) -> Vec<u8> {
     let header = Header {
         geometry: *geometry,
-        creation_id: creation_id(),
+        creation_id: random_id(),
         created_unix_ns: unix_ns(),
         version: crate::pool::layout::FORMAT_VERSION,
         kind,
@@ -734,10 +734,6 @@ pub fn unix_ns() -> u64 {
 
 /// A random 128-bit id (a pool's creation id, a sharded data set's id).
 pub fn random_id() -> u128 {
-    creation_id()
-}
-
-fn creation_id() -> u128 {
     let mut bytes = [0u8; 16];
     // SAFETY: getrandom writes at most `bytes.len()` bytes into `bytes`.
     let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };

@@ -97,10 +97,7 @@ impl ClusterView {
 
     /// `host:port` of shard `shard` (a MOVED reply's address).
     pub fn endpoint(&self, shard: u16) -> String {
-        match self.host {
-            IpAddr::V6(v6) => format!("{v6}:{}", self.ports[usize::from(shard)]),
-            IpAddr::V4(v4) => format!("{v4}:{}", self.ports[usize::from(shard)]),
-        }
+        format!("{}:{}", self.host, self.ports[usize::from(shard)])
     }
 
     /// Whether a connection of `listener` has its commands for another

@@ -384,17 +384,15 @@ impl KvServer {
                 Some(Outcome::Rejected)
             }
             Placement::Relay(shard) => {
-                let mut command = Vec::new();
-                let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
-                crate::apps::kv::shard_link::encode(&mut command, &args);
-                drop(args);
-                let mode = ctx.conn.reply;
-                let scripted = entry.group == "scripting";
-                let conn = &mut *ctx.conn;
+                let conn = &*ctx.conn;
                 let client = Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 };
-                self.links.send(shard, client, &command, (mode != ReplyMode::On, scripted));
-                conn.awaiting += 1;
-                conn.awaiting_shard = shard;
+                let flags = (conn.reply != ReplyMode::On, entry.group == "scripting");
+                // Encoded straight onto the link: one copy of the arguments.
+                let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
+                self.links.send(shard, client, &args, flags);
+                drop(args);
+                ctx.conn.awaiting += 1;
+                ctx.conn.awaiting_shard = shard;
                 Some(Outcome::Relayed)
             }
         }

@@ -114,11 +114,17 @@ impl ShardLinks {
         (link.outbox.len() as u64).saturating_add(link.unsent) < LINK_OUTBOX_MAX_BYTES
     }
 
-    /// Queues `command` (RESP, `encode`d) on the link to `shard` for
+    /// Queues the command `args` (name first) on the link to `shard` for
     /// `client`, in its database and protocol; `silent`: its reply is
     /// dropped when it comes; `scripted`: a script or function, which may
     /// SELECT on the link. Its reply (or an error) will be delivered once.
-    pub(super) fn send(&mut self, shard: u16, client: Client, command: &[u8], (silent, scripted): (bool, bool)) {
+    pub(super) fn send<B: AsRef<[u8]>>(
+        &mut self,
+        shard: u16,
+        client: Client,
+        args: &[B],
+        (silent, scripted): (bool, bool),
+    ) {
         let pending = Pending::Client { token: client.token, id: client.id, silent };
         let link = &mut self.out[usize::from(shard)];
         if link.lost {
@@ -136,7 +142,7 @@ impl ShardLinks {
             link.pending.push_back(Pending::Own);
             link.resp3 = client.resp3;
         }
-        link.outbox.extend_from_slice(command);
+        encode(&mut link.outbox, args);
         link.pending.push_back(pending);
         if scripted {
             link.db = None;
@@ -208,7 +214,7 @@ fn hand_over(delivered: &mut HashMap<ConnToken, Delivered>, wake: &mut Vec<ConnT
 }
 
 /// A command as a RESP array of bulk strings.
-pub(super) fn encode<B: AsRef<[u8]>>(out: &mut Vec<u8>, parts: &[B]) {
+fn encode<B: AsRef<[u8]>>(out: &mut Vec<u8>, parts: &[B]) {
     out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
     for part in parts {
         let part = part.as_ref();

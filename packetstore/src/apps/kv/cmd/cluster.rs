@@ -15,6 +15,8 @@
 //! Invariant: a shard runs a command only when every key it names is its
 //! own; no key of another shard is read or written here.
 
+use std::borrow::Cow;
+
 use crate::apps::kv::cluster::{key_slot, owner, slot_range, ClusterView, SLOTS};
 use crate::apps::kv::cmd::command::{key_positions, moves_keys};
 use crate::apps::kv::cmd::group::NO_CLUSTER;
@@ -53,15 +55,15 @@ fn relayable(entry: &CommandEntry) -> bool {
 }
 
 /// The slots of a call's keys, in order.
-fn key_slots(ctx: &Ctx<'_>, entry: &CommandEntry) -> Result<Vec<u16>, String> {
+fn key_slots<'a>(entry: &CommandEntry, argc: usize, arg: impl Fn(usize) -> Cow<'a, [u8]>) -> Vec<u16> {
     if moves_keys(entry) {
-        let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
-        return Ok(key_positions(entry, &args).into_iter().map(|i| key_slot(&args[i])).collect());
+        let args: Vec<Vec<u8>> = (0..argc).map(|i| arg(i).into_owned()).collect();
+        return key_positions(entry, &args).into_iter().map(|i| key_slot(&args[i])).collect();
     }
     if entry.keys.0 == 0 {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    Ok(entry.key_positions(ctx.argc()).map(|i| key_slot(&ctx.arg(i))).collect())
+    entry.key_positions(argc).map(|i| key_slot(&arg(i))).collect()
 }
 
 impl KvServer {
@@ -74,10 +76,10 @@ impl KvServer {
         if self.scripting.running {
             // A script's calls run here or nowhere, on any connection (a
             // relayed script's included), as on a Redis Cluster node.
-            return match key_slots(ctx, entry) {
-                Ok(slots) if slots.iter().all(|&slot| view.owns(slot)) => Placement::Here,
-                Ok(_) => Placement::Refused(NON_LOCAL_KEY.into()),
-                Err(why) => Placement::Refused(why),
+            let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
+            return match slots.iter().all(|&slot| view.owns(slot)) {
+                true => Placement::Here,
+                false => Placement::Refused(NON_LOCAL_KEY.into()),
             };
         }
         let cluster_port = ctx.conn.listener == view.listener;
@@ -87,10 +89,7 @@ impl KvServer {
         if cluster_port && entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
             return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
         }
-        let slots = match key_slots(ctx, entry) {
-            Ok(slots) => slots,
-            Err(why) => return Placement::Refused(why),
-        };
+        let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
         let Some(&slot) = slots.first() else { return Placement::Here };
         let shard = owner(slot, view.shards);
         if cluster_port {
@@ -137,14 +136,7 @@ impl KvServer {
         if !entry.arity_fits(conn.args.len() as i64) || !relayable(entry) {
             return None;
         }
-        let slots: Vec<u16> = if moves_keys(entry) {
-            let args: Vec<Vec<u8>> = (0..conn.args.len()).map(|i| conn.args.bytes(pool, i).into_owned()).collect();
-            key_positions(entry, &args).into_iter().map(|i| key_slot(&args[i])).collect()
-        } else if entry.keys.0 == 0 {
-            Vec::new()
-        } else {
-            entry.key_positions(conn.args.len()).map(|i| key_slot(&conn.args.bytes(pool, i))).collect()
-        };
+        let slots = key_slots(entry, conn.args.len(), |i| conn.args.bytes(pool, i));
         let shard = owner(*slots.first()?, view.shards);
         let one_shard = slots.iter().all(|&slot| owner(slot, view.shards) == shard);
         (one_shard && shard != view.shard).then_some(shard)
