@@ -5,15 +5,22 @@
 //!
 //! 1. `append`: the caller's data is already in pool buffers (received
 //!    there, or written and declared). The log takes a reference on each
-//!    buffer, computes the data CRC, writes the record at the tail and
-//!    *flushes* the record's lines and the data's lines at once, so their
-//!    write-back overlaps with the rest of the batch (paper, appendix A.2).
+//!    buffer, computes the data CRC and writes the record at the tail,
+//!    flushed as it is written (whole lines, streamed in the cache-line
+//!    domain: `Pool::write_lines_flushed`). The data's lines are *flushed
+//!    at step 3*, each line once, not at once as the paper's appendix A.2
+//!    does: small values received together share lines, and a flush evicts
+//!    the line on CPUs whose clwb does (AMD Zen), so flushing at once made
+//!    the next command's parse and the tree's copy of the value miss. Only
+//!    the fence makes a flush count, so the order of durability is the
+//!    same.
 //! 2. `release`: writes the record's 8-byte release mark (atomic) and
 //!    flushes it; unless the record is the head (the oldest live record),
 //!    which the head then moves past: step 3's anchor, under the same
 //!    fence, says it is dead (a checkpoint releases its records oldest
 //!    first, so it writes no mark at all). Its buffers are not freed yet.
-//! 3. `commit`: if the head moved or the batch appended anything, writes the
+//! 3. `commit`: flushes the batch's data (step 1); if the head moved or
+//!    the batch appended anything, writes the
 //!    anchor's `head_lsn` and `committed_lsn` (the end of the *previous*
 //!    commit, which is already durable) and flushes the anchor's line.
 //! 4. `commit`: one fence (sfence, or fdatasync/msync). Only now is the
@@ -59,7 +66,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::error::LogError;
-use crate::limits::{KEY_SIZE_MAX, LOG_BATCH_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
+use crate::limits::{CACHE_LINE_SIZE, KEY_SIZE_MAX, LOG_BATCH_SIZE_MAX, RECORD_EXTENTS_MAX, RECORD_SIZE_MAX};
 use crate::log::record::{
     self, Extent, RecordHeader, EXTENT_SIZE, HEADER_SIZE, KIND_PAD, OFF_RELEASE_MARK, RELEASE_MAGIC,
 };
@@ -221,6 +228,9 @@ pub struct Log {
     commits_begun: u64,
     commits_finished: u64,
     scratch: Vec<u8>,
+    /// Data ranges `[start, end)` (pool offsets, whole lines) of the
+    /// records appended since the last commit began, not yet flushed.
+    unflushed_data: Vec<(u64, u64)>,
     /// The `data_crc` of the last record appended: a caller that keeps the
     /// record's bytes elsewhere too (the tree's value) keeps its CRC with
     /// them instead of computing it again.
@@ -297,6 +307,7 @@ impl Log {
             commits_begun: 0,
             commits_finished: 0,
             scratch: Vec::with_capacity(RECORD_SIZE_MAX),
+            unflushed_data: Vec::new(),
         };
         let mut report = RecoveryReport { head_lsn: head, anchor_committed_lsn: committed, ..Default::default() };
         log.scan(pool, buffers, &mut report)?;
@@ -575,12 +586,10 @@ impl Log {
         self.last_data_crc = data_crc;
         let mut scratch = std::mem::take(&mut self.scratch);
         record::encode(&mut scratch, kind, lsn, self.durable_end, tag, key, extents, data_len, data_crc);
-        let at = self.position(lsn);
-        pool.write(at, &scratch);
-        pool.flush(at, len);
+        pool.write_lines_flushed(self.position(lsn), &scratch);
         self.scratch = scratch;
         for extent in extents {
-            pool.flush(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), u64::from(extent.len));
+            self.note_unflushed_data(pool.buffer_offset(extent.buffer) + u64::from(extent.offset), extent.len);
         }
         self.slots.push_back(Slot { lsn, len: len as u32, extent_count: extents.len() as u32, released: false });
         self.tail += len;
@@ -602,6 +611,28 @@ impl Log {
             return Err(LogError::LogFull { needed, free });
         }
         Ok(())
+    }
+
+    /// Remembers data to flush at the next commit, merged with the last
+    /// range when they share or touch a line (values received together).
+    fn note_unflushed_data(&mut self, offset: u64, len: u16) {
+        if len == 0 {
+            return;
+        }
+        let line = CACHE_LINE_SIZE as u64;
+        let (start, end) = (offset / line * line, (offset + u64::from(len)).div_ceil(line) * line);
+        match self.unflushed_data.last_mut() {
+            Some(last) if start >= last.0 && start <= last.1 => last.1 = last.1.max(end),
+            _ => self.unflushed_data.push((start, end)),
+        }
+    }
+
+    /// Flushes the data of the records appended since the last commit
+    /// began (step 1 defers it to step 3).
+    fn flush_appended(&mut self, pool: &Pool) {
+        for (start, end) in self.unflushed_data.drain(..) {
+            pool.flush(start, end - start);
+        }
     }
 
     fn write_padding(&mut self, pool: &Pool, len: u64) {
@@ -679,6 +710,7 @@ impl Log {
     /// `finish_commit` once the fence succeeded, or `fail_commit` if not.
     pub fn begin_commit(&mut self, pool: &Pool) -> Result<Option<CommitTicket>, LogError> {
         self.check_writable()?;
+        self.flush_appended(pool);
         let ticket = CommitTicket {
             sequence: self.commits_begun,
             end: self.tail,

@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::PoolError;
+use crate::limits::{CACHE_LINE_SIZE, PAGE_SIZE};
 use crate::pool::flush::FlushInstruction;
 use crate::pool::kind::{Evidence, PoolKind};
 
@@ -284,10 +285,33 @@ impl Pool {
             pool.check_kind(kind, infer)?; // reads only: a refused pool is unchanged
         }
         record_holder(pool.file.as_ref().expect("a file pool"));
+        pool.populate_logs();
         // Readers of an earlier server's table stop trusting it before
         // recovery changes anything (docs/one-sided-reads.md).
         pool.set_reader_instance(0);
         Ok(pool)
+    }
+
+    /// On tmpfs, gives the log regions their pages now: a fresh pool's
+    /// first lap through its logs otherwise takes a page fault (zeroing a
+    /// page) every 4 KiB of records, 5% of a small write's CPU (issue 36).
+    /// The logs are written all over within minutes of use anyway. Advice
+    /// only: a kernel without MADV_POPULATE_WRITE (before 5.14) skips it.
+    fn populate_logs(&self) {
+        if !self.file.as_ref().is_some_and(on_tmpfs) {
+            return;
+        }
+        let geometry = self.geometry();
+        let start = geometry.log_region_offset(0);
+        let end = geometry.log_region_offset(geometry.log_count - 1) + geometry.log_region_size();
+        let (start, end) = (start / PAGE_SIZE * PAGE_SIZE, end.div_ceil(PAGE_SIZE) * PAGE_SIZE);
+        self.check(start, end - start);
+        // SAFETY: the range is page aligned and inside the mapping (checked
+        // above); populating allocates zeroed pages only where the file has
+        // none, and changes no byte of a page it has.
+        unsafe {
+            libc::madvise(self.base.add(start as usize).cast(), (end - start) as usize, libc::MADV_POPULATE_WRITE)
+        };
     }
 
     /// Refuses the pool unless it is of `wanted`, as recorded or, for a
@@ -501,6 +525,26 @@ impl Pool {
         // borrow of pool memory outlives the `unsafe` contract of `bytes`.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(offset as usize), data.len()) };
         self.persistence.note_written(offset, data.len() as u64);
+    }
+
+    /// Writes whole lines at a line-aligned `offset` and flushes them:
+    /// durable at the next fence, as `write` then `flush`. In the hardware
+    /// cache-line domain it streams them (non-temporal stores): no line is
+    /// read before it is written, nor written back after.
+    pub fn write_lines_flushed(&self, offset: u64, data: &[u8]) {
+        let line = CACHE_LINE_SIZE as u64;
+        assert!(offset % line == 0 && data.len() as u64 % line == 0, "whole lines at a line boundary");
+        if !self.persistence.streams_lines() {
+            self.write(offset, data);
+            self.flush(offset, data.len() as u64);
+            return;
+        }
+        self.check(offset, data.len() as u64);
+        // SAFETY: the range is inside the mapping (checked above), line
+        // aligned (asserted, and the mapping is page aligned), and `data`
+        // cannot overlap it (as for `write`).
+        unsafe { crate::pool::flush::stream_lines(self.base.add(offset as usize), data) };
+        self.stats.lines_flushed.fetch_add(data.len() as u64 / line, Ordering::Relaxed);
     }
 
     /// Appends the bytes `extents` name, in order, to `out`.

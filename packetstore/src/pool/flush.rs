@@ -95,6 +95,38 @@ impl FlushInstruction {
     }
 }
 
+/// Copies `src` to `dst` with non-temporal stores: the lines go to memory
+/// without being read first (no read for ownership) and without staying
+/// cached, so no write-back instruction is needed for them; like a
+/// write-back, they are ordered by the next [`store_fence`].
+///
+/// # Safety
+///
+/// `dst` must be 64-byte aligned and valid for `src.len()` bytes of
+/// writes, which must be a multiple of 64, and must not overlap `src`.
+#[inline]
+pub unsafe fn stream_lines(dst: *mut u8, src: &[u8]) {
+    debug_assert!(dst as usize % CACHE_LINE_SIZE == 0 && src.len() % CACHE_LINE_SIZE == 0);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        for at in (0..src.len()).step_by(16) {
+            // SAFETY: `at + 16 <= src.len()` (the length is a multiple of
+            // 64); the caller vouches for `dst`, aligned to 16 as a line
+            // start plus a multiple of 16. SSE2 is part of x86_64.
+            unsafe {
+                let word = _mm_loadu_si128(src.as_ptr().add(at) as *const __m128i);
+                _mm_stream_si128(dst.add(at) as *mut __m128i, word);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: as the caller vouches above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len())
+    }
+}
+
 /// Orders every earlier write-back and store before any later store.
 #[inline]
 pub fn store_fence() {
@@ -144,5 +176,18 @@ mod tests {
         }
         store_fence();
         assert!(data.iter().all(|&b| b == 7), "a write-back changed memory");
+    }
+
+    #[test]
+    fn streamed_lines_hold_exactly_the_bytes_copied() {
+        let mut target = vec![0u8; 4 * CACHE_LINE_SIZE + CACHE_LINE_SIZE];
+        let start = target.as_ptr().align_offset(CACHE_LINE_SIZE);
+        let src: Vec<u8> = (0..3 * CACHE_LINE_SIZE).map(|i| (i % 251) as u8 + 1).collect();
+        // SAFETY: `start` is line aligned inside `target`, which has room
+        // for the three lines after it; `src` is another allocation.
+        unsafe { stream_lines(target.as_mut_ptr().add(start), &src) };
+        store_fence();
+        assert_eq!(&target[start..start + src.len()], &src[..]);
+        assert!(target[..start].iter().chain(&target[start + src.len()..]).all(|&b| b == 0), "nothing else written");
     }
 }

@@ -240,6 +240,14 @@ impl Persistence {
         }
     }
 
+    /// Whether whole lines are best written with non-temporal stores,
+    /// which need no write-back (`Pool::write_lines_flushed`): the hardware
+    /// cache-line domain.
+    #[inline]
+    pub fn streams_lines(&self) -> bool {
+        matches!(self, Persistence::Hardware(hw) if hw.domain == Domain::CacheLine)
+    }
+
     /// Starts writing back `[offset, offset + len)`; durable at the next fence.
     #[inline]
     pub fn flush(&self, offset: u64, len: u64, stats: &PersistStats) {

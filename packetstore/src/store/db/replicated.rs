@@ -150,7 +150,8 @@ impl Store {
                 KIND_DEL => Op::Del { key: view.key },
                 other => return Err(StoreError::Corrupt(format!("log record {lsn} of an entry has kind {other:#x}"))),
             };
-            self.apply_tree(pool, buffers, &op, view.data_crc)?;
+            let value = super::inline_value(pool, &op);
+            self.apply_tree(pool, buffers, &op, view.data_crc, value)?;
         }
         self.stats.commands += 1;
         self.mutating = false;
