@@ -665,4 +665,20 @@ mod tests {
         let mut fixed = (now, 5_000_000);
         assert_eq!(wall_ms_at(&mut fixed, now + Duration::from_millis(42)), 5_042);
     }
+
+    #[test]
+    fn a_flag_kept_as_a_bit_answers_as_the_string_would() {
+        let flags = ["write", "readonly", "no_multi", "loading", "admin", "fast", "noscript"];
+        let mut seen = [0usize; 7];
+        for entry in COMMANDS.iter() {
+            for (i, flag) in flags.iter().enumerate() {
+                let has = entry.flags.contains(flag);
+                assert_eq!(entry.has_flag(flag), has, "{} {flag}", entry.name);
+                seen[i] += usize::from(has);
+            }
+        }
+        // Each flag is held by some command and lacked by another, so both
+        // answers were checked.
+        assert!(seen.iter().all(|&n| n > 0 && n < COMMANDS.count()), "{seen:?}");
+    }
 }

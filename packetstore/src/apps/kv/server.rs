@@ -64,7 +64,7 @@ impl KvServer {
             blocking: Default::default(),
             clients: Default::default(),
             notify_flags: 0,
-            command_stats: std::collections::HashMap::new(),
+            command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
             scripting: Default::default(),
             replica: None,
