@@ -147,12 +147,14 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
 /// Every shard's ends of the links between shards: for each two shards
 /// i and j, a socketpair that carries i's clients' commands to j (i's end
 /// served as `LISTENER_LINK_OUT + j`, j's as `LISTENER_LINK_IN`) and one
-/// the other way. The event loops own and close them.
+/// the other way; and one from each shard to itself, which carries its
+/// part of a command that spans every shard. The event loops own and
+/// close them.
 fn shard_links(count: u16) -> anyhow::Result<Vec<Vec<(std::os::fd::RawFd, usize)>>> {
     use packetstore::apps::kv::{LISTENER_LINK_IN, LISTENER_LINK_OUT};
     let mut links = vec![Vec::new(); usize::from(count)];
     for from in 0..usize::from(count) {
-        for to in (0..usize::from(count)).filter(|&to| to != from) {
+        for to in 0..usize::from(count) {
             let mut fds = [0; 2];
             let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
             // SAFETY: socketpair writes two descriptors into `fds`.

@@ -529,3 +529,77 @@ fn refusal(pool: &Path, extra: &[&str]) -> String {
     assert!(!output.status.success(), "expected a refusal: {}", String::from_utf8_lossy(&output.stdout));
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// On the main port, a command that spans shards answers as Redis does:
+/// DBSIZE, KEYS, FLUSHDB and FLUSHALL count every shard's keys; DEL, UNLINK,
+/// EXISTS, TOUCH and MGET split by shard and merge, MGET's values in the
+/// order of its keys; replies keep their order around them in a pipeline.
+// Allowed: one scripted session, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[test]
+fn commands_that_span_shards_answer_for_every_shard() {
+    let pools = ShardPools::new("shards-span", 3);
+    let server = start(&pools);
+    let mut c = server.client();
+    let ports = cluster_ports(&server, &pools);
+    let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
+    for i in 0..60 {
+        let _: () = redis::cmd("SET").arg(format!("s{i}")).arg(i).query(&mut c).unwrap();
+    }
+    let homes: std::collections::HashSet<usize> = (0..60).map(|i| owner(&mut c, &format!("s{i}"), &pools)).collect();
+    assert_eq!(homes.len(), 3, "the keys are on every shard");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 60);
+    let sizes: Vec<i64> = shard.iter_mut().map(|s| redis::cmd("DBSIZE").query(s).unwrap()).collect();
+    assert!(sizes.iter().all(|&n| n > 0 && n < 60), "each shard holds a part: {sizes:?}");
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("s*").query(&mut c).unwrap();
+    keys.sort();
+    let mut expected: Vec<String> = (0..60).map(|i| format!("s{i}")).collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+    // MGET: values in the order of the keys, a missing one nil.
+    let names = ["s3", "s17", "nope", "s42", "s0", "s59", "s3"];
+    let values: Vec<Option<String>> = redis::cmd("MGET").arg(&names[..]).query(&mut c).unwrap();
+    let wanted: Vec<Option<String>> = names.iter().map(|n| n.strip_prefix('s').map(str::to_string)).collect();
+    assert_eq!(values, wanted);
+    let found: i64 = redis::cmd("EXISTS").arg(&names[..]).query(&mut c).unwrap();
+    assert_eq!(found, 6, "a key named twice counts twice");
+    let touched: i64 = redis::cmd("TOUCH").arg(&["s1", "s2", "s4", "s8", "none"][..]).query(&mut c).unwrap();
+    assert_eq!(touched, 4);
+    let deleted: i64 = redis::cmd("DEL").arg(&["s1", "s2", "s4", "s8", "none"][..]).query(&mut c).unwrap();
+    assert_eq!(deleted, 4);
+    let unlinked: i64 = redis::cmd("UNLINK").arg(&["s10", "s11", "s12"][..]).query(&mut c).unwrap();
+    assert_eq!(unlinked, 3);
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 53);
+    // In a pipeline each reply stays in its place: the GET after the DEL
+    // sees the key gone, the one before sees it.
+    let mut pipe = redis::pipe();
+    pipe.cmd("SET").arg("p1").arg("x").cmd("GET").arg("p1");
+    pipe.cmd("DEL").arg(&["p1", "s20", "s30", "s40"][..]).cmd("GET").arg("p1").cmd("DBSIZE").cmd("EXISTS").arg("s21");
+    let (set, before, gone, after, size, exists): (String, String, i64, Option<String>, i64, i64) =
+        pipe.query(&mut c).unwrap();
+    assert_eq!((set.as_str(), before.as_str(), gone, after, size, exists), ("OK", "x", 4, None, 50, 1));
+    // RESP3 and another database travel with the parts; FLUSHDB clears only
+    // the client's database, FLUSHALL every one, on every shard.
+    let _: redis::Value = redis::cmd("HELLO").arg(3).query(&mut c).unwrap();
+    let _: () = redis::cmd("SELECT").arg(4).query(&mut c).unwrap();
+    for i in 0..30 {
+        let _: () = redis::cmd("SET").arg(format!("d{i}")).arg(i).query(&mut c).unwrap();
+    }
+    let nulls: redis::Value = redis::cmd("MGET").arg(&["d1", "x1", "d2", "x2"][..]).query(&mut c).unwrap();
+    let redis::Value::Array(items) = &nulls else { panic!("an array: {nulls:?}") };
+    assert!(matches!(items[1], redis::Value::Nil) && matches!(items[3], redis::Value::Nil), "{nulls:?}");
+    let _: () = redis::cmd("FLUSHDB").query(&mut c).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 0, "database 4 is empty on every shard");
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 50, "database 0 kept its keys");
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    let sizes: Vec<i64> = shard.iter_mut().map(|s| redis::cmd("DBSIZE").query(s).unwrap()).collect();
+    assert_eq!(sizes, vec![0, 0, 0]);
+    // What spans but must be atomic is still refused, and says so.
+    let cross = error_text(redis::cmd("MSET").arg("a1").arg(1).arg("b1").arg(2).arg("c1").arg(3).query::<()>(&mut c));
+    assert!(cross.contains("CROSSSLOT"), "{cross}");
+}

@@ -395,6 +395,21 @@ impl KvServer {
                 ctx.conn.awaiting_shard = shard;
                 Some(Outcome::Relayed)
             }
+            Placement::Span(plan) => {
+                let conn = &*ctx.conn;
+                let client = Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 };
+                let parts: Vec<(u16, Vec<std::borrow::Cow<'_, [u8]>>)> = plan
+                    .parts
+                    .iter()
+                    .map(|part| (part.shard, part.args.iter().map(|&i| ctx.arg(i)).collect()))
+                    .collect();
+                self.links.send_span(client, &parts, plan.merge, conn.reply != ReplyMode::On);
+                drop(parts);
+                // One merged reply; no later command goes anywhere before it.
+                ctx.conn.awaiting += 1;
+                ctx.conn.awaiting_shard = SPANNING;
+                Some(Outcome::Relayed)
+            }
         }
     }
 
@@ -627,6 +642,10 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::scripting::COMMANDS,
     cmd::functions::COMMANDS,
 ]);
+
+/// `KvConn::awaiting_shard` of a client whose spanning command is out:
+/// no shard's (a later command waits for its reply, wherever it goes).
+const SPANNING: u16 = u16::MAX;
 
 /// What a client may run while a script is paused (Redis's allow-busy
 /// commands): the transaction and connection commands, SCRIPT KILL,

@@ -39,6 +39,7 @@ mod report;
 mod rest;
 mod server;
 mod shard_link;
+mod span;
 mod state;
 
 pub use integrity::SCRUB_RATE_DEFAULT_BYTES;

@@ -2,9 +2,9 @@
 //! server, a command whose keys are another shard's runs there and is
 //! answered here, in order, so any client works unchanged.
 //!
-//! Every two shards are joined by two links (socketpairs the server makes
-//! before the shards start, each end a connection of its shard's event
-//! loop): on shard A's link to B (`LISTENER_LINK_OUT + B`) go the commands
+//! Every two shards are joined by two links, and every shard has one to
+//! itself (socketpairs the server makes before the shards start, each end
+//! a connection of its shard's event loop): on shard A's link to B (`LISTENER_LINK_OUT + B`) go the commands
 //! of A's clients for B's keys, and on B that link is a connection like any
 //! client's (`LISTENER_LINK_IN`): B runs them in order and answers each once
 //! it is durable, as it answers every client. A sends a `SELECT` or `HELLO`
@@ -16,8 +16,14 @@
 //! come back in order), and a command for anywhere else waits, parsed
 //! (`KvConn::held`), until every reply is in.
 //!
+//! A command that spans shards (`span.rs`) goes out in parts, one per
+//! shard, this shard's own included (every shard has a link to itself);
+//! their replies are gathered, merged into one, and delivered as one
+//! reply. Its client's later commands wait, parsed, until it is.
+//!
 //! Owns: each outbound link's bytes to send, the clients waiting on it in
-//! order, and the replies on their way to clients.
+//! order, the spanning commands' gathered parts, and the replies on their
+//! way to clients.
 //!
 //! Invariants: a link's pending queue holds one entry per command sent on
 //! it, in order, so the n-th reply read answers the n-th entry; a reply
@@ -25,6 +31,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::apps::kv::span::{self, Merge};
 use crate::io::app::{ConnToken, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -46,6 +53,43 @@ enum Pending {
     /// `silent`: its client had replies off (CLIENT REPLY OFF or SKIP):
     /// counted, not delivered.
     Client { token: ConnToken, id: u64, silent: bool },
+    /// Part `part` of the spanning command `gather`.
+    Part { gather: u64, part: usize },
+}
+
+/// A spanning command's parts: their replies as they come.
+struct Gather {
+    /// Whom the merged reply is for (`Pending::Client`).
+    client: Pending,
+    replies: Vec<Vec<u8>>,
+    remaining: usize,
+    merge: Merge,
+}
+
+/// Where a link's next reply goes: the tables a reply may land in.
+struct Answers<'a> {
+    delivered: &'a mut HashMap<ConnToken, Delivered>,
+    wake: &'a mut Vec<ConnToken>,
+    gathers: &'a mut HashMap<u64, Gather>,
+}
+
+impl Answers<'_> {
+    /// Queues `reply` for whom `pending` names: a client (woken), a part
+    /// of a spanning command (merged and queued for its client once the
+    /// last part is in), or nobody.
+    fn answer(&mut self, pending: Pending, reply: &[u8]) {
+        let Pending::Part { gather, part } = pending else {
+            hand_over(self.delivered, self.wake, pending, reply);
+            return;
+        };
+        let Some(entry) = self.gathers.get_mut(&gather) else { return };
+        entry.replies[part] = reply.to_vec();
+        entry.remaining -= 1;
+        if entry.remaining == 0 {
+            let entry = self.gathers.remove(&gather).expect("just found");
+            hand_over(self.delivered, self.wake, entry.client, &span::merge(&entry.merge, &entry.replies));
+        }
+    }
 }
 
 /// This shard's link to one other shard.
@@ -89,6 +133,8 @@ pub struct Client {
 pub struct ShardLinks {
     out: Vec<LinkOut>,
     delivered: HashMap<ConnToken, Delivered>,
+    gathers: HashMap<u64, Gather>,
+    next_gather: u64,
     pub(super) wake: Vec<ConnToken>,
 }
 
@@ -126,10 +172,44 @@ impl ShardLinks {
         (silent, scripted): (bool, bool),
     ) {
         let pending = Pending::Client { token: client.token, id: client.id, silent };
+        self.send_pending(shard, client, args, pending, scripted);
+    }
+
+    /// Sends a spanning command's parts (`parts`: each its shard and its
+    /// arguments) for `client`, whose one reply, merged by `merge`, will be
+    /// delivered once every part's is in; `silent` as for `send`.
+    pub(super) fn send_span<B: AsRef<[u8]>>(
+        &mut self,
+        client: Client,
+        parts: &[(u16, Vec<B>)],
+        merge: Merge,
+        silent: bool,
+    ) {
+        assert!(!parts.is_empty(), "a span has parts");
+        let gather = self.next_gather;
+        self.next_gather += 1;
+        let owner = Pending::Client { token: client.token, id: client.id, silent };
+        let replies = vec![Vec::new(); parts.len()];
+        self.gathers.insert(gather, Gather { client: owner, replies, remaining: parts.len(), merge });
+        for (part, (shard, args)) in parts.iter().enumerate() {
+            self.send_pending(*shard, client, args, Pending::Part { gather, part }, false);
+        }
+    }
+
+    fn send_pending<B: AsRef<[u8]>>(
+        &mut self,
+        shard: u16,
+        client: Client,
+        args: &[B],
+        pending: Pending,
+        scripted: bool,
+    ) {
         let link = &mut self.out[usize::from(shard)];
         if link.lost {
             let error = format!("-ERR shard {shard} is not reachable (stopping?): the command was not run\r\n");
-            hand_over(&mut self.delivered, &mut self.wake, pending, error.as_bytes());
+            let mut answers =
+                Answers { delivered: &mut self.delivered, wake: &mut self.wake, gathers: &mut self.gathers };
+            answers.answer(pending, error.as_bytes());
             return;
         }
         if link.db != Some(client.db) {
@@ -174,8 +254,9 @@ impl ShardLinks {
         link.token = None;
         link.outbox.clear();
         let error = format!("-ERR the link to shard {shard} closed: the command may or may not have run\r\n");
+        let mut answers = Answers { delivered: &mut self.delivered, wake: &mut self.wake, gathers: &mut self.gathers };
         for pending in std::mem::take(&mut link.pending) {
-            hand_over(&mut self.delivered, &mut self.wake, pending, error.as_bytes());
+            answers.answer(pending, error.as_bytes());
         }
     }
 
@@ -189,9 +270,17 @@ impl ShardLinks {
         if awaiting == 0 {
             return;
         }
+        let own =
+            |pending: &Pending| matches!(*pending, Pending::Client { token: t, id: i, .. } if t == token && i == id);
         for pending in self.out.iter_mut().flat_map(|link| link.pending.iter_mut()) {
-            if matches!(*pending, Pending::Client { token: t, id: i, .. } if t == token && i == id) {
+            if own(pending) {
                 *pending = Pending::Own;
+            }
+        }
+        // Its spanning commands' parts still come; their merge goes nowhere.
+        for gather in self.gathers.values_mut() {
+            if own(&gather.client) {
+                gather.client = Pending::Own;
             }
         }
     }
@@ -238,7 +327,8 @@ impl ShardLinks {
         release: &mut Release<'_>,
     ) -> Progress {
         let shard = listener - LISTENER_LINK_OUT;
-        let ShardLinks { out: links, delivered, wake } = self;
+        let ShardLinks { out: links, delivered, wake, gathers, .. } = self;
+        let mut answers = Answers { delivered, wake, gathers };
         let link = &mut links[shard];
         if !link.outbox.is_empty() {
             out.push(&link.outbox);
@@ -265,7 +355,7 @@ impl ShardLinks {
                 progress.close = true;
                 return progress;
             };
-            hand_over(delivered, wake, pending, &link.inbox[at..at + len]);
+            answers.answer(pending, &link.inbox[at..at + len]);
             at += len;
             progress.requests += 1;
         }

@@ -21,6 +21,7 @@ use crate::apps::kv::cluster::{key_slot, owner, slot_range, ClusterView, SLOTS};
 use crate::apps::kv::cmd::command::{key_positions, moves_keys};
 use crate::apps::kv::cmd::group::NO_CLUSTER;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
+use crate::apps::kv::span;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
 use crate::store::db::StoreError;
 
@@ -44,6 +45,8 @@ pub(in crate::apps::kv) enum Placement {
     Here,
     Refused(String),
     Relay(u16),
+    /// In parts, one per shard, merged (`span.rs`).
+    Span(crate::apps::kv::span::Plan),
 }
 
 /// Whether a command for another shard's keys may be relayed there: not
@@ -90,6 +93,11 @@ impl KvServer {
             return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
         }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
+        let spans = !cluster_port && ctx.conn.multi.is_none();
+        if spans && slots.is_empty() && span::spans_every_shard(entry.name) {
+            let plan = span::plan(entry.name, ctx.argc(), view.shards, |_| view.shard);
+            return Placement::Span(plan.expect("a command that spans every shard has a plan"));
+        }
         let Some(&slot) = slots.first() else { return Placement::Here };
         let shard = owner(slot, view.shards);
         if cluster_port {
@@ -102,6 +110,11 @@ impl KvServer {
             };
         }
         if slots.iter().any(|&s| owner(s, view.shards) != shard) {
+            if spans && span::splits_by_key(entry.name) && slots.len() + 1 == ctx.argc() {
+                // Every argument after the name is a key: slot i-1 is argument i's.
+                let plan = span::plan(entry.name, ctx.argc(), view.shards, |i| owner(slots[i - 1], view.shards));
+                return Placement::Span(plan.expect("a command split by key has a plan"));
+            }
             return Placement::Refused(
                 "CROSSSLOT Keys in request are on several shards (a command across shards is not built yet)".into(),
             );

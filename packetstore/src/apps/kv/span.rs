@@ -1,0 +1,227 @@
+//! Commands that span shards on the main port of a sharded server (issue
+//! 37): a keyless command whose answer is every shard's (DBSIZE, KEYS,
+//! FLUSHALL, FLUSHDB), and a multi-key command whose keys several shards
+//! own (DEL, UNLINK, EXISTS, TOUCH, MGET), is split into one part per
+//! shard, each part is sent on the link to its shard (this shard's own
+//! included: it has a link to itself, so every part takes one path), and
+//! the parts' replies are merged into the one reply Redis gives, keys in
+//! the order the client named them.
+//!
+//! Owns: which commands span, how they split (`plan`), and how replies
+//! merge (`merge`). Pure functions: the links (`shard_link.rs`) carry the
+//! parts and gather their replies.
+//!
+//! Invariant: a merged reply is built only from every part's reply; one
+//! error among them is the reply (the client learns that part failed).
+//! Atomicity is each part's, on its shard: a concurrent client may see one
+//! shard's part done and another's not yet (a Redis Cluster client that
+//! splits the command itself sees the same). Writes that must be atomic
+//! across shards (MSET, RENAME, ...) are not split: they are refused.
+
+/// How the parts' replies become one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// Integers, added (DBSIZE, DEL, UNLINK, EXISTS, TOUCH).
+    Sum,
+    /// `+OK` from every part (FLUSHALL, FLUSHDB).
+    AllOk,
+    /// Arrays, one after the other (KEYS).
+    Concat,
+    /// Arrays of one element per key of the part, put back in the order
+    /// of the command's keys: `order[i]` is (part, index in it) of key i.
+    Reorder(Vec<(usize, usize)>),
+}
+
+/// One part: the shard it runs on and the original command's arguments it
+/// takes (0, the name, first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub shard: u16,
+    pub args: Vec<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub parts: Vec<Part>,
+    pub merge: Merge,
+}
+
+/// Keyless commands answered by every shard.
+const EVERY_SHARD: [(&str, Merge); 4] =
+    [("dbsize", Merge::Sum), ("keys", Merge::Concat), ("flushall", Merge::AllOk), ("flushdb", Merge::AllOk)];
+
+/// Commands whose every argument after the name is a key, split by shard.
+const SPLIT_BY_KEY: [&str; 5] = ["del", "unlink", "exists", "touch", "mget"];
+
+/// Whether `name` (lower case) is answered by every shard.
+pub fn spans_every_shard(name: &str) -> bool {
+    EVERY_SHARD.iter().any(|(n, _)| *n == name)
+}
+
+/// Whether `name` (lower case) with keys of several shards is split.
+pub fn splits_by_key(name: &str) -> bool {
+    SPLIT_BY_KEY.contains(&name)
+}
+
+/// The parts of a call of `name` with `argc` arguments: every shard's
+/// (a keyless command of `EVERY_SHARD`), or one per shard owning some of
+/// its keys, whose owners `owner_of(i)` gives for argument i (a command of
+/// `SPLIT_BY_KEY`). None for any other command.
+pub fn plan(name: &str, argc: usize, shards: u16, owner_of: impl Fn(usize) -> u16) -> Option<Plan> {
+    if let Some((_, merge)) = EVERY_SHARD.iter().find(|(n, _)| *n == name) {
+        let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).collect() }).collect();
+        return Some(Plan { parts, merge: merge.clone() });
+    }
+    if !splits_by_key(name) {
+        return None;
+    }
+    let mut parts: Vec<Part> = Vec::new();
+    let mut order = Vec::with_capacity(argc.saturating_sub(1));
+    for i in 1..argc {
+        let shard = owner_of(i);
+        let part = match parts.iter().position(|p| p.shard == shard) {
+            Some(part) => part,
+            None => {
+                parts.push(Part { shard, args: vec![0] });
+                parts.len() - 1
+            }
+        };
+        order.push((part, parts[part].args.len() - 1));
+        parts[part].args.push(i);
+    }
+    let merge = if name == "mget" { Merge::Reorder(order) } else { Merge::Sum };
+    Some(Plan { parts, merge })
+}
+
+/// The one reply of the parts' `replies` (in part order, each one whole
+/// RESP reply), or the first error among them.
+pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
+    if let Some(error) = replies.iter().find(|r| matches!(r.first(), Some(b'-') | Some(b'!'))) {
+        return error.clone();
+    }
+    match merge {
+        Merge::Sum => {
+            let mut total: i64 = 0;
+            for reply in replies {
+                let Some(n) = integer(reply) else { return unexpected(reply) };
+                total = total.saturating_add(n);
+            }
+            format!(":{total}\r\n").into_bytes()
+        }
+        Merge::AllOk => match replies.iter().find(|r| r.as_slice() != b"+OK\r\n") {
+            Some(other) => unexpected(other),
+            None => b"+OK\r\n".to_vec(),
+        },
+        Merge::Concat => {
+            let mut count = 0;
+            let mut body = Vec::new();
+            for reply in replies {
+                let Some((n, elements)) = array(reply) else { return unexpected(reply) };
+                count += n;
+                body.extend_from_slice(elements);
+            }
+            let mut out = format!("*{count}\r\n").into_bytes();
+            out.extend_from_slice(&body);
+            out
+        }
+        Merge::Reorder(order) => reorder(order, replies),
+    }
+}
+
+fn reorder(order: &[(usize, usize)], replies: &[Vec<u8>]) -> Vec<u8> {
+    let mut elements: Vec<Vec<&[u8]>> = Vec::with_capacity(replies.len());
+    for reply in replies {
+        let Some((_, body)) = array(reply) else { return unexpected(reply) };
+        match split_elements(body) {
+            Some(parts) => elements.push(parts),
+            None => return unexpected(reply),
+        }
+    }
+    let mut out = format!("*{}\r\n", order.len()).into_bytes();
+    for &(part, index) in order {
+        match elements.get(part).and_then(|e| e.get(index)) {
+            Some(element) => out.extend_from_slice(element),
+            None => return b"-ERR a shard answered fewer values than keys it was asked for\r\n".to_vec(),
+        }
+    }
+    out
+}
+
+/// `:n\r\n` as n.
+fn integer(reply: &[u8]) -> Option<i64> {
+    let line = reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?;
+    std::str::from_utf8(line).ok()?.parse().ok()
+}
+
+/// `*n\r\n...` as n and the bytes of its elements.
+fn array(reply: &[u8]) -> Option<(usize, &[u8])> {
+    let rest = reply.strip_prefix(b"*")?;
+    let eol = rest.windows(2).position(|w| w == b"\r\n")?;
+    let n = std::str::from_utf8(&rest[..eol]).ok()?.parse().ok()?;
+    Some((n, &rest[eol + 2..]))
+}
+
+/// The whole replies `body` is made of, one after the other.
+fn split_elements(mut body: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut elements = Vec::new();
+    while !body.is_empty() {
+        let len = crate::proto::resp::reply_len(body).ok()??;
+        elements.push(&body[..len]);
+        body = &body[len..];
+    }
+    Some(elements)
+}
+
+/// A part's reply of the wrong type: a bug on the other shard's side,
+/// answered as an error rather than merged.
+fn unexpected(reply: &[u8]) -> Vec<u8> {
+    let shown = String::from_utf8_lossy(&reply[..reply.len().min(40)]).replace(['\r', '\n'], " ");
+    format!("-ERR a shard answered a part of this command unexpectedly: {shown}\r\n").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_split_by_shard_and_come_back_in_their_order() {
+        // Keys 1..=5 on shards 2, 0, 2, 1, 0.
+        let owners = [0, 2, 0, 2, 1, 0];
+        let plan = plan("mget", 6, 3, |i| owners[i]).unwrap();
+        let args: Vec<(u16, Vec<usize>)> = plan.parts.iter().map(|p| (p.shard, p.args.clone())).collect();
+        assert_eq!(args, vec![(2, vec![0, 1, 3]), (0, vec![0, 2, 5]), (1, vec![0, 4])]);
+        let replies = [
+            b"*2\r\n$2\r\nk1\r\n$-1\r\n".to_vec(),
+            b"*2\r\n$2\r\nk2\r\n$2\r\nk5\r\n".to_vec(),
+            b"*1\r\n$2\r\nk4\r\n".to_vec(),
+        ];
+        assert_eq!(
+            merge(&plan.merge, &replies),
+            b"*5\r\n$2\r\nk1\r\n$2\r\nk2\r\n$-1\r\n$2\r\nk4\r\n$2\r\nk5\r\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn counts_add_up_and_every_shard_answers_a_keyless_command() {
+        let plan = plan("del", 4, 2, |i| (i % 2) as u16).unwrap();
+        assert_eq!(plan.merge, Merge::Sum);
+        assert_eq!(merge(&plan.merge, &[b":2\r\n".to_vec(), b":1\r\n".to_vec()]), b":3\r\n".to_vec());
+        let every = super::plan("keys", 2, 3, |_| unreachable!("keyless")).unwrap();
+        assert_eq!(every.parts.len(), 3);
+        assert!(every.parts.iter().all(|p| p.args == vec![0, 1]));
+        let keys = [b"*1\r\n$1\r\na\r\n".to_vec(), b"*0\r\n".to_vec(), b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec()];
+        assert_eq!(merge(&every.merge, &keys), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec());
+        assert_eq!(merge(&Merge::AllOk, &[b"+OK\r\n".to_vec(), b"+OK\r\n".to_vec()]), b"+OK\r\n".to_vec());
+        assert!(super::plan("set", 3, 2, |_| 0).is_none(), "only the listed commands split");
+    }
+
+    #[test]
+    fn an_error_or_an_unexpected_reply_is_the_answer() {
+        let replies = [b":1\r\n".to_vec(), b"-ERR the link to shard 1 closed\r\n".to_vec()];
+        assert_eq!(merge(&Merge::Sum, &replies), replies[1]);
+        let odd = merge(&Merge::Sum, &[b"+OK\r\n".to_vec()]);
+        assert!(odd.starts_with(b"-ERR a shard answered"), "{}", String::from_utf8_lossy(&odd));
+        let short = merge(&Merge::Reorder(vec![(0, 0), (0, 1)]), &[b"*1\r\n$1\r\na\r\n".to_vec()]);
+        assert!(short.starts_with(b"-ERR"), "{}", String::from_utf8_lossy(&short));
+    }
+}
