@@ -531,7 +531,7 @@ fn refusal(pool: &Path, extra: &[&str]) -> String {
 }
 
 /// On the main port, a command that spans shards answers as Redis does:
-/// DBSIZE, KEYS, FLUSHDB and FLUSHALL count every shard's keys; DEL, UNLINK,
+/// DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHDB and FLUSHALL see every shard's keys; DEL, UNLINK,
 /// EXISTS, TOUCH and MGET split by shard and merge, MGET's values in the
 /// order of its keys; replies keep their order around them in a pipeline.
 // Allowed: one scripted session, asserted step by step.
@@ -562,6 +562,25 @@ fn commands_that_span_shards_answer_for_every_shard() {
     let values: Vec<Option<String>> = redis::cmd("MGET").arg(&names[..]).query(&mut c).unwrap();
     let wanted: Vec<Option<String>> = names.iter().map(|n| n.strip_prefix('s').map(str::to_string)).collect();
     assert_eq!(values, wanted);
+    // SCAN walks every shard (its cursor names the shard), a few keys at a
+    // time, and ends at 0 having seen every key once.
+    let (mut cursor, mut seen, mut calls) = (0u64, Vec::new(), 0);
+    loop {
+        let (next, keys): (u64, Vec<String>) =
+            redis::cmd("SCAN").arg(cursor).arg("MATCH").arg("s*").arg("COUNT").arg(7).query(&mut c).unwrap();
+        seen.extend(keys);
+        calls += 1;
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+        assert!(calls < 100, "SCAN ends");
+    }
+    seen.sort();
+    assert_eq!(seen, expected);
+    assert!(calls >= 9, "7 keys at a time over three shards: {calls} calls");
+    let random: String = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
+    assert!(expected.contains(&random), "{random}");
     let found: i64 = redis::cmd("EXISTS").arg(&names[..]).query(&mut c).unwrap();
     assert_eq!(found, 6, "a key named twice counts twice");
     let touched: i64 = redis::cmd("TOUCH").arg(&["s1", "s2", "s4", "s8", "none"][..]).query(&mut c).unwrap();
@@ -599,6 +618,8 @@ fn commands_that_span_shards_answer_for_every_shard() {
     let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
     let sizes: Vec<i64> = shard.iter_mut().map(|s| redis::cmd("DBSIZE").query(s).unwrap()).collect();
     assert_eq!(sizes, vec![0, 0, 0]);
+    let none: Option<String> = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
+    assert_eq!(none, None, "no shard has a key");
     // What spans but must be atomic is still refused, and says so.
     let cross = error_text(redis::cmd("MSET").arg("a1").arg(1).arg("b1").arg(2).arg("c1").arg(3).query::<()>(&mut c));
     assert!(cross.contains("CROSSSLOT"), "{cross}");

@@ -21,6 +21,7 @@ use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
 use crate::apps::kv::shard_link::Client;
+use crate::apps::kv::span;
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
@@ -398,11 +399,12 @@ impl KvServer {
             Placement::Span(plan) => {
                 let conn = &*ctx.conn;
                 let client = Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 };
-                let parts: Vec<(u16, Vec<std::borrow::Cow<'_, [u8]>>)> = plan
-                    .parts
-                    .iter()
-                    .map(|part| (part.shard, part.args.iter().map(|&i| ctx.arg(i)).collect()))
-                    .collect();
+                let arg = |arg: &span::Arg| match arg {
+                    span::Arg::Index(i) => ctx.arg(*i),
+                    span::Arg::Value(value) => std::borrow::Cow::Owned(value.clone()),
+                };
+                let parts: Vec<(u16, Vec<std::borrow::Cow<'_, [u8]>>)> =
+                    plan.parts.iter().map(|part| (part.shard, part.args.iter().map(arg).collect())).collect();
                 self.links.send_span(client, &parts, plan.merge, conn.reply != ReplyMode::On);
                 drop(parts);
                 // One merged reply; no later command goes anywhere before it.

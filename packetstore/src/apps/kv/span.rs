@@ -1,8 +1,10 @@
 //! Commands that span shards on the main port of a sharded server (issue
 //! 37): a keyless command whose answer is every shard's (DBSIZE, KEYS,
-//! FLUSHALL, FLUSHDB), and a multi-key command whose keys several shards
-//! own (DEL, UNLINK, EXISTS, TOUCH, MGET), is split into one part per
-//! shard, each part is sent on the link to its shard (this shard's own
+//! FLUSHALL, FLUSHDB, RANDOMKEY), and a multi-key command whose keys
+//! several shards own (DEL, UNLINK, EXISTS, TOUCH, MGET), is split into
+//! one part per shard; SCAN goes to one shard at a time, its cursor naming
+//! the shard (`cursor = inner * shards + shard`). Each part is sent on the
+//! link to its shard (this shard's own
 //! included: it has a link to itself, so every part takes one path), and
 //! the parts' replies are merged into the one reply Redis gives, keys in
 //! the order the client named them.
@@ -30,14 +32,26 @@ pub enum Merge {
     /// Arrays of one element per key of the part, put back in the order
     /// of the command's keys: `order[i]` is (part, index in it) of key i.
     Reorder(Vec<(usize, usize)>),
+    /// One of the parts' non-nil replies, chosen at random (RANDOMKEY: a
+    /// shard with keys is as likely as any other, whatever its size).
+    AnyOf,
+    /// SCAN's reply from `shard` of `shards`: its cursor made the client's.
+    Scan { shard: u16, shards: u16 },
 }
 
-/// One part: the shard it runs on and the original command's arguments it
-/// takes (0, the name, first).
+/// An argument of a part: the original command's argument at an index, or
+/// a value of the part's own (SCAN's cursor on its shard).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arg {
+    Index(usize),
+    Value(Vec<u8>),
+}
+
+/// One part: the shard it runs on and its arguments (the name first).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Part {
     pub shard: u16,
-    pub args: Vec<usize>,
+    pub args: Vec<Arg>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,8 +61,13 @@ pub struct Plan {
 }
 
 /// Keyless commands answered by every shard.
-const EVERY_SHARD: [(&str, Merge); 4] =
-    [("dbsize", Merge::Sum), ("keys", Merge::Concat), ("flushall", Merge::AllOk), ("flushdb", Merge::AllOk)];
+const EVERY_SHARD: [(&str, Merge); 5] = [
+    ("dbsize", Merge::Sum),
+    ("keys", Merge::Concat),
+    ("flushall", Merge::AllOk),
+    ("flushdb", Merge::AllOk),
+    ("randomkey", Merge::AnyOf),
+];
 
 /// Commands whose every argument after the name is a key, split by shard.
 const SPLIT_BY_KEY: [&str; 5] = ["del", "unlink", "exists", "touch", "mget"];
@@ -56,6 +75,16 @@ const SPLIT_BY_KEY: [&str; 5] = ["del", "unlink", "exists", "touch", "mget"];
 /// Whether `name` (lower case) is answered by every shard.
 pub fn spans_every_shard(name: &str) -> bool {
     EVERY_SHARD.iter().any(|(n, _)| *n == name)
+}
+
+/// SCAN's part for the client's `cursor` (`inner * shards + shard`): the
+/// shard's own SCAN from `inner`, the other arguments as they are.
+pub fn plan_scan(cursor: u64, argc: usize, shards: u16) -> Plan {
+    let shard = (cursor % u64::from(shards)) as u16;
+    let inner = cursor / u64::from(shards);
+    let mut args = vec![Arg::Index(0), Arg::Value(inner.to_string().into_bytes())];
+    args.extend((2..argc).map(Arg::Index));
+    Plan { parts: vec![Part { shard, args }], merge: Merge::Scan { shard, shards } }
 }
 
 /// Whether `name` (lower case) with keys of several shards is split.
@@ -69,7 +98,7 @@ pub fn splits_by_key(name: &str) -> bool {
 /// `SPLIT_BY_KEY`). None for any other command.
 pub fn plan(name: &str, argc: usize, shards: u16, owner_of: impl Fn(usize) -> u16) -> Option<Plan> {
     if let Some((_, merge)) = EVERY_SHARD.iter().find(|(n, _)| *n == name) {
-        let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).collect() }).collect();
+        let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).map(Arg::Index).collect() }).collect();
         return Some(Plan { parts, merge: merge.clone() });
     }
     if !splits_by_key(name) {
@@ -82,12 +111,12 @@ pub fn plan(name: &str, argc: usize, shards: u16, owner_of: impl Fn(usize) -> u1
         let part = match parts.iter().position(|p| p.shard == shard) {
             Some(part) => part,
             None => {
-                parts.push(Part { shard, args: vec![0] });
+                parts.push(Part { shard, args: vec![Arg::Index(0)] });
                 parts.len() - 1
             }
         };
         order.push((part, parts[part].args.len() - 1));
-        parts[part].args.push(i);
+        parts[part].args.push(Arg::Index(i));
     }
     let merge = if name == "mget" { Merge::Reorder(order) } else { Merge::Sum };
     Some(Plan { parts, merge })
@@ -125,7 +154,54 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
             out
         }
         Merge::Reorder(order) => reorder(order, replies),
+        Merge::AnyOf => {
+            let found: Vec<&Vec<u8>> = replies.iter().filter(|r| !is_nil(r)).collect();
+            match found.len() {
+                0 => replies.first().cloned().unwrap_or_else(|| b"$-1\r\n".to_vec()),
+                n => found[random_below(n)].clone(),
+            }
+        }
+        Merge::Scan { shard, shards } => match replies {
+            [reply] => scan_reply(reply, *shard, *shards),
+            _ => unexpected(b"several replies to one SCAN"),
+        },
     }
+}
+
+fn is_nil(reply: &[u8]) -> bool {
+    reply == b"$-1\r\n" || reply == b"_\r\n" || reply == b"*-1\r\n"
+}
+
+/// A number below `n`, from the clock's nanoseconds: RANDOMKEY's choice
+/// of a shard needs no stronger randomness.
+fn random_below(n: usize) -> usize {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (nanos as usize).wrapping_mul(0x9E37_79B9) % n
+}
+
+/// SCAN's `[cursor, keys]` from `shard`, its cursor made the client's: the
+/// next shard's start when this one is done, 0 after the last.
+fn scan_reply(reply: &[u8], shard: u16, shards: u16) -> Vec<u8> {
+    let Some((2, body)) = array(reply) else { return unexpected(reply) };
+    let Some(elements) = split_elements(body) else { return unexpected(reply) };
+    let inner = elements[0]
+        .strip_prefix(b"$")
+        .and_then(|rest| rest.iter().position(|&b| b == b'\n').map(|eol| &rest[eol + 1..]))
+        .and_then(|value| value.strip_suffix(b"\r\n"))
+        .and_then(|value| std::str::from_utf8(value).ok()?.parse::<u64>().ok());
+    let Some(inner) = inner else { return unexpected(reply) };
+    let next = match inner {
+        0 if shard + 1 < shards => u64::from(shard) + 1,
+        0 => 0,
+        inner => match inner.checked_mul(u64::from(shards)) {
+            Some(outer) => outer + u64::from(shard),
+            None => return b"-ERR a shard's SCAN cursor is too large to carry its shard\r\n".to_vec(),
+        },
+    };
+    let next = next.to_string();
+    let mut out = format!("*2\r\n${}\r\n{next}\r\n", next.len()).into_bytes();
+    out.extend_from_slice(elements[1]);
+    out
 }
 
 fn reorder(order: &[(usize, usize)], replies: &[Vec<u8>]) -> Vec<u8> {
@@ -188,8 +264,9 @@ mod tests {
         // Keys 1..=5 on shards 2, 0, 2, 1, 0.
         let owners = [0, 2, 0, 2, 1, 0];
         let plan = plan("mget", 6, 3, |i| owners[i]).unwrap();
-        let args: Vec<(u16, Vec<usize>)> = plan.parts.iter().map(|p| (p.shard, p.args.clone())).collect();
-        assert_eq!(args, vec![(2, vec![0, 1, 3]), (0, vec![0, 2, 5]), (1, vec![0, 4])]);
+        let index = |args: &[usize]| args.iter().map(|&i| Arg::Index(i)).collect::<Vec<_>>();
+        let args: Vec<(u16, Vec<Arg>)> = plan.parts.iter().map(|p| (p.shard, p.args.clone())).collect();
+        assert_eq!(args, vec![(2, index(&[0, 1, 3])), (0, index(&[0, 2, 5])), (1, index(&[0, 4]))]);
         let replies = [
             b"*2\r\n$2\r\nk1\r\n$-1\r\n".to_vec(),
             b"*2\r\n$2\r\nk2\r\n$2\r\nk5\r\n".to_vec(),
@@ -208,11 +285,36 @@ mod tests {
         assert_eq!(merge(&plan.merge, &[b":2\r\n".to_vec(), b":1\r\n".to_vec()]), b":3\r\n".to_vec());
         let every = super::plan("keys", 2, 3, |_| unreachable!("keyless")).unwrap();
         assert_eq!(every.parts.len(), 3);
-        assert!(every.parts.iter().all(|p| p.args == vec![0, 1]));
+        assert!(every.parts.iter().all(|p| p.args == vec![Arg::Index(0), Arg::Index(1)]));
         let keys = [b"*1\r\n$1\r\na\r\n".to_vec(), b"*0\r\n".to_vec(), b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec()];
         assert_eq!(merge(&every.merge, &keys), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec());
         assert_eq!(merge(&Merge::AllOk, &[b"+OK\r\n".to_vec(), b"+OK\r\n".to_vec()]), b"+OK\r\n".to_vec());
         assert!(super::plan("set", 3, 2, |_| 0).is_none(), "only the listed commands split");
+    }
+
+    #[test]
+    fn a_scan_cursor_names_its_shard_and_moves_on_to_the_next() {
+        // Shard 1 of 3 from its inner cursor 7: the client's cursor 22.
+        let plan = plan_scan(22, 4, 3);
+        assert_eq!(plan.parts[0].shard, 1);
+        assert_eq!(plan.parts[0].args, vec![Arg::Index(0), Arg::Value(b"7".to_vec()), Arg::Index(2), Arg::Index(3)]);
+        let keys = b"*1\r\n$1\r\na\r\n";
+        let reply =
+            |cursor: &str| [format!("*2\r\n${}\r\n{cursor}\r\n", cursor.len()).into_bytes(), keys.to_vec()].concat();
+        // More on shard 1: its cursor 9 is the client's 28; done there: shard 2
+        // from the start; done on the last shard: 0.
+        assert_eq!(merge(&plan.merge, &[reply("9")]), [b"*2\r\n$2\r\n28\r\n".to_vec(), keys.to_vec()].concat());
+        assert_eq!(merge(&plan.merge, &[reply("0")]), [b"*2\r\n$1\r\n2\r\n".to_vec(), keys.to_vec()].concat());
+        let last = Merge::Scan { shard: 2, shards: 3 };
+        assert_eq!(merge(&last, &[reply("0")]), [b"*2\r\n$1\r\n0\r\n".to_vec(), keys.to_vec()].concat());
+        assert_eq!(plan_scan(2, 2, 3).parts[0].args[1], Arg::Value(b"0".to_vec()), "shard 2 starts at 0");
+    }
+
+    #[test]
+    fn randomkey_answers_a_key_when_any_shard_has_one() {
+        let replies = [b"$-1\r\n".to_vec(), b"$1\r\nk\r\n".to_vec(), b"_\r\n".to_vec()];
+        assert_eq!(merge(&Merge::AnyOf, &replies), b"$1\r\nk\r\n".to_vec());
+        assert_eq!(merge(&Merge::AnyOf, &[b"$-1\r\n".to_vec(), b"$-1\r\n".to_vec()]), b"$-1\r\n".to_vec());
     }
 
     #[test]

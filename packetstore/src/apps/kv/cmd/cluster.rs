@@ -94,6 +94,12 @@ impl KvServer {
         }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
         let spans = !cluster_port && ctx.conn.multi.is_none();
+        if spans && entry.name == "scan" {
+            // A cursor that is no number is refused here, as SCAN refuses it.
+            if let Some(cursor) = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok()) {
+                return Placement::Span(span::plan_scan(cursor, ctx.argc(), view.shards));
+            }
+        }
         if spans && slots.is_empty() && span::spans_every_shard(entry.name) {
             let plan = span::plan(entry.name, ctx.argc(), view.shards, |_| view.shard);
             return Placement::Span(plan.expect("a command that spans every shard has a plan"));
