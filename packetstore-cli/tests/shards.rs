@@ -620,6 +620,20 @@ fn commands_that_span_shards_answer_for_every_shard() {
     assert_eq!(sizes, vec![0, 0, 0]);
     let none: Option<String> = redis::cmd("RANDOMKEY").query(&mut c).unwrap();
     assert_eq!(none, None, "no shard has a key");
+    // A message published on the main port reaches subscribers on every
+    // shard (each connection landed on some shard), and counts them all.
+    let mut subscribers: Vec<redis::Connection> = (0..6).map(|_| server.client()).collect();
+    for s in &mut subscribers {
+        let _: redis::Value = redis::cmd("SUBSCRIBE").arg("news").query(s).unwrap();
+    }
+    let _: redis::Value = redis::cmd("HELLO").arg(2).query(&mut c).unwrap();
+    let receivers: i64 = redis::cmd("PUBLISH").arg("news").arg("hello").query(&mut c).unwrap();
+    assert_eq!(receivers, 6);
+    for s in &mut subscribers {
+        let message: Vec<redis::Value> = redis::from_redis_value(&s.recv_response().unwrap()).unwrap();
+        let text: String = redis::from_redis_value(&message[2]).unwrap();
+        assert_eq!(text, "hello");
+    }
     // What spans but must be atomic is still refused, and says so.
     let cross = error_text(redis::cmd("MSET").arg("a1").arg(1).arg("b1").arg(2).arg("c1").arg(3).query::<()>(&mut c));
     assert!(cross.contains("CROSSSLOT"), "{cross}");

@@ -1,6 +1,6 @@
 //! Commands that span shards on the main port of a sharded server (issue
 //! 37): a keyless command whose answer is every shard's (DBSIZE, KEYS,
-//! FLUSHALL, FLUSHDB, RANDOMKEY), and a multi-key command whose keys
+//! FLUSHALL, FLUSHDB, RANDOMKEY, PUBLISH), and a multi-key command whose keys
 //! several shards own (DEL, UNLINK, EXISTS, TOUCH, MGET), is split into
 //! one part per shard; SCAN goes to one shard at a time, its cursor naming
 //! the shard (`cursor = inner * shards + shard`). Each part is sent on the
@@ -61,8 +61,10 @@ pub struct Plan {
 }
 
 /// Keyless commands answered by every shard.
-const EVERY_SHARD: [(&str, Merge); 5] = [
+const EVERY_SHARD: [(&str, Merge); 6] = [
     ("dbsize", Merge::Sum),
+    // Each shard's subscribers get the message; the count is everyone's.
+    ("publish", Merge::Sum),
     ("keys", Merge::Concat),
     ("flushall", Merge::AllOk),
     ("flushdb", Merge::AllOk),
@@ -172,11 +174,11 @@ fn is_nil(reply: &[u8]) -> bool {
     reply == b"$-1\r\n" || reply == b"_\r\n" || reply == b"*-1\r\n"
 }
 
-/// A number below `n`, from the clock's nanoseconds: RANDOMKEY's choice
-/// of a shard needs no stronger randomness.
+/// A number below `n`, seeded by the clock: RANDOMKEY's choice of a
+/// shard needs no stronger randomness.
 fn random_below(n: usize) -> usize {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    (nanos as usize).wrapping_mul(0x9E37_79B9) % n
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    crate::util::rng::SplitMix64::new(seed).below(n as u64) as usize
 }
 
 /// SCAN's `[cursor, keys]` from `shard`, its cursor made the client's: the
