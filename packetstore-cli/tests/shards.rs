@@ -634,6 +634,16 @@ fn commands_that_span_shards_answer_for_every_shard() {
         let text: String = redis::from_redis_value(&message[2]).unwrap();
         assert_eq!(text, "hello");
     }
+    // Inside MULTI it would see one shard only: refused, the transaction
+    // aborted, nothing flushed.
+    let _: () = redis::cmd("SET").arg("kept").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    let refused = error_text(redis::cmd("FLUSHALL").query::<()>(&mut c));
+    assert!(refused.contains("inside MULTI"), "{refused}");
+    let aborted = error_text(redis::cmd("EXEC").query::<redis::Value>(&mut c));
+    assert!(aborted.contains("EXECABORT"), "{aborted}");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 1);
     // What spans but must be atomic is still refused, and says so.
     let cross = error_text(redis::cmd("MSET").arg("a1").arg(1).arg("b1").arg(2).arg("c1").arg(3).query::<()>(&mut c));
     assert!(cross.contains("CROSSSLOT"), "{cross}");

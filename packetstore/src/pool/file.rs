@@ -201,7 +201,9 @@ impl Pool {
             }
             return Err(io_err(error));
         }
-        Self::open(path, options)
+        let pool = Self::open(path, options)?;
+        pool.populate_logs();
+        Ok(pool)
     }
 
     /// Opens an existing pool, of any kind (`inspect`, tests).
@@ -285,18 +287,19 @@ impl Pool {
             pool.check_kind(kind, infer)?; // reads only: a refused pool is unchanged
         }
         record_holder(pool.file.as_ref().expect("a file pool"));
-        pool.populate_logs();
         // Readers of an earlier server's table stop trusting it before
         // recovery changes anything (docs/one-sided-reads.md).
         pool.set_reader_instance(0);
         Ok(pool)
     }
 
-    /// On tmpfs, gives the log regions their pages now: a fresh pool's
-    /// first lap through its logs otherwise takes a page fault (zeroing a
-    /// page) every 4 KiB of records, 5% of a small write's CPU (issue 36).
-    /// The logs are written all over within minutes of use anyway. Advice
-    /// only: a kernel without MADV_POPULATE_WRITE (before 5.14) skips it.
+    /// On tmpfs, at creation, gives the log regions their pages now: a
+    /// fresh pool's first lap through its logs otherwise takes a page
+    /// fault (zeroing a page) every 4 KiB of records, 5% of a small write's
+    /// CPU (issue 36). The logs are written all over within minutes of use
+    /// anyway; a pool opened again has them already (and `inspect` of a
+    /// pool takes nothing). Advice only: a kernel without
+    /// MADV_POPULATE_WRITE (before 5.14) skips it.
     fn populate_logs(&self) {
         if !self.file.as_ref().is_some_and(on_tmpfs) {
             return;
@@ -545,6 +548,16 @@ impl Pool {
         // cannot overlap it (as for `write`).
         unsafe { crate::pool::flush::stream_lines(self.base.add(offset as usize), data) };
         self.stats.lines_flushed.fetch_add(data.len() as u64 / line, Ordering::Relaxed);
+    }
+
+    /// Orders this thread's streamed lines (`write_lines_flushed`) before
+    /// its later stores: an sfence orders only its own core's
+    /// non-temporal stores, so a log appended on one thread and committed
+    /// (fenced) on another calls this after appending (the write cache).
+    pub fn order_streamed(&self) {
+        if self.persistence.streams_lines() {
+            crate::pool::flush::store_fence();
+        }
     }
 
     /// Appends the bytes `extents` name, in order, to `out`.

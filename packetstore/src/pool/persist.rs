@@ -245,7 +245,8 @@ impl Persistence {
     /// cache-line domain.
     #[inline]
     pub fn streams_lines(&self) -> bool {
-        matches!(self, Persistence::Hardware(hw) if hw.domain == Domain::CacheLine)
+        // Only x86_64 has the streaming stores `flush::stream_lines` uses.
+        cfg!(target_arch = "x86_64") && matches!(self, Persistence::Hardware(hw) if hw.domain == Domain::CacheLine)
     }
 
     /// Starts writing back `[offset, offset + len)`; durable at the next fence.

@@ -659,6 +659,9 @@ impl Cache {
             return Err(AppendError::Full);
         }
         let appended = log.append(&self.pool, buffers, kind, seq, key, &extents);
+        // Another thread may commit this lane (`sync`): its fence must find
+        // the record's streamed lines ordered.
+        self.pool.order_streamed();
         // The log holds its own references; the copy's go.
         for extent in &extents {
             buffers.release(extent.buffer).expect("just copied in");

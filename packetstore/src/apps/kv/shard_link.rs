@@ -128,7 +128,7 @@ pub struct Client {
     pub resp3: bool,
 }
 
-/// The links of this shard to the others (index: shard; its own unused).
+/// The links of this shard to every shard, itself included (index: shard).
 #[derive(Default)]
 pub struct ShardLinks {
     out: Vec<LinkOut>,

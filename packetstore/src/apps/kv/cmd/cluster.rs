@@ -94,6 +94,15 @@ impl KvServer {
         }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
         let spans = !cluster_port && ctx.conn.multi.is_none();
+        let spanning = slots.is_empty() && (entry.name == "scan" || span::spans_every_shard(entry.name));
+        if !cluster_port && ctx.conn.multi.is_some() && spanning {
+            // It would see, flush or reach the connection's shard only.
+            return Placement::Refused(format!(
+                "ERR '{}' inside MULTI on a sharded server's main port would run on one shard only: run it \
+                 outside the transaction",
+                entry.name
+            ));
+        }
         if spans && entry.name == "scan" {
             // A cursor that is no number is refused here, as SCAN refuses it.
             if let Some(cursor) = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok()) {
