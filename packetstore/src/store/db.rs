@@ -407,19 +407,6 @@ fn as_refs(range: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> (Bound<&[u8]>, Bound<&[u
     (map(&range.0), map(&range.1))
 }
 
-/// A put's value as the tree keeps it when it is small enough to be
-/// inline (its bytes copied out of the pool); `None` for anything else.
-fn inline_value(pool: &Pool, op: &Op) -> Option<Value> {
-    match op {
-        Op::Put { extents, len, .. } if *len <= INLINE_VALUE_MAX as u64 => {
-            let mut bytes = Vec::with_capacity(*len as usize);
-            pool.read_extents(extents, &mut bytes);
-            Some(Value::Inline(bytes))
-        }
-        _ => None,
-    }
-}
-
 fn decode_u32(value: &Value) -> Option<u32> {
     match value {
         Value::Inline(bytes) if bytes.len() == 4 => Some(u32::from_le_bytes(bytes[..].try_into().ok()?)),
@@ -630,8 +617,7 @@ impl Store {
             group.push((lsn, op, view.data_crc));
             if view.tag & TAG_END != 0 {
                 for (lsn, op, crc) in group.drain(..) {
-                    let value = inline_value(pool, &op);
-                    self.apply_tree(pool, buffers, &op, crc, value)?;
+                    self.apply_tree(pool, buffers, &op, crc)?;
                     self.records.push_back(lsn);
                     replayed += 1;
                 }
@@ -925,10 +911,6 @@ impl Store {
         // keeps it with the value (computed once, where the bytes landed).
         let mut crcs = Vec::with_capacity(ops.len());
         let publishing = self.unpublished_mark();
-        // Inline values are read before the log flushes their bytes: a
-        // flush may evict the line (clwb does on some CPUs), and the tree
-        // would then read them back from memory.
-        let mut inline: Vec<Option<Value>> = ops.iter().map(|op| inline_value(pool, op)).collect();
         for (i, op) in ops.iter().enumerate() {
             // In a group, only `end_group`'s record ends it.
             // In a replicated store, only the entry record ends it.
@@ -978,10 +960,10 @@ impl Store {
             repl.open_bytes += written;
         }
         self.records.extend(appended);
-        for ((op, crc), value) in ops.iter().zip(crcs).zip(inline.iter_mut()) {
+        for (op, crc) in ops.iter().zip(crcs) {
             // The log holds the command: a failure here is fatal for the
             // tree (poisoned), and recovery would replay the command.
-            self.apply_tree(pool, buffers, op, crc, value.take())?;
+            self.apply_tree(pool, buffers, op, crc)?;
         }
         self.mutating = false;
         Ok(())
@@ -1030,19 +1012,20 @@ impl Store {
 
     /// Applies one op to the tree's working version. `crc` is the
     /// `data_crc` of the op's record: the CRC of a put's bytes.
-    /// `inline` is the put's value read by `inline_value` when it is
-    /// small enough to be kept in the tree.
-    fn apply_tree(
-        &mut self,
-        pool: &Pool,
-        buffers: &mut Buffers,
-        op: &Op,
-        crc: u32,
-        inline: Option<Value>,
-    ) -> Result<(), StoreError> {
+    /// An inline value is copied from its buffer here, after the log's
+    /// append: the log flushes the buffer's lines only at the commit
+    /// (`Log::begin_commit`), so they are still cached (a flush evicts
+    /// them on some CPUs).
+    fn apply_tree(&mut self, pool: &Pool, buffers: &mut Buffers, op: &Op, crc: u32) -> Result<(), StoreError> {
         match op {
-            Op::Put { key, extents, .. } => {
-                let value = inline.unwrap_or_else(|| Value::Extents(extents.clone(), Some(crc)));
+            Op::Put { key, extents, len } => {
+                let value = if *len <= INLINE_VALUE_MAX as u64 {
+                    let mut bytes = Vec::with_capacity(*len as usize);
+                    pool.read_extents(extents, &mut bytes);
+                    Value::Inline(bytes)
+                } else {
+                    Value::Extents(extents.clone(), Some(crc))
+                };
                 let previous = self.tree_insert(pool, buffers, key, &value)?;
                 self.note_put(key, &value, previous.is_none());
             }

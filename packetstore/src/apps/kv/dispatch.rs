@@ -386,7 +386,7 @@ impl KvServer {
             }
             Placement::Relay(shard) => {
                 let conn = &*ctx.conn;
-                let client = Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 };
+                let client = link_client(conn);
                 let flags = (conn.reply != ReplyMode::On, entry.group == "scripting");
                 // Encoded straight onto the link: one copy of the arguments.
                 let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
@@ -398,7 +398,7 @@ impl KvServer {
             }
             Placement::Span(plan) => {
                 let conn = &*ctx.conn;
-                let client = Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 };
+                let client = link_client(conn);
                 let arg = |arg: &span::Arg| match arg {
                     span::Arg::Index(i) => ctx.arg(*i),
                     span::Arg::Value(value) => std::borrow::Cow::Owned(value.clone()),
@@ -644,6 +644,11 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::scripting::COMMANDS,
     cmd::functions::COMMANDS,
 ]);
+
+/// Who a command relayed for `conn` is for, in its database and protocol.
+fn link_client(conn: &KvConn) -> Client {
+    Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 }
+}
 
 /// `KvConn::awaiting_shard` of a client whose spanning command is out:
 /// no shard's (a later command waits for its reply, wherever it goes).

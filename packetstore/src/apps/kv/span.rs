@@ -74,11 +74,6 @@ const EVERY_SHARD: [(&str, Merge); 6] = [
 /// Commands whose every argument after the name is a key, split by shard.
 const SPLIT_BY_KEY: [&str; 5] = ["del", "unlink", "exists", "touch", "mget"];
 
-/// Whether `name` (lower case) is answered by every shard.
-pub fn spans_every_shard(name: &str) -> bool {
-    EVERY_SHARD.iter().any(|(n, _)| *n == name)
-}
-
 /// SCAN's part for the client's `cursor` (`inner * shards + shard`): the
 /// shard's own SCAN from `inner`, the other arguments as they are.
 pub fn plan_scan(cursor: u64, argc: usize, shards: u16) -> Plan {
@@ -89,21 +84,20 @@ pub fn plan_scan(cursor: u64, argc: usize, shards: u16) -> Plan {
     Plan { parts: vec![Part { shard, args }], merge: Merge::Scan { shard, shards } }
 }
 
-/// Whether `name` (lower case) with keys of several shards is split.
-pub fn splits_by_key(name: &str) -> bool {
-    SPLIT_BY_KEY.contains(&name)
+/// The parts of a call of `name` (lower case) with `argc` arguments, one
+/// per shard, each with all the arguments: None unless `name` is one of
+/// `EVERY_SHARD`.
+pub fn plan_every_shard(name: &str, argc: usize, shards: u16) -> Option<Plan> {
+    let (_, merge) = EVERY_SHARD.iter().find(|(n, _)| *n == name)?;
+    let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).map(Arg::Index).collect() }).collect();
+    Some(Plan { parts, merge: merge.clone() })
 }
 
-/// The parts of a call of `name` with `argc` arguments: every shard's
-/// (a keyless command of `EVERY_SHARD`), or one per shard owning some of
-/// its keys, whose owners `owner_of(i)` gives for argument i (a command of
-/// `SPLIT_BY_KEY`). None for any other command.
-pub fn plan(name: &str, argc: usize, shards: u16, owner_of: impl Fn(usize) -> u16) -> Option<Plan> {
-    if let Some((_, merge)) = EVERY_SHARD.iter().find(|(n, _)| *n == name) {
-        let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).map(Arg::Index).collect() }).collect();
-        return Some(Plan { parts, merge: merge.clone() });
-    }
-    if !splits_by_key(name) {
+/// The parts of a call of `name` (lower case) with `argc` arguments, one
+/// per shard owning some of its keys, whose owners `owner_of(i)` gives for
+/// argument i: None unless `name` is one of `SPLIT_BY_KEY`.
+pub fn plan_by_key(name: &str, argc: usize, owner_of: impl Fn(usize) -> u16) -> Option<Plan> {
+    if !SPLIT_BY_KEY.contains(&name) {
         return None;
     }
     let mut parts: Vec<Part> = Vec::new();
@@ -265,7 +259,7 @@ mod tests {
     fn keys_split_by_shard_and_come_back_in_their_order() {
         // Keys 1..=5 on shards 2, 0, 2, 1, 0.
         let owners = [0, 2, 0, 2, 1, 0];
-        let plan = plan("mget", 6, 3, |i| owners[i]).unwrap();
+        let plan = plan_by_key("mget", 6, |i| owners[i]).unwrap();
         let index = |args: &[usize]| args.iter().map(|&i| Arg::Index(i)).collect::<Vec<_>>();
         let args: Vec<(u16, Vec<Arg>)> = plan.parts.iter().map(|p| (p.shard, p.args.clone())).collect();
         assert_eq!(args, vec![(2, index(&[0, 1, 3])), (0, index(&[0, 2, 5])), (1, index(&[0, 4]))]);
@@ -282,16 +276,17 @@ mod tests {
 
     #[test]
     fn counts_add_up_and_every_shard_answers_a_keyless_command() {
-        let plan = plan("del", 4, 2, |i| (i % 2) as u16).unwrap();
+        let plan = plan_by_key("del", 4, |i| (i % 2) as u16).unwrap();
         assert_eq!(plan.merge, Merge::Sum);
         assert_eq!(merge(&plan.merge, &[b":2\r\n".to_vec(), b":1\r\n".to_vec()]), b":3\r\n".to_vec());
-        let every = super::plan("keys", 2, 3, |_| unreachable!("keyless")).unwrap();
+        let every = plan_every_shard("keys", 2, 3).unwrap();
         assert_eq!(every.parts.len(), 3);
         assert!(every.parts.iter().all(|p| p.args == vec![Arg::Index(0), Arg::Index(1)]));
         let keys = [b"*1\r\n$1\r\na\r\n".to_vec(), b"*0\r\n".to_vec(), b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec()];
         assert_eq!(merge(&every.merge, &keys), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec());
         assert_eq!(merge(&Merge::AllOk, &[b"+OK\r\n".to_vec(), b"+OK\r\n".to_vec()]), b"+OK\r\n".to_vec());
-        assert!(super::plan("set", 3, 2, |_| 0).is_none(), "only the listed commands split");
+        assert!(plan_by_key("set", 3, |_| 0).is_none(), "only the listed commands split");
+        assert!(plan_every_shard("set", 3, 2).is_none(), "only the listed commands span");
     }
 
     #[test]

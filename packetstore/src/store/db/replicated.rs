@@ -150,8 +150,7 @@ impl Store {
                 KIND_DEL => Op::Del { key: view.key },
                 other => return Err(StoreError::Corrupt(format!("log record {lsn} of an entry has kind {other:#x}"))),
             };
-            let value = super::inline_value(pool, &op);
-            self.apply_tree(pool, buffers, &op, view.data_crc, value)?;
+            self.apply_tree(pool, buffers, &op, view.data_crc)?;
         }
         self.stats.commands += 1;
         self.mutating = false;

@@ -69,6 +69,30 @@ fn key_slots<'a>(entry: &CommandEntry, argc: usize, arg: impl Fn(usize) -> Cow<'
     entry.key_positions(argc).map(|i| key_slot(&arg(i))).collect()
 }
 
+/// A keyless command the main port answers from every shard (or, SCAN,
+/// from each in turn): its parts, or its refusal inside MULTI, where it
+/// would see, flush or reach the connection's shard only. None for any
+/// other command.
+fn keyless_span(ctx: &Ctx<'_>, entry: &CommandEntry, shards: u16) -> Option<Placement> {
+    // Some(None): SCAN with a cursor that is no number, refused here as
+    // SCAN refuses it.
+    let plan = match entry.name {
+        "scan" => {
+            let cursor = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok());
+            Some(cursor.map(|cursor| span::plan_scan(cursor, ctx.argc(), shards)))
+        }
+        name => span::plan_every_shard(name, ctx.argc(), shards).map(Some),
+    }?;
+    if ctx.conn.multi.is_some() {
+        return Some(Placement::Refused(format!(
+            "ERR '{}' inside MULTI on a sharded server's main port would run on one shard only: run it outside the \
+             transaction",
+            entry.name
+        )));
+    }
+    Some(plan.map_or(Placement::Here, Placement::Span))
+}
+
 impl KvServer {
     /// Where this command runs: here, on the shard that owns its keys
     /// (relayed, on the main port), or nowhere (the refusal: MOVED and
@@ -93,27 +117,12 @@ impl KvServer {
             return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
         }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
-        let spans = !cluster_port && ctx.conn.multi.is_none();
-        let spanning = slots.is_empty() && (entry.name == "scan" || span::spans_every_shard(entry.name));
-        if !cluster_port && ctx.conn.multi.is_some() && spanning {
-            // It would see, flush or reach the connection's shard only.
-            return Placement::Refused(format!(
-                "ERR '{}' inside MULTI on a sharded server's main port would run on one shard only: run it \
-                 outside the transaction",
-                entry.name
-            ));
-        }
-        if spans && entry.name == "scan" {
-            // A cursor that is no number is refused here, as SCAN refuses it.
-            if let Some(cursor) = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok()) {
-                return Placement::Span(span::plan_scan(cursor, ctx.argc(), view.shards));
-            }
-        }
-        if spans && slots.is_empty() && span::spans_every_shard(entry.name) {
-            let plan = span::plan(entry.name, ctx.argc(), view.shards, |_| view.shard);
-            return Placement::Span(plan.expect("a command that spans every shard has a plan"));
-        }
-        let Some(&slot) = slots.first() else { return Placement::Here };
+        let Some(&slot) = slots.first() else {
+            return match cluster_port {
+                true => Placement::Here,
+                false => keyless_span(ctx, entry, view.shards).unwrap_or(Placement::Here),
+            };
+        };
         let shard = owner(slot, view.shards);
         if cluster_port {
             if slots.iter().any(|&s| s != slot) {
@@ -125,10 +134,13 @@ impl KvServer {
             };
         }
         if slots.iter().any(|&s| owner(s, view.shards) != shard) {
-            if spans && span::splits_by_key(entry.name) && slots.len() + 1 == ctx.argc() {
-                // Every argument after the name is a key: slot i-1 is argument i's.
-                let plan = span::plan(entry.name, ctx.argc(), view.shards, |i| owner(slots[i - 1], view.shards));
-                return Placement::Span(plan.expect("a command split by key has a plan"));
+            // A command split by key has a key in every argument after its
+            // name: slot i-1 is argument i's.
+            let split = ctx.conn.multi.is_none() && slots.len() + 1 == ctx.argc();
+            if let Some(plan) =
+                split.then(|| span::plan_by_key(entry.name, ctx.argc(), |i| owner(slots[i - 1], view.shards))).flatten()
+            {
+                return Placement::Span(plan);
             }
             return Placement::Refused(
                 "CROSSSLOT Keys in request are on several shards (a command across shards is not built yet)".into(),
