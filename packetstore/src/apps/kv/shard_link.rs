@@ -4,8 +4,9 @@
 //!
 //! Every two shards are joined by two links, and every shard has one to
 //! itself (socketpairs the server makes before the shards start, each end
-//! a connection of its shard's event loop): on shard A's link to B (`LISTENER_LINK_OUT + B`) go the commands
-//! of A's clients for B's keys, and on B that link is a connection like any
+//! a connection of its shard's event loop): on shard A's link to B
+//! (`LISTENER_LINK_OUT + B`) go the commands of A's clients for B's keys,
+//! and on B that link is a connection like any
 //! client's (`LISTENER_LINK_IN`): B runs them in order and answers each once
 //! it is durable, as it answers every client. A sends a `SELECT` or `HELLO`
 //! ahead of a command whose client's database or protocol differs from the
