@@ -75,6 +75,7 @@ use crate::store::keyspace::{
 };
 
 mod convert;
+mod counts;
 mod garbage;
 mod published;
 mod reads;
@@ -376,6 +377,8 @@ pub struct Store {
     repl: Option<Replication>,
     /// Corrupt values reads found, and the scrubber (`scrub.rs`).
     integrity: scrub::Integrity,
+    /// Collections' element counts, kept beside the tree (`counts.rs`).
+    counts: counts::ElementCounts,
 }
 
 /// Milliseconds since the epoch.
@@ -521,6 +524,7 @@ impl Store {
             stats: StoreStats::default(),
             repl: config.replicated.then(|| Replication { checkpoint_allowed: true, ..Replication::default() }),
             integrity: scrub::Integrity::default(),
+            counts: counts::ElementCounts::default(),
         };
         store.load_state(pool)?;
         let tree_time = phase();
@@ -1098,7 +1102,10 @@ impl Store {
         key: &[u8],
         value: &Value,
     ) -> Result<Option<Value>, StoreError> {
-        let previous = self.tree.insert(pool, buffers, key, value)?;
+        let previous = self.tree.insert(pool, buffers, key, value).inspect_err(|_| self.counts.forget())?;
+        if previous.is_none() {
+            self.counts.note_created(key);
+        }
         if self.compactor.counts(key) {
             // A replaced value's index chain stays intact until the commit.
             let old = match &previous {
@@ -1116,8 +1123,9 @@ impl Store {
 
     /// `tree.delete`, telling the compactor what changed.
     fn tree_delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, StoreError> {
-        let previous = self.tree.delete(pool, buffers, key)?;
+        let previous = self.tree.delete(pool, buffers, key).inspect_err(|_| self.counts.forget())?;
         if let Some(old) = &previous {
+            self.counts.note_removed(key);
             if self.compactor.counts(key) {
                 let old = value_extents(pool, old)?;
                 self.compactor.note_change(key, &old, &[]);
