@@ -479,12 +479,13 @@ fn checkpoints_release_the_log_and_reopen_equal() {
     check_recovered(&mut store, &pool, &mut buffers, &[model], "reopen");
 }
 
-/// The element counts the store keeps in DRAM (issue 36) stay equal to
-/// the tree's entries through commands, transactions, the reclaimer's
-/// unlogged deletes, compaction's relocations and checkpoints. Counted
-/// from the tree's own entries, so it checks release builds too.
+/// The element counts and collections' metadata the store keeps in DRAM
+/// (issue 36) stay equal to the tree's entries through commands, the
+/// reclaimer's unlogged deletes, compaction's relocations and
+/// checkpoints. Compared with the tree's own entries, so it checks
+/// release builds too.
 #[test]
-fn kept_element_counts_follow_every_change_of_the_tree() {
+fn kept_counts_and_metadata_follow_every_change_of_the_tree() {
     let device = Arc::new(SimDevice::new(GEOMETRY.file_size(), SimMode::CacheLine));
     let pool = Pool::create_simulated(device, GEOMETRY).unwrap();
     let mut buffers = Buffers::new(GEOMETRY.buffer_count);
@@ -492,6 +493,8 @@ fn kept_element_counts_follow_every_change_of_the_tree() {
     let mut rng = SplitMix64::new(36);
     let mut model = Model::new();
     let mut checked = 0;
+    // Every `m` key ever seen: a deleted one must read as gone.
+    let mut meta_keys: BTreeSet<Vec<u8>> = BTreeSet::new();
     for step in 0..600 {
         let ops = command(&mut rng, &model, &pool, &mut buffers);
         let plain: Vec<Op> = ops.iter().map(|(op, _)| op.clone()).collect();
@@ -509,8 +512,18 @@ fn kept_element_counts_follow_every_change_of_the_tree() {
         }
         // Every space the tree holds, and now and then one it does not
         // (a count of 0 kept, then grown).
+        let tree = contents(&store, &pool);
+        meta_keys.extend(tree.keys().filter(|k| k.first() == Some(&NS_META)).cloned());
+        for key in &meta_keys {
+            if rng.chance(1, 2) {
+                let (_, db, user_key) = split_db_key(key).unwrap();
+                let expected = tree.get(key).map(|bytes| Meta::decode(bytes).unwrap());
+                assert_eq!(store.meta_raw(&pool, db, user_key).unwrap(), expected, "step {step}: {key:?}");
+                checked += 1;
+            }
+        }
         let mut spaces: BTreeMap<(u64, u8), u64> = BTreeMap::new();
-        for key in contents(&store, &pool).keys().filter(|k| k.first() == Some(&NS_ELEMENT)) {
+        for key in tree.keys().filter(|k| k.first() == Some(&NS_ELEMENT)) {
             let oid = u64::from_be_bytes(key[1..9].try_into().unwrap());
             *spaces.entry((oid, key[9])).or_default() += 1;
         }

@@ -77,6 +77,7 @@ use crate::store::keyspace::{
 mod convert;
 mod counts;
 mod garbage;
+mod metas;
 mod published;
 mod reads;
 mod replicated;
@@ -379,6 +380,8 @@ pub struct Store {
     integrity: scrub::Integrity,
     /// Collections' element counts, kept beside the tree (`counts.rs`).
     counts: counts::ElementCounts,
+    /// Collections' `m` entries, kept beside the tree (`metas.rs`).
+    metas: metas::KeptMetas,
 }
 
 /// Milliseconds since the epoch.
@@ -525,6 +528,7 @@ impl Store {
             repl: config.replicated.then(|| Replication { checkpoint_allowed: true, ..Replication::default() }),
             integrity: scrub::Integrity::default(),
             counts: counts::ElementCounts::default(),
+            metas: metas::KeptMetas::default(),
         };
         store.load_state(pool)?;
         let tree_time = phase();
@@ -1102,7 +1106,8 @@ impl Store {
         key: &[u8],
         value: &Value,
     ) -> Result<Option<Value>, StoreError> {
-        let previous = self.tree.insert(pool, buffers, key, value).inspect_err(|_| self.counts.forget())?;
+        let previous = self.tree.insert(pool, buffers, key, value).inspect_err(|_| self.forget_kept())?;
+        self.metas.note_changed(key);
         if previous.is_none() {
             self.counts.note_created(key);
         }
@@ -1121,10 +1126,18 @@ impl Store {
         Ok(previous)
     }
 
+    /// A tree operation failed half way: the copies kept beside the tree
+    /// (`counts.rs`, `metas.rs`) may no longer match it.
+    fn forget_kept(&self) {
+        self.counts.forget();
+        self.metas.forget();
+    }
+
     /// `tree.delete`, telling the compactor what changed.
     fn tree_delete(&mut self, pool: &Pool, buffers: &mut Buffers, key: &[u8]) -> Result<Option<Value>, StoreError> {
-        let previous = self.tree.delete(pool, buffers, key).inspect_err(|_| self.counts.forget())?;
+        let previous = self.tree.delete(pool, buffers, key).inspect_err(|_| self.forget_kept())?;
         if let Some(old) = &previous {
+            self.metas.note_changed(key);
             self.counts.note_removed(key);
             if self.compactor.counts(key) {
                 let old = value_extents(pool, old)?;

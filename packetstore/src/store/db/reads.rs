@@ -90,13 +90,24 @@ impl Store {
         if self.collections == 0 {
             return Ok(None);
         }
-        match self.counted(self.tree.get(pool, &meta_key(db, key)))? {
-            None => Ok(None),
-            Some(Value::Inline(bytes)) => Meta::decode(&bytes).map(Some).ok_or_else(|| {
-                StoreError::Corrupt(format!("metadata of {:?} is malformed", String::from_utf8_lossy(key)))
-            }),
-            Some(_) => Err(StoreError::Corrupt("metadata stored out of line".into())),
+        let tree_key = meta_key(db, key);
+        let kept = self.metas.get(&tree_key);
+        if kept.is_some() && !cfg!(debug_assertions) {
+            return Ok(kept);
         }
+        let meta = match self.counted(self.tree.get(pool, &tree_key))? {
+            None => None,
+            Some(Value::Inline(bytes)) => Some(Meta::decode(&bytes).ok_or_else(|| {
+                StoreError::Corrupt(format!("metadata of {:?} is malformed", String::from_utf8_lossy(key)))
+            })?),
+            Some(_) => return Err(StoreError::Corrupt("metadata stored out of line".into())),
+        };
+        match (kept, meta) {
+            (Some(_), _) => assert_eq!(kept, meta, "the kept metadata of {:?} is off", String::from_utf8_lossy(key)),
+            (None, Some(meta)) => self.metas.fill(&tree_key, meta),
+            (None, None) => {}
+        }
+        Ok(meta)
     }
 
     /// A live collection's metadata (None: absent, expired, or a string).
