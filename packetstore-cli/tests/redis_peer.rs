@@ -159,6 +159,58 @@ fn dump_and_restore_interoperate_with_redis_7_both_ways() {
     assert_eq!(redis::cmd("DUMP").arg("none").query::<Option<Vec<u8>>>(&mut p).unwrap(), None);
 }
 
+/// HyperLogLogs are Redis's bytes: the same PFADDs leave the same string
+/// (sparse, promoted to dense, merged), the same counts and cached
+/// counts, and each side counts the other's string (GET then SET).
+#[test]
+fn hyperloglogs_are_byte_for_byte_redis_7_s() {
+    let redis = Redis::start();
+    let pool = TempPool::new("redis-peer-hll");
+    let server = Server::start(&pool.0, &[]);
+    let (mut r, mut p) = (redis.client(), server.client());
+    let mut rng = Rng(36);
+    let mut script: Vec<Vec<Vec<u8>>> = Vec::new();
+    for round in 0..300u64 {
+        let key = ["h1", "h2", "h3"][rng.below(3) as usize];
+        let mut add = argv(&["PFADD", key]);
+        for _ in 0..1 + rng.below(if round < 200 { 8 } else { 200 }) {
+            add.push(format!("e{}", rng.below(30_000)).into_bytes());
+        }
+        script.push(add);
+        if round % 7 == 0 {
+            script.push(argv(&["PFCOUNT", key]));
+        }
+        if round % 50 == 49 {
+            script.push(argv(&["PFMERGE", "m", "h1", "h2", "h3"]));
+            script.push(argv(&["PFCOUNT", "h1", "h2", "h3"]));
+        }
+    }
+    script.push(argv(&["PFMERGE", "m", "h1", "h2", "h3"]));
+    // Small ones stay sparse, merged too.
+    script.push(argv(&["PFADD", "s", "a", "b", "c", "", "e1"]));
+    script.push(argv(&["PFADD", "s2", "c", "d"]));
+    script.push(argv(&["PFCOUNT", "s"]));
+    script.push(argv(&["PFMERGE", "ms", "s", "s2"]));
+    for command in &script {
+        assert_eq!(run(&mut p, command), run(&mut r, command), "{:?}", String::from_utf8_lossy(&command[0]));
+    }
+    let mut encodings = Vec::new();
+    for key in ["h1", "h2", "h3", "m", "s", "ms"] {
+        let theirs: Vec<u8> = redis::cmd("GET").arg(key).query(&mut r).unwrap();
+        let ours: Vec<u8> = redis::cmd("GET").arg(key).query(&mut p).unwrap();
+        assert_eq!(ours, theirs, "{key}: the same bytes");
+        encodings.push(redis::cmd("PFDEBUG").arg("ENCODING").arg(key).query::<String>(&mut p).unwrap());
+        // Each side's string, counted by the other.
+        let copy = format!("{key}:copy");
+        let _: () = redis::cmd("SET").arg(&copy).arg(&theirs).query(&mut p).unwrap();
+        let _: () = redis::cmd("SET").arg(&copy).arg(&ours).query(&mut r).unwrap();
+        let counts: Vec<i64> =
+            [&mut p, &mut r].into_iter().map(|c| redis::cmd("PFCOUNT").arg(&copy).query(c).unwrap()).collect();
+        assert_eq!(counts[0], counts[1], "{key}");
+    }
+    assert!(encodings.iter().any(|e| e == "sparse") && encodings.iter().any(|e| e == "dense"), "{encodings:?}");
+}
+
 // ---- differential: random commands against Redis 7 ----
 
 /// A small deterministic generator (SplitMix64).

@@ -625,6 +625,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::group::COMMANDS,
     cmd::strings::COMMANDS,
     cmd::bits::COMMANDS,
+    cmd::hyperloglog::COMMANDS,
     cmd::keys::COMMANDS,
     cmd::expire::COMMANDS,
     cmd::databases::COMMANDS,

@@ -31,6 +31,7 @@ mod cmd;
 mod dispatch;
 mod forward;
 mod guard;
+mod hll;
 mod integrity;
 mod ops;
 mod protected;

@@ -15,6 +15,7 @@ pub(super) mod expire;
 pub(super) mod functions;
 pub(super) mod group;
 pub(super) mod hashes;
+pub(super) mod hyperloglog;
 pub(super) mod keys;
 pub(super) mod lists;
 pub(super) mod lua;
