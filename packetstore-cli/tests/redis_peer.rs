@@ -211,6 +211,69 @@ fn hyperloglogs_are_byte_for_byte_redis_7_s() {
     assert!(encodings.iter().any(|e| e == "sparse") && encodings.iter().any(|e| e == "dense"), "{encodings:?}");
 }
 
+/// GEO answers as Redis 7's: the same random points give the same
+/// scores (ZRANGE WITHSCORES), positions, distances, geohash strings, and
+/// searches by radius and by box with every option, sorted.
+#[test]
+fn geo_commands_answer_as_redis_7_does() {
+    let redis = Redis::start();
+    let pool = TempPool::new("redis-peer-geo");
+    let server = Server::start(&pool.0, &[]);
+    let (mut r, mut p) = (redis.client(), server.client());
+    let mut rng = Rng(38);
+    let mut coordinate = |span: f64| (rng.below(2_000_000) as f64 / 1_000_000.0 - 1.0) * span;
+    let mut script =
+        vec![argv(&["GEOADD", "g", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"])];
+    let mut add = argv(&["GEOADD", "g", "CH"]);
+    for n in 0..300 {
+        let (lon, lat) = (coordinate(20.0) + 10.0, coordinate(10.0) + 40.0);
+        add.extend([format!("{lon}"), format!("{lat}"), format!("p{n}")].map(String::into_bytes));
+    }
+    script.push(add);
+    script.push(argv(&["GEOADD", "g", "NX", "0", "0", "Palermo", "1", "1", "new"]));
+    script.push(argv(&["GEOADD", "g", "XX", "CH", "2", "2", "new", "3", "3", "absent"]));
+    script.push(argv(&["ZRANGE", "g", "0", "-1", "WITHSCORES"]));
+    script.push(argv(&["GEOPOS", "g", "Palermo", "p7", "missing"]));
+    script.push(argv(&["GEOHASH", "g", "Palermo", "p8", "missing"]));
+    script.push(argv(&["GEODIST", "g", "Palermo", "Catania", "km"]));
+    script.push(argv(&["GEODIST", "g", "p1", "p2"]));
+    script.push(argv(&["GEORADIUS", "g", "15", "37", "300", "km", "WITHDIST", "WITHCOORD", "WITHHASH", "ASC"]));
+    script.push(argv(&["GEORADIUSBYMEMBER", "g", "p3", "500", "km", "DESC", "COUNT", "7"]));
+    script.push(argv(&["GEOSEARCH", "g", "FROMLONLAT", "10", "40", "BYBOX", "800", "400", "km", "ASC", "WITHDIST"]));
+    script.push(argv(&["GEOSEARCH", "g", "FROMMEMBER", "p4", "BYRADIUS", "200", "mi", "ASC", "COUNT", "5"]));
+    script.push(argv(&["GEOSEARCHSTORE", "dst", "g", "FROMLONLAT", "10", "40", "BYRADIUS", "600", "km", "STOREDIST"]));
+    script.push(argv(&["ZRANGE", "dst", "0", "-1", "WITHSCORES"]));
+    script.push(argv(&["GEORADIUS", "g", "10", "40", "100", "km", "STORE", "dst2"]));
+    script.push(argv(&["ZRANGE", "dst2", "0", "-1", "WITHSCORES"]));
+    script.push(argv(&["GEOSEARCH", "nokey", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"]));
+    for command in &script {
+        assert_eq!(run(&mut p, command), run(&mut r, command), "{:?}", String::from_utf8_lossy(&command.concat()));
+    }
+    // Errors, compared as text.
+    for command in [
+        argv(&["GEOADD", "g", "200", "0", "x"]),
+        argv(&["GEOADD", "g", "NX", "XX", "0", "0", "x"]),
+        argv(&["GEORADIUS", "g", "0", "0", "1", "parsec"]),
+        argv(&["GEOSEARCH", "g", "FROMLONLAT", "0", "0"]),
+        argv(&["GEOSEARCH", "g", "BYRADIUS", "1", "km"]),
+        argv(&["GEOSEARCH", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "km", "ANY"]),
+        argv(&["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "x", "WITHDIST"]),
+        argv(&["GEORADIUSBYMEMBER", "g", "missing", "1", "km"]),
+    ] {
+        let errors: Vec<String> = [&mut p, &mut r]
+            .into_iter()
+            .map(|c| {
+                let mut cmd = redis::cmd(std::str::from_utf8(&command[0]).unwrap());
+                for arg in &command[1..] {
+                    cmd.arg(&arg[..]);
+                }
+                cmd.query::<Value>(c).map_or_else(|e| e.to_string(), |v| format!("{v:?}"))
+            })
+            .collect();
+        assert_eq!(errors[0], errors[1], "{:?}", String::from_utf8_lossy(&command.concat()));
+    }
+}
+
 // ---- differential: random commands against Redis 7 ----
 
 /// A small deterministic generator (SplitMix64).

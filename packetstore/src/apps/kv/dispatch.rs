@@ -633,6 +633,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::lists::COMMANDS,
     cmd::sets::COMMANDS,
     cmd::zsets::COMMANDS,
+    cmd::geo::COMMANDS,
     cmd::sort::COMMANDS,
     cmd::streams::COMMANDS,
     cmd::stream_groups::COMMANDS,

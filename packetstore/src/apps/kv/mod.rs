@@ -30,6 +30,7 @@ pub mod cluster;
 mod cmd;
 mod dispatch;
 mod forward;
+mod geohash;
 mod guard;
 mod hll;
 mod integrity;

@@ -13,6 +13,7 @@ pub(super) mod dump;
 pub(super) mod durability;
 pub(super) mod expire;
 pub(super) mod functions;
+pub(super) mod geo;
 pub(super) mod group;
 pub(super) mod hashes;
 pub(super) mod hyperloglog;

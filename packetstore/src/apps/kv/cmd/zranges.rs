@@ -315,7 +315,12 @@ impl KvServer {
 
     /// Writes `members` as the sorted set at `dst`, replacing what is
     /// there; an empty result deletes it. One store group.
-    fn zstore(&mut self, ctx: &mut Ctx<'_>, dst: &[u8], members: &[(Vec<u8>, f64)]) -> Result<(), StoreError> {
+    pub(in crate::apps::kv) fn zstore(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        dst: &[u8],
+        members: &[(Vec<u8>, f64)],
+    ) -> Result<(), StoreError> {
         let mut ops = Vec::new();
         self.build_ops(ctx, &mut ops, |server, ctx, ops| {
             server.delete_ops(ctx.pool, ctx.buffers, ctx.db, dst, ops)?;
@@ -625,7 +630,7 @@ const _: () = assert!(MEMBER_SIZE_MAX + 8 + crate::store::keyspace::ELEMENT_PREF
 
 /// The member and score of a score-space entry's rest (score key, then
 /// member), the member moved down in place: no copy into a new buffer.
-fn member_and_score(mut rest: Vec<u8>) -> (Vec<u8>, f64) {
+pub(in crate::apps::kv) fn member_and_score(mut rest: Vec<u8>) -> (Vec<u8>, f64) {
     let score = score_from_key(rest[..8].try_into().expect("a score key"));
     rest.drain(..8);
     (rest, score)

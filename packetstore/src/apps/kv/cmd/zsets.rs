@@ -229,6 +229,26 @@ impl KvServer {
             }
             pairs.push((score, member));
         }
+        self.zadd_parsed(ctx, options, &pairs)
+    }
+
+    /// GEOADD's ZADD: the pairs computed, NX, XX and CH as given.
+    pub(in crate::apps::kv) fn zadd_scored(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        (nx, xx, ch): (bool, bool, bool),
+        pairs: &[(f64, Vec<u8>)],
+    ) -> Result<(), StoreError> {
+        self.zadd_parsed(ctx, AddOptions { nx, xx, ch, ..AddOptions::default() }, pairs)
+    }
+
+    /// ZADD of parsed pairs to the key at argument 1.
+    fn zadd_parsed(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        options: AddOptions,
+        pairs: &[(f64, Vec<u8>)],
+    ) -> Result<(), StoreError> {
         let key = ctx.arg(1).into_owned();
         let Ok(found) = self.zset_read(ctx, &key)? else { return Ok(()) };
         if found.is_none() && options.xx {
@@ -241,7 +261,7 @@ impl KvServer {
                 Some(meta) => meta,
                 None => server.collection_for_write(ctx, &key, KeyType::ZSet, ops)?.expect("type checked").0,
             };
-            server.zadd_pairs(ctx, meta, options, &pairs, found.is_none(), ops)
+            server.zadd_pairs(ctx, meta, options, pairs, found.is_none(), ops)
         })?;
         let (count, last) = match outcome {
             Ok(outcome) => outcome,
