@@ -246,6 +246,11 @@ fn geo_commands_answer_as_redis_7_does() {
     script.push(argv(&["GEORADIUS", "g", "10", "40", "100", "km", "STORE", "dst2"]));
     script.push(argv(&["ZRANGE", "dst2", "0", "-1", "WITHSCORES"]));
     script.push(argv(&["GEOSEARCH", "nokey", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"]));
+    // Cluster clients route with the keys COMMAND GETKEYS names.
+    script.push(argv(&["COMMAND", "GETKEYS", "GEORADIUS", "g", "0", "0", "1", "km", "STORE", "d"]));
+    script.push(argv(&["COMMAND", "GETKEYS", "GEORADIUSBYMEMBER", "g", "m", "1", "km", "ASC", "STOREDIST", "d"]));
+    script.push(argv(&["COMMAND", "GETKEYS", "GEORADIUS", "g", "0", "0", "1", "km"]));
+    script.push(argv(&["COMMAND", "GETKEYS", "GEOSEARCHSTORE", "d", "g", "FROMMEMBER", "m", "BYRADIUS", "1", "km"]));
     for command in &script {
         assert_eq!(run(&mut p, command), run(&mut r, command), "{:?}", String::from_utf8_lossy(&command.concat()));
     }

@@ -157,6 +157,9 @@ enum Movable {
     Streams,
     /// Its key specification's, and SORT's STORE destination.
     Sort,
+    /// The source at 1, and the STORE or STOREDIST destination among the
+    /// options from this position (GEORADIUS, GEORADIUSBYMEMBER).
+    GeoStore(usize),
 }
 
 fn movable(name: &str) -> Option<Movable> {
@@ -166,6 +169,8 @@ fn movable(name: &str) -> Option<Movable> {
         "zunionstore" | "zinterstore" | "zdiffstore" => Movable::StoreAndCount,
         "xread" | "xreadgroup" => Movable::Streams,
         "sort" | "sort_ro" => Movable::Sort,
+        "georadius" => Movable::GeoStore(6),
+        "georadiusbymember" => Movable::GeoStore(5),
         _ => return None,
     })
 }
@@ -189,6 +194,12 @@ pub(in crate::apps::kv) fn key_positions(entry: &CommandEntry, args: &[Vec<u8>])
         Some(Movable::Sort) => {
             let store = if entry.name == "sort" { crate::apps::kv::cmd::sort::store_position(args) } else { None };
             entry.key_positions(args.len()).chain(store).collect()
+        }
+        Some(Movable::GeoStore(from)) => {
+            let store = (from..args.len().saturating_sub(1))
+                .filter(|&i| args[i].eq_ignore_ascii_case(b"STORE") || args[i].eq_ignore_ascii_case(b"STOREDIST"))
+                .last();
+            [1].into_iter().chain(store.map(|i| i + 1)).collect()
         }
         None if entry.keys.0 == 0 => Vec::new(),
         None => entry.key_positions(args.len()).collect(),
