@@ -197,8 +197,8 @@ pub(in crate::apps::kv) fn key_positions(entry: &CommandEntry, args: &[Vec<u8>])
         }
         Some(Movable::GeoStore(from)) => {
             let store = (from..args.len().saturating_sub(1))
-                .filter(|&i| args[i].eq_ignore_ascii_case(b"STORE") || args[i].eq_ignore_ascii_case(b"STOREDIST"))
-                .last();
+                .rev()
+                .find(|&i| args[i].eq_ignore_ascii_case(b"STORE") || args[i].eq_ignore_ascii_case(b"STOREDIST"));
             [1].into_iter().chain(store.map(|i| i + 1)).collect()
         }
         None if entry.keys.0 == 0 => Vec::new(),
