@@ -277,6 +277,9 @@ impl KvServer {
             let reply = &ctx.out.bytes()[start..];
             self.count_error(reply);
         }
+        if let (Some(entry), Outcome::Ran(took)) = (entry, outcome) {
+            self.slowlog_note(&ctx, entry.name, took.as_micros() as u64);
+        }
         if let Some(entry) = entry {
             self.count_call(entry.name, outcome, ctx.failed);
             self.clients.observe(ctx.conn, entry.name, started);
@@ -621,6 +624,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::cluster::COMMANDS,
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
+    cmd::slowlog::COMMANDS,
     cmd::durability::COMMANDS,
     cmd::group::COMMANDS,
     cmd::strings::COMMANDS,

@@ -64,6 +64,7 @@ impl KvServer {
             blocking: Default::default(),
             clients: Default::default(),
             notify_flags: 0,
+            slowlog: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
             scripting: Default::default(),

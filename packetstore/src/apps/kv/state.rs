@@ -268,6 +268,8 @@ pub struct KvServer {
     pub(super) clients: crate::apps::kv::cmd::client::Clients,
     /// notify-keyspace-events' classes (`cmd/notify.rs`); 0: none.
     pub(super) notify_flags: u32,
+    /// SLOWLOG's entries and settings (`cmd/slowlog.rs`).
+    pub(super) slowlog: crate::apps::kv::cmd::slowlog::Slowlog,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there
     /// panics.
     pub(super) panic_at: Option<PanicPoint>,

@@ -121,6 +121,12 @@ impl Clients {
     }
 
     /// Whether CLIENT KILL closed it (no lookup while nobody is killed).
+    /// The peer address CLIENT LIST shows for connection `id` (empty if
+    /// unknown: a relayed or internal client).
+    pub(in crate::apps::kv) fn addr_of(&self, id: u64) -> String {
+        self.list.get(&id).map(|info| info.addr.clone()).unwrap_or_default()
+    }
+
     pub(in crate::apps::kv) fn is_killed(&self, id: u64) -> bool {
         !self.killed.is_empty() && self.killed.contains(&id)
     }

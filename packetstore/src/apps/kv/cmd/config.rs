@@ -261,6 +261,8 @@ impl KvServer {
                 self.config.requirepass = (!value.is_empty()).then(|| value.as_bytes().to_vec());
             }
             "notify-keyspace-events" => self.notify_flags = notify::parse_flags(value).unwrap_or(0),
+            "slowlog-log-slower-than" => self.slowlog.set_slower_than(value),
+            "slowlog-max-len" => self.slowlog.set_max_len(value),
             "protected-mode" => self.config.settings.protected_mode = value == "yes",
             "proto-max-bulk-len" => {
                 if let Ok(limit) = value.parse::<u64>() {

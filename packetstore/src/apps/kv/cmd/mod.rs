@@ -27,6 +27,7 @@ pub(super) mod pubsub;
 pub(super) mod scripting;
 pub(super) mod server;
 pub(super) mod sets;
+pub(super) mod slowlog;
 pub(super) mod sort;
 pub(super) mod stream_groups;
 pub(super) mod stream_pending;
