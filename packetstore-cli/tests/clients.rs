@@ -54,6 +54,8 @@ fn client_list_shows_redis_fields_and_filters() {
         "qbuf-free",
         "argv-mem",
         "multi-mem",
+        "rbs",
+        "rbp",
         "obl",
         "oll",
         "omem",
@@ -73,6 +75,11 @@ fn client_list_shows_redis_fields_and_filters() {
     assert!(worker["addr"].starts_with("127.0.0.1:"), "{worker:?}");
     let mine = list.iter().find(|c| c["name"].is_empty()).unwrap();
     assert_eq!((mine["cmd"].as_str(), mine["flags"].as_str(), mine["resp"].as_str()), ("client|list", "N", "2"));
+    // The asking connection's query buffer holds its command, as Redis's
+    // does: `*2 $6 client $4 list`, 26 bytes; the others' are empty.
+    assert_eq!((mine["qbuf"].as_str(), worker["qbuf"].as_str()), ("26", "0"));
+    let arity = redis::cmd("CLIENT").arg("KILL").query::<()>(&mut me).unwrap_err().to_string();
+    assert!(arity.contains("wrong number of arguments for 'client|kill' command"), "{arity}");
     // Filters: by type, by id.
     let pubsub = client_list(&mut me, &["TYPE", "pubsub"]);
     assert_eq!(pubsub.len(), 1);

@@ -184,7 +184,9 @@ impl ClientInfo {
 
     /// Redis 7.0's line (`getClientInfoString`); `cmd` is the command
     /// shown (the one running, for the connection asking).
-    fn line(&self, id: u64, cmd: &str, now: Instant) -> String {
+    /// `qbuf`: the bytes of its query buffer (the asking connection's
+    /// current command; 0 for the others, whose commands are done).
+    fn line(&self, id: u64, cmd: &str, qbuf: usize, now: Instant) -> String {
         let name = self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let (sub, psub, ssub) = self.subs;
         let multi = self.multi.map_or(-1, |n| n as i64);
@@ -192,7 +194,8 @@ impl ClientInfo {
         let _ = writeln!(
             line,
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub={ssub} \
-             multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} \
+             multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 \
+             events=r cmd={cmd} \
              user=default redir=-1 resp={}",
             self.addr,
             self.laddr,
@@ -204,6 +207,38 @@ impl ClientInfo {
         );
         line
     }
+}
+
+/// CLIENT's subcommands: a known one with the wrong number of arguments
+/// gets Redis 7's arity error, an unknown one its "unknown subcommand".
+const SUBCOMMANDS: &[&[u8]] = &[
+    b"id",
+    b"info",
+    b"list",
+    b"setname",
+    b"getname",
+    b"kill",
+    b"reply",
+    b"no-evict",
+    b"no-touch",
+    b"pause",
+    b"unpause",
+    b"getredir",
+    b"unblock",
+    b"tracking",
+    b"caching",
+    b"trackinginfo",
+    b"help",
+];
+
+/// The bytes of the asking connection's current command as a client
+/// sends it (RESP's multibulk form): what Redis's query buffer holds
+/// while the command runs.
+fn request_len(ctx: &Ctx<'_>) -> usize {
+    let digits = |n: usize| n.to_string().len();
+    let args: usize =
+        (0..ctx.argc()).map(|i| ctx.conn.args.arg_len(i) as usize).map(|len| 1 + digits(len) + 2 + len + 2).sum();
+    1 + digits(ctx.argc()) + 2 + args
 }
 
 /// CLIENT KILL's filters (the new form), Redis 7.0's.
@@ -342,8 +377,11 @@ impl KvServer {
             (b"LIST", _) => self.client_list(ctx),
             (b"INFO", 2) => {
                 self.clients.observe(ctx.conn, "client", Instant::now());
-                let line =
-                    self.clients.list.get(&ctx.conn.id).map(|i| i.line(ctx.conn.id, "client|info", Instant::now()));
+                let line = self
+                    .clients
+                    .list
+                    .get(&ctx.conn.id)
+                    .map(|i| i.line(ctx.conn.id, "client|info", request_len(ctx), Instant::now()));
                 let enc = ctx.enc();
                 enc.verbatim(ctx.out.bytes(), &line.unwrap_or_default());
             }
@@ -362,6 +400,10 @@ impl KvServer {
                 ctx.array(HELP.len());
                 HELP.iter().for_each(|line| ctx.out.push(format!("+{line}\r\n").as_bytes()));
             }
+            _ if SUBCOMMANDS.contains(&sub.to_ascii_lowercase().as_slice()) => ctx.error(&format!(
+                "ERR wrong number of arguments for 'client|{}' command",
+                String::from_utf8_lossy(&sub).to_ascii_lowercase()
+            )),
             _ => ctx.error(&format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
                 String::from_utf8_lossy(&ctx.arg(1))
@@ -399,7 +441,8 @@ impl KvServer {
             if pubsub.is_some_and(|want| want != info.is_pubsub()) || ids.as_ref().is_some_and(|l| !l.contains(&id)) {
                 continue;
             }
-            text.push_str(&info.line(id, if id == me { "client|list" } else { info.cmd }, now));
+            let (cmd, qbuf) = if id == me { ("client|list", request_len(ctx)) } else { (info.cmd, 0) };
+            text.push_str(&info.line(id, cmd, qbuf, now));
         }
         let enc = ctx.enc();
         enc.verbatim(ctx.out.bytes(), &text);
