@@ -141,6 +141,18 @@ fn redis_crate_strings_and_keys() {
     for section in ["# Server", "# Clients", "# Persistence", "# Stats", "# Memory", "# Keyspace", "db0:keys=302"] {
         assert!(info.contains(section), "INFO lacks {section}: {info}");
     }
+    // What monitoring reads: the sizes, and their human forms as Redis
+    // writes them (`bytesToHuman`).
+    let field = |name: &str| {
+        let line = info.lines().find(|l| l.starts_with(&format!("{name}:"))).unwrap_or_else(|| panic!("no {name}"));
+        line.split_once(':').unwrap().1.to_string()
+    };
+    let used: u64 = field("used_memory").parse().unwrap();
+    let human = field("used_memory_human");
+    let mib = used as f64 / 1048576.0;
+    assert!(human == format!("{mib:.2}M") || human.ends_with('K') || human.ends_with('B'), "{used} as {human}");
+    assert!(field("used_memory_rss").parse::<u64>().unwrap() > 0);
+    assert!(field("used_memory_rss_human").ends_with('M') || field("used_memory_rss_human").ends_with('G'));
     let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
     let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(size, 0);

@@ -379,9 +379,12 @@ impl KvServer {
     fn info_memory(&self, text: &mut String, pool: &Pool, buffers: &Buffers) {
         let geometry = pool.geometry();
         let used = u64::from(buffers.count() - buffers.free_count()) * u64::from(geometry.buffer_size);
+        let rss = resident_bytes();
         let _ = write!(
             text,
-            "# Memory\r\nused_memory:{used}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nused_memory_lua:{}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nused_memory_lua:{}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\n",
+            bytes_human(used),
+            bytes_human(rss),
             pool.len(),
             buffers.count(),
             buffers.free_count(),
@@ -578,4 +581,48 @@ fn info_cpu(text: &mut String) {
         seconds(14),
         seconds(13)
     );
+}
+
+/// Redis's `bytesToHuman`: bytes, then K, M, G, T, P with two decimals.
+fn bytes_human(n: u64) -> String {
+    const UNITS: [&str; 5] = ["K", "M", "G", "T", "P"];
+    if n < 1024 {
+        return format!("{n}B");
+    }
+    let mut scale = 1024f64;
+    for unit in UNITS {
+        if (n as f64) < scale * 1024.0 || unit == "P" {
+            return format!("{:.2}{unit}", n as f64 / scale);
+        }
+        scale *= 1024.0;
+    }
+    unreachable!("P ends the loop")
+}
+
+/// The process's resident memory (`VmRSS` of `/proc/self/status`), the
+/// pool's mapped pages included; 0 where it cannot be read.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status.lines().find_map(|line| line.strip_prefix("VmRSS:"));
+    kib.and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).map_or(0, |k| k * 1024)
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_redis_writes_them() {
+        assert_eq!(bytes_human(0), "0B");
+        assert_eq!(bytes_human(1023), "1023B");
+        assert_eq!(bytes_human(1024), "1.00K");
+        assert_eq!(bytes_human(1536 * 1024), "1.50M");
+        assert_eq!(bytes_human(3 << 30), "3.00G");
+        assert_eq!(bytes_human(1 << 62), "4096.00P");
+    }
+
+    #[test]
+    fn a_running_process_is_resident() {
+        assert!(resident_bytes() > 0);
+    }
 }
