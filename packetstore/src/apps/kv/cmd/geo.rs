@@ -100,14 +100,19 @@ fn float_arg(ctx: &Ctx<'_>, i: usize, message: &'static str) -> Result<f64, Stri
     parse_score(&ctx.arg(i)).ok_or_else(|| message.to_string())
 }
 
-/// A longitude and latitude at arguments i and i + 1.
-fn lon_lat(ctx: &Ctx<'_>, i: usize) -> Result<(f64, f64), String> {
+/// A longitude and latitude at arguments i and i + 1, and their score.
+fn position(ctx: &Ctx<'_>, i: usize) -> Result<(f64, f64, u64), String> {
     let lon = float_arg(ctx, i, "ERR value is not a valid float")?;
     let lat = float_arg(ctx, i + 1, "ERR value is not a valid float")?;
-    if geohash::encode(lon, lat).is_none() {
-        return Err(format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"));
+    match geohash::encode(lon, lat) {
+        Some(score) => Ok((lon, lat, score)),
+        None => Err(format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}")),
     }
-    Ok((lon, lat))
+}
+
+/// The same, without the score (a search's centre).
+fn lon_lat(ctx: &Ctx<'_>, i: usize) -> Result<(f64, f64), String> {
+    position(ctx, i).map(|(lon, lat, _)| (lon, lat))
 }
 
 /// A radius and its unit at arguments i and i + 1: (radius, metres per unit).
@@ -194,14 +199,13 @@ impl KvServer {
         }
         let mut pairs = Vec::new();
         for i in (first..ctx.argc()).step_by(3) {
-            let (lon, lat) = match lon_lat(ctx, i) {
-                Ok(position) => position,
+            let score = match position(ctx, i) {
+                Ok((_, _, score)) => score,
                 Err(why) => {
                     ctx.error(&why);
                     return Ok(());
                 }
             };
-            let score = geohash::encode(lon, lat).expect("checked by lon_lat");
             pairs.push((score as f64, ctx.arg(i + 2).into_owned()));
         }
         self.zadd_scored(ctx, (nx, xx, ch), &pairs)
@@ -535,8 +539,7 @@ impl KvServer {
                 (p.member, score)
             })
             .collect();
-        let existed = self.store.meta(ctx.pool, ctx.db, dst, ctx.now)?.is_some()
-            || self.store.get(ctx.pool, ctx.db, dst, ctx.now)?.is_some();
+        let existed = self.store.key_type(ctx.pool, ctx.db, dst, ctx.now)?.is_some();
         self.zstore(ctx, dst, &members)?;
         if count > 0 {
             let event = if form == Form::SearchStore { "geosearchstore" } else { "georadiusstore" };

@@ -198,8 +198,9 @@ impl KvServer {
 
     fn cmd_pfdebug(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let sub = String::from_utf8_lossy(&ctx.arg(1)).into_owned();
+        let lower = sub.to_ascii_lowercase();
         let key = ctx.arg(2).into_owned();
-        let known = ["getreg", "todense", "decode", "encoding"].contains(&sub.to_ascii_lowercase().as_str());
+        let known = ["getreg", "todense", "decode", "encoding"].contains(&lower.as_str());
         if known && ctx.argc() != 3 {
             ctx.error(&format!("ERR Wrong number of arguments for the '{sub}' subcommand"));
             return Ok(());
@@ -212,7 +213,7 @@ impl KvServer {
             }
             Found::Hll(hll) => hll,
         };
-        match sub.to_ascii_lowercase().as_str() {
+        match lower.as_str() {
             "getreg" | "todense" => {
                 // Both leave the value dense, as Redis does.
                 let Ok(converted) = hll.make_dense() else {
@@ -223,7 +224,7 @@ impl KvServer {
                 if converted {
                     self.hll_store(ctx, &key, hll)?;
                 }
-                if sub.eq_ignore_ascii_case("todense") {
+                if lower == "todense" {
                     ctx.int(i64::from(converted));
                 } else {
                     ctx.array(REGISTERS);

@@ -17,6 +17,9 @@ use crate::store::db::StoreError;
 const ARGS_MAX: usize = 32;
 /// Bytes kept of one argument.
 const ARG_BYTES_MAX: usize = 128;
+/// Redis's defaults of `slowlog-log-slower-than` and `slowlog-max-len`.
+const SLOWER_THAN_US_DEFAULT: i64 = 10_000;
+const MAX_LEN_DEFAULT: usize = 128;
 
 #[rustfmt::skip]
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
@@ -59,7 +62,12 @@ pub(in crate::apps::kv) struct Slowlog {
 
 impl Default for Slowlog {
     fn default() -> Self {
-        Slowlog { entries: VecDeque::new(), next_id: 0, slower_than_us: 10_000, max_len: 128 }
+        Slowlog {
+            entries: VecDeque::new(),
+            next_id: 0,
+            slower_than_us: SLOWER_THAN_US_DEFAULT,
+            max_len: MAX_LEN_DEFAULT,
+        }
     }
 }
 
@@ -70,11 +78,11 @@ impl Slowlog {
     }
 
     pub(in crate::apps::kv) fn set_slower_than(&mut self, value: &str) {
-        self.slower_than_us = value.parse().unwrap_or(10_000);
+        self.slower_than_us = value.parse().unwrap_or(SLOWER_THAN_US_DEFAULT);
     }
 
     pub(in crate::apps::kv) fn set_max_len(&mut self, value: &str) {
-        self.max_len = value.parse().unwrap_or(128);
+        self.max_len = value.parse().unwrap_or(MAX_LEN_DEFAULT);
     }
 
     /// Logs a command: its name and arguments (trimmed), who sent it.
