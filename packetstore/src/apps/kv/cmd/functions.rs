@@ -128,7 +128,7 @@ impl Functions {
         }
         for f in &functions {
             let taken =
-                self.libraries.iter().any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name == f.name));
+                self.libraries.iter().any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name.eq_ignore_ascii_case(&f.name)));
             if taken {
                 return Err(format!("ERR Function {} already exists", f.name));
             }
@@ -137,7 +137,7 @@ impl Functions {
     }
 
     fn find(&self, name: &str) -> Option<&Registered> {
-        self.libraries.values().flat_map(|l| l.functions.iter()).find(|f| f.name == name)
+        self.libraries.values().flat_map(|l| l.functions.iter()).find(|f| f.name.eq_ignore_ascii_case(name))
     }
 }
 
@@ -362,10 +362,26 @@ impl KvServer {
     }
 
     fn function_stats(&mut self, ctx: &mut Ctx<'_>) {
+        if self.scripting.paused.as_ref().is_some_and(|script| script.is_eval()) {
+            ctx.error(crate::apps::kv::cmd::scripting::BUSY_EVAL);
+            return;
+        }
         let functions: usize = self.scripting.functions.libraries.values().map(|l| l.functions.len()).sum();
         ctx.map(2);
         ctx.bulk(b"running_script");
-        ctx.null();
+        match self.scripting.paused.as_ref().filter(|script| !script.is_eval()) {
+            Some(script) => {
+                ctx.map(3);
+                ctx.bulk(b"name");
+                ctx.bulk(script.name().as_bytes());
+                ctx.bulk(b"command");
+                ctx.array(script.command().len());
+                script.command().iter().for_each(|arg| ctx.bulk(arg));
+                ctx.bulk(b"duration_ms");
+                ctx.int(script.duration_ms() as i64);
+            }
+            None => ctx.null(),
+        }
         ctx.bulk(b"engines");
         ctx.map(1);
         ctx.bulk(b"LUA");

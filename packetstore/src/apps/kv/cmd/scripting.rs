@@ -201,12 +201,32 @@ pub(in crate::apps::kv) struct Script {
     own_group: bool,
     killed: bool,
     started: Instant,
+    /// The command that started it, as its client sent it (FUNCTION
+    /// STATS shows it), at most `COMMAND_SHOWN_ARGS` arguments.
+    command: Vec<Vec<u8>>,
 }
+
+/// Arguments of a running script's command FUNCTION STATS repeats.
+const COMMAND_SHOWN_ARGS: usize = 128;
 
 impl Script {
     /// Whether it ran EVAL (rather than FCALL): the BUSY text says so.
     pub(in crate::apps::kv) fn is_eval(&self) -> bool {
         self.run.eval
+    }
+
+    /// The function's name (a script's SHA-1 for EVAL).
+    pub(in crate::apps::kv) fn name(&self) -> &str {
+        &self.run.name
+    }
+
+    pub(in crate::apps::kv) fn command(&self) -> &[Vec<u8>] {
+        &self.command
+    }
+
+    /// How long it has run, in milliseconds.
+    pub(in crate::apps::kv) fn duration_ms(&self) -> u128 {
+        self.started.elapsed().as_millis()
     }
 }
 
@@ -378,6 +398,7 @@ impl KvServer {
             own_group,
             killed: false,
             started: Instant::now(),
+            command: (0..ctx.argc().min(COMMAND_SHOWN_ARGS)).map(|i| ctx.arg(i).into_owned()).collect(),
         };
         self.script_steps(ctx, script, args)
     }
