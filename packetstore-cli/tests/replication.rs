@@ -764,6 +764,10 @@ fn a_follower_answers_every_setup_command_itself() {
         let info: String = redis::cmd("INFO").arg("replication").query(&mut connection).unwrap();
         assert!(info.contains(&format!("raft_node_id:{follower}\r\n")), "after {first:?}: {info}");
     }
+    // A node does not see the changes it applies from the log as
+    // commands: client-side caching is refused rather than left stale.
+    let refused = redis::cmd("CLIENT").arg("TRACKING").arg("ON").query::<()>(&mut group.node(follower).client());
+    assert!(refused.is_err_and(|e| e.to_string().contains("replicated group")), "CLIENT TRACKING ON was accepted");
 }
 
 /// Goal: a command sent to a group that has just started is answered at

@@ -230,6 +230,9 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> bool {
         let before = (self.stats.errors, self.stats.refused_full);
+        // Invalidations for this client wait for its reply (not inside
+        // EXEC or a script, whose commands come here too).
+        let top = !self.scripting.running && self.tracking_begin(conn.id);
         let mode = conn.reply;
         let (close, kind, failed) = if mode == ReplyMode::On || replies_anyway(pool, conn) {
             self.run_command(pool, buffers, conn, out)
@@ -245,6 +248,11 @@ impl KvServer {
             ReplyMode::Skip if mode == ReplyMode::Skip => conn.reply = ReplyMode::On,
             ReplyMode::SkipNext => conn.reply = ReplyMode::Skip,
             _ => {}
+        }
+        if top {
+            // CLIENT CACHING holds for the next command, or transaction.
+            let keeps_caching = conn.multi.is_some() || conn.args.bytes(pool, 0).eq_ignore_ascii_case(b"client");
+            self.tracking_end(out, keeps_caching);
         }
         self.count_request(RESP, kind, before, failed);
         close
@@ -372,6 +380,7 @@ impl KvServer {
             return Outcome::Rejected;
         }
         self.run_handler(ctx, entry);
+        self.tracking_remember(ctx, entry);
         Outcome::Ran(started.elapsed())
     }
 
@@ -443,6 +452,12 @@ impl KvServer {
             Ok(()) => {
                 if self.modified && !self.watched.is_empty() {
                     self.touch_keys(ctx, entry);
+                }
+                if self.modified && self.tracking.is_active() {
+                    for i in entry.key_positions(ctx.argc()) {
+                        let key = ctx.arg(i).into_owned();
+                        self.tracking_invalidate(&key, Some(ctx.conn.id));
+                    }
                 }
                 if self.modified && !self.blocking.is_empty() {
                     for i in entry.key_positions(ctx.argc()) {

@@ -367,10 +367,11 @@ impl KvServer {
     fn info_clients(&self, text: &mut String) {
         let _ = write!(
             text,
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\n",
             self.clients.len(),
             self.config_params.get("maxclients").map_or("10000", String::as_str),
             self.blocking.count(),
+            self.tracking.counts().0,
             self.io.accepted,
             self.io.refused + self.stats.denied
         );
@@ -507,6 +508,11 @@ impl KvServer {
         );
         let errors: u64 = self.error_stats.values().sum();
         let _ = write!(text, "total_error_replies:{errors}\r\nevicted_keys:0\r\n");
+        let (_, keys, items, prefixes) = self.tracking.counts();
+        let _ = write!(
+            text,
+            "tracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n"
+        );
     }
 }
 

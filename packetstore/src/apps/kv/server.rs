@@ -65,6 +65,7 @@ impl KvServer {
             clients: Default::default(),
             notify_flags: 0,
             slowlog: Default::default(),
+            tracking: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
             scripting: Default::default(),
@@ -317,6 +318,8 @@ impl App for KvServer {
 
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        // This turn's BCAST invalidations go out (Redis: before sleeping).
+        self.tracking_tick();
         // A power failure armed for a moment reaches an idle server too.
         if self.config.power_switch.as_ref().is_some_and(|device| device.crash_if_due()) && !self.shutdown_requested {
             tracing::error!("simulated power failure: the device is gone; stopping");
@@ -402,6 +405,7 @@ impl App for KvServer {
                     self.notify_background(notify::EXPIRED, "expired", &key, u32::from(logical));
                     self.touch_key(&watch_id(logical, &key), false);
                 }
+                self.tracking_invalidate(&key, None);
             }
         }
         self.store.note_expired(removed);

@@ -270,6 +270,9 @@ pub struct KvServer {
     pub(super) notify_flags: u32,
     /// SLOWLOG's entries and settings (`cmd/slowlog.rs`).
     pub(super) slowlog: crate::apps::kv::cmd::slowlog::Slowlog,
+    /// Client-side caching: tracking clients and the keys they read
+    /// (`cmd/tracking.rs`).
+    pub(super) tracking: crate::apps::kv::cmd::tracking::Tracking,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there
     /// panics.
     pub(super) panic_at: Option<PanicPoint>,

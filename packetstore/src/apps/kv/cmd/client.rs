@@ -1,6 +1,7 @@
 //! CLIENT: the registry of Redis-protocol connections and the commands
 //! over it (LIST, INFO, KILL, ID, SETNAME, GETNAME, REPLY, NO-EVICT,
-//! NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, TRACKING, UNBLOCK, SETINFO, HELP),
+//! NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, TRACKING, CACHING, TRACKINGINFO,
+//! UNBLOCK, SETINFO, HELP),
 //! with Redis 7.0's replies and errors.
 //!
 //! A connection's state lives in its `KvConn`, which only its own turn
@@ -26,7 +27,7 @@ use crate::store::db::StoreError;
 /// flags and key positions).
 #[rustfmt::skip]
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
-    cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "CLIENT LIST, INFO, KILL, ID, SETNAME, GETNAME, REPLY, NO-EVICT, NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, HELP.", KvServer::cmd_client),
+    cmd("client", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "connection", "CLIENT LIST, INFO, KILL, ID, SETNAME, GETNAME, REPLY, NO-EVICT, NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, TRACKING, CACHING, TRACKINGINFO, HELP.", KvServer::cmd_client),
 ];
 
 /// CLIENT PAUSE's longest timeout, in milliseconds (Redis takes any
@@ -44,6 +45,14 @@ pub(in crate::apps::kv) enum ReplyMode {
     SkipNext,
     /// This command's reply is dropped.
     Skip,
+}
+
+/// A live connection as a message's destination: how the loop names it,
+/// its protocol, and whether it subscribes (as of its last command).
+pub(in crate::apps::kv) struct Target {
+    pub(in crate::apps::kv) token: ConnToken,
+    pub(in crate::apps::kv) resp3: bool,
+    pub(in crate::apps::kv) pubsub: bool,
 }
 
 /// What CLIENT LIST shows of one connection.
@@ -143,6 +152,17 @@ impl Clients {
         info.resp3 = conn.encoder.resp3;
     }
 
+    /// Whether a live connection has this id.
+    pub(in crate::apps::kv) fn exists(&self, id: u64) -> bool {
+        self.list.contains_key(&id) && !self.killed.contains(&id)
+    }
+
+    /// Where a message for a live connection goes, and how it is framed.
+    pub(in crate::apps::kv) fn target(&self, id: u64) -> Option<Target> {
+        let info = self.list.get(&id).filter(|_| !self.killed.contains(&id))?;
+        Some(Target { token: info.token, resp3: info.resp3, pubsub: info.is_pubsub() })
+    }
+
     /// The connections not killed (a killed one is gone for CLIENT, as
     /// in Redis, even before the event loop has closed it).
     fn live(&self) -> impl Iterator<Item = (&u64, &ClientInfo)> {
@@ -162,7 +182,7 @@ impl ClientInfo {
         self.subs != (0, 0, 0)
     }
 
-    fn flags(&self) -> String {
+    fn flags(&self, tracking: &str) -> String {
         let mut flags = String::new();
         if self.is_pubsub() {
             flags.push('P');
@@ -170,6 +190,7 @@ impl ClientInfo {
         if self.multi.is_some() {
             flags.push('x');
         }
+        flags.push_str(tracking);
         if self.no_evict {
             flags.push('e');
         }
@@ -186,7 +207,8 @@ impl ClientInfo {
     /// shown (the one running, for the connection asking).
     /// `qbuf`: the bytes of its query buffer (the asking connection's
     /// current command; 0 for the others, whose commands are done).
-    fn line(&self, id: u64, cmd: &str, qbuf: usize, now: Instant) -> String {
+    /// `tracking`: its tracking flags and redirect (`Tracking::list_fields`).
+    fn line(&self, id: u64, cmd: &str, qbuf: usize, now: Instant, tracking: (&str, i64)) -> String {
         let name = self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let (sub, psub, ssub) = self.subs;
         let multi = self.multi.map_or(-1, |n| n as i64);
@@ -196,13 +218,14 @@ impl ClientInfo {
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub={ssub} \
              multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 \
              events=r cmd={cmd} \
-             user=default redir=-1 resp={}",
+             user=default redir={} resp={}",
             self.addr,
             self.laddr,
             self.fd,
             now.duration_since(self.created).as_secs(),
             now.duration_since(self.last).as_secs(),
-            self.flags(),
+            self.flags(tracking.0),
+            tracking.1,
             if self.resp3 { 3 } else { 2 },
         );
         line
@@ -313,7 +336,7 @@ fn client_type(name: &str) -> Result<bool, String> {
 const HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CACHING (YES|NO)",
-    "    Not supported: packetstore does no client-side caching (CLIENT TRACKING).",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",
@@ -352,9 +375,11 @@ const HELP: &[&str] = &[
     "    Unblock the specified blocked client.",
     "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
     "         [OPTIN] [OPTOUT] [NOLOOP]",
-    "    Not supported: packetstore does no client-side caching.",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
     "GETREDIR",
-    "    Return the client ID we are redirecting to when tracking is enabled (always -1).",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
     "NO-TOUCH (ON|OFF)",
@@ -377,11 +402,10 @@ impl KvServer {
             (b"LIST", _) => self.client_list(ctx),
             (b"INFO", 2) => {
                 self.clients.observe(ctx.conn, "client", Instant::now());
-                let line = self
-                    .clients
-                    .list
-                    .get(&ctx.conn.id)
-                    .map(|i| i.line(ctx.conn.id, "client|info", request_len(ctx), Instant::now()));
+                let line = self.clients.list.get(&ctx.conn.id).map(|i| {
+                    let tracking = self.tracking.list_fields(ctx.conn.id);
+                    i.line(ctx.conn.id, "client|info", request_len(ctx), Instant::now(), tracking)
+                });
                 let enc = ctx.enc();
                 enc.verbatim(ctx.out.bytes(), &line.unwrap_or_default());
             }
@@ -390,12 +414,11 @@ impl KvServer {
             (b"NO-EVICT" | b"NO-TOUCH", 3) => self.client_switch(ctx, sub == b"NO-EVICT"),
             (b"PAUSE", 3 | 4) => client_pause(ctx),
             (b"UNPAUSE", 2) => ctx.ok(),
-            (b"GETREDIR", 2) => ctx.int(-1),
+            (b"GETREDIR", 2) => self.client_getredir(ctx),
             (b"UNBLOCK", 3 | 4) => self.client_unblock(ctx),
-            (b"TRACKING" | b"CACHING" | b"TRACKINGINFO", _) => ctx.error(
-                "ERR client-side caching (CLIENT TRACKING) is not supported by packetstore: it sends no invalidation \
-                 messages",
-            ),
+            (b"TRACKING", 3..) => self.client_tracking(ctx),
+            (b"CACHING", 3..) => self.client_caching(ctx),
+            (b"TRACKINGINFO", 2) => self.client_trackinginfo(ctx),
             (b"HELP", 2) => {
                 ctx.array(HELP.len());
                 HELP.iter().for_each(|line| ctx.out.push(format!("+{line}\r\n").as_bytes()));
@@ -442,7 +465,7 @@ impl KvServer {
                 continue;
             }
             let (cmd, qbuf) = if id == me { ("client|list", request_len(ctx)) } else { (info.cmd, 0) };
-            text.push_str(&info.line(id, cmd, qbuf, now));
+            text.push_str(&info.line(id, cmd, qbuf, now, self.tracking.list_fields(id)));
         }
         let enc = ctx.enc();
         enc.verbatim(ctx.out.bytes(), &text);

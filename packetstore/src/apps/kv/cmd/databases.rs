@@ -109,6 +109,7 @@ impl KvServer {
         let existed = self.watched_existing(ctx, &flushed);
         self.apply(ctx, &ops)?;
         self.touch_all_keys(|id| existed.contains(id));
+        self.tracking_flush();
         self.wake_all_blocked();
         if !flushed.is_empty() {
             self.scan_cursors.clear();

@@ -33,5 +33,6 @@ pub(super) mod stream_groups;
 pub(super) mod stream_pending;
 pub(super) mod streams;
 pub(super) mod strings;
+pub(super) mod tracking;
 pub(super) mod zranges;
 pub(super) mod zsets;

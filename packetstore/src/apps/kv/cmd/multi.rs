@@ -213,6 +213,7 @@ impl KvServer {
             let exists = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).ok().flatten().is_some();
             self.touch_key(&id, exists);
         }
+        self.tracking_invalidate(key, Some(ctx.conn.id));
         self.wake_blocked(ctx.conn.db, key);
     }
 
@@ -253,6 +254,7 @@ impl KvServer {
         }
         self.unwatch_all(conn);
         self.pubsub.forget(conn);
+        self.tracking.disable(conn.id);
         self.forget_blocked(buffers, conn);
     }
 }

@@ -12,9 +12,12 @@
 //! Redis's `client-output-buffer-limit pubsub` does). So a slow subscriber
 //! never slows a publisher.
 //!
+//! Client-side caching's invalidations for a connection that does not
+//! subscribe (`tracking.rs`) wait in a mailbox too, until it is served.
+//!
 //! Invariants: a connection is listed under a channel (or pattern) exactly
-//! when the channel is in its own set; a mailbox exists exactly while its
-//! connection subscribes to something; both go when it goes.
+//! when the channel is in its own set; a mailbox exists while its
+//! connection subscribes to something or has mail; both go when it goes.
 
 use std::collections::{HashMap, HashSet};
 
@@ -163,11 +166,18 @@ impl PubSub {
         }
     }
 
+    /// Puts an encoded message for a connection that may not subscribe
+    /// (an invalidation) in its mailbox, made if it has none.
+    pub(in crate::apps::kv) fn post_push(&mut self, client: u64, token: ConnToken, message: &[u8]) {
+        self.mailboxes.entry(client).or_insert(Mailbox { token, resp3: true, bytes: Vec::new(), overflowed: false });
+        self.post(client, message);
+    }
+
     /// Moves a connection's mail into its replies, as far as they take;
     /// true if the connection must be closed (its mailbox overflowed).
     pub(in crate::apps::kv) fn deliver(&mut self, conn: &KvConn, out: &mut OutQueue) -> bool {
-        // Only a subscriber has a mailbox: no lookup for the others.
-        if conn.subscriptions.is_none() {
+        // No mail anywhere: no lookup.
+        if self.mailboxes.is_empty() {
             return false;
         }
         let Some(mailbox) = self.mailboxes.get_mut(&conn.id) else { return false };
@@ -177,12 +187,18 @@ impl PubSub {
         if !mailbox.bytes.is_empty() && !out.is_full() {
             out.push(&std::mem::take(&mut mailbox.bytes));
         }
+        if mailbox.bytes.is_empty() && conn.subscriptions.is_none() {
+            self.mailboxes.remove(&conn.id);
+        }
         false
     }
 
     /// The connection is gone: it leaves every channel.
     pub(in crate::apps::kv) fn forget(&mut self, conn: &mut KvConn) {
-        let Some(mut subs) = conn.subscriptions.take() else { return };
+        let Some(mut subs) = conn.subscriptions.take() else {
+            self.mailboxes.remove(&conn.id);
+            return;
+        };
         for space in [Space::Channel, Space::Pattern, Space::Shard] {
             for name in std::mem::take(subs.set(space)) {
                 self.remove(space, &name, conn.id);
@@ -302,7 +318,10 @@ impl KvServer {
         }
         if ctx.conn.subscriptions.as_ref().is_some_and(Subscriptions::is_empty) {
             ctx.conn.subscriptions = None;
-            self.pubsub.mailboxes.remove(&id);
+            // Invalidations waiting in it stay until it is served.
+            if self.pubsub.mailboxes.get(&id).is_some_and(|m| m.bytes.is_empty()) {
+                self.pubsub.mailboxes.remove(&id);
+            }
         }
     }
 

@@ -427,9 +427,11 @@ impl KvServer {
             let guard =
                 (!pausable).then(|| (script.started + SCRIPT_TIME_MAX.max(threshold), script.run.vm.flags.clone()));
             pause::plan(HookPlan { slice_end, guard });
+            self.tracking_script(script.conn_id, Some(&script.run.keys));
             self.scripting.running = true;
             let step = self.step_in_scope(ctx, &script, std::mem::take(&mut args));
             self.scripting.running = false;
+            self.tracking_script(script.conn_id, None);
             pause::plan(HookPlan::default());
             match step {
                 Step::Paused if pausable => {

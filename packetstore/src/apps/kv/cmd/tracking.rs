@@ -1,0 +1,592 @@
+//! Client-side caching, as Redis 7.0's `tracking.c`: CLIENT TRACKING,
+//! CACHING, GETREDIR and TRACKINGINFO; the table of the keys tracking
+//! clients read; and the invalidation messages a change of those keys
+//! sends: a RESP3 push (`invalidate`, keys) on the client's own
+//! connection, or, redirected, on another one (a push if that one speaks
+//! RESP3, else a message on `__redis__:invalidate` if it subscribes). BCAST
+//! clients get every key changed under their prefixes, once per event-loop
+//! turn; a flush sends every tracking client a null ("everything").
+//!
+//! Keys are tracked by name, across databases, as Redis does. A message
+//! for another connection goes to its mailbox (`pubsub.rs`), which the
+//! event loop serves even if that connection sends nothing.
+//!
+//! Invariants: a key's table entry names each client once and goes with
+//! the invalidation it sends; after each tick the table holds at most
+//! `tracking-table-max-keys` keys (the tick evicts the rest, invalidating
+//! them, with Redis's growing effort); a prefix is in the prefix table
+//! exactly while a BCAST client has it; invalidations for the client whose
+//! command caused them leave after that command's reply.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use crate::apps::kv::cmd::command::{key_positions, moves_keys};
+use crate::apps::kv::ops::{parse_i64, SYNTAX};
+use crate::apps::kv::state::{CommandEntry, Ctx, KvServer};
+use crate::io::outq::OutQueue;
+use crate::proto::resp::Encoder;
+
+/// Keys the tick evicts per round over the table's limit, times the
+/// rounds it stayed over (Redis's `trackingLimitUsedSlots`).
+const EVICTION_EFFORT: usize = 100;
+
+/// The limit of tracked keys when `tracking-table-max-keys` is unset.
+const TABLE_KEYS_DEFAULT: usize = 1_000_000;
+
+/// One tracking client's mode.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Tracked {
+    /// The client its messages go to (0: its own connection).
+    redirect: u64,
+    bcast: bool,
+    optin: bool,
+    optout: bool,
+    noloop: bool,
+    /// CLIENT CACHING yes (OPTIN) or no (OPTOUT), for its next command.
+    caching: bool,
+    /// Its redirect's client is gone.
+    broken_redirect: bool,
+    prefixes: BTreeSet<Vec<u8>>,
+}
+
+/// A BCAST prefix: its clients, and the keys under it changed this turn
+/// with the client that last changed each (None: the server, expiring).
+#[derive(Default)]
+struct Prefix {
+    clients: BTreeSet<u64>,
+    keys: BTreeMap<Vec<u8>, Option<u64>>,
+}
+
+/// What an invalidation says.
+#[derive(Clone, Copy)]
+enum Message<'a> {
+    Key(&'a [u8]),
+    /// Every key (a flush), as a null of the tracking client's protocol.
+    Flush {
+        resp3: bool,
+    },
+    /// An array of keys, encoded (BCAST).
+    Keys(&'a [u8]),
+}
+
+/// The server's side of client-side caching.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Tracking {
+    clients: HashMap<u64, Tracked>,
+    /// Keys read by tracking clients, and who read them.
+    table: HashMap<Vec<u8>, HashSet<u64>>,
+    /// Client ids across the table (INFO tracking_total_items).
+    items: u64,
+    prefixes: BTreeMap<Vec<u8>, Prefix>,
+    /// The client whose command is running, at the top level, and the
+    /// invalidations for it that wait for its reply (None: a flush).
+    current: Option<u64>,
+    pending: Vec<Option<Vec<u8>>>,
+    /// Ticks in a row that ended over the table's limit.
+    over_limit_ticks: usize,
+    /// The keys a running script declared, remembered for its client when
+    /// the script reads (Redis's rule for scripts).
+    script_keys: Option<Vec<Vec<u8>>>,
+}
+
+impl Tracking {
+    /// Whether a key change may concern anyone.
+    pub(in crate::apps::kv) fn is_active(&self) -> bool {
+        !self.table.is_empty() || !self.prefixes.is_empty()
+    }
+
+    /// INFO: tracking clients, keys, items and prefixes.
+    pub(in crate::apps::kv) fn counts(&self) -> (usize, usize, u64, usize) {
+        (self.clients.len(), self.table.len(), self.items, self.prefixes.len())
+    }
+
+    /// CLIENT LIST's tracking flags (t, R, B) and redir field.
+    pub(in crate::apps::kv) fn list_fields(&self, id: u64) -> (&'static str, i64) {
+        match self.clients.get(&id) {
+            None => ("", -1),
+            Some(t) => {
+                let flags = match (t.broken_redirect, t.bcast) {
+                    (false, false) => "t",
+                    (true, false) => "tR",
+                    (false, true) => "tB",
+                    (true, true) => "tRB",
+                };
+                (flags, t.redirect as i64)
+            }
+        }
+    }
+
+    /// The connection is gone (or RESET): it stops tracking.
+    pub(in crate::apps::kv) fn disable(&mut self, id: u64) {
+        let Some(tracked) = self.clients.remove(&id) else { return };
+        for prefix in tracked.prefixes {
+            let Some(state) = self.prefixes.get_mut(&prefix) else { continue };
+            state.clients.remove(&id);
+            if state.clients.is_empty() {
+                self.prefixes.remove(&prefix);
+            }
+        }
+    }
+
+    fn enable(&mut self, id: u64, mode: Tracked, prefixes: Vec<Vec<u8>>) {
+        let tracked = self.clients.entry(id).or_default();
+        let caching = tracked.caching;
+        let kept = std::mem::take(&mut tracked.prefixes);
+        *tracked = Tracked { caching, prefixes: kept, ..mode };
+        if !tracked.bcast {
+            return;
+        }
+        let added = if prefixes.is_empty() { vec![Vec::new()] } else { prefixes };
+        for prefix in added {
+            if tracked.prefixes.insert(prefix.clone()) {
+                self.prefixes.entry(prefix).or_default().clients.insert(id);
+            }
+        }
+    }
+
+    /// Redis's `checkPrefixCollisionsOrReply`: no new prefix may be a
+    /// prefix of, or have as prefix, one the client has or another new one.
+    fn prefix_collision(&self, id: u64, prefixes: &[Vec<u8>]) -> Option<String> {
+        let overlaps = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let existing = self.clients.get(&id).map(|t| &t.prefixes);
+        for (i, prefix) in prefixes.iter().enumerate() {
+            if let Some(old) = existing.into_iter().flatten().find(|old| overlaps(old, prefix)) {
+                return Some(format!(
+                    "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not \
+                     overlap.",
+                    text(prefix),
+                    text(old)
+                ));
+            }
+            if let Some(other) = prefixes[i + 1..].iter().find(|other| overlaps(prefix, other)) {
+                return Some(format!(
+                    "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must \
+                     not overlap.",
+                    text(prefix),
+                    text(other)
+                ));
+            }
+        }
+        None
+    }
+
+    /// Records `key` for the BCAST prefixes it falls under.
+    fn note_for_broadcast(&mut self, key: &[u8], by: Option<u64>) {
+        for (prefix, state) in self.prefixes.iter_mut() {
+            if key.starts_with(prefix) {
+                state.keys.insert(key.to_vec(), by);
+            }
+        }
+    }
+
+    /// The messages of this turn's BCAST keys, by client; the keys go.
+    fn take_broadcasts(&mut self) -> Vec<(u64, Vec<u8>)> {
+        let mut messages = Vec::new();
+        for state in self.prefixes.values_mut() {
+            if state.keys.is_empty() {
+                continue;
+            }
+            let keys = std::mem::take(&mut state.keys);
+            for &client in &state.clients {
+                let noloop = self.clients.get(&client).is_some_and(|t| t.noloop);
+                let sent: Vec<&Vec<u8>> =
+                    keys.iter().filter(|(_, by)| !noloop || **by != Some(client)).map(|(key, _)| key).collect();
+                if !sent.is_empty() {
+                    messages.push((client, encode_keys(&sent)));
+                }
+            }
+        }
+        messages
+    }
+}
+
+/// A RESP array of bulk strings (the same in RESP2 and RESP3).
+fn encode_keys(keys: &[&Vec<u8>]) -> Vec<u8> {
+    let enc = Encoder { resp3: false };
+    let mut out = Vec::with_capacity(16 + keys.iter().map(|k| k.len() + 16).sum::<usize>());
+    enc.array(&mut out, keys.len());
+    keys.iter().for_each(|key| enc.bulk(&mut out, key));
+    out
+}
+
+/// The message's keys part.
+fn encode_body(message: Message<'_>, out: &mut Vec<u8>) {
+    let enc = Encoder { resp3: false };
+    match message {
+        Message::Key(key) => {
+            enc.array(out, 1);
+            enc.bulk(out, key);
+        }
+        Message::Flush { resp3: true } => out.extend_from_slice(b"_\r\n"),
+        Message::Flush { resp3: false } => out.extend_from_slice(b"*-1\r\n"),
+        Message::Keys(encoded) => out.extend_from_slice(encoded),
+    }
+}
+
+/// CLIENT TRACKING's options, parsed (Redis's order of checks).
+struct Options {
+    redirect: u64,
+    mode: Tracked,
+    prefixes: Vec<Vec<u8>>,
+}
+
+impl KvServer {
+    /// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN]
+    /// [OPTOUT] [NOLOOP].
+    pub(in crate::apps::kv) fn client_tracking(&mut self, ctx: &mut Ctx<'_>) {
+        let options = match self.tracking_options(ctx) {
+            Ok(options) => options,
+            Err(why) => return ctx.error(&why),
+        };
+        let id = ctx.conn.id;
+        let switch = ctx.arg(2).to_ascii_lowercase();
+        match switch.as_slice() {
+            b"on" => {
+                if let Some(why) = self.tracking_unsupported(ctx) {
+                    return ctx.error(why);
+                }
+                if let Err(why) = self.tracking_check(id, &options) {
+                    return ctx.error(&why);
+                }
+                let Options { redirect, mode, prefixes } = options;
+                self.tracking.enable(id, Tracked { redirect, ..mode }, prefixes);
+            }
+            b"off" => self.tracking.disable(id),
+            _ => return ctx.error(SYNTAX),
+        }
+        ctx.ok();
+    }
+
+    /// Where a client's commands may run on another node (a replicated
+    /// group's, or another shard's through this port), this node would
+    /// neither see all its reads nor every change of their keys: a client
+    /// cache would go stale unwarned, so tracking is refused there.
+    fn tracking_unsupported(&self, ctx: &Ctx<'_>) -> Option<&'static str> {
+        if self.replica.is_some() {
+            return Some(
+                "ERR CLIENT TRACKING is not supported in a replicated group: a node does not see the changes it \
+                 applies from the log as commands",
+            );
+        }
+        let relays = self
+            .config
+            .settings
+            .cluster
+            .as_ref()
+            .is_some_and(|view| ctx.conn.listener != view.listener && view.relays(ctx.conn.listener));
+        relays.then_some(
+            "ERR CLIENT TRACKING is not supported on a port that relays to other shards: connect to the cluster \
+             port, where each shard tracks its own keys",
+        )
+    }
+
+    fn tracking_options(&self, ctx: &Ctx<'_>) -> Result<Options, String> {
+        let mut options = Options { redirect: 0, mode: Tracked::default(), prefixes: Vec::new() };
+        let mut i = 3;
+        while i < ctx.argc() {
+            let more = i + 1 < ctx.argc();
+            let word = ctx.arg(i).to_ascii_lowercase();
+            match word.as_slice() {
+                b"redirect" if more => {
+                    i += 1;
+                    if options.redirect != 0 {
+                        return Err("ERR A client can only redirect to a single other client".into());
+                    }
+                    let id = parse_i64(&ctx.arg(i)).ok_or("ERR value is not an integer or out of range")?;
+                    if id <= 0 || !self.clients.exists(id as u64) {
+                        return Err("ERR The client ID you want redirect to does not exist".into());
+                    }
+                    options.redirect = id as u64;
+                }
+                b"bcast" => options.mode.bcast = true,
+                b"optin" => options.mode.optin = true,
+                b"optout" => options.mode.optout = true,
+                b"noloop" => options.mode.noloop = true,
+                b"prefix" if more => {
+                    i += 1;
+                    options.prefixes.push(ctx.arg(i).into_owned());
+                }
+                _ => return Err(SYNTAX.into()),
+            }
+            i += 1;
+        }
+        Ok(options)
+    }
+
+    /// CLIENT TRACKING ON's checks of its options against each other and
+    /// against the client's current mode.
+    fn tracking_check(&self, id: u64, options: &Options) -> Result<(), String> {
+        let mode = &options.mode;
+        if !mode.bcast && !options.prefixes.is_empty() {
+            return Err("ERR PREFIX option requires BCAST mode to be enabled".into());
+        }
+        let current = self.tracking.clients.get(&id);
+        if current.is_some_and(|t| t.bcast != mode.bcast) {
+            return Err("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then \
+                        re-enabling it with a different mode."
+                .into());
+        }
+        if mode.bcast && (mode.optin || mode.optout) {
+            return Err("ERR OPTIN and OPTOUT are not compatible with BCAST".into());
+        }
+        if mode.optin && mode.optout {
+            return Err("ERR You can't specify both OPTIN mode and OPTOUT mode".into());
+        }
+        if current.is_some_and(|t| (mode.optin && t.optout) || (mode.optout && t.optin)) {
+            return Err("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then \
+                        re-enabling it with a different mode."
+                .into());
+        }
+        match mode.bcast.then(|| self.tracking.prefix_collision(id, &options.prefixes)).flatten() {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+
+    /// CLIENT CACHING YES|NO: whether the next command's keys are tracked.
+    pub(in crate::apps::kv) fn client_caching(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(tracked) = self.tracking.clients.get_mut(&ctx.conn.id) else {
+            return ctx.error(
+                "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode \
+                 enabled",
+            );
+        };
+        match ctx.arg(2).to_ascii_lowercase().as_slice() {
+            b"yes" if tracked.optin => tracked.caching = true,
+            b"yes" => return ctx.error("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."),
+            b"no" if tracked.optout => tracked.caching = true,
+            b"no" => return ctx.error("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."),
+            _ => return ctx.error(SYNTAX),
+        }
+        ctx.ok();
+    }
+
+    /// CLIENT GETREDIR: the redirect (0: none), or -1 when not tracking.
+    pub(in crate::apps::kv) fn client_getredir(&mut self, ctx: &mut Ctx<'_>) {
+        let redirect = self.tracking.clients.get(&ctx.conn.id).map_or(-1, |t| t.redirect as i64);
+        ctx.int(redirect);
+    }
+
+    /// CLIENT TRACKINGINFO: flags, redirect, prefixes.
+    pub(in crate::apps::kv) fn client_trackinginfo(&mut self, ctx: &mut Ctx<'_>) {
+        let tracked = self.tracking.clients.get(&ctx.conn.id);
+        let mut flags = vec![if tracked.is_some() { "on" } else { "off" }];
+        if let Some(t) = tracked {
+            let named = [
+                (t.bcast, "bcast"),
+                (t.optin, "optin"),
+                (t.optin && t.caching, "caching-yes"),
+                (t.optout, "optout"),
+                (t.optout && t.caching, "caching-no"),
+                (t.noloop, "noloop"),
+                (t.broken_redirect, "broken_redirect"),
+            ];
+            flags.extend(named.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
+        }
+        let redirect = tracked.map_or(-1, |t| t.redirect as i64);
+        let prefixes: Vec<Vec<u8>> = tracked.map(|t| t.prefixes.iter().cloned().collect()).unwrap_or_default();
+        ctx.map(3);
+        ctx.bulk(b"flags");
+        if ctx.enc().resp3 {
+            ctx.out.push(format!("~{}\r\n", flags.len()).as_bytes());
+        } else {
+            ctx.array(flags.len());
+        }
+        flags.iter().for_each(|flag| ctx.bulk(flag.as_bytes()));
+        ctx.bulk(b"redirect");
+        ctx.int(redirect);
+        ctx.bulk(b"prefixes");
+        ctx.array(prefixes.len());
+        prefixes.iter().for_each(|prefix| ctx.bulk(prefix));
+    }
+
+    /// A command begins at the top level for `client` (not inside EXEC or
+    /// a script): invalidations for it wait for its reply.
+    pub(in crate::apps::kv) fn tracking_begin(&mut self, client: u64) -> bool {
+        if self.tracking.current.is_some() {
+            return false;
+        }
+        self.tracking.current = Some(client);
+        true
+    }
+
+    /// The top-level command of `tracking_begin` is done: its client's
+    /// invalidations follow its reply in `out`, and its CLIENT CACHING
+    /// choice is used up unless it was CLIENT or it is in a transaction.
+    pub(in crate::apps::kv) fn tracking_end(&mut self, out: &mut OutQueue, keeps_caching: bool) {
+        let Some(client) = self.tracking.current.take() else { return };
+        if !keeps_caching {
+            if let Some(tracked) = self.tracking.clients.get_mut(&client) {
+                tracked.caching = false;
+            }
+        }
+        for key in std::mem::take(&mut self.tracking.pending) {
+            let resp3 = self.clients.target(client).is_some_and(|t| t.resp3);
+            let message = match &key {
+                Some(key) => Message::Key(key),
+                None => Message::Flush { resp3 },
+            };
+            self.tracking_send(client, message, Some((client, &mut *out)));
+        }
+    }
+
+    /// A read-only command ran: a tracking client (not BCAST) remembers
+    /// its keys (a script's declared keys, for a command a script ran).
+    pub(in crate::apps::kv) fn tracking_remember(&mut self, ctx: &Ctx<'_>, entry: &CommandEntry) {
+        if self.tracking.clients.is_empty()
+            || !entry.has_flag("readonly")
+            || entry.has_flag("pubsub")
+            || matches!(entry.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+        {
+            return;
+        }
+        let id = ctx.conn.id;
+        let Some(t) = self.tracking.clients.get(&id) else { return };
+        if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
+            return;
+        }
+        let keys: Vec<Vec<u8>> = if self.scripting.running {
+            self.tracking.script_keys.clone().unwrap_or_default()
+        } else if moves_keys(entry) {
+            let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+            key_positions(entry, &args).into_iter().map(|i| args[i].clone()).collect()
+        } else {
+            entry.key_positions(ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect()
+        };
+        for key in keys {
+            if self.tracking.table.entry(key).or_default().insert(id) {
+                self.tracking.items += 1;
+            }
+        }
+    }
+
+    /// A script of `client` with these declared keys starts a step (None:
+    /// it ended its step).
+    pub(in crate::apps::kv) fn tracking_script(&mut self, client: u64, keys: Option<&[Vec<u8>]>) {
+        self.tracking.script_keys = keys.filter(|_| self.tracking.clients.contains_key(&client)).map(<[_]>::to_vec);
+    }
+
+    /// `key` changed (Redis's `trackingInvalidateKey` from
+    /// `signalModifiedKey`): `by` the client whose command changed it, or
+    /// None (the server: an expiry).
+    pub(in crate::apps::kv) fn tracking_invalidate(&mut self, key: &[u8], by: Option<u64>) {
+        if self.tracking.is_active() {
+            self.invalidate_key(key, by, true);
+        }
+    }
+
+    fn invalidate_key(&mut self, key: &[u8], by: Option<u64>, broadcast: bool) {
+        if broadcast && !self.tracking.prefixes.is_empty() {
+            self.tracking.note_for_broadcast(key, by);
+        }
+        let Some(ids) = self.tracking.table.remove(key) else { return };
+        self.tracking.items -= ids.len() as u64;
+        let current = self.tracking.current;
+        for id in ids {
+            let Some(tracked) = self.tracking.clients.get(&id) else { continue };
+            if tracked.bcast || (tracked.noloop && current == Some(id)) {
+                continue;
+            }
+            if current == Some(id) {
+                self.tracking.pending.push(Some(key.to_vec()));
+            } else {
+                self.tracking_send(id, Message::Key(key), None);
+            }
+        }
+    }
+
+    /// Every key changed (FLUSHALL, FLUSHDB): every tracking client is told
+    /// with a null, and the table is emptied.
+    pub(in crate::apps::kv) fn tracking_flush(&mut self) {
+        let ids: Vec<u64> = self.tracking.clients.keys().copied().collect();
+        for id in ids {
+            if self.tracking.current == Some(id) {
+                self.tracking.pending.push(None);
+            } else {
+                let resp3 = self.clients.target(id).is_some_and(|t| t.resp3);
+                self.tracking_send(id, Message::Flush { resp3 }, None);
+            }
+        }
+        self.tracking.table.clear();
+        self.tracking.items = 0;
+    }
+
+    /// Each turn: this turn's BCAST keys go out; a table over its limit is
+    /// cut down (Redis's `trackingBroadcastInvalidationMessages` and
+    /// `trackingLimitUsedSlots`).
+    pub(in crate::apps::kv) fn tracking_tick(&mut self) {
+        if self.tracking.clients.is_empty() && self.tracking.table.is_empty() {
+            return;
+        }
+        for (client, keys) in self.tracking.take_broadcasts() {
+            self.tracking_send(client, Message::Keys(&keys), None);
+        }
+        self.tracking_limit();
+    }
+
+    fn tracking_limit(&mut self) {
+        let limit = self
+            .config_params
+            .get("tracking-table-max-keys")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(TABLE_KEYS_DEFAULT);
+        if limit == 0 || self.tracking.table.len() <= limit {
+            self.tracking.over_limit_ticks = 0;
+            return;
+        }
+        let effort = EVICTION_EFFORT * (self.tracking.over_limit_ticks + 1);
+        for _ in 0..effort {
+            let Some(key) = self.tracking.table.keys().next().cloned() else { break };
+            self.invalidate_key(&key, None, false);
+            if self.tracking.table.len() <= limit {
+                self.tracking.over_limit_ticks = 0;
+                return;
+            }
+        }
+        self.tracking.over_limit_ticks += 1;
+    }
+
+    /// Sends `message` for tracking client `id` (Redis's
+    /// `sendTrackingMessage`): to its redirect, or to itself; into `out`
+    /// (the queue of the client it names, whose command just ran) when it
+    /// goes to that client, else to the target's mailbox.
+    fn tracking_send(&mut self, id: u64, message: Message<'_>, out: Option<(u64, &mut OutQueue)>) {
+        let Some(tracked) = self.tracking.clients.get_mut(&id) else { return };
+        let (target, redirected) = if tracked.redirect == 0 { (id, false) } else { (tracked.redirect, true) };
+        let Some(info) = self.clients.target(target) else {
+            // The redirect's client is gone: a RESP3 client hears so.
+            tracked.broken_redirect = true;
+            let redirect = tracked.redirect as i64;
+            if let Some(own) = self.clients.target(id).filter(|own| own.resp3) {
+                let mut bytes = b">2\r\n$21\r\ntracking-redir-broken\r\n".to_vec();
+                Encoder { resp3: true }.int(&mut bytes, redirect);
+                self.tracking_deliver(id, own.token, bytes, out);
+            }
+            return;
+        };
+        let mut bytes = if info.resp3 {
+            b">2\r\n$10\r\ninvalidate\r\n".to_vec()
+        } else if redirected && info.pubsub {
+            b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n".to_vec()
+        } else {
+            // RESP2 has no pushes on a connection's own replies.
+            return;
+        };
+        encode_body(message, &mut bytes);
+        self.tracking_deliver(target, info.token, bytes, out);
+    }
+
+    fn tracking_deliver(
+        &mut self,
+        target: u64,
+        token: crate::io::app::ConnToken,
+        bytes: Vec<u8>,
+        out: Option<(u64, &mut OutQueue)>,
+    ) {
+        match out {
+            Some((owner, out)) if owner == target => out.push(&bytes),
+            _ => self.pubsub.post_push(target, token, &bytes),
+        }
+    }
+}
