@@ -270,6 +270,8 @@ pub struct KvServer {
     pub(super) notify_flags: u32,
     /// SLOWLOG's entries and settings (`cmd/slowlog.rs`).
     pub(super) slowlog: crate::apps::kv::cmd::slowlog::Slowlog,
+    /// LATENCY's events and the commands' histograms (`cmd/latency.rs`).
+    pub(super) latency: crate::apps::kv::cmd::latency::Latency,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there
     /// panics.
     pub(super) panic_at: Option<PanicPoint>,

@@ -127,8 +127,10 @@ impl Functions {
             return Err("ERR No functions registered".into());
         }
         for f in &functions {
-            let taken =
-                self.libraries.iter().any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name.eq_ignore_ascii_case(&f.name)));
+            let taken = self
+                .libraries
+                .iter()
+                .any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name.eq_ignore_ascii_case(&f.name)));
             if taken {
                 return Err(format!("ERR Function {} already exists", f.name));
             }
