@@ -191,8 +191,8 @@ impl Latency {
         series.add(now, ms);
     }
 
-    /// Whether an event that took `took` is sampled (for a caller whose
-    /// measure costs something).
+    /// Whether the monitor is on: a caller whose measure costs something
+    /// (a clock read) skips it otherwise.
     pub(in crate::apps::kv) fn monitoring(&self) -> bool {
         self.threshold_ms > 0
     }

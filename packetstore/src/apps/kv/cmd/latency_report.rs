@@ -134,8 +134,10 @@ impl KvServer {
         report
     }
 
-    /// Redis's advices for an event packetstore samples. (Redis's `hz`
-    /// advice is not given: packetstore's tick does not follow `hz`.)
+    /// Redis's advices for an event packetstore samples. `checkpoint`,
+    /// packetstore's own, gets Redis's disk advices (its phases write and
+    /// sync the tree). Redis's `hz` advice is not given: packetstore's tick
+    /// does not follow `hz`.
     fn advices_for(&self, event: &str) -> Vec<Advice> {
         match event {
             "command" => {
