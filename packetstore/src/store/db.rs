@@ -1312,6 +1312,12 @@ impl Store {
             || (self.phase == Phase::Idle && self.checkpoint_due())
     }
 
+    /// Whether the next commit runs a checkpoint's phase (LATENCY's
+    /// `checkpoint` event).
+    pub fn checkpoint_step_due(&self) -> bool {
+        matches!(self.phase, Phase::Prepared { durable: true }) || (self.phase == Phase::Idle && self.checkpoint_due())
+    }
+
     /// The checkpoint's next phase, done before a commit so that the
     /// commit's fence covers it.
     fn step_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> Result<Option<Step>, StoreError> {

@@ -287,6 +287,7 @@ impl KvServer {
         }
         if let (Some(entry), Outcome::Ran(took)) = (entry, outcome) {
             self.slowlog_note(&ctx, entry.name, took.as_micros() as u64);
+            self.latency_note(&ctx, entry, took);
         }
         if let Some(entry) = entry {
             self.count_call(entry.name, outcome, ctx.failed);
@@ -640,6 +641,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
     cmd::slowlog::COMMANDS,
+    cmd::latency::COMMANDS,
     cmd::durability::COMMANDS,
     cmd::group::COMMANDS,
     cmd::strings::COMMANDS,

@@ -338,6 +338,7 @@ impl KvServer {
                 "modules" => text.push_str("# Modules\r\n"),
                 "commandstats" => self.info_commandstats(&mut text),
                 "errorstats" => self.info_errorstats(&mut text),
+                "latencystats" => self.latency.info(&mut text),
                 "cluster" => {
                     let enabled = u8::from(self.config.settings.cluster.is_some());
                     text.push_str(&format!("# Cluster\r\ncluster_enabled:{enabled}\r\n"));
@@ -530,6 +531,7 @@ const INFO_SECTIONS: &[&str] = &[
     "modules",
     "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::dispatch::COMMANDS;
@@ -66,6 +66,7 @@ impl KvServer {
             notify_flags: 0,
             slowlog: Default::default(),
             tracking: Default::default(),
+            latency: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
             scripting: Default::default(),
@@ -88,8 +89,9 @@ impl KvServer {
 
 impl App for KvServer {
     type Conn = KvConn;
-    /// The store's ticket and the commit's number (1, 2, ...).
-    type Ticket = (Option<StoreTicket>, u64);
+    /// The store's ticket, the commit's number (1, 2, ...), and when it
+    /// began (while LATENCY's monitor is on: `aof-fsync-always`).
+    type Ticket = (Option<StoreTicket>, u64, Option<Instant>);
 
     fn persist(&self) -> Persist {
         self.config.persist
@@ -242,15 +244,25 @@ impl App for KvServer {
 
     fn commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         self.observe_batch();
-        self.store.commit(pool, buffers).map_err(std::io::Error::other)
+        let timing = self.commit_timing();
+        let result = self.store.commit(pool, buffers).map_err(std::io::Error::other);
+        if let Some((started, checkpoint)) = timing {
+            let ms = started.elapsed().as_millis() as u64;
+            self.latency.sample("aof-fsync-always", ms);
+            if checkpoint {
+                self.latency.sample("checkpoint", ms);
+            }
+        }
+        result
     }
 
     fn begin_commit(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-    ) -> std::io::Result<Option<(Option<StoreTicket>, u64)>> {
+    ) -> std::io::Result<Option<(Option<StoreTicket>, u64, Option<Instant>)>> {
         self.observe_batch();
+        let timing = self.commit_timing();
         // A replica's turn may need a commit of its own: reads waiting for
         // a ReadIndex, a ready to make durable.
         let replica_wants = self.replica.as_ref().is_some_and(|r| r.wants_commit());
@@ -264,15 +276,21 @@ impl App for KvServer {
             replica.commit_begun();
         }
         self.sync_writable();
-        Ok(Some((ticket, self.commits_begun)))
+        if let Some((started, true)) = timing {
+            self.latency.sample("checkpoint", started.elapsed().as_millis() as u64);
+        }
+        Ok(Some((ticket, self.commits_begun, timing.map(|(started, _)| started))))
     }
 
     fn finish_commit(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        ticket: (Option<StoreTicket>, u64),
+        ticket: (Option<StoreTicket>, u64, Option<Instant>),
     ) -> std::io::Result<()> {
+        if let Some(started) = ticket.2 {
+            self.latency.sample("aof-fsync-always", started.elapsed().as_millis() as u64);
+        }
         if let Some(store_ticket) = ticket.0 {
             self.store.finish_commit(pool, buffers, store_ticket).map_err(std::io::Error::other)?;
         }
@@ -385,6 +403,37 @@ impl App for KvServer {
                 tracing::warn!("reclaiming deleted keys failed (retried next tick): {error}");
             }
         }
+        // Redis's `expire-cycle` event: the whole of a tick's expiry.
+        let started = std::time::Instant::now();
+        self.active_expire_cycle(pool, buffers);
+        self.latency.sample("expire-cycle", started.elapsed().as_millis() as u64);
+    }
+
+    fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
+        wake.append(&mut self.pubsub.wake);
+        wake.append(&mut self.clients.wake);
+        wake.append(&mut self.links.wake);
+        self.replica_wakeups(wake);
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        Some(Duration::from_millis(100))
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.shutdown_requested
+    }
+}
+
+impl KvServer {
+    /// While LATENCY's monitor is on: when a commit begins, and whether it
+    /// runs a checkpoint's phase.
+    fn commit_timing(&self) -> Option<(Instant, bool)> {
+        self.latency.monitoring().then(|| (Instant::now(), self.store.checkpoint_step_due()))
+    }
+
+    /// Deletes up to `EXPIRE_PER_TICK_MAX` keys whose time has come.
+    fn active_expire_cycle(&mut self, pool: &Pool, buffers: &mut Buffers) {
         let now = now_ms();
         let expired = self.store.expired_keys(now, EXPIRE_PER_TICK_MAX);
         if expired.is_empty() || !self.store.batch_has_room() || !self.active_expire {
@@ -409,20 +458,5 @@ impl App for KvServer {
             }
         }
         self.store.note_expired(removed);
-    }
-
-    fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
-        wake.append(&mut self.pubsub.wake);
-        wake.append(&mut self.clients.wake);
-        wake.append(&mut self.links.wake);
-        self.replica_wakeups(wake);
-    }
-
-    fn tick_interval(&self) -> Option<Duration> {
-        Some(Duration::from_millis(100))
-    }
-
-    fn stop_requested(&self) -> bool {
-        self.shutdown_requested
     }
 }

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 
 use crate::apps::kv::cmd::config_table::{Kind, Param, PARAMS};
+use crate::apps::kv::cmd::latency;
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
@@ -138,6 +139,7 @@ impl KvServer {
                 // commit: zeroed together (a bare reset underflowed).
                 self.writes_at_commit = 0;
                 self.command_stats.clear();
+                self.latency.reset_histograms();
                 self.error_stats.clear();
                 ctx.ok()
             }
@@ -245,6 +247,9 @@ impl KvServer {
             "proto-max-bulk-len" if value.parse::<u64>().is_ok_and(|n| n < 1024 * 1024) => {
                 Err("argument must be at least 1mb".into())
             }
+            // Kept as Redis prints the numbers back (`50.0` reads `50`).
+            "latency-tracking-info-percentiles" => latency::parse_percentiles(&value)
+                .map(|ps| ps.iter().map(|&p| latency::percentile_text(p)).collect::<Vec<_>>().join(" ")),
             // Kept as Redis prints the classes back (`KA` reads `AK`).
             "notify-keyspace-events" => match notify::parse_flags(&value) {
                 Some(flags) => Ok(notify::flags_text(flags)),
@@ -263,6 +268,9 @@ impl KvServer {
             "notify-keyspace-events" => self.notify_flags = notify::parse_flags(value).unwrap_or(0),
             "slowlog-log-slower-than" => self.slowlog.set_slower_than(value),
             "slowlog-max-len" => self.slowlog.set_max_len(value),
+            "latency-monitor-threshold" => self.latency.set_threshold(value),
+            "latency-tracking" => self.latency.set_tracking(value),
+            "latency-tracking-info-percentiles" => self.latency.set_percentiles(value),
             "protected-mode" => self.config.settings.protected_mode = value == "yes",
             "proto-max-bulk-len" => {
                 if let Ok(limit) = value.parse::<u64>() {

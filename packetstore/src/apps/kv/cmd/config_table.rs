@@ -97,7 +97,7 @@ pub(in crate::apps::kv) const PARAMS: &[Param] = &[
     Param { name: "key-load-delay", alias: "", immutable: false, kind: Kind::Integer(-2147483648, 2147483647), default: "0" },
     Param { name: "latency-monitor-threshold", alias: "", immutable: false, kind: Kind::Integer(0, 9223372036854775807), default: "0" },
     Param { name: "latency-tracking", alias: "", immutable: false, kind: Kind::Bool, default: "yes" },
-    Param { name: "latency-tracking-info-percentiles", alias: "", immutable: false, kind: Kind::Text, default: "" },
+    Param { name: "latency-tracking-info-percentiles", alias: "", immutable: false, kind: Kind::Text, default: "50 99 99.9" },
     Param { name: "lazyfree-lazy-eviction", alias: "", immutable: false, kind: Kind::Bool, default: "no" },
     Param { name: "lazyfree-lazy-expire", alias: "", immutable: false, kind: Kind::Bool, default: "no" },
     Param { name: "lazyfree-lazy-server-del", alias: "", immutable: false, kind: Kind::Bool, default: "no" },

@@ -77,6 +77,11 @@ impl Slowlog {
         self.slower_than_us >= 0 && duration_us >= self.slower_than_us as u64
     }
 
+    /// `slowlog-log-slower-than` (negative: off).
+    pub(in crate::apps::kv) fn slower_than_us(&self) -> i64 {
+        self.slower_than_us
+    }
+
     pub(in crate::apps::kv) fn set_slower_than(&mut self, value: &str) {
         self.slower_than_us = value.parse().unwrap_or(SLOWER_THAN_US_DEFAULT);
     }

@@ -1,0 +1,447 @@
+//! LATENCY (LATEST, HISTORY, RESET, GRAPH, DOCTOR, HISTOGRAM, HELP) and
+//! what it reads (Redis 7.0's `latency.c`): the latency monitor's events,
+//! sampled when they took at least `latency-monitor-threshold`
+//! milliseconds (0: off), and each command's latency histogram, kept while
+//! `latency-tracking` is yes (INFO latencystats reads its percentiles,
+//! `latency-tracking-info-percentiles`).
+//!
+//! The events packetstore samples, named as Redis names the closest:
+//! `command` and `fast-command` (a command's run, by its `fast` flag),
+//! `expire-cycle` (the tick's active expiry), `aof-fsync-always` (a
+//! batch's durability wait: from its commit's start until its sync is
+//! done, the wait every write's reply of the batch had) and, packetstore's
+//! own, `checkpoint` (the event loop's time in a commit that also ran a
+//! checkpoint's phase).
+//!
+//! Invariant: bounded: at most `SAMPLES_MAX` samples per event, one per
+//! second (the worst of it), events only of the names above; a histogram
+//! per command or Redis 7.0 subcommand (`SUBCOMMANDS`), each of fixed size;
+//! at most `PERCENTILES_MAX` percentiles. With the threshold at 0 a
+//! sample costs one compare.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::apps::kv::cmd::latency_histogram::Histogram;
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::store::db::StoreError;
+
+/// Redis's `LATENCY_TS_LEN`: samples kept per event.
+pub(in crate::apps::kv) const SAMPLES_MAX: usize = 160;
+/// Percentiles INFO latencystats may be asked for.
+const PERCENTILES_MAX: usize = 64;
+/// Redis's default `latency-tracking-info-percentiles`.
+pub(in crate::apps::kv) const PERCENTILES_DEFAULT: &str = "50 99 99.9";
+
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("latency", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Reads or resets the latency monitor's events and the commands' latency histograms.", KvServer::cmd_latency),
+];
+
+/// Redis 7.0's subcommands of each container command (its
+/// `src/commands/*.json`), and CLIENT NO-TOUCH, which packetstore has too:
+/// a histogram is kept per `container|subcommand`, as Redis keeps it.
+#[rustfmt::skip]
+fn subcommands_of(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "acl" => &["cat", "deluser", "dryrun", "genpass", "getuser", "help", "list", "load", "log", "save", "setuser", "users", "whoami"],
+        "client" => &["caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause", "reply", "setname", "tracking", "trackinginfo", "unblock", "unpause"],
+        "cluster" => &["addslots", "addslotsrange", "bumpepoch", "count-failure-reports", "countkeysinslot", "delslots", "delslotsrange", "failover", "flushslots", "forget", "getkeysinslot", "help", "info", "keyslot", "links", "meet", "myid", "nodes", "replicas", "replicate", "reset", "saveconfig", "set-config-epoch", "setslot", "shards", "slaves", "slots"],
+        "command" => &["count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"],
+        "config" => &["get", "help", "resetstat", "rewrite", "set"],
+        "function" => &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"],
+        "latency" => &["doctor", "graph", "help", "histogram", "history", "latest", "reset"],
+        "memory" => &["doctor", "help", "malloc-stats", "purge", "stats", "usage"],
+        "module" => &["help", "list", "load", "loadex", "unload"],
+        "object" => &["encoding", "freq", "help", "idletime", "refcount"],
+        "pubsub" => &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"],
+        "script" => &["debug", "exists", "flush", "help", "kill", "load"],
+        "slowlog" => &["get", "help", "len", "reset"],
+        "xgroup" => &["create", "createconsumer", "delconsumer", "destroy", "help", "setid"],
+        "xinfo" => &["consumers", "groups", "help", "stream"],
+        _ => return None,
+    })
+}
+
+/// LATENCY's subcommands and their Redis 7.0 arities.
+const ARITIES: &[(&str, i64)] =
+    &[("doctor", 2), ("graph", 3), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)];
+
+const HELP: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// One sample: when (unix seconds) and how long (ms).
+#[derive(Clone, Copy, Default)]
+pub(in crate::apps::kv) struct Sample {
+    pub(in crate::apps::kv) time: u64,
+    pub(in crate::apps::kv) latency: u64,
+}
+
+/// An event's last `SAMPLES_MAX` seconds with a sample (a ring), and its
+/// all-time worst.
+pub(in crate::apps::kv) struct Series {
+    samples: [Sample; SAMPLES_MAX],
+    next: usize,
+    pub(in crate::apps::kv) max: u64,
+}
+
+impl Series {
+    /// The samples, oldest first.
+    pub(in crate::apps::kv) fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
+        (0..SAMPLES_MAX).map(|j| self.samples[(self.next + j) % SAMPLES_MAX]).filter(|s| s.time != 0)
+    }
+
+    fn latest(&self) -> Sample {
+        self.samples[(self.next + SAMPLES_MAX - 1) % SAMPLES_MAX]
+    }
+
+    /// Redis's `latencyAddSample`: one sample per second, the worst.
+    fn add(&mut self, now: u64, latency: u64) {
+        self.max = self.max.max(latency);
+        let prev = (self.next + SAMPLES_MAX - 1) % SAMPLES_MAX;
+        if self.samples[prev].time == now {
+            self.samples[prev].latency = self.samples[prev].latency.max(latency);
+            return;
+        }
+        self.samples[self.next] = Sample { time: now, latency };
+        self.next = (self.next + 1) % SAMPLES_MAX;
+    }
+}
+
+/// The monitor's events, the commands' histograms, and their settings.
+pub(in crate::apps::kv) struct Latency {
+    pub(in crate::apps::kv) events: BTreeMap<&'static str, Series>,
+    /// `latency-monitor-threshold` (ms; 0: off).
+    pub(in crate::apps::kv) threshold_ms: u64,
+    /// `latency-tracking`.
+    tracking: bool,
+    /// `latency-tracking-info-percentiles`.
+    percentiles: Vec<f64>,
+    /// By command and subcommand ("" for none).
+    histograms: crate::util::idhash::NameHashMap<(&'static str, &'static str), Histogram>,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            events: BTreeMap::new(),
+            threshold_ms: 0,
+            tracking: true,
+            percentiles: parse_percentiles(PERCENTILES_DEFAULT).expect("valid"),
+            histograms: Default::default(),
+        }
+    }
+}
+
+/// `latency-tracking-info-percentiles`' value: numbers within 0..=100
+/// ("" for none); Err: Redis's reason.
+pub(in crate::apps::kv) fn parse_percentiles(value: &str) -> Result<Vec<f64>, String> {
+    let words: Vec<&str> = value.split_ascii_whitespace().collect();
+    if words.len() > PERCENTILES_MAX {
+        return Err(format!("latency-tracking-info-percentiles takes at most {PERCENTILES_MAX} percentiles"));
+    }
+    words
+        .iter()
+        .map(|word| match word.parse::<f64>() {
+            Ok(p) if p.is_nan() => Err("Invalid latency-tracking-info-percentiles parameters".to_string()),
+            Ok(p) if !(0.0..=100.0).contains(&p) => {
+                Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".to_string())
+            }
+            Ok(p) => Ok(p),
+            Err(_) => Err("Invalid latency-tracking-info-percentiles parameters".to_string()),
+        })
+        .collect()
+}
+
+/// A number as Redis prints a percentile: `%f`, trailing zeros cut.
+pub(in crate::apps::kv) fn percentile_text(value: f64) -> String {
+    let text = format!("{value:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+impl Latency {
+    /// Redis's `latencyAddSampleIfNeeded`.
+    pub(in crate::apps::kv) fn sample(&mut self, event: &'static str, ms: u64) {
+        if self.threshold_ms == 0 || ms < self.threshold_ms {
+            return;
+        }
+        let now = crate::store::db::now_ms() / 1000;
+        let series = self.events.entry(event).or_insert_with(|| Series {
+            samples: [Sample::default(); SAMPLES_MAX],
+            next: 0,
+            max: 0,
+        });
+        series.add(now, ms);
+    }
+
+    /// Whether the monitor is on: a caller whose measure costs something
+    /// (a clock read) skips it otherwise.
+    pub(in crate::apps::kv) fn monitoring(&self) -> bool {
+        self.threshold_ms > 0
+    }
+
+    pub(in crate::apps::kv) fn set_threshold(&mut self, value: &str) {
+        self.threshold_ms = value.parse().unwrap_or(0);
+    }
+
+    pub(in crate::apps::kv) fn set_tracking(&mut self, value: &str) {
+        self.tracking = value == "yes";
+    }
+
+    pub(in crate::apps::kv) fn set_percentiles(&mut self, value: &str) {
+        self.percentiles = parse_percentiles(value).unwrap_or_default();
+    }
+
+    /// CONFIG RESETSTAT: the histograms go (the events stay, as in Redis).
+    pub(in crate::apps::kv) fn reset_histograms(&mut self) {
+        self.histograms.clear();
+    }
+
+    /// Redis's `latencyResetEvent`: how many events went.
+    fn reset(&mut self, event: Option<&[u8]>) -> usize {
+        let before = self.events.len();
+        self.events.retain(|name, _| event.is_some_and(|e| !e.eq_ignore_ascii_case(name.as_bytes())));
+        before - self.events.len()
+    }
+
+    /// The histograms, by full name (`client|id`), sorted.
+    fn sorted_histograms(&self) -> Vec<(String, &Histogram)> {
+        let mut all: Vec<_> = self.histograms.iter().map(|(name, h)| (full_name(*name), h)).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// INFO latencystats: `latency_percentiles_usec_<name>:p50=...`.
+    pub(in crate::apps::kv) fn info(&self, text: &mut String) {
+        text.push_str("# Latencystats\r\n");
+        if !self.tracking {
+            return;
+        }
+        for (name, histogram) in self.sorted_histograms() {
+            let values: Vec<String> = self
+                .percentiles
+                .iter()
+                .map(|&p| format!("p{}={:.3}", percentile_text(p), histogram.percentile(p) as f64 / 1000.0))
+                .collect();
+            text.push_str(&format!("latency_percentiles_usec_{name}:{}\r\n", values.join(",")));
+        }
+    }
+}
+
+/// `name|sub`, or `name`.
+fn full_name((name, sub): (&str, &str)) -> String {
+    if sub.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}|{sub}")
+    }
+}
+
+impl KvServer {
+    /// Samples the command `ctx` just ran (`command` or `fast-command`)
+    /// and counts it in its histogram.
+    pub(in crate::apps::kv) fn latency_note(&mut self, ctx: &Ctx<'_>, entry: &'static CommandEntry, took: Duration) {
+        let event = if entry.has_flag("fast") { "fast-command" } else { "command" };
+        self.latency.sample(event, took.as_millis() as u64);
+        // A parked command run again is the call it was (Redis counts a
+        // blocking command once).
+        if !self.latency.tracking || self.retrying_blocked {
+            return;
+        }
+        let sub = match subcommands_of(entry.name) {
+            None => "",
+            Some(_) if ctx.argc() < 2 => return,
+            Some(subs) => {
+                let asked = ctx.arg(1).to_ascii_lowercase();
+                // Redis refuses an unknown subcommand before running it.
+                let Some(sub) = subs.iter().find(|s| s.as_bytes() == asked.as_slice()) else { return };
+                sub
+            }
+        };
+        // Redis's resolution: microseconds, recorded in nanoseconds.
+        let ns = took.as_micros() as u64 * 1000;
+        self.latency.histograms.entry((entry.name, sub)).or_default().record(ns);
+    }
+
+    fn cmd_latency(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let sub = String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase();
+        let Some(&(name, arity)) = ARITIES.iter().find(|(name, _)| *name == sub) else {
+            ctx.error(&format!(
+                "ERR unknown subcommand '{}'. Try LATENCY HELP.",
+                String::from_utf8_lossy(&ctx.arg(1)).chars().take(128).collect::<String>()
+            ));
+            return Ok(());
+        };
+        let argc = ctx.argc() as i64;
+        if (arity >= 0 && argc != arity) || argc < -arity {
+            ctx.error(&format!("ERR wrong number of arguments for 'latency|{name}' command"));
+            return Ok(());
+        }
+        match name {
+            "latest" => self.latency_latest(ctx),
+            "history" => self.latency_history(ctx),
+            "reset" => self.latency_reset(ctx),
+            "graph" => self.latency_graph(ctx),
+            "doctor" => {
+                let report = self.latency_report();
+                ctx.enc().verbatim(ctx.out.bytes(), &report);
+            }
+            "histogram" => self.latency_histogram(ctx),
+            _ => {
+                ctx.array(HELP.len());
+                HELP.iter().for_each(|line| ctx.enc().simple(ctx.out.bytes(), line));
+            }
+        }
+        Ok(())
+    }
+
+    fn latency_latest(&mut self, ctx: &mut Ctx<'_>) {
+        ctx.array(self.latency.events.len());
+        for (name, series) in &self.latency.events {
+            let last = series.latest();
+            ctx.array(4);
+            ctx.bulk(name.as_bytes());
+            ctx.int(last.time as i64);
+            ctx.int(last.latency as i64);
+            ctx.int(series.max as i64);
+        }
+    }
+
+    fn latency_history(&mut self, ctx: &mut Ctx<'_>) {
+        let event = ctx.arg(2).into_owned();
+        let Some(series) = self.latency.events.iter().find(|(name, _)| name.as_bytes() == event).map(|(_, s)| s) else {
+            ctx.array(0);
+            return;
+        };
+        let samples: Vec<Sample> = series.samples().collect();
+        ctx.array(samples.len());
+        for sample in samples {
+            ctx.array(2);
+            ctx.int(sample.time as i64);
+            ctx.int(sample.latency as i64);
+        }
+    }
+
+    fn latency_reset(&mut self, ctx: &mut Ctx<'_>) {
+        let resets = if ctx.argc() == 2 {
+            self.latency.reset(None)
+        } else {
+            (2..ctx.argc()).map(|i| self.latency.reset(Some(&ctx.arg(i)))).sum()
+        };
+        ctx.int(resets as i64);
+    }
+
+    fn latency_graph(&mut self, ctx: &mut Ctx<'_>) {
+        let event = ctx.arg(2).into_owned();
+        match self.latency.events.iter().find(|(name, _)| name.as_bytes() == event) {
+            Some((name, series)) => {
+                let graph = crate::apps::kv::cmd::latency_report::graph(name, series);
+                ctx.enc().verbatim(ctx.out.bytes(), &graph);
+            }
+            None => ctx.error(&format!("ERR No samples available for event '{}'", String::from_utf8_lossy(&event))),
+        }
+    }
+
+    /// LATENCY HISTOGRAM [command ...]: by command asked (a container:
+    /// each of its subcommands), or every one with calls.
+    fn latency_histogram(&mut self, ctx: &mut Ctx<'_>) {
+        let mut shown: Vec<(String, &Histogram)> = Vec::new();
+        if ctx.argc() == 2 {
+            shown = self.latency.sorted_histograms();
+        }
+        for i in 2..ctx.argc() {
+            let asked = String::from_utf8_lossy(&ctx.arg(i)).to_ascii_lowercase();
+            let (name, sub) = asked.split_once('|').unwrap_or((&asked, ""));
+            let Some(entry) = self.command_index.find(name.as_bytes()) else { continue };
+            let subs = subcommands_of(entry.name).unwrap_or(&[]);
+            if !sub.is_empty() && !subs.contains(&sub) {
+                continue;
+            }
+            let wanted = |s: &&&str| sub.is_empty() || **s == sub;
+            let keys = std::iter::once("").filter(|_| sub.is_empty()).chain(subs.iter().filter(wanted).copied());
+            for key in keys {
+                if let Some(histogram) = self.latency.histograms.get(&(entry.name, key)) {
+                    shown.push((full_name((entry.name, key)), histogram));
+                }
+            }
+        }
+        let enc = ctx.enc();
+        enc.map(ctx.out.bytes(), shown.len());
+        for (name, histogram) in shown {
+            enc.bulk(ctx.out.bytes(), name.as_bytes());
+            enc.map(ctx.out.bytes(), 2);
+            enc.bulk(ctx.out.bytes(), b"calls");
+            enc.int(ctx.out.bytes(), histogram.total() as i64);
+            enc.bulk(ctx.out.bytes(), b"histogram_usec");
+            let rows = histogram.rows();
+            enc.map(ctx.out.bytes(), rows.len());
+            for (usec, count) in rows {
+                enc.int(ctx.out.bytes(), usec as i64);
+                enc.int(ctx.out.bytes(), count as i64);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_keeps_one_sample_a_second_and_at_most_its_length() {
+        let mut series = Series { samples: [Sample::default(); SAMPLES_MAX], next: 0, max: 0 };
+        series.add(100, 5);
+        series.add(100, 9);
+        series.add(100, 7);
+        assert_eq!(series.samples().map(|s| (s.time, s.latency)).collect::<Vec<_>>(), [(100, 9)]);
+        for t in 101..101 + SAMPLES_MAX as u64 {
+            series.add(t, 1);
+        }
+        assert_eq!(series.samples().count(), SAMPLES_MAX);
+        assert_eq!(series.samples().next().map(|s| s.time), Some(101));
+        assert_eq!(series.max, 9);
+        assert_eq!(series.latest().time, 100 + SAMPLES_MAX as u64);
+    }
+
+    #[test]
+    fn the_threshold_decides_and_reset_is_case_insensitive() {
+        let mut latency = Latency::default();
+        latency.sample("command", 1000);
+        assert!(latency.events.is_empty(), "threshold 0 is off");
+        latency.set_threshold("20");
+        latency.sample("command", 19);
+        assert!(latency.events.is_empty());
+        latency.sample("command", 20);
+        latency.sample("expire-cycle", 50);
+        assert_eq!(latency.reset(Some(b"no-such-event")), 0);
+        assert_eq!(latency.reset(Some(b"COMMAND")), 1);
+        assert_eq!(latency.reset(None), 1);
+    }
+
+    #[test]
+    fn percentiles_parse_and_print_as_redis_does() {
+        assert_eq!(parse_percentiles("0.0 50.0 100.0"), Ok(vec![0.0, 50.0, 100.0]));
+        assert_eq!(parse_percentiles(""), Ok(vec![]));
+        assert!(parse_percentiles("101").is_err());
+        assert!(parse_percentiles("abc").is_err());
+        let texts: Vec<String> = [50.0, 99.9, 0.0, 100.0].iter().map(|&p| percentile_text(p)).collect();
+        assert_eq!(texts, ["50", "99.9", "0", "100"]);
+    }
+}
