@@ -380,8 +380,10 @@ impl KvServer {
             ctx.error("LOADING packetstore is loading a snapshot from the group's leader");
             return Outcome::Rejected;
         }
+        self.monitor_before(ctx, entry);
         self.run_handler(ctx, entry);
         self.tracking_remember(ctx, entry);
+        self.monitor_after(ctx, entry);
         Outcome::Ran(started.elapsed())
     }
 
@@ -641,6 +643,7 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::command::COMMANDS,
     cmd::config::COMMANDS,
     cmd::slowlog::COMMANDS,
+    cmd::monitor::COMMANDS,
     cmd::latency::COMMANDS,
     cmd::durability::COMMANDS,
     cmd::group::COMMANDS,

@@ -66,6 +66,7 @@ impl KvServer {
             notify_flags: 0,
             slowlog: Default::default(),
             tracking: Default::default(),
+            monitors: Default::default(),
             latency: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),

@@ -273,6 +273,8 @@ pub struct KvServer {
     /// Client-side caching: tracking clients and the keys they read
     /// (`cmd/tracking.rs`).
     pub(super) tracking: crate::apps::kv::cmd::tracking::Tracking,
+    /// MONITOR's connections (`cmd/monitor.rs`).
+    pub(super) monitors: crate::apps::kv::cmd::monitor::Monitors,
     /// LATENCY's events and the commands' histograms (`cmd/latency.rs`).
     pub(super) latency: crate::apps::kv::cmd::latency::Latency,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there

@@ -182,8 +182,12 @@ impl ClientInfo {
         self.subs != (0, 0, 0)
     }
 
-    fn flags(&self, tracking: &str) -> String {
+    /// `extra`: whether it monitors, and its tracking flags.
+    fn flags(&self, (monitor, tracking): (bool, &str)) -> String {
         let mut flags = String::new();
+        if monitor {
+            flags.push('O');
+        }
         if self.is_pubsub() {
             flags.push('P');
         }
@@ -207,8 +211,9 @@ impl ClientInfo {
     /// shown (the one running, for the connection asking).
     /// `qbuf`: the bytes of its query buffer (the asking connection's
     /// current command; 0 for the others, whose commands are done).
-    /// `tracking`: its tracking flags and redirect (`Tracking::list_fields`).
-    fn line(&self, id: u64, cmd: &str, qbuf: usize, now: Instant, tracking: (&str, i64)) -> String {
+    /// `extra`: whether it monitors, its tracking flags and redirect
+    /// (`Tracking::list_fields`).
+    fn line(&self, id: u64, cmd: &str, qbuf: usize, now: Instant, extra: (bool, &str, i64)) -> String {
         let name = self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let (sub, psub, ssub) = self.subs;
         let multi = self.multi.map_or(-1, |n| n as i64);
@@ -224,8 +229,8 @@ impl ClientInfo {
             self.fd,
             now.duration_since(self.created).as_secs(),
             now.duration_since(self.last).as_secs(),
-            self.flags(tracking.0),
-            tracking.1,
+            self.flags((extra.0, extra.1)),
+            extra.2,
             if self.resp3 { 3 } else { 2 },
         );
         line
@@ -403,8 +408,9 @@ impl KvServer {
             (b"INFO", 2) => {
                 self.clients.observe(ctx.conn, "client", Instant::now());
                 let line = self.clients.list.get(&ctx.conn.id).map(|i| {
-                    let tracking = self.tracking.list_fields(ctx.conn.id);
-                    i.line(ctx.conn.id, "client|info", request_len(ctx), Instant::now(), tracking)
+                    let (flags, redirect) = self.tracking.list_fields(ctx.conn.id);
+                    let extra = (self.monitors.contains(ctx.conn.id), flags, redirect);
+                    i.line(ctx.conn.id, "client|info", request_len(ctx), Instant::now(), extra)
                 });
                 let enc = ctx.enc();
                 enc.verbatim(ctx.out.bytes(), &line.unwrap_or_default());
@@ -465,7 +471,8 @@ impl KvServer {
                 continue;
             }
             let (cmd, qbuf) = if id == me { ("client|list", request_len(ctx)) } else { (info.cmd, 0) };
-            text.push_str(&info.line(id, cmd, qbuf, now, self.tracking.list_fields(id)));
+            let (flags, redirect) = self.tracking.list_fields(id);
+            text.push_str(&info.line(id, cmd, qbuf, now, (self.monitors.contains(id), flags, redirect)));
         }
         let enc = ctx.enc();
         enc.verbatim(ctx.out.bytes(), &text);

@@ -128,6 +128,16 @@ pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvCon
 const STARTUP_ONLY: [(&str, &str); 4] =
     [("port", "--resp"), ("bind", "--resp"), ("maxclients", "--connections-max"), ("dir", "--pool")];
 
+/// Redis 7.0's hidden parameters (HIDDEN_CONFIG): CONFIG GET shows them
+/// when asked by name, never for a pattern.
+const HIDDEN: &[&str] = &[
+    "use-exit-on-panic",
+    "rdb-key-save-delay",
+    "key-load-delay",
+    "watchdog-period",
+    "loading-process-events-interval-bytes",
+];
+
 impl KvServer {
     fn cmd_config(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         match ctx.conn.args.upper(1).as_deref() {
@@ -171,8 +181,14 @@ impl KvServer {
         let mut found: Vec<(&'static str, String)> = Vec::new();
         for param in PARAMS {
             let value = self.config_value(param.name);
+            // A hidden parameter answers its own name, not a pattern.
+            let hidden = HIDDEN.contains(&param.name);
+            let matches = |p: &Vec<u8>, name: &str| match hidden && p.iter().any(|c| b"*?[".contains(c)) {
+                true => false,
+                false => glob_match(p, name.as_bytes()),
+            };
             for name in [param.name, param.alias] {
-                if !name.is_empty() && patterns.iter().any(|p| glob_match(p, name.as_bytes())) {
+                if !name.is_empty() && patterns.iter().any(|p| matches(p, name)) {
                     found.push((name, value.clone()));
                 }
             }

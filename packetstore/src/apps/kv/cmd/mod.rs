@@ -23,6 +23,7 @@ mod latency_histogram;
 mod latency_report;
 pub(super) mod lists;
 pub(super) mod lua;
+pub(super) mod monitor;
 pub(super) mod multi;
 pub(super) mod notify;
 pub(super) mod object;

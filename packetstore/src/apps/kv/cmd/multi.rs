@@ -255,6 +255,7 @@ impl KvServer {
         self.unwatch_all(conn);
         self.pubsub.forget(conn);
         self.tracking.disable(conn.id);
+        self.monitors.forget(conn.id);
         self.forget_blocked(buffers, conn);
     }
 }

@@ -102,7 +102,7 @@ impl Slowlog {
 
 /// Redis's redactions: AUTH's arguments, HELLO's AUTH pair, the value of
 /// CONFIG SET of a password.
-fn redacted(mut args: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+pub(in crate::apps::kv) fn redacted(mut args: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     let name = args.first().map(|a| a.to_ascii_lowercase()).unwrap_or_default();
     let hide = |arg: &mut Vec<u8>| *arg = b"(redacted)".to_vec();
     match name.as_slice() {

@@ -1,0 +1,128 @@
+//! MONITOR, as Redis 7.0's `replicationFeedMonitors`: a monitoring
+//! connection gets a status line for every command any client runs,
+//! `+<seconds>.<microseconds> [<db> <addr>] "arg" "arg"...`, with `lua` for
+//! the address of a command a script ran. A command is shown once it ran
+//! (so EXEC's commands come before EXEC), except EVAL and FCALL and their
+//! forms, shown before the commands their script runs; administrative and
+//! `skip_monitor` commands, and commands refused before running, are not
+//! shown. Passwords are redacted as SLOWLOG redacts them.
+//!
+//! Lines go to each monitor's mailbox (`pubsub.rs`): bounded, so a monitor
+//! that stops reading is disconnected and never slows the server.
+//!
+//! Invariant: a connection is a monitor from MONITOR until it goes (or
+//! RESET); the list is empty unless someone monitors, and then costs one
+//! check per command.
+
+use crate::apps::kv::cmd::slowlog::redacted;
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::io::app::ConnToken;
+use crate::store::db::StoreError;
+
+#[rustfmt::skip]
+pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
+    cmd("monitor", 1, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Streams every command the server runs, as it runs it.", KvServer::cmd_monitor),
+];
+
+/// The connections in MONITOR mode.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Monitors {
+    connections: Vec<(u64, ConnToken)>,
+}
+
+impl Monitors {
+    /// The connection is gone (or RESET): it no longer monitors.
+    pub(in crate::apps::kv) fn forget(&mut self, id: u64) {
+        self.connections.retain(|&(monitor, _)| monitor != id);
+    }
+
+    pub(in crate::apps::kv) fn is_empty(&self) -> bool {
+        self.connections.is_empty()
+    }
+
+    /// Whether the connection monitors (CLIENT LIST's flag O).
+    pub(in crate::apps::kv) fn contains(&self, id: u64) -> bool {
+        self.connections.iter().any(|&(monitor, _)| monitor == id)
+    }
+}
+
+/// Whether the scripting commands that show themselves before their
+/// script's commands (Redis feeds them from their handlers).
+fn shown_first(name: &str) -> bool {
+    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}
+
+/// Redis's `sdscatrepr`: a quoted string, escapes for quotes, backslashes
+/// and control characters, `\xHH` for other unprintable bytes.
+fn quoted(out: &mut Vec<u8>, arg: &[u8]) {
+    out.push(b'"');
+    for &byte in arg {
+        match byte {
+            b'\\' | b'"' => out.extend_from_slice(&[b'\\', byte]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(byte),
+            _ => out.extend_from_slice(format!("\\x{byte:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+impl KvServer {
+    fn cmd_monitor(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
+        let id = ctx.conn.id;
+        // Redis ignores MONITOR from a connection that already monitors.
+        if !self.monitors.contains(id) {
+            self.monitors.connections.push((id, ctx.conn.token));
+            ctx.ok();
+        }
+        Ok(())
+    }
+
+    /// Before the handler: EVAL and FCALL show themselves first.
+    pub(in crate::apps::kv) fn monitor_before(&mut self, ctx: &Ctx<'_>, entry: &CommandEntry) {
+        if !self.monitors.is_empty() && shown_first(entry.name) {
+            self.monitor_feed(ctx);
+        }
+    }
+
+    /// After the handler: every command but the administrative ones and
+    /// those shown before.
+    pub(in crate::apps::kv) fn monitor_after(&mut self, ctx: &Ctx<'_>, entry: &CommandEntry) {
+        if !self.monitors.is_empty() && !entry.has_flag("admin") && !entry.has_flag("skip_monitor") {
+            self.monitor_feed(ctx);
+        }
+    }
+
+    fn monitor_feed(&mut self, ctx: &Ctx<'_>) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let from = if self.scripting.running { "lua".to_string() } else { self.clients.addr_of(ctx.conn.id) };
+        let mut line = format!("+{}.{:06} [{} {from}] ", now.as_secs(), now.subsec_micros(), ctx.conn.db).into_bytes();
+        let args = redacted((0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect());
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                line.push(b' ');
+            }
+            quoted(&mut line, arg);
+        }
+        line.extend_from_slice(b"\r\n");
+        for &(monitor, token) in &self.monitors.connections {
+            self.pubsub.post_push(monitor, token, &line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_quoted_as_redis_sdscatrepr() {
+        let mut out = Vec::new();
+        quoted(&mut out, b"a \"b\"\\\n\r\t\x07\x08\x00\xff~");
+        assert_eq!(out, b"\"a \\\"b\\\"\\\\\\n\\r\\t\\a\\b\\x00\\xff~\"".to_vec());
+    }
+}
