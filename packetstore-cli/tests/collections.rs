@@ -296,6 +296,13 @@ fn deleting_a_large_collection_is_reclaimed_in_the_background() {
         assert!(std::time::Instant::now() < deadline, "the reclaimer did not finish");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // INFO's lazyfree fields, as Redis names them: none pending, one freed.
+    let memory: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+    assert!(memory.contains("lazyfree_pending_objects:0\r\n"), "{memory}");
+    assert!(memory.contains("lazyfreed_objects:1\r\n"), "{memory}");
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "RESETSTAT"]), "OK");
+    let memory: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+    assert!(memory.contains("lazyfreed_objects:0\r\n"), "{memory}");
     assert_eq!(q::<i64>(&mut c, &["HSET", "big", "again", "1"]), 1, "a new hash of the same name is empty");
     assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]), 1);
 }

@@ -257,6 +257,9 @@ pub struct StoreStats {
     pub refused_full: u64,
     /// Snapshot values a follower already held (kept, not landed again).
     pub snapshot_values_kept: u64,
+    /// Dead collections the reclaimer emptied in the background (INFO's
+    /// lazyfreed_objects).
+    pub lazyfreed: u64,
 }
 
 /// What opening found.
@@ -724,6 +727,12 @@ impl Store {
 
     pub fn stats(&self) -> StoreStats {
         self.stats
+    }
+
+    /// Dead collections and flushed databases the reclaimer has yet to
+    /// empty (INFO's lazyfree_pending_objects).
+    pub fn garbage_pending(&self) -> u64 {
+        self.garbage
     }
 
     pub fn log(&self) -> &Log {

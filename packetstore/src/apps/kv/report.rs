@@ -384,7 +384,7 @@ impl KvServer {
         let rss = resident_bytes();
         let _ = write!(
             text,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nused_memory_lua:{}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\npool_bytes:{}\r\npool_buffers:{}\r\npool_free_buffers:{}\r\nbuffer_size:{}\r\nused_memory_lua:{}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nlazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n",
             bytes_human(used),
             bytes_human(rss),
             pool.len(),
@@ -394,7 +394,9 @@ impl KvServer {
             self.scripting.lua_memory(),
             self.scripting.cached(),
             self.config_params.get("maxmemory").map_or("0", String::as_str),
-            self.config_params.get("maxmemory-policy").map_or("noeviction", String::as_str)
+            self.config_params.get("maxmemory-policy").map_or("noeviction", String::as_str),
+            self.store.garbage_pending(),
+            self.store.stats().lazyfreed.saturating_sub(self.lazyfreed_at_reset)
         );
     }
 

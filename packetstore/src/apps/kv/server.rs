@@ -67,6 +67,7 @@ impl KvServer {
             slowlog: Default::default(),
             tracking: Default::default(),
             monitors: Default::default(),
+            lazyfreed_at_reset: 0,
             latency: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),

@@ -275,6 +275,9 @@ pub struct KvServer {
     pub(super) tracking: crate::apps::kv::cmd::tracking::Tracking,
     /// MONITOR's connections (`cmd/monitor.rs`).
     pub(super) monitors: crate::apps::kv::cmd::monitor::Monitors,
+    /// The store's count of collections emptied in the background at the
+    /// last CONFIG RESETSTAT (INFO shows those since).
+    pub(super) lazyfreed_at_reset: u64,
     /// LATENCY's events and the commands' histograms (`cmd/latency.rs`).
     pub(super) latency: crate::apps::kv::cmd::latency::Latency,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there

@@ -72,6 +72,7 @@ impl Store {
         if removed < budget {
             self.tree_delete(pool, buffers, &dead_key(oid))?;
             self.note_delete(&dead_key(oid));
+            self.stats.lazyfreed += 1;
         }
         Ok(removed + 1)
     }

@@ -151,6 +151,7 @@ impl KvServer {
                 self.command_stats.clear();
                 self.latency.reset_histograms();
                 self.error_stats.clear();
+                self.lazyfreed_at_reset = self.store.stats().lazyfreed;
                 ctx.ok()
             }
             Some(b"REWRITE") if ctx.argc() == 2 => {
