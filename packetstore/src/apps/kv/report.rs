@@ -486,8 +486,9 @@ impl KvServer {
         let (channels, patterns, shards) = self.pubsub.counts();
         let _ = write!(
             text,
-            "# Stats\r\ntotal_commands_processed:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\nscript_pauses:{}\r\n",
+            "# Stats\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_http_requests:{}\r\nwrites:{}\r\nexpired_keys:{}\r\nrefused_full:{}\r\nerrors:{}\r\nbytes_sent_zero_copy:{}\r\nbytes_sent_copied:{}\r\nring_enobufs:{}\r\nclients_paused_for_output:{}\r\nclient_output_buffer_limit_disconnections:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_mailbox_disconnections:{}\r\ncoalesced_streams:{}\r\nreceives_limited:{}\r\nturn_received_bytes_max:{}\r\ncommand_panics:{}\r\ncross_protocol_closed:{}\r\nscript_pauses:{}\r\n",
             self.stats.commands,
+            self.ops_rate.per_second(),
             self.stats.http_requests,
             self.stats.writes,
             self.store.stats().expired,
@@ -634,5 +635,42 @@ mod memory_tests {
     #[test]
     fn a_running_process_is_resident() {
         assert!(resident_bytes() > 0);
+    }
+}
+
+/// INFO's instantaneous_ops_per_sec, as Redis's `trackInstantaneousMetric`:
+/// the commands per second of each of the last 16 periods of at least
+/// 100 ms, averaged.
+#[derive(Default)]
+pub(super) struct OpsRate {
+    samples: [u64; OPS_RATE_SAMPLES],
+    next: usize,
+    last: Option<(std::time::Instant, u64)>,
+}
+
+const OPS_RATE_SAMPLES: usize = 16;
+
+const OPS_RATE_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl OpsRate {
+    /// Notes the commands counted so far (`commands`, which CONFIG
+    /// RESETSTAT may have set back) at `now`.
+    pub(super) fn note(&mut self, now: std::time::Instant, commands: u64) {
+        let Some((at, count)) = self.last else {
+            self.last = Some((now, commands));
+            return;
+        };
+        let elapsed = now.duration_since(at);
+        if elapsed < OPS_RATE_PERIOD {
+            return;
+        }
+        let ran = commands.saturating_sub(count);
+        self.samples[self.next] = (ran as u128 * 1_000_000 / elapsed.as_micros().max(1)) as u64;
+        self.next = (self.next + 1) % OPS_RATE_SAMPLES;
+        self.last = Some((now, commands));
+    }
+
+    pub(super) fn per_second(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / OPS_RATE_SAMPLES as u64
     }
 }

@@ -68,6 +68,7 @@ impl KvServer {
             tracking: Default::default(),
             monitors: Default::default(),
             lazyfreed_at_reset: 0,
+            ops_rate: Default::default(),
             latency: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
@@ -340,6 +341,7 @@ impl App for KvServer {
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
         // This turn's BCAST invalidations go out (Redis: before sleeping).
         self.tracking_tick();
+        self.ops_rate.note(std::time::Instant::now(), self.stats.commands);
         // A power failure armed for a moment reaches an idle server too.
         if self.config.power_switch.as_ref().is_some_and(|device| device.crash_if_due()) && !self.shutdown_requested {
             tracing::error!("simulated power failure: the device is gone; stopping");

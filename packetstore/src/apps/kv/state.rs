@@ -278,6 +278,8 @@ pub struct KvServer {
     /// The store's count of collections emptied in the background at the
     /// last CONFIG RESETSTAT (INFO shows those since).
     pub(super) lazyfreed_at_reset: u64,
+    /// INFO's instantaneous_ops_per_sec, sampled by the tick.
+    pub(super) ops_rate: crate::apps::kv::report::OpsRate,
     /// LATENCY's events and the commands' histograms (`cmd/latency.rs`).
     pub(super) latency: crate::apps::kv::cmd::latency::Latency,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there

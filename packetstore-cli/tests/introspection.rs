@@ -1,8 +1,9 @@
-//! MONITOR as Redis 7.0 serves it: every command another client runs, once
+//! Introspection as Redis 7.0 serves it. MONITOR: every command another client runs, once
 //! it ran, as a status line with the time, database and client address
 //! and each argument quoted; EXEC's commands before EXEC; EVAL before the
 //! commands its script runs (those from `lua`); administrative commands
-//! and refused ones not shown; passwords redacted.
+//! and refused ones not shown; passwords redacted. INFO's
+//! instantaneous_ops_per_sec follows the command rate.
 //!
 //! Method: a raw connection reads the lines (with their text, through
 //! the redis crate for the other client's commands).
@@ -77,4 +78,27 @@ fn a_monitor_sees_each_command_once_it_ran_in_redis_order() {
     // CLIENT LIST shows the monitor's flag.
     let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut client).unwrap();
     assert!(list.lines().any(|l| l.contains(" flags=O ")), "{list}");
+}
+
+/// INFO's instantaneous_ops_per_sec follows the command rate (Redis's
+/// average over 16 periods of 100 ms), and falls back to 0 when idle.
+#[test]
+fn info_reports_the_instantaneous_command_rate() {
+    let pool = TempPool::new("ops-rate");
+    let server = Server::start(&pool.0, &[]);
+    let mut client = server.client();
+    let rate = |client: &mut redis::Connection| -> u64 {
+        let stats: String = redis::cmd("INFO").arg("stats").query(client).unwrap();
+        let line = stats.lines().find_map(|l| l.strip_prefix("instantaneous_ops_per_sec:"));
+        line.expect("instantaneous_ops_per_sec").trim().parse().unwrap()
+    };
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_millis(1_800) {
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut client).unwrap();
+    }
+    let busy = rate(&mut client);
+    assert!(busy > 100, "{busy} commands per second reported under load");
+    std::thread::sleep(Duration::from_millis(2_000));
+    let idle = rate(&mut client);
+    assert!(idle < busy / 10, "{idle} per second after 2 s idle (busy: {busy})");
 }
