@@ -49,7 +49,7 @@ fn parse() -> Args {
     let mut args = Args {
         mode: "one-sided".into(),
         pool: "packetstore-data/kv.pool".into(),
-        resp: "127.0.0.1:6380".into(),
+        resp: "127.0.0.1:6379".into(),
         http: "127.0.0.1:8080".into(),
         size: 64,
         keys: 10_000,

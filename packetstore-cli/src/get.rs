@@ -18,7 +18,7 @@ pub struct Args {
     pub pool: PathBuf,
     /// The server's Redis port, for reads that fall back; "none": never
     /// fall back (a read that cannot be proved is an error).
-    #[arg(long, default_value = "127.0.0.1:6380")]
+    #[arg(long, default_value = "127.0.0.1:6379")]
     pub server: String,
     /// The server's password, for fallbacks.
     #[arg(long)]

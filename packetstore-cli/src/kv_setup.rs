@@ -45,7 +45,7 @@ pub struct Args {
     pub http: SocketAddr,
     /// Redis protocol listener, as --http (a host name binds its first
     /// address, IPv4 first).
-    #[arg(long, default_value = "127.0.0.1:6380", value_parser = crate::listen::parse_address)]
+    #[arg(long, default_value = "127.0.0.1:6379", value_parser = crate::listen::parse_address)]
     pub resp: SocketAddr,
     /// Require this password on both ports: AUTH on the Redis protocol,
     /// `Authorization: Bearer <password>` (or Basic) on HTTP.

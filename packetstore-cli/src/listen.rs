@@ -74,6 +74,21 @@ pub fn bind(
             timeout.as_secs_f64()
         )
     };
+    // Another program on the address (a Redis on 6379) will not let go:
+    // said at once. A packetstore holding it may be one stopping.
+    match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, Duration::ZERO, || {}) {
+        Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => {
+            if let Some(others) = other_programs_on(addr) {
+                anyhow::bail!(
+                    "cannot listen on {addr} ({what}): the address is in use by {others}, another program; give \
+                     this server another address (--resp, --http)"
+                );
+            }
+        }
+        result => {
+            return result.map_err(|e| anyhow::Error::new(e).context(format!("cannot listen on {addr} ({what})")))
+        }
+    }
     match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, timeout, on_wait) {
         Ok(fd) => Ok(fd),
         Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => Err(anyhow::anyhow!(
@@ -83,6 +98,19 @@ pub fn bind(
         )),
         Err(error) => Err(anyhow::Error::new(error).context(format!("cannot listen on {addr} ({what})"))),
     }
+}
+
+/// The processes listening on `addr`, in words, when they are all some
+/// program other than packetstore (None: none found, or a packetstore).
+fn other_programs_on(addr: SocketAddr) -> Option<String> {
+    let holders = packetstore::io::net::holders(&packetstore::io::net::listeners_on(addr));
+    let foreign = !holders.is_empty() && holders.iter().all(|h| program_name(&h.command) != "packetstore");
+    foreign.then(|| holders.iter().map(|h| format!("pid {} ({})", h.pid, h.command)).collect::<Vec<_>>().join(", "))
+}
+
+/// A program's name: its command line's first word, less the path.
+fn program_name(command: &str) -> &str {
+    command.split_whitespace().next().and_then(|word| word.rsplit('/').next()).unwrap_or("")
 }
 
 /// Who listens on `addr`, in words.

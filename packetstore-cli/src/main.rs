@@ -54,7 +54,7 @@ struct Cli {
 enum Command {
     /// The durable key-value server: HTTP (/kv/<key>) and the Redis
     /// protocol over one pool. With no arguments: a pool under
-    /// ./packetstore-data/, HTTP on 127.0.0.1:8080, Redis on 127.0.0.1:6380.
+    /// ./packetstore-data/, HTTP on 127.0.0.1:8080, Redis on 127.0.0.1:6379.
     #[command(args_override_self = true)]
     Serve(kv_setup::Args),
     /// Append records to a pool's log, commit them, and show what recovery

@@ -345,15 +345,14 @@ fn run(args: &[&str]) -> (std::process::ExitStatus, String) {
     (output.status, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
-/// A port held by a listener of this process: both servers wait their
-/// `--bind-timeout` (one log line), then exit non-zero naming the address
-/// and this process's pid, without creating their pool. The WAL server's
-/// loops share their port with SO_REUSEPORT, which the kernel would let
-/// them use to join a listener that set it too: a holder with SO_REUSEPORT
-/// must be refused as well. The WAL server's timeout comes from a config
-/// file.
+/// A port held by another program (a listener of this test process): both
+/// servers exit at once, non-zero, naming the address and this process's
+/// pid, without creating their pool and without waiting (a Redis on 6379
+/// will not let go). The WAL server's loops share their port with
+/// SO_REUSEPORT, which the kernel would let them use to join a listener
+/// that set it too: a holder with SO_REUSEPORT must be refused as well.
 #[test]
-fn a_port_held_by_another_listener_is_waited_for_then_named_with_its_holder() {
+fn a_port_held_by_another_program_is_refused_at_once_with_its_holder() {
     let plain = TcpListener::bind("127.0.0.1:0").unwrap();
     let shared = packetstore::io::net::listen("127.0.0.1:0".parse().unwrap(), true, false).unwrap();
     let shared_addr = packetstore::io::net::local_addr(&shared).unwrap().to_string();
@@ -370,14 +369,36 @@ fn a_port_held_by_another_listener_is_waited_for_then_named_with_its_holder() {
     for (args, held) in cases.iter().zip([&plain_addr, &plain_addr, &shared_addr]) {
         let (status, stderr) = run(args);
         assert!(!status.success(), "{args:?}: started on a held port: {stderr}");
-        assert_eq!(stderr.matches(WAITING).count(), 1, "{args:?}: one line when it starts waiting: {stderr}");
+        assert_eq!(stderr.matches(WAITING).count(), 0, "{args:?}: waited for another program: {stderr}");
         let error = stderr.lines().find(|l| l.starts_with("packetstore: error:")).unwrap_or_else(|| panic!("{stderr}"));
         assert!(error.contains(&format!("cannot listen on {held}")), "{args:?}: the address: {error}");
-        assert!(error.contains("still in use after 0.3 s"), "{args:?}: the wait: {error}");
-        assert!(error.contains(&format!("held by pid {}", std::process::id())), "{args:?}: the holder: {error}");
+        let holder = format!("in use by pid {} (", std::process::id());
+        assert!(error.contains(&holder) && error.contains("another program"), "{args:?}: the holder: {error}");
         assert!(!pool.0.exists(), "{args:?}: a pool file was created before the bind failed");
     }
     let _ = std::fs::remove_file(&config);
+}
+
+/// A port held by another packetstore (one a supervisor's restart may
+/// find still stopping): waited for `--bind-timeout` (one log line), then
+/// an error naming the address and that server's pid, and no pool.
+#[test]
+fn a_port_held_by_another_packetstore_is_waited_for_then_named_with_its_holder() {
+    let first = TempPool::new("held-first");
+    let holder = Server::start(&first.0, &[]);
+    let pool = TempPool::new("held-second");
+    let http = holder.http.to_string();
+    let args = ["serve", "--pool", pool.0.to_str().unwrap(), "--http", &http, "--resp", "127.0.0.1:0"];
+    let (status, stderr) = run(&[&args[..], &["--bind-timeout", "300ms"]].concat());
+    assert!(!status.success(), "started on a held port: {stderr}");
+    assert_eq!(stderr.matches(WAITING).count(), 1, "one line when it starts waiting: {stderr}");
+    let error = stderr.lines().find(|l| l.starts_with("packetstore: error:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        error.contains(&format!("cannot listen on {http}")) && error.contains("still in use after 0.3 s"),
+        "{error}"
+    );
+    assert!(error.contains(&format!("held by pid {}", holder.child.id())), "the holder: {error}");
+    assert!(!pool.0.exists(), "a pool file was created before the bind failed");
 }
 
 /// A `--pool-size` too small for the receive ring: an error with the

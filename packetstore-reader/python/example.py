@@ -1,7 +1,7 @@
 """One-sided GET (or HGET) from Python: example.py POOL SERVER|- KEY [FIELD]
 
     PACKETSTORE_READER_LIB=target/release/libpacketstore_reader.so \
-        python3 packetstore-reader/python/example.py packetstore-data/kv.pool 127.0.0.1:6380 mykey
+        python3 packetstore-reader/python/example.py packetstore-data/kv.pool 127.0.0.1:6379 mykey
 """
 
 import sys

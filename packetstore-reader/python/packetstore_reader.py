@@ -8,7 +8,7 @@ set PACKETSTORE_READER_LIB to its path, or keep it next to this file or
 on the loader's path.
 
     from packetstore_reader import Reader
-    with Reader("packetstore-data/kv.pool", "127.0.0.1:6380") as reader:
+    with Reader("packetstore-data/kv.pool", "127.0.0.1:6379") as reader:
         print(reader.get(b"mykey"))
 """
 
@@ -69,7 +69,7 @@ class Reader:
 
     _handle = _ffi.NULL
 
-    def __init__(self, pool, server="127.0.0.1:6380"):
+    def __init__(self, pool, server="127.0.0.1:6379"):
         self._lock = threading.Lock()
         error = _ffi.new("char[512]")
         server_arg = server.encode() if server else _ffi.NULL

@@ -90,11 +90,11 @@ wait_for() {
 start_servers() {
   cd /mnt
   # The key-value server with its default flags (pool under
-  # ./packetstore-data/, Redis protocol on 6380, HTTP on 8080); the WAL
+  # ./packetstore-data/, Redis protocol on 6379, HTTP on 8080); the WAL
   # server beside it on 8090.
   packetstore serve >/tmp/serve.log 2>&1 &
   packetstore wal --pool /mnt/packetstore-data/wal.pool --pool-size 512MiB --listen 127.0.0.1:8090 >/tmp/wal.log 2>&1 &
-  wait_for "redis-cli -p 6380 ping | grep -q PONG" "packetstore serve" /tmp/serve.log
+  wait_for "redis-cli -p 6379 ping | grep -q PONG" "packetstore serve" /tmp/serve.log
   wait_for "wget -q -O /dev/null http://127.0.0.1:8090/metrics" "packetstore wal" /tmp/wal.log
   say "servers up: $(grep -o 'persistence domain[^,]*' /tmp/serve.log | head -1)"
   # What the servers said at start (fallbacks of this older kernel among it).
@@ -154,7 +154,7 @@ stage_load() {
   while [ $i -le $kv_load ]; do
     echo "SET k$i v$i-$pad"
     i=$((i + 1))
-  done | redis-cli -p 6380 | awk '$0 == "OK" { print "PSDAX ack kv " NR " end" > "/dev/console"; print NR > "/tmp/kv.acks"; fflush("/dev/console"); fflush("/tmp/kv.acks"); next } { print "PSDAX FAIL kv reply " NR ": " $0 > "/dev/console"; fflush("/dev/console") }' &
+  done | redis-cli -p 6379 | awk '$0 == "OK" { print "PSDAX ack kv " NR " end" > "/dev/console"; print NR > "/tmp/kv.acks"; fflush("/dev/console"); fflush("/tmp/kv.acks"); next } { print "PSDAX FAIL kv reply " NR ": " $0 > "/dev/console"; fflush("/dev/console") }' &
   n=1
   while :; do
     seq=$(post "rec$n-$pad")
@@ -185,7 +185,7 @@ stage_verify() {
   while [ $i -le "$kv" ]; do
     echo "GET k$i"
     i=$((i + 1))
-  done | redis-cli -p 6380 | awk -v pad="$pad" '$0 != "v" NR "-" pad { missing++; if (missing <= 5) print "PSDAX kv wrong " NR ": " substr($0, 1, 40) }
+  done | redis-cli -p 6379 | awk -v pad="$pad" '$0 != "v" NR "-" pad { missing++; if (missing <= 5) print "PSDAX kv wrong " NR ": " substr($0, 1, 40) }
     END { print "PSDAX kv checked " NR " missing " missing + 0 }'
   total=0
   missing=0

@@ -75,9 +75,9 @@ kv_round() { # tag, extra flags
   tag=$1
   serve "$@" || { echo "CHECK FAILED: $tag starts"; failed=1; return; }
   echo "CHECK ok: $tag starts"
-  check "$tag SET" [ "$(redis-cli -p 6380 set greeting 'hello 6.1')" = OK ]
-  check "$tag GET" [ "$(redis-cli -p 6380 get greeting)" = "hello 6.1" ]
-  check "$tag 1000 pipelined SETs" sh -c 'for i in $(seq 1000); do echo "SET key:$i value-$i"; done | redis-cli -p 6380 | grep -c OK | grep -qx 1000'
+  check "$tag SET" [ "$(redis-cli -p 6379 set greeting 'hello 6.1')" = OK ]
+  check "$tag GET" [ "$(redis-cli -p 6379 get greeting)" = "hello 6.1" ]
+  check "$tag 1000 pipelined SETs" sh -c 'for i in $(seq 1000); do echo "SET key:$i value-$i"; done | redis-cli -p 6379 | grep -c OK | grep -qx 1000'
   check "$tag HTTP PUT" [ "$(http 'PUT /kv/k HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbytes' 8080)" = "HTTP/1.1 204 No Content" ]
   check "$tag HTTP GET" sh -c "printf 'GET /kv/k HTTP/1.1\r\nConnection: close\r\n\r\n' | nc 127.0.0.1 8080 | tail -1 | grep -qx bytes"
   stop
@@ -85,7 +85,7 @@ kv_round() { # tag, extra flags
   shift
   serve "$tag" "$@" || { echo "CHECK FAILED: $tag restarts"; failed=1; return; }
   check "$tag restart replays nothing" grep -q " 0 log records replayed" /tmp/$tag.out
-  check "$tag GET after restart" [ "$(redis-cli -p 6380 get key:1000)" = "value-1000" ]
+  check "$tag GET after restart" [ "$(redis-cli -p 6379 get key:1000)" = "value-1000" ]
   stop
 }
 kv_round uring
