@@ -92,7 +92,9 @@ HEADER = """\
 //! ARISING IN ANY WAY OUT OF THE USE OF THIS SOFTWARE, EVEN IF ADVISED OF THE
 //! POSSIBILITY OF SUCH DAMAGE.
 
-use super::command_table::{Arg, Begin::*, Find::*, GetKeys, KeySpec, RedisCommand, ARG, CMD};
+#[allow(unused_imports)]
+use super::command_table::{Arg, Begin, Begin::Index, Begin::Keyword, Find, Find::Keynum, Find::Range, GetKeys, KeySpec,
+    RedisCommand, ARG, CMD};
 #[allow(unused_imports)]
 use super::command_table::{ACCESS, DELETE, INCOMPLETE, INSERT, MULTIPLE, MULTIPLE_TOKEN, NOT_KEY, OPTIONAL, OW, RM,
     RO, RW, UPDATE, VARIABLE_FLAGS};
@@ -183,7 +185,7 @@ def key_spec(spec):
     elif "keyword" in begin:
         begin_code = "Keyword(%s, %d)" % (rust_str(begin["keyword"]["keyword"]), begin["keyword"]["startfrom"])
     else:
-        begin_code = "Unknown"
+        begin_code = "Begin::Unknown"
     find = spec["find_keys"]
     if "range" in find:
         find_code = "Range(%d, %d, %d)" % (find["range"]["lastkey"], find["range"]["step"], find["range"]["limit"])
@@ -191,7 +193,7 @@ def key_spec(spec):
         k = find["keynum"]
         find_code = "Keynum(%d, %d, %d)" % (k["keynumidx"], k["firstkey"], k["step"])
     else:
-        find_code = "FindUnknown"
+        find_code = "Find::Unknown"
     return "KeySpec { notes: %s, flags: %s, begin: %s, find: %s }" % (
         rust_str(spec.get("notes", "")), bits(spec["flags"], KEY_FLAGS), begin_code, find_code)
 

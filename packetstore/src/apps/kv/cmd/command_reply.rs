@@ -66,7 +66,7 @@ fn write_key_spec(ctx: &mut Ctx<'_>, spec: &KeySpec) {
         Find::Keynum(keynumidx, firstkey, step) => {
             spec_map(ctx, "keynum", &[("keynumidx", keynumidx), ("firstkey", firstkey), ("keystep", step)], None)
         }
-        Find::FindUnknown => spec_map(ctx, "unknown", &[], None),
+        Find::Unknown => spec_map(ctx, "unknown", &[], None),
     }
 }
 

@@ -51,7 +51,7 @@ pub(in crate::apps::kv) enum Find {
     Range(i64, i64, i64),
     /// The key count's index, the first key's, the step (all relative).
     Keynum(i64, i64, i64),
-    FindUnknown,
+    Unknown,
 }
 
 #[derive(Debug)]

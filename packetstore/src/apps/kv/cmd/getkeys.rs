@@ -111,7 +111,7 @@ fn find_keys(spec: &KeySpec, first: i64, args: &[Vec<u8>]) -> Option<(i64, i64, 
             let first = first + firstkey;
             Some((first, first + count - 1, step))
         }
-        Find::FindUnknown => None,
+        Find::Unknown => None,
     }
 }
 

@@ -37,7 +37,9 @@
 //! ARISING IN ANY WAY OUT OF THE USE OF THIS SOFTWARE, EVEN IF ADVISED OF THE
 //! POSSIBILITY OF SUCH DAMAGE.
 
-use super::command_table::{Arg, Begin::*, Find::*, GetKeys, KeySpec, RedisCommand, ARG, CMD};
+#[allow(unused_imports)]
+use super::command_table::{Arg, Begin, Begin::Index, Begin::Keyword, Find, Find::Keynum, Find::Range, GetKeys, KeySpec,
+    RedisCommand, ARG, CMD};
 #[allow(unused_imports)]
 use super::command_table::{ACCESS, DELETE, INCOMPLETE, INSERT, MULTIPLE, MULTIPLE_TOKEN, NOT_KEY, OPTIONAL, OW, RM,
     RO, RW, UPDATE, VARIABLE_FLAGS};
@@ -2974,8 +2976,8 @@ pub(in crate::apps::kv) static REDIS_COMMANDS: &[RedisCommand] = &[
         complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
         key_specs: &[
             KeySpec { notes: "", flags: RO | ACCESS, begin: Index(1), find: Range(0, 1, 0) },
-            KeySpec { notes: "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort", flags: RO | ACCESS, begin: Unknown, find: FindUnknown },
-            KeySpec { notes: "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array", flags: OW | UPDATE, begin: Unknown, find: FindUnknown },
+            KeySpec { notes: "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort", flags: RO | ACCESS, begin: Begin::Unknown, find: Find::Unknown },
+            KeySpec { notes: "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array", flags: OW | UPDATE, begin: Begin::Unknown, find: Find::Unknown },
         ],
         getkeys: Some(GetKeys::Sort),
         args: &[
@@ -3004,7 +3006,7 @@ pub(in crate::apps::kv) static REDIS_COMMANDS: &[RedisCommand] = &[
         complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
         key_specs: &[
             KeySpec { notes: "", flags: RO | ACCESS, begin: Index(1), find: Range(0, 1, 0) },
-            KeySpec { notes: "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort", flags: RO | ACCESS, begin: Unknown, find: FindUnknown },
+            KeySpec { notes: "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort", flags: RO | ACCESS, begin: Begin::Unknown, find: Find::Unknown },
         ],
         getkeys: Some(GetKeys::SortRo),
         args: &[
