@@ -168,7 +168,7 @@ pub(in crate::apps::kv) const CMD: RedisCommand = RedisCommand {
     args: &[],
 };
 
-/// Command names are at most this long (Redis's longest is 22 bytes).
+/// Command names are at most this long (Redis's longest is 21 bytes).
 const NAME_MAX: usize = 32;
 
 impl RedisCommand {
