@@ -113,7 +113,7 @@ fn command_and_its_subcommands_answer_as_redis_7() {
     let docs: redis::Value = redis::cmd("COMMAND").arg("DOCS").arg("get").query(&mut client).unwrap();
     assert!(format!("{docs:?}").contains("summary"), "{docs:?}");
     let list: Vec<String> = redis::cmd("COMMAND").arg("LIST").query(&mut client).unwrap();
-    assert_eq!(list.len(), count);
+    assert!(list.len() > count && list.contains(&"client|list".to_string()), "subcommands too: {list:?}");
     let hashes: Vec<String> =
         redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("PATTERN").arg("h*").query(&mut client).unwrap();
     assert!(hashes.contains(&"hset".to_string()) && hashes.iter().all(|name| name.starts_with('h')), "{hashes:?}");
@@ -386,4 +386,154 @@ fn memory_usage_counts_a_key_s_bytes() {
     assert_eq!(raw.call(&[b"HSET", b"h", b"f", b"v"]).unwrap(), ":1");
     assert!(raw.call(&[b"MEMORY", b"USAGE", b"h"]).unwrap().starts_with(':'));
     assert!(raw.call(&[b"MEMORY", b"DOCTOR"]).unwrap().starts_with("-ERR unknown subcommand"));
+}
+
+/// Redis 7.0.15's commands and subcommands (the fixture's) this server does
+/// not run: whole commands (with their subcommands), then subcommands of
+/// containers it runs in part.
+const NOT_RUN: &[&str] = &[
+    "acl",
+    "failover",
+    "lolwut",
+    "migrate",
+    "module",
+    "monitor",
+    "psync",
+    "replconf",
+    "replicaof",
+    "restore-asking",
+    "slaveof",
+    "sync",
+];
+const NOT_RUN_SUBCOMMANDS: &[&str] = &[
+    "cluster|addslots",
+    "cluster|addslotsrange",
+    "cluster|bumpepoch",
+    "cluster|count-failure-reports",
+    "cluster|delslots",
+    "cluster|delslotsrange",
+    "cluster|failover",
+    "cluster|flushslots",
+    "cluster|forget",
+    "cluster|links",
+    "cluster|meet",
+    "cluster|replicas",
+    "cluster|replicate",
+    "cluster|reset",
+    "cluster|saveconfig",
+    "cluster|set-config-epoch",
+    "cluster|setslot",
+    "cluster|slaves",
+    "memory|doctor",
+    "memory|help",
+    "memory|malloc-stats",
+    "memory|purge",
+    "memory|stats",
+    "script|debug",
+];
+
+/// COMMAND LIST is Redis 7.0.15's list, less what this server does not
+/// run, plus its own GROUP and WAITAOF; COUNT is its top-level commands;
+/// each listed subcommand runs (its handler does not call it unknown) and
+/// each left out does not (on a one-shard cluster, which runs CLUSTER).
+#[test]
+fn command_list_names_exactly_what_the_server_runs() {
+    let pool = TempPool::new("command-list");
+    let server = Server::start(&pool.0, &["--shards", "1", "--cluster-ports", "0"]);
+    let mut client = server.client();
+    let fixture = include_str!("fixtures/redis-7.0.15-commands.txt");
+    let runs = |name: &&str| !NOT_RUN.contains(&name.split('|').next().unwrap()) && !NOT_RUN_SUBCOMMANDS.contains(name);
+    let mut expected: Vec<&str> = fixture.lines().filter(runs).chain(["group", "waitaof"]).collect();
+    expected.sort_unstable();
+    let mut list: Vec<String> = redis::cmd("COMMAND").arg("LIST").query(&mut client).unwrap();
+    list.sort_unstable();
+    assert_eq!(list, expected);
+    assert_eq!(list.len(), 366 - 12 - 18 - 24 + 2, "Redis's 366, less 12 commands and their 18 subcommands, less 24");
+    let count: usize = redis::cmd("COMMAND").arg("COUNT").query(&mut client).unwrap();
+    assert_eq!(count, expected.iter().filter(|name| !name.contains('|')).count());
+    assert_eq!(count, 240 - 12 + 2);
+    let mut raw = Raw::connect(&server);
+    for name in fixture.lines().filter(|name| !matches!(*name, "quit" | "shutdown")) {
+        let mut words: Vec<&str> = name.split('|').collect();
+        if name.contains('|') && runs(&name) {
+            // Enough arguments for its arity, so only an unknown name fails.
+            let info = raw.call_resp(&["COMMAND", "INFO", name]);
+            let arity = info.items()[0].items()[1].text().parse::<i64>().unwrap().unsigned_abs() as usize;
+            words.resize(arity.max(words.len()), "x");
+        }
+        let reply = String::from_utf8_lossy(&raw.call_raw(&words)).into_owned();
+        let unknown = reply.contains("unknown command") || reply.contains("unknown subcommand");
+        assert_eq!(unknown, !runs(&name), "{name}: {reply}");
+        raw.call_raw(&["RESET"]);
+    }
+}
+
+/// COMMAND INFO of GET, ZUNIONSTORE, EVAL and XREAD is byte for byte
+/// redis-server 7.0.15's (`fixtures/redis-7.0.15-command-info.resp`: its
+/// RESP2 replies to `COMMAND INFO name`, one after the other); GETKEYS and
+/// GETKEYSANDFLAGS find the keys Redis 7.0.15 finds, where the keys move
+/// too.
+#[test]
+fn command_info_and_getkeys_are_redis_7_0_15_s() {
+    let pool = TempPool::new("command-info");
+    let server = Server::start(&pool.0, &[]);
+    let mut raw = Raw::connect(&server);
+    let fixture = include_bytes!("fixtures/redis-7.0.15-command-info.resp");
+    let mut expected = std::io::Cursor::new(&fixture[..]);
+    for name in ["get", "zunionstore", "eval", "xread"] {
+        let redis = common::read_raw_reply(&mut expected).unwrap();
+        let ours = raw.call_raw(&["COMMAND", "INFO", name]);
+        assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&redis), "COMMAND INFO {name}");
+    }
+    let keys = |raw: &mut Raw, call: &str| -> Vec<String> {
+        let args: Vec<&str> = ["COMMAND", "GETKEYS"].into_iter().chain(call.split(' ')).collect();
+        raw.call_resp(&args).items().iter().map(common::Resp::text).collect()
+    };
+    for (call, expected) in [
+        ("ZUNIONSTORE out 2 a b", &["out", "a", "b"][..]),
+        ("EVAL return 2 k1 k2", &["k1", "k2"]),
+        ("EVAL return 0", &[]),
+        ("EVAL return 3 a b", &[]),
+        ("FCALL f 1 k", &["k"]),
+        ("XREAD COUNT 2 STREAMS s1 s2 0 0", &["s1", "s2"]),
+        ("XREADGROUP GROUP g c STREAMS s1 0", &["s1"]),
+        ("MEMORY USAGE key", &["key"]),
+        ("LMPOP 2 l1 l2 LEFT", &["l1", "l2"]),
+        ("BLMPOP 0 2 l1 l2 LEFT", &["l1", "l2"]),
+        ("ZINTER 2 a b", &["a", "b"]),
+        ("SINTERCARD 2 a b LIMIT 1", &["a", "b"]),
+        ("SORT k BY w GET g STORE dst", &["k", "dst"]),
+        ("GEORADIUS g 1 2 3 km STORE dst", &["g", "dst"]),
+        ("XGROUP CREATE key groupname $", &["key"]),
+        ("LCS key1 key2", &["key1", "key2"]),
+        ("MSET a 1 b 2", &["a", "b"]),
+    ] {
+        assert_eq!(keys(&mut raw, call), expected, "COMMAND GETKEYS {call}");
+    }
+    for (call, error) in [
+        ("ZUNIONSTORE out 0 a", "-ERR Invalid arguments specified for command"),
+        ("XREAD STREAMS a", "-ERR Invalid number of arguments specified for command"),
+        ("PING x", "-ERR The command has no key arguments"),
+        ("NOSUCH x", "-ERR Invalid command specified"),
+        // Redis: no key arguments; ACL is not run here.
+        ("ACL WHOAMI", "-ERR Invalid command specified"),
+    ] {
+        let args: Vec<&str> = ["COMMAND", "GETKEYS"].into_iter().chain(call.split(' ')).collect();
+        assert_eq!(raw.call_raw(&args), format!("{error}\r\n").into_bytes(), "COMMAND GETKEYS {call}");
+    }
+    let flags = |raw: &mut Raw, call: &str| -> String {
+        let args: Vec<&str> = ["COMMAND", "GETKEYSANDFLAGS"].into_iter().chain(call.split(' ')).collect();
+        let keys = raw.call_resp(&args);
+        let each = keys.items().iter().map(|key| {
+            let names: Vec<String> = key.items()[1].items().iter().map(common::Resp::text).collect();
+            format!("{} {}", key.items()[0].text(), names.join("|"))
+        });
+        each.collect::<Vec<_>>().join(", ")
+    };
+    assert_eq!(flags(&mut raw, "SET k1 v1"), "k1 OW|update");
+    assert_eq!(flags(&mut raw, "SET k1 v1 GET"), "k1 RW|access|update");
+    assert_eq!(flags(&mut raw, "MSET k1 v1 k2 v2"), "k1 OW|update, k2 OW|update");
+    assert_eq!(flags(&mut raw, "LMOVE k1 k2 left right"), "k1 RW|access|delete, k2 RW|insert");
+    assert_eq!(flags(&mut raw, "SORT k1 STORE k2"), "k1 RO|access, k2 OW|update");
+    assert_eq!(flags(&mut raw, "BITFIELD k GET u8 0"), "k RO|access");
 }

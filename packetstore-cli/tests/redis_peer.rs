@@ -18,7 +18,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, TempPool};
+use common::{Raw, Resp, Server, TempPool};
 use redis::Value;
 
 /// A redis-server child on a free port, stopped on drop.
@@ -467,3 +467,142 @@ fn random_commands_answer_as_redis_7_does() {
         }
     }
 }
+
+/// A COMMAND INFO entry with its subcommands (Redis lists them in its
+/// hash table's order) sorted, less those `keep` leaves out.
+fn info_entry(entry: &Resp, keep: &dyn Fn(&str) -> bool) -> Resp {
+    let Resp::Agg(kind, fields) = entry else { return entry.clone() };
+    let mut fields = fields.clone();
+    if let Resp::Agg(subs_kind, subs) = &fields[9] {
+        let mut subs: Vec<Resp> = subs.iter().filter(|sub| keep(&sub.items()[0].text())).cloned().collect();
+        subs.sort();
+        fields[9] = Resp::Agg(*subs_kind, subs);
+    }
+    Resp::Agg(*kind, fields)
+}
+
+/// A COMMAND DOCS map with its subcommands' map sorted, less those `keep`
+/// leaves out.
+fn docs_map(docs: &Resp, keep: &dyn Fn(&str) -> bool) -> Resp {
+    let Resp::Agg(kind, items) = docs else { return docs.clone() };
+    let mut items = items.clone();
+    for pair in items.chunks_mut(2) {
+        if pair[0].text() == "subcommands" {
+            let Resp::Agg(subs_kind, subs) = &pair[1] else { continue };
+            let mut subs: Vec<(Resp, Resp)> = subs
+                .chunks(2)
+                .filter(|sub| keep(&sub[0].text()))
+                .map(|sub| (sub[0].clone(), docs_map(&sub[1], keep)))
+                .collect();
+            subs.sort();
+            pair[1] = Resp::Agg(*subs_kind, subs.into_iter().flat_map(|(name, docs)| [name, docs]).collect());
+        }
+    }
+    Resp::Agg(*kind, items)
+}
+
+/// COMMAND INFO and COMMAND DOCS of every Redis command packetstore runs
+/// (its COMMAND LIST, less its own GROUP and WAITAOF) are Redis 7's, in
+/// RESP2 and RESP3: arity, flags, key range, ACL categories, tips, key
+/// specifications, subcommands (those it runs), summary, complexity,
+/// history, arguments. COMMAND GETKEYS and GETKEYSANDFLAGS agree too.
+#[test]
+fn command_metadata_is_redis_7_s() {
+    let redis = Redis::start();
+    let pool = TempPool::new("redis-peer-command");
+    let server = Server::start(&pool.0, &[]);
+    let redis_addr: std::net::SocketAddr = ([127, 0, 0, 1], redis.port).into();
+    for protocol in ["2", "3"] {
+        let (mut r, mut p) = (Raw::connect_to(redis_addr), Raw::connect(&server));
+        r.call_raw(&["HELLO", protocol]);
+        p.call_raw(&["HELLO", protocol]);
+        let ours: std::collections::HashSet<String> =
+            p.call_resp(&["COMMAND", "LIST"]).items().iter().map(Resp::text).collect();
+        let theirs: std::collections::HashSet<String> =
+            r.call_resp(&["COMMAND", "LIST"]).items().iter().map(Resp::text).collect();
+        let own: Vec<&String> = ours.difference(&theirs).collect();
+        assert_eq!(own.len(), 2, "packetstore's own commands: {own:?}");
+        let keep = |name: &str| ours.contains(name);
+        let mut compared = 0;
+        for name in ours.iter().filter(|name| theirs.contains(*name)) {
+            let info = |c: &mut Raw| info_entry(&c.call_resp(&["COMMAND", "INFO", name]).items()[0], &keep);
+            assert_eq!(info(&mut p), info(&mut r), "RESP{protocol} COMMAND INFO {name}");
+            let docs = |c: &mut Raw| docs_map(&c.call_resp(&["COMMAND", "DOCS", name]).items()[1], &keep);
+            assert_eq!(docs(&mut p), docs(&mut r), "RESP{protocol} COMMAND DOCS {name}");
+            compared += 1;
+        }
+        assert!(compared > 300, "{compared} compared");
+        for call in GETKEYS_CALLS {
+            for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
+                let args: Vec<&str> = ["COMMAND", sub].into_iter().chain(call.split(' ')).collect();
+                assert_eq!(p.call_resp(&args), r.call_resp(&args), "RESP{protocol} COMMAND {sub} {call}");
+            }
+        }
+    }
+}
+
+/// Calls whose keys both servers find (every command here is one
+/// packetstore runs).
+const GETKEYS_CALLS: &[&str] = &[
+    "GET k",
+    "SET k v",
+    "SET k v NX GET",
+    "MSET a 1 b 2",
+    "MSET a 1 b",
+    "LMOVE a b LEFT RIGHT",
+    "ZUNIONSTORE out 2 a b WEIGHTS 1 2",
+    "ZUNIONSTORE out 3 a b",
+    "ZUNIONSTORE out -1 a",
+    "ZINTER 2 a b",
+    "ZDIFF 1 a",
+    "ZDIFFSTORE out 1 a",
+    "ZINTERCARD 2 a b",
+    "ZMPOP 2 a b MIN",
+    "BZMPOP 0 2 a b MIN",
+    "SINTERCARD 2 a b",
+    "SINTERCARD 5 a b",
+    "LMPOP 1 a LEFT",
+    "BLMPOP 0 2 a b LEFT",
+    "EVAL s 2 k1 k2 a1",
+    "EVAL s 0",
+    "EVAL s x",
+    "EVALSHA s 1 k",
+    "EVAL_RO s 1 k",
+    "FCALL f 1 k",
+    "FCALL_RO f 0",
+    "XREAD STREAMS a b 0 0",
+    "XREAD COUNT 1 BLOCK 0 STREAMS a 0",
+    "XREAD STREAMS a b 0",
+    "XREADGROUP GROUP g c NOACK STREAMS a 0",
+    "XREADGROUP GROUP g c STREAMS streams 0",
+    "SORT k",
+    "SORT k LIMIT 0 1 STORE d",
+    "SORT k STORE d1 STORE d2",
+    "SORT_RO k BY x",
+    "GEORADIUS g 1 2 3 km STOREDIST d",
+    "GEORADIUSBYMEMBER g m 3 km STORE d",
+    "GEOSEARCHSTORE d s FROMMEMBER m BYRADIUS 1 km",
+    "MEMORY USAGE k",
+    "MEMORY USAGE k SAMPLES 5",
+    "OBJECT ENCODING k",
+    "XGROUP CREATE k g $",
+    "XINFO STREAM k",
+    "BITFIELD k GET u8 0 SET u8 0 1",
+    "BITFIELD_RO k GET u8 0",
+    "BITOP AND d a b",
+    "RENAME a b",
+    "COPY a b",
+    "BLPOP a b 0",
+    "DEL a b c",
+    "PING",
+    "PING x",
+    "SPUBLISH ch m",
+    "PUBLISH ch m",
+    "CONFIG GET x",
+    "NOSUCH",
+    "WATCH a b",
+    "LCS a b",
+    "SUBSCRIBE a",
+    "PFCOUNT a b",
+    "OBJECT HELP",
+];

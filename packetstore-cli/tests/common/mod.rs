@@ -246,6 +246,85 @@ pub fn read_reply(reader: &mut impl BufRead) -> std::io::Result<String> {
     Ok(line)
 }
 
+/// One RESP2 or RESP3 reply, its exact bytes (bulk bodies included).
+pub fn read_raw_reply(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    if reader.read_until(b'\n', &mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let n: i64 = std::str::from_utf8(&line[1..]).ok().and_then(|n| n.trim_end().parse().ok()).unwrap_or(0);
+    match line[0] {
+        b'$' | b'=' | b'!' if n >= 0 => {
+            let mut body = vec![0; n as usize + 2];
+            reader.read_exact(&mut body)?;
+            line.extend_from_slice(&body);
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' if n > 0 => {
+            let count = if matches!(line[0], b'%' | b'|') { 2 * n } else { n };
+            for _ in 0..count {
+                line.extend(read_raw_reply(reader)?);
+            }
+        }
+        _ => {}
+    }
+    Ok(line)
+}
+
+/// One reply as a tree, for comparisons that must leave out an order a
+/// server leaves open: a line (its type byte first), a bulk string, or an
+/// aggregate (its type byte; a map's keys and values alternate).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resp {
+    Line(String),
+    Bulk(Vec<u8>),
+    Agg(u8, Vec<Resp>),
+}
+
+impl Resp {
+    /// The reply's exact bytes back.
+    pub fn parse(bytes: &[u8]) -> Resp {
+        read_resp(&mut std::io::Cursor::new(bytes)).expect("a whole reply")
+    }
+
+    pub fn items(&self) -> &[Resp] {
+        match self {
+            Resp::Agg(_, items) => items,
+            other => panic!("not an aggregate: {other:?}"),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            Resp::Bulk(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            Resp::Line(line) => line[1..].to_string(),
+            other => panic!("not a string: {other:?}"),
+        }
+    }
+}
+
+pub fn read_resp(reader: &mut impl BufRead) -> std::io::Result<Resp> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let line = line.trim_end().to_string();
+    let kind = line.as_bytes()[0];
+    let n: i64 = line[1..].parse().unwrap_or(0);
+    match kind {
+        b'$' | b'=' | b'!' if n >= 0 => {
+            let mut body = vec![0; n as usize + 2];
+            reader.read_exact(&mut body)?;
+            body.truncate(n as usize);
+            Ok(Resp::Bulk(body))
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' if n >= 0 => {
+            let count = if kind == b'%' || kind == b'|' { 2 * n } else { n };
+            Ok(Resp::Agg(kind, (0..count).map(|_| read_resp(reader)).collect::<std::io::Result<_>>()?))
+        }
+        _ => Ok(Resp::Line(line)),
+    }
+}
+
 pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
@@ -271,6 +350,25 @@ impl Raw {
     pub fn call(&mut self, args: &[&[u8]]) -> std::io::Result<String> {
         self.stream.write_all(&encode(args))?;
         read_reply(&mut self.reader)
+    }
+
+    /// A connection to any RESP server (a redis-server beside the test's).
+    pub fn connect_to(addr: SocketAddr) -> Raw {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Raw { reader: BufReader::new(stream.try_clone().unwrap()), stream }
+    }
+
+    /// A call's reply, its exact bytes.
+    pub fn call_raw(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|arg| arg.as_bytes()).collect();
+        self.stream.write_all(&encode(&args)).unwrap();
+        read_raw_reply(&mut self.reader).unwrap()
+    }
+
+    /// A call's reply, as a tree.
+    pub fn call_resp(&mut self, args: &[&str]) -> Resp {
+        Resp::parse(&self.call_raw(args))
     }
 }
 

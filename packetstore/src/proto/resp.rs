@@ -462,6 +462,13 @@ impl Encoder {
         out.extend_from_slice(b"\r\n");
     }
 
+    /// A set of `len` elements (RESP2: an array).
+    pub fn set(&self, out: &mut Vec<u8>, len: usize) {
+        out.push(if self.resp3 { b'~' } else { b'*' });
+        push_int(out, len as i64);
+        out.extend_from_slice(b"\r\n");
+    }
+
     /// A map of `len` pairs (RESP2: a flat array of 2 * len).
     pub fn map(&self, out: &mut Vec<u8>, len: usize) {
         if self.resp3 {

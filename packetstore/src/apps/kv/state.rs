@@ -616,6 +616,18 @@ impl Ctx<'_> {
         let enc = self.enc();
         enc.map(self.out.bytes(), len);
     }
+
+    /// A set's header (RESP2: an array's).
+    pub(super) fn set(&mut self, len: usize) {
+        let enc = self.enc();
+        enc.set(self.out.bytes(), len);
+    }
+
+    /// A simple string.
+    pub(super) fn simple(&mut self, text: &str) {
+        let enc = self.enc();
+        enc.simple(self.out.bytes(), text);
+    }
 }
 
 /// A watched key's identity: the logical database, then the key.

@@ -27,13 +27,35 @@ use crate::store::db::StoreError;
 
 #[rustfmt::skip]
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
-    cmd("cluster", -2, &["noscript", "stale"], (0, 0, 0), "cluster", "KEYSLOT, INFO, MYID, SHARDS, SLOTS, NODES, COUNTKEYSINSLOT, GETKEYSINSLOT: this server's shards as a Redis Cluster.", KvServer::cmd_cluster),
+    cmd("cluster", -2, &["noscript", "stale"], (0, 0, 0), "cluster", "KEYSLOT, INFO, MYID, SHARDS, SLOTS, NODES, COUNTKEYSINSLOT, GETKEYSINSLOT, HELP: this server's shards as a Redis Cluster.", KvServer::cmd_cluster),
     cmd("asking", 1, &["fast"], (0, 0, 0), "cluster", "Accepted for Redis Cluster clients (slots never migrate here).", KvServer::cmd_asking),
 ];
 
 /// Keys GETKEYSINSLOT and COUNTKEYSINSLOT look at per call, at most (they
 /// scan the shard's keys: slots keep no index of their keys here).
 const SLOT_SCAN_KEYS_MAX: usize = 1 << 20;
+
+/// CLUSTER HELP: Redis 7.0's lines for the subcommands a shard answers.
+const CLUSTER_HELP: &[&str] = &[
+    "COUNTKEYSINSLOT <slot>",
+    "    Return the number of keys in <slot>.",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored by current node in a slot.",
+    "INFO",
+    "    Return information about the cluster.",
+    "KEYSLOT <key>",
+    "    Return the hash slot for <key>.",
+    "MYID",
+    "    Return the node id.",
+    "NODES",
+    "    Return cluster configuration seen by node. Output format:",
+    "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "SLOTS",
+    "    Return information about slots range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes associated with them.",
+];
 
 const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
@@ -205,6 +227,7 @@ impl KvServer {
             (b"SHARDS", 2) => cluster_shards(ctx, &view),
             (b"NODES", 2) => ctx.bulk(cluster_nodes(&view).as_bytes()),
             (b"COUNTKEYSINSLOT", 3) | (b"GETKEYSINSLOT", 4) => self.keys_in_slot(ctx, sub == b"COUNTKEYSINSLOT")?,
+            (b"HELP", 2) => crate::apps::kv::cmd::scripting::help(ctx, "CLUSTER", CLUSTER_HELP),
             _ => ctx.error(&format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
                 String::from_utf8_lossy(&ctx.arg(1))

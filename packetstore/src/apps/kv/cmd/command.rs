@@ -1,219 +1,317 @@
-//! COMMAND and its subcommands (COUNT, INFO, DOCS, LIST, GETKEYS, HELP),
-//! answered from the command tables as Redis 7 answers them.
+//! COMMAND and its subcommands (COUNT, INFO, DOCS, LIST, GETKEYS,
+//! GETKEYSANDFLAGS, HELP), answered as Redis 7.0.15 answers them: from
+//! Redis's own command table (`redis_commands.rs`) for its commands, from
+//! the hand-written entry for packetstore's own (GROUP, WAITAOF); and the
+//! key positions the dispatcher routes and tracks by.
 //!
 //! Invariant: it describes exactly the commands the dispatcher runs (the
-//! same tables, `dispatch::COMMANDS`, which the server holds).
+//! same tables, `dispatch::COMMANDS`, which the server holds), and of a
+//! container's subcommands exactly those its handler runs (`runs`).
 
+use super::command_reply::{write_docs, write_info};
+use super::command_table::{lookup, lookup_call, lookup_fullname, RedisCommand, KEY_FLAG_NAMES};
+use super::getkeys::{has_keys, keys_with_specs};
 use crate::apps::kv::ops::SYNTAX;
 use crate::apps::kv::state::{cmd, CommandEntry, Commands, Ctx, KvServer};
 use crate::proto::resp::glob_match;
 use crate::store::db::StoreError;
 
+/// Redis's COMMAND HELP, its first line and HELP's added as addReplyHelp adds them.
 const COMMAND_HELP: &[&str] = &[
     "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "(no subcommand)",
-    "    Return details about all commands.",
+    "    Return details about all Redis commands.",
     "COUNT",
-    "    Return the total number of commands in this server.",
-    "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
-    "    Return a list of all commands in this server.",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
     "INFO [<command-name> ...]",
-    "    Return details about the given commands, or all of them.",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
     "DOCS [<command-name> ...]",
-    "    Return documentation details about the given commands, or all of them.",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
     "GETKEYS <full-command>",
-    "    Return the keys from a full command.",
+    "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
     "HELP",
     "    Print this help.",
 ];
 
-/// COMMAND INFO's entry for one command (Redis 7's ten fields).
-fn write_command_info(ctx: &mut Ctx<'_>, entry: &CommandEntry) {
-    let enc = ctx.enc();
+/// The containers whose handlers run only some of Redis 7.0.15's
+/// subcommands, and those they run. Every other container the dispatcher
+/// runs runs all of Redis's (packetstore-cli's `commands` tests call each
+/// listed subcommand to check it).
+const PARTIAL_CONTAINERS: &[(&str, &[&str])] = &[
+    ("cluster", &["countkeysinslot", "getkeysinslot", "help", "info", "keyslot", "myid", "nodes", "shards", "slots"]),
+    ("memory", &["usage"]),
+    ("script", &["exists", "flush", "help", "kill", "load"]),
+];
+
+/// Whether the dispatcher runs `sub`, a subcommand of a container it runs.
+fn runs(sub: &RedisCommand) -> bool {
+    match PARTIAL_CONTAINERS.iter().find(|(container, _)| *container == sub.container) {
+        Some((_, subs)) => subs.contains(&sub.name),
+        None => true,
+    }
+}
+
+/// The subcommands of `cmd` the server runs.
+pub(super) fn running_subcommands(cmd: &RedisCommand) -> Vec<&'static RedisCommand> {
+    cmd.subcommands().iter().filter(|sub| runs(sub)).collect()
+}
+
+/// How COMMAND describes a command the dispatcher runs.
+#[derive(Clone, Copy)]
+enum Described {
+    /// By Redis's table: a Redis command, or a subcommand it runs.
+    Redis(&'static RedisCommand),
+    /// By its own entry: packetstore's own command.
+    Own(&'static CommandEntry),
+}
+
+impl Described {
+    fn of(entry: &'static CommandEntry) -> Described {
+        lookup(b"", entry.name.as_bytes()).map_or(Described::Own(entry), Described::Redis)
+    }
+
+    /// The command named `fullname` (`name` or `container|name`), if the
+    /// server runs it.
+    fn find(commands: Commands, fullname: &[u8]) -> Option<Described> {
+        let top = fullname.split(|&b| b == b'|').next().unwrap_or_default();
+        let entry = CommandEntry::find(commands, top)?;
+        match Described::of(entry) {
+            Described::Own(_) if top.len() != fullname.len() => None,
+            Described::Own(entry) => Some(Described::Own(entry)),
+            Described::Redis(_) => lookup_fullname(fullname).filter(|cmd| runs(cmd)).map(Described::Redis),
+        }
+    }
+
+    fn fullname(self) -> String {
+        match self {
+            Described::Redis(cmd) => cmd.fullname(),
+            Described::Own(entry) => entry.name.to_string(),
+        }
+    }
+
+    fn categories(self) -> Vec<&'static str> {
+        match self {
+            Described::Redis(cmd) => cmd.acl.to_vec(),
+            Described::Own(entry) => entry.acl_categories(),
+        }
+    }
+
+    fn write_info(self, ctx: &mut Ctx<'_>) {
+        match self {
+            Described::Redis(cmd) => write_info(ctx, cmd),
+            Described::Own(entry) => write_own_info(ctx, entry),
+        }
+    }
+
+    fn write_docs(self, ctx: &mut Ctx<'_>) {
+        match self {
+            Described::Redis(cmd) => write_docs(ctx, cmd),
+            Described::Own(entry) => {
+                ctx.map(2);
+                ctx.bulk(b"summary");
+                ctx.bulk(entry.summary.as_bytes());
+                ctx.bulk(b"group");
+                ctx.bulk(entry.group.as_bytes());
+            }
+        }
+    }
+}
+
+/// COMMAND INFO's entry for one of packetstore's own commands.
+fn write_own_info(ctx: &mut Ctx<'_>, entry: &CommandEntry) {
     ctx.array(10);
     ctx.bulk(entry.name.as_bytes());
     ctx.int(entry.arity);
-    ctx.array(entry.flags.len());
-    entry.flags.iter().for_each(|flag| enc.simple(ctx.out.bytes(), flag));
+    ctx.set(entry.flags.len());
+    entry.flags.iter().for_each(|flag| ctx.simple(flag));
     ctx.int(entry.keys.0);
     ctx.int(entry.keys.1);
     ctx.int(entry.keys.2);
     let categories = entry.acl_categories();
-    ctx.array(categories.len());
-    categories.iter().for_each(|category| enc.simple(ctx.out.bytes(), category));
-    ctx.array(0); // tips
-    ctx.array(0); // key specs
-    ctx.array(0); // subcommands
+    ctx.set(categories.len());
+    categories.iter().for_each(|category| ctx.simple(category));
+    ctx.set(0); // tips
+    ctx.set(0); // key specs
+    ctx.set(0); // subcommands
 }
 
-/// The commands named from argument 2 on, or all of them.
-fn named_commands(ctx: &Ctx<'_>, commands: Commands) -> Vec<(Vec<u8>, Option<&'static CommandEntry>)> {
+/// The commands named from argument 2 on (`None`: not one the server
+/// runs), or every top-level one.
+fn named_commands(ctx: &Ctx<'_>, commands: Commands) -> Vec<Option<Described>> {
     if ctx.argc() == 2 {
-        return commands.iter().map(|entry| (entry.name.as_bytes().to_vec(), Some(entry))).collect();
+        return commands.iter().map(|entry| Some(Described::of(entry))).collect();
     }
-    (2..ctx.argc())
-        .map(|i| ctx.arg(i).into_owned())
-        .map(|name| (name.clone(), CommandEntry::find(commands, &name)))
-        .collect()
+    (2..ctx.argc()).map(|i| Described::find(commands, &ctx.arg(i))).collect()
 }
 
 fn command_info(ctx: &mut Ctx<'_>, commands: Commands) {
     let named = named_commands(ctx, commands);
     ctx.array(named.len());
-    for (_, entry) in named {
-        match entry {
-            Some(entry) => write_command_info(ctx, entry),
+    for described in named {
+        match described {
+            Some(described) => described.write_info(ctx),
             None => ctx.null(),
         }
     }
 }
 
-/// COMMAND DOCS: a map of the known commands among those named to their
-/// summary and group (unknown names are left out, as Redis does).
+/// COMMAND DOCS: a map of the known commands among those named (unknown
+/// names are left out, as Redis does).
 fn command_docs(ctx: &mut Ctx<'_>, commands: Commands) {
-    let known: Vec<&CommandEntry> = named_commands(ctx, commands).into_iter().filter_map(|(_, entry)| entry).collect();
+    let known: Vec<Described> = named_commands(ctx, commands).into_iter().flatten().collect();
     ctx.map(known.len());
-    for entry in known {
-        ctx.bulk(entry.name.as_bytes());
-        ctx.map(2);
-        ctx.bulk(b"summary");
-        ctx.bulk(entry.summary.as_bytes());
-        ctx.bulk(b"group");
-        ctx.bulk(entry.group.as_bytes());
+    for described in known {
+        ctx.bulk(described.fullname().as_bytes());
+        described.write_docs(ctx);
+    }
+}
+
+/// Every command and subcommand the server runs, parents first.
+fn every_command(commands: Commands) -> Vec<Described> {
+    let mut all = Vec::new();
+    for described in commands.iter().map(Described::of) {
+        all.push(described);
+        if let Described::Redis(cmd) = described {
+            all.extend(running_subcommands(cmd).into_iter().map(Described::Redis));
+        }
+    }
+    all
+}
+
+/// COMMAND LIST's filter: FILTERBY MODULE, ACLCAT or PATTERN.
+enum Filter {
+    Module,
+    AclCat(Vec<u8>),
+    Pattern(Vec<u8>),
+}
+
+impl Filter {
+    /// commandListCommand's parsing: `None` when there are no options,
+    /// `Err` on a syntax error.
+    fn parse(ctx: &Ctx<'_>) -> Result<Option<Filter>, ()> {
+        let mut filter = None;
+        let mut at = 2;
+        while at < ctx.argc() {
+            if !ctx.arg(at).eq_ignore_ascii_case(b"FILTERBY") || ctx.argc() - 1 - at != 2 {
+                return Err(());
+            }
+            let arg = ctx.arg(at + 2).into_owned();
+            filter = Some(match ctx.arg(at + 1).to_ascii_uppercase().as_slice() {
+                b"MODULE" => Filter::Module,
+                b"ACLCAT" => Filter::AclCat(arg),
+                b"PATTERN" => Filter::Pattern(arg.to_ascii_lowercase()),
+                _ => return Err(()),
+            });
+            at += 3;
+        }
+        Ok(filter)
+    }
+
+    fn keeps(&self, described: Described) -> bool {
+        match self {
+            Filter::Module => false,
+            Filter::AclCat(category) => {
+                described.categories().iter().any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(category))
+            }
+            Filter::Pattern(pattern) => glob_match(pattern, described.fullname().as_bytes()),
+        }
     }
 }
 
 /// COMMAND LIST [FILTERBY MODULE m | ACLCAT c | PATTERN p].
 fn command_list(ctx: &mut Ctx<'_>, commands: Commands) {
-    let filter = if ctx.argc() == 5 {
-        if !ctx.arg(2).eq_ignore_ascii_case(b"FILTERBY") {
-            ctx.error(SYNTAX);
-            return;
-        }
-        Some((ctx.arg(3).to_ascii_uppercase(), ctx.arg(4).into_owned()))
-    } else {
-        None
+    let Ok(filter) = Filter::parse(ctx) else {
+        ctx.error(SYNTAX);
+        return;
     };
-    let keep = |entry: &CommandEntry| match &filter {
-        None => Some(true),
-        Some((by, _)) if by == b"MODULE" => Some(false),
-        Some((by, category)) if by == b"ACLCAT" => Some(
-            entry
-                .acl_categories()
-                .iter()
-                .any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(category.strip_prefix(b"@").unwrap_or(category))),
-        ),
-        Some((by, pattern)) if by == b"PATTERN" => Some(glob_match(pattern, entry.name.as_bytes())),
-        Some(_) => None,
-    };
-    let mut names = Vec::new();
-    for entry in commands.iter() {
-        match keep(entry) {
-            Some(true) => names.push(entry.name),
-            Some(false) => {}
-            None => {
-                ctx.error(SYNTAX);
-                return;
-            }
-        }
-    }
+    let names: Vec<String> = every_command(commands)
+        .into_iter()
+        .filter(|described| filter.as_ref().is_none_or(|filter| filter.keeps(*described)))
+        .map(Described::fullname)
+        .collect();
     ctx.array(names.len());
     names.iter().for_each(|name| ctx.bulk(name.as_bytes()));
 }
 
-/// COMMAND GETKEYS cmd args...: the keys, by the command's key positions.
-fn command_getkeys(ctx: &mut Ctx<'_>, commands: Commands) {
-    let Some(entry) = CommandEntry::find(commands, &ctx.arg(2)) else {
+/// COMMAND GETKEYS and GETKEYSANDFLAGS (getKeysSubcommandImpl): the keys
+/// of the call from argument 2 on, by Redis's key specifications.
+fn command_getkeys(ctx: &mut Ctx<'_>, commands: Commands, with_flags: bool) {
+    let args: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+    let Some(cmd) = CommandEntry::find(commands, &args[0]).and_then(|entry| running_call(entry, &args)) else {
         ctx.error("ERR Invalid command specified");
         return;
     };
-    let argc = (ctx.argc() - 2) as i64;
-    if !entry.arity_fits(argc) {
-        ctx.error("ERR Invalid number of arguments specified for command");
-        return;
-    }
-    if entry.keys.0 == 0 && !moves_keys(entry) {
+    if !has_keys(cmd) {
         ctx.error("ERR The command has no key arguments");
         return;
     }
-    let args: Vec<Vec<u8>> = (2..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
-    let keys: Vec<&[u8]> = key_positions(entry, &args).into_iter().map(|i| args[i].as_slice()).collect();
-    if keys.is_empty() {
+    let argc = args.len() as i64;
+    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let keys = keys_with_specs(cmd, &args);
+    if keys.is_empty() && !cmd.has_flag("no_mandatory_keys") {
         ctx.error("ERR Invalid arguments specified for command");
         return;
     }
     ctx.array(keys.len());
-    keys.iter().for_each(|key| ctx.bulk(key));
-}
-
-/// Where a command whose keys move (`movablekeys`) finds them.
-#[derive(Clone, Copy)]
-enum Movable {
-    /// A count of keys at this position, the keys after it.
-    Count(usize),
-    /// A destination key at 1, then a count of keys at 2.
-    StoreAndCount,
-    /// The first half of what follows STREAMS.
-    Streams,
-    /// Its key specification's, and SORT's STORE destination.
-    Sort,
-    /// The source at 1, and the STORE or STOREDIST destination among the
-    /// options from this position (GEORADIUS, GEORADIUSBYMEMBER).
-    GeoStore(usize),
-}
-
-fn movable(name: &str) -> Option<Movable> {
-    Some(match name {
-        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => Movable::Count(1),
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop" | "bzmpop" => Movable::Count(2),
-        "zunionstore" | "zinterstore" | "zdiffstore" => Movable::StoreAndCount,
-        "xread" | "xreadgroup" => Movable::Streams,
-        "sort" | "sort_ro" => Movable::Sort,
-        "georadius" => Movable::GeoStore(6),
-        "georadiusbymember" => Movable::GeoStore(5),
-        _ => return None,
-    })
-}
-
-/// The positions of a call's key arguments (`args[0]` is the command's
-/// name): its key specification's, or for a command whose keys move, those
-/// its arguments name. Arguments too short for their count name the keys
-/// that are there.
-pub(in crate::apps::kv) fn key_positions(entry: &CommandEntry, args: &[Vec<u8>]) -> Vec<usize> {
-    let numkeys = |at: usize| -> std::ops::Range<usize> {
-        let count = args.get(at).and_then(|n| crate::apps::kv::ops::parse_i64(n)).unwrap_or(0).max(0) as usize;
-        at + 1..args.len().min((at + 1).saturating_add(count))
-    };
-    match movable(entry.name) {
-        Some(Movable::Count(at)) => numkeys(at).collect(),
-        Some(Movable::StoreAndCount) => [1].into_iter().chain(numkeys(2)).collect(),
-        Some(Movable::Streams) => {
-            let streams = args.iter().position(|a| a.eq_ignore_ascii_case(b"STREAMS")).map_or(args.len(), |i| i + 1);
-            (streams..streams + (args.len() - streams) / 2).collect()
+    for (at, flags) in keys {
+        if with_flags {
+            ctx.array(2);
         }
-        Some(Movable::Sort) => {
-            let store = if entry.name == "sort" { crate::apps::kv::cmd::sort::store_position(args) } else { None };
-            entry.key_positions(args.len()).chain(store).collect()
+        ctx.bulk(&args[at]);
+        if with_flags {
+            let names: Vec<&str> =
+                KEY_FLAG_NAMES.iter().enumerate().filter(|(bit, _)| flags & (1 << bit) != 0).map(|(_, n)| *n).collect();
+            ctx.set(names.len());
+            names.iter().for_each(|name| ctx.simple(name));
         }
-        Some(Movable::GeoStore(from)) => {
-            let store = (from..args.len().saturating_sub(1))
-                .rev()
-                .find(|&i| args[i].eq_ignore_ascii_case(b"STORE") || args[i].eq_ignore_ascii_case(b"STOREDIST"));
-            [1].into_iter().chain(store.map(|i| i + 1)).collect()
-        }
-        None if entry.keys.0 == 0 => Vec::new(),
-        None => entry.key_positions(args.len()).collect(),
     }
 }
 
-/// Whether its key positions need its arguments (`key_positions`), not
-/// only their count.
-pub(in crate::apps::kv) fn moves_keys(entry: &CommandEntry) -> bool {
-    movable(entry.name).is_some()
+/// The Redis command (or subcommand) a call of `entry` runs, if `entry`
+/// is a Redis command and the server runs that subcommand.
+fn running_call(entry: &CommandEntry, args: &[Vec<u8>]) -> Option<&'static RedisCommand> {
+    lookup(b"", entry.name.as_bytes())?;
+    lookup_call(args).filter(|cmd| runs(cmd))
 }
 
-/// This family's commands, as COMMAND describes them (Redis 7's arities,
-/// flags and key positions).
+/// The positions of a call's key arguments (`args[0]` is the command's
+/// name), as Redis's getKeysFromCommand finds them (cluster routing and
+/// client tracking use it): the command's getkeys procedure or legacy
+/// range; for packetstore's own commands, their entry's range.
+pub(in crate::apps::kv) fn key_positions(entry: &CommandEntry, args: &[Vec<u8>]) -> Vec<usize> {
+    if lookup(b"", entry.name.as_bytes()).is_none() {
+        return match entry.keys.0 {
+            0 => Vec::new(),
+            _ => entry.key_positions(args.len()).collect(),
+        };
+    }
+    running_call(entry, args).map_or_else(Vec::new, |cmd| super::getkeys::key_positions(cmd, args))
+}
+
+/// Whether its key positions need its arguments (`key_positions`), not
+/// only their count: Redis marks it `movablekeys`, or it is a container
+/// with keyed subcommands.
+pub(in crate::apps::kv) fn moves_keys(entry: &CommandEntry) -> bool {
+    lookup(b"", entry.name.as_bytes()).is_some_and(|cmd| {
+        cmd.has_flag("movablekeys")
+            || cmd.getkeys.is_some()
+            || cmd.subcommands().iter().any(|sub| sub.range.0 != 0 || sub.getkeys.is_some())
+    })
+}
+
+/// This family's commands, as the dispatcher runs them (COMMAND describes
+/// them from Redis's table).
 #[rustfmt::skip]
 pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("command", -1, &["random", "loading", "stale"], (0, 0, 0), "server", "Describes the commands this server knows.", KvServer::cmd_command),
@@ -223,37 +321,62 @@ impl KvServer {
     fn cmd_command(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         if ctx.argc() == 1 {
             ctx.array(self.commands.count());
-            self.commands.iter().for_each(|entry| write_command_info(ctx, entry));
+            self.commands.iter().for_each(|entry| Described::of(entry).write_info(ctx));
             return Ok(());
         }
-        let sub = ctx.arg(1).to_ascii_uppercase();
-        let argc = ctx.argc();
-        let arity_ok = match sub.as_slice() {
-            b"COUNT" | b"HELP" => argc == 2,
-            b"GETKEYS" => argc >= 3,
-            b"LIST" => argc == 2 || argc == 5,
-            _ => true,
-        };
-        if !arity_ok {
-            let name = String::from_utf8_lossy(&sub).to_ascii_lowercase();
-            ctx.error(&format!("ERR wrong number of arguments for 'command|{name}' command"));
-            return Ok(());
-        }
-        match sub.as_slice() {
-            b"COUNT" => ctx.int(self.commands.count() as i64),
-            b"INFO" => command_info(ctx, self.commands),
-            b"DOCS" => command_docs(ctx, self.commands),
-            b"LIST" => command_list(ctx, self.commands),
-            b"GETKEYS" => command_getkeys(ctx, self.commands),
-            b"HELP" => {
-                ctx.array(COMMAND_HELP.len());
-                COMMAND_HELP.iter().for_each(|line| ctx.enc().simple(ctx.out.bytes(), line));
-            }
-            _ => ctx.error(&format!(
+        let Some(sub) = lookup(b"command", &ctx.arg(1)) else {
+            ctx.error(&format!(
                 "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-                String::from_utf8_lossy(&ctx.arg(1))
-            )),
+                String::from_utf8_lossy(&ctx.arg(1)).chars().take(128).collect::<String>()
+            ));
+            return Ok(());
+        };
+        let argc = ctx.argc() as i64;
+        if (sub.arity > 0 && argc != sub.arity) || argc < -sub.arity {
+            ctx.error(&format!("ERR wrong number of arguments for 'command|{}' command", sub.name));
+            return Ok(());
+        }
+        match sub.name {
+            "count" => ctx.int(self.commands.count() as i64),
+            "info" => command_info(ctx, self.commands),
+            "docs" => command_docs(ctx, self.commands),
+            "list" => command_list(ctx, self.commands),
+            "getkeys" => command_getkeys(ctx, self.commands, false),
+            "getkeysandflags" => command_getkeys(ctx, self.commands, true),
+            _ => {
+                ctx.array(COMMAND_HELP.len());
+                COMMAND_HELP.iter().for_each(|line| ctx.simple(line));
+            }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps::kv::dispatch::COMMANDS as ALL;
+
+    /// The dispatcher's own key ranges (`CommandEntry::key_positions`,
+    /// which it touches, tracks and wakes by) are Redis's legacy ranges.
+    #[test]
+    fn entries_key_ranges_are_redis_s() {
+        let differ: Vec<String> = ALL
+            .iter()
+            .filter_map(|entry| lookup(b"", entry.name.as_bytes()).map(|cmd| (entry, cmd)))
+            .filter(|(entry, cmd)| !moves_keys(entry) && entry.keys != cmd.range)
+            .map(|(entry, cmd)| format!("{} {:?} != {:?}", entry.name, entry.keys, cmd.range))
+            .collect();
+        assert!(differ.is_empty(), "{differ:#?}");
+    }
+
+    /// Every partly run container is one the dispatcher runs, and every
+    /// subcommand named there is Redis's.
+    #[test]
+    fn partial_containers_name_redis_subcommands() {
+        for (container, subs) in PARTIAL_CONTAINERS {
+            assert!(CommandEntry::find(ALL, container.as_bytes()).is_some(), "{container}");
+            assert!(subs.iter().all(|sub| lookup(container.as_bytes(), sub.as_bytes()).is_some()), "{container}");
+        }
     }
 }

@@ -125,24 +125,6 @@ fn strtod(bytes: &[u8]) -> Option<f64> {
     Some(value)
 }
 
-/// Where SORT's destination key is in `args` (the command name first):
-/// after the last STORE, skipping LIMIT's, GET's and BY's arguments, as
-/// Redis's sortGetKeys does. None: no STORE.
-pub(in crate::apps::kv) fn store_position(args: &[Vec<u8>]) -> Option<usize> {
-    let mut found = None;
-    let mut i = 2;
-    while i < args.len() {
-        match args[i].to_ascii_uppercase().as_slice() {
-            b"LIMIT" => i += 2,
-            b"GET" | b"BY" => i += 1,
-            b"STORE" if i + 1 < args.len() => found = Some(i + 1),
-            _ => {}
-        }
-        i += 1;
-    }
-    found
-}
-
 /// One element to sort: itself, and what it sorts by.
 struct Item {
     element: Vec<u8>,
