@@ -203,6 +203,38 @@ fn functions_load_call_and_survive_restart() {
     assert_eq!(r.call(&[b"FCALL", b"getit", b"1", b"k50"]).unwrap(), "-ERR Function not found");
 }
 
+/// FUNCTION LOAD's code runs as Redis 7.0 runs it: it sees a `redis` table
+/// of register_function, log and constants only (any other name is an
+/// error naming it), for at most half a second; the functions it registers
+/// see the whole API but not register_function. The shebang's quotes are
+/// removed; FUNCTION LIST takes each option once.
+#[test]
+fn function_load_runs_in_its_own_environment_and_time() {
+    let pool = TempPool::new("scripting-load-env");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let load = |c: &mut redis::Connection, code: &str| -> Result<String, String> {
+        redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(code).query(c).map_err(|e| e.to_string())
+    };
+    for (body, name) in
+        [("return math.random()", "math"), ("redis.call('ping')", "call"), ("getmetatable(_G)", "getmetatable")]
+    {
+        let error = load(&mut c, &format!("#!lua name=lib\n{body}")).unwrap_err();
+        let expected = format!("Script attempted to access nonexistent global variable '{name}'");
+        assert!(error.contains(&expected), "{body}: {error}");
+    }
+    let started = std::time::Instant::now();
+    let error = load(&mut c, "#!lua name=lib\nlocal a = 1 while 1 do a = a + 1 end").unwrap_err();
+    assert!(error.contains("FUNCTION LOAD timeout"), "{error}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "the load ran {:?}", started.elapsed());
+    let code = "#!lua name=\"quoted\"\nredis.register_function('inner', function() return redis.register_function('x', function() end) end)\nredis.log(redis.LOG_NOTICE, 'loading')";
+    assert_eq!(load(&mut c, code).unwrap(), "quoted");
+    let error = redis::cmd("FCALL").arg("inner").arg(0).query::<()>(&mut c).unwrap_err().to_string();
+    assert!(error.contains("attempt to call field 'register_function' (a nil value)"), "{error}");
+    let error = redis::cmd("FUNCTION").arg("LIST").arg("WITHCODE").arg("WITHCODE").query::<()>(&mut c).unwrap_err();
+    assert!(error.to_string().contains("Unknown argument WITHCODE"), "{error}");
+}
+
 #[test]
 fn a_script_inside_exec_joins_the_transaction() {
     let pool = TempPool::new("scripting-exec");

@@ -60,13 +60,36 @@ fn library_key(name: &str) -> Vec<u8> {
 }
 
 /// Redis's `functionExtractLibMetaData`: the library's name and engine.
+/// The shebang's words as Redis's `sdssplitargs` splits them: quotes
+/// (double or single) group and are removed; None if one is left open.
+fn split_args(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_ascii_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    quote.is_none().then_some(words)
+}
+
 fn library_name(code: &[u8]) -> Result<String, String> {
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
     let end = code.iter().position(|&b| b == b'\n').ok_or("ERR Invalid library metadata")?;
     let line = String::from_utf8_lossy(&code[..end]);
-    let mut parts = line.split_ascii_whitespace();
+    let parts = split_args(&line).ok_or("ERR Invalid library metadata")?;
+    let mut parts = parts.iter().map(String::as_str);
     let engine = parts.next().ok_or("ERR Invalid library metadata")?[2..].to_string();
     let mut name = None;
     for part in parts {
@@ -114,7 +137,10 @@ impl Functions {
             .compile(&code[body_start..], "@user_function")
             .map_err(|why| format!("ERR Error compiling function: {why}"))?;
         *vm.flags.registering.borrow_mut() = Some(Vec::new());
+        // The library's code sees only the load API (prelude.lua).
+        let _ = vm.natives.raw_set("loading", true);
         let ran = vm.run(&body, MultiValue::new());
+        let _ = vm.natives.raw_set("loading", mlua::Value::Nil);
         let functions = vm.flags.registering.borrow_mut().take().unwrap_or_default();
         if let Err(error) = ran {
             let msg = match &error {
@@ -273,9 +299,10 @@ impl KvServer {
         let mut i = 2;
         while i < ctx.argc() {
             let arg = ctx.arg(i).to_ascii_lowercase();
-            if arg == b"withcode" {
+            // Each option once (Redis: a repeated one is unknown).
+            if arg == b"withcode" && !with_code {
                 with_code = true;
-            } else if arg == b"libraryname" {
+            } else if arg == b"libraryname" && pattern.is_none() {
                 if i + 1 >= ctx.argc() {
                     ctx.error("ERR library name argument was not given");
                     return;

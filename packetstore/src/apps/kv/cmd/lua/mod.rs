@@ -27,6 +27,9 @@ const HOOK_INSTRUCTIONS: u32 = 100_000;
 /// event loop serves nothing else meanwhile, so SCRIPT KILL cannot reach
 /// it (once it wrote, it runs to its end, as in Redis).
 pub(in crate::apps::kv) const SCRIPT_TIME_MAX: Duration = Duration::from_secs(5);
+
+/// How long FUNCTION LOAD's code may run (Redis's load timeout).
+const LOAD_TIME_MAX: Duration = Duration::from_millis(500);
 /// Memory one interpreter may use.
 const LUA_MEMORY_MAX: usize = 1 << 30;
 /// Redis's `REDIS_LRAND48_MAX`.
@@ -175,6 +178,13 @@ impl LuaVm {
         let flags = self.flags.clone();
         let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);
         let _ = self.lua.set_hook(triggers, move |_, _| {
+            // FUNCTION LOAD's code only registers functions: Redis gives
+            // it half a second.
+            if flags.registering.borrow().is_some()
+                && flags.started.get().is_some_and(|at| at.elapsed() > LOAD_TIME_MAX)
+            {
+                return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+            }
             let late = flags.started.get().is_some_and(|at| at.elapsed() > SCRIPT_TIME_MAX);
             if late && !flags.wrote.get() {
                 return Err(mlua::Error::runtime(format!(
@@ -447,6 +457,9 @@ fn register_function(lua: &Lua, flags: &RunFlags, args: mlua::MultiValue) -> mlu
     let args: Vec<Value> = args.into_iter().collect();
     let parsed = match args.as_slice() {
         [Value::Table(named)] => named_registration(named),
+        [_] => Err("calling redis.register_function with a single argument is only applicable to Lua table \
+                    (representing named arguments)."
+            .to_string()),
         [name, callback] => positional_registration(name, callback),
         _ => Err("wrong number of arguments to redis.register_function".to_string()),
     };
@@ -455,8 +468,9 @@ fn register_function(lua: &Lua, flags: &RunFlags, args: mlua::MultiValue) -> mlu
         Err(why) => return fail(&why),
     };
     if !valid_name(&registered.name) {
+        // Redis 7.0 says "Library" here too.
         return fail(
-            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+            "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long",
         );
     }
     if list.iter().any(|r| r.name == registered.name) {

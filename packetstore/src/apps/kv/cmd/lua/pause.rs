@@ -116,12 +116,24 @@ fn action() -> Action {
 unsafe extern "C-unwind" fn count_hook(state: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
     match action() {
         Action::Continue => {}
-        Action::Yield => {
-            if LAYOUT_OK.with(Cell::get) == Some(true) && yieldable(state) {
-                // SAFETY: a count hook of a coroutine with no C call below
-                // its running Lua code: Lua 5.1 yields here without raising.
-                unsafe { ffi::lua_yield(state, 0) };
+        Action::Yield if LAYOUT_OK.with(Cell::get) != Some(true) => {}
+        Action::Yield if yieldable(state) => {
+            // SAFETY: a count hook of a coroutine with no C call below its
+            // running Lua code: Lua 5.1 yields here without raising. The
+            // count goes back to its normal period for when it resumes.
+            unsafe {
+                ffi::lua_sethook(state, Some(count_hook), ffi::LUA_MASKCOUNT, HOOK_INSTRUCTIONS);
+                ffi::lua_yield(state, 0);
             }
+        }
+        Action::Yield => {
+            // Inside a C call (a metamethod, a library function): tried
+            // again at the next instruction. At every HOOK_INSTRUCTIONS
+            // only, a loop whose period divides into the count so that the
+            // hook always lands inside a metamethod would never pause.
+            // SAFETY: `state` is the running thread; setting its hook from
+            // the hook is what Lua's own debug library does.
+            unsafe { ffi::lua_sethook(state, Some(count_hook), ffi::LUA_MASKCOUNT, 1) };
         }
         Action::Raise(text) => {
             // SAFETY: `state` is the running thread; every instruction from
@@ -215,7 +227,10 @@ mod tests {
         let thread = vm.start(&f).unwrap();
         assert!(LAYOUT_OK.with(Cell::get) == Some(true), "Lua 5.1.5's layout");
         for _ in 0..3 {
-            plan(HookPlan { slice_end: Some(Instant::now() + Duration::from_millis(5)), ..HookPlan::default() });
+            // The guard turns a loop that never pauses into a failure, not
+            // a hang.
+            let guard = Some((Instant::now() + Duration::from_secs(2), vm.flags.clone()));
+            plan(HookPlan { slice_end: Some(Instant::now() + Duration::from_millis(5)), guard });
             assert!(matches!(vm.step(&thread, mlua::MultiValue::new()), Step::Paused), "{code}: paused");
         }
         plan(HookPlan::default());
@@ -236,6 +251,18 @@ mod tests {
     #[test]
     fn a_loop_under_pcall_pauses_too() {
         paused_then_killed("local f = function() local x = 0 while 1 do x = x + 1 end end while 1 do pcall(f) end");
+    }
+
+    /// Loops that read a global (through the environment's `__index`
+    /// metamethod, where no yield is possible) with every period from 1
+    /// to 24 extra instructions: each pauses, whatever part of its period
+    /// the count lands in.
+    #[test]
+    fn a_loop_mostly_inside_a_metamethod_pauses_whatever_its_period() {
+        for pad in 0..24 {
+            let code = format!("while 1 do local x = string {} end", "local y = 1 ".repeat(pad));
+            paused_then_killed(&code);
+        }
     }
 
     #[test]

@@ -102,12 +102,25 @@ function redis.acl_check_cmd(...)
   end
   return true
 end
-function redis.register_function(...)
-  return raise_if_error(natives.register_function(...))
-end
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = '7.0.15', 0x07000f
+
+local function nonexistent(k, level)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", level)
+end
+
+-- What FUNCTION LOAD's code sees (Redis 7.0's function_lua.c): a redis
+-- table of register_function, log and the constants, nothing else; any
+-- other name, global or field, is an error.
+local load_redis = {
+  register_function = function(...)
+    return raise_if_error(natives.register_function(...))
+  end,
+  log = redis.log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+}
 
 -- math.random and math.randomseed on Redis's own generator.
 local function random(...)
@@ -185,12 +198,26 @@ G.loadstring = function(s, ...)
   return loadstring(s, ...)
 end
 
+local load_api = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(load_redis, k)
+    if v == nil then nonexistent(k, 2) end
+    return v
+  end,
+  __newindex = refuse,
+  __metatable = false,
+})
+readonly[load_api] = true
+
+-- natives.loading is set while FUNCTION LOAD runs a library's code.
 local env = setmetatable({}, {
   __index = function(_, k)
-    local v = rawget(G, k)
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    if rawget(natives, 'loading') then
+      if k == 'redis' then return load_api end
+      nonexistent(k, 2)
     end
+    local v = rawget(G, k)
+    if v == nil then nonexistent(k, 2) end
     return v
   end,
   __newindex = refuse,
