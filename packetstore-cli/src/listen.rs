@@ -84,12 +84,14 @@ pub fn bind(
                      this server another address (--resp, --http)"
                 );
             }
+            // Said once, here: the holder may be gone by the next try.
+            on_wait();
         }
         result => {
             return result.map_err(|e| anyhow::Error::new(e).context(format!("cannot listen on {addr} ({what})")))
         }
     }
-    match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, timeout, on_wait) {
+    match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, timeout, || {}) {
         Ok(fd) => Ok(fd),
         Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => Err(anyhow::anyhow!(
             "cannot listen on {addr} ({what}): the address is still in use after {:.1} s (--bind-timeout); {}",

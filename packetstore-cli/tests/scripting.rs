@@ -235,6 +235,51 @@ fn function_load_runs_in_its_own_environment_and_time() {
     assert!(error.to_string().contains("Unknown argument WITHCODE"), "{error}");
 }
 
+/// The interpreter's garbage is collected a step every 50 runs (Redis's
+/// LUA_GC_CYCLE_PERIOD): 10000 short scripts leave it near its size at
+/// the start, as Redis's "EVAL does not leak in the Lua stack" asks.
+#[test]
+fn many_short_scripts_leave_little_garbage() {
+    let pool = TempPool::new("scripting-gc");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let mut pipe = redis::pipe();
+    for _ in 0..10_000 {
+        pipe.cmd("EVAL").arg("return redis.call('incr', KEYS[1])").arg(1).arg("x").ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let info: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+    let used: usize = info
+        .lines()
+        .find_map(|line| line.strip_prefix("used_memory_lua:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("INFO shows used_memory_lua");
+    assert!(used < 100 * 1024, "used_memory_lua {used}");
+    assert_eq!(redis::cmd("GET").arg("x").query::<i64>(&mut c).unwrap(), 10_000);
+}
+
+/// A function looping under pcall over redis.call (its global lookups are
+/// metamethod calls, where no pause is possible) still pauses: others get
+/// BUSY and FUNCTION KILL stops it.
+#[test]
+fn a_long_function_pauses_and_function_kill_stops_it() {
+    let pool = TempPool::new("scripting-busy-function");
+    let server = Server::start(&pool.0, &[]);
+    let mut c = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("lua-time-limit").arg(10).query(&mut c).unwrap();
+    let library = "#!lua name=test\nredis.register_function('test', function(KEYS, ARGV)\n\
+                   local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end\nend)";
+    let _: String = redis::cmd("FUNCTION").arg("LOAD").arg(library).query(&mut c).unwrap();
+    let mut r = Raw::connect(&server);
+    r.send(&[b"FCALL", b"test", b"0"]).unwrap();
+    let busy = wait_busy(&mut c);
+    assert!(busy.contains("You can only call FUNCTION KILL or SHUTDOWN NOSAVE"), "{busy}");
+    let _: () = redis::cmd("FUNCTION").arg("KILL").query(&mut c).unwrap();
+    let killed = r.read().unwrap();
+    assert!(killed.starts_with("-ERR Script killed by user"), "{killed}");
+    assert_eq!(redis::cmd("PING").query::<String>(&mut c).unwrap(), "PONG");
+}
+
 #[test]
 fn a_script_inside_exec_joins_the_transaction() {
     let pool = TempPool::new("scripting-exec");

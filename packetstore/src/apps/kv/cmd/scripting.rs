@@ -499,6 +499,7 @@ impl KvServer {
             let _ = run.vm.globals.raw_set("KEYS", Value::Nil);
             let _ = run.vm.globals.raw_set("ARGV", Value::Nil);
         }
+        run.vm.collect_some();
         if own_group {
             self.store.end_group(pool, buffers)?;
         }

@@ -75,9 +75,27 @@ pub(in crate::apps::kv) struct LuaVm {
     /// The Rust functions the prelude uses.
     pub(in crate::apps::kv) natives: Table,
     pub(in crate::apps::kv) flags: Rc<RunFlags>,
+    /// Runs since the collector's last step (`collect_some`).
+    runs: Rc<Cell<u32>>,
 }
 
+/// Redis's `LUA_GC_CYCLE_PERIOD`: every this many runs the collector takes
+/// a step of this many KiB, so many short scripts leave little garbage.
+const GC_CYCLE_PERIOD: u32 = 50;
+
 impl LuaVm {
+    /// A run ended: every `GC_CYCLE_PERIOD` runs, a step of the collector
+    /// (Redis's `luaCallFunction`).
+    pub(in crate::apps::kv) fn collect_some(&self) {
+        let runs = self.runs.get() + 1;
+        if runs < GC_CYCLE_PERIOD {
+            self.runs.set(runs);
+            return;
+        }
+        self.runs.set(0);
+        let _ = self.lua.gc_step_kbytes(GC_CYCLE_PERIOD as std::ffi::c_int);
+    }
+
     pub(in crate::apps::kv) fn new() -> mlua::Result<LuaVm> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::default())?;
@@ -90,7 +108,7 @@ impl LuaVm {
         let env: Table = prelude.call((natives.clone(), globals.clone()))?;
         let handler = lua.create_function(error_handler)?;
         natives.raw_set("handler", handler)?;
-        Ok(LuaVm { lua, globals, env, natives, flags })
+        Ok(LuaVm { lua, globals, env, natives, flags, runs: Rc::default() })
     }
 
     /// Compiles `code` as chunk `name` in the protected environment.
@@ -180,9 +198,8 @@ impl LuaVm {
         let _ = self.lua.set_hook(triggers, move |_, _| {
             // FUNCTION LOAD's code only registers functions: Redis gives
             // it half a second.
-            if flags.registering.borrow().is_some()
-                && flags.started.get().is_some_and(|at| at.elapsed() > LOAD_TIME_MAX)
-            {
+            let loading = flags.registering.try_borrow().is_ok_and(|list| list.is_some());
+            if loading && flags.started.get().is_some_and(|at| at.elapsed() > LOAD_TIME_MAX) {
                 return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
             }
             let late = flags.started.get().is_some_and(|at| at.elapsed() > SCRIPT_TIME_MAX);
