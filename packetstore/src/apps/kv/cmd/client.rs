@@ -152,11 +152,6 @@ impl Clients {
         info.resp3 = conn.encoder.resp3;
     }
 
-    /// Whether a live connection has this id.
-    pub(in crate::apps::kv) fn exists(&self, id: u64) -> bool {
-        self.list.contains_key(&id) && !self.killed.contains(&id)
-    }
-
     /// Where a message for a live connection goes, and how it is framed.
     pub(in crate::apps::kv) fn target(&self, id: u64) -> Option<Target> {
         let info = self.list.get(&id).filter(|_| !self.killed.contains(&id))?;

@@ -226,7 +226,7 @@ fn encode_body(message: Message<'_>, out: &mut Vec<u8>) {
 
 /// CLIENT TRACKING's options, parsed (Redis's order of checks).
 struct Options {
-    redirect: u64,
+    /// Its redirect included.
     mode: Tracked,
     prefixes: Vec<Vec<u8>>,
 }
@@ -249,8 +249,7 @@ impl KvServer {
                 if let Err(why) = self.tracking_check(id, &options) {
                     return ctx.error(&why);
                 }
-                let Options { redirect, mode, prefixes } = options;
-                self.tracking.enable(id, Tracked { redirect, ..mode }, prefixes);
+                self.tracking.enable(id, options.mode, options.prefixes);
             }
             b"off" => self.tracking.disable(id),
             _ => return ctx.error(SYNTAX),
@@ -282,7 +281,7 @@ impl KvServer {
     }
 
     fn tracking_options(&self, ctx: &Ctx<'_>) -> Result<Options, String> {
-        let mut options = Options { redirect: 0, mode: Tracked::default(), prefixes: Vec::new() };
+        let mut options = Options { mode: Tracked::default(), prefixes: Vec::new() };
         let mut i = 3;
         while i < ctx.argc() {
             let more = i + 1 < ctx.argc();
@@ -290,14 +289,14 @@ impl KvServer {
             match word.as_slice() {
                 b"redirect" if more => {
                     i += 1;
-                    if options.redirect != 0 {
+                    if options.mode.redirect != 0 {
                         return Err("ERR A client can only redirect to a single other client".into());
                     }
                     let id = parse_i64(&ctx.arg(i)).ok_or("ERR value is not an integer or out of range")?;
-                    if id <= 0 || !self.clients.exists(id as u64) {
+                    if id <= 0 || self.clients.target(id as u64).is_none() {
                         return Err("ERR The client ID you want redirect to does not exist".into());
                     }
-                    options.redirect = id as u64;
+                    options.mode.redirect = id as u64;
                 }
                 b"bcast" => options.mode.bcast = true,
                 b"optin" => options.mode.optin = true,
