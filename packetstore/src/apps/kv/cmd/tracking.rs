@@ -420,8 +420,9 @@ impl KvServer {
                 tracked.caching = false;
             }
         }
-        for key in std::mem::take(&mut self.tracking.pending) {
-            let resp3 = self.clients.target(client).is_some_and(|t| t.resp3);
+        let pending = std::mem::take(&mut self.tracking.pending);
+        let resp3 = !pending.is_empty() && self.clients.target(client).is_some_and(|t| t.resp3);
+        for key in pending {
             let message = match &key {
                 Some(key) => Message::Key(key),
                 None => Message::Flush { resp3 },
