@@ -355,8 +355,19 @@ pub fn tree_node(data: &[u8]) {
     if let Node::Internal { counts: Some(counts), .. } = &decoded {
         tree_node_counts(&bytes, counts);
     }
-    let mut out = vec![0u8; bytes.len()];
-    decoded.encode(&mut out).expect("a decoded node encodes into its own size");
+    // Re-encoding writes every inline value checked (kind 4): one written
+    // before value checksums (kind 1) gains its CRC, 4 bytes.
+    let legacy_inline = match view.is_leaf() {
+        true => (0..view.count())
+            .filter(|&i| {
+                let entry = view.entry(i);
+                entry[2 + usize::from(u16::from_le_bytes([entry[0], entry[1]]))] == 1
+            })
+            .count(),
+        false => 0,
+    };
+    let mut out = vec![0u8; bytes.len() + legacy_inline * node::VALUE_CRC_SIZE];
+    decoded.encode(&mut out).expect("a decoded node encodes into its own size and its legacy values' CRCs");
     let generation = match &decoded {
         Node::Leaf { generation, .. } | Node::Internal { generation, .. } => *generation,
     };
