@@ -757,6 +757,22 @@ impl Log {
         self.poisoned = true;
     }
 
+    /// Makes every record appended so far durable now: their data's lines
+    /// flushed, then one fence. No commit: the anchor and the batch's
+    /// accounting are untouched, and the next commit covers these records
+    /// again (a record whose bytes are durable is valid to recovery
+    /// whether or not the anchor names it). For a transaction across
+    /// shards, whose part must be durable before its shard answers anyone.
+    pub fn persist_appended(&mut self, pool: &Pool) -> Result<(), LogError> {
+        self.check_writable()?;
+        self.flush_appended(pool);
+        if let Err(error) = pool.fence() {
+            self.poisoned = true;
+            return Err(LogError::CommitFailed(error));
+        }
+        Ok(())
+    }
+
     /// Vouches for the last commit in the anchor (one more fence), so that
     /// recovery treats nothing as a possibly torn batch: damage to the last
     /// record is then reported as corruption instead of being dropped as a

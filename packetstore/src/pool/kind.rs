@@ -52,9 +52,9 @@ pub const POOL_KINDS: [PoolKind; 7] = [
 const _: () = assert!(POOL_KINDS.len() as u32 == POOL_KIND_VALUE_MAX + 1);
 
 /// Record kinds of the key-value store's log (`store/db.rs`, `KIND_PUT` to
-/// `KIND_END`, and a replicated store's `KIND_ENTRY` and `KIND_STATE`), and the WAL's (`apps/wal.rs`, `KIND_WAL`); each of those
+/// `KIND_END`, a replicated store's `KIND_ENTRY` and `KIND_STATE`, and a cross-shard transaction's `KIND_TXN`), and the WAL's (`apps/wal.rs`, `KIND_WAL`); each of those
 /// files asserts that its kinds are these.
-pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x26;
+pub const STORE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x20..=0x27;
 pub const WAL_RECORD_KIND: u16 = 1;
 /// Record kinds of the write cache (`apps/cache/record.rs`).
 pub const CACHE_RECORD_KINDS: std::ops::RangeInclusive<u16> = 0x30..=0x33;

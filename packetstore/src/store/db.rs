@@ -82,10 +82,12 @@ mod published;
 mod reads;
 mod replicated;
 mod scrub;
+mod txn;
 
 pub use reads::{Elements, RestBound};
 pub use replicated::{Replication, KIND_ENTRY, KIND_STATE, RAFT_ENTRY};
 pub use scrub::{ScrubStats, SCRUB_ENTRIES_PER_STEP_MAX};
+pub use txn::{Alone, Horizons, TxnMarker, TxnOracle, KIND_TXN, TXN_ENTRY, TXN_MARKER_SIZE, TXN_SHARDS_MAX};
 
 /// Record kinds of the store's log.
 pub const KIND_PUT: u16 = 0x20;
@@ -97,7 +99,8 @@ pub const KIND_FLUSH: u16 = 0x23;
 pub const KIND_END: u16 = 0x24;
 const _: () = assert!(
     *crate::pool::kind::STORE_RECORD_KINDS.start() == KIND_PUT
-        && *crate::pool::kind::STORE_RECORD_KINDS.end() == replicated::KIND_STATE
+        && *crate::pool::kind::STORE_RECORD_KINDS.end() == txn::KIND_TXN
+        && replicated::KIND_STATE + 1 == txn::KIND_TXN
 );
 /// The log bytes one group of several commands may take: it must fit the
 /// room a batch always has when a command starts (`batch_has_room`: under
@@ -242,6 +245,11 @@ pub enum Op {
     /// Ends a group of several commands (`end_group` appends it; handlers
     /// never build it).
     End,
+    /// Ends a transaction's part on this shard (`end_group_txn` appends
+    /// it): its marker's bytes (`TxnMarker`). Sets `#txn`.
+    Txn {
+        marker: Vec<u8>,
+    },
 }
 
 pub use crate::store::keyspace::KeyType;
@@ -470,6 +478,19 @@ impl Store {
         config: StoreConfig,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<(Store, StoreReport), StoreError> {
+        Self::open_shard(pool, buffers, config, (&Alone, 0), progress)
+    }
+
+    /// `open_with_progress` for shard `txn.1` of a data set: it publishes
+    /// its horizon to the oracle `txn.0` before its replay, which asks the
+    /// oracle about each transaction across shards it finds (`txn.rs`).
+    pub fn open_shard(
+        pool: &Pool,
+        buffers: &mut Buffers,
+        config: StoreConfig,
+        txn: (&dyn TxnOracle, u16),
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<(Store, StoreReport), StoreError> {
         let started = Instant::now();
         let mut lap = started;
         let mut phase = move || std::mem::replace(&mut lap, Instant::now()).elapsed();
@@ -534,6 +555,7 @@ impl Store {
             metas: metas::KeptMetas::default(),
         };
         store.load_state(pool)?;
+        txn.0.publish(txn.1, store.txn_horizon(pool)?);
         let tree_time = phase();
         // A replicated store replays nothing itself; a pool that served
         // alone before replays its commands first, and joins with them.
@@ -545,7 +567,7 @@ impl Store {
             store.keep_for_replica(pool, buffers)?;
             (0, 0)
         } else {
-            store.replay(pool, buffers, progress)?
+            store.replay(pool, buffers, txn.0, progress)?
         };
         if store.schema == 1 {
             store.convert_schema_1(pool, buffers)?;
@@ -597,6 +619,7 @@ impl Store {
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
+        oracle: &dyn TxnOracle,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<(u64, u64), StoreError> {
         let lsns: Vec<u64> = self.log.live_lsns().collect();
@@ -611,6 +634,10 @@ impl Store {
         }
         let mut group: Vec<(u64, Op, u32)> = Vec::new();
         let mut replayed = 0;
+        // A transaction across shards that did not reach every writer: it
+        // is the last group of the log (`txn.rs`).
+        let mut undone: Option<u64> = None;
+        let mut dropped = 0;
         let total = lsns.len() as u64;
         for (done, lsn) in lsns.into_iter().enumerate() {
             if done % 4096 == 0 {
@@ -623,23 +650,41 @@ impl Store {
                 KIND_DEL_HASH => Op::DelHash { name: view.key },
                 KIND_FLUSH => Op::Flush,
                 KIND_END => Op::End,
+                KIND_TXN => Op::Txn { marker: view.key },
                 other => return Err(StoreError::Corrupt(format!("log record {lsn} has kind {other:#x}"))),
             };
             group.push((lsn, op, view.data_crc));
-            if view.tag & TAG_END != 0 {
-                for (lsn, op, crc) in group.drain(..) {
-                    self.apply_tree(pool, buffers, &op, crc)?;
-                    self.records.push_back(lsn);
-                    replayed += 1;
+            if view.tag & TAG_END == 0 {
+                continue;
+            }
+            if let Some(txid) = undone {
+                return Err(StoreError::Corrupt(format!(
+                    "a group follows transaction {txid}, which did not reach every shard it wrote"
+                )));
+            }
+            if let Some((_, Op::Txn { marker }, _)) = group.last() {
+                let marker = TxnMarker::decode(marker).ok_or_else(|| corrupt("a transaction's marker"))?;
+                if !oracle.committed(&marker)? {
+                    undone = Some(marker.txid);
+                    dropped += group.len() as u64;
+                    for (lsn, _, _) in group.drain(..) {
+                        self.log.release(pool, lsn)?;
+                    }
+                    continue;
                 }
+            }
+            for (lsn, op, crc) in group.drain(..) {
+                self.apply_tree(pool, buffers, &op, crc)?;
+                self.records.push_back(lsn);
+                replayed += 1;
             }
         }
         progress(total, total);
-        let dropped = group.len() as u64;
+        dropped += group.len() as u64;
         for (lsn, _, _) in &group {
             self.log.release(pool, *lsn)?;
         }
-        if !group.is_empty() || !below.is_empty() {
+        if dropped > 0 || !below.is_empty() {
             self.log.commit(pool, buffers)?;
         }
         Ok((replayed, dropped))
@@ -858,7 +903,7 @@ impl Store {
                 }
                 Op::Del { key } => key.len(),
                 Op::DelHash { name } => 3 + name.len(),
-                Op::Flush | Op::End => 0,
+                Op::Flush | Op::End | Op::Txn { .. } => 0,
             };
             if key_len > tree.key_size_max {
                 return Err(StoreError::Tree(TreeError::KeyTooLarge { size: key_len, limit: tree.key_size_max }));
@@ -882,7 +927,7 @@ impl Store {
                 Op::Put { key, extents, .. } => crate::log::record::record_len(extents.len(), key.len()),
                 Op::Del { key } => crate::log::record::record_len(0, key.len()),
                 Op::DelHash { name } => crate::log::record::record_len(0, name.len()),
-                Op::Flush | Op::End => crate::log::record::record_len(0, 0),
+                Op::Flush | Op::End | Op::Txn { .. } => crate::log::record::record_len(0, 0),
             })
             .sum();
         let ring_size = self.log.usage().ring_size;
@@ -896,7 +941,7 @@ impl Store {
         // A group's commands, and its end record, fit the room every batch
         // has when a command starts, so the end record always fits.
         if let Some((group_bytes, _)) = self.group {
-            let end = crate::log::record::record_len(0, 0) as u64;
+            let end = crate::log::record::record_len(0, TXN_MARKER_SIZE) as u64;
             let limit = GROUP_LOG_BYTES_MAX.min(ring_size / 4);
             if group_bytes + log_bytes as u64 + end > limit {
                 self.stats.refused_full += 1;
@@ -936,7 +981,7 @@ impl Store {
                 Op::Put { key, extents, .. } => self.log.append(pool, buffers, KIND_PUT, tag, key, extents),
                 Op::Del { key } => self.log.append(pool, buffers, KIND_DEL, tag, key, &[]),
                 Op::DelHash { .. } | Op::Flush => unreachable!("schema 1's records are replayed, never written"),
-                Op::End => unreachable!("handlers never build Op::End"),
+                Op::End | Op::Txn { .. } => unreachable!("handlers never build a group's end"),
             };
             match result {
                 Ok(lsn) => {
@@ -1052,6 +1097,10 @@ impl Store {
                 }
             }
             Op::End => {}
+            Op::Txn { marker } => {
+                let marker = TxnMarker::decode(marker).ok_or_else(|| corrupt("a transaction's marker"))?;
+                self.tree_insert(pool, buffers, TXN_ENTRY, &txn::txn_value(marker.txid))?;
+            }
             Op::DelHash { .. } | Op::Flush if self.schema == 1 => self.apply_schema_1(pool, buffers, op)?,
             Op::DelHash { .. } | Op::Flush => {
                 return Err(StoreError::Corrupt("a record of schema 1 in a store of schema 2".into()))
