@@ -272,6 +272,7 @@ pub fn open_store(
     value_size_max: u64,
     buffers_reserve: u32,
     replicated: bool,
+    shard: Option<(&packetstore::store::db::Horizons, u16)>,
 ) -> anyhow::Result<(Store, packetstore::store::db::StoreReport)> {
     let store_config = StoreConfig {
         value_size_max,
@@ -302,7 +303,15 @@ pub fn open_store(
             bar.finish_and_clear();
         }
     };
-    Store::open_with_progress(pool, buffers, store_config, &mut progress).context("recovery failed")
+    let opened = match shard {
+        // A shard decides transactions across shards with the others.
+        Some((horizons, index)) => Store::open_shard(pool, buffers, store_config, (horizons, index), &mut progress)
+            .inspect_err(|_| {
+                horizons.fail(index);
+            }),
+        None => Store::open_with_progress(pool, buffers, store_config, &mut progress),
+    };
+    opened.context("recovery failed")
 }
 
 /// The limits line: connections, client pauses, receive per turn, auth.

@@ -81,7 +81,8 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
     // The page domain writes back whole pages at each sync: hand out
     // neighbouring buffers so that a batch's values share pages.
     buffers.set_sequential(domain.domain == packetstore::Domain::Page);
-    let (mut store, report) = open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some())?;
+    let (mut store, report) =
+        open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some(), None)?;
     if let Some(group) = group.as_mut() {
         group.client_addr = Some(packetstore::io::net::local_addr(&listeners[1])?);
     }

@@ -26,13 +26,16 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use packetstore::apps::kv::across::Exchange;
 use packetstore::apps::kv::cluster::ClusterView;
 use packetstore::apps::kv::KvServer;
 use packetstore::io::cores::{allowed_cpus, pin_current_thread, run_loop};
 use packetstore::io::engine::EngineConfig;
 use packetstore::pool::layout::ShardId;
+use packetstore::store::db::Horizons;
 use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::kv_setup::{Args, Prepared};
@@ -105,6 +108,8 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         .map(|(i, ((path, pool, created), listeners))| Shard { index: i as u16, path, pool, created, listeners })
         .collect();
     let (stop, wake_fd) = crate::shutdown::install()?;
+    let horizons = Horizons::new(count);
+    let exchange = Arc::new(Exchange::new(count).context("making the shards' eventfds")?);
     let failed = AtomicBool::new(false);
     let recovered = AtomicUsize::new(0);
     let ready = AtomicUsize::new(0);
@@ -121,11 +126,12 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
             .map(|shard| {
                 let cpu = cpus[usize::from(shard.index) % cpus.len()];
                 let (failed, recovered, ready, view) = (&failed, &recovered, &ready, view(shard.index));
+                let (horizons, exchange) = (&horizons, &exchange);
                 let links = std::mem::take(&mut links[usize::from(shard.index)]);
                 scope.spawn(move || {
                     // However this thread ends (a panic too), the others stop.
                     let _stop_all = StopAllOnDrop(failed);
-                    let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd, links };
+                    let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd, links, horizons, exchange };
                     let outcome = one.serve(shard, recovered, failed, ready);
                     // (The guard stops the others as this returns.)
                     if outcome.is_err() {
@@ -283,6 +289,15 @@ fn check_set(path: &Path, pool: &Pool, first: Option<&Pool>) -> anyhow::Result<(
     Ok(())
 }
 
+/// Marks a shard's horizon failed when dropped, unless it was published.
+struct Unblock<'a>(&'a Horizons, u16);
+
+impl Drop for Unblock<'_> {
+    fn drop(&mut self) {
+        self.0.fail(self.1);
+    }
+}
+
 /// What one shard's thread needs besides its pool.
 struct OneShard<'a> {
     args: &'a Args,
@@ -296,6 +311,10 @@ struct OneShard<'a> {
     /// Its ends of the links to and from every other shard, with the
     /// listener index each is served as (`shard_link.rs`).
     links: Vec<(std::os::fd::RawFd, usize)>,
+    /// Every shard's horizon at recovery, and the exchange for commands
+    /// across shards (`apps/kv/across.rs`).
+    horizons: &'a Horizons,
+    exchange: &'a Arc<Exchange>,
 }
 
 impl OneShard<'_> {
@@ -309,6 +328,9 @@ impl OneShard<'_> {
         ready: &AtomicUsize,
     ) -> anyhow::Result<()> {
         let index = shard.index;
+        // However recovery ends (an error, a panic), no shard waits for
+        // this one's horizon forever (a no-op once it published).
+        let _unblock = Unblock(self.horizons, index);
         if let Err(error) = pin_current_thread(self.cpu) {
             tracing::warn!("shard {index}: could not pin to CPU {}: {error}", self.cpu);
         }
@@ -324,10 +346,15 @@ impl OneShard<'_> {
         if failed.load(Ordering::SeqCst) {
             return Ok(());
         }
+        // Every shard recovered: new transactions are numbered above
+        // every horizon.
+        self.exchange.start_after(self.horizons.max()?);
+        server.join_exchange(self.exchange.clone());
         let args = self.args;
         let config = EngineConfig {
             listen: self.main.0,
             wake_fd: Some(self.wake_fd),
+            nudge_fd: Some(self.exchange.nudge_fd(index)),
             connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards)) + self.links.len(),
             adopt: self.links.clone(),
             ..args.loop_args.engine_config(self.prepared.persist == packetstore::io::app::Persist::ZeroCopy)?
@@ -383,6 +410,7 @@ impl OneShard<'_> {
             prepared.value_size_max,
             prepared.buffers_reserve,
             false,
+            Some((self.horizons, shard.index)),
         )
         .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
         crate::kv_setup::set_pool_mode(&shard.path, args.pool_group_read)?;

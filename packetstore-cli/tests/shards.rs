@@ -12,47 +12,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Server, TempPool};
-
-/// A sharded data set's pool files (`kv.pool`, `kv.1.pool`, ...), removed
-/// when the test ends.
-struct ShardPools {
-    first: TempPool,
-    count: u16,
-}
-
-impl ShardPools {
-    fn new(name: &str, count: u16) -> ShardPools {
-        let pools = ShardPools { first: TempPool::new(name), count };
-        pools.remove();
-        pools
-    }
-
-    fn path(&self, index: u16) -> PathBuf {
-        let first = &self.first.0;
-        if index == 0 {
-            return first.clone();
-        }
-        let stem = first.file_stem().unwrap().to_string_lossy();
-        first.with_file_name(format!("{stem}.{index}.pool"))
-    }
-
-    fn remove(&self) {
-        for index in 0..self.count.max(8) {
-            let _ = std::fs::remove_file(self.path(index));
-        }
-    }
-}
-
-impl Drop for ShardPools {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
+use common::{Server, ShardPools};
 
 fn start(pools: &ShardPools) -> Server {
     let shards = pools.count.to_string();
@@ -248,10 +212,14 @@ fn the_main_port_relays_commands_to_the_shard_of_their_keys() {
         let map: redis::Value = redis::cmd("HGETALL").arg(format!("h{i}")).query(&mut c).unwrap();
         assert!(matches!(&map, redis::Value::Map(m) if m.len() == 1), "a RESP3 map: {map:?}");
     }
-    // What is not relayed yet says so; nothing half done.
-    let cross =
-        error_text(redis::cmd("MSET").arg("k1").arg("x").arg("k2").arg("y").arg("k3").arg("z").query::<()>(&mut c));
-    assert!(cross.contains("CROSSSLOT"), "{cross}");
+    // A write across shards runs in the client's database and protocol.
+    let _: () = redis::cmd("MSET").arg("m1").arg("x").arg("m2").arg("y").arg("m3").arg("z").query(&mut c).unwrap();
+    let values: Vec<String> = redis::cmd("MGET").arg("m3").arg("m1").arg("m2").query(&mut c).unwrap();
+    assert_eq!(values, ["z", "x", "y"]);
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    let none: Vec<Option<String>> = redis::cmd("MGET").arg("m1").arg("m2").query(&mut c).unwrap();
+    assert_eq!(none, [None, None], "database 0 has none of them");
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut c).unwrap();
     // Many clients at once, each reading its own writes.
     let addr = server.resp;
     let threads: Vec<_> = (0..6)
@@ -649,7 +617,10 @@ fn commands_that_span_shards_answer_for_every_shard() {
     assert!(aborted.contains("EXECABORT"), "{aborted}");
     let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(size, 1);
-    // What spans but must be atomic is still refused, and says so.
-    let cross = error_text(redis::cmd("MSET").arg("a1").arg(1).arg("b1").arg(2).arg("c1").arg(3).query::<()>(&mut c));
+    // A write to keys of several shards the recipes cannot split is
+    // refused, and says so (a script's keys are all written).
+    let cross = error_text(
+        redis::cmd("EVAL").arg("return 1").arg(3).arg("a1").arg("b1").arg("c1").query::<redis::Value>(&mut c),
+    );
     assert!(cross.contains("CROSSSLOT"), "{cross}");
 }

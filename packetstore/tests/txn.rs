@@ -211,8 +211,8 @@ fn run(seed: u64) {
                     // the plain commands before it on both shards are
                     // durable too (the fences covered them).
                     expected.answered = expected.begun;
-                    for index in 0..2 {
-                        expected.plain[index].append(&mut unacked[index]);
+                    for (plain, unacked) in expected.plain.iter_mut().zip(unacked.iter_mut()) {
+                        plain.append(unacked);
                     }
                 }
                 result

@@ -437,3 +437,39 @@ pub fn ioredis(version: &str) -> PathBuf {
     }
     module
 }
+
+/// A sharded data set's pool files (`kv.pool`, `kv.1.pool`, ...), removed
+/// when the test ends.
+pub struct ShardPools {
+    pub first: TempPool,
+    pub count: u16,
+}
+
+impl ShardPools {
+    pub fn new(name: &str, count: u16) -> ShardPools {
+        let pools = ShardPools { first: TempPool::new(name), count };
+        pools.remove();
+        pools
+    }
+
+    pub fn path(&self, index: u16) -> PathBuf {
+        let first = &self.first.0;
+        if index == 0 {
+            return first.clone();
+        }
+        let stem = first.file_stem().unwrap().to_string_lossy();
+        first.with_file_name(format!("{stem}.{index}.pool"))
+    }
+
+    pub fn remove(&self) {
+        for index in 0..self.count.max(8) {
+            let _ = std::fs::remove_file(self.path(index));
+        }
+    }
+}
+
+impl Drop for ShardPools {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}

@@ -173,6 +173,10 @@ pub trait App {
     /// so that a turn stays short.
     fn tick(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
 
+    /// Another thread wrote the loop's `nudge_fd` (`EngineConfig`): called
+    /// at the end of the turn that saw it, before `tick`.
+    fn nudged(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
+
     /// Connections the application wants served although nothing arrived
     /// for them (a message for a subscriber, a key a blocked client waits
     /// for, a timeout), appended to `wake`: the loop calls `on_input` for

@@ -106,6 +106,7 @@ const OP_CANCEL: u64 = 6;
 const OP_POLL: u64 = 7;
 const OP_WAKE: u64 = 8;
 const OP_CONNECT: u64 = 9;
+const OP_NUDGE: u64 = 10;
 /// A stream of more segments than this (a peer trickling bytes, or input
 /// waiting while paused) is coalesced into one, if it holds at most
 /// `COALESCE_BYTES_MAX` bytes.
@@ -156,6 +157,11 @@ pub struct EngineConfig {
     /// Stopping: a descriptor (an eventfd) that becomes readable when the
     /// caller's `stop` flag is set, so that a loop asleep wakes up.
     pub wake_fd: Option<RawFd>,
+    /// Another thread's call for this loop (an eventfd it writes): when it
+    /// becomes readable the loop reads it and calls `App::nudged` at the
+    /// end of that turn (a shard asked to take part in a transaction
+    /// across shards, `apps/kv/txn.rs`).
+    pub nudge_fd: Option<RawFd>,
     /// Stopping: how long the loop waits for replies to be read.
     pub drain_timeout: Duration,
     /// Set up the ring with SINGLE_ISSUER | DEFER_TASKRUN (Linux 6.1):
@@ -211,6 +217,7 @@ impl Default for EngineConfig {
             stall_timeout: Duration::from_secs(60),
             turn_receive_bytes: TURN_RECEIVE_BYTES,
             wake_fd: None,
+            nudge_fd: None,
             drain_timeout: Duration::from_secs(5),
             defer_taskrun: true,
             adopt: Vec::new(),
@@ -361,6 +368,8 @@ pub struct Engine<'a, A: App> {
     /// Refused connections not yet logged, and when the last line was.
     refused_unlogged: u64,
     refused_logged_at: Option<Instant>,
+    /// `nudge_fd` was readable this turn: `App::nudged` runs at its end.
+    nudged: bool,
     stats: EngineStats,
 }
 
@@ -460,6 +469,7 @@ impl<'a, A: App> Engine<'a, A> {
             draining_until: None,
             refused_unlogged: 0,
             refused_logged_at: None,
+            nudged: false,
             stats: EngineStats::default(),
         };
         for index in 0..engine.listeners.len() {
@@ -477,7 +487,16 @@ impl<'a, A: App> Engine<'a, A> {
                 opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build().user_data(user_data(OP_WAKE, 0, 0));
             engine.push(entry)?;
         }
+        engine.arm_nudge()?;
         Ok(engine)
+    }
+
+    /// Polls `nudge_fd` once more (one-shot: re-armed after each call).
+    fn arm_nudge(&mut self) -> io::Result<()> {
+        let Some(fd) = self.config.nudge_fd else { return Ok(()) };
+        let entry =
+            opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build().user_data(user_data(OP_NUDGE, 0, 0));
+        self.push(entry)
     }
 
     /// The address of the first listener.
@@ -640,6 +659,17 @@ impl<'a, A: App> Engine<'a, A> {
             OP_CANCEL => {}
             OP_POLL => self.polled(slot, generation, result),
             OP_WAKE => {}
+            OP_NUDGE => {
+                if let Some(fd) = self.config.nudge_fd {
+                    let mut count = [0u8; 8];
+                    // SAFETY: reads 8 bytes into our buffer from the
+                    // eventfd the caller gave us (non-blocking: a read of an
+                    // eventfd already read fails with EAGAIN, harmlessly).
+                    unsafe { libc::read(fd, count.as_mut_ptr().cast(), count.len()) };
+                }
+                self.nudged = true;
+                self.arm_nudge()?;
+            }
             OP_CONNECT => self.connected(slot, result),
             _ => unreachable!("unknown operation {op}"),
         }
@@ -1009,6 +1039,9 @@ impl<'a, A: App> Engine<'a, A> {
 
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
+        if std::mem::take(&mut self.nudged) {
+            self.app.nudged(self.pool, self.buffers);
+        }
         self.app.tick(self.pool, self.buffers);
         self.wake_connections();
         self.start_dials()?;

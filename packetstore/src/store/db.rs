@@ -519,41 +519,7 @@ impl Store {
         // until a checkpoint writes them once.
         tree.set_shadow(pool.domain().domain == crate::pool::persist::Domain::Page)?;
         let tree_generation = tree.generation();
-        let mut store = Store {
-            config,
-            log,
-            tree,
-            records: VecDeque::new(),
-            covered: 0,
-            phase: Phase::Idle,
-            log_dirty: false,
-            collections: 0,
-            dbs: std::array::from_fn(|n| n as DbId),
-            db_next: DB_NEXT_FIRST,
-            oid_last: 0,
-            garbage: 0,
-            schema,
-            covered_written: None,
-            expiries: HashMap::new(),
-            expiry_order: std::collections::BTreeSet::new(),
-            arena: None,
-            last_checkpoint: Instant::now(),
-            mutating: false,
-            group: None,
-            published: None,
-            checkpoint_started: None,
-            buffers_low: false,
-            writes_unsynced: false,
-            write_syncs_in_flight: 0,
-            compactor: Compactor::new(config.compaction, pool.geometry().buffer_count, pool.geometry().buffer_size),
-            credit_entries: 0,
-            credit_bytes: 0,
-            stats: StoreStats::default(),
-            repl: config.replicated.then(|| Replication { checkpoint_allowed: true, ..Replication::default() }),
-            integrity: scrub::Integrity::default(),
-            counts: counts::ElementCounts::default(),
-            metas: metas::KeptMetas::default(),
-        };
+        let mut store = Store::assemble(pool, config, log, tree, schema);
         store.load_state(pool)?;
         txn.0.publish(txn.1, store.txn_horizon(pool)?);
         let tree_time = phase();
@@ -611,6 +577,46 @@ impl Store {
             ],
         };
         Ok((store, report))
+    }
+
+    /// A store of `log` and `tree` just opened: nothing replayed, no
+    /// state loaded yet.
+    fn assemble(pool: &Pool, config: StoreConfig, log: Log, tree: Tree, schema: u32) -> Store {
+        Store {
+            config,
+            log,
+            tree,
+            records: VecDeque::new(),
+            covered: 0,
+            phase: Phase::Idle,
+            log_dirty: false,
+            collections: 0,
+            dbs: std::array::from_fn(|n| n as DbId),
+            db_next: DB_NEXT_FIRST,
+            oid_last: 0,
+            garbage: 0,
+            schema,
+            covered_written: None,
+            expiries: HashMap::new(),
+            expiry_order: std::collections::BTreeSet::new(),
+            arena: None,
+            last_checkpoint: Instant::now(),
+            mutating: false,
+            group: None,
+            published: None,
+            checkpoint_started: None,
+            buffers_low: false,
+            writes_unsynced: false,
+            write_syncs_in_flight: 0,
+            compactor: Compactor::new(config.compaction, pool.geometry().buffer_count, pool.geometry().buffer_size),
+            credit_entries: 0,
+            credit_bytes: 0,
+            stats: StoreStats::default(),
+            repl: config.replicated.then(|| Replication { checkpoint_allowed: true, ..Replication::default() }),
+            integrity: scrub::Integrity::default(),
+            counts: counts::ElementCounts::default(),
+            metas: metas::KeptMetas::default(),
+        }
     }
 
     /// Applies the live records, group by group; releases a trailing group
@@ -1040,6 +1046,12 @@ impl Store {
     pub fn begin_group(&mut self) {
         assert!(self.group.is_none(), "groups do not nest");
         self.group = Some((0, 0));
+    }
+
+    /// The records the open group's commands appended so far (0 when no
+    /// group is open).
+    pub fn group_records(&self) -> usize {
+        self.group.map_or(0, |(_, records)| records)
     }
 
     /// Closes the group `begin_group` opened: appends its end record if any

@@ -411,6 +411,11 @@ impl KvServer {
                 ctx.conn.awaiting_shard = shard;
                 Some(Outcome::Relayed)
             }
+            Placement::Across(across, args, keys) => {
+                let started = Instant::now();
+                self.run_across(ctx, &across, &args, &keys);
+                Some(Outcome::Ran(started.elapsed()))
+            }
             Placement::Span(plan) => {
                 let conn = &*ctx.conn;
                 let client = link_client(conn);

@@ -26,6 +26,8 @@
 //! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
 //! and `server.rs` (the `App` impl the event loop calls).
 
+pub mod across;
+mod across_plans;
 pub mod cluster;
 mod cmd;
 mod dispatch;

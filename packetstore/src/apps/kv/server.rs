@@ -72,6 +72,7 @@ impl KvServer {
             latency: Default::default(),
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
+            across: None,
             scripting: Default::default(),
             replica: None,
             peer_wake: Vec::new(),
@@ -338,6 +339,10 @@ impl App for KvServer {
     }
 
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
+    fn nudged(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        self.serve_parks(pool, buffers);
+    }
+
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
         // This turn's BCAST invalidations go out (Redis: before sleeping).
         self.tracking_tick();

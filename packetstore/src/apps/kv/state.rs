@@ -288,6 +288,9 @@ pub struct KvServer {
     /// INFO commandstats, by command; errorstats, by error prefix.
     pub(super) command_stats: crate::util::idhash::NameHashMap<&'static str, CallStats>,
     pub(super) error_stats: std::collections::BTreeMap<String, u64>,
+    /// The exchange of a sharded server's shards, for commands across
+    /// them (`across.rs`).
+    pub(super) across: Option<std::sync::Arc<crate::apps::kv::across::Exchange>>,
 }
 
 /// One command's counters (INFO commandstats).

@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 
 use crate::apps::kv::cluster::{key_slot, owner, slot_range, ClusterView, SLOTS};
-use crate::apps::kv::cmd::command::{key_positions, moves_keys};
+use crate::apps::kv::cmd::command::{key_positions, keys_and_flags, moves_keys};
 use crate::apps::kv::cmd::group::NO_CLUSTER;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
 use crate::apps::kv::span;
@@ -69,6 +69,8 @@ pub(in crate::apps::kv) enum Placement {
     Relay(u16),
     /// In parts, one per shard, merged (`span.rs`).
     Span(crate::apps::kv::span::Plan),
+    /// Atomic across shards (`across.rs`): how, its arguments and keys.
+    Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
 }
 
 /// Whether a command for another shard's keys may be relayed there: not
@@ -156,6 +158,13 @@ impl KvServer {
             };
         }
         if slots.iter().any(|&s| owner(s, view.shards) != shard) {
+            if ctx.conn.multi.is_none() && relayable(entry) && self.across.is_some() {
+                let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+                let keys = keys_and_flags(entry, &args);
+                if let Some(across) = crate::apps::kv::across_plans::plan(entry.name, &args, &keys, view.shards) {
+                    return Placement::Across(across, args, keys);
+                }
+            }
             // A command split by key has a key in every argument after its
             // name: slot i-1 is argument i's.
             let split = ctx.conn.multi.is_none() && slots.len() + 1 == ctx.argc();
@@ -165,7 +174,10 @@ impl KvServer {
                 return Placement::Span(plan);
             }
             return Placement::Refused(
-                "CROSSSLOT Keys in request are on several shards (a command across shards is not built yet)".into(),
+                "CROSSSLOT Keys in request are on several shards, which this command cannot span (inside MULTI, a \
+                 blocking command, or writes to keys of several shards beyond MSET, MSETNX, DEL, UNLINK, RENAME, \
+                 RENAMENX, SMOVE, LMOVE, RPOPLPUSH)"
+                    .into(),
             );
         }
         if shard == view.shard {

@@ -285,6 +285,12 @@ fn running_call(entry: &CommandEntry, args: &[Vec<u8>]) -> Option<&'static Redis
     lookup_call(args).filter(|cmd| runs(cmd))
 }
 
+/// A call's keys with their key-spec flags (Redis's
+/// getKeysFromCommandWithSpecs): none for packetstore's own commands.
+pub(in crate::apps::kv) fn keys_and_flags(entry: &CommandEntry, args: &[Vec<u8>]) -> Vec<(usize, u16)> {
+    running_call(entry, args).map_or_else(Vec::new, |cmd| super::getkeys::keys_with_specs(cmd, args))
+}
+
 /// The positions of a call's key arguments (`args[0]` is the command's
 /// name), as Redis's getKeysFromCommand finds them (cluster routing and
 /// client tracking use it): the command's getkeys procedure or legacy

@@ -1,0 +1,207 @@
+//! Goal: on the main port of a sharded server, a command whose keys two
+//! shards own runs as Redis runs it, atomically (no other client sees half
+//! of it) and durably as one (`apps/kv/across.rs`); two such commands
+//! arriving on different shards at once never wait on each other forever.
+//!
+//! Method: `serve --shards 2`, keys chosen on each shard by CLUSTER KEYSLOT.
+//! Each command family across shards is checked against Redis's answers.
+//! Then writers (connections spread over both shards, so both coordinate)
+//! set `x` and `y`, on different shards, to the same counter with MSET,
+//! while readers MGET both and must always see them equal; the server is
+//! killed (-9) under that load, restarted at once, and must still show
+//! them equal, at or past the last MSET answered. (Power failures across
+//! shards are the crash simulator's: `packetstore/tests/txn.rs`.)
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Server, ShardPools};
+
+fn start(pools: &ShardPools) -> Server {
+    Server::start(&pools.first.0, &["--shards", "2", "--cluster-ports", "0"])
+}
+
+/// `count` keys named `prefix`N that shard `shard` of 2 owns.
+fn keys_on(c: &mut redis::Connection, prefix: &str, shard: i64, count: usize) -> Vec<String> {
+    (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .filter(|key| {
+            let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap();
+            slot * 2 / 16384 == shard
+        })
+        .take(count)
+        .collect()
+}
+
+fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
+    match result {
+        Err(error) => format!("{} {}", error.code().unwrap_or(""), error),
+        Ok(value) => panic!("expected an error, got {value:?}"),
+    }
+}
+
+// Allowed: one scripted session, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[test]
+fn commands_across_shards_answer_as_redis() {
+    let pools = ShardPools::new("across-commands", 2);
+    let server = start(&pools);
+    let mut c = server.client();
+    let (a, b) = (keys_on(&mut c, "a", 0, 2), keys_on(&mut c, "b", 1, 2));
+    let q = |c: &mut redis::Connection, args: &[&str]| -> redis::Value {
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    let int = |v: redis::Value| -> i64 { redis::from_redis_value(&v).unwrap() };
+    let text = |v: redis::Value| -> Option<String> { redis::from_redis_value(&v).unwrap() };
+    // MSET, MGET, MSETNX, EXISTS, DEL.
+    assert_eq!(q(&mut c, &["MSET", &a[0], "1", &b[0], "2"]), redis::Value::Okay);
+    let got: Vec<Option<String>> = redis::from_redis_value(&q(&mut c, &["MGET", &b[0], "none", &a[0]])).unwrap();
+    assert_eq!(got, vec![Some("2".into()), None, Some("1".into())]);
+    assert_eq!(int(q(&mut c, &["MSETNX", &a[1], "x", &b[0], "y"])), 0, "b0 exists");
+    assert_eq!(int(q(&mut c, &["EXISTS", &a[1], &b[0], &b[0]])), 2, "nothing of the refused MSETNX");
+    assert_eq!(int(q(&mut c, &["MSETNX", &a[1], "x", &b[1], "y"])), 1);
+    assert_eq!(int(q(&mut c, &["DEL", &a[1], &b[1], "none"])), 2);
+    // RENAME keeps the value, its type and its expiry; RENAMENX refuses.
+    q(&mut c, &["RPUSH", &a[1], "p", "q"]);
+    q(&mut c, &["PEXPIRE", &a[1], "100000"]);
+    assert_eq!(q(&mut c, &["RENAME", &a[1], &b[1]]), redis::Value::Okay);
+    assert_eq!(int(q(&mut c, &["EXISTS", &a[1]])), 0);
+    let list: Vec<String> = redis::from_redis_value(&q(&mut c, &["LRANGE", &b[1], "0", "-1"])).unwrap();
+    assert_eq!(list, ["p", "q"]);
+    let ttl = int(q(&mut c, &["PTTL", &b[1]]));
+    assert!((90_000..=100_000).contains(&ttl), "the expiry moved with it: {ttl}");
+    assert_eq!(int(q(&mut c, &["RENAMENX", &b[1], &a[0]])), 0, "a0 exists");
+    let missing = error_text(redis::cmd("RENAME").arg(&a[1]).arg(&b[1]).query::<()>(&mut c));
+    assert!(missing.contains("no such key"), "{missing}");
+    // LMOVE and RPOPLPUSH move one element; a wrong type changes nothing.
+    assert_eq!(text(q(&mut c, &["LMOVE", &b[1], &a[1], "LEFT", "RIGHT"])), Some("p".into()));
+    assert_eq!(text(q(&mut c, &["RPOPLPUSH", &b[1], &a[1]])), Some("q".into()));
+    assert_eq!(int(q(&mut c, &["EXISTS", &b[1]])), 0, "emptied");
+    let list: Vec<String> = redis::from_redis_value(&q(&mut c, &["LRANGE", &a[1], "0", "-1"])).unwrap();
+    assert_eq!(list, ["q", "p"]);
+    let wrong = error_text(redis::cmd("LMOVE").arg(&a[1]).arg(&b[0]).arg("LEFT").arg("LEFT").query::<()>(&mut c));
+    assert!(wrong.contains("WRONGTYPE"), "{wrong}");
+    assert_eq!(int(q(&mut c, &["LLEN", &a[1]])), 2, "nothing popped");
+    assert_eq!(q(&mut c, &["LMOVE", "none", &a[1], "LEFT", "LEFT"]), redis::Value::Nil);
+    // SMOVE, and the *STORE family on temporary copies at the destination.
+    q(&mut c, &["DEL", &a[1]]);
+    q(&mut c, &["SADD", &a[1], "m", "n"]);
+    q(&mut c, &["SADD", &b[1], "n", "o"]);
+    assert_eq!(int(q(&mut c, &["SMOVE", &a[1], &b[1], "m"])), 1);
+    assert_eq!(int(q(&mut c, &["SMOVE", &a[1], &b[1], "zz"])), 0);
+    let wrong = error_text(redis::cmd("SMOVE").arg(&a[1]).arg(&b[0]).arg("n").query::<()>(&mut c));
+    assert!(wrong.contains("WRONGTYPE"), "{wrong}");
+    assert_eq!(int(q(&mut c, &["SUNIONSTORE", &a[0], &a[1], &b[1]])), 3, "n, m, o");
+    let mut union: Vec<String> = redis::from_redis_value(&q(&mut c, &["SMEMBERS", &a[0]])).unwrap();
+    union.sort();
+    assert_eq!(union, ["m", "n", "o"]);
+    let mut inter: Vec<String> = redis::from_redis_value(&q(&mut c, &["SINTER", &a[1], &b[1]])).unwrap();
+    inter.sort();
+    assert_eq!(inter, ["n"]);
+    q(&mut c, &["ZADD", &a[1].replace('a', "za"), "1", "x"]);
+    let (za, zb) = (keys_on(&mut c, "za", 0, 1).remove(0), keys_on(&mut c, "zb", 1, 1).remove(0));
+    q(&mut c, &["ZADD", &za, "1", "x", "2", "y"]);
+    q(&mut c, &["ZADD", &zb, "10", "y"]);
+    assert_eq!(int(q(&mut c, &["ZUNIONSTORE", &zb, "2", &za, &zb])), 2);
+    assert_eq!(text(q(&mut c, &["ZSCORE", &zb, "y"])), Some("12".into()));
+    assert_eq!(int(q(&mut c, &["COPY", &za, &b[0], "REPLACE"])), 1);
+    assert_eq!(int(q(&mut c, &["ZCARD", &b[0]])), 2);
+    // No temporary key is left anywhere.
+    let keys: Vec<String> = redis::from_redis_value(&q(&mut c, &["KEYS", "*packetstore-across*"])).unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+    // Inside MULTI it still would see one shard: refused, aborted.
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    let refused = error_text(redis::cmd("MSET").arg(&a[0]).arg(1).arg(&b[0]).arg(2).query::<()>(&mut c));
+    assert!(refused.contains("CROSSSLOT"), "{refused}");
+    let aborted = error_text(redis::cmd("EXEC").query::<redis::Value>(&mut c));
+    assert!(aborted.contains("EXECABORT"), "{aborted}");
+}
+
+/// Writers MSET `x` and `y` (on different shards) to the same counter
+/// until `stop`; each returns the last value answered.
+fn writers(
+    server: &Server,
+    x: &str,
+    y: &str,
+    stop: &Arc<AtomicBool>,
+    next: &Arc<AtomicU64>,
+) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..4)
+        .map(|_| {
+            let (addr, x, y, stop, next) = (server.resp, x.to_string(), y.to_string(), stop.clone(), next.clone());
+            std::thread::spawn(move || {
+                let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+                let mut c = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut answered = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let value = next.fetch_add(1, Ordering::SeqCst);
+                    match redis::cmd("MSET").arg(&x).arg(value).arg(&y).arg(value).query::<()>(&mut c) {
+                        Ok(()) => answered = answered.max(value),
+                        Err(_) => break,
+                    }
+                }
+                answered
+            })
+        })
+        .collect()
+}
+
+fn read_pair(c: &mut redis::Connection, x: &str, y: &str) -> redis::RedisResult<(Option<u64>, Option<u64>)> {
+    redis::cmd("MGET").arg(x).arg(y).query(c)
+}
+
+#[test]
+fn no_client_sees_half_an_mset_across_shards_even_after_kill_9() {
+    let pools = ShardPools::new("across-atomic", 2);
+    let server = start(&pools);
+    let mut c = server.client();
+    let (x, y) = (keys_on(&mut c, "x", 0, 1).remove(0), keys_on(&mut c, "y", 1, 1).remove(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let next = Arc::new(AtomicU64::new(1));
+    let writing = writers(&server, &x, &y, &stop, &next);
+    // Readers on both shards (connections are spread over them).
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, x, y, stop) = (server.resp, x.clone(), y.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+                let mut c = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut reads = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let (vx, vy) = read_pair(&mut c, &x, &y).unwrap();
+                    assert_eq!(vx, vy, "an MGET saw half an MSET");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads: u64 = readers.into_iter().map(|h| h.join().expect("reader")).sum();
+    let answered = writing.into_iter().map(|h| h.join().unwrap()).max().unwrap();
+    assert!(reads > 100 && answered > 100, "{reads} reads, {answered} writes");
+    // kill -9 under load, restarted at once.
+    stop.store(false, Ordering::Relaxed);
+    let writing = writers(&server, &x, &y, &stop, &next);
+    std::thread::sleep(Duration::from_millis(300));
+    server.kill();
+    let answered = writing.into_iter().map(|h| h.join().unwrap()).max().unwrap();
+    let server = start(&pools);
+    let mut c = server.client();
+    let (vx, vy) = read_pair(&mut c, &x, &y).unwrap();
+    assert_eq!(vx, vy, "the restart shows half an MSET");
+    assert!(vx.unwrap_or(0) >= answered, "an answered MSET was lost: {vx:?} < {answered}");
+}

@@ -1,0 +1,465 @@
+//! Commands across shards, atomic and durable as one (issue 37): on the
+//! main port of a sharded server, a command whose keys several shards own
+//! (MSET, RENAME, SUNIONSTORE, a DEL of many keys, ...) runs with every
+//! shard it touches *parked*: each stops serving anyone else and runs only
+//! the parts this command sends it, on its own store, until the command is
+//! durable everywhere. No other command sees half of it; a power failure
+//! keeps all of it or none (`store/db/txn.rs`).
+//!
+//! # The protocol (one command, its *coordinator* the shard it arrived on)
+//!
+//! 1. The coordinator takes the process's one transaction lock
+//!    (`Exchange::try_lock`). While it waits it serves parking requests
+//!    itself, so two coordinators never wait on each other.
+//! 2. It posts `Park` in each other shard's mailbox and writes that shard's
+//!    eventfd (`nudge_fd`, polled by its event loop, `App::nudged`). Each
+//!    answers once it has opened a group in its store, then waits for
+//!    requests only (`take_part`). A shard running a paused script answers
+//!    BUSY instead, and the command is refused with nothing done.
+//! 3. The command's recipe (`across_plans.rs`) sends `Run` requests: Redis
+//!    commands on keys of that shard, run as a client's (on a stand-in
+//!    connection); the coordinator's own parts run in place.
+//! 4. `Finish`: each shard that wrote closes its group with the marker
+//!    (transaction id, the writers) and makes it durable at once; the
+//!    others make durable whatever they had pending (a read must not
+//!    return what a power failure could take back).
+//! 5. Only once every shard answered `Finish` are they released, and the
+//!    lock. The reply is then sent.
+//!
+//! Owns: the mailboxes, the eventfds, the lock and the transaction ids.
+//!
+//! Invariants: one transaction at a time in the process; a shard releases
+//! its part to readers only after every writer's part is durable; a
+//! coordinator that unwinds (a bug) releases every parked shard (`Drop`),
+//! so a panic never leaves a shard parked forever.
+
+use std::collections::BTreeSet;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use crate::apps::kv::state::{KvConn, KvServer};
+use crate::io::app::{App, ConnToken};
+use crate::io::outq::OutQueue;
+use crate::pool::buffers::Buffers;
+use crate::pool::file::Pool;
+use crate::proto::resp::{Args, Encoder};
+use crate::store::db::TxnMarker;
+
+/// What a coordinator asks a parked shard.
+enum Request {
+    Park,
+    /// A command (name first) on this shard's keys, in database `db`,
+    /// answered in RESP3 if `resp3`.
+    Run {
+        args: Vec<Vec<u8>>,
+        db: u8,
+        resp3: bool,
+    },
+    /// Close the part: `Some` (this shard wrote) with the marker, made
+    /// durable; `None`: make durable what is pending.
+    Finish(Option<TxnMarker>),
+    /// Every part is durable: serve everyone again.
+    Release,
+}
+
+/// What a parked shard answers.
+enum Response {
+    Parked(Result<(), String>),
+    /// The command's reply, and whether this shard's part has written.
+    Reply {
+        bytes: Vec<u8>,
+        wrote: bool,
+    },
+    Finished(Result<(), String>),
+}
+
+/// Requests in order (a `Release` is not answered, so the next
+/// coordinator's `Park` may follow it before it is taken), and the answer
+/// to the last one that has one.
+#[derive(Default)]
+struct Slots {
+    requests: std::collections::VecDeque<Request>,
+    response: Option<Response>,
+}
+
+/// One shard's mailbox.
+#[derive(Default)]
+struct Mailbox {
+    slots: Mutex<Slots>,
+    changed: Condvar,
+}
+
+/// What the shards of one process share for commands across them.
+pub struct Exchange {
+    held: AtomicBool,
+    next_txid: AtomicU64,
+    boxes: Vec<Mailbox>,
+    nudges: Vec<OwnedFd>,
+}
+
+impl Exchange {
+    /// The exchange of `shards` shards, each with its eventfd.
+    pub fn new(shards: u16) -> std::io::Result<Exchange> {
+        let nudges = (0..shards)
+            .map(|_| {
+                // SAFETY: eventfd takes no pointers; the descriptor it
+                // returns is ours alone (wrapped at once).
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // SAFETY: a fresh descriptor nothing else owns.
+                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            })
+            .collect::<std::io::Result<Vec<OwnedFd>>>()?;
+        Ok(Exchange {
+            held: AtomicBool::new(false),
+            next_txid: AtomicU64::new(1),
+            boxes: (0..shards).map(|_| Mailbox::default()).collect(),
+            nudges,
+        })
+    }
+
+    /// The eventfd shard `shard`'s event loop polls (`EngineConfig::nudge_fd`).
+    pub fn nudge_fd(&self, shard: u16) -> RawFd {
+        self.nudges[usize::from(shard)].as_raw_fd()
+    }
+
+    /// Transactions get ids above `horizon` (every shard's, after recovery).
+    pub fn start_after(&self, horizon: u64) {
+        self.next_txid.fetch_max(horizon + 1, Ordering::SeqCst);
+    }
+
+    fn try_lock(&self) -> bool {
+        self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    fn unlock(&self) {
+        let was = self.held.swap(false, Ordering::Release);
+        assert!(was, "the transaction lock was held");
+    }
+
+    fn post(&self, shard: u16, request: Request) {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        assert!(slots.response.is_none(), "a response is taken before the next request");
+        slots.requests.push_back(request);
+        mailbox.changed.notify_all();
+    }
+
+    fn nudge(&self, shard: u16) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte write from our buffer to our eventfd.
+        let written = unsafe { libc::write(self.nudge_fd(shard), one.as_ptr().cast(), one.len()) };
+        // EAGAIN: the counter is full, so the shard is nudged already.
+        debug_assert!(written == 8 || std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock);
+    }
+
+    /// A `Park` waiting first for `shard`, taken.
+    fn take_park(&self, shard: u16) -> bool {
+        let mut slots = self.boxes[usize::from(shard)].slots.lock().expect("mailbox lock");
+        match slots.requests.front() {
+            Some(Request::Park) => {
+                slots.requests.pop_front();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn wait_request(&self, shard: u16) -> Request {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        loop {
+            if let Some(request) = slots.requests.pop_front() {
+                return request;
+            }
+            slots = mailbox.changed.wait(slots).expect("mailbox lock");
+        }
+    }
+
+    fn respond(&self, shard: u16, response: Response) {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        slots.response = Some(response);
+        mailbox.changed.notify_all();
+    }
+
+    fn wait_response(&self, shard: u16) -> Response {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        loop {
+            if let Some(response) = slots.response.take() {
+                return response;
+            }
+            slots = mailbox.changed.wait(slots).expect("mailbox lock");
+        }
+    }
+}
+
+/// A coordinator's command in progress: the shards parked for it.
+pub(super) struct Session<'e> {
+    exchange: &'e Exchange,
+    me: u16,
+    parked: Vec<u16>,
+    /// Shards whose part wrote (this one included).
+    wrote: BTreeSet<u16>,
+    pub(super) db: u8,
+    pub(super) resp3: bool,
+    done: bool,
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // Only a bug unwinds through here: the parts stay as they are
+        // (each a plain group), and no shard stays parked.
+        tracing::error!("a command across shards ended half way; releasing the shards it parked");
+        for &shard in &self.parked {
+            self.exchange.post(shard, Request::Finish(None));
+            let _ = self.exchange.wait_response(shard);
+            self.exchange.post(shard, Request::Release);
+        }
+        self.exchange.unlock();
+    }
+}
+
+/// A stand-in connection's token: nothing is ever sent to it.
+const STAND_IN: ConnToken = ConnToken { slot: u32::MAX, generation: 0 };
+
+impl KvServer {
+    /// Joins the exchange of this process's shards.
+    pub fn join_exchange(&mut self, exchange: std::sync::Arc<Exchange>) {
+        self.across = Some(exchange);
+    }
+
+    /// This shard's index, on a sharded server.
+    fn shard_index(&self) -> u16 {
+        self.config.settings.cluster.as_ref().map_or(0, |view| view.shard)
+    }
+
+    /// `App::nudged`: a coordinator's `Park` for this shard, if one waits.
+    pub(super) fn serve_parks(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        let Some(exchange) = self.across.clone() else { return };
+        let me = self.shard_index();
+        while exchange.take_park(me) {
+            self.take_part(pool, buffers, &exchange, me);
+        }
+    }
+
+    /// Parked: runs what the coordinator sends until it releases us.
+    fn take_part(&mut self, pool: &Pool, buffers: &mut Buffers, exchange: &Exchange, me: u16) {
+        if self.scripting.paused.is_some() {
+            let busy = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+            exchange.respond(me, Response::Parked(Err(busy.into())));
+            return;
+        }
+        self.store.begin_group();
+        exchange.respond(me, Response::Parked(Ok(())));
+        loop {
+            match exchange.wait_request(me) {
+                Request::Run { args, db, resp3 } => {
+                    let bytes = self.run_part(pool, buffers, &args, db, resp3);
+                    exchange.respond(me, Response::Reply { bytes, wrote: self.store.group_records() > 0 });
+                }
+                Request::Finish(marker) => {
+                    let result = self.finish_part(pool, buffers, marker.as_ref());
+                    exchange.respond(me, Response::Finished(result));
+                }
+                Request::Release => return,
+                Request::Park => unreachable!("a parked shard is not parked again"),
+            }
+        }
+    }
+
+    /// Runs one command of a part on a stand-in connection; its reply.
+    fn run_part(&mut self, pool: &Pool, buffers: &mut Buffers, args: &[Vec<u8>], db: u8, resp3: bool) -> Vec<u8> {
+        let mut conn: KvConn = App::connect(self, crate::apps::kv::state::LISTENER_HTTP, STAND_IN);
+        conn.db = db;
+        conn.authenticated = true;
+        conn.args = Args::from_bytes(args);
+        conn.encoder = Encoder { resp3 };
+        // Replies come back as bytes, never as pool references.
+        let zero_copy_min = std::mem::replace(&mut self.config.zero_copy_min, u64::MAX);
+        let mut out = OutQueue::new();
+        self.execute(pool, buffers, &mut conn, &mut out);
+        self.config.zero_copy_min = zero_copy_min;
+        conn.args.clear(buffers);
+        std::mem::take(out.bytes())
+    }
+
+    /// Closes this shard's part: with the marker and made durable if it
+    /// wrote; else whatever is pending made durable.
+    fn finish_part(&mut self, pool: &Pool, buffers: &mut Buffers, marker: Option<&TxnMarker>) -> Result<(), String> {
+        let result = match marker {
+            Some(marker) => self.store.end_group_txn(pool, buffers, marker),
+            // (A shard that wrote is in the marker: `across_call` saw its
+            // last reply. Only `Session::drop` ends a writer this way.)
+            None => self.store.end_group(pool, buffers),
+        };
+        result.map_err(|e| e.to_string())?;
+        if marker.is_some() || self.store.writes_pending() {
+            self.store.persist_appended(pool).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Parks `shards` (this one included or not) for a command of
+    /// `conn`: Err(the reply) if one cannot take part now.
+    pub(super) fn across_begin<'e>(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        exchange: &'e Exchange,
+        shards: &BTreeSet<u16>,
+        conn: &KvConn,
+    ) -> Result<Session<'e>, String> {
+        let me = self.shard_index();
+        while !exchange.try_lock() {
+            // Another coordinator holds it and may be waiting for us.
+            self.serve_parks(pool, buffers);
+            std::thread::yield_now();
+        }
+        let mut session = Session {
+            exchange,
+            me,
+            parked: Vec::new(),
+            wrote: BTreeSet::new(),
+            db: conn.db,
+            resp3: conn.encoder.resp3,
+            done: false,
+        };
+        let others: Vec<u16> = shards.iter().copied().filter(|&s| s != me).collect();
+        for &shard in &others {
+            exchange.post(shard, Request::Park);
+            exchange.nudge(shard);
+        }
+        let mut refused = None;
+        for &shard in &others {
+            match exchange.wait_response(shard) {
+                Response::Parked(Ok(())) => session.parked.push(shard),
+                Response::Parked(Err(why)) => refused = Some(why),
+                _ => unreachable!("a shard answers Park with Parked"),
+            }
+        }
+        self.store.begin_group();
+        if let Some(why) = refused {
+            self.across_end(pool, buffers, session).map_err(|e| format!("ERR {e}"))?;
+            return Err(why);
+        }
+        Ok(session)
+    }
+
+    /// Runs `args` on `shard`'s keys within `session`: its reply.
+    pub(super) fn across_call(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        session: &mut Session<'_>,
+        shard: u16,
+        args: Vec<Vec<u8>>,
+    ) -> Vec<u8> {
+        if shard == session.me {
+            let bytes = self.run_part(pool, buffers, &args, session.db, session.resp3);
+            if self.store.group_records() > 0 {
+                session.wrote.insert(shard);
+            }
+            return bytes;
+        }
+        assert!(session.parked.contains(&shard), "a call goes to a parked shard");
+        session.exchange.post(shard, Request::Run { args, db: session.db, resp3: session.resp3 });
+        match session.exchange.wait_response(shard) {
+            Response::Reply { bytes, wrote } => {
+                if wrote {
+                    session.wrote.insert(shard);
+                }
+                bytes
+            }
+            _ => unreachable!("a shard answers Run with Reply"),
+        }
+    }
+
+    /// Ends `session`: every part closed and durable (one transaction id
+    /// if any shard wrote), then every shard released, then the lock.
+    pub(super) fn across_end(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        mut session: Session<'_>,
+    ) -> Result<(), String> {
+        let exchange = session.exchange;
+        let marker = (!session.wrote.is_empty()).then(|| TxnMarker {
+            txid: exchange.next_txid.fetch_add(1, Ordering::SeqCst),
+            writers: session.wrote.iter().copied().collect(),
+        });
+        let marker_for = |shard: u16| marker.clone().filter(|m| m.writers.contains(&shard));
+        for &shard in &session.parked {
+            exchange.post(shard, Request::Finish(marker_for(shard)));
+        }
+        let mut outcome = self.finish_part(pool, buffers, marker_for(session.me).as_ref());
+        for &shard in &session.parked {
+            match exchange.wait_response(shard) {
+                Response::Finished(result) => outcome = outcome.and(result),
+                _ => unreachable!("a shard answers Finish with Finished"),
+            }
+        }
+        for &shard in &session.parked {
+            exchange.post(shard, Request::Release);
+        }
+        session.done = true;
+        exchange.unlock();
+        if let Err(why) = &outcome {
+            // A failed fence poisons that shard's log: it stops serving.
+            tracing::error!("a command across shards could not be made durable: {why}");
+        }
+        outcome
+    }
+}
+
+/// A session's calls, as recipes make them (`across_plans::Calls`).
+struct SessionCalls<'s, 'e, 'p> {
+    server: &'s mut KvServer,
+    pool: &'p Pool,
+    buffers: &'s mut Buffers,
+    session: &'s mut Session<'e>,
+}
+
+impl crate::apps::kv::across_plans::Calls for SessionCalls<'_, '_, '_> {
+    fn call(&mut self, shard: u16, args: Vec<Vec<u8>>) -> Vec<u8> {
+        self.server.across_call(self.pool, self.buffers, self.session, shard, args)
+    }
+}
+
+impl KvServer {
+    /// Runs a command across shards (`Placement::Across`) and answers it.
+    pub(super) fn run_across(
+        &mut self,
+        ctx: &mut crate::apps::kv::state::Ctx<'_>,
+        across: &crate::apps::kv::across_plans::Across,
+        args: &[Vec<u8>],
+        keys: &[(usize, u16)],
+    ) {
+        let exchange = self.across.clone().expect("placed across only with an exchange");
+        let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
+        let (pool, buffers) = (ctx.pool, &mut *ctx.buffers);
+        let mut session = match self.across_begin(pool, buffers, &exchange, &across.shards, ctx.conn) {
+            Ok(session) => session,
+            Err(why) => {
+                ctx.error(&why);
+                return;
+            }
+        };
+        let mut calls = SessionCalls { server: self, pool, buffers, session: &mut session };
+        let reply = crate::apps::kv::across_plans::run(&across.recipe, args, keys, shards, &mut calls);
+        match self.across_end(pool, buffers, session) {
+            Ok(()) => {
+                ctx.failed = reply.first() == Some(&b'-');
+                ctx.out.bytes().extend_from_slice(&reply);
+            }
+            Err(why) => ctx.error(&format!("ERR {why}")),
+        }
+    }
+}
