@@ -392,6 +392,8 @@ impl OneShard<'_> {
         // One shard stopping (SHUTDOWN, a failed commit) stops them all:
         // a data set is served whole or not at all.
         crate::shutdown::request_stop();
+        // No command across shards waits for this one any more.
+        self.exchange.leave(index);
         let drained = outcome.with_context(|| format!("shard {index}"))?;
         crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
     }

@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -124,27 +124,23 @@ fn commands_across_shards_answer_as_redis() {
     assert!(aborted.contains("EXECABORT"), "{aborted}");
 }
 
-/// Writers MSET `x` and `y` (on different shards) to the same counter
-/// until `stop`; each returns the last value answered.
-fn writers(
-    server: &Server,
-    x: &str,
-    y: &str,
-    stop: &Arc<AtomicBool>,
-    next: &Arc<AtomicU64>,
-) -> Vec<std::thread::JoinHandle<u64>> {
-    (0..4)
-        .map(|_| {
-            let (addr, x, y, stop, next) = (server.resp, x.to_string(), y.to_string(), stop.clone(), next.clone());
+/// One writer per pair: it MSETs its `x` and `y` (on different shards) to
+/// its own counter until `stop`; each returns the last value answered.
+fn writers(server: &Server, pairs: &[(String, String)], stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<u64>> {
+    pairs
+        .iter()
+        .map(|(x, y)| {
+            let (addr, x, y, stop) = (server.resp, x.clone(), y.clone(), stop.clone());
             std::thread::spawn(move || {
                 let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
                 let mut c = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
                 c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-                let mut answered = 0;
+                let start: Option<u64> = redis::cmd("GET").arg(&x).query(&mut c).unwrap_or(None);
+                let mut answered = start.unwrap_or(0);
                 while !stop.load(Ordering::Relaxed) {
-                    let value = next.fetch_add(1, Ordering::SeqCst);
+                    let value = answered + 1;
                     match redis::cmd("MSET").arg(&x).arg(value).arg(&y).arg(value).query::<()>(&mut c) {
-                        Ok(()) => answered = answered.max(value),
+                        Ok(()) => answered = value,
                         Err(_) => break,
                     }
                 }
@@ -158,26 +154,41 @@ fn read_pair(c: &mut redis::Connection, x: &str, y: &str) -> redis::RedisResult<
     redis::cmd("MGET").arg(x).arg(y).query(c)
 }
 
+/// Four pairs of keys, `x` on shard 0 and `y` on shard 1.
+fn pairs(c: &mut redis::Connection) -> Vec<(String, String)> {
+    keys_on(c, "x", 0, 4).into_iter().zip(keys_on(c, "y", 1, 4)).collect()
+}
+
+/// After a restart: each pair whole, at or past what its writer was
+/// answered.
+fn check_pairs(server: &Server, pairs: &[(String, String)], answered: &[u64]) {
+    let mut c = server.client();
+    for ((x, y), &answered) in pairs.iter().zip(answered) {
+        let (vx, vy) = read_pair(&mut c, x, y).unwrap();
+        assert_eq!(vx, vy, "the restart shows half an MSET");
+        assert!(vx.unwrap_or(0) >= answered, "an answered MSET was lost: {vx:?} < {answered}");
+    }
+}
+
 #[test]
 fn no_client_sees_half_an_mset_across_shards_even_after_kill_9() {
     let pools = ShardPools::new("across-atomic", 2);
     let server = start(&pools);
-    let mut c = server.client();
-    let (x, y) = (keys_on(&mut c, "x", 0, 1).remove(0), keys_on(&mut c, "y", 1, 1).remove(0));
+    let pairs = pairs(&mut server.client());
     let stop = Arc::new(AtomicBool::new(false));
-    let next = Arc::new(AtomicU64::new(1));
-    let writing = writers(&server, &x, &y, &stop, &next);
+    let writing = writers(&server, &pairs, &stop);
     // Readers on both shards (connections are spread over them).
     let readers: Vec<_> = (0..4)
         .map(|_| {
-            let (addr, x, y, stop) = (server.resp, x.clone(), y.clone(), stop.clone());
+            let (addr, pairs, stop) = (server.resp, pairs.clone(), stop.clone());
             std::thread::spawn(move || {
                 let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
                 let mut c = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
                 c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
                 let mut reads = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let (vx, vy) = read_pair(&mut c, &x, &y).unwrap();
+                    let (x, y) = &pairs[reads % pairs.len()];
+                    let (vx, vy) = read_pair(&mut c, x, y).unwrap();
                     assert_eq!(vx, vy, "an MGET saw half an MSET");
                     reads += 1;
                 }
@@ -190,18 +201,32 @@ fn no_client_sees_half_an_mset_across_shards_even_after_kill_9() {
         std::thread::sleep(Duration::from_millis(50));
     }
     stop.store(true, Ordering::Relaxed);
-    let reads: u64 = readers.into_iter().map(|h| h.join().expect("reader")).sum();
-    let answered = writing.into_iter().map(|h| h.join().unwrap()).max().unwrap();
-    assert!(reads > 100 && answered > 100, "{reads} reads, {answered} writes");
+    let reads: usize = readers.into_iter().map(|h| h.join().expect("reader")).sum();
+    let answered: Vec<u64> = writing.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(reads > 100 && answered.iter().all(|&n| n > 20), "{reads} reads, {answered:?} writes");
     // kill -9 under load, restarted at once.
     stop.store(false, Ordering::Relaxed);
-    let writing = writers(&server, &x, &y, &stop, &next);
+    let writing = writers(&server, &pairs, &stop);
     std::thread::sleep(Duration::from_millis(300));
     server.kill();
-    let answered = writing.into_iter().map(|h| h.join().unwrap()).max().unwrap();
-    let server = start(&pools);
-    let mut c = server.client();
-    let (vx, vy) = read_pair(&mut c, &x, &y).unwrap();
-    assert_eq!(vx, vy, "the restart shows half an MSET");
-    assert!(vx.unwrap_or(0) >= answered, "an answered MSET was lost: {vx:?} < {answered}");
+    let answered: Vec<u64> = writing.into_iter().map(|h| h.join().unwrap()).collect();
+    check_pairs(&start(&pools), &pairs, &answered);
+}
+
+/// A stop (SIGTERM) under a load of commands across shards ends the
+/// server: no coordinator waits forever for a shard whose loop has ended;
+/// what was answered is there after the restart, whole.
+#[test]
+fn a_stop_under_commands_across_shards_ends_the_server() {
+    let pools = ShardPools::new("across-stop", 2);
+    let mut server = start(&pools);
+    let pairs = pairs(&mut server.client());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writing = writers(&server, &pairs, &stop);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: a signal to the child we started.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    assert!(server.wait_exit(Duration::from_secs(20)), "the server did not stop");
+    let answered: Vec<u64> = writing.into_iter().map(|h| h.join().expect("writer")).collect();
+    check_pairs(&start(&pools), &pairs, &answered);
 }

@@ -72,6 +72,9 @@ enum Response {
         wrote: bool,
     },
     Finished(Result<(), String>),
+    /// The shard's event loop has ended (the server is stopping): it
+    /// answers nothing more.
+    Gone,
 }
 
 /// Requests in order (a `Release` is not answered, so the next
@@ -96,6 +99,8 @@ pub struct Exchange {
     next_txid: AtomicU64,
     boxes: Vec<Mailbox>,
     nudges: Vec<OwnedFd>,
+    /// Shards whose event loop has ended (`leave`).
+    gone: Vec<AtomicBool>,
 }
 
 impl Exchange {
@@ -118,6 +123,7 @@ impl Exchange {
             next_txid: AtomicU64::new(1),
             boxes: (0..shards).map(|_| Mailbox::default()).collect(),
             nudges,
+            gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 
@@ -129,6 +135,15 @@ impl Exchange {
     /// Transactions get ids above `horizon` (every shard's, after recovery).
     pub fn start_after(&self, horizon: u64) {
         self.next_txid.fetch_max(horizon + 1, Ordering::SeqCst);
+    }
+
+    /// Shard `shard`'s event loop has ended: a coordinator waiting for it
+    /// to park is told so instead of waiting forever.
+    pub fn leave(&self, shard: u16) {
+        self.gone[usize::from(shard)].store(true, Ordering::SeqCst);
+        let mailbox = &self.boxes[usize::from(shard)];
+        let _slots = mailbox.slots.lock().expect("mailbox lock");
+        mailbox.changed.notify_all();
     }
 
     fn try_lock(&self) -> bool {
@@ -192,6 +207,9 @@ impl Exchange {
         loop {
             if let Some(response) = slots.response.take() {
                 return response;
+            }
+            if self.gone[usize::from(shard)].load(Ordering::SeqCst) {
+                return Response::Gone;
             }
             slots = mailbox.changed.wait(slots).expect("mailbox lock");
         }
@@ -342,6 +360,7 @@ impl KvServer {
             match exchange.wait_response(shard) {
                 Response::Parked(Ok(())) => session.parked.push(shard),
                 Response::Parked(Err(why)) => refused = Some(why),
+                Response::Gone => refused = Some(format!("ERR shard {shard} is stopping")),
                 _ => unreachable!("a shard answers Park with Parked"),
             }
         }
