@@ -15,10 +15,9 @@
 //!
 //! Invariant: a merged reply is built only from every part's reply; one
 //! error among them is the reply (the client learns that part failed).
-//! Atomicity is each part's, on its shard: a concurrent client may see one
-//! shard's part done and another's not yet (a Redis Cluster client that
-//! splits the command itself sees the same). Writes that must be atomic
-//! across shards (MSET, RENAME, ...) are not split: they are refused.
+//! The keyless commands' parts go out on the links, each atomic on its
+//! shard. A command with keys of several shards (`plan_by_key`) runs its
+//! parts with those shards parked (`across.rs`), atomic as a whole.
 
 /// How the parts' replies become one.
 #[derive(Clone, Debug, PartialEq, Eq)]
