@@ -3,9 +3,10 @@
 
 One server with `--shards 1`, then `--shards 2` (rounds alternate), pool on
 /dev/shm; 100,000 keys of 16 B filled first; then redis-benchmark on the
-main port: GET (at 2 shards, half the keys are the other shard's: one hop),
-MGET of 10 keys and EXISTS of 10 keys (at 2 shards, nearly every call spans
-both: split by shard, a part on each shard's link, replies merged). Server
+main port: GET and SET (at 2 shards, half the keys are the other shard's: one
+hop), MGET, EXISTS and MSET of 10 keys (at 2 shards, nearly every call spans
+both: it runs with both shards parked, `apps/kv/across.rs`, and an MSET is
+made durable on both before its reply). Server
 CPU per request from /proc/PID/task/*/schedstat; medians. On a 2-core
 machine the server's shards and the load generator share the cores.
 
@@ -31,8 +32,10 @@ PORT = cpu.PORT
 TEN = ["key:__rand_int__"] * 10
 WORKLOADS = {
     "get": ["GET", "key:__rand_int__"],
+    "set": ["SET", "key:__rand_int__", "v" * 16],
     "mget-10": ["MGET"] + TEN,
     "exists-10": ["EXISTS"] + TEN,
+    "mset-10": ["MSET"] + [w for _ in range(10) for w in ("key:__rand_int__", "v" * 16)],
 }
 
 
@@ -85,8 +88,8 @@ def write(rows, args):
              f"`python3 bench/span.py --rounds {args.rounds} --requests {args.requests}` on this VM (2 cores): "
              "one server with `--shards 1` or `--shards 2`, alternated, pool on /dev/shm, 100,000 keys of 16 B; "
              "redis-benchmark `-c 50 -P 16` on the main port. At 2 shards a GET is the other shard's half the "
-             "time (one hop), and an MGET or EXISTS of 10 keys nearly always spans both (split, one part per "
-             "shard, merged). The shards and the load generator share the 2 cores. Server CPU per request "
+             "time (one hop), and an MGET, EXISTS or MSET of 10 keys nearly always spans both (it runs with "
+             "both shards parked, atomic; an MSET is made durable on both before its reply). The shards and the load generator share the 2 cores. Server CPU per request "
              "(schedstat), medians.", "",
              "| workload | 1 shard K/s | 1 shard us/req | 2 shards K/s | 2 shards us/req | CPU 2/1 |",
              "|---|---:|---:|---:|---:|---:|"]

@@ -116,20 +116,85 @@ fn commands_across_shards_answer_as_redis() {
     // No temporary key is left anywhere.
     let keys: Vec<String> = redis::from_redis_value(&q(&mut c, &["KEYS", "*packetstore-across*"])).unwrap();
     assert!(keys.is_empty(), "{keys:?}");
-    // Inside MULTI it still would see one shard: refused, aborted.
+    // A transaction across shards: every command in order, one reply
+    // each, SELECT included; a WATCH whose key changed runs nothing.
+    let replies: (String, i64, i64, (), Vec<Option<String>>) = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg(&a[0])
+        .arg("t1")
+        .cmd("INCR")
+        .arg(b[0].replace('b', "cnt"))
+        .cmd("DEL")
+        .arg(&a[1])
+        .arg(&b[1])
+        .cmd("MSET")
+        .arg(&a[1])
+        .arg("m1")
+        .arg(&b[1])
+        .arg("m2")
+        .cmd("MGET")
+        .arg(&b[1])
+        .arg(&a[0])
+        .arg(&a[1])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies.0, "OK");
+    assert_eq!((replies.1, replies.2), (1, 2));
+    assert_eq!(replies.4, [Some("m2".into()), Some("t1".into()), Some("m1".into())]);
+    // SELECT inside it moves the commands after it, and the connection.
+    let selected: ((), (), ()) = redis::pipe()
+        .atomic()
+        .cmd("SELECT")
+        .arg(3)
+        .cmd("SET")
+        .arg(&a[0])
+        .arg("in3")
+        .cmd("SET")
+        .arg(&b[0])
+        .arg("in3")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(selected, ((), (), ()));
+    let in3: Vec<String> = redis::cmd("MGET").arg(&a[0]).arg(&b[0]).query(&mut c).unwrap();
+    assert_eq!(in3, ["in3", "in3"], "the connection is in database 3");
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    assert_eq!(text(q(&mut c, &["GET", &a[0]])), Some("t1".into()), "database 0 untouched");
+    // WATCH of keys on both shards (one is another shard's, whichever
+    // shard this connection is on): a write to either fails the EXEC.
+    let mut other = server.client();
+    for key in [&a[0], &b[0]] {
+        let _: () = redis::cmd("WATCH").arg(&a[0]).arg(&b[0]).query(&mut c).unwrap();
+        let _: () = redis::cmd("SET").arg(key).arg("changed").query(&mut other).unwrap();
+        let aborted: Option<((), ())> = redis::pipe().atomic().set(&a[0], "no").set(&b[0], "no").query(&mut c).unwrap();
+        assert_eq!(aborted, None, "{key} changed: nothing ran");
+        assert_eq!(text(q(&mut c, &["GET", key])), Some("changed".into()));
+    }
+    let _: () = redis::cmd("WATCH").arg(&a[0]).arg(&b[0]).query(&mut c).unwrap();
+    let ran: Option<((), ())> = redis::pipe().atomic().set(&a[0], "yes").set(&b[0], "yes").query(&mut c).unwrap();
+    assert_eq!(ran, Some(((), ())), "nothing changed: it ran");
+    // A watch ended (EXEC) is forgotten: a later write fails nothing.
+    let _: () = redis::cmd("SET").arg(&b[0]).arg("after").query(&mut other).unwrap();
+    let ran: Option<((),)> = redis::pipe().atomic().set(&a[0], "again").query(&mut c).unwrap();
+    assert_eq!(ran, Some(((),)));
+    // What cannot run across shards inside MULTI is refused, the
+    // transaction aborted.
     let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
-    let refused = error_text(redis::cmd("MSET").arg(&a[0]).arg(1).arg(&b[0]).arg(2).query::<()>(&mut c));
+    let refused =
+        error_text(redis::cmd("EVAL").arg("return 1").arg(2).arg(&a[0]).arg(&b[0]).query::<redis::Value>(&mut c));
     assert!(refused.contains("CROSSSLOT"), "{refused}");
     let aborted = error_text(redis::cmd("EXEC").query::<redis::Value>(&mut c));
     assert!(aborted.contains("EXECABORT"), "{aborted}");
 }
 
-/// One writer per pair: it MSETs its `x` and `y` (on different shards) to
-/// its own counter until `stop`; each returns the last value answered.
+/// One writer per pair: it sets its `x` and `y` (on different shards) to
+/// its own counter until `stop`, with MSET (even pairs) or MULTI, SET,
+/// SET, EXEC (odd ones); each returns the last value answered.
 fn writers(server: &Server, pairs: &[(String, String)], stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<u64>> {
     pairs
         .iter()
-        .map(|(x, y)| {
+        .enumerate()
+        .map(|(w, (x, y))| {
             let (addr, x, y, stop) = (server.resp, x.clone(), y.clone(), stop.clone());
             std::thread::spawn(move || {
                 let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
@@ -139,7 +204,11 @@ fn writers(server: &Server, pairs: &[(String, String)], stop: &Arc<AtomicBool>) 
                 let mut answered = start.unwrap_or(0);
                 while !stop.load(Ordering::Relaxed) {
                     let value = answered + 1;
-                    match redis::cmd("MSET").arg(&x).arg(value).arg(&y).arg(value).query::<()>(&mut c) {
+                    let result = match w % 2 {
+                        0 => redis::cmd("MSET").arg(&x).arg(value).arg(&y).arg(value).query::<()>(&mut c),
+                        _ => redis::pipe().atomic().set(&x, value).set(&y, value).query::<()>(&mut c),
+                    };
+                    match result {
                         Ok(()) => answered = value,
                         Err(_) => break,
                     }

@@ -61,6 +61,12 @@ enum Request {
     Finish(Option<TxnMarker>),
     /// Every part is durable: serve everyone again.
     Release,
+    /// Watch these keys (`state::watch_id`s) for another shard's
+    /// connection, whose flag this is (WATCH).
+    Watch {
+        keys: Vec<Vec<u8>>,
+        flag: std::sync::Weak<AtomicBool>,
+    },
 }
 
 /// What a parked shard answers.
@@ -288,6 +294,10 @@ impl KvServer {
                     exchange.respond(me, Response::Finished(result));
                 }
                 Request::Release => return,
+                Request::Watch { keys, flag } => {
+                    self.watch_for(keys, flag);
+                    exchange.respond(me, Response::Reply { bytes: Vec::new(), wrote: false });
+                }
                 Request::Park => unreachable!("a parked shard is not parked again"),
             }
         }
@@ -479,6 +489,156 @@ impl KvServer {
                 ctx.out.bytes().extend_from_slice(&reply);
             }
             Err(why) => ctx.error(&format!("ERR {why}")),
+        }
+    }
+}
+
+/// A transaction (MULTI) whose commands run across shards: each queued
+/// command's arguments and where it runs.
+pub(super) type Routed = Vec<(Vec<Vec<u8>>, crate::apps::kv::cmd::cluster::Route)>;
+
+impl KvServer {
+    /// The queued commands of `multi` with where each runs, if any runs on
+    /// another shard than this one (a sharded server's main port): EXEC
+    /// then runs them all with their shards parked (`exec_across`).
+    pub(super) fn exec_routes(
+        &self,
+        pool: &Pool,
+        conn: &KvConn,
+        multi: &crate::apps::kv::cmd::multi::Multi,
+    ) -> Option<Routed> {
+        use crate::apps::kv::cmd::cluster::Route;
+        let view = self.config.settings.cluster.as_ref()?;
+        if self.across.is_none() || !view.relays(conn.listener) {
+            return None;
+        }
+        let routed: Routed = multi
+            .queued
+            .iter()
+            .map(|args| {
+                let argv: Vec<Vec<u8>> = (0..args.len()).map(|i| args.bytes(pool, i).into_owned()).collect();
+                let route = self.queued_route(&argv);
+                (argv, route)
+            })
+            .collect();
+        let elsewhere = routed.iter().any(|(_, route)| !matches!(route, Route::One(shard) if *shard == view.shard));
+        elsewhere.then_some(routed)
+    }
+
+    /// The shards `routed` needs parked.
+    pub(super) fn routed_shards(&self, routed: &Routed) -> BTreeSet<u16> {
+        use crate::apps::kv::cmd::cluster::Route;
+        let mut shards = BTreeSet::from([self.shard_index()]);
+        for (_, route) in routed {
+            match route {
+                Route::One(shard) => {
+                    shards.insert(*shard);
+                }
+                Route::Across(across, _) => shards.extend(across.shards.iter().copied()),
+            }
+        }
+        shards
+    }
+
+    /// EXEC of `routed` in `session` (its shards parked): every command's
+    /// reply, in order, as one transaction across shards. SELECT changes
+    /// the database of the commands after it, and the connection's.
+    pub(super) fn exec_across(
+        &mut self,
+        ctx: &mut crate::apps::kv::state::Ctx<'_>,
+        mut session: Session<'_>,
+        routed: Routed,
+    ) -> Result<(), crate::store::db::StoreError> {
+        use crate::apps::kv::cmd::cluster::Route;
+        let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
+        let (pool, buffers) = (ctx.pool, &mut *ctx.buffers);
+        let mut replies = Vec::with_capacity(routed.len());
+        for (argv, route) in routed {
+            if argv[0].eq_ignore_ascii_case(b"select") && argv.len() == 2 {
+                let db = std::str::from_utf8(&argv[1]).ok().and_then(|d| d.parse::<u8>().ok());
+                replies.push(match db.filter(|&db| u32::from(db) < crate::store::keyspace::DATABASES) {
+                    Some(db) => {
+                        session.db = db;
+                        ctx.conn.db = db;
+                        b"+OK\r\n".to_vec()
+                    }
+                    None => b"-ERR DB index is out of range\r\n".to_vec(),
+                });
+                continue;
+            }
+            replies.push(match route {
+                Route::One(shard) => self.across_call(pool, buffers, &mut session, shard, argv),
+                Route::Across(across, keys) => {
+                    let mut calls = SessionCalls { server: self, pool, buffers, session: &mut session };
+                    crate::apps::kv::across_plans::run(&across.recipe, &argv, &keys, shards, &mut calls)
+                }
+            });
+        }
+        if let Err(why) = self.across_end(pool, buffers, session) {
+            ctx.error(&format!("ERR {why}"));
+            return Ok(());
+        }
+        ctx.array(replies.len());
+        for reply in replies {
+            ctx.out.bytes().extend_from_slice(&reply);
+        }
+        Ok(())
+    }
+}
+
+impl KvServer {
+    /// WATCH on a sharded server's main port: the keys of other shards are
+    /// watched there, with their shards parked for the moment it takes
+    /// (a write there then fails this connection's EXEC, as a local one
+    /// does). Ok(None): every key is this shard's, or the server is not
+    /// sharded; Ok(Some(i)): the argument indexes of the keys left to
+    /// watch here.
+    pub(super) fn watch_across(
+        &mut self,
+        ctx: &mut crate::apps::kv::state::Ctx<'_>,
+        dirty: &std::sync::Arc<AtomicBool>,
+    ) -> Result<Option<Vec<usize>>, String> {
+        let Some(exchange) = self.across.clone() else { return Ok(None) };
+        let Some(view) = self.config.settings.cluster.clone().filter(|view| view.relays(ctx.conn.listener)) else {
+            return Ok(None);
+        };
+        let mut here = Vec::new();
+        let mut remote: std::collections::BTreeMap<u16, Vec<Vec<u8>>> = Default::default();
+        for i in 1..ctx.argc() {
+            let key = ctx.arg(i);
+            let shard = crate::apps::kv::cluster::owner(crate::apps::kv::cluster::key_slot(&key), view.shards);
+            match shard == view.shard {
+                true => here.push(i),
+                false => remote.entry(shard).or_default().push(ctx.watch_id(&key)),
+            }
+        }
+        if remote.is_empty() {
+            return Ok(None);
+        }
+        let shards: BTreeSet<u16> = remote.keys().copied().collect();
+        let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, &shards, ctx.conn)?;
+        for (shard, keys) in remote {
+            exchange.post(shard, Request::Watch { keys, flag: std::sync::Arc::downgrade(dirty) });
+            match exchange.wait_response(shard) {
+                Response::Reply { .. } => {}
+                _ => unreachable!("a shard answers Watch with Reply"),
+            }
+        }
+        self.across_end(ctx.pool, ctx.buffers, session)?;
+        Ok(Some(here))
+    }
+
+    /// Registers watchers of `keys` for another shard's connection; drops
+    /// the spent ones of earlier connections first.
+    fn watch_for(&mut self, keys: Vec<Vec<u8>>, flag: std::sync::Weak<AtomicBool>) {
+        use crate::apps::kv::cmd::multi::{Flag, Watcher, REMOTE_CONN};
+        self.sweep_watchers();
+        let now = crate::store::db::now_ms();
+        for key in keys {
+            let db = self.store.physical_db(key[0]);
+            let expired = self.store.is_expired(db, &key[1..], now);
+            let watcher = Watcher { conn: REMOTE_CONN, dirty: Flag::Remote(flag.clone()), expired };
+            self.watched.entry(key).or_default().push(watcher);
         }
     }
 }

@@ -73,6 +73,14 @@ pub(in crate::apps::kv) enum Placement {
     Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
 }
 
+/// Where EXEC runs a command queued on the main port of a sharded server
+/// (`across.rs`): on one shard (its keys', or this one for a keyless
+/// command), or across several with its recipe.
+pub(in crate::apps::kv) enum Route {
+    One(u16),
+    Across(crate::apps::kv::across_plans::Across, Vec<(usize, u16)>),
+}
+
 /// Whether a command for another shard's keys may be relayed there: not
 /// a blocking one (it would hold up the link), not WATCH (its watch would
 /// be the link's), not a pub/sub one (the link would become a
@@ -140,6 +148,10 @@ impl KvServer {
         if cluster_port && entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
             return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
         }
+        if entry.name == "watch" && !cluster_port && self.across.is_some() {
+            // Each key is watched on its own shard (`watch_across`).
+            return Placement::Here;
+        }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
         let Some(&slot) = slots.first() else {
             return match cluster_port {
@@ -158,11 +170,15 @@ impl KvServer {
             };
         }
         if slots.iter().any(|&s| owner(s, view.shards) != shard) {
-            if ctx.conn.multi.is_none() && relayable(entry) && self.across.is_some() {
+            if relayable(entry) && self.across.is_some() {
                 let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
                 let keys = keys_and_flags(entry, &args);
                 if let Some(across) = crate::apps::kv::across_plans::plan(entry.name, &args, &keys, view.shards) {
-                    return Placement::Across(across, args, keys);
+                    // In MULTI it is queued; EXEC runs it across (`exec_across`).
+                    return match ctx.conn.multi {
+                        Some(_) => Placement::Here,
+                        None => Placement::Across(across, args, keys),
+                    };
                 }
             }
             // A command split by key has a key in every argument after its
@@ -183,6 +199,10 @@ impl KvServer {
         if shard == view.shard {
             return Placement::Here;
         }
+        if ctx.conn.multi.is_some() && self.across.is_some() && relayable(entry) {
+            // Queued: EXEC runs it on its shard, parked (`exec_across`).
+            return Placement::Here;
+        }
         if ctx.conn.multi.is_some() || !relayable(entry) {
             return Placement::Refused(format!(
                 "ERR '{}' with another shard's keys: transactions, WATCH, blocking commands and shard channels are not relayed \
@@ -191,6 +211,23 @@ impl KvServer {
             ));
         }
         Placement::Relay(shard)
+    }
+
+    /// Where EXEC runs the queued command `args` (a sharded server's main
+    /// port; placement refused at queue time what cannot run this way).
+    pub(in crate::apps::kv) fn queued_route(&self, args: &[Vec<u8>]) -> Route {
+        let Some(view) = self.config.settings.cluster.as_ref() else { return Route::One(0) };
+        let Some(entry) = self.command_index.find(&args[0]) else { return Route::One(view.shard) };
+        let slots = key_slots(entry, args.len(), |i| Cow::Borrowed(&args[i][..]));
+        let owners: std::collections::BTreeSet<u16> = slots.iter().map(|&s| owner(s, view.shards)).collect();
+        if owners.len() < 2 {
+            return Route::One(owners.first().copied().unwrap_or(view.shard));
+        }
+        let keys = keys_and_flags(entry, args);
+        match crate::apps::kv::across_plans::plan(entry.name, args, &keys, view.shards) {
+            Some(across) => Route::Across(across, keys),
+            None => Route::One(view.shard),
+        }
     }
 
     /// The shard a parsed command is certain to be relayed to, if any:

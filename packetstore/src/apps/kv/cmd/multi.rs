@@ -73,9 +73,43 @@ pub(in crate::apps::kv) struct Watching {
 /// A connection watching a key (an entry of the server's map).
 pub(in crate::apps::kv) struct Watcher {
     pub(in crate::apps::kv) conn: u64,
-    pub(in crate::apps::kv) dirty: Arc<AtomicBool>,
+    pub(in crate::apps::kv) dirty: Flag,
     /// The key had expired when WATCH was called: its deletion is no change.
     pub(in crate::apps::kv) expired: bool,
+}
+
+/// The `conn` of a watcher registered for another shard's connection
+/// (`across.rs`): never one of this shard's ids.
+pub(in crate::apps::kv) const REMOTE_CONN: u64 = u64::MAX;
+
+/// Where a watcher's write is told: its connection's flag, or, for
+/// another shard's connection, a weak handle on it (dead once that
+/// connection stopped watching: the watcher is then dropped here).
+pub(in crate::apps::kv) enum Flag {
+    Own(Arc<AtomicBool>),
+    Remote(std::sync::Weak<AtomicBool>),
+}
+
+impl Watcher {
+    fn mark(&self) {
+        match &self.dirty {
+            Flag::Own(flag) => flag.store(true, Ordering::Relaxed),
+            Flag::Remote(flag) => {
+                if let Some(flag) = flag.upgrade() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Another shard's connection's watcher that has done its work (its
+    /// key was written) or whose connection stopped watching.
+    fn is_spent(&self) -> bool {
+        match &self.dirty {
+            Flag::Own(_) => false,
+            Flag::Remote(flag) => flag.upgrade().is_none_or(|flag| flag.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 /// Whether a command runs at once inside MULTI rather than being queued.
@@ -116,13 +150,38 @@ impl KvServer {
             ctx.error("EXECABORT Transaction discarded because of previous errors.");
             return Ok(());
         }
+        // Commands for other shards (a sharded server's main port): their
+        // shards are parked first, so the watched keys are checked with no
+        // other command able to change them before the transaction runs.
+        let exchange = self.across.clone();
+        let mut across = None;
+        if let Some(routed) = self.exec_routes(ctx.pool, ctx.conn, &multi) {
+            let exchange = exchange.as_deref().expect("routes only with an exchange");
+            let shards = self.routed_shards(&routed);
+            match self.across_begin(ctx.pool, ctx.buffers, exchange, &shards, ctx.conn) {
+                Ok(session) => across = Some((session, routed)),
+                Err(why) => {
+                    multi.clear(ctx.buffers);
+                    self.unwatch_all(ctx.conn);
+                    ctx.error(&format!("EXECABORT Transaction discarded because of: {why}"));
+                    return Ok(());
+                }
+            }
+        }
         let dirty = self.watch_failed(ctx);
         self.unwatch_all(ctx.conn);
         if dirty {
             multi.clear(ctx.buffers);
+            if let Some((session, _)) = across {
+                self.across_end(ctx.pool, ctx.buffers, session).map_err(StoreError::Corrupt)?;
+            }
             let enc = ctx.enc();
             enc.null_array(ctx.out.bytes());
             return Ok(());
+        }
+        if let Some((session, routed)) = across {
+            multi.clear(ctx.buffers);
+            return self.exec_across(ctx, session, routed);
         }
         ctx.array(multi.queued.len());
         self.store.begin_group();
@@ -155,7 +214,15 @@ impl KvServer {
             return Ok(());
         }
         let dirty = watching.dirty.clone();
-        for i in 1..ctx.argc() {
+        // Another shard's keys are watched there (`across.rs`).
+        let here = match self.watch_across(ctx, &dirty) {
+            Ok(here) => here,
+            Err(why) => {
+                ctx.error(&why);
+                return Ok(());
+            }
+        };
+        for i in (1..ctx.argc()).filter(|i| here.as_ref().is_none_or(|here| here.contains(i))) {
             let key = ctx.watch_id(&ctx.arg(i));
             let watching = ctx.conn.watching.as_mut().expect("made above");
             if watching.keys.contains(&key) {
@@ -163,7 +230,7 @@ impl KvServer {
             }
             watching.keys.push(key.clone());
             let expired = self.store.is_expired(ctx.db, &key[1..], ctx.now);
-            let watcher = Watcher { conn: ctx.conn.id, dirty: dirty.clone(), expired };
+            let watcher = Watcher { conn: ctx.conn.id, dirty: Flag::Own(dirty.clone()), expired };
             self.watched.entry(key).or_default().push(watcher);
         }
         ctx.ok();
@@ -217,6 +284,14 @@ impl KvServer {
         self.wake_blocked(ctx.conn.db, key);
     }
 
+    /// Drops the watchers of other shards' connections that are spent.
+    pub(in crate::apps::kv) fn sweep_watchers(&mut self) {
+        self.watched.retain(|_, list| {
+            list.retain(|watcher| !watcher.is_spent());
+            !list.is_empty()
+        });
+    }
+
     /// A key was written: connections watching it fail their EXEC. One
     /// that watched it already expired sees its deletion as no change.
     pub(in crate::apps::kv) fn touch_key(&mut self, key: &[u8], exists_now: bool) {
@@ -226,7 +301,11 @@ impl KvServer {
                 watcher.expired = false;
                 continue;
             }
-            watcher.dirty.store(true, Ordering::Relaxed);
+            watcher.mark();
+        }
+        list.retain(|watcher| !watcher.is_spent());
+        if list.is_empty() {
+            self.watched.remove(key);
         }
     }
 
@@ -241,7 +320,7 @@ impl KvServer {
                     continue;
                 }
                 if existed {
-                    watcher.dirty.store(true, Ordering::Relaxed);
+                    watcher.mark();
                 }
             }
         }
