@@ -59,7 +59,9 @@ enum Request {
     /// Close the part: `Some` (this shard wrote) with the marker, made
     /// durable; `None`: make durable what is pending.
     Finish(Option<TxnMarker>),
-    /// Every part is durable: serve everyone again.
+    /// Every part is durable: serve everyone again (after closing the
+    /// part, if no `Finish` came: it then wrote nothing and returned
+    /// nothing that was not durable).
     Release,
     /// Watch these keys (`state::watch_id`s) for another shard's
     /// connection, whose flag this is (WATCH).
@@ -72,10 +74,13 @@ enum Request {
 /// What a parked shard answers.
 enum Response {
     Parked(Result<(), String>),
-    /// The command's reply, and whether this shard's part has written.
+    /// The command's reply; whether this shard's part has written, and
+    /// whether the shard has writes not yet durable (its reads may have
+    /// returned them: it is then asked to `Finish` too).
     Reply {
         bytes: Vec<u8>,
         wrote: bool,
+        pending: bool,
     },
     Finished(Result<(), String>),
     /// The shard's event loop has ended (the server is stopping): it
@@ -191,7 +196,7 @@ impl Exchange {
 
     fn wait_request(&self, shard: u16) -> Request {
         let mailbox = &self.boxes[usize::from(shard)];
-        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        let mut slots = spin_until(mailbox, |slots| !slots.requests.is_empty());
         loop {
             if let Some(request) = slots.requests.pop_front() {
                 return request;
@@ -209,7 +214,7 @@ impl Exchange {
 
     fn wait_response(&self, shard: u16) -> Response {
         let mailbox = &self.boxes[usize::from(shard)];
-        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        let mut slots = spin_until(mailbox, |slots| slots.response.is_some());
         loop {
             if let Some(response) = slots.response.take() {
                 return response;
@@ -222,6 +227,25 @@ impl Exchange {
     }
 }
 
+/// Polls a mailbox this many times before sleeping on it: a shard parked
+/// for a command, or its coordinator, is answered within microseconds
+/// when the other side runs on another core, and a futex wake costs more.
+const SPINS_BEFORE_SLEEP: u32 = 2_000;
+
+/// The mailbox's lock, once `ready` holds or after `SPINS_BEFORE_SLEEP`
+/// polls (the caller then sleeps on the condition variable).
+fn spin_until(mailbox: &Mailbox, ready: impl Fn(&Slots) -> bool) -> std::sync::MutexGuard<'_, Slots> {
+    for _ in 0..SPINS_BEFORE_SLEEP {
+        if let Ok(slots) = mailbox.slots.try_lock() {
+            if ready(&slots) {
+                return slots;
+            }
+        }
+        std::hint::spin_loop();
+    }
+    mailbox.slots.lock().expect("mailbox lock")
+}
+
 /// A coordinator's command in progress: the shards parked for it.
 pub(super) struct Session<'e> {
     exchange: &'e Exchange,
@@ -229,6 +253,8 @@ pub(super) struct Session<'e> {
     parked: Vec<u16>,
     /// Shards whose part wrote (this one included).
     wrote: BTreeSet<u16>,
+    /// Parked shards that answered with writes of theirs not yet durable.
+    pending: BTreeSet<u16>,
     pub(super) db: u8,
     pub(super) resp3: bool,
     done: bool,
@@ -283,20 +309,30 @@ impl KvServer {
         }
         self.store.begin_group();
         exchange.respond(me, Response::Parked(Ok(())));
+        let mut finished = false;
         loop {
             match exchange.wait_request(me) {
                 Request::Run { args, db, resp3 } => {
                     let bytes = self.run_part(pool, buffers, &args, db, resp3);
-                    exchange.respond(me, Response::Reply { bytes, wrote: self.store.group_records() > 0 });
+                    let (wrote, pending) = (self.store.group_records() > 0, self.store.writes_pending());
+                    exchange.respond(me, Response::Reply { bytes, wrote, pending });
                 }
                 Request::Finish(marker) => {
                     let result = self.finish_part(pool, buffers, marker.as_ref());
+                    finished = true;
                     exchange.respond(me, Response::Finished(result));
                 }
-                Request::Release => return,
+                Request::Release => {
+                    if !finished {
+                        assert_eq!(self.store.group_records(), 0, "a shard that wrote is asked to finish");
+                        // Nothing written: no record to append, no error.
+                        let _ = self.store.end_group(pool, buffers);
+                    }
+                    return;
+                }
                 Request::Watch { keys, flag } => {
                     self.watch_for(keys, flag);
-                    exchange.respond(me, Response::Reply { bytes: Vec::new(), wrote: false });
+                    exchange.respond(me, Response::Reply { bytes: Vec::new(), wrote: false, pending: false });
                 }
                 Request::Park => unreachable!("a parked shard is not parked again"),
             }
@@ -356,6 +392,7 @@ impl KvServer {
             me,
             parked: Vec::new(),
             wrote: BTreeSet::new(),
+            pending: BTreeSet::new(),
             db: conn.db,
             resp3: conn.encoder.resp3,
             done: false,
@@ -398,17 +435,64 @@ impl KvServer {
             }
             return bytes;
         }
+        self.across_post(session, shard, args);
+        self.across_wait(session, shard)
+    }
+
+    /// Sends `args` to parked `shard` (`across_wait` takes its reply).
+    fn across_post(&self, session: &Session<'_>, shard: u16, args: Vec<Vec<u8>>) {
         assert!(session.parked.contains(&shard), "a call goes to a parked shard");
         session.exchange.post(shard, Request::Run { args, db: session.db, resp3: session.resp3 });
+    }
+
+    fn across_wait(&self, session: &mut Session<'_>, shard: u16) -> Vec<u8> {
         match session.exchange.wait_response(shard) {
-            Response::Reply { bytes, wrote } => {
+            Response::Reply { bytes, wrote, pending } => {
                 if wrote {
                     session.wrote.insert(shard);
+                }
+                if pending {
+                    session.pending.insert(shard);
                 }
                 bytes
             }
             _ => unreachable!("a shard answers Run with Reply"),
         }
+    }
+
+    /// `across_call` of several commands at once: each other shard's
+    /// first one runs there while this shard runs its own; the replies in
+    /// order.
+    pub(super) fn across_call_all(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        session: &mut Session<'_>,
+        calls: Vec<(u16, Vec<Vec<u8>>)>,
+    ) -> Vec<Vec<u8>> {
+        let mut replies: Vec<Option<Vec<u8>>> = vec![None; calls.len()];
+        let mut later = Vec::new();
+        let mut posted: Vec<(usize, u16)> = Vec::new();
+        for (i, (shard, args)) in calls.into_iter().enumerate() {
+            // One request in flight per shard: a second waits its turn.
+            if shard == session.me || posted.iter().any(|&(_, s)| s == shard) {
+                later.push((i, shard, args));
+            } else {
+                self.across_post(session, shard, args);
+                posted.push((i, shard));
+            }
+        }
+        let (mine, rest): (Vec<_>, Vec<_>) = later.into_iter().partition(|(_, shard, _)| *shard == session.me);
+        for (i, shard, args) in mine {
+            replies[i] = Some(self.across_call(pool, buffers, session, shard, args));
+        }
+        for (i, shard) in posted {
+            replies[i] = Some(self.across_wait(session, shard));
+        }
+        for (i, shard, args) in rest {
+            replies[i] = Some(self.across_call(pool, buffers, session, shard, args));
+        }
+        replies.into_iter().map(|reply| reply.expect("every call answered")).collect()
     }
 
     /// Ends `session`: every part closed and durable (one transaction id
@@ -425,11 +509,19 @@ impl KvServer {
             writers: session.wrote.iter().copied().collect(),
         });
         let marker_for = |shard: u16| marker.clone().filter(|m| m.writers.contains(&shard));
-        for &shard in &session.parked {
+        // Shards that neither wrote nor returned what was not durable are
+        // only released.
+        let finishing: Vec<u16> = session
+            .parked
+            .iter()
+            .copied()
+            .filter(|shard| session.wrote.contains(shard) || session.pending.contains(shard))
+            .collect();
+        for &shard in &finishing {
             exchange.post(shard, Request::Finish(marker_for(shard)));
         }
         let mut outcome = self.finish_part(pool, buffers, marker_for(session.me).as_ref());
-        for &shard in &session.parked {
+        for &shard in &finishing {
             match exchange.wait_response(shard) {
                 Response::Finished(result) => outcome = outcome.and(result),
                 _ => unreachable!("a shard answers Finish with Finished"),
@@ -459,6 +551,10 @@ struct SessionCalls<'s, 'e, 'p> {
 impl crate::apps::kv::across_plans::Calls for SessionCalls<'_, '_, '_> {
     fn call(&mut self, shard: u16, args: Vec<Vec<u8>>) -> Vec<u8> {
         self.server.across_call(self.pool, self.buffers, self.session, shard, args)
+    }
+
+    fn call_all(&mut self, calls: Vec<(u16, Vec<Vec<u8>>)>) -> Vec<Vec<u8>> {
+        self.server.across_call_all(self.pool, self.buffers, self.session, calls)
     }
 }
 

@@ -35,6 +35,12 @@ use crate::apps::kv::span;
 /// Runs a Redis command on one shard's keys: its reply's bytes.
 pub(super) trait Calls {
     fn call(&mut self, shard: u16, args: Vec<Vec<u8>>) -> Vec<u8>;
+
+    /// Several calls whose order does not matter (they may run at once);
+    /// the replies in the calls' order.
+    fn call_all(&mut self, calls: Vec<(u16, Vec<Vec<u8>>)>) -> Vec<Vec<u8>> {
+        calls.into_iter().map(|(shard, args)| self.call(shard, args)).collect()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +110,7 @@ pub(super) fn run(
     let owner_of = |key: &[u8]| owner(key_slot(key), shards);
     match recipe {
         Recipe::ByKey(plan) => {
-            let replies: Vec<Vec<u8>> = plan
+            let parts = plan
                 .parts
                 .iter()
                 .map(|part| {
@@ -116,10 +122,10 @@ pub(super) fn run(
                             span::Arg::Value(value) => value.clone(),
                         })
                         .collect();
-                    calls.call(part.shard, part_args)
+                    (part.shard, part_args)
                 })
                 .collect();
-            span::merge(&plan.merge, &replies)
+            span::merge(&plan.merge, &calls.call_all(parts))
         }
         Recipe::Mset | Recipe::Msetnx => mset(args, recipe == &Recipe::Msetnx, &owner_of, calls),
         Recipe::Rename { nx } => rename(args, *nx, &owner_of, calls),
@@ -147,10 +153,15 @@ fn mset(args: &[Vec<u8>], nx: bool, owner_of: &dyn Fn(&[u8]) -> u16, calls: &mut
         parts[part].1.extend_from_slice(pair);
     }
     if nx {
-        for (shard, part) in &parts {
-            let mut exists = vec![b"exists".to_vec()];
-            exists.extend(part[1..].chunks(2).map(|pair| pair[0].clone()));
-            let reply = calls.call(*shard, exists);
+        let checks = parts
+            .iter()
+            .map(|(shard, part)| {
+                let mut exists = vec![b"exists".to_vec()];
+                exists.extend(part[1..].chunks(2).map(|pair| pair[0].clone()));
+                (*shard, exists)
+            })
+            .collect();
+        for reply in calls.call_all(checks) {
             match integer(&reply) {
                 Some(0) => {}
                 Some(_) => return b":0\r\n".to_vec(),
@@ -158,11 +169,8 @@ fn mset(args: &[Vec<u8>], nx: bool, owner_of: &dyn Fn(&[u8]) -> u16, calls: &mut
             }
         }
     }
-    for (shard, part) in parts {
-        let reply = calls.call(shard, part);
-        if reply.first() == Some(&b'-') {
-            return reply;
-        }
+    if let Some(error) = calls.call_all(parts).into_iter().find(|reply| reply.first() == Some(&b'-')) {
+        return error;
     }
     if nx {
         b":1\r\n".to_vec()
