@@ -34,10 +34,10 @@
 //! so a panic never leaves a shard parked forever.
 
 use std::collections::BTreeSet;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::AtomicBool;
 
+pub use crate::apps::kv::exchange::Exchange;
+use crate::apps::kv::exchange::{Request, Response};
 use crate::apps::kv::state::{KvConn, KvServer};
 use crate::io::app::{App, ConnToken};
 use crate::io::outq::OutQueue;
@@ -45,206 +45,6 @@ use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::{Args, Encoder};
 use crate::store::db::TxnMarker;
-
-/// What a coordinator asks a parked shard.
-enum Request {
-    Park,
-    /// A command (name first) on this shard's keys, in database `db`,
-    /// answered in RESP3 if `resp3`.
-    Run {
-        args: Vec<Vec<u8>>,
-        db: u8,
-        resp3: bool,
-    },
-    /// Close the part: `Some` (this shard wrote) with the marker, made
-    /// durable; `None`: make durable what is pending.
-    Finish(Option<TxnMarker>),
-    /// Every part is durable: serve everyone again (after closing the
-    /// part, if no `Finish` came: it then wrote nothing and returned
-    /// nothing that was not durable).
-    Release,
-    /// Watch these keys (`state::watch_id`s) for another shard's
-    /// connection, whose flag this is (WATCH).
-    Watch {
-        keys: Vec<Vec<u8>>,
-        flag: std::sync::Weak<AtomicBool>,
-    },
-}
-
-/// What a parked shard answers.
-enum Response {
-    Parked(Result<(), String>),
-    /// The command's reply; whether this shard's part has written, and
-    /// whether the shard has writes not yet durable (its reads may have
-    /// returned them: it is then asked to `Finish` too).
-    Reply {
-        bytes: Vec<u8>,
-        wrote: bool,
-        pending: bool,
-    },
-    Finished(Result<(), String>),
-    /// The shard's event loop has ended (the server is stopping): it
-    /// answers nothing more.
-    Gone,
-}
-
-/// Requests in order (a `Release` is not answered, so the next
-/// coordinator's `Park` may follow it before it is taken), and the answer
-/// to the last one that has one.
-#[derive(Default)]
-struct Slots {
-    requests: std::collections::VecDeque<Request>,
-    response: Option<Response>,
-}
-
-/// One shard's mailbox.
-#[derive(Default)]
-struct Mailbox {
-    slots: Mutex<Slots>,
-    changed: Condvar,
-}
-
-/// What the shards of one process share for commands across them.
-pub struct Exchange {
-    held: AtomicBool,
-    next_txid: AtomicU64,
-    boxes: Vec<Mailbox>,
-    nudges: Vec<OwnedFd>,
-    /// Shards whose event loop has ended (`leave`).
-    gone: Vec<AtomicBool>,
-}
-
-impl Exchange {
-    /// The exchange of `shards` shards, each with its eventfd.
-    pub fn new(shards: u16) -> std::io::Result<Exchange> {
-        let nudges = (0..shards)
-            .map(|_| {
-                // SAFETY: eventfd takes no pointers; the descriptor it
-                // returns is ours alone (wrapped at once).
-                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // SAFETY: a fresh descriptor nothing else owns.
-                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-            })
-            .collect::<std::io::Result<Vec<OwnedFd>>>()?;
-        Ok(Exchange {
-            held: AtomicBool::new(false),
-            next_txid: AtomicU64::new(1),
-            boxes: (0..shards).map(|_| Mailbox::default()).collect(),
-            nudges,
-            gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
-        })
-    }
-
-    /// The eventfd shard `shard`'s event loop polls (`EngineConfig::nudge_fd`).
-    pub fn nudge_fd(&self, shard: u16) -> RawFd {
-        self.nudges[usize::from(shard)].as_raw_fd()
-    }
-
-    /// Transactions get ids above `horizon` (every shard's, after recovery).
-    pub fn start_after(&self, horizon: u64) {
-        self.next_txid.fetch_max(horizon + 1, Ordering::SeqCst);
-    }
-
-    /// Shard `shard`'s event loop has ended: a coordinator waiting for it
-    /// to park is told so instead of waiting forever.
-    pub fn leave(&self, shard: u16) {
-        self.gone[usize::from(shard)].store(true, Ordering::SeqCst);
-        let mailbox = &self.boxes[usize::from(shard)];
-        let _slots = mailbox.slots.lock().expect("mailbox lock");
-        mailbox.changed.notify_all();
-    }
-
-    fn try_lock(&self) -> bool {
-        self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
-    }
-
-    fn unlock(&self) {
-        let was = self.held.swap(false, Ordering::Release);
-        assert!(was, "the transaction lock was held");
-    }
-
-    fn post(&self, shard: u16, request: Request) {
-        let mailbox = &self.boxes[usize::from(shard)];
-        let mut slots = mailbox.slots.lock().expect("mailbox lock");
-        assert!(slots.response.is_none(), "a response is taken before the next request");
-        slots.requests.push_back(request);
-        mailbox.changed.notify_all();
-    }
-
-    fn nudge(&self, shard: u16) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte write from our buffer to our eventfd.
-        let written = unsafe { libc::write(self.nudge_fd(shard), one.as_ptr().cast(), one.len()) };
-        // EAGAIN: the counter is full, so the shard is nudged already.
-        debug_assert!(written == 8 || std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock);
-    }
-
-    /// A `Park` waiting first for `shard`, taken.
-    fn take_park(&self, shard: u16) -> bool {
-        let mut slots = self.boxes[usize::from(shard)].slots.lock().expect("mailbox lock");
-        match slots.requests.front() {
-            Some(Request::Park) => {
-                slots.requests.pop_front();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn wait_request(&self, shard: u16) -> Request {
-        let mailbox = &self.boxes[usize::from(shard)];
-        let mut slots = spin_until(mailbox, |slots| !slots.requests.is_empty());
-        loop {
-            if let Some(request) = slots.requests.pop_front() {
-                return request;
-            }
-            slots = mailbox.changed.wait(slots).expect("mailbox lock");
-        }
-    }
-
-    fn respond(&self, shard: u16, response: Response) {
-        let mailbox = &self.boxes[usize::from(shard)];
-        let mut slots = mailbox.slots.lock().expect("mailbox lock");
-        slots.response = Some(response);
-        mailbox.changed.notify_all();
-    }
-
-    fn wait_response(&self, shard: u16) -> Response {
-        let mailbox = &self.boxes[usize::from(shard)];
-        let mut slots = spin_until(mailbox, |slots| slots.response.is_some());
-        loop {
-            if let Some(response) = slots.response.take() {
-                return response;
-            }
-            if self.gone[usize::from(shard)].load(Ordering::SeqCst) {
-                return Response::Gone;
-            }
-            slots = mailbox.changed.wait(slots).expect("mailbox lock");
-        }
-    }
-}
-
-/// Polls a mailbox this many times before sleeping on it: a shard parked
-/// for a command, or its coordinator, is answered within microseconds
-/// when the other side runs on another core, and a futex wake costs more.
-const SPINS_BEFORE_SLEEP: u32 = 2_000;
-
-/// The mailbox's lock, once `ready` holds or after `SPINS_BEFORE_SLEEP`
-/// polls (the caller then sleeps on the condition variable).
-fn spin_until(mailbox: &Mailbox, ready: impl Fn(&Slots) -> bool) -> std::sync::MutexGuard<'_, Slots> {
-    for _ in 0..SPINS_BEFORE_SLEEP {
-        if let Ok(slots) = mailbox.slots.try_lock() {
-            if ready(&slots) {
-                return slots;
-            }
-        }
-        std::hint::spin_loop();
-    }
-    mailbox.slots.lock().expect("mailbox lock")
-}
 
 /// A coordinator's command in progress: the shards parked for it.
 pub(super) struct Session<'e> {
@@ -504,10 +304,8 @@ impl KvServer {
         mut session: Session<'_>,
     ) -> Result<(), String> {
         let exchange = session.exchange;
-        let marker = (!session.wrote.is_empty()).then(|| TxnMarker {
-            txid: exchange.next_txid.fetch_add(1, Ordering::SeqCst),
-            writers: session.wrote.iter().copied().collect(),
-        });
+        let marker = (!session.wrote.is_empty())
+            .then(|| TxnMarker { txid: exchange.take_txid(), writers: session.wrote.iter().copied().collect() });
         let marker_for = |shard: u16| marker.clone().filter(|m| m.writers.contains(&shard));
         // Shards that neither wrote nor returned what was not durable are
         // only released.
@@ -591,25 +389,19 @@ impl KvServer {
 
 /// A transaction (MULTI) whose commands run across shards: each queued
 /// command's arguments and where it runs.
-pub(super) type Routed = Vec<(Vec<Vec<u8>>, crate::apps::kv::cmd::cluster::Route)>;
+pub(super) type Routed = Vec<(Vec<Vec<u8>>, crate::apps::kv::across_plans::Route)>;
 
 impl KvServer {
-    /// The queued commands of `multi` with where each runs, if any runs on
+    /// The `queued` commands of a transaction with where each runs, if any runs on
     /// another shard than this one (a sharded server's main port): EXEC
     /// then runs them all with their shards parked (`exec_across`).
-    pub(super) fn exec_routes(
-        &self,
-        pool: &Pool,
-        conn: &KvConn,
-        multi: &crate::apps::kv::cmd::multi::Multi,
-    ) -> Option<Routed> {
-        use crate::apps::kv::cmd::cluster::Route;
+    pub(super) fn exec_routes(&self, pool: &Pool, conn: &KvConn, queued: &[Args]) -> Option<Routed> {
+        use crate::apps::kv::across_plans::Route;
         let view = self.config.settings.cluster.as_ref()?;
         if self.across.is_none() || !view.relays(conn.listener) {
             return None;
         }
-        let routed: Routed = multi
-            .queued
+        let routed: Routed = queued
             .iter()
             .map(|args| {
                 let argv: Vec<Vec<u8>> = (0..args.len()).map(|i| args.bytes(pool, i).into_owned()).collect();
@@ -623,7 +415,7 @@ impl KvServer {
 
     /// The shards `routed` needs parked.
     pub(super) fn routed_shards(&self, routed: &Routed) -> BTreeSet<u16> {
-        use crate::apps::kv::cmd::cluster::Route;
+        use crate::apps::kv::across_plans::Route;
         let mut shards = BTreeSet::from([self.shard_index()]);
         for (_, route) in routed {
             match route {
@@ -645,7 +437,7 @@ impl KvServer {
         mut session: Session<'_>,
         routed: Routed,
     ) -> Result<(), crate::store::db::StoreError> {
-        use crate::apps::kv::cmd::cluster::Route;
+        use crate::apps::kv::across_plans::Route;
         let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
         let (pool, buffers) = (ctx.pool, &mut *ctx.buffers);
         let mut replies = Vec::with_capacity(routed.len());
@@ -722,19 +514,5 @@ impl KvServer {
         }
         self.across_end(ctx.pool, ctx.buffers, session)?;
         Ok(Some(here))
-    }
-
-    /// Registers watchers of `keys` for another shard's connection; drops
-    /// the spent ones of earlier connections first.
-    fn watch_for(&mut self, keys: Vec<Vec<u8>>, flag: std::sync::Weak<AtomicBool>) {
-        use crate::apps::kv::cmd::multi::{Flag, Watcher, REMOTE_CONN};
-        self.sweep_watchers();
-        let now = crate::store::db::now_ms();
-        for key in keys {
-            let db = self.store.physical_db(key[0]);
-            let expired = self.store.is_expired(db, &key[1..], now);
-            let watcher = Watcher { conn: REMOTE_CONN, dirty: Flag::Remote(flag.clone()), expired };
-            self.watched.entry(key).or_default().push(watcher);
-        }
     }
 }

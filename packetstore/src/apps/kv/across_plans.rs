@@ -54,6 +54,14 @@ pub(super) enum Recipe {
     Temp { home: u16 },
 }
 
+/// Where EXEC runs a command queued on the main port of a sharded server
+/// (`across.rs`): on one shard (its keys', or this one for a keyless
+/// command), or across several with its recipe and its keys.
+pub(super) enum Route {
+    One(u16),
+    Across(Across, Vec<(usize, u16)>),
+}
+
 /// A command across shards: its recipe and the shards it parks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Across {

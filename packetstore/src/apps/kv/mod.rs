@@ -24,13 +24,18 @@
 //! (value checksums: corrupt-value replies, the scrubber's ticks, their
 //! INFO and metrics), `dispatch.rs` (the
 //! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
-//! and `server.rs` (the `App` impl the event loop calls).
+//! and `server.rs` (the `App` impl the event loop calls). Beside them,
+//! for a sharded server: `exchange.rs` (the shards' mailboxes, eventfds
+//! and transaction lock, below `state.rs`), `across_plans.rs` (how a
+//! command across shards splits into commands on one shard each) and
+//! `across.rs` (running it with its shards parked, durable as one).
 
 pub mod across;
 mod across_plans;
 pub mod cluster;
 mod cmd;
 mod dispatch;
+mod exchange;
 mod forward;
 mod geohash;
 mod guard;

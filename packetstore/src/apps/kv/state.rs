@@ -290,7 +290,7 @@ pub struct KvServer {
     pub(super) error_stats: std::collections::BTreeMap<String, u64>,
     /// The exchange of a sharded server's shards, for commands across
     /// them (`across.rs`).
-    pub(super) across: Option<std::sync::Arc<crate::apps::kv::across::Exchange>>,
+    pub(super) across: Option<std::sync::Arc<crate::apps::kv::exchange::Exchange>>,
 }
 
 /// One command's counters (INFO commandstats).

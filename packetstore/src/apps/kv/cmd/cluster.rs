@@ -73,14 +73,6 @@ pub(in crate::apps::kv) enum Placement {
     Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
 }
 
-/// Where EXEC runs a command queued on the main port of a sharded server
-/// (`across.rs`): on one shard (its keys', or this one for a keyless
-/// command), or across several with its recipe.
-pub(in crate::apps::kv) enum Route {
-    One(u16),
-    Across(crate::apps::kv::across_plans::Across, Vec<(usize, u16)>),
-}
-
 /// Whether a command for another shard's keys may be relayed there: not
 /// a blocking one (it would hold up the link), not WATCH (its watch would
 /// be the link's), not a pub/sub one (the link would become a
@@ -215,7 +207,8 @@ impl KvServer {
 
     /// Where EXEC runs the queued command `args` (a sharded server's main
     /// port; placement refused at queue time what cannot run this way).
-    pub(in crate::apps::kv) fn queued_route(&self, args: &[Vec<u8>]) -> Route {
+    pub(in crate::apps::kv) fn queued_route(&self, args: &[Vec<u8>]) -> crate::apps::kv::across_plans::Route {
+        use crate::apps::kv::across_plans::Route;
         let Some(view) = self.config.settings.cluster.as_ref() else { return Route::One(0) };
         let Some(entry) = self.command_index.find(&args[0]) else { return Route::One(view.shard) };
         let slots = key_slots(entry, args.len(), |i| Cow::Borrowed(&args[i][..]));

@@ -155,7 +155,7 @@ impl KvServer {
         // other command able to change them before the transaction runs.
         let exchange = self.across.clone();
         let mut across = None;
-        if let Some(routed) = self.exec_routes(ctx.pool, ctx.conn, &multi) {
+        if let Some(routed) = self.exec_routes(ctx.pool, ctx.conn, &multi.queued) {
             let exchange = exchange.as_deref().expect("routes only with an exchange");
             let shards = self.routed_shards(&routed);
             match self.across_begin(ctx.pool, ctx.buffers, exchange, &shards, ctx.conn) {
@@ -282,6 +282,19 @@ impl KvServer {
         }
         self.tracking_invalidate(key, Some(ctx.conn.id));
         self.wake_blocked(ctx.conn.db, key);
+    }
+
+    /// Registers watchers of `keys` for another shard's connection; drops
+    /// the spent ones of earlier connections first.
+    pub(in crate::apps::kv) fn watch_for(&mut self, keys: Vec<Vec<u8>>, flag: std::sync::Weak<AtomicBool>) {
+        self.sweep_watchers();
+        let now = crate::store::db::now_ms();
+        for key in keys {
+            let db = self.store.physical_db(key[0]);
+            let expired = self.store.is_expired(db, &key[1..], now);
+            let watcher = Watcher { conn: REMOTE_CONN, dirty: Flag::Remote(flag.clone()), expired };
+            self.watched.entry(key).or_default().push(watcher);
+        }
     }
 
     /// Drops the watchers of other shards' connections that are spent.

@@ -1,0 +1,222 @@
+//! The shards' meeting point for commands across them (`across.rs`): one
+//! mailbox per shard (a coordinator's requests in order, and the shard's
+//! answer), one eventfd per shard that wakes its event loop, the process's
+//! one transaction lock, and the transaction ids.
+//!
+//! Owns: only memory the shards share; it knows nothing of a server, so
+//! every shard's state holds it without a cycle.
+//!
+//! Invariants: a shard has at most one answer waiting, taken before the
+//! coordinator's next request; a waiter never waits for a shard whose
+//! event loop has ended (`leave`).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use crate::store::db::TxnMarker;
+
+/// What a coordinator asks a parked shard.
+pub(super) enum Request {
+    Park,
+    /// A command (name first) on this shard's keys, in database `db`,
+    /// answered in RESP3 if `resp3`.
+    Run {
+        args: Vec<Vec<u8>>,
+        db: u8,
+        resp3: bool,
+    },
+    /// Close the part: `Some` (this shard wrote) with the marker, made
+    /// durable; `None`: make durable what is pending.
+    Finish(Option<TxnMarker>),
+    /// Every part is durable: serve everyone again (after closing the
+    /// part, if no `Finish` came: it then wrote nothing and returned
+    /// nothing that was not durable).
+    Release,
+    /// Watch these keys (`state::watch_id`s) for another shard's
+    /// connection, whose flag this is (WATCH).
+    Watch {
+        keys: Vec<Vec<u8>>,
+        flag: std::sync::Weak<AtomicBool>,
+    },
+}
+
+/// What a parked shard answers.
+pub(super) enum Response {
+    Parked(Result<(), String>),
+    /// The command's reply; whether this shard's part has written, and
+    /// whether the shard has writes not yet durable (its reads may have
+    /// returned them: it is then asked to `Finish` too).
+    Reply {
+        bytes: Vec<u8>,
+        wrote: bool,
+        pending: bool,
+    },
+    Finished(Result<(), String>),
+    /// The shard's event loop has ended (the server is stopping): it
+    /// answers nothing more.
+    Gone,
+}
+
+/// Requests in order (a `Release` is not answered, so the next
+/// coordinator's `Park` may follow it before it is taken), and the answer
+/// to the last one that has one.
+#[derive(Default)]
+struct Slots {
+    requests: std::collections::VecDeque<Request>,
+    response: Option<Response>,
+}
+
+/// One shard's mailbox.
+#[derive(Default)]
+struct Mailbox {
+    slots: Mutex<Slots>,
+    changed: Condvar,
+}
+
+/// What the shards of one process share for commands across them.
+pub struct Exchange {
+    held: AtomicBool,
+    next_txid: AtomicU64,
+    boxes: Vec<Mailbox>,
+    nudges: Vec<OwnedFd>,
+    /// Shards whose event loop has ended (`leave`).
+    gone: Vec<AtomicBool>,
+}
+
+impl Exchange {
+    /// The exchange of `shards` shards, each with its eventfd.
+    pub fn new(shards: u16) -> std::io::Result<Exchange> {
+        let nudges = (0..shards)
+            .map(|_| {
+                // SAFETY: eventfd takes no pointers; the descriptor it
+                // returns is ours alone (wrapped at once).
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // SAFETY: a fresh descriptor nothing else owns.
+                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            })
+            .collect::<std::io::Result<Vec<OwnedFd>>>()?;
+        Ok(Exchange {
+            held: AtomicBool::new(false),
+            next_txid: AtomicU64::new(1),
+            boxes: (0..shards).map(|_| Mailbox::default()).collect(),
+            nudges,
+            gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    /// The eventfd shard `shard`'s event loop polls (`EngineConfig::nudge_fd`).
+    pub fn nudge_fd(&self, shard: u16) -> RawFd {
+        self.nudges[usize::from(shard)].as_raw_fd()
+    }
+
+    /// Transactions get ids above `horizon` (every shard's, after recovery).
+    pub fn start_after(&self, horizon: u64) {
+        self.next_txid.fetch_max(horizon + 1, Ordering::SeqCst);
+    }
+
+    /// The next transaction's id.
+    pub(super) fn take_txid(&self) -> u64 {
+        self.next_txid.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Shard `shard`'s event loop has ended: a coordinator waiting for it
+    /// to park is told so instead of waiting forever.
+    pub fn leave(&self, shard: u16) {
+        self.gone[usize::from(shard)].store(true, Ordering::SeqCst);
+        let mailbox = &self.boxes[usize::from(shard)];
+        let _slots = mailbox.slots.lock().expect("mailbox lock");
+        mailbox.changed.notify_all();
+    }
+
+    pub(super) fn try_lock(&self) -> bool {
+        self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    pub(super) fn unlock(&self) {
+        let was = self.held.swap(false, Ordering::Release);
+        assert!(was, "the transaction lock was held");
+    }
+
+    pub(super) fn post(&self, shard: u16, request: Request) {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        assert!(slots.response.is_none(), "a response is taken before the next request");
+        slots.requests.push_back(request);
+        mailbox.changed.notify_all();
+    }
+
+    pub(super) fn nudge(&self, shard: u16) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte write from our buffer to our eventfd.
+        let written = unsafe { libc::write(self.nudge_fd(shard), one.as_ptr().cast(), one.len()) };
+        // EAGAIN: the counter is full, so the shard is nudged already.
+        debug_assert!(written == 8 || std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock);
+    }
+
+    /// A `Park` waiting first for `shard`, taken.
+    pub(super) fn take_park(&self, shard: u16) -> bool {
+        let mut slots = self.boxes[usize::from(shard)].slots.lock().expect("mailbox lock");
+        match slots.requests.front() {
+            Some(Request::Park) => {
+                slots.requests.pop_front();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn wait_request(&self, shard: u16) -> Request {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = spin_until(mailbox, |slots| !slots.requests.is_empty());
+        loop {
+            if let Some(request) = slots.requests.pop_front() {
+                return request;
+            }
+            slots = mailbox.changed.wait(slots).expect("mailbox lock");
+        }
+    }
+
+    pub(super) fn respond(&self, shard: u16, response: Response) {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = mailbox.slots.lock().expect("mailbox lock");
+        slots.response = Some(response);
+        mailbox.changed.notify_all();
+    }
+
+    pub(super) fn wait_response(&self, shard: u16) -> Response {
+        let mailbox = &self.boxes[usize::from(shard)];
+        let mut slots = spin_until(mailbox, |slots| slots.response.is_some());
+        loop {
+            if let Some(response) = slots.response.take() {
+                return response;
+            }
+            if self.gone[usize::from(shard)].load(Ordering::SeqCst) {
+                return Response::Gone;
+            }
+            slots = mailbox.changed.wait(slots).expect("mailbox lock");
+        }
+    }
+}
+
+/// Polls a mailbox this many times before sleeping on it: a shard parked
+/// for a command, or its coordinator, is answered within microseconds
+/// when the other side runs on another core, and a futex wake costs more.
+const SPINS_BEFORE_SLEEP: u32 = 2_000;
+
+/// The mailbox's lock, once `ready` holds or after `SPINS_BEFORE_SLEEP`
+/// polls (the caller then sleeps on the condition variable).
+fn spin_until(mailbox: &Mailbox, ready: impl Fn(&Slots) -> bool) -> std::sync::MutexGuard<'_, Slots> {
+    for _ in 0..SPINS_BEFORE_SLEEP {
+        if let Ok(slots) = mailbox.slots.try_lock() {
+            if ready(&slots) {
+                return slots;
+            }
+        }
+        std::hint::spin_loop();
+    }
+    mailbox.slots.lock().expect("mailbox lock")
+}
