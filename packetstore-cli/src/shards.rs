@@ -298,6 +298,15 @@ impl Drop for Unblock<'_> {
     }
 }
 
+/// Tells the exchange this shard's loop has ended, when dropped.
+struct Leave<'a>(&'a Exchange, u16);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
+    }
+}
+
 /// What one shard's thread needs besides its pool.
 struct OneShard<'a> {
     args: &'a Args,
@@ -331,6 +340,9 @@ impl OneShard<'_> {
         // However recovery ends (an error, a panic), no shard waits for
         // this one's horizon forever (a no-op once it published).
         let _unblock = Unblock(self.horizons, index);
+        // However this thread ends (a panic too), no command across shards
+        // waits for it to answer.
+        let _leave = Leave(self.exchange, index);
         if let Err(error) = pin_current_thread(self.cpu) {
             tracing::warn!("shard {index}: could not pin to CPU {}: {error}", self.cpu);
         }

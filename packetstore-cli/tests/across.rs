@@ -111,8 +111,13 @@ fn commands_across_shards_answer_as_redis() {
     q(&mut c, &["ZADD", &zb, "10", "y"]);
     assert_eq!(int(q(&mut c, &["ZUNIONSTORE", &zb, "2", &za, &zb])), 2);
     assert_eq!(text(q(&mut c, &["ZSCORE", &zb, "y"])), Some("12".into()));
+    q(&mut c, &["PEXPIRE", &za, "100000"]);
     assert_eq!(int(q(&mut c, &["COPY", &za, &b[0], "REPLACE"])), 1);
     assert_eq!(int(q(&mut c, &["ZCARD", &b[0]])), 2);
+    let ttl = int(q(&mut c, &["PTTL", &b[0]]));
+    assert!((90_000..=100_000).contains(&ttl), "COPY keeps the source's expiry: {ttl}");
+    // A missing source moves nothing, whatever the destination holds.
+    assert_eq!(int(q(&mut c, &["SMOVE", "missing-set", &b[0], "m"])), 0);
     // No temporary key is left anywhere.
     let keys: Vec<String> = redis::from_redis_value(&q(&mut c, &["KEYS", "*packetstore-across*"])).unwrap();
     assert!(keys.is_empty(), "{keys:?}");

@@ -174,7 +174,7 @@ pub trait App {
     fn tick(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
 
     /// Another thread wrote the loop's `nudge_fd` (`EngineConfig`): called
-    /// at the end of the turn that saw it, before `tick`.
+    /// at the end of the turn that saw it, once that turn's commit began.
     fn nudged(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
 
     /// Connections the application wants served although nothing arrived

@@ -159,7 +159,7 @@ pub struct EngineConfig {
     pub wake_fd: Option<RawFd>,
     /// Another thread's call for this loop (an eventfd it writes): when it
     /// becomes readable the loop reads it and calls `App::nudged` at the
-    /// end of that turn (a shard asked to take part in a transaction
+    /// end of that turn, once the turn's commit has begun (a shard asked to take part in a transaction
     /// across shards, `apps/kv/txn.rs`).
     pub nudge_fd: Option<RawFd>,
     /// Stopping: how long the loop waits for replies to be read.
@@ -1039,9 +1039,6 @@ impl<'a, A: App> Engine<'a, A> {
 
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
-        if std::mem::take(&mut self.nudged) {
-            self.app.nudged(self.pool, self.buffers);
-        }
         self.app.tick(self.pool, self.buffers);
         self.wake_connections();
         self.start_dials()?;
@@ -1069,6 +1066,11 @@ impl<'a, A: App> Engine<'a, A> {
                     conn.classified = conn.out.end();
                 }
             }
+        }
+        // After the turn's commit began: its batch is handed over, so the
+        // application's log has room for what another thread asks of it.
+        if std::mem::take(&mut self.nudged) {
+            self.app.nudged(self.pool, self.buffers);
         }
         self.flush_replies()?;
         self.provide_starved();

@@ -62,18 +62,33 @@ pub(super) struct Session<'e> {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
-        if self.done {
-            return;
+        if !self.done {
+            // Only a bug unwinds through here. Ending the parts would make
+            // half a transaction durable; releasing none would hang every
+            // shard. The process stops instead: the parts' groups have no
+            // end record, so recovery drops them whole.
+            stop_half_way("a command across shards unwound half way");
         }
-        // Only a bug unwinds through here: the parts stay as they are
-        // (each a plain group), and no shard stays parked.
-        tracing::error!("a command across shards ended half way; releasing the shards it parked");
-        for &shard in &self.parked {
-            self.exchange.post(shard, Request::Finish(None));
-            let _ = self.exchange.wait_response(shard);
-            self.exchange.post(shard, Request::Release);
+    }
+}
+
+/// A command across shards cannot end whole (a bug, a shard gone or
+/// unable to make its part durable): stops the process at once, before any
+/// shard serves again, so that recovery decides the transaction with
+/// nothing after it in any writer's log (`store/db/txn.rs`).
+fn stop_half_way(why: &str) -> ! {
+    tracing::error!("{why}: stopping the process; recovery keeps the transaction whole or drops it");
+    std::process::abort()
+}
+
+/// Stops the process if dropped while unwinding (a parked shard's bug).
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            stop_half_way("a shard taking part in a command across shards panicked");
         }
-        self.exchange.unlock();
     }
 }
 
@@ -102,11 +117,13 @@ impl KvServer {
 
     /// Parked: runs what the coordinator sends until it releases us.
     fn take_part(&mut self, pool: &Pool, buffers: &mut Buffers, exchange: &Exchange, me: u16) {
-        if self.scripting.paused.is_some() {
-            let busy = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-            exchange.respond(me, Response::Parked(Err(busy.into())));
+        if let Some(why) = self.cannot_take_part(me) {
+            exchange.respond(me, Response::Parked(Err(why)));
             return;
         }
+        // A bug here must not leave its coordinator waiting forever, nor
+        // end this part as a plain group.
+        let _abort = AbortOnUnwind;
         self.store.begin_group();
         exchange.respond(me, Response::Parked(Ok(())));
         let mut finished = false;
@@ -137,6 +154,21 @@ impl KvServer {
                 Request::Park => unreachable!("a parked shard is not parked again"),
             }
         }
+    }
+
+    /// Why this shard cannot take part in a command across shards now
+    /// (refused with nothing done): a paused script, or a log too full for
+    /// a group (a part refused half way would leave the others' writes).
+    fn cannot_take_part(&self, me: u16) -> Option<String> {
+        if self.scripting.paused.is_some() {
+            return Some(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into(),
+            );
+        }
+        if !self.store.batch_has_room() {
+            return Some(format!("TRYAGAIN shard {me}'s log is waiting for a checkpoint: try again"));
+        }
+        None
     }
 
     /// Runs one command of a part on a stand-in connection; its reply.
@@ -211,6 +243,9 @@ impl KvServer {
                 _ => unreachable!("a shard answers Park with Parked"),
             }
         }
+        if refused.is_none() {
+            refused = self.cannot_take_part(me);
+        }
         self.store.begin_group();
         if let Some(why) = refused {
             self.across_end(pool, buffers, session).map_err(|e| format!("ERR {e}"))?;
@@ -256,6 +291,7 @@ impl KvServer {
                 }
                 bytes
             }
+            Response::Gone => stop_half_way(&format!("shard {shard} ended while parked")),
             _ => unreachable!("a shard answers Run with Reply"),
         }
     }
@@ -322,7 +358,16 @@ impl KvServer {
         for &shard in &finishing {
             match exchange.wait_response(shard) {
                 Response::Finished(result) => outcome = outcome.and(result),
+                Response::Gone => outcome = Err(format!("shard {shard} ended")),
                 _ => unreachable!("a shard answers Finish with Finished"),
+            }
+        }
+        if let Err(why) = &outcome {
+            // A writer's part may not be durable while the others' are:
+            // releasing them would let readers see half, and their later
+            // groups would follow an undecided transaction.
+            if marker.is_some() {
+                stop_half_way(&format!("a command across shards could not be made durable: {why}"));
             }
         }
         for &shard in &session.parked {
@@ -330,10 +375,6 @@ impl KvServer {
         }
         session.done = true;
         exchange.unlock();
-        if let Err(why) = &outcome {
-            // A failed fence poisons that shard's log: it stops serving.
-            tracing::error!("a command across shards could not be made durable: {why}");
-        }
         outcome
     }
 }

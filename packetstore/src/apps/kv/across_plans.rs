@@ -228,8 +228,14 @@ fn type_of(key: &[u8], owner_of: &dyn Fn(&[u8]) -> u16, calls: &mut dyn Calls) -
 
 fn smove(args: &[Vec<u8>], owner_of: &dyn Fn(&[u8]) -> u16, calls: &mut dyn Calls) -> Vec<u8> {
     let (src, dst, member) = (&args[1], &args[2], &args[3]);
-    let (src_type, dst_type) = (type_of(src, owner_of, calls), type_of(dst, owner_of, calls));
-    if !matches!(&src_type[..], b"none" | b"set") || !matches!(&dst_type[..], b"none" | b"set") {
+    // As Redis's smoveCommand: a missing source is 0, whatever the
+    // destination holds; then both types.
+    let src_type = type_of(src, owner_of, calls);
+    if src_type == b"none" {
+        return b":0\r\n".to_vec();
+    }
+    let dst_type = type_of(dst, owner_of, calls);
+    if src_type != b"set" || !matches!(&dst_type[..], b"none" | b"set") {
         return WRONGTYPE.to_vec();
     }
     let removed = calls.call(owner_of(src), vec![b"srem".to_vec(), src.clone(), member.clone()]);
@@ -275,26 +281,37 @@ fn tag_for(shard: u16, shards: u16) -> String {
 
 fn temp(args: &[Vec<u8>], keys: &[(usize, u16)], home: u16, shards: u16, calls: &mut dyn Calls) -> Vec<u8> {
     let tag = tag_for(home, shards);
+    // A name no client uses (random), restored without REPLACE: were it
+    // taken, the command is refused rather than a key overwritten.
+    let nonce = std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), home);
     let mut local = args.to_vec();
     let mut made = Vec::new();
+    let mut reply = None;
     for &(i, _) in keys {
         let shard = owner(key_slot(&args[i]), shards);
         if shard == home {
             continue;
         }
-        let name = format!("{{{tag}}}:packetstore-across:{i}").into_bytes();
+        let name = format!("{{{tag}}}:packetstore-across:{nonce:016x}:{i}").into_bytes();
         let payload = calls.call(shard, vec![b"dump".to_vec(), args[i].clone()]);
         if let Some(payload) = bulk(&payload) {
-            let restore = vec![b"restore".to_vec(), name.clone(), b"0".to_vec(), payload, b"replace".to_vec()];
+            // Its expiry comes too (COPY keeps it).
+            let at = integer(&calls.call(shard, vec![b"pexpiretime".to_vec(), args[i].clone()])).unwrap_or(-1);
+            let mut restore = vec![b"restore".to_vec(), name.clone(), at.max(0).to_string().into_bytes(), payload];
+            if at > 0 {
+                restore.push(b"absttl".to_vec());
+            }
             let restored = calls.call(home, restore);
             if restored.first() == Some(&b'-') {
-                return restored;
+                reply = Some(restored);
+                break;
             }
             made.push(name.clone());
         }
         local[i] = name;
     }
-    let reply = calls.call(home, local);
+    let reply = reply.unwrap_or_else(|| calls.call(home, local));
+    // Deleted on every way out, in the same transaction: no client sees one.
     if !made.is_empty() {
         let mut del = vec![b"del".to_vec()];
         del.extend(made);
