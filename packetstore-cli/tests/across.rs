@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Server, ShardPools};
+use common::{error_text, Server, ShardPools};
 
 fn start(pools: &ShardPools) -> Server {
     Server::start(&pools.first.0, &["--shards", "2", "--cluster-ports", "0"])
@@ -34,13 +34,6 @@ fn keys_on(c: &mut redis::Connection, prefix: &str, shard: i64, count: usize) ->
         })
         .take(count)
         .collect()
-}
-
-fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
-    match result {
-        Err(error) => format!("{} {}", error.code().unwrap_or(""), error),
-        Ok(value) => panic!("expected an error, got {value:?}"),
-    }
 }
 
 // Allowed: one scripted session, asserted step by step.

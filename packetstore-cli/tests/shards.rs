@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Server, ShardPools};
+use common::{error_text, Server, ShardPools};
 
 fn start(pools: &ShardPools) -> Server {
     let shards = pools.count.to_string();
@@ -56,13 +56,6 @@ fn connect(port: u16) -> redis::Connection {
     let c = client.get_connection_with_timeout(Duration::from_secs(10)).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     c
-}
-
-fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
-    match result {
-        Err(error) => format!("{} {}", error.code().unwrap_or(""), error),
-        Ok(value) => panic!("expected an error, got {value:?}"),
-    }
 }
 
 /// The shard (index into `ports`) that owns `key`, as the server says.

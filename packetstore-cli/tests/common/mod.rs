@@ -473,3 +473,11 @@ impl Drop for ShardPools {
         self.remove();
     }
 }
+
+/// The error a command was answered with (its code, then the message).
+pub fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
+    match result {
+        Err(error) => format!("{} {}", error.code().unwrap_or(""), error),
+        Ok(value) => panic!("expected an error, got {value:?}"),
+    }
+}

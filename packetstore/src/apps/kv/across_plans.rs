@@ -30,7 +30,7 @@ use std::collections::BTreeSet;
 
 use crate::apps::kv::cluster::{key_slot, owner};
 use crate::apps::kv::cmd::command_table::{DELETE, INSERT, OW, RM, RW, UPDATE};
-use crate::apps::kv::span;
+use crate::apps::kv::span::{self, integer, is_nil};
 
 /// Runs a Redis command on one shard's keys: its reply's bytes.
 pub(super) trait Calls {
@@ -318,14 +318,6 @@ fn temp(args: &[Vec<u8>], keys: &[(usize, u16)], home: u16, shards: u16, calls: 
         calls.call(home, del);
     }
     reply
-}
-
-fn integer(reply: &[u8]) -> Option<i64> {
-    std::str::from_utf8(reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?).ok()?.parse().ok()
-}
-
-fn is_nil(reply: &[u8]) -> bool {
-    matches!(reply, b"$-1\r\n" | b"_\r\n" | b"*-1\r\n")
 }
 
 /// A bulk string reply's bytes.

@@ -163,7 +163,7 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
     }
 }
 
-fn is_nil(reply: &[u8]) -> bool {
+pub(super) fn is_nil(reply: &[u8]) -> bool {
     reply == b"$-1\r\n" || reply == b"_\r\n" || reply == b"*-1\r\n"
 }
 
@@ -219,7 +219,7 @@ fn reorder(order: &[(usize, usize)], replies: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// `:n\r\n` as n.
-fn integer(reply: &[u8]) -> Option<i64> {
+pub(super) fn integer(reply: &[u8]) -> Option<i64> {
     let line = reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?;
     std::str::from_utf8(line).ok()?.parse().ok()
 }

@@ -211,10 +211,7 @@ impl Store {
     /// The largest transaction id this store's durable state names: the
     /// tree's `#txn`, or a marker among the log's live records.
     pub(super) fn txn_horizon(&self, pool: &Pool) -> Result<u64, StoreError> {
-        let mut horizon = match self.tree.get(pool, TXN_ENTRY)? {
-            Some(value) => super::decode_u64(&value).ok_or_else(|| super::corrupt("#txn"))?,
-            None => 0,
-        };
+        let mut horizon = self.last_txn(pool)?;
         for lsn in self.log.live_lsns() {
             let view = self.log.view(pool, lsn)?;
             if view.kind == KIND_TXN {
@@ -225,12 +222,13 @@ impl Store {
         Ok(horizon)
     }
 
-    /// The id of the last transaction across shards this store applied.
+    /// The id of the last transaction across shards this store applied
+    /// (the tree's `#txn`).
     pub fn last_txn(&self, pool: &Pool) -> Result<u64, StoreError> {
-        Ok(match self.tree.get(pool, TXN_ENTRY)? {
-            Some(value) => super::decode_u64(&value).unwrap_or(0),
-            None => 0,
-        })
+        match self.tree.get(pool, TXN_ENTRY)? {
+            Some(value) => super::decode_u64(&value).ok_or_else(|| super::corrupt("#txn")),
+            None => Ok(0),
+        }
     }
 }
 
