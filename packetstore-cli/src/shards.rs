@@ -367,7 +367,11 @@ impl OneShard<'_> {
             listen: self.main.0,
             wake_fd: Some(self.wake_fd),
             nudge_fd: Some(self.exchange.nudge_fd(index)),
-            connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards)) + self.links.len(),
+            // Its share of the clients, its links, and private links
+            // (its clients' own to other shards, and theirs to it).
+            connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards))
+                + self.links.len()
+                + 2 * packetstore::apps::kv::PRIVATE_LINKS_MAX,
             adopt: self.links.clone(),
             ..args.loop_args.engine_config(self.prepared.persist == packetstore::io::app::Persist::ZeroCopy)?
         };

@@ -177,6 +177,16 @@ pub trait App {
     /// at the end of the turn that saw it, once that turn's commit began.
     fn nudged(&mut self, _pool: &Pool, _buffers: &mut Buffers) {}
 
+    /// Connected sockets to serve from now on, each as a connection of the
+    /// listener index given, as `EngineConfig::adopt`'s (appended to
+    /// `adopt`; asked once per turn). The loop owns them from then: one it
+    /// cannot take (at `connections_max`, or stopping) is closed.
+    fn take_adoptions(&mut self, _adopt: &mut Vec<(std::os::fd::RawFd, usize)>) {}
+
+    /// A socket handed over by `take_adoptions` as a connection of
+    /// `listener` was closed instead (the loop is full or stopping).
+    fn adoption_refused(&mut self, _listener: usize) {}
+
     /// Connections the application wants served although nothing arrived
     /// for them (a message for a subscriber, a key a blocked client waits
     /// for, a timeout), appended to `wake`: the loop calls `on_input` for

@@ -476,11 +476,7 @@ impl<'a, A: App> Engine<'a, A> {
             engine.arm_accept(index)?;
         }
         for (fd, listener) in std::mem::take(&mut engine.config.adopt) {
-            // Never paused nor cut for stalling: the application bounds
-            // what it queues on these, and both ends always read.
-            let slot = engine.next_slot() as usize;
-            engine.add_conn(fd, listener);
-            engine.conns[slot].as_mut().expect("just added").out.set_pause_bytes(u64::MAX);
+            engine.adopt(fd, listener);
         }
         if let Some(fd) = engine.config.wake_fd {
             let entry =
@@ -743,6 +739,36 @@ impl<'a, A: App> Engine<'a, A> {
         self.stats.accepted += 1;
         self.rearm.push(slot);
         self.arm_reset_poll(slot);
+    }
+
+    /// A connected socket the application hands over (`EngineConfig::adopt`,
+    /// `App::take_adoptions`) becomes a connection. Never paused nor cut
+    /// for stalling: the application bounds what it queues on these, and
+    /// both ends always read.
+    fn adopt(&mut self, fd: RawFd, listener: usize) {
+        let slot = self.next_slot() as usize;
+        self.add_conn(fd, listener);
+        self.conns[slot].as_mut().expect("just added").out.set_pause_bytes(u64::MAX);
+    }
+
+    /// Takes the sockets the application hands over this turn: each
+    /// becomes a connection, or is closed (its peer sees the end) when the
+    /// loop is stopping or at `connections_max`.
+    fn take_adoptions(&mut self) {
+        let mut adopt = Vec::new();
+        self.app.take_adoptions(&mut adopt);
+        for (fd, listener) in adopt {
+            let live = self.conns.len() - self.free_slots.len();
+            if live >= self.config.connections_max || self.draining_until.is_some() {
+                tracing::warn!(listener, open = live, "a link between shards refused: the loop is full or stopping");
+                // SAFETY: the application handed this descriptor over and
+                // no longer uses it.
+                unsafe { libc::close(fd) };
+                self.app.adoption_refused(listener);
+                continue;
+            }
+            self.adopt(fd, listener);
+        }
     }
 
     /// Submits the connects the application asked for this turn.
@@ -1040,6 +1066,7 @@ impl<'a, A: App> Engine<'a, A> {
     fn end_turn(&mut self) -> io::Result<()> {
         self.serve_dirty();
         self.app.tick(self.pool, self.buffers);
+        self.take_adoptions();
         self.wake_connections();
         self.start_dials()?;
         if self.async_sync.is_some() {
@@ -1071,6 +1098,10 @@ impl<'a, A: App> Engine<'a, A> {
         // application's log has room for what another thread asks of it.
         if std::mem::take(&mut self.nudged) {
             self.app.nudged(self.pool, self.buffers);
+            // What another shard handed over (a link) is served from the
+            // next turn, which does not wait.
+            self.take_adoptions();
+            self.wake_connections();
         }
         self.flush_replies()?;
         self.provide_starved();

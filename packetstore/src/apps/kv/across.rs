@@ -101,6 +101,37 @@ impl KvServer {
         self.across = Some(exchange);
     }
 
+    /// Hands `shard` the far end of a client's new private link (client
+    /// `id`); a shard that has stopped gets nothing: the link closes, and
+    /// its command is answered with an error.
+    pub(super) fn hand_link(&mut self, shard: u16, far: std::os::fd::OwnedFd, id: u64) {
+        let Some(exchange) = self.across.as_ref() else { return };
+        if exchange.hand_over(shard, far, id).is_err() {
+            tracing::warn!("shard {shard} has stopped: a client's private link to it closes");
+        }
+    }
+
+    /// `App::nudged`: the links other shards handed this one are adopted
+    /// at the end of this turn.
+    pub(super) fn adopt_handed(&mut self) {
+        use std::os::fd::IntoRawFd;
+        let Some(exchange) = self.across.as_ref() else { return };
+        for (fd, id) in exchange.take_handed(self.shard_index()) {
+            let fd = fd.into_raw_fd();
+            self.links.handed_ids.insert(fd, id);
+            self.links.adopt.push((fd, crate::apps::kv::shard_link::LISTENER_LINK_IN));
+        }
+    }
+
+    /// The process's clients and blocked clients (every shard's, when
+    /// sharded: a client blocked on another shard's key counts there).
+    pub(super) fn client_totals(&self) -> (usize, usize) {
+        let own = (self.clients.len(), self.blocking.count());
+        let Some(exchange) = self.across.as_ref() else { return own };
+        exchange.publish(self.shard_index(), own.0, own.1);
+        exchange.totals()
+    }
+
     /// This shard's index, on a sharded server.
     fn shard_index(&self) -> u16 {
         self.config.settings.cluster.as_ref().map_or(0, |view| view.shard)

@@ -411,6 +411,25 @@ impl KvServer {
                 ctx.conn.awaiting_shard = shard;
                 Some(Outcome::Relayed)
             }
+            Placement::Private(shard) => {
+                let conn = &*ctx.conn;
+                let client = link_client(conn);
+                let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
+                let sent = self.links.send_private(shard, client, &args, conn.reply != ReplyMode::On);
+                drop(args);
+                match sent {
+                    Err(why) => {
+                        ctx.error(&why);
+                        return Some(Outcome::Rejected);
+                    }
+                    Ok(Some(far)) => self.hand_link(shard, far, client.id),
+                    Ok(None) => {}
+                }
+                // No later command goes anywhere before its reply.
+                ctx.conn.awaiting += 1;
+                ctx.conn.awaiting_shard = SPANNING;
+                Some(Outcome::Relayed)
+            }
             Placement::Across(across, args, keys) => {
                 let started = Instant::now();
                 self.run_across(ctx, &across, &args, &keys);

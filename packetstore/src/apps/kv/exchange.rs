@@ -1,7 +1,9 @@
 //! The shards' meeting point for commands across them (`across.rs`): one
 //! mailbox per shard (a coordinator's requests in order, and the shard's
 //! answer), one eventfd per shard that wakes its event loop, the process's
-//! one transaction lock, and the transaction ids.
+//! one transaction lock, and the transaction ids; also the links one shard
+//! hands another (`ShardLinks::send_private`) and each shard's client
+//! counts.
 //!
 //! Owns: only memory the shards share; it knows nothing of a server, so
 //! every shard's state holds it without a cycle.
@@ -11,7 +13,7 @@
 //! event loop has ended (`leave`).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::store::db::TxnMarker;
@@ -82,6 +84,13 @@ pub struct Exchange {
     nudges: Vec<OwnedFd>,
     /// Shards whose event loop has ended (`leave`).
     gone: Vec<AtomicBool>,
+    /// Per shard: links another shard made for one of its clients, each
+    /// the far end of a socketpair and the id of the client it carries
+    /// (`ShardLinks::send_private`), waiting for the shard to adopt them.
+    handed: Vec<Mutex<Vec<(OwnedFd, u64)>>>,
+    /// Per shard, as of its last turn: its clients, and those blocked
+    /// (INFO's connected_clients and blocked_clients are the sums).
+    figures: Vec<[AtomicUsize; 2]>,
 }
 
 impl Exchange {
@@ -105,7 +114,43 @@ impl Exchange {
             boxes: (0..shards).map(|_| Mailbox::default()).collect(),
             nudges,
             gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            handed: (0..shards).map(|_| Mutex::default()).collect(),
+            figures: (0..shards).map(|_| [AtomicUsize::new(0), AtomicUsize::new(0)]).collect(),
         })
+    }
+
+    /// Hands shard `shard` a link to adopt (`fd`, carrying client `id`'s
+    /// commands) and nudges it; Err(fd) if its event loop has ended.
+    pub(super) fn hand_over(&self, shard: u16, fd: OwnedFd, id: u64) -> Result<(), OwnedFd> {
+        let mut handed = self.handed[usize::from(shard)].lock().expect("handed lock");
+        // Checked under the lock `leave` takes too: nothing is handed to a
+        // shard after it took its last.
+        if self.gone[usize::from(shard)].load(Ordering::SeqCst) {
+            return Err(fd);
+        }
+        handed.push((fd, id));
+        drop(handed);
+        self.nudge(shard);
+        Ok(())
+    }
+
+    /// The links handed to `shard` since it last asked.
+    pub(super) fn take_handed(&self, shard: u16) -> Vec<(OwnedFd, u64)> {
+        std::mem::take(&mut *self.handed[usize::from(shard)].lock().expect("handed lock"))
+    }
+
+    /// Shard `shard`'s clients and blocked clients, now.
+    pub(super) fn publish(&self, shard: u16, clients: usize, blocked: usize) {
+        let [c, b] = &self.figures[usize::from(shard)];
+        c.store(clients, Ordering::Relaxed);
+        b.store(blocked, Ordering::Relaxed);
+    }
+
+    /// Every shard's clients and blocked clients, as last published.
+    pub(super) fn totals(&self) -> (usize, usize) {
+        self.figures
+            .iter()
+            .fold((0, 0), |(c, b), [fc, fb]| (c + fc.load(Ordering::Relaxed), b + fb.load(Ordering::Relaxed)))
     }
 
     /// The eventfd shard `shard`'s event loop polls (`EngineConfig::nudge_fd`).
@@ -126,7 +171,14 @@ impl Exchange {
     /// Shard `shard`'s event loop has ended: a coordinator waiting for it
     /// to park is told so instead of waiting forever.
     pub fn leave(&self, shard: u16) {
-        self.gone[usize::from(shard)].store(true, Ordering::SeqCst);
+        let handed = {
+            let mut handed = self.handed[usize::from(shard)].lock().expect("handed lock");
+            self.gone[usize::from(shard)].store(true, Ordering::SeqCst);
+            std::mem::take(&mut *handed)
+        };
+        // Closed: the shards that made them see their links end.
+        drop(handed);
+        self.publish(shard, 0, 0);
         let mailbox = &self.boxes[usize::from(shard)];
         let _slots = mailbox.slots.lock().expect("mailbox lock");
         mailbox.changed.notify_all();

@@ -366,12 +366,13 @@ impl KvServer {
     }
 
     fn info_clients(&self, text: &mut String) {
+        let (clients, blocked) = self.client_totals();
         let _ = write!(
             text,
             "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\n",
-            self.clients.len(),
+            clients,
             self.config_params.get("maxclients").map_or("10000", String::as_str),
-            self.blocking.count(),
+            blocked,
             self.tracking.counts().0,
             self.io.accepted,
             self.io.refused + self.stats.denied

@@ -30,11 +30,12 @@ use crate::store::keyspace::DATABASES;
 impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
         let links = config.settings.cluster.as_ref().map_or_else(Default::default, |view| ShardLinks::new(view.shards));
+        let next_client_id = config.settings.cluster.as_ref().map_or(1, |view| u64::from(view.shard) + 1);
         KvServer {
             config_params: crate::apps::kv::cmd::config::initial_values(&config),
             config,
             store,
-            next_client_id: 1,
+            next_client_id,
             clock_anchor: (std::time::Instant::now(), crate::store::db::now_us()),
             scan_cursors: VecDeque::new(),
             next_cursor: 1,
@@ -104,7 +105,8 @@ impl App for KvServer {
     fn connect(&mut self, listener: usize, token: ConnToken) -> KvConn {
         let peer = self.peer_link(listener, token);
         let id = self.next_client_id;
-        self.next_client_id += 1;
+        // Unique across shards: shard i's ids are i+1, i+1+shards, ...
+        self.next_client_id += self.config.settings.cluster.as_ref().map_or(1, |view| u64::from(view.shards));
         // A shard's links are no clients (nor listed as ones); what comes
         // in on one was authenticated on its own shard.
         let link = listener == LISTENER_LINK_IN || self.links.linked(listener, token);
@@ -141,6 +143,14 @@ impl App for KvServer {
     }
 
     fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
+        if conn.listener == LISTENER_LINK_IN {
+            // A client's private link from another shard takes the
+            // client's id (CLIENT UNBLOCK finds it here by that id).
+            if let Some(id) = self.links.handed_ids.remove(&fd) {
+                conn.id = id;
+            }
+            return;
+        }
         if self.protected_mode_refuses(conn, peer) {
             return;
         }
@@ -341,6 +351,15 @@ impl App for KvServer {
     /// Reclamation walk steps, active expiry, and checkpoint scheduling.
     fn nudged(&mut self, pool: &Pool, buffers: &mut Buffers) {
         self.serve_parks(pool, buffers);
+        self.adopt_handed();
+    }
+
+    fn take_adoptions(&mut self, adopt: &mut Vec<(std::os::fd::RawFd, usize)>) {
+        adopt.append(&mut self.links.adopt);
+    }
+
+    fn adoption_refused(&mut self, listener: usize) {
+        self.links.lost(listener);
     }
 
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {
@@ -358,6 +377,7 @@ impl App for KvServer {
             self.shutdown_requested = true;
         }
         self.relay_retry_waiting();
+        self.client_totals();
         self.sync_writable();
         self.finish_orphan(pool, buffers);
         // The scrubber only reads: it runs on a follower and during a

@@ -42,6 +42,12 @@ use crate::pool::buffers::Buffers;
 pub const LISTENER_LINK_IN: usize = 3;
 /// This shard's link to shard `i` is a connection of `LISTENER_LINK_OUT + i`.
 pub const LISTENER_LINK_OUT: usize = 1 << 16;
+/// This shard's private link number `n` (one client's, to one shard) is a
+/// connection of `LISTENER_LINK_PRIVATE + n`.
+pub const LISTENER_LINK_PRIVATE: usize = LISTENER_LINK_OUT + (1 << 15);
+/// Private links a shard has open at once, at most: a client that would
+/// need one more is answered with an error.
+pub const PRIVATE_LINKS_MAX: usize = 4096;
 /// A client's commands stop going out while its link has this much unsent.
 pub const LINK_OUTBOX_MAX_BYTES: u64 = 4 << 20;
 
@@ -129,10 +135,32 @@ pub struct Client {
     pub resp3: bool,
 }
 
-/// The links of this shard to every shard, itself included (index: shard).
+/// A link of one client's own to another shard, for its commands that may
+/// block there (BLPOP, XREAD BLOCK, ...): on a shared link, one would hold
+/// up every other client's. It lives as long as its client.
+struct Private {
+    shard: u16,
+    client: (ConnToken, u64),
+    link: LinkOut,
+    /// Its client is gone: it closes at its next turn.
+    closing: bool,
+}
+
+/// The links of this shard to every shard, itself included (index: shard),
+/// and its clients' private links.
 #[derive(Default)]
 pub struct ShardLinks {
     out: Vec<LinkOut>,
+    /// By number (`LISTENER_LINK_PRIVATE + n`).
+    private: HashMap<usize, Private>,
+    /// A client's private link to a shard: its number.
+    private_of: HashMap<(ConnToken, u16), usize>,
+    free_private: Vec<usize>,
+    /// Sockets for this loop to adopt (`App::take_adoptions`).
+    pub(super) adopt: Vec<(std::os::fd::RawFd, usize)>,
+    /// Links other shards handed this one, not yet adopted: each socket's
+    /// client id (the link's connection takes it: CLIENT UNBLOCK finds it).
+    pub(super) handed_ids: HashMap<std::os::fd::RawFd, u64>,
     delivered: HashMap<ConnToken, Delivered>,
     gathers: HashMap<u64, Gather>,
     next_gather: u64,
@@ -147,11 +175,80 @@ impl ShardLinks {
 
     /// A link's connection is up (the loop adopted its socket).
     pub(super) fn linked(&mut self, listener: usize, token: ConnToken) -> bool {
+        if let Some(private) = listener.checked_sub(LISTENER_LINK_PRIVATE).and_then(|n| self.private.get_mut(&n)) {
+            // What its client queued before it was up goes out now (or it
+            // closes, its client gone).
+            private.link.token = Some(token);
+            self.wake.push(token);
+            return true;
+        }
         let Some(link) = listener.checked_sub(LISTENER_LINK_OUT).and_then(|shard| self.out.get_mut(shard)) else {
             return false;
         };
         link.token = Some(token);
         true
+    }
+
+    /// Queues the blocking command `args` on `client`'s private link to
+    /// `shard`, made first if it has none: then Ok(the socket's other
+    /// end), for `shard` to adopt. Err: the reply, when this shard has
+    /// `PRIVATE_LINKS_MAX` already.
+    pub(super) fn send_private<B: AsRef<[u8]>>(
+        &mut self,
+        shard: u16,
+        client: Client,
+        args: &[B],
+        silent: bool,
+    ) -> Result<Option<std::os::fd::OwnedFd>, String> {
+        let known = self.private_of.get(&(client.token, shard)).copied();
+        let (n, far) = match known.filter(|n| self.private[n].client == (client.token, client.id)) {
+            Some(n) => (n, None),
+            None => {
+                let (n, near, far) = self.new_private(shard, client)?;
+                self.adopt.push((near, LISTENER_LINK_PRIVATE + n));
+                (n, Some(far))
+            }
+        };
+        let pending = Pending::Client { token: client.token, id: client.id, silent };
+        let private = self.private.get_mut(&n).expect("just found or made");
+        send_on(&mut private.link, client, args, pending, false);
+        if let Some(token) = private.link.token {
+            self.wake.push(token);
+        }
+        Ok(far)
+    }
+
+    /// A new private link for `client` to `shard`: its number, this end
+    /// (for this loop to adopt) and the other.
+    fn new_private(
+        &mut self,
+        shard: u16,
+        client: Client,
+    ) -> Result<(usize, std::os::fd::RawFd, std::os::fd::OwnedFd), String> {
+        use std::os::fd::FromRawFd;
+        let n = match self.free_private.pop() {
+            Some(n) => n,
+            None if self.private.len() < PRIVATE_LINKS_MAX => self.private.len(),
+            None => {
+                return Err(format!(
+                    "ERR {PRIVATE_LINKS_MAX} clients of this shard wait on other shards' keys already: try again later"
+                ))
+            }
+        };
+        let mut fds = [0; 2];
+        let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: socketpair writes two descriptors into `fds`.
+        if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
+            self.free_private.push(n);
+            return Err(format!("ERR no link to shard {shard}: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        let far = unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) };
+        let link = LinkOut { db: Some(0), ..LinkOut::default() };
+        let private = Private { shard, client: (client.token, client.id), link, closing: false };
+        assert!(self.private.insert(n, private).is_none(), "a free private link number");
+        self.private_of.insert((client.token, shard), n);
+        Ok((n, fds[0], far))
     }
 
     /// Whether a client may send another command to `shard` now (its link
@@ -213,21 +310,7 @@ impl ShardLinks {
             answers.answer(pending, error.as_bytes());
             return;
         }
-        if link.db != Some(client.db) {
-            encode(&mut link.outbox, &[b"SELECT".as_slice(), client.db.to_string().as_bytes()]);
-            link.pending.push_back(Pending::Own);
-            link.db = Some(client.db);
-        }
-        if link.resp3 != client.resp3 {
-            encode(&mut link.outbox, &[b"HELLO".as_slice(), if client.resp3 { b"3" } else { b"2" }]);
-            link.pending.push_back(Pending::Own);
-            link.resp3 = client.resp3;
-        }
-        encode(&mut link.outbox, args);
-        link.pending.push_back(pending);
-        if scripted {
-            link.db = None;
-        }
+        send_on(link, client, args, pending, scripted);
         if let Some(token) = link.token {
             self.wake.push(token);
         }
@@ -246,8 +329,23 @@ impl ShardLinks {
 
     /// A link's connection closed: its clients' commands in flight are
     /// answered with an error (they may or may not have run there), and so
-    /// is every later one.
+    /// is every later one. A private link is gone for good.
     pub(super) fn lost(&mut self, listener: usize) {
+        if let Some(n) = listener.checked_sub(LISTENER_LINK_PRIVATE) {
+            let Some(private) = self.private.remove(&n) else { return };
+            self.free_private.push(n);
+            if self.private_of.get(&(private.client.0, private.shard)) == Some(&n) {
+                self.private_of.remove(&(private.client.0, private.shard));
+            }
+            let error =
+                format!("-ERR the link to shard {} closed: the command may or may not have run\r\n", private.shard);
+            let mut answers =
+                Answers { delivered: &mut self.delivered, wake: &mut self.wake, gathers: &mut self.gathers };
+            for pending in private.link.pending {
+                answers.answer(pending, error.as_bytes());
+            }
+            return;
+        }
         let Some(shard) = listener.checked_sub(LISTENER_LINK_OUT) else { return };
         let Some(link) = self.out.get_mut(shard) else { return };
         tracing::error!("the link to shard {shard} closed: its clients' commands in flight fail");
@@ -268,6 +366,7 @@ impl ShardLinks {
         if self.delivered.get(&token).is_some_and(|d| d.id == id) {
             self.delivered.remove(&token);
         }
+        self.close_private((token, id));
         if awaiting == 0 {
             return;
         }
@@ -284,6 +383,47 @@ impl ShardLinks {
                 gather.client = Pending::Own;
             }
         }
+    }
+}
+
+impl ShardLinks {
+    /// The client (`token`, `id`) is gone: its private links close (the
+    /// shards at their other end see them end, and forget what they had
+    /// it wait for).
+    fn close_private(&mut self, (token, id): (ConnToken, u64)) {
+        for shard in 0..self.out.len() as u16 {
+            let Some(&n) = self.private_of.get(&(token, shard)) else { continue };
+            let private = self.private.get_mut(&n).expect("a private link's number");
+            if private.client != (token, id) {
+                continue;
+            }
+            self.private_of.remove(&(token, shard));
+            private.closing = true;
+            private.link.pending.iter_mut().for_each(|pending| *pending = Pending::Own);
+            if let Some(link) = private.link.token {
+                self.wake.push(link);
+            }
+        }
+    }
+}
+
+/// Queues the command `args` of `client` on `link`, after a SELECT or
+/// HELLO of the link's own when its database or protocol differs.
+fn send_on<B: AsRef<[u8]>>(link: &mut LinkOut, client: Client, args: &[B], pending: Pending, scripted: bool) {
+    if link.db != Some(client.db) {
+        encode(&mut link.outbox, &[b"SELECT".as_slice(), client.db.to_string().as_bytes()]);
+        link.pending.push_back(Pending::Own);
+        link.db = Some(client.db);
+    }
+    if link.resp3 != client.resp3 {
+        encode(&mut link.outbox, &[b"HELLO".as_slice(), if client.resp3 { b"3" } else { b"2" }]);
+        link.pending.push_back(Pending::Own);
+        link.resp3 = client.resp3;
+    }
+    encode(&mut link.outbox, args);
+    link.pending.push_back(pending);
+    if scripted {
+        link.db = None;
     }
 }
 
@@ -327,10 +467,18 @@ impl ShardLinks {
         out: &mut OutQueue,
         release: &mut Release<'_>,
     ) -> Progress {
-        let shard = listener - LISTENER_LINK_OUT;
-        let ShardLinks { out: links, delivered, wake, gathers, .. } = self;
+        let ShardLinks { out: links, private, delivered, wake, gathers, .. } = self;
         let mut answers = Answers { delivered, wake, gathers };
-        let link = &mut links[shard];
+        let (shard, link) = match listener.checked_sub(LISTENER_LINK_PRIVATE) {
+            Some(n) => {
+                let Some(private) = private.get_mut(&n).filter(|private| !private.closing) else {
+                    stream.consume(stream.len(), |segment| release(segment, buffers));
+                    return Progress { close: true, ..Progress::default() };
+                };
+                (usize::from(private.shard), &mut private.link)
+            }
+            None => (listener - LISTENER_LINK_OUT, &mut links[listener - LISTENER_LINK_OUT]),
+        };
         if !link.outbox.is_empty() {
             out.push(&link.outbox);
             link.outbox.clear();

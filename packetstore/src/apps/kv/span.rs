@@ -60,8 +60,10 @@ pub struct Plan {
 }
 
 /// Keyless commands answered by every shard.
-const EVERY_SHARD: [(&str, Merge); 6] = [
+const EVERY_SHARD: [(&str, Merge); 7] = [
     ("dbsize", Merge::Sum),
+    // The client waits on one shard at most: 1 there, 0 elsewhere.
+    ("client|unblock", Merge::Sum),
     // Each shard's subscribers get the message; the count is everyone's.
     ("publish", Merge::Sum),
     ("keys", Merge::Concat),

@@ -67,18 +67,27 @@ pub(in crate::apps::kv) enum Placement {
     Here,
     Refused(String),
     Relay(u16),
+    /// A blocking command, on the client's private link to the shard
+    /// (`ShardLinks::send_private`).
+    Private(u16),
     /// In parts, one per shard, merged (`span.rs`).
     Span(crate::apps::kv::span::Plan),
     /// Atomic across shards (`across.rs`): how, its arguments and keys.
     Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
 }
 
-/// Whether a command for another shard's keys may be relayed there: not
-/// a blocking one (it would hold up the link), not WATCH (its watch would
-/// be the link's), not a pub/sub one (the link would become a
-/// subscriber).
+/// Whether a command for another shard's keys may be relayed there on the
+/// shared link: not a blocking one (it would hold up the link: it goes on
+/// a private one), not WATCH (its watch would be the link's), not a
+/// pub/sub one (the link would become a subscriber).
 fn relayable(entry: &CommandEntry) -> bool {
     !entry.has_flag("blocking") && !entry.has_flag("pubsub") && entry.name != "watch"
+}
+
+/// Whether a command for another shard's keys may be queued in MULTI (EXEC
+/// runs it there, parked, where a blocking one does not block).
+fn queueable(entry: &CommandEntry) -> bool {
+    !entry.has_flag("pubsub") && entry.name != "watch"
 }
 
 /// The slots of a call's keys, in order.
@@ -104,6 +113,10 @@ fn keyless_span(ctx: &Ctx<'_>, entry: &CommandEntry, shards: u16) -> Option<Plac
         "scan" => {
             let cursor = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok());
             Some(cursor.map(|cursor| span::plan_scan(cursor, ctx.argc(), shards)))
+        }
+        // The client may wait on any shard (on its private link there).
+        "client" if ctx.argc() > 2 && ctx.arg(1).eq_ignore_ascii_case(b"unblock") => {
+            span::plan_every_shard("client|unblock", ctx.argc(), shards).map(Some)
         }
         name => span::plan_every_shard(name, ctx.argc(), shards).map(Some),
     }?;
@@ -191,14 +204,17 @@ impl KvServer {
         if shard == view.shard {
             return Placement::Here;
         }
-        if ctx.conn.multi.is_some() && self.across.is_some() && relayable(entry) {
+        if ctx.conn.multi.is_some() && self.across.is_some() && queueable(entry) {
             // Queued: EXEC runs it on its shard, parked (`exec_across`).
             return Placement::Here;
         }
+        if ctx.conn.multi.is_none() && self.across.is_some() && queueable(entry) && entry.has_flag("blocking") {
+            return Placement::Private(shard);
+        }
         if ctx.conn.multi.is_some() || !relayable(entry) {
             return Placement::Refused(format!(
-                "ERR '{}' with another shard's keys: transactions, WATCH, blocking commands and shard channels are not relayed \
-                 between shards yet (use a cluster client, or keys of this connection's shard)",
+                "ERR '{}' with another shard's keys: WATCH and shard channels are not relayed between shards yet (use a \
+                 cluster client, or keys of this connection's shard)",
                 entry.name
             ));
         }
