@@ -186,8 +186,9 @@ fn commands_across_shards_answer_as_redis() {
 }
 
 /// One writer per pair: it sets its `x` and `y` (on different shards) to
-/// its own counter until `stop`, with MSET (even pairs) or MULTI, SET,
-/// SET, EXEC (odd ones); each returns the last value answered.
+/// its own counter until `stop`, with MSET, MULTI/SET/SET/EXEC, EVAL with
+/// its keys declared or EVAL without (one of them per pair); each returns
+/// the last value answered.
 fn writers(server: &Server, pairs: &[(String, String)], stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<u64>> {
     pairs
         .iter()
@@ -202,9 +203,26 @@ fn writers(server: &Server, pairs: &[(String, String)], stop: &Arc<AtomicBool>) 
                 let mut answered = start.unwrap_or(0);
                 while !stop.load(Ordering::Relaxed) {
                     let value = answered + 1;
-                    let result = match w % 2 {
+                    let result = match w % 4 {
                         0 => redis::cmd("MSET").arg(&x).arg(value).arg(&y).arg(value).query::<()>(&mut c),
-                        _ => redis::pipe().atomic().set(&x, value).set(&y, value).query::<()>(&mut c),
+                        1 => redis::pipe().atomic().set(&x, value).set(&y, value).query::<()>(&mut c),
+                        // A script with its keys declared, then one whose
+                        // keys are not (it runs again across every shard).
+                        2 => redis::cmd("EVAL")
+                            .arg("redis.call('set', KEYS[1], ARGV[1]); redis.call('set', KEYS[2], ARGV[1])")
+                            .arg(2)
+                            .arg(&x)
+                            .arg(&y)
+                            .arg(value)
+                            .query::<()>(&mut c),
+                        _ => redis::cmd("EVAL")
+                            .arg(format!(
+                                "redis.call('get', '{x}'); redis.call('get', '{y}'); \
+                                 redis.call('set', '{x}', ARGV[1]); redis.call('set', '{y}', ARGV[1])"
+                            ))
+                            .arg(0)
+                            .arg(value)
+                            .query::<()>(&mut c),
                     };
                     match result {
                         Ok(()) => answered = value,

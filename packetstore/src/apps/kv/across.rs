@@ -47,8 +47,8 @@ use crate::proto::resp::{Args, Encoder};
 use crate::store::db::TxnMarker;
 
 /// A coordinator's command in progress: the shards parked for it.
-pub(super) struct Session<'e> {
-    exchange: &'e Exchange,
+pub(super) struct Session {
+    exchange: std::sync::Arc<Exchange>,
     me: u16,
     parked: Vec<u16>,
     /// Shards whose part wrote (this one included).
@@ -60,7 +60,19 @@ pub(super) struct Session<'e> {
     done: bool,
 }
 
-impl Drop for Session<'_> {
+impl Session {
+    /// Whether `shard` is parked for this session.
+    pub(super) fn has_parked(&self, shard: u16) -> bool {
+        self.parked.contains(&shard)
+    }
+
+    /// The coordinator's own part wrote (a script's local calls).
+    pub(super) fn wrote_here(&mut self) {
+        self.wrote.insert(self.me);
+    }
+}
+
+impl Drop for Session {
     fn drop(&mut self) {
         if !self.done {
             // Only a bug unwinds through here. Ending the parts would make
@@ -101,13 +113,24 @@ impl KvServer {
         self.across = Some(exchange);
     }
 
-    /// Hands `shard` the far end of a client's new private link (client
-    /// `id`); a shard that has stopped gets nothing: the link closes, and
-    /// its command is answered with an error.
-    pub(super) fn hand_link(&mut self, shard: u16, far: std::os::fd::OwnedFd, id: u64) {
+    /// Hands each other shard the far ends of the private links made for
+    /// it (`ShardLinks::handed`); a shard that has stopped gets nothing:
+    /// the link closes, and what was sent on it is answered with an error.
+    pub(super) fn hand_links(&mut self) {
+        let handed = std::mem::take(&mut self.links.handed);
         let Some(exchange) = self.across.as_ref() else { return };
-        if exchange.hand_over(shard, far, id).is_err() {
-            tracing::warn!("shard {shard} has stopped: a client's private link to it closes");
+        for (shard, far) in handed {
+            if exchange.hand_over(shard, far).is_err() {
+                tracing::warn!("shard {shard} has stopped: a private link to it closes");
+            }
+        }
+    }
+
+    /// `tick`: idle private links to every other shard, ready.
+    pub(super) fn keep_links(&mut self) {
+        if self.across.is_some() {
+            self.links.keep_idle_links(self.shard_index());
+            self.hand_links();
         }
     }
 
@@ -116,10 +139,8 @@ impl KvServer {
     pub(super) fn adopt_handed(&mut self) {
         use std::os::fd::IntoRawFd;
         let Some(exchange) = self.across.as_ref() else { return };
-        for (fd, id) in exchange.take_handed(self.shard_index()) {
-            let fd = fd.into_raw_fd();
-            self.links.handed_ids.insert(fd, id);
-            self.links.adopt.push((fd, crate::apps::kv::shard_link::LISTENER_LINK_IN));
+        for fd in exchange.take_handed(self.shard_index()) {
+            self.links.adopt.push((fd.into_raw_fd(), crate::apps::kv::shard_link::LISTENER_LINK_IN));
         }
     }
 
@@ -130,6 +151,29 @@ impl KvServer {
         let Some(exchange) = self.across.as_ref() else { return own };
         exchange.publish(self.shard_index(), own.0, own.1);
         exchange.totals()
+    }
+
+    /// Tells the other shards this shard's clients and whether a script
+    /// keeps it busy (`tick`).
+    pub(super) fn publish_shard_state(&self) {
+        let Some(exchange) = self.across.as_ref() else { return };
+        self.client_totals();
+        let busy = self.scripting.paused.as_ref().map(|script| match script.is_eval() {
+            true => crate::apps::kv::exchange::Busy::Eval,
+            false => crate::apps::kv::exchange::Busy::Function,
+        });
+        exchange.set_busy(self.shard_index(), busy);
+    }
+
+    /// The shard busy with a script, if not this one, when `conn` is a
+    /// client of the main port (a cluster port's node is busy alone, as
+    /// a Redis Cluster node).
+    pub(super) fn busy_elsewhere(&self, conn: &KvConn) -> Option<(u16, crate::apps::kv::exchange::Busy)> {
+        let view = self.config.settings.cluster.as_ref()?;
+        if !view.relays(conn.listener) {
+            return None;
+        }
+        self.across.as_ref()?.busy_elsewhere(view.shard)
     }
 
     /// This shard's index, on a sharded server.
@@ -236,14 +280,14 @@ impl KvServer {
 
     /// Parks `shards` (this one included or not) for a command of
     /// `conn`: Err(the reply) if one cannot take part now.
-    pub(super) fn across_begin<'e>(
+    pub(super) fn across_begin(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        exchange: &'e Exchange,
+        exchange: &std::sync::Arc<Exchange>,
         shards: &BTreeSet<u16>,
         conn: &KvConn,
-    ) -> Result<Session<'e>, String> {
+    ) -> Result<Session, String> {
         let me = self.shard_index();
         while !exchange.try_lock() {
             // Another coordinator holds it and may be waiting for us.
@@ -251,7 +295,7 @@ impl KvServer {
             std::thread::yield_now();
         }
         let mut session = Session {
-            exchange,
+            exchange: exchange.clone(),
             me,
             parked: Vec::new(),
             wrote: BTreeSet::new(),
@@ -290,7 +334,7 @@ impl KvServer {
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        session: &mut Session<'_>,
+        session: &mut Session,
         shard: u16,
         args: Vec<Vec<u8>>,
     ) -> Vec<u8> {
@@ -306,12 +350,12 @@ impl KvServer {
     }
 
     /// Sends `args` to parked `shard` (`across_wait` takes its reply).
-    fn across_post(&self, session: &Session<'_>, shard: u16, args: Vec<Vec<u8>>) {
+    fn across_post(&self, session: &Session, shard: u16, args: Vec<Vec<u8>>) {
         assert!(session.parked.contains(&shard), "a call goes to a parked shard");
         session.exchange.post(shard, Request::Run { args, db: session.db, resp3: session.resp3 });
     }
 
-    fn across_wait(&self, session: &mut Session<'_>, shard: u16) -> Vec<u8> {
+    fn across_wait(&self, session: &mut Session, shard: u16) -> Vec<u8> {
         match session.exchange.wait_response(shard) {
             Response::Reply { bytes, wrote, pending } => {
                 if wrote {
@@ -334,7 +378,7 @@ impl KvServer {
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        session: &mut Session<'_>,
+        session: &mut Session,
         calls: Vec<(u16, Vec<Vec<u8>>)>,
     ) -> Vec<Vec<u8>> {
         let mut replies: Vec<Option<Vec<u8>>> = vec![None; calls.len()];
@@ -368,9 +412,9 @@ impl KvServer {
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
-        mut session: Session<'_>,
+        mut session: Session,
     ) -> Result<(), String> {
-        let exchange = session.exchange;
+        let exchange = session.exchange.clone();
         let marker = (!session.wrote.is_empty())
             .then(|| TxnMarker { txid: exchange.take_txid(), writers: session.wrote.iter().copied().collect() });
         let marker_for = |shard: u16| marker.clone().filter(|m| m.writers.contains(&shard));
@@ -411,14 +455,14 @@ impl KvServer {
 }
 
 /// A session's calls, as recipes make them (`across_plans::Calls`).
-struct SessionCalls<'s, 'e, 'p> {
+struct SessionCalls<'s, 'p> {
     server: &'s mut KvServer,
     pool: &'p Pool,
     buffers: &'s mut Buffers,
-    session: &'s mut Session<'e>,
+    session: &'s mut Session,
 }
 
-impl crate::apps::kv::across_plans::Calls for SessionCalls<'_, '_, '_> {
+impl crate::apps::kv::across_plans::Calls for SessionCalls<'_, '_> {
     fn call(&mut self, shard: u16, args: Vec<Vec<u8>>) -> Vec<u8> {
         self.server.across_call(self.pool, self.buffers, self.session, shard, args)
     }
@@ -438,24 +482,38 @@ impl KvServer {
         keys: &[(usize, u16)],
     ) {
         let exchange = self.across.clone().expect("placed across only with an exchange");
-        let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
-        let (pool, buffers) = (ctx.pool, &mut *ctx.buffers);
-        let mut session = match self.across_begin(pool, buffers, &exchange, &across.shards, ctx.conn) {
+        let mut session = match self.across_begin(ctx.pool, ctx.buffers, &exchange, &across.shards, ctx.conn) {
             Ok(session) => session,
             Err(why) => {
                 ctx.error(&why);
                 return;
             }
         };
-        let mut calls = SessionCalls { server: self, pool, buffers, session: &mut session };
-        let reply = crate::apps::kv::across_plans::run(&across.recipe, args, keys, shards, &mut calls);
-        match self.across_end(pool, buffers, session) {
+        let reply = self.run_recipe(ctx, &mut session, across, args, keys);
+        match self.across_end(ctx.pool, ctx.buffers, session) {
             Ok(()) => {
                 ctx.failed = reply.first() == Some(&b'-');
                 ctx.out.bytes().extend_from_slice(&reply);
             }
             Err(why) => ctx.error(&format!("ERR {why}")),
         }
+    }
+}
+
+impl KvServer {
+    /// Runs a command's recipe across the shards `session` parked: its
+    /// reply.
+    pub(super) fn run_recipe(
+        &mut self,
+        ctx: &mut crate::apps::kv::state::Ctx<'_>,
+        session: &mut Session,
+        across: &crate::apps::kv::across_plans::Across,
+        args: &[Vec<u8>],
+        keys: &[(usize, u16)],
+    ) -> Vec<u8> {
+        let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
+        let mut calls = SessionCalls { server: self, pool: ctx.pool, buffers: ctx.buffers, session };
+        crate::apps::kv::across_plans::run(&across.recipe, args, keys, shards, &mut calls)
     }
 }
 
@@ -495,6 +553,7 @@ impl KvServer {
                     shards.insert(*shard);
                 }
                 Route::Across(across, _) => shards.extend(across.shards.iter().copied()),
+                Route::Span(plan) => shards.extend(plan.parts.iter().map(|part| part.shard)),
             }
         }
         shards
@@ -506,7 +565,7 @@ impl KvServer {
     pub(super) fn exec_across(
         &mut self,
         ctx: &mut crate::apps::kv::state::Ctx<'_>,
-        mut session: Session<'_>,
+        mut session: Session,
         routed: Routed,
     ) -> Result<(), crate::store::db::StoreError> {
         use crate::apps::kv::across_plans::Route;
@@ -531,6 +590,15 @@ impl KvServer {
                 Route::Across(across, keys) => {
                     let mut calls = SessionCalls { server: self, pool, buffers, session: &mut session };
                     crate::apps::kv::across_plans::run(&across.recipe, &argv, &keys, shards, &mut calls)
+                }
+                Route::Span(plan) => {
+                    let arg = |arg: &crate::apps::kv::span::Arg| match arg {
+                        crate::apps::kv::span::Arg::Index(i) => argv[*i].clone(),
+                        crate::apps::kv::span::Arg::Value(value) => value.clone(),
+                    };
+                    let calls = plan.parts.iter().map(|part| (part.shard, part.args.iter().map(arg).collect()));
+                    let replies = self.across_call_all(pool, buffers, &mut session, calls.collect());
+                    crate::apps::kv::span::merge(&plan.merge, &replies)
                 }
             });
         }

@@ -60,6 +60,9 @@ pub(super) enum Recipe {
 pub(super) enum Route {
     One(u16),
     Across(Across, Vec<(usize, u16)>),
+    /// A keyless command of every shard (FLUSHALL, CONFIG SET, ...): its
+    /// parts, and how their replies merge (`span.rs`).
+    Span(crate::apps::kv::span::Plan),
 }
 
 /// A command across shards: its recipe and the shards it parks.
@@ -321,7 +324,7 @@ fn temp(args: &[Vec<u8>], keys: &[(usize, u16)], home: u16, shards: u16, calls: 
 }
 
 /// A bulk string reply's bytes.
-fn bulk(reply: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn bulk(reply: &[u8]) -> Option<Vec<u8>> {
     let rest = reply.strip_prefix(b"$")?;
     let at = rest.windows(2).position(|w| w == b"\r\n")?;
     let len: usize = std::str::from_utf8(&rest[..at]).ok()?.parse().ok()?;

@@ -20,6 +20,7 @@ use crate::apps::kv::cmd::cluster::Placement;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
+use crate::apps::kv::exchange::Busy;
 use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::span;
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
@@ -206,6 +207,27 @@ impl KvServer {
         progress
     }
 
+    /// A private link's line before each command (`shard_link::LINK_CLIENT`
+    /// id arrived_ns): its connection takes the client's id and the
+    /// command's arrival time. False: another command.
+    fn link_client(&mut self, pool: &Pool, conn: &mut KvConn, out: &mut OutQueue) -> bool {
+        if conn.args.len() != 3
+            || !conn.args.bytes(pool, 0).eq_ignore_ascii_case(crate::apps::kv::shard_link::LINK_CLIENT)
+        {
+            return false;
+        }
+        let number = |i: usize| std::str::from_utf8(&conn.args.bytes(pool, i)).ok().and_then(|n| n.parse::<u64>().ok());
+        match (number(1), number(2)) {
+            (Some(id), Some(arrived_ns)) => {
+                conn.id = id;
+                conn.arrived_ns = Some(arrived_ns);
+                out.push(b"+OK\r\n");
+            }
+            _ => conn.encoder.error(out.bytes(), "ERR a private link's client line that is not two numbers"),
+        }
+        true
+    }
+
     /// Whether the parsed command of a client may run now: it has no
     /// reply from another shard outstanding, or it goes to that same shard
     /// (whose link answers in order) and the link has room.
@@ -268,6 +290,9 @@ impl KvServer {
         conn: &mut KvConn,
         out: &mut OutQueue,
     ) -> (bool, usize, bool) {
+        if conn.listener == crate::apps::kv::LISTENER_LINK_IN && self.link_client(pool, conn, out) {
+            return (false, OTHER, false);
+        }
         self.stats.commands += 1;
         let entry = self.command_index.find(&conn.args.bytes(pool, 0));
         let kind = match entry {
@@ -316,25 +341,30 @@ impl KvServer {
             return Outcome::Rejected;
         }
         let entry = entry.expect("checked by check_command");
-        if let Some(script) = &self.scripting.paused {
-            if !allowed_while_busy(entry, ctx) {
-                let busy = if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION };
-                match ctx.conn.multi.take() {
-                    // Redis's execCommandAbort: the transaction is dropped.
-                    Some(mut multi) if entry.name == "exec" => {
-                        multi.clear(ctx.buffers);
-                        self.unwatch_all(ctx.conn);
-                        ctx.error(&format!("EXECABORT Transaction discarded because of: {busy}"));
-                    }
-                    Some(mut multi) => {
-                        multi.aborted = true;
-                        ctx.conn.multi = Some(multi);
-                        ctx.error(busy);
-                    }
-                    None => ctx.error(busy),
+        let busy = match &self.scripting.paused {
+            Some(script) => Some(if script.is_eval() { BUSY_EVAL } else { BUSY_FUNCTION }),
+            // A script busy on another shard makes the main port busy too.
+            None => self.busy_elsewhere(ctx.conn).map(|(_, busy)| match busy {
+                Busy::Eval => BUSY_EVAL,
+                Busy::Function => BUSY_FUNCTION,
+            }),
+        };
+        if let Some(busy) = busy.filter(|_| !allowed_while_busy(entry, ctx)) {
+            match ctx.conn.multi.take() {
+                // Redis's execCommandAbort: the transaction is dropped.
+                Some(mut multi) if entry.name == "exec" => {
+                    multi.clear(ctx.buffers);
+                    self.unwatch_all(ctx.conn);
+                    ctx.error(&format!("EXECABORT Transaction discarded because of: {busy}"));
                 }
-                return Outcome::Rejected;
+                Some(mut multi) => {
+                    multi.aborted = true;
+                    ctx.conn.multi = Some(multi);
+                    ctx.error(busy);
+                }
+                None => ctx.error(busy),
             }
+            return Outcome::Rejected;
         }
         if let Some(why) = ctx.conn.args.refused.clone() {
             if let Some(multi) = &mut ctx.conn.multi {
@@ -381,7 +411,12 @@ impl KvServer {
             return Outcome::Rejected;
         }
         self.monitor_before(ctx, entry);
+        let reply_from = ctx.out.bytes().len();
         self.run_handler(ctx, entry);
+        if !self.scripting.running {
+            // A script or SORT that ran with other shards parked (`parked.rs`).
+            self.end_parked(ctx, reply_from);
+        }
         self.tracking_remember(ctx, entry);
         self.monitor_after(ctx, entry);
         Outcome::Ran(started.elapsed())
@@ -415,20 +450,39 @@ impl KvServer {
                 let conn = &*ctx.conn;
                 let client = link_client(conn);
                 let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
-                let sent = self.links.send_private(shard, client, &args, conn.reply != ReplyMode::On);
+                let arrived_ns = crate::apps::kv::shard_link::arrival_ns();
+                let sent = self.links.send_private(shard, client, &args, (conn.reply != ReplyMode::On, arrived_ns));
                 drop(args);
-                match sent {
-                    Err(why) => {
-                        ctx.error(&why);
-                        return Some(Outcome::Rejected);
-                    }
-                    Ok(Some(far)) => self.hand_link(shard, far, client.id),
-                    Ok(None) => {}
+                self.hand_links();
+                if let Err(why) = sent {
+                    ctx.error(&why);
+                    return Some(Outcome::Rejected);
                 }
                 // No later command goes anywhere before its reply.
                 ctx.conn.awaiting += 1;
                 ctx.conn.awaiting_shard = SPANNING;
                 Some(Outcome::Relayed)
+            }
+            Placement::Parked(shards) => match self.begin_parked(ctx, &shards) {
+                // It runs here; `run_entry` ends the session after it.
+                Ok(()) => None,
+                Err(why) => {
+                    ctx.error(&why);
+                    Some(Outcome::Rejected)
+                }
+            },
+            Placement::InSession(shard) => {
+                self.call_in_session(ctx, shard);
+                Some(Outcome::Relayed)
+            }
+            Placement::InSessionAcross(across, args, keys) => {
+                self.call_across_in_session(ctx, &across, &args, &keys);
+                Some(Outcome::Relayed)
+            }
+            Placement::RestartAcross => {
+                self.scripting.restart_across = true;
+                ctx.error(crate::apps::kv::parked::RESTARTING);
+                Some(Outcome::Rejected)
             }
             Placement::Across(across, args, keys) => {
                 let started = Instant::now();
@@ -707,7 +761,7 @@ const SPANNING: u16 = u16::MAX;
 /// What a client may run while a script is paused (Redis's allow-busy
 /// commands): the transaction and connection commands, SCRIPT KILL,
 /// FUNCTION KILL and STATS, SHUTDOWN.
-fn allowed_while_busy(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
+pub(super) fn allowed_while_busy(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
     if entry.has_flag("allow_busy") || matches!(entry.name, "auth" | "hello" | "quit" | "shutdown") {
         return true;
     }

@@ -13,7 +13,7 @@
 //! event loop has ended (`leave`).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::store::db::TxnMarker;
@@ -84,13 +84,38 @@ pub struct Exchange {
     nudges: Vec<OwnedFd>,
     /// Shards whose event loop has ended (`leave`).
     gone: Vec<AtomicBool>,
-    /// Per shard: links another shard made for one of its clients, each
-    /// the far end of a socketpair and the id of the client it carries
-    /// (`ShardLinks::send_private`), waiting for the shard to adopt them.
-    handed: Vec<Mutex<Vec<(OwnedFd, u64)>>>,
+    /// Per shard: private links another shard made (`ShardLinks`), each
+    /// the far end of a socketpair, waiting for the shard to adopt them.
+    handed: Vec<Mutex<Vec<OwnedFd>>>,
     /// Per shard, as of its last turn: its clients, and those blocked
     /// (INFO's connected_clients and blocked_clients are the sums).
     figures: Vec<[AtomicUsize; 2]>,
+    /// Per shard: whether a script runs there past busy-reply-threshold
+    /// (`Busy`, as a byte), which makes every shard's main port answer
+    /// BUSY, as one Redis would.
+    busy: Vec<AtomicU8>,
+    /// Scripts any shard compiled (EVAL, SCRIPT LOAD), by SHA-1: EVALSHA
+    /// on another shard finds them (bounded by `SHARED_SCRIPTS_BYTES_MAX`).
+    scripts: Mutex<SharedScripts>,
+}
+
+/// The scripts' bodies all shards may run by SHA-1.
+#[derive(Default)]
+struct SharedScripts {
+    bodies: std::collections::HashMap<String, Vec<u8>>,
+    bytes: usize,
+}
+
+/// The shared scripts' bytes, at most: past it, they are forgotten (an
+/// EVALSHA then answers NOSCRIPT where its script was never run, and the
+/// client sends EVAL, as Redis clients do).
+const SHARED_SCRIPTS_BYTES_MAX: usize = 64 << 20;
+
+/// What keeps a shard busy: a script past busy-reply-threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Busy {
+    Eval = 1,
+    Function = 2,
 }
 
 impl Exchange {
@@ -116,26 +141,68 @@ impl Exchange {
             gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             handed: (0..shards).map(|_| Mutex::default()).collect(),
             figures: (0..shards).map(|_| [AtomicUsize::new(0), AtomicUsize::new(0)]).collect(),
+            busy: (0..shards).map(|_| AtomicU8::new(0)).collect(),
+            scripts: Mutex::default(),
         })
     }
 
-    /// Hands shard `shard` a link to adopt (`fd`, carrying client `id`'s
-    /// commands) and nudges it; Err(fd) if its event loop has ended.
-    pub(super) fn hand_over(&self, shard: u16, fd: OwnedFd, id: u64) -> Result<(), OwnedFd> {
+    /// A script a shard compiled, for the others' EVALSHA.
+    pub(super) fn share_script(&self, sha: &str, body: &[u8]) {
+        let mut scripts = self.scripts.lock().expect("scripts lock");
+        if scripts.bodies.contains_key(sha) {
+            return;
+        }
+        if scripts.bytes + body.len() > SHARED_SCRIPTS_BYTES_MAX {
+            *scripts = SharedScripts::default();
+        }
+        scripts.bytes += body.len();
+        scripts.bodies.insert(sha.to_owned(), body.to_vec());
+    }
+
+    /// The body of the script `sha`, if a shard compiled it.
+    pub(super) fn shared_script(&self, sha: &str) -> Option<Vec<u8>> {
+        self.scripts.lock().expect("scripts lock").bodies.get(sha).cloned()
+    }
+
+    /// SCRIPT FLUSH: no shard's script is shared any more.
+    pub(super) fn forget_scripts(&self) {
+        *self.scripts.lock().expect("scripts lock") = SharedScripts::default();
+    }
+
+    /// Shard `shard` is busy with a script, or no longer (None).
+    pub(super) fn set_busy(&self, shard: u16, busy: Option<Busy>) {
+        self.busy[usize::from(shard)].store(busy.map_or(0, |b| b as u8), Ordering::Relaxed);
+    }
+
+    /// A shard other than `shard` that is busy with a script, and with what.
+    pub(super) fn busy_elsewhere(&self, shard: u16) -> Option<(u16, Busy)> {
+        self.busy.iter().enumerate().find_map(|(other, busy)| {
+            let busy = match busy.load(Ordering::Relaxed) {
+                1 => Busy::Eval,
+                2 => Busy::Function,
+                _ => return None,
+            };
+            (other != usize::from(shard)).then_some((other as u16, busy))
+        })
+    }
+
+    /// Hands shard `shard` a link to adopt and nudges it; Err(fd) if its
+    /// event loop has ended.
+    pub(super) fn hand_over(&self, shard: u16, fd: OwnedFd) -> Result<(), OwnedFd> {
         let mut handed = self.handed[usize::from(shard)].lock().expect("handed lock");
         // Checked under the lock `leave` takes too: nothing is handed to a
         // shard after it took its last.
         if self.gone[usize::from(shard)].load(Ordering::SeqCst) {
             return Err(fd);
         }
-        handed.push((fd, id));
+        handed.push(fd);
         drop(handed);
         self.nudge(shard);
         Ok(())
     }
 
     /// The links handed to `shard` since it last asked.
-    pub(super) fn take_handed(&self, shard: u16) -> Vec<(OwnedFd, u64)> {
+    pub(super) fn take_handed(&self, shard: u16) -> Vec<OwnedFd> {
         std::mem::take(&mut *self.handed[usize::from(shard)].lock().expect("handed lock"))
     }
 
@@ -179,6 +246,7 @@ impl Exchange {
         // Closed: the shards that made them see their links end.
         drop(handed);
         self.publish(shard, 0, 0);
+        self.set_busy(shard, None);
         let mailbox = &self.boxes[usize::from(shard)];
         let _slots = mailbox.slots.lock().expect("mailbox lock");
         mailbox.changed.notify_all();

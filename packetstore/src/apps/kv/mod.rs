@@ -42,6 +42,7 @@ mod guard;
 mod hll;
 mod integrity;
 mod ops;
+mod parked;
 mod protected;
 mod replication;
 mod report;

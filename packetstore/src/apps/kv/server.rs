@@ -74,6 +74,7 @@ impl KvServer {
             command_stats: Default::default(),
             error_stats: std::collections::BTreeMap::new(),
             across: None,
+            session: None,
             scripting: Default::default(),
             replica: None,
             peer_wake: Vec::new(),
@@ -135,6 +136,7 @@ impl App for KvServer {
             relay_accepted: None,
             reads_here: false,
             denied: false,
+            arrived_ns: None,
             awaiting: 0,
             awaiting_shard: 0,
             held: false,
@@ -144,11 +146,6 @@ impl App for KvServer {
 
     fn accepted(&mut self, conn: &mut KvConn, fd: i32, peer: Option<SocketAddr>, local: Option<SocketAddr>) {
         if conn.listener == LISTENER_LINK_IN {
-            // A client's private link from another shard takes the
-            // client's id (CLIENT UNBLOCK finds it here by that id).
-            if let Some(id) = self.links.handed_ids.remove(&fd) {
-                conn.id = id;
-            }
             return;
         }
         if self.protected_mode_refuses(conn, peer) {
@@ -377,7 +374,8 @@ impl App for KvServer {
             self.shutdown_requested = true;
         }
         self.relay_retry_waiting();
-        self.client_totals();
+        self.publish_shard_state();
+        self.keep_links();
         self.sync_writable();
         self.finish_orphan(pool, buffers);
         // The scrubber only reads: it runs on a follower and during a

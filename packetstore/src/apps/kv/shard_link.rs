@@ -137,13 +137,37 @@ pub struct Client {
 
 /// A link of one client's own to another shard, for its commands that may
 /// block there (BLPOP, XREAD BLOCK, ...): on a shared link, one would hold
-/// up every other client's. It lives as long as its client.
+/// up every other client's. A client keeps it while it lives; then it
+/// waits, idle, for another (or closes, if its client left a command in
+/// flight: the other shard then forgets that command).
 struct Private {
     shard: u16,
-    client: (ConnToken, u64),
+    /// Whose it is now (None: idle).
+    client: Option<(ConnToken, u64)>,
     link: LinkOut,
-    /// Its client is gone: it closes at its next turn.
+    /// Its client is gone with a command in flight: it closes at its next
+    /// turn.
     closing: bool,
+}
+
+/// Idle private links kept ready per other shard (made at the first turn
+/// and after one is taken): a blocking command goes out at once, on a
+/// connection the other shard serves already, not after a new socket's
+/// hand-over; at most `PRIVATE_IDLE_MAX` wait.
+const PRIVATE_IDLE_MIN: usize = 1;
+const PRIVATE_IDLE_MAX: usize = 4;
+
+/// The command that goes before each one on a private link (the other
+/// shard's link connection answers it only there): the client's id (its
+/// blocked command is found by CLIENT UNBLOCK with it) and when the command
+/// arrived, in `arrival_ns` (clients blocked on a key are served in that
+/// order, wherever they arrived).
+pub const LINK_CLIENT: &[u8] = b"PACKETSTORE-LINK-CLIENT";
+
+/// Nanoseconds since the process's first call: one clock for every shard.
+pub fn arrival_ns() -> u64 {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    BASE.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
 }
 
 /// The links of this shard to every shard, itself included (index: shard),
@@ -155,12 +179,13 @@ pub struct ShardLinks {
     private: HashMap<usize, Private>,
     /// A client's private link to a shard: its number.
     private_of: HashMap<(ConnToken, u16), usize>,
+    /// Per shard: its idle private links' numbers.
+    idle: Vec<Vec<usize>>,
     free_private: Vec<usize>,
     /// Sockets for this loop to adopt (`App::take_adoptions`).
     pub(super) adopt: Vec<(std::os::fd::RawFd, usize)>,
-    /// Links other shards handed this one, not yet adopted: each socket's
-    /// client id (the link's connection takes it: CLIENT UNBLOCK finds it).
-    pub(super) handed_ids: HashMap<std::os::fd::RawFd, u64>,
+    /// Sockets' other ends for other shards to adopt (`hand_links`).
+    pub(super) handed: Vec<(u16, std::os::fd::OwnedFd)>,
     delivered: HashMap<ConnToken, Delivered>,
     gathers: HashMap<u64, Gather>,
     next_gather: u64,
@@ -170,7 +195,19 @@ pub struct ShardLinks {
 impl ShardLinks {
     pub fn new(shards: u16) -> ShardLinks {
         let link = || LinkOut { db: Some(0), ..LinkOut::default() };
-        ShardLinks { out: (0..shards).map(|_| link()).collect(), ..ShardLinks::default() }
+        let idle = vec![Vec::new(); usize::from(shards)];
+        ShardLinks { out: (0..shards).map(|_| link()).collect(), idle, ..ShardLinks::default() }
+    }
+
+    /// Keeps `PRIVATE_IDLE_MIN` idle private links to every shard but
+    /// `me` (new ones: their other ends in `handed`).
+    pub(super) fn keep_idle_links(&mut self, me: u16) {
+        for shard in 0..self.out.len() as u16 {
+            while shard != me && self.idle[usize::from(shard)].len() < PRIVATE_IDLE_MIN {
+                let Ok(n) = self.new_private(shard, None) else { return };
+                self.idle[usize::from(shard)].push(n);
+            }
+        }
     }
 
     /// A link's connection is up (the loop adopted its socket).
@@ -190,41 +227,46 @@ impl ShardLinks {
     }
 
     /// Queues the blocking command `args` on `client`'s private link to
-    /// `shard`, made first if it has none: then Ok(the socket's other
-    /// end), for `shard` to adopt. Err: the reply, when this shard has
-    /// `PRIVATE_LINKS_MAX` already.
+    /// `shard` (its own, an idle one, or a new one), after the line that
+    /// names the client and when the command arrived (`arrived_ns`). Err:
+    /// the reply, when this shard has `PRIVATE_LINKS_MAX` already. New
+    /// links' other ends wait in `handed`.
     pub(super) fn send_private<B: AsRef<[u8]>>(
         &mut self,
         shard: u16,
         client: Client,
         args: &[B],
-        silent: bool,
-    ) -> Result<Option<std::os::fd::OwnedFd>, String> {
+        (silent, arrived_ns): (bool, u64),
+    ) -> Result<(), String> {
+        let owner = (client.token, client.id);
         let known = self.private_of.get(&(client.token, shard)).copied();
-        let (n, far) = match known.filter(|n| self.private[n].client == (client.token, client.id)) {
-            Some(n) => (n, None),
+        let n = match known.filter(|n| self.private[n].client == Some(owner)) {
+            Some(n) => n,
             None => {
-                let (n, near, far) = self.new_private(shard, client)?;
-                self.adopt.push((near, LISTENER_LINK_PRIVATE + n));
-                (n, Some(far))
+                let n = match self.idle[usize::from(shard)].pop() {
+                    Some(n) => n,
+                    None => self.new_private(shard, None)?,
+                };
+                self.private.get_mut(&n).expect("a private link").client = Some(owner);
+                self.private_of.insert((client.token, shard), n);
+                n
             }
         };
-        let pending = Pending::Client { token: client.token, id: client.id, silent };
         let private = self.private.get_mut(&n).expect("just found or made");
+        let (id, arrived) = (client.id.to_string(), arrived_ns.to_string());
+        encode(&mut private.link.outbox, &[LINK_CLIENT, id.as_bytes(), arrived.as_bytes()]);
+        private.link.pending.push_back(Pending::Own);
+        let pending = Pending::Client { token: client.token, id: client.id, silent };
         send_on(&mut private.link, client, args, pending, false);
         if let Some(token) = private.link.token {
             self.wake.push(token);
         }
-        Ok(far)
+        Ok(())
     }
 
-    /// A new private link for `client` to `shard`: its number, this end
-    /// (for this loop to adopt) and the other.
-    fn new_private(
-        &mut self,
-        shard: u16,
-        client: Client,
-    ) -> Result<(usize, std::os::fd::RawFd, std::os::fd::OwnedFd), String> {
+    /// A new private link to `shard` (for `client`, or idle): its number.
+    /// This end waits in `adopt`, the other in `handed`.
+    fn new_private(&mut self, shard: u16, client: Option<(ConnToken, u64)>) -> Result<usize, String> {
         use std::os::fd::FromRawFd;
         let n = match self.free_private.pop() {
             Some(n) => n,
@@ -243,12 +285,12 @@ impl ShardLinks {
             return Err(format!("ERR no link to shard {shard}: {}", std::io::Error::last_os_error()));
         }
         // SAFETY: a fresh descriptor nothing else owns.
-        let far = unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) };
+        self.handed.push((shard, unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) }));
+        self.adopt.push((fds[0], LISTENER_LINK_PRIVATE + n));
         let link = LinkOut { db: Some(0), ..LinkOut::default() };
-        let private = Private { shard, client: (client.token, client.id), link, closing: false };
+        let private = Private { shard, client, link, closing: false };
         assert!(self.private.insert(n, private).is_none(), "a free private link number");
-        self.private_of.insert((client.token, shard), n);
-        Ok((n, fds[0], far))
+        Ok(n)
     }
 
     /// Whether a client may send another command to `shard` now (its link
@@ -334,8 +376,11 @@ impl ShardLinks {
         if let Some(n) = listener.checked_sub(LISTENER_LINK_PRIVATE) {
             let Some(private) = self.private.remove(&n) else { return };
             self.free_private.push(n);
-            if self.private_of.get(&(private.client.0, private.shard)) == Some(&n) {
-                self.private_of.remove(&(private.client.0, private.shard));
+            self.idle[usize::from(private.shard)].retain(|&idle| idle != n);
+            if let Some((token, _)) = private.client {
+                if self.private_of.get(&(token, private.shard)) == Some(&n) {
+                    self.private_of.remove(&(token, private.shard));
+                }
             }
             let error =
                 format!("-ERR the link to shard {} closed: the command may or may not have run\r\n", private.shard);
@@ -387,17 +432,24 @@ impl ShardLinks {
 }
 
 impl ShardLinks {
-    /// The client (`token`, `id`) is gone: its private links close (the
-    /// shards at their other end see them end, and forget what they had
-    /// it wait for).
+    /// The client (`token`, `id`) is gone: its private links wait for
+    /// another, idle, or close if it left a command in flight (the shards
+    /// at their other end see them end, and forget what they had it wait
+    /// for).
     fn close_private(&mut self, (token, id): (ConnToken, u64)) {
         for shard in 0..self.out.len() as u16 {
             let Some(&n) = self.private_of.get(&(token, shard)) else { continue };
             let private = self.private.get_mut(&n).expect("a private link's number");
-            if private.client != (token, id) {
+            if private.client != Some((token, id)) {
                 continue;
             }
             self.private_of.remove(&(token, shard));
+            private.client = None;
+            let idle = &mut self.idle[usize::from(shard)];
+            if private.link.pending.is_empty() && idle.len() < PRIVATE_IDLE_MAX {
+                idle.push(n);
+                continue;
+            }
             private.closing = true;
             private.link.pending.iter_mut().for_each(|pending| *pending = Pending::Own);
             if let Some(link) = private.link.token {

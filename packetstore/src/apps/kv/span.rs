@@ -36,6 +36,9 @@ pub enum Merge {
     AnyOf,
     /// SCAN's reply from `shard` of `shards`: its cursor made the client's.
     Scan { shard: u16, shards: u16 },
+    /// The same reply from every part (a change every shard makes alike:
+    /// CONFIG SET, SCRIPT LOAD, FUNCTION LOAD): the first part's.
+    Same,
 }
 
 /// An argument of a part: the original command's argument at an index, or
@@ -60,10 +63,22 @@ pub struct Plan {
 }
 
 /// Keyless commands answered by every shard.
-const EVERY_SHARD: [(&str, Merge); 7] = [
+/// A subcommand is named `command|subcommand`, in lower case.
+const EVERY_SHARD: [(&str, Merge); 17] = [
     ("dbsize", Merge::Sum),
     // The client waits on one shard at most: 1 there, 0 elsewhere.
     ("client|unblock", Merge::Sum),
+    // Every shard's configuration, scripts and functions stay alike.
+    ("config|set", Merge::Same),
+    ("config|resetstat", Merge::Same),
+    ("script|load", Merge::Same),
+    ("script|flush", Merge::Same),
+    ("function|load", Merge::Same),
+    ("function|delete", Merge::Same),
+    ("function|flush", Merge::Same),
+    ("function|restore", Merge::Same),
+    ("slowlog|reset", Merge::Same),
+    ("latency|reset", Merge::Sum),
     // Each shard's subscribers get the message; the count is everyone's.
     ("publish", Merge::Sum),
     ("keys", Merge::Concat),
@@ -158,6 +173,7 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
                 n => found[random_below(n)].clone(),
             }
         }
+        Merge::Same => replies.first().cloned().unwrap_or_else(|| unexpected(b"no part")),
         Merge::Scan { shard, shards } => match replies {
             [reply] => scan_reply(reply, *shard, *shards),
             _ => unexpected(b"several replies to one SCAN"),

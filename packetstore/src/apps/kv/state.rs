@@ -189,6 +189,9 @@ pub struct KvConn {
     pub(super) denied: bool,
     /// Replies it waits for from another shard (`shard_link.rs`), which
     /// one, and whether its next command waits for them, parsed.
+    /// On another shard's private link: when its next command arrived
+    /// there (`shard_link::arrival_ns`), the order it blocks in.
+    pub(super) arrived_ns: Option<u64>,
     pub(super) awaiting: u32,
     pub(super) awaiting_shard: u16,
     pub(super) held: bool,
@@ -291,6 +294,9 @@ pub struct KvServer {
     /// The exchange of a sharded server's shards, for commands across
     /// them (`across.rs`).
     pub(super) across: Option<std::sync::Arc<crate::apps::kv::exchange::Exchange>>,
+    /// The shards parked for the command running here (a script's, a
+    /// SORT's: `parked.rs`), whose calls for their keys run there.
+    pub(super) session: Option<crate::apps::kv::across::Session>,
 }
 
 /// One command's counters (INFO commandstats).

@@ -61,12 +61,17 @@ pub(in crate::apps::kv) struct Blocked {
     pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
     pub(in crate::apps::kv) deadline: Option<Instant>,
     pub(in crate::apps::kv) kind: KeyType,
+    /// When the command arrived (`shard_link::arrival_ns`; on another
+    /// shard, for one that came on a private link): its place in line.
+    pub(in crate::apps::kv) arrived_ns: u64,
 }
 
 /// Parked connections by key, in arrival order, and their deadlines.
 #[derive(Default)]
 pub(in crate::apps::kv) struct Blocking {
-    by_key: std::collections::HashMap<Vec<u8>, VecDeque<(u64, ConnToken)>>,
+    /// Per key: (connection id, its token, when its command arrived),
+    /// ordered by arrival.
+    by_key: std::collections::HashMap<Vec<u8>, VecDeque<(u64, ConnToken, u64)>>,
     conns: std::collections::HashMap<u64, (ConnToken, Option<Instant>)>,
     /// Connections CLIENT UNBLOCK woke, and whether with an error (else
     /// as if their timeout had passed).
@@ -79,9 +84,19 @@ impl Blocking {
         self.conns.len()
     }
 
-    fn register(&mut self, conn: u64, token: ConnToken, keys: &[Vec<u8>], deadline: Option<Instant>) {
+    fn register(
+        &mut self,
+        (conn, token): (u64, ConnToken),
+        keys: &[Vec<u8>],
+        deadline: Option<Instant>,
+        arrived_ns: u64,
+    ) {
         for key in keys {
-            self.by_key.entry(key.clone()).or_default().push_back((conn, token));
+            let queue = self.by_key.entry(key.clone()).or_default();
+            // After every command that arrived before it (one relayed from
+            // another shard may come after a later local one).
+            let at = queue.iter().rposition(|&(_, _, arrived)| arrived <= arrived_ns).map_or(0, |at| at + 1);
+            queue.insert(at, (conn, token, arrived_ns));
         }
         self.conns.insert(conn, (token, deadline));
     }
@@ -89,7 +104,7 @@ impl Blocking {
     fn unregister(&mut self, conn: u64, keys: &[Vec<u8>]) {
         for key in keys {
             if let Some(queue) = self.by_key.get_mut(key) {
-                queue.retain(|(id, _)| *id != conn);
+                queue.retain(|(id, _, _)| *id != conn);
                 if queue.is_empty() {
                     self.by_key.remove(key);
                 }
@@ -101,7 +116,7 @@ impl Blocking {
 
     /// The connections parked on `key`, in arrival order.
     pub(in crate::apps::kv) fn waiting_on(&self, key: &[u8]) -> impl Iterator<Item = ConnToken> + '_ {
-        self.by_key.get(key).into_iter().flat_map(|queue| queue.iter().map(|(_, token)| *token))
+        self.by_key.get(key).into_iter().flat_map(|queue| queue.iter().map(|(_, token, _)| *token))
     }
 
     pub(in crate::apps::kv) fn is_empty(&self) -> bool {
@@ -166,8 +181,10 @@ impl KvServer {
     pub(in crate::apps::kv) fn park(&mut self, conn: &mut KvConn) {
         let request = conn.block_request.take().expect("a block request");
         let args = std::mem::take(&mut conn.args);
-        self.blocking.register(conn.id, conn.token, &request.keys, request.deadline);
-        conn.blocked = Some(Blocked { args, keys: request.keys, deadline: request.deadline, kind: request.kind });
+        let arrived_ns = conn.arrived_ns.take().unwrap_or_else(crate::apps::kv::shard_link::arrival_ns);
+        self.blocking.register((conn.id, conn.token), &request.keys, request.deadline, arrived_ns);
+        let (keys, deadline, kind) = (request.keys, request.deadline, request.kind);
+        conn.blocked = Some(Blocked { args, keys, deadline, kind, arrived_ns });
     }
 
     /// A parked connection is served: its command runs again, or answers
@@ -205,7 +222,7 @@ impl KvServer {
         }
         if !self.any_key_holds(pool, &blocked) {
             // Woken for nothing it can take: parked again, as it was.
-            self.blocking.register(conn.id, conn.token, &blocked.keys, blocked.deadline);
+            self.blocking.register((conn.id, conn.token), &blocked.keys, blocked.deadline, blocked.arrived_ns);
             conn.blocked = Some(blocked);
             return false;
         }

@@ -21,6 +21,7 @@ use crate::apps::kv::cluster::{key_slot, owner, slot_range, ClusterView, SLOTS};
 use crate::apps::kv::cmd::command::{key_positions, keys_and_flags, moves_keys};
 use crate::apps::kv::cmd::group::NO_CLUSTER;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
+use crate::apps::kv::parked::{runs_script, script_shards};
 use crate::apps::kv::span;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
 use crate::store::db::StoreError;
@@ -59,9 +60,6 @@ const CLUSTER_HELP: &[&str] = &[
 
 const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
-/// Redis Cluster's reply to a script's call for a key of another node.
-const NON_LOCAL_KEY: &str = "ERR Script attempted to access a non local key in a cluster node script";
-
 /// Where a command runs (`KvServer::placement`).
 pub(in crate::apps::kv) enum Placement {
     Here,
@@ -72,6 +70,16 @@ pub(in crate::apps::kv) enum Placement {
     Private(u16),
     /// In parts, one per shard, merged (`span.rs`).
     Span(crate::apps::kv::span::Plan),
+    /// A script or function whose declared keys these shards own: run
+    /// here with them parked (`parked.rs`).
+    Parked(std::collections::BTreeSet<u16>),
+    /// A running script's call for keys of a shard parked for it.
+    InSession(u16),
+    /// ... for keys of several shards parked for it: across them.
+    InSessionAcross(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
+    /// A running script met another shard's key with nothing written: it
+    /// is stopped, and runs again across every shard.
+    RestartAcross,
     /// Atomic across shards (`across.rs`): how, its arguments and keys.
     Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
 }
@@ -102,30 +110,42 @@ fn key_slots<'a>(entry: &CommandEntry, argc: usize, arg: impl Fn(usize) -> Cow<'
     entry.key_positions(argc).map(|i| key_slot(&arg(i))).collect()
 }
 
-/// A keyless command the main port answers from every shard (or, SCAN,
-/// from each in turn): its parts, or its refusal inside MULTI, where it
-/// would see, flush or reach the connection's shard only. None for any
-/// other command.
-fn keyless_span(ctx: &Ctx<'_>, entry: &CommandEntry, shards: u16) -> Option<Placement> {
-    // Some(None): SCAN with a cursor that is no number, refused here as
-    // SCAN refuses it.
-    let plan = match entry.name {
+/// The parts of a keyless command the main port answers from every shard
+/// (or, SCAN, from one at a time), if it is one. Some(None): SCAN with a
+/// cursor that is no number, refused where it runs, as SCAN refuses it.
+fn keyless_plan<'a>(
+    name: &str,
+    argc: usize,
+    arg: impl Fn(usize) -> Cow<'a, [u8]>,
+    shards: u16,
+) -> Option<Option<span::Plan>> {
+    match name {
         "scan" => {
-            let cursor = std::str::from_utf8(&ctx.arg(1)).ok().and_then(|c| c.parse::<u64>().ok());
-            Some(cursor.map(|cursor| span::plan_scan(cursor, ctx.argc(), shards)))
+            let cursor = std::str::from_utf8(&arg(1)).ok().and_then(|c| c.parse::<u64>().ok());
+            Some(cursor.map(|cursor| span::plan_scan(cursor, argc, shards)))
         }
-        // The client may wait on any shard (on its private link there).
-        "client" if ctx.argc() > 2 && ctx.arg(1).eq_ignore_ascii_case(b"unblock") => {
-            span::plan_every_shard("client|unblock", ctx.argc(), shards).map(Some)
+        "client" | "config" | "script" | "function" | "slowlog" | "latency" if argc > 1 => {
+            let full = format!("{name}|{}", String::from_utf8_lossy(&arg(1)).to_ascii_lowercase());
+            span::plan_every_shard(&full, argc, shards).map(Some)
         }
-        name => span::plan_every_shard(name, ctx.argc(), shards).map(Some),
-    }?;
+        name => span::plan_every_shard(name, argc, shards).map(Some),
+    }
+}
+
+/// SCRIPT KILL, FUNCTION KILL or FUNCTION STATS: about the busy script.
+fn kills_or_asks(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
+    matches!(entry.name, "script" | "function")
+        && ctx.argc() > 1
+        && (ctx.arg(1).eq_ignore_ascii_case(b"kill") || ctx.arg(1).eq_ignore_ascii_case(b"stats"))
+}
+
+/// A keyless command the main port answers from every shard (or, SCAN,
+/// from each in turn): its parts; inside MULTI, queued (EXEC runs its
+/// parts with every shard parked). None for any other command.
+fn keyless_span(ctx: &Ctx<'_>, entry: &CommandEntry, shards: u16) -> Option<Placement> {
+    let plan = keyless_plan(entry.name, ctx.argc(), |i| ctx.arg(i), shards)?;
     if ctx.conn.multi.is_some() {
-        return Some(Placement::Refused(format!(
-            "ERR '{}' inside MULTI on a sharded server's main port would run on one shard only: run it outside the \
-             transaction",
-            entry.name
-        )));
+        return Some(Placement::Here);
     }
     Some(plan.map_or(Placement::Here, Placement::Span))
 }
@@ -138,20 +158,32 @@ impl KvServer {
     pub(in crate::apps::kv) fn placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Placement {
         let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
         if self.scripting.running {
-            // A script's calls run here or nowhere, on any connection (a
-            // relayed script's included), as on a Redis Cluster node.
+            // A script's calls run here, or on shards parked for it
+            // (`parked.rs`).
             let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
-            return match slots.iter().all(|&slot| view.owns(slot)) {
-                true => Placement::Here,
-                false => Placement::Refused(NON_LOCAL_KEY.into()),
-            };
+            if slots.iter().all(|&slot| view.owns(slot)) {
+                return Placement::Here;
+            }
+            let owners = slots.iter().map(|&slot| owner(slot, view.shards)).collect();
+            return self.script_placement(ctx, entry, owners);
         }
         let cluster_port = ctx.conn.listener == view.listener;
+        if matches!(entry.name, "sort" | "sort_ro") && !cluster_port {
+            if let Some(placement) = self.sort_placement(ctx, entry) {
+                return placement;
+            }
+        }
         if !cluster_port && !view.relays(ctx.conn.listener) {
             return Placement::Here;
         }
         if cluster_port && entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
             return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
+        }
+        if !cluster_port && crate::apps::kv::dispatch::allowed_while_busy(entry, ctx) && kills_or_asks(entry, ctx) {
+            // SCRIPT KILL, FUNCTION KILL and STATS go where the script runs.
+            if let Some((shard, _)) = self.scripting.paused.is_none().then(|| self.busy_elsewhere(ctx.conn)).flatten() {
+                return Placement::Relay(shard);
+            }
         }
         if entry.name == "watch" && !cluster_port && self.across.is_some() {
             // Each key is watched on its own shard (`watch_across`).
@@ -175,6 +207,10 @@ impl KvServer {
             };
         }
         if slots.iter().any(|&s| owner(s, view.shards) != shard) {
+            if runs_script(entry) && self.across.is_some() && ctx.conn.multi.is_none() {
+                let shards = script_shards(&slots, view.shards).expect("keys of several shards");
+                return Placement::Parked(shards);
+            }
             if relayable(entry) && self.across.is_some() {
                 let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
                 let keys = keys_and_flags(entry, &args);
@@ -228,6 +264,13 @@ impl KvServer {
         let Some(view) = self.config.settings.cluster.as_ref() else { return Route::One(0) };
         let Some(entry) = self.command_index.find(&args[0]) else { return Route::One(view.shard) };
         let slots = key_slots(entry, args.len(), |i| Cow::Borrowed(&args[i][..]));
+        if slots.is_empty() {
+            let plan = keyless_plan(entry.name, args.len(), |i| Cow::Borrowed(&args[i][..]), view.shards);
+            return match plan.flatten() {
+                Some(plan) => Route::Span(plan),
+                None => Route::One(view.shard),
+            };
+        }
         let owners: std::collections::BTreeSet<u16> = slots.iter().map(|&s| owner(s, view.shards)).collect();
         if owners.len() < 2 {
             return Route::One(owners.first().copied().unwrap_or(view.shard));

@@ -156,7 +156,7 @@ impl KvServer {
         let exchange = self.across.clone();
         let mut across = None;
         if let Some(routed) = self.exec_routes(ctx.pool, ctx.conn, &multi.queued) {
-            let exchange = exchange.as_deref().expect("routes only with an exchange");
+            let exchange = exchange.as_ref().expect("routes only with an exchange");
             let shards = self.routed_shards(&routed);
             match self.across_begin(ctx.pool, ctx.buffers, exchange, &shards, ctx.conn) {
                 Ok(session) => across = Some((session, routed)),

@@ -91,6 +91,12 @@ pub(in crate::apps::kv) struct Scripting {
     /// A script or function is running (commands it calls see this, as
     /// Redis's CLIENT_SCRIPT flag).
     pub(in crate::apps::kv) running: bool,
+    /// The running script may run again across every shard: it has a
+    /// group of its own and no session.
+    pub(in crate::apps::kv) may_restart: bool,
+    /// The running script met another shard's key with nothing written:
+    /// it ends, and runs again across every shard.
+    pub(in crate::apps::kv) restart_across: bool,
 }
 
 impl Scripting {
@@ -376,6 +382,8 @@ impl KvServer {
         if own_group {
             self.store.begin_group();
         }
+        self.scripting.may_restart = own_group && self.session.is_none();
+        self.scripting.restart_across = false;
         run.vm.flags.resp3.set(false);
         run.vm.flags.wrote.set(false);
         let prepared = script_args(&run).map_err(|e| run.vm.lua_error(&e)).and_then(|args| {
@@ -473,6 +481,12 @@ impl KvServer {
         script: Script,
         result: Result<Value, Value>,
     ) -> Result<(), StoreError> {
+        if std::mem::take(&mut self.scripting.restart_across) && !script.killed && script.orphaned.is_none() {
+            // It met another shard's key with nothing written: its reply
+            // is dropped, and it runs again with every shard parked.
+            self.script_cleanup(ctx.pool, ctx.buffers, &script.run, script.own_group)?;
+            return self.rerun_script_across(ctx, script.run);
+        }
         match result {
             Ok(value) => {
                 let mode = ReplyMode { script_resp3: script.run.vm.flags.resp3.get(), client: ctx.enc() };
@@ -600,9 +614,11 @@ impl KvServer {
             }
         };
         let sha = if by_sha {
-            String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase()
+            let sha = String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase();
+            self.load_shared_script(&sha);
+            sha
         } else {
-            match self.scripting.load(&ctx.arg(1)) {
+            match self.load_script(&ctx.arg(1)) {
                 Ok(sha) => sha,
                 Err(why) => {
                     ctx.error(&why);
@@ -630,6 +646,27 @@ impl KvServer {
         self.run_script(ctx, Run { vm, function, name: sha, keys, args, eval: true, read_only })
     }
 
+    /// Compiles and caches `body` (`Scripting::load`), shared with the
+    /// other shards of a sharded server for their EVALSHA.
+    fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
+        let sha = self.scripting.load(body)?;
+        if let Some(exchange) = self.across.as_ref() {
+            exchange.share_script(&sha, body);
+        }
+        Ok(sha)
+    }
+
+    /// The script `sha`, if another shard compiled it and this one has
+    /// not: compiled here too.
+    fn load_shared_script(&mut self, sha: &str) {
+        if self.scripting.cache.contains_key(sha) {
+            return;
+        }
+        if let Some(body) = self.across.as_ref().and_then(|exchange| exchange.shared_script(sha)) {
+            let _ = self.scripting.load(&body);
+        }
+    }
+
     fn cmd_eval(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         self.eval_generic(ctx, false, false)
     }
@@ -649,7 +686,7 @@ impl KvServer {
     fn cmd_script(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         let sub = String::from_utf8_lossy(&ctx.arg(1)).to_ascii_lowercase();
         match (sub.as_str(), ctx.argc()) {
-            ("load", 3) => match self.scripting.load(&ctx.arg(2)) {
+            ("load", 3) => match self.load_script(&ctx.arg(2)) {
                 Ok(sha) => ctx.bulk(sha.as_bytes()),
                 Err(why) => ctx.error(&why),
             },
@@ -657,6 +694,7 @@ impl KvServer {
                 ctx.array(n - 2);
                 for i in 2..n {
                     let sha = String::from_utf8_lossy(&ctx.arg(i)).to_ascii_lowercase();
+                    self.load_shared_script(&sha);
                     let found = self.scripting.cache.contains_key(&sha);
                     ctx.int(i64::from(found));
                 }
@@ -667,6 +705,9 @@ impl KvServer {
                     return Ok(());
                 }
                 self.scripting.flush();
+                if let Some(exchange) = self.across.as_ref() {
+                    exchange.forget_scripts();
+                }
                 ctx.ok();
             }
             ("kill", 2) => self.kill_script(ctx, true),

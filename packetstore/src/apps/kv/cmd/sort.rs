@@ -41,6 +41,16 @@ struct SortArgs {
     gets: Vec<Vec<u8>>,
 }
 
+/// Whether a SORT (its arguments) reads keys other than its source (BY
+/// or GET patterns with a `*`), and the key it stores into, if any. None:
+/// it does not parse (its handler answers why).
+pub(in crate::apps::kv) fn sort_reaches(ctx: &Ctx<'_>, readonly: bool) -> Option<(bool, Option<Vec<u8>>)> {
+    let args = parse(ctx, readonly).ok()?;
+    let by = args.by.as_ref().is_some_and(|by| !args.dontsort && by.contains(&b'*'));
+    let gets = args.gets.iter().any(|get| get.contains(&b'*'));
+    Some((by || gets, args.store))
+}
+
 /// Parses the options after the key. Err: the error reply.
 fn parse(ctx: &Ctx<'_>, readonly: bool) -> Result<SortArgs, &'static str> {
     let mut args = SortArgs {
@@ -247,7 +257,7 @@ impl KvServer {
     }
 
     /// Fills each item's sort key; false if a numeric one does not parse.
-    fn sort_weigh(&self, ctx: &Ctx<'_>, args: &SortArgs, items: &mut [Item]) -> Result<bool, StoreError> {
+    fn sort_weigh(&mut self, ctx: &mut Ctx<'_>, args: &SortArgs, items: &mut [Item]) -> Result<bool, StoreError> {
         let mut parsed = true;
         for item in items.iter_mut() {
             let by = match &args.by {
@@ -275,14 +285,24 @@ impl KvServer {
     /// `*` is replaced by the element and the key read as a string, or,
     /// with `->field` after the `*`, as a hash's field. None: no `*`, no
     /// such key or field, or a key of another type.
-    fn sort_lookup(&self, ctx: &Ctx<'_>, pattern: &[u8], element: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    fn sort_lookup(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        pattern: &[u8],
+        element: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         match self.sort_lookup_value(ctx, pattern, element)? {
             Some(value) => Ok(Some(value_bytes(ctx.pool, &value)?.into_owned())),
             None => Ok(None),
         }
     }
 
-    fn sort_lookup_value(&self, ctx: &Ctx<'_>, pattern: &[u8], element: &[u8]) -> Result<Option<Value>, StoreError> {
+    fn sort_lookup_value(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        pattern: &[u8],
+        element: &[u8],
+    ) -> Result<Option<Value>, StoreError> {
         if pattern == b"#" {
             return Ok(Some(Value::Inline(element.to_vec())));
         }
@@ -296,6 +316,10 @@ impl KvServer {
         let key = [&pattern[..star], element, postfix].concat();
         if key_ok(&key).is_err() {
             return Ok(None);
+        }
+        if let Some(shard) = self.elsewhere(&key) {
+            // Another shard's key, read there (parked for this SORT).
+            return Ok(self.parked_lookup(ctx, shard, &key, field).map(Value::Inline));
         }
         match field {
             None => Ok(self.string_of(ctx, &key)?.ok().flatten()),
@@ -341,6 +365,20 @@ impl KvServer {
             for pattern in &args.gets {
                 outputs.push(self.sort_lookup_value(ctx, pattern, &item.element)?);
             }
+        }
+        if let Some(shard) = self.elsewhere(dst) {
+            // Another shard's destination, written there (parked for it).
+            let mut list = Vec::with_capacity(outputs.len());
+            for output in &outputs {
+                list.push(match output {
+                    Some(value) => value_bytes(ctx.pool, value)?.into_owned(),
+                    None => Vec::new(),
+                });
+            }
+            let reply = self.parked_store(ctx, shard, dst, list);
+            ctx.out.bytes().extend_from_slice(&reply);
+            self.modified = false;
+            return Ok(());
         }
         let mut ops = Vec::new();
         let existed = self.build_ops(ctx, &mut ops, |server, ctx, ops| {

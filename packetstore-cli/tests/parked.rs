@@ -1,0 +1,278 @@
+//! Goal: on the main port of a sharded server, what Redis does on one
+//! node works whatever shard a key or a client is on: a blocking command
+//! waits on another shard's key (on its client's private link there) and
+//! CLIENT UNBLOCK and INFO find it; scripts and functions read and write
+//! keys of every shard, declared or not, atomically; EVALSHA finds a
+//! script another shard compiled; a busy script makes every shard's
+//! clients BUSY and SCRIPT KILL reaches it from any of them; CONFIG SET
+//! applies to every shard; SORT's BY, GET and STORE reach other shards'
+//! keys; MULTI queues keyless commands of every shard (FLUSHALL).
+//!
+//! Method: `serve --shards 2`, keys chosen on each shard by CLUSTER
+//! KEYSLOT, several connections (spread over both shards by the kernel;
+//! a client id's parity names its shard) so that each check meets both
+//! cases, its key here and its key there.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{error_text, Server, ShardPools};
+
+fn start(pools: &ShardPools) -> Server {
+    Server::start(&pools.first.0, &["--shards", "2", "--cluster-ports", "0"])
+}
+
+/// A key named `prefix`N that shard `shard` of 2 owns.
+fn key_on(c: &mut redis::Connection, prefix: &str, shard: i64) -> String {
+    (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .find(|key| {
+            let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap();
+            slot * 2 / 16384 == shard
+        })
+        .expect("a key")
+}
+
+/// Connections until there are two on each shard (client ids: shard i's
+/// are i+1 modulo 2), with their shards.
+fn clients_on_both(server: &Server) -> Vec<(redis::Connection, i64)> {
+    let mut found: Vec<(redis::Connection, i64)> = Vec::new();
+    for _ in 0..200 {
+        let mut c = server.client();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+        let shard = (id - 1) % 2;
+        if found.iter().filter(|(_, s)| *s == shard).count() < 2 {
+            found.push((c, shard));
+        }
+        if found.len() == 4 {
+            return found;
+        }
+    }
+    panic!("the kernel put 200 connections on one shard");
+}
+
+fn blocked_clients(c: &mut redis::Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
+    let line = info.lines().find(|l| l.starts_with("blocked_clients:")).expect("blocked_clients");
+    line["blocked_clients:".len()..].trim().parse().unwrap()
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}: not after 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn blocking_commands_wait_on_another_shards_keys() {
+    let pools = ShardPools::new("parked-blocking", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let keys = [key_on(&mut admin, "l", 0), key_on(&mut admin, "l", 1)];
+    for (mut c, shard) in clients_on_both(&server) {
+        for key in &keys {
+            let addr = server.resp;
+            let key_for_thread = key.clone();
+            let popper = std::thread::spawn(move || {
+                let mut c = redis::Client::open(format!("redis://{addr}/")).unwrap().get_connection().unwrap();
+                let popped: Option<(String, String)> =
+                    redis::cmd("BLPOP").arg(&key_for_thread).arg(10).query(&mut c).unwrap();
+                popped
+            });
+            wait_for("the BLPOP blocks", || blocked_clients(&mut c) == 1);
+            let _: i64 = redis::cmd("RPUSH").arg(key).arg("v").query(&mut c).unwrap();
+            assert_eq!(popper.join().unwrap(), Some((key.clone(), "v".into())), "client on shard {shard}");
+        }
+    }
+    // CLIENT UNBLOCK, from any shard, finds a client blocked on either.
+    for key in &keys {
+        let mut waiter = server.client();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut waiter).unwrap();
+        let (key, addr) = (key.clone(), server.resp);
+        let waiting = std::thread::spawn(move || {
+            redis::cmd("BLPOP")
+                .arg(&key)
+                .arg(0)
+                .query::<Option<(String, String)>>(&mut waiter)
+                .map_err(|e| e.to_string())
+        });
+        wait_for("the BLPOP blocks", || blocked_clients(&mut admin) == 1);
+        let mut other = redis::Client::open(format!("redis://{addr}/")).unwrap().get_connection().unwrap();
+        let unblocked: i64 = redis::cmd("CLIENT").arg("UNBLOCK").arg(id).arg("ERROR").query(&mut other).unwrap();
+        assert_eq!(unblocked, 1);
+        let answer = waiting.join().unwrap();
+        assert!(answer.as_ref().is_err_and(|e| e.contains("UNBLOCKED")), "{answer:?}");
+    }
+    // A client that goes away while blocked is forgotten there: a push
+    // later stays in the list.
+    for key in &keys {
+        use std::io::Write;
+        let mut gone = std::net::TcpStream::connect(server.resp).unwrap();
+        write!(gone, "*3\r\n$5\r\nBLPOP\r\n${}\r\n{key}\r\n$1\r\n0\r\n", key.len()).unwrap();
+        wait_for("the BLPOP blocks", || blocked_clients(&mut admin) == 1);
+        drop(gone);
+        wait_for("the client is forgotten", || blocked_clients(&mut admin) == 0);
+        let _: i64 = redis::cmd("RPUSH").arg(key).arg("kept").query(&mut admin).unwrap();
+        let len: i64 = redis::cmd("LLEN").arg(key).query(&mut admin).unwrap();
+        assert_eq!(len, 1, "nobody popped it");
+    }
+}
+
+fn eval(c: &mut redis::Connection, script: &str, keys: &[&str]) -> redis::RedisResult<redis::Value> {
+    redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).query(c)
+}
+
+#[test]
+fn scripts_read_and_write_every_shard() {
+    let pools = ShardPools::new("parked-scripts", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let (a, b) = (key_on(&mut admin, "a", 0), key_on(&mut admin, "b", 1));
+    for (mut c, shard) in clients_on_both(&server) {
+        // Declared keys of both shards.
+        let both = "redis.call('set', KEYS[1], ARGV[1]); redis.call('set', KEYS[2], ARGV[1]); \
+                    return {redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}";
+        let got: Vec<String> = redis::cmd("EVAL").arg(both).arg(2).arg(&a).arg(&b).arg(shard).query(&mut c).unwrap();
+        assert_eq!(got, [shard.to_string(), shard.to_string()]);
+        // Undeclared keys, as Redis allows outside a cluster: the script
+        // runs again across every shard when it meets the other's key
+        // before it wrote.
+        let undeclared = format!(
+            "redis.call('get', '{b}'); redis.call('incr', '{a}'); \
+                                  redis.call('incr', '{b}'); return redis.call('mget', '{a}', '{b}')"
+        );
+        let got: Vec<i64> = redis::from_redis_value(&eval(&mut c, &undeclared, &[]).unwrap()).unwrap();
+        assert_eq!(got[0], got[1], "both incremented once, client on shard {shard}");
+        assert_eq!(got[0], shard + 1);
+        // A call whose keys both shards own, within the script.
+        let across = format!("return redis.call('mset', '{a}', 'm', '{b}', 'm')");
+        assert_eq!(eval(&mut c, &across, &[]).unwrap(), redis::Value::Okay);
+        let got: Vec<String> = redis::cmd("MGET").arg(&a).arg(&b).query(&mut c).unwrap();
+        assert_eq!(got, ["m", "m"]);
+        // Written here, then another shard's key: refused as on a cluster
+        // node (it cannot run again), its local write kept.
+        let (here, there) = if shard == 0 { (&a, &b) } else { (&b, &a) };
+        let late = format!("redis.call('set', '{here}', 'late'); return redis.call('get', '{there}')");
+        let refused = error_text(eval(&mut c, &late, &[]));
+        assert!(refused.contains("non local key"), "{refused}");
+        let kept: String = redis::cmd("GET").arg(here).query(&mut c).unwrap();
+        assert_eq!(kept, "late");
+    }
+    // EVALSHA finds a script another shard compiled (EVAL or SCRIPT LOAD).
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg("return 'loaded'").query(&mut admin).unwrap();
+    let _ = eval(&mut admin, "return 'evaluated'", &[]).unwrap();
+    // SHA-1 of "return 'evaluated'", which only EVAL compiled.
+    let evaluated_sha = "93663fd5ef955e8a2ca7f51ae1e3b766238304a7";
+    for (mut c, _) in clients_on_both(&server) {
+        for key in [&a, &b] {
+            let got: String = redis::cmd("EVALSHA").arg(&sha).arg(1).arg(key).query(&mut c).unwrap();
+            assert_eq!(got, "loaded");
+            let got: String = redis::cmd("EVALSHA").arg(evaluated_sha).arg(1).arg(key).query(&mut c).unwrap();
+            assert_eq!(got, "evaluated");
+        }
+    }
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut admin).unwrap();
+    for (mut c, _) in clients_on_both(&server) {
+        let gone = error_text(redis::cmd("EVALSHA").arg(&sha).arg(1).arg(&b).query::<String>(&mut c));
+        assert!(gone.contains("NOSCRIPT"), "SCRIPT FLUSH reached every shard: {gone}");
+    }
+}
+
+#[test]
+fn a_busy_script_makes_every_shard_busy_until_killed_from_anywhere() {
+    let pools = ShardPools::new("parked-busy", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg("50").query(&mut admin).unwrap();
+    for (mut c, _) in clients_on_both(&server) {
+        let threshold: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("busy-reply-threshold").query(&mut c).unwrap();
+        assert_eq!(threshold[1], "50", "CONFIG SET reached every shard");
+    }
+    let mut others = clients_on_both(&server);
+    for killer in 0..others.len() {
+        let addr = server.resp;
+        let script = std::thread::spawn(move || {
+            let mut c = redis::Client::open(format!("redis://{addr}/")).unwrap().get_connection().unwrap();
+            error_text(eval(&mut c, "while true do end", &[]))
+        });
+        wait_for("the script is busy", || {
+            let busy = |c: &mut redis::Connection| {
+                redis::cmd("PING").query::<String>(c).is_err_and(|e| e.code() == Some("BUSY"))
+            };
+            others.iter_mut().all(|(c, _)| busy(c))
+        });
+        let _: () = redis::cmd("SCRIPT").arg("KILL").query(&mut others[killer].0).unwrap();
+        let ended = script.join().unwrap();
+        assert!(ended.contains("killed"), "{ended}");
+        for (c, _) in &mut others {
+            let pong: String = redis::cmd("PING").query(c).unwrap();
+            assert_eq!(pong, "PONG");
+        }
+    }
+}
+
+#[test]
+fn sort_reaches_other_shards_keys_and_multi_spans_every_shard() {
+    let pools = ShardPools::new("parked-sort", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let (list, dst) = (key_on(&mut admin, "list", 0), key_on(&mut admin, "dst", 1));
+    let _: i64 = redis::cmd("RPUSH").arg(&list).arg(1).arg(2).arg(3).query(&mut admin).unwrap();
+    // Weights and names: keys spread over both shards.
+    for (id, weight) in [(1, 30), (2, 10), (3, 20)] {
+        let _: () = redis::cmd("SET").arg(format!("w_{id}")).arg(weight).query(&mut admin).unwrap();
+        let _: i64 =
+            redis::cmd("HSET").arg(format!("h_{id}")).arg("name").arg(format!("n{id}")).query(&mut admin).unwrap();
+    }
+    for (mut c, shard) in clients_on_both(&server) {
+        let sorted: Vec<String> = redis::cmd("SORT")
+            .arg(&list)
+            .arg("BY")
+            .arg("w_*")
+            .arg("GET")
+            .arg("h_*->name")
+            .arg("GET")
+            .arg("#")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(sorted, ["n2", "2", "n3", "3", "n1", "1"], "client on shard {shard}");
+        let stored: i64 = redis::cmd("SORT")
+            .arg(&list)
+            .arg("BY")
+            .arg("w_*")
+            .arg("DESC")
+            .arg("STORE")
+            .arg(&dst)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(stored, 3);
+        let got: Vec<String> = redis::cmd("LRANGE").arg(&dst).arg(0).arg(-1).query(&mut c).unwrap();
+        assert_eq!(got, ["1", "3", "2"]);
+        let emptied: i64 = redis::cmd("SORT").arg("nothing-here").arg("STORE").arg(&dst).query(&mut c).unwrap();
+        assert_eq!(emptied, 0);
+        let exists: i64 = redis::cmd("EXISTS").arg(&dst).query(&mut c).unwrap();
+        assert_eq!(exists, 0, "an empty result deletes the destination");
+    }
+    // MULTI queues FLUSHALL and CONFIG SET: EXEC runs them on every shard.
+    let (a, b) = (key_on(&mut admin, "a", 0), key_on(&mut admin, "b", 1));
+    let _: () = redis::cmd("MSET").arg(&a).arg(1).arg(&b).arg(2).query(&mut admin).unwrap();
+    let (ok, flushed): (String, String) = redis::pipe()
+        .atomic()
+        .cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-reply-threshold")
+        .arg("4000")
+        .cmd("FLUSHALL")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!((ok.as_str(), flushed.as_str()), ("OK", "OK"));
+    let size: i64 = redis::cmd("DBSIZE").query(&mut admin).unwrap();
+    assert_eq!(size, 0, "FLUSHALL in EXEC flushed every shard");
+    for (mut c, _) in clients_on_both(&server) {
+        let threshold: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("busy-reply-threshold").query(&mut c).unwrap();
+        assert_eq!(threshold[1], "4000");
+    }
+}

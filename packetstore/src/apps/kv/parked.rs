@@ -1,0 +1,253 @@
+//! Scripts and functions across shards (EVAL, EVALSHA, FCALL and their
+//! read-only forms on the main port of a sharded server): a script runs on
+//! one shard, with every other shard it may touch *parked* for it
+//! (`across.rs`), so that no other command sees it half done and a power
+//! failure keeps all of its writes or none.
+//!
+//! Which shards: a script whose declared keys several shards own parks
+//! those before it starts. A script that calls a command for another
+//! shard's key without a session (no keys declared, or undeclared ones, as
+//! Redis allows outside a cluster) is stopped there if it has written
+//! nothing yet: every later call fails too, its reply is dropped, and it
+//! runs again from the start with every shard parked. One that has written
+//! already gets Redis Cluster's error (its keys must then be declared).
+//!
+//! In a session, the script's calls for a parked shard's keys run there
+//! (`across_call`), and a call whose keys several shards own runs as a
+//! command across shards (`across_plans.rs`) within the same session.
+//! A script in a session cannot pause (its shards would serve nobody
+//! meanwhile): it runs to its end, or to the scripts' time limit.
+//!
+//! Owns: `Scripting::session`, `may_restart` and `restart_across`.
+//!
+//! Invariant: a script restarts only if its first run wrote nothing (its
+//! group holds no record), so running it again changes nothing it did; a
+//! session ends, made durable on every shard that wrote, before the
+//! script's reply is sent.
+
+use std::collections::BTreeSet;
+
+use crate::apps::kv::cluster::owner;
+use crate::apps::kv::cmd::cluster::Placement;
+use crate::apps::kv::cmd::command::keys_and_flags;
+use crate::apps::kv::state::{CommandEntry, Ctx, KvServer};
+use crate::store::db::StoreError;
+
+/// What a script's calls answer once it is to run again across every
+/// shard (it never sees it: its reply is dropped).
+pub(super) const RESTARTING: &str = "ERR this script touched another shard's key: it runs again across every shard";
+
+/// Redis Cluster's reply to a script's call for a key of another node.
+pub(super) const NON_LOCAL_KEY: &str = "ERR Script attempted to access a non local key in a cluster node script";
+
+/// Whether a command runs a script or a function.
+pub(super) fn runs_script(entry: &CommandEntry) -> bool {
+    matches!(entry.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}
+
+impl KvServer {
+    /// Where a running script's call for keys of other shards (`owners`)
+    /// runs: in its session, if the shards are parked; else the script
+    /// restarts across every shard (if it may), or the call is refused.
+    pub(super) fn script_placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry, owners: BTreeSet<u16>) -> Placement {
+        if self.scripting.restart_across {
+            return Placement::Refused(RESTARTING.into());
+        }
+        let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
+        let Some(session) = self.session.as_ref() else {
+            let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
+            let restartable = self.scripting.may_restart && self.store.group_records() == 0 && own_client;
+            return match restartable && self.across.is_some() {
+                true => Placement::RestartAcross,
+                false => Placement::Refused(NON_LOCAL_KEY.into()),
+            };
+        };
+        if !owners.iter().all(|&shard| shard == view.shard || session.has_parked(shard)) {
+            return Placement::Refused(NON_LOCAL_KEY.into());
+        }
+        if let [shard] = owners.iter().copied().collect::<Vec<u16>>()[..] {
+            return Placement::InSession(shard);
+        }
+        let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+        let keys = keys_and_flags(entry, &args);
+        match crate::apps::kv::across_plans::plan(entry.name, &args, &keys, view.shards) {
+            Some(across) => Placement::InSessionAcross(across, args, keys),
+            None => Placement::Refused(
+                "CROSSSLOT a script's call whose keys several shards own, which this command cannot span".into(),
+            ),
+        }
+    }
+
+    /// A script or function whose declared keys `shards` own: they are
+    /// parked before it runs here (`end_parked` ends the session
+    /// after it). Err: why not (nothing ran).
+    pub(super) fn begin_parked(&mut self, ctx: &mut Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
+        assert!(self.session.is_none(), "one script session at a time");
+        let exchange = self.across.clone().expect("placed across only with an exchange");
+        let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, shards, ctx.conn)?;
+        self.session = Some(session);
+        Ok(())
+    }
+
+    /// The script of the session has ended: every part made durable, then
+    /// every shard released. Should that fail (its reads could not be made
+    /// durable), its reply, from `reply_from` on, becomes the error.
+    pub(super) fn end_parked(&mut self, ctx: &mut Ctx<'_>, reply_from: usize) {
+        let Some(mut session) = self.session.take() else { return };
+        if self.store.group_records() > 0 {
+            session.wrote_here();
+        }
+        if let Err(why) = self.across_end(ctx.pool, ctx.buffers, session) {
+            let out = ctx.out.bytes();
+            out.truncate(reply_from.min(out.len()));
+            ctx.error(&format!("ERR {why}"));
+        }
+    }
+
+    /// A script's call for keys of one parked shard, run there.
+    pub(super) fn call_in_session(&mut self, ctx: &mut Ctx<'_>, shard: u16) {
+        let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+        let mut session = self.session.take().expect("placed in a session");
+        // The script may have selected another database since it began.
+        session.db = ctx.conn.db;
+        session.resp3 = ctx.conn.encoder.resp3;
+        let reply = self.across_call(ctx.pool, ctx.buffers, &mut session, shard, args);
+        self.session = Some(session);
+        ctx.failed = reply.first() == Some(&b'-');
+        ctx.out.bytes().extend_from_slice(&reply);
+    }
+
+    /// A script's call whose keys several parked shards own, as a command
+    /// across shards within the script's session.
+    pub(super) fn call_across_in_session(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        across: &crate::apps::kv::across_plans::Across,
+        args: &[Vec<u8>],
+        keys: &[(usize, u16)],
+    ) {
+        let mut session = self.session.take().expect("placed in a session");
+        session.db = ctx.conn.db;
+        session.resp3 = ctx.conn.encoder.resp3;
+        let reply = self.run_recipe(ctx, &mut session, across, args, keys);
+        self.session = Some(session);
+        ctx.failed = reply.first() == Some(&b'-');
+        ctx.out.bytes().extend_from_slice(&reply);
+    }
+
+    /// The script ended after it met another shard's key with nothing
+    /// written: it runs again, from the start, with every shard parked.
+    pub(super) fn rerun_script_across(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        run: crate::apps::kv::cmd::scripting::Run,
+    ) -> Result<(), StoreError> {
+        let view = self.config.settings.cluster.as_ref().expect("restarts only when sharded");
+        let every: BTreeSet<u16> = (0..view.shards).collect();
+        if let Err(why) = self.begin_parked(ctx, &every) {
+            ctx.error(&why);
+            return Ok(());
+        }
+        let reply_from = ctx.out.bytes().len();
+        let result = self.run_script(ctx, run);
+        self.end_parked(ctx, reply_from);
+        result
+    }
+}
+
+/// Elements per RPUSH when a SORT stores into another shard's key.
+const STORE_CHUNK_ELEMENTS: usize = 1024;
+
+impl KvServer {
+    /// The shard that owns `key`, if not this one (a sharded server).
+    pub(super) fn elsewhere(&self, key: &[u8]) -> Option<u16> {
+        let view = self.config.settings.cluster.as_ref()?;
+        let slot = crate::apps::kv::cluster::key_slot(key);
+        (!view.owns(slot)).then(|| owner(slot, view.shards))
+    }
+
+    /// A SORT's BY or GET lookup of another shard's key (its `field`, of a
+    /// hash): read there if that shard is parked for it; None: no value
+    /// (absent, another type, or the shard not parked).
+    pub(super) fn parked_lookup(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        shard: u16,
+        key: &[u8],
+        field: Option<&[u8]>,
+    ) -> Option<Vec<u8>> {
+        let args = match field {
+            Some(field) => vec![b"HGET".to_vec(), key.to_vec(), field.to_vec()],
+            None => vec![b"GET".to_vec(), key.to_vec()],
+        };
+        let reply = self.parked_call(ctx, shard, args)?;
+        crate::apps::kv::across_plans::bulk(&reply)
+    }
+
+    /// SORT ... STORE into another shard's key `dst`: it becomes the list
+    /// `list` there (deleted if empty). The reply: its length, or an error.
+    pub(super) fn parked_store(&mut self, ctx: &mut Ctx<'_>, shard: u16, dst: &[u8], list: Vec<Vec<u8>>) -> Vec<u8> {
+        let length = list.len();
+        let Some(_) = self.parked_call(ctx, shard, vec![b"DEL".to_vec(), dst.to_vec()]) else {
+            return format!("-ERR shard {shard} is not parked for this command\r\n").into_bytes();
+        };
+        for chunk in list.chunks(STORE_CHUNK_ELEMENTS) {
+            let mut args = vec![b"RPUSH".to_vec(), dst.to_vec()];
+            args.extend(chunk.iter().cloned());
+            let reply = self.parked_call(ctx, shard, args).unwrap_or_default();
+            if reply.first() != Some(&b':') {
+                return reply;
+            }
+        }
+        format!(":{length}\r\n").into_bytes()
+    }
+
+    /// `args` run on parked `shard` in the database of `ctx`, in RESP2:
+    /// the reply. None: no session has that shard parked.
+    fn parked_call(&mut self, ctx: &mut Ctx<'_>, shard: u16, args: Vec<Vec<u8>>) -> Option<Vec<u8>> {
+        let mut session = self.session.take()?;
+        if !session.has_parked(shard) {
+            self.session = Some(session);
+            return None;
+        }
+        (session.db, session.resp3) = (ctx.conn.db, false);
+        let reply = self.across_call(ctx.pool, ctx.buffers, &mut session, shard, args);
+        self.session = Some(session);
+        Some(reply)
+    }
+
+    /// Where a SORT or SORT_RO of the main port (or relayed here) runs:
+    /// on its source's shard, with every shard parked if its patterns read
+    /// keys, or the destination's if it stores elsewhere. None: as any
+    /// command.
+    pub(super) fn sort_placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<Placement> {
+        let view = self.config.settings.cluster.as_ref()?;
+        let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
+        if !own_client || ctx.conn.multi.is_some() || self.across.is_none() || ctx.argc() < 2 {
+            return None;
+        }
+        let source = owner(crate::apps::kv::cluster::key_slot(&ctx.arg(1)), view.shards);
+        if source != view.shard {
+            return view.relays(ctx.conn.listener).then_some(Placement::Relay(source));
+        }
+        let (patterns, store) = crate::apps::kv::cmd::sort::sort_reaches(ctx, entry.name == "sort_ro")?;
+        let mut shards: BTreeSet<u16> = match patterns {
+            true => (0..view.shards).collect(),
+            false => BTreeSet::from([view.shard]),
+        };
+        if let Some(dst) = store {
+            shards.insert(owner(crate::apps::kv::cluster::key_slot(&dst), view.shards));
+        }
+        Some(match shards.len() {
+            1 => Placement::Here,
+            _ => Placement::Parked(shards),
+        })
+    }
+}
+
+/// The shards a script's declared keys (`slots`) belong to, when more than
+/// one (`None`: it runs where one shard's keys run).
+pub(super) fn script_shards(slots: &[u16], shards: u16) -> Option<BTreeSet<u16>> {
+    let owners: BTreeSet<u16> = slots.iter().map(|&slot| owner(slot, shards)).collect();
+    (owners.len() > 1).then_some(owners)
+}
