@@ -131,7 +131,7 @@ fn scripts_read_and_write_every_shard() {
     let server = start(&pools);
     let mut admin = server.client();
     let (a, b) = (key_on(&mut admin, "a", 0), key_on(&mut admin, "b", 1));
-    for (mut c, shard) in clients_on_both(&server) {
+    for (i, (mut c, shard)) in clients_on_both(&server).into_iter().enumerate() {
         // Declared keys of both shards.
         let both = "redis.call('set', KEYS[1], ARGV[1]); redis.call('set', KEYS[2], ARGV[1]); \
                     return {redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}";
@@ -160,6 +160,13 @@ fn scripts_read_and_write_every_shard() {
         assert!(refused.contains("non local key"), "{refused}");
         let kept: String = redis::cmd("GET").arg(here).query(&mut c).unwrap();
         assert_eq!(kept, "late");
+        // A script that catches the other shard's refusal (pcall) and
+        // writes after it: it still runs again, and writes once.
+        // (Its counter hashes with `here`: `{here}` is its tag.)
+        let counter = format!("{{{here}}}:count{i}");
+        let caught = format!("redis.pcall('get', '{there}'); return redis.call('incr', '{counter}')");
+        let once: i64 = redis::from_redis_value(&eval(&mut c, &caught, &[]).unwrap()).unwrap();
+        assert_eq!(once, 1, "the write after the caught refusal ran once, client on shard {shard}");
     }
     // EVALSHA finds a script another shard compiled (EVAL or SCRIPT LOAD).
     let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg("return 'loaded'").query(&mut admin).unwrap();
@@ -256,6 +263,13 @@ fn sort_reaches_other_shards_keys_and_multi_spans_every_shard() {
         let exists: i64 = redis::cmd("EXISTS").arg(&dst).query(&mut c).unwrap();
         assert_eq!(exists, 0, "an empty result deletes the destination");
     }
+    // SORT with patterns inside EXEC runs on the connection's shard, in
+    // its group: the server goes on (no shard can be parked there).
+    let in_exec: redis::Value =
+        redis::pipe().atomic().cmd("SORT").arg(&list).arg("BY").arg("w_*").query(&mut admin).unwrap();
+    assert!(matches!(in_exec, redis::Value::Array(_)), "{in_exec:?}");
+    let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
+    assert_eq!(pong, "PONG");
     // MULTI queues FLUSHALL and CONFIG SET: EXEC runs them on every shard.
     let (a, b) = (key_on(&mut admin, "a", 0), key_on(&mut admin, "b", 1));
     let _: () = redis::cmd("MSET").arg(&a).arg(1).arg(&b).arg(2).query(&mut admin).unwrap();
@@ -274,5 +288,29 @@ fn sort_reaches_other_shards_keys_and_multi_spans_every_shard() {
     for (mut c, _) in clients_on_both(&server) {
         let threshold: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("busy-reply-threshold").query(&mut c).unwrap();
         assert_eq!(threshold[1], "4000");
+    }
+}
+
+#[test]
+fn keyspace_notifications_reach_subscribers_on_every_shard() {
+    let pools = ShardPools::new("parked-notify", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("E$").query(&mut admin).unwrap();
+    let keys = [key_on(&mut admin, "n", 0), key_on(&mut admin, "n", 1)];
+    let mut subscribers: Vec<redis::Connection> = clients_on_both(&server).into_iter().map(|(c, _)| c).collect();
+    for s in &mut subscribers {
+        let _: redis::Value = redis::cmd("SUBSCRIBE").arg("__keyevent@0__:set").query(s).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    }
+    // (Each shard learns at its next turn that another has subscribers.)
+    std::thread::sleep(Duration::from_millis(300));
+    for key in &keys {
+        let _: () = redis::cmd("SET").arg(key).arg(1).query(&mut admin).unwrap();
+        for s in &mut subscribers {
+            let message: Vec<redis::Value> = redis::from_redis_value(&s.recv_response().unwrap()).unwrap();
+            let got: String = redis::from_redis_value(&message[2]).unwrap();
+            assert_eq!(&got, key, "every subscriber hears of every shard's keys");
+        }
     }
 }

@@ -163,6 +163,18 @@ impl KvServer {
             false => crate::apps::kv::exchange::Busy::Function,
         });
         exchange.set_busy(self.shard_index(), busy);
+        let (channels, patterns, _) = self.pubsub.counts();
+        exchange.set_listening(self.shard_index(), channels + patterns > 0);
+    }
+
+    /// A keyspace notification published here goes to the other shards
+    /// whose clients subscribe to anything (a PUBLISH on the link, its
+    /// reply dropped): a subscriber hears of every shard's keys.
+    pub(super) fn publish_elsewhere(&mut self, channel: &[u8], message: &[u8]) {
+        let Some(exchange) = self.across.as_ref() else { return };
+        for shard in exchange.listening_elsewhere(self.shard_index()) {
+            self.links.send_own(shard, &[b"PUBLISH".as_slice(), channel, message]);
+        }
     }
 
     /// The shard busy with a script, if not this one, when `conn` is a

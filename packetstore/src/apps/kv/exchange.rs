@@ -94,6 +94,10 @@ pub struct Exchange {
     /// (`Busy`, as a byte), which makes every shard's main port answer
     /// BUSY, as one Redis would.
     busy: Vec<AtomicU8>,
+    /// Per shard, as of its last turn: whether any of its clients
+    /// subscribes to a channel or pattern (keyspace notifications of other
+    /// shards' keys are sent only to those).
+    listening: Vec<AtomicBool>,
     /// Scripts any shard compiled (EVAL, SCRIPT LOAD), by SHA-1: EVALSHA
     /// on another shard finds them (bounded by `SHARED_SCRIPTS_BYTES_MAX`).
     scripts: Mutex<SharedScripts>,
@@ -142,6 +146,7 @@ impl Exchange {
             handed: (0..shards).map(|_| Mutex::default()).collect(),
             figures: (0..shards).map(|_| [AtomicUsize::new(0), AtomicUsize::new(0)]).collect(),
             busy: (0..shards).map(|_| AtomicU8::new(0)).collect(),
+            listening: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             scripts: Mutex::default(),
         })
     }
@@ -167,6 +172,17 @@ impl Exchange {
     /// SCRIPT FLUSH: no shard's script is shared any more.
     pub(super) fn forget_scripts(&self) {
         *self.scripts.lock().expect("scripts lock") = SharedScripts::default();
+    }
+
+    /// Whether shard `shard`'s clients subscribe to anything.
+    pub(super) fn set_listening(&self, shard: u16, listening: bool) {
+        self.listening[usize::from(shard)].store(listening, Ordering::Relaxed);
+    }
+
+    /// The shards other than `shard` whose clients subscribe to anything.
+    pub(super) fn listening_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> + '_ {
+        let others = self.listening.iter().enumerate().filter(move |(other, _)| *other != usize::from(shard));
+        others.filter(|(_, listening)| listening.load(Ordering::Relaxed)).map(|(other, _)| other as u16)
     }
 
     /// Shard `shard` is busy with a script, or no longer (None).

@@ -1,8 +1,13 @@
-//! Scripts and functions across shards (EVAL, EVALSHA, FCALL and their
-//! read-only forms on the main port of a sharded server): a script runs on
-//! one shard, with every other shard it may touch *parked* for it
-//! (`across.rs`), so that no other command sees it half done and a power
-//! failure keeps all of its writes or none.
+//! Commands that run on one shard with other shards *parked* for them
+//! (`across.rs`) and reach those shards' keys as they go, on the main port
+//! of a sharded server: scripts and functions (EVAL, EVALSHA, FCALL and
+//! their read-only forms), and SORT with BY/GET patterns or a STORE on
+//! another shard. No other command sees one half done, and a power failure
+//! keeps all of its writes or none.
+//!
+//! SORT runs on its source's shard: every shard parked when its patterns
+//! name keys (each lookup of another shard's key runs there), the
+//! destination's when it stores there (deleted, then pushed, there).
 //!
 //! Which shards: a script whose declared keys several shards own parks
 //! those before it starts. A script that calls a command for another
@@ -18,7 +23,8 @@
 //! A script in a session cannot pause (its shards would serve nobody
 //! meanwhile): it runs to its end, or to the scripts' time limit.
 //!
-//! Owns: `Scripting::session`, `may_restart` and `restart_across`.
+//! Owns: the server's `session` (the shards parked for the command
+//! running here), `Scripting::may_restart` and `restart_across`.
 //!
 //! Invariant: a script restarts only if its first run wrote nothing (its
 //! group holds no record), so running it again changes nothing it did; a
@@ -83,6 +89,9 @@ impl KvServer {
     /// after it). Err: why not (nothing ran).
     pub(super) fn begin_parked(&mut self, ctx: &mut Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
         assert!(self.session.is_none(), "one script session at a time");
+        if self.store.in_group() {
+            return Err("ERR this command cannot park other shards inside a transaction".into());
+        }
         let exchange = self.across.clone().expect("placed across only with an exchange");
         let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, shards, ctx.conn)?;
         self.session = Some(session);
@@ -223,7 +232,10 @@ impl KvServer {
     pub(super) fn sort_placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<Placement> {
         let view = self.config.settings.cluster.as_ref()?;
         let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
-        if !own_client || ctx.conn.multi.is_some() || self.across.is_none() || ctx.argc() < 2 {
+        // Not queued in MULTI nor run by EXEC (inside its group, where no
+        // shard can be parked).
+        let in_transaction = ctx.conn.multi.is_some() || self.store.in_group();
+        if !own_client || in_transaction || self.across.is_none() || ctx.argc() < 2 {
             return None;
         }
         let source = owner(crate::apps::kv::cluster::key_slot(&ctx.arg(1)), view.shards);

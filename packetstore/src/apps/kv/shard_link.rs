@@ -17,14 +17,23 @@
 //! come back in order), and a command for anywhere else waits, parsed
 //! (`KvConn::held`), until every reply is in.
 //!
+//! A blocking command (BLPOP, XREAD BLOCK, ...) for another shard's keys
+//! goes on its client's *private link* to that shard instead: a socketpair
+//! made at run time, its far end handed over through the exchange, so one
+//! blocked client never holds up the shared link. Each shard keeps an idle
+//! one to every other ready; a line before each command names the client
+//! (CLIENT UNBLOCK finds it) and when the command arrived (blocked clients
+//! are served in arrival order across shards).
+//!
 //! A command that spans shards (`span.rs`) goes out in parts, one per
 //! shard, this shard's own included (every shard has a link to itself);
 //! their replies are gathered, merged into one, and delivered as one
 //! reply. Its client's later commands wait, parsed, until it is.
 //!
 //! Owns: each outbound link's bytes to send, the clients waiting on it in
-//! order, the spanning commands' gathered parts, and the replies on their
-//! way to clients.
+//! order, the spanning commands' gathered parts, the replies on their way
+//! to clients, and the private links (whose each one is, the idle ones, the
+//! sockets still to adopt or hand over).
 //!
 //! Invariants: a link's pending queue holds one entry per command sent on
 //! it, in order, so the n-th reply read answers the n-th entry; a reply
@@ -137,9 +146,9 @@ pub struct Client {
 
 /// A link of one client's own to another shard, for its commands that may
 /// block there (BLPOP, XREAD BLOCK, ...): on a shared link, one would hold
-/// up every other client's. A client keeps it while it lives; then it
-/// waits, idle, for another (or closes, if its client left a command in
-/// flight: the other shard then forgets that command).
+/// up every other client's. Once its reply is in it waits, idle, for any
+/// client (`idle_when_done`); it closes if its client left a command in
+/// flight (the other shard then forgets that command).
 struct Private {
     shard: u16,
     /// Whose it is now (None: idle).
@@ -156,6 +165,8 @@ struct Private {
 /// hand-over; at most `PRIVATE_IDLE_MAX` wait.
 const PRIVATE_IDLE_MIN: usize = 1;
 const PRIVATE_IDLE_MAX: usize = 4;
+/// Idle private links are made up at most this often.
+const PRIVATE_REFILL_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The command that goes before each one on a private link (the other
 /// shard's link connection answers it only there): the client's id (its
@@ -186,6 +197,8 @@ pub struct ShardLinks {
     pub(super) adopt: Vec<(std::os::fd::RawFd, usize)>,
     /// Sockets' other ends for other shards to adopt (`hand_links`).
     pub(super) handed: Vec<(u16, std::os::fd::OwnedFd)>,
+    /// When idle private links were last made up (`keep_idle_links`).
+    refilled_at: Option<std::time::Instant>,
     delivered: HashMap<ConnToken, Delivered>,
     gathers: HashMap<u64, Gather>,
     next_gather: u64,
@@ -202,6 +215,13 @@ impl ShardLinks {
     /// Keeps `PRIVATE_IDLE_MIN` idle private links to every shard but
     /// `me` (new ones: their other ends in `handed`).
     pub(super) fn keep_idle_links(&mut self, me: u16) {
+        // At most every `PRIVATE_REFILL_EVERY` (a shard that refuses its
+        // ends, full or stopping, is not asked again at every turn).
+        let now = std::time::Instant::now();
+        if self.refilled_at.is_some_and(|at| now.duration_since(at) < PRIVATE_REFILL_EVERY) {
+            return;
+        }
+        self.refilled_at = Some(now);
         for shard in 0..self.out.len() as u16 {
             while shard != me && self.idle[usize::from(shard)].len() < PRIVATE_IDLE_MIN {
                 let Ok(n) = self.new_private(shard, None) else { return };
@@ -313,6 +333,20 @@ impl ShardLinks {
     ) {
         let pending = Pending::Client { token: client.token, id: client.id, silent };
         self.send_pending(shard, client, args, pending, scripted);
+    }
+
+    /// Queues `args` (name first) on the link to `shard` for nobody: its
+    /// reply is dropped (a keyspace notification's PUBLISH).
+    pub(super) fn send_own<B: AsRef<[u8]>>(&mut self, shard: u16, args: &[B]) {
+        let link = &mut self.out[usize::from(shard)];
+        if link.lost {
+            return;
+        }
+        encode(&mut link.outbox, args);
+        link.pending.push_back(Pending::Own);
+        if let Some(token) = link.token {
+            self.wake.push(token);
+        }
     }
 
     /// Sends a spanning command's parts (`parts`: each its shard and its
@@ -561,6 +595,26 @@ impl ShardLinks {
             progress.requests += 1;
         }
         link.inbox.drain(..at);
+        if let Some(n) = listener.checked_sub(LISTENER_LINK_PRIVATE) {
+            self.idle_when_done(n);
+        }
         progress
+    }
+
+    /// A private link with nothing in flight goes back to the idle ones
+    /// (its client takes one again for its next blocking command), so
+    /// links are held by clients waiting, not by every client that once
+    /// waited. Past `PRIVATE_IDLE_MAX` idle it stays its client's.
+    fn idle_when_done(&mut self, n: usize) {
+        let Some(private) = self.private.get_mut(&n) else { return };
+        let idle = &mut self.idle[usize::from(private.shard)];
+        if !private.link.pending.is_empty() || idle.len() >= PRIVATE_IDLE_MAX {
+            return;
+        }
+        let Some((token, _)) = private.client.take() else { return };
+        if self.private_of.get(&(token, private.shard)) == Some(&n) {
+            self.private_of.remove(&(token, private.shard));
+        }
+        idle.push(n);
     }
 }

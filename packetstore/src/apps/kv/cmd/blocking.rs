@@ -227,6 +227,8 @@ impl KvServer {
             return false;
         }
         conn.args = blocked.args;
+        // Parked again, it keeps its place in line.
+        conn.arrived_ns = Some(blocked.arrived_ns);
         // The command runs as if it had just arrived; its deadline stays.
         self.retrying_blocked = true;
         self.execute(pool, buffers, conn, out);
@@ -236,6 +238,7 @@ impl KvServer {
             self.park(conn);
             return false;
         }
+        conn.arrived_ns = None;
         conn.args.clear(buffers);
         true
     }

@@ -159,7 +159,11 @@ impl KvServer {
         let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
         if self.scripting.running {
             // A script's calls run here, or on shards parked for it
-            // (`parked.rs`).
+            // (`parked.rs`); none once it is to run again across shards
+            // (what it did after that would be done twice).
+            if self.scripting.restart_across {
+                return Placement::Refused(crate::apps::kv::parked::RESTARTING.into());
+            }
             let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
             if slots.iter().all(|&slot| view.owns(slot)) {
                 return Placement::Here;
@@ -207,7 +211,7 @@ impl KvServer {
             };
         }
         if slots.iter().any(|&s| owner(s, view.shards) != shard) {
-            if runs_script(entry) && self.across.is_some() && ctx.conn.multi.is_none() {
+            if runs_script(entry) && self.across.is_some() && ctx.conn.multi.is_none() && !self.store.in_group() {
                 let shards = script_shards(&slots, view.shards).expect("keys of several shards");
                 return Placement::Parked(shards);
             }

@@ -138,10 +138,12 @@ impl KvServer {
             let mut channel = format!("__keyspace@{db}__:").into_bytes();
             channel.extend_from_slice(key);
             self.publish_channel(ctx.as_deref_mut(), &channel, event.as_bytes());
+            self.publish_elsewhere(&channel, event.as_bytes());
         }
         if self.notify_flags & KEYEVENT != 0 {
             let channel = format!("__keyevent@{db}__:{event}").into_bytes();
             self.publish_channel(ctx, &channel, key);
+            self.publish_elsewhere(&channel, key);
         }
     }
 }

@@ -434,7 +434,7 @@ impl KvServer {
             let slice_end = pausable.then(|| if now < due { due } else { now + PAUSED_SLICE });
             let guard =
                 (!pausable).then(|| (script.started + SCRIPT_TIME_MAX.max(threshold), script.run.vm.flags.clone()));
-            pause::plan(HookPlan { slice_end, guard });
+            pause::plan(HookPlan { slice_end, guard, hard: self.session.is_some() });
             self.tracking_script(script.conn_id, Some(&script.run.keys));
             self.scripting.running = true;
             let step = self.step_in_scope(ctx, &script, std::mem::take(&mut args));
@@ -481,9 +481,13 @@ impl KvServer {
         script: Script,
         result: Result<Value, Value>,
     ) -> Result<(), StoreError> {
-        if std::mem::take(&mut self.scripting.restart_across) && !script.killed && script.orphaned.is_none() {
-            // It met another shard's key with nothing written: its reply
-            // is dropped, and it runs again with every shard parked.
+        let restart = std::mem::take(&mut self.scripting.restart_across);
+        if restart && !script.killed && script.orphaned.is_none() && self.store.group_records() == 0 {
+            // It met another shard's key with nothing written (every call
+            // after it failed): its reply is dropped, and it runs again
+            // with every shard parked.
+            let woken = std::mem::take(&mut self.scripting.deferred_wakes);
+            self.pubsub.wake.extend(woken);
             self.script_cleanup(ctx.pool, ctx.buffers, &script.run, script.own_group)?;
             return self.rerun_script_across(ctx, script.run);
         }

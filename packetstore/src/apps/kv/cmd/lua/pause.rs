@@ -49,7 +49,16 @@ pub(in crate::apps::kv) struct HookPlan {
     pub(in crate::apps::kv) slice_end: Option<Instant>,
     /// Raise `OVERRAN` past this instant unless the script wrote.
     pub(in crate::apps::kv) guard: Option<(Instant, Rc<RunFlags>)>,
+    /// Other shards are parked for the script: past the guard's instant it
+    /// is stopped even if it wrote (`OVERRAN_PARKED`; what it wrote stays,
+    /// whole), rather than hold every shard.
+    pub(in crate::apps::kv) hard: bool,
 }
+
+/// The error of a script stopped, with other shards parked for it, at the
+/// guard's instant.
+pub(in crate::apps::kv) const OVERRAN_PARKED: &str =
+    "Script killed: it ran over the script time limit with other shards parked for it (its writes so far are kept)";
 
 thread_local! {
     static PLAN: RefCell<HookPlan> = RefCell::new(HookPlan::default());
@@ -100,6 +109,9 @@ fn action() -> Action {
         let plan = plan.borrow();
         let now = Instant::now();
         if let Some((deadline, flags)) = &plan.guard {
+            if now >= *deadline && plan.hard {
+                return Action::Raise(OVERRAN_PARKED);
+            }
             if now >= *deadline && !flags.wrote.get() {
                 return Action::Raise(OVERRAN);
             }
@@ -230,7 +242,7 @@ mod tests {
             // The guard turns a loop that never pauses into a failure, not
             // a hang.
             let guard = Some((Instant::now() + Duration::from_secs(2), vm.flags.clone()));
-            plan(HookPlan { slice_end: Some(Instant::now() + Duration::from_millis(5)), guard });
+            plan(HookPlan { slice_end: Some(Instant::now() + Duration::from_millis(5)), guard, hard: false });
             assert!(matches!(vm.step(&thread, mlua::MultiValue::new()), Step::Paused), "{code}: paused");
         }
         plan(HookPlan::default());
