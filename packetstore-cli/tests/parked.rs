@@ -305,6 +305,11 @@ fn keyspace_notifications_reach_subscribers_on_every_shard() {
     }
     // (Each shard learns at its next turn that another has subscribers.)
     std::thread::sleep(Duration::from_millis(300));
+    // PUBSUB counts every shard's subscribers.
+    let numsub: (String, i64) = redis::cmd("PUBSUB").arg("NUMSUB").arg("__keyevent@0__:set").query(&mut admin).unwrap();
+    assert_eq!(numsub.1, 4);
+    let channels: Vec<String> = redis::cmd("PUBSUB").arg("CHANNELS").query(&mut admin).unwrap();
+    assert_eq!(channels, ["__keyevent@0__:set"], "listed once, whichever shards hold its subscribers");
     for key in &keys {
         let _: () = redis::cmd("SET").arg(key).arg(1).query(&mut admin).unwrap();
         for s in &mut subscribers {

@@ -39,6 +39,13 @@ pub enum Merge {
     /// The same reply from every part (a change every shard makes alike:
     /// CONFIG SET, SCRIPT LOAD, FUNCTION LOAD): the first part's.
     Same,
+    /// Arrays whose elements are merged without repeats, in first-seen
+    /// order (PUBSUB CHANNELS: a channel may have subscribers on several
+    /// shards).
+    Union,
+    /// Arrays of name, count pairs, in the same order on every shard:
+    /// counts added (PUBSUB NUMSUB).
+    PairsSum,
 }
 
 /// An argument of a part: the original command's argument at an index, or
@@ -64,7 +71,10 @@ pub struct Plan {
 
 /// Keyless commands answered by every shard.
 /// A subcommand is named `command|subcommand`, in lower case.
-const EVERY_SHARD: [(&str, Merge); 17] = [
+const EVERY_SHARD: [(&str, Merge); 19] = [
+    // A subscriber's connection lives on one shard.
+    ("pubsub|channels", Merge::Union),
+    ("pubsub|numsub", Merge::PairsSum),
     ("dbsize", Merge::Sum),
     // The client waits on one shard at most: 1 there, 0 elsewhere.
     ("client|unblock", Merge::Sum),
@@ -174,6 +184,8 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
             }
         }
         Merge::Same => replies.first().cloned().unwrap_or_else(|| unexpected(b"no part")),
+        Merge::Union => union(replies),
+        Merge::PairsSum => pairs_sum(replies),
         Merge::Scan { shard, shards } => match replies {
             [reply] => scan_reply(reply, *shard, *shards),
             _ => unexpected(b"several replies to one SCAN"),
@@ -236,6 +248,45 @@ fn reorder(order: &[(usize, usize)], replies: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// Every part's array elements, each once, in first-seen order.
+fn union(replies: &[Vec<u8>]) -> Vec<u8> {
+    let mut seen = std::collections::HashSet::new();
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for reply in replies {
+        let Some(elements) = array(reply).and_then(|(_, body)| split_elements(body)) else { return unexpected(reply) };
+        kept.extend(elements.into_iter().filter(|element| seen.insert(*element)));
+    }
+    let mut out = format!("*{}\r\n", kept.len()).into_bytes();
+    kept.iter().for_each(|element| out.extend_from_slice(element));
+    out
+}
+
+/// The first part's name, count pairs with every part's counts added.
+fn pairs_sum(replies: &[Vec<u8>]) -> Vec<u8> {
+    let mut parts = Vec::with_capacity(replies.len());
+    for reply in replies {
+        match array(reply).and_then(|(_, body)| split_elements(body)) {
+            Some(elements) if elements.len() % 2 == 0 => parts.push(elements),
+            _ => return unexpected(reply),
+        }
+    }
+    let Some(first) = parts.first() else { return unexpected(b"no part") };
+    let mut out = format!("*{}\r\n", first.len()).into_bytes();
+    for (i, pair) in first.chunks(2).enumerate() {
+        let mut total: i64 = 0;
+        for part in &parts {
+            let same_name = part.get(2 * i) == Some(&pair[0]);
+            let Some(n) = part.get(2 * i + 1).filter(|_| same_name).and_then(|n| integer(n)) else {
+                return unexpected(&part.concat());
+            };
+            total = total.saturating_add(n);
+        }
+        out.extend_from_slice(pair[0]);
+        out.extend_from_slice(format!(":{total}\r\n").as_bytes());
+    }
+    out
+}
+
 /// `:n\r\n` as n.
 pub(super) fn integer(reply: &[u8]) -> Option<i64> {
     let line = reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?;
@@ -289,6 +340,19 @@ mod tests {
             merge(&plan.merge, &replies),
             b"*5\r\n$2\r\nk1\r\n$2\r\nk2\r\n$-1\r\n$2\r\nk4\r\n$2\r\nk5\r\n".to_vec()
         );
+    }
+
+    #[test]
+    fn channels_merge_once_and_subscriber_counts_add_up() {
+        let channels = [b"*2\r\n$1\r\na\r\n$1\r\nb\r\n".to_vec(), b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec()];
+        assert_eq!(merge(&Merge::Union, &channels), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec());
+        let counts = [
+            b"*4\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n:0\r\n".to_vec(),
+            b"*4\r\n$1\r\na\r\n:2\r\n$1\r\nb\r\n:3\r\n".to_vec(),
+        ];
+        assert_eq!(merge(&Merge::PairsSum, &counts), b"*4\r\n$1\r\na\r\n:3\r\n$1\r\nb\r\n:3\r\n".to_vec());
+        let out_of_step = [counts[0].clone(), b"*2\r\n$1\r\nb\r\n:3\r\n".to_vec()];
+        assert!(merge(&Merge::PairsSum, &out_of_step).starts_with(b"-ERR"));
     }
 
     #[test]
