@@ -38,6 +38,7 @@ use std::sync::atomic::AtomicBool;
 
 pub use crate::apps::kv::exchange::Exchange;
 use crate::apps::kv::exchange::{Request, Response};
+pub(super) use crate::apps::kv::session::{stop_half_way, Session};
 use crate::apps::kv::state::{KvConn, KvServer};
 use crate::io::app::{App, ConnToken};
 use crate::io::outq::OutQueue;
@@ -45,53 +46,6 @@ use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::{Args, Encoder};
 use crate::store::db::TxnMarker;
-
-/// A coordinator's command in progress: the shards parked for it.
-pub(super) struct Session {
-    exchange: std::sync::Arc<Exchange>,
-    me: u16,
-    parked: Vec<u16>,
-    /// Shards whose part wrote (this one included).
-    wrote: BTreeSet<u16>,
-    /// Parked shards that answered with writes of theirs not yet durable.
-    pending: BTreeSet<u16>,
-    pub(super) db: u8,
-    pub(super) resp3: bool,
-    done: bool,
-}
-
-impl Session {
-    /// Whether `shard` is parked for this session.
-    pub(super) fn has_parked(&self, shard: u16) -> bool {
-        self.parked.contains(&shard)
-    }
-
-    /// The coordinator's own part wrote (a script's local calls).
-    pub(super) fn wrote_here(&mut self) {
-        self.wrote.insert(self.me);
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if !self.done {
-            // Only a bug unwinds through here. Ending the parts would make
-            // half a transaction durable; releasing none would hang every
-            // shard. The process stops instead: the parts' groups have no
-            // end record, so recovery drops them whole.
-            stop_half_way("a command across shards unwound half way");
-        }
-    }
-}
-
-/// A command across shards cannot end whole (a bug, a shard gone or
-/// unable to make its part durable): stops the process at once, before any
-/// shard serves again, so that recovery decides the transaction with
-/// nothing after it in any writer's log (`store/db/txn.rs`).
-fn stop_half_way(why: &str) -> ! {
-    tracing::error!("{why}: stopping the process; recovery keeps the transaction whole or drops it");
-    std::process::abort()
-}
 
 /// Stops the process if dropped while unwinding (a parked shard's bug).
 struct AbortOnUnwind;

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::apps::kv::cmd;
 use crate::apps::kv::cmd::client::ReplyMode;
-use crate::apps::kv::cmd::cluster::Placement;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
 use crate::apps::kv::exchange::Busy;
+use crate::apps::kv::placement::Placement;
 use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::span;
 use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
@@ -349,7 +349,7 @@ impl KvServer {
                 Busy::Function => BUSY_FUNCTION,
             }),
         };
-        if let Some(busy) = busy.filter(|_| !allowed_while_busy(entry, ctx)) {
+        if let Some(busy) = busy.filter(|_| !crate::apps::kv::cmd::scripting::allowed_while_busy(entry, ctx)) {
             match ctx.conn.multi.take() {
                 // Redis's execCommandAbort: the transaction is dropped.
                 Some(mut multi) if entry.name == "exec" => {
@@ -757,21 +757,6 @@ fn link_client(conn: &KvConn) -> Client {
 /// `KvConn::awaiting_shard` of a client whose spanning command is out:
 /// no shard's (a later command waits for its reply, wherever it goes).
 const SPANNING: u16 = u16::MAX;
-
-/// What a client may run while a script is paused (Redis's allow-busy
-/// commands): the transaction and connection commands, SCRIPT KILL,
-/// FUNCTION KILL and STATS, SHUTDOWN.
-pub(super) fn allowed_while_busy(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
-    if entry.has_flag("allow_busy") || matches!(entry.name, "auth" | "hello" | "quit" | "shutdown") {
-        return true;
-    }
-    let sub = if ctx.argc() > 1 { ctx.arg(1).to_ascii_lowercase() } else { Vec::new() };
-    match entry.name {
-        "script" => sub == b"kill",
-        "function" => sub == b"kill" || sub == b"stats",
-        _ => false,
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -34,8 +34,8 @@
 use std::collections::BTreeSet;
 
 use crate::apps::kv::cluster::owner;
-use crate::apps::kv::cmd::cluster::Placement;
 use crate::apps::kv::cmd::command::keys_and_flags;
+use crate::apps::kv::placement::Placement;
 use crate::apps::kv::state::{CommandEntry, Ctx, KvServer};
 use crate::store::db::StoreError;
 

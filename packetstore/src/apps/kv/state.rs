@@ -296,7 +296,7 @@ pub struct KvServer {
     pub(super) across: Option<std::sync::Arc<crate::apps::kv::exchange::Exchange>>,
     /// The shards parked for the command running here (a script's, a
     /// SORT's: `parked.rs`), whose calls for their keys run there.
-    pub(super) session: Option<crate::apps::kv::across::Session>,
+    pub(super) session: Option<crate::apps::kv::session::Session>,
 }
 
 /// One command's counters (INFO commandstats).

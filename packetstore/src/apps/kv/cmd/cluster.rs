@@ -22,6 +22,7 @@ use crate::apps::kv::cmd::command::{key_positions, keys_and_flags, moves_keys};
 use crate::apps::kv::cmd::group::NO_CLUSTER;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER};
 use crate::apps::kv::parked::{runs_script, script_shards};
+pub(in crate::apps::kv) use crate::apps::kv::placement::Placement;
 use crate::apps::kv::span;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
 use crate::store::db::StoreError;
@@ -59,30 +60,6 @@ const CLUSTER_HELP: &[&str] = &[
 ];
 
 const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
-
-/// Where a command runs (`KvServer::placement`).
-pub(in crate::apps::kv) enum Placement {
-    Here,
-    Refused(String),
-    Relay(u16),
-    /// A blocking command, on the client's private link to the shard
-    /// (`ShardLinks::send_private`).
-    Private(u16),
-    /// In parts, one per shard, merged (`span.rs`).
-    Span(crate::apps::kv::span::Plan),
-    /// A script or function whose declared keys these shards own: run
-    /// here with them parked (`parked.rs`).
-    Parked(std::collections::BTreeSet<u16>),
-    /// A running script's call for keys of a shard parked for it.
-    InSession(u16),
-    /// ... for keys of several shards parked for it: across them.
-    InSessionAcross(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
-    /// A running script met another shard's key with nothing written: it
-    /// is stopped, and runs again across every shard.
-    RestartAcross,
-    /// Atomic across shards (`across.rs`): how, its arguments and keys.
-    Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
-}
 
 /// Whether a command for another shard's keys may be relayed there on the
 /// shared link: not a blocking one (it would hold up the link: it goes on
@@ -183,7 +160,8 @@ impl KvServer {
         if cluster_port && entry.name == "select" && ctx.arg(1).as_ref() != b"0" {
             return Placement::Refused("ERR SELECT is not allowed in cluster mode".into());
         }
-        if !cluster_port && crate::apps::kv::dispatch::allowed_while_busy(entry, ctx) && kills_or_asks(entry, ctx) {
+        if !cluster_port && crate::apps::kv::cmd::scripting::allowed_while_busy(entry, ctx) && kills_or_asks(entry, ctx)
+        {
             // SCRIPT KILL, FUNCTION KILL and STATS go where the script runs.
             if let Some((shard, _)) = self.scripting.paused.is_none().then(|| self.busy_elsewhere(ctx.conn)).flatten() {
                 return Placement::Relay(shard);

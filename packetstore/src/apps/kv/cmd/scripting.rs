@@ -742,6 +742,21 @@ const SCRIPT_HELP: &[&str] = &[
     "    Load a script into the scripts cache without executing it.",
 ];
 
+/// What a client may run while a script is paused (Redis's allow-busy
+/// commands): the transaction and connection commands, SCRIPT KILL,
+/// FUNCTION KILL and STATS, SHUTDOWN.
+pub(in crate::apps::kv) fn allowed_while_busy(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
+    if entry.has_flag("allow_busy") || matches!(entry.name, "auth" | "hello" | "quit" | "shutdown") {
+        return true;
+    }
+    let sub = if ctx.argc() > 1 { ctx.arg(1).to_ascii_lowercase() } else { Vec::new() };
+    match entry.name {
+        "script" => sub == b"kill",
+        "function" => sub == b"kill" || sub == b"stats",
+        _ => false,
+    }
+}
+
 /// A HELP reply: Redis's `addReplyHelp` layout.
 pub(in crate::apps::kv) fn help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
     ctx.array(lines.len() + 3);

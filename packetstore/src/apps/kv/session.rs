@@ -1,0 +1,64 @@
+//! A command across shards in progress on its coordinator (`across.rs`):
+//! the shards parked for it, which of them wrote, and the database and
+//! protocol its parts run in. A type of its own, knowing only the exchange,
+//! so that the server's state can hold one (a script's, a SORT's:
+//! `parked.rs`) without importing the protocol that runs it.
+//!
+//! Owns: a session's bookkeeping, and the process's stop when a command
+//! across shards cannot end whole.
+//!
+//! Invariant: a session is dropped only after `across_end` marked it done;
+//! dropped otherwise (a bug unwinding), it stops the process before any
+//! parked shard serves again.
+
+use std::collections::BTreeSet;
+
+use crate::apps::kv::exchange::Exchange;
+
+/// A coordinator's command in progress: the shards parked for it.
+pub(super) struct Session {
+    pub(super) exchange: std::sync::Arc<Exchange>,
+    pub(super) me: u16,
+    pub(super) parked: Vec<u16>,
+    /// Shards whose part wrote (this one included).
+    pub(super) wrote: BTreeSet<u16>,
+    /// Parked shards that answered with writes of theirs not yet durable.
+    pub(super) pending: BTreeSet<u16>,
+    pub(super) db: u8,
+    pub(super) resp3: bool,
+    /// Ended whole (`across_end`): dropping it is then no bug.
+    pub(super) done: bool,
+}
+
+impl Session {
+    /// Whether `shard` is parked for this session.
+    pub(super) fn has_parked(&self, shard: u16) -> bool {
+        self.parked.contains(&shard)
+    }
+
+    /// The coordinator's own part wrote (a script's local calls).
+    pub(super) fn wrote_here(&mut self) {
+        self.wrote.insert(self.me);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.done {
+            // Only a bug unwinds through here. Ending the parts would make
+            // half a transaction durable; releasing none would hang every
+            // shard. The process stops instead: the parts' groups have no
+            // end record, so recovery drops them whole.
+            stop_half_way("a command across shards unwound half way");
+        }
+    }
+}
+
+/// A command across shards cannot end whole (a bug, a shard gone or
+/// unable to make its part durable): stops the process at once, before any
+/// shard serves again, so that recovery decides the transaction with
+/// nothing after it in any writer's log (`store/db/txn.rs`).
+pub(super) fn stop_half_way(why: &str) -> ! {
+    tracing::error!("{why}: stopping the process; recovery keeps the transaction whole or drops it");
+    std::process::abort()
+}
