@@ -36,6 +36,7 @@ use std::collections::BTreeSet;
 use crate::apps::kv::cluster::owner;
 use crate::apps::kv::cmd::command::keys_and_flags;
 use crate::apps::kv::placement::Placement;
+use crate::apps::kv::session::Session;
 use crate::apps::kv::state::{CommandEntry, Ctx, KvServer};
 use crate::store::db::StoreError;
 
@@ -116,14 +117,9 @@ impl KvServer {
     /// A script's call for keys of one parked shard, run there.
     pub(super) fn call_in_session(&mut self, ctx: &mut Ctx<'_>, shard: u16) {
         let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
-        let mut session = self.session.take().expect("placed in a session");
-        // The script may have selected another database since it began.
-        session.db = ctx.conn.db;
-        session.resp3 = ctx.conn.encoder.resp3;
-        let reply = self.across_call(ctx.pool, ctx.buffers, &mut session, shard, args);
-        self.session = Some(session);
-        ctx.failed = reply.first() == Some(&b'-');
-        ctx.out.bytes().extend_from_slice(&reply);
+        self.answer_in_session(ctx, |server, ctx, session| {
+            server.across_call(ctx.pool, ctx.buffers, session, shard, args)
+        });
     }
 
     /// A script's call whose keys several parked shards own, as a command
@@ -135,10 +131,20 @@ impl KvServer {
         args: &[Vec<u8>],
         keys: &[(usize, u16)],
     ) {
+        self.answer_in_session(ctx, |server, ctx, session| server.run_recipe(ctx, session, across, args, keys));
+    }
+
+    /// Runs `call` within the running script's session, in the database
+    /// and protocol the script's connection has now (it may have selected
+    /// another database since it began), and answers its reply.
+    fn answer_in_session(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        call: impl FnOnce(&mut KvServer, &mut Ctx<'_>, &mut Session) -> Vec<u8>,
+    ) {
         let mut session = self.session.take().expect("placed in a session");
-        session.db = ctx.conn.db;
-        session.resp3 = ctx.conn.encoder.resp3;
-        let reply = self.run_recipe(ctx, &mut session, across, args, keys);
+        (session.db, session.resp3) = (ctx.conn.db, ctx.conn.encoder.resp3);
+        let reply = call(self, ctx, &mut session);
         self.session = Some(session);
         ctx.failed = reply.first() == Some(&b'-');
         ctx.out.bytes().extend_from_slice(&reply);
