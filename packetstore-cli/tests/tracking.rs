@@ -6,15 +6,20 @@
 //! everything with a null; a gone redirect is reported; the key table
 //! stays within `tracking-table-max-keys`, invalidating what it drops.
 //!
+//! The same holds on the main port of a sharded server whatever shards
+//! the reader, the writer, the redirect and the key are on.
+//!
 //! Method: raw RESP connections against `packetstore serve`; the reply
 //! summaries (`common::read_reply`) show key lengths, so the keys here
-//! differ in length.
+//! differ in length. With `--shards 2`, connections are made until one is
+//! on the shard wanted (a client id's parity names its shard) and keys are
+//! chosen by CLUSTER KEYSLOT.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Raw, Server, TempPool};
+use common::{Raw, Server, ShardPools, TempPool};
 
 /// A RESP3 push `invalidate` naming one key of `len` bytes.
 fn invalidate_one(len: usize) -> String {
@@ -132,4 +137,177 @@ fn the_key_table_stays_within_its_limit_and_invalidates_what_it_drops() {
     assert!(stats.contains("tracking_total_keys:1\r\n"), "{stats}");
     let clients: String = redis::cmd("INFO").arg("CLIENTS").query(&mut info).unwrap();
     assert!(clients.contains("tracking_clients:1\r\n"), "{clients}");
+}
+
+/// A connection to the shard `shard` of 2, and its client id.
+fn raw_on(server: &Server, shard: u64) -> (Raw, String) {
+    for _ in 0..200 {
+        let mut c = Raw::connect(server);
+        let id = c.call(&[b"CLIENT", b"ID"]).unwrap().trim_start_matches(':').to_string();
+        if (id.parse::<u64>().unwrap() - 1) % 2 == shard {
+            return (c, id);
+        }
+    }
+    panic!("the kernel put 200 connections on one shard");
+}
+
+/// A key of `len` bytes (`prefix` then digits) that shard `shard` of 2 owns.
+fn key_of_len_on(c: &mut redis::Connection, prefix: &str, len: usize, shard: i64) -> String {
+    (0..)
+        .map(|n: u64| format!("{prefix}{n:0width$}", width = len - prefix.len()))
+        .find(|key| {
+            let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap();
+            slot * 2 / 16384 == shard
+        })
+        .expect("a key")
+}
+
+fn info_figure(c: &mut redis::Connection, section: &str, name: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    let line = info.lines().find(|l| l.starts_with(&format!("{name}:"))).unwrap_or_else(|| panic!("{name}"));
+    line[name.len() + 1..].trim().parse().unwrap()
+}
+
+#[test]
+fn tracking_holds_across_shards() {
+    let pools = ShardPools::new("tracking-shards", 2);
+    let server = Server::start(&pools.first.0, &["--shards", "2", "--cluster-ports", "0"]);
+    let mut admin = redis::Client::open(format!("redis://{}/", server.resp)).unwrap().get_connection().unwrap();
+    // Keys of 6 and 9 bytes on each shard.
+    let keys = [
+        [key_of_len_on(&mut admin, "s", 6, 0), key_of_len_on(&mut admin, "s", 9, 0)],
+        [key_of_len_on(&mut admin, "t", 6, 1), key_of_len_on(&mut admin, "t", 9, 1)],
+    ];
+    for reader_shard in 0..2 {
+        let (mut reader, _) = raw_on(&server, reader_shard);
+        assert!(reader.call(&[b"HELLO", b"3"]).unwrap().starts_with('%'));
+        assert_eq!(reader.call(&[b"CLIENT", b"TRACKING", b"ON"]).unwrap(), "+OK");
+        for (key_shard, [key, _]) in keys.iter().enumerate() {
+            for writer_shard in 0..2 {
+                let what = format!("reader on {reader_shard}, key on {key_shard}, writer on {writer_shard}");
+                let (mut writer, _) = raw_on(&server, writer_shard);
+                let read = reader.call(&[b"GET", key.as_bytes()]).unwrap();
+                assert!(read == "_" || read == "$1", "{what}: {read}");
+                assert_eq!(writer.call(&[b"SET", key.as_bytes(), b"v"]).unwrap(), "+OK", "{what}");
+                assert_eq!(reader.read().unwrap(), invalidate_one(6), "{what}");
+            }
+            // Its own write: the reply, then the invalidation.
+            assert_eq!(reader.call(&[b"GET", key.as_bytes()]).unwrap(), "$1");
+            assert_eq!(reader.call(&[b"SET", key.as_bytes(), b"w"]).unwrap(), "+OK");
+            assert_eq!(reader.read().unwrap(), invalidate_one(6), "own write, key on {key_shard}");
+            assert_eq!(reader.call(&[b"PING"]).unwrap(), "+PONG");
+        }
+        // MGET over both shards tracks both keys; DEL of both: one reply,
+        // then both messages.
+        let (a, b) = (keys[0][1].as_bytes(), keys[1][1].as_bytes());
+        assert!(reader.call(&[b"MGET", a, b]).unwrap().starts_with("*2"));
+        assert_eq!(reader.call(&[b"DEL", a, b]).unwrap(), ":0");
+        assert_eq!(reader.call(&[b"SET", a, b"1"]).unwrap(), "+OK");
+        assert_eq!(reader.read().unwrap(), invalidate_one(9));
+        assert_eq!(reader.call(&[b"SET", b, b"1"]).unwrap(), "+OK");
+        assert_eq!(reader.read().unwrap(), invalidate_one(9));
+        assert_eq!(reader.call(&[b"GET", a]).unwrap(), "$1");
+        assert_eq!(reader.call(&[b"GET", b]).unwrap(), "$1");
+        assert_eq!(reader.call(&[b"DEL", a, b]).unwrap(), ":2");
+        assert_eq!(reader.read().unwrap(), invalidate_one(9));
+        assert_eq!(reader.read().unwrap(), invalidate_one(9));
+        assert_eq!(reader.call(&[b"PING"]).unwrap(), "+PONG");
+    }
+    // Redirects to a client of the other shard, NOLOOP, BCAST, INFO.
+    for client_shard in 0..2 {
+        let (mut listener, listener_id) = raw_on(&server, 1 - client_shard);
+        assert_eq!(listener.call(&[b"SUBSCRIBE", b"__redis__:invalidate"]).unwrap(), "*3 [$9, $20, :1]");
+        let (mut client, _) = raw_on(&server, client_shard);
+        let (mut writer, _) = raw_on(&server, client_shard);
+        let on = [b"CLIENT".as_slice(), b"TRACKING", b"ON", b"REDIRECT", listener_id.as_bytes(), b"NOLOOP"];
+        assert_eq!(client.call(&on).unwrap(), "+OK");
+        assert_eq!(client.call(&[b"CLIENT", b"GETREDIR"]).unwrap(), format!(":{listener_id}"));
+        for [key, _] in &keys {
+            assert_eq!(client.call(&[b"SET", key.as_bytes(), b"1"]).unwrap(), "+OK");
+            assert_eq!(client.call(&[b"GET", key.as_bytes()]).unwrap(), "$1");
+        }
+        assert_eq!(info_figure(&mut admin, "stats", "tracking_total_keys"), 2);
+        assert_eq!(info_figure(&mut admin, "clients", "tracking_clients"), 1);
+        // Its own writes (NOLOOP) say nothing; the writer's are heard.
+        assert_eq!(client.call(&[b"SET", keys[0][0].as_bytes(), b"x"]).unwrap(), "+OK");
+        assert_eq!(client.call(&[b"SET", keys[1][0].as_bytes(), b"x"]).unwrap(), "+OK");
+        assert_eq!(info_figure(&mut admin, "stats", "tracking_total_keys"), 0);
+        assert_eq!(client.call(&[b"GET", keys[1][0].as_bytes()]).unwrap(), "$1");
+        assert_eq!(writer.call(&[b"SET", keys[1][0].as_bytes(), b"y"]).unwrap(), "+OK");
+        assert_eq!(listener.read().unwrap(), "*3 [$7, $20, *1 [$6]]", "redirected from shard {client_shard}");
+        // BCAST: every shard's keys under the prefix reach the redirect.
+        assert_eq!(client.call(&[b"CLIENT", b"TRACKING", b"OFF"]).unwrap(), "+OK");
+        let bcast = [b"CLIENT".as_slice(), b"TRACKING", b"ON", b"BCAST", b"PREFIX", b"s", b"PREFIX", b"t"];
+        let mut bcast = bcast.to_vec();
+        bcast.extend_from_slice(&[b"REDIRECT", listener_id.as_bytes()]);
+        assert_eq!(client.call(&bcast).unwrap(), "+OK");
+        assert_eq!(writer.call(&[b"SET", keys[0][1].as_bytes(), b"z"]).unwrap(), "+OK");
+        assert_eq!(listener.read().unwrap(), "*3 [$7, $20, *1 [$9]]");
+        assert_eq!(writer.call(&[b"SET", keys[1][1].as_bytes(), b"z"]).unwrap(), "+OK");
+        assert_eq!(listener.read().unwrap(), "*3 [$7, $20, *1 [$9]]");
+        assert_eq!(info_figure(&mut admin, "stats", "tracking_total_prefixes"), 2);
+        // A flush: one null, from the client's own shard.
+        assert_eq!(writer.call(&[b"FLUSHALL"]).unwrap(), "+OK");
+        assert_eq!(listener.read().unwrap(), "*3 [$7, $20, *-1]");
+        assert_eq!(listener.call(&[b"PING"]).unwrap(), "*2 [$4, $0]");
+        // The client goes: every shard forgets it.
+        drop(client);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while info_figure(&mut admin, "clients", "tracking_clients") != 0 {
+            assert!(Instant::now() < deadline, "a gone client still tracks");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(info_figure(&mut admin, "stats", "tracking_total_prefixes"), 0);
+    }
+    // A redirect to a client of the other shard that goes: broken.
+    let (listener, listener_id) = raw_on(&server, 1);
+    let (mut client, _) = raw_on(&server, 0);
+    assert!(client.call(&[b"HELLO", b"3"]).unwrap().starts_with('%'));
+    let on = [b"CLIENT".as_slice(), b"TRACKING", b"ON", b"REDIRECT", listener_id.as_bytes()];
+    assert_eq!(client.call(&on).unwrap(), "+OK");
+    assert_eq!(client.call(&[b"GET", keys[1][0].as_bytes()]).unwrap(), "_");
+    drop(listener);
+    let (mut writer, _) = raw_on(&server, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(writer.call(&[b"SET", keys[1][0].as_bytes(), b"v"]).unwrap(), "+OK");
+    assert_eq!(client.read().unwrap(), ">2 [$21, :]".replace(":]", &format!(":{listener_id}]")));
+    let info = client.call(&[b"CLIENT", b"TRACKINGINFO"]).unwrap();
+    assert!(info.starts_with("%3 [$5, ~2"), "flags on, broken_redirect: {info}");
+    // A redirect to no client anywhere is refused.
+    let missing = client.call(&[b"CLIENT", b"TRACKING", b"ON", b"REDIRECT", b"999999"]).unwrap();
+    assert!(missing.starts_with("-ERR The client ID you want redirect to does not exist"), "{missing}");
+}
+
+#[test]
+fn the_key_table_limit_is_the_processs_across_shards() {
+    let pools = ShardPools::new("tracking-shards-limit", 2);
+    let server = Server::start(&pools.first.0, &["--shards", "2", "--cluster-ports", "0"]);
+    let mut admin = redis::Client::open(format!("redis://{}/", server.resp)).unwrap().get_connection().unwrap();
+    let keys = [
+        key_of_len_on(&mut admin, "a", 3, 0),
+        key_of_len_on(&mut admin, "a", 4, 0),
+        key_of_len_on(&mut admin, "b", 5, 1),
+        key_of_len_on(&mut admin, "b", 6, 1),
+    ];
+    let (mut reader, _) = raw_on(&server, 0);
+    assert!(reader.call(&[b"HELLO", b"3"]).unwrap().starts_with('%'));
+    assert_eq!(reader.call(&[b"CLIENT", b"TRACKING", b"ON"]).unwrap(), "+OK");
+    for key in &keys {
+        assert_eq!(reader.call(&[b"GET", key.as_bytes()]).unwrap(), "_");
+    }
+    assert_eq!(info_figure(&mut admin, "stats", "tracking_total_keys"), 4);
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("tracking-table-max-keys").arg("1").query(&mut admin).unwrap();
+    // Three of the four keys go, each with its invalidation, not more.
+    let mut lengths = Vec::new();
+    for _ in 0..3 {
+        let message = reader.read().unwrap();
+        let len = message.trim_start_matches(">2 [$10, *1 [$").trim_end_matches("]]");
+        lengths.push(len.parse::<usize>().unwrap_or_else(|_| panic!("not an invalidation: {message}")));
+    }
+    lengths.sort();
+    lengths.dedup();
+    assert_eq!(lengths.len(), 3, "a key invalidated twice");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(reader.call(&[b"PING"]).unwrap(), "+PONG");
+    assert_eq!(info_figure(&mut admin, "stats", "tracking_total_keys"), 1);
 }

@@ -1068,6 +1068,13 @@ impl<'a, A: App> Engine<'a, A> {
         self.app.tick(self.pool, self.buffers);
         self.take_adoptions();
         self.wake_connections();
+        // What the turn queued for other connections (another shard's
+        // link: a relayed command, a message for a client there) goes out
+        // with this turn's replies, not after them: a client that sees a
+        // reply and asks another shard next finds the message there first.
+        if !self.dirty.is_empty() {
+            self.serve_dirty();
+        }
         self.start_dials()?;
         if self.async_sync.is_some() {
             self.hold_replies();

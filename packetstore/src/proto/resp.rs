@@ -120,6 +120,13 @@ impl Args {
         out
     }
 
+    /// Drops the first `n` arguments, each a small one (a prefix a shard's
+    /// link puts before a command it relays).
+    pub fn drop_front(&mut self, n: usize) {
+        assert!(self.list[..n].iter().all(|arg| matches!(arg, Arg::Small(_))), "a link's prefix is small");
+        self.list.drain(..n);
+    }
+
     /// Drops the arguments, giving back the references they hold.
     pub fn clear(&mut self, buffers: &mut Buffers) {
         buffers.release_extents(&self.extents).expect("the command's references");

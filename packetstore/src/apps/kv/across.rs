@@ -101,9 +101,17 @@ impl KvServer {
     /// The process's clients and blocked clients (every shard's, when
     /// sharded: a client blocked on another shard's key counts there).
     pub(super) fn client_totals(&self) -> (usize, usize) {
-        let own = (self.clients.len(), self.blocking.count());
+        let figures = self.shard_figures();
+        use crate::apps::kv::exchange::Figure::{Blocked, Clients};
+        (figures[Clients as usize], figures[Blocked as usize])
+    }
+
+    /// This shard's `Figure`s, or every shard's added (published first).
+    pub(super) fn shard_figures(&self) -> [usize; crate::apps::kv::exchange::FIGURES] {
+        let (tracking_clients, keys, items) = self.tracking_figures();
+        let own = [self.clients.len(), self.blocking.count(), tracking_clients, keys, items];
         let Some(exchange) = self.across.as_ref() else { return own };
-        exchange.publish(self.shard_index(), own.0, own.1);
+        exchange.publish(self.shard_index(), own);
         exchange.totals()
     }
 
@@ -143,7 +151,7 @@ impl KvServer {
     }
 
     /// This shard's index, on a sharded server.
-    fn shard_index(&self) -> u16 {
+    pub(super) fn shard_index(&self) -> u16 {
         self.config.settings.cluster.as_ref().map_or(0, |view| view.shard)
     }
 
@@ -170,8 +178,8 @@ impl KvServer {
         let mut finished = false;
         loop {
             match exchange.wait_request(me) {
-                Request::Run { args, db, resp3 } => {
-                    let bytes = self.run_part(pool, buffers, &args, db, resp3);
+                Request::Run { args, db, resp3, client } => {
+                    let bytes = self.run_part(pool, buffers, &args, (db, resp3), client);
                     let (wrote, pending) = (self.store.group_records() > 0, self.store.writes_pending());
                     exchange.respond(me, Response::Reply { bytes, wrote, pending });
                 }
@@ -213,8 +221,18 @@ impl KvServer {
     }
 
     /// Runs one command of a part on a stand-in connection; its reply.
-    fn run_part(&mut self, pool: &Pool, buffers: &mut Buffers, args: &[Vec<u8>], db: u8, resp3: bool) -> Vec<u8> {
+    fn run_part(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        args: &[Vec<u8>],
+        (db, resp3): (u8, bool),
+        client: u64,
+    ) -> Vec<u8> {
         let mut conn: KvConn = App::connect(self, crate::apps::kv::state::LISTENER_HTTP, STAND_IN);
+        // It runs for the coordinator's client (whose messages, if it
+        // tracks, go to its shard: the stand-in is no link).
+        conn.id = client;
         conn.db = db;
         conn.authenticated = true;
         conn.args = Args::from_bytes(args);
@@ -268,6 +286,7 @@ impl KvServer {
             pending: BTreeSet::new(),
             db: conn.db,
             resp3: conn.encoder.resp3,
+            client: conn.id,
             done: false,
         };
         let others: Vec<u16> = shards.iter().copied().filter(|&s| s != me).collect();
@@ -305,7 +324,7 @@ impl KvServer {
         args: Vec<Vec<u8>>,
     ) -> Vec<u8> {
         if shard == session.me {
-            let bytes = self.run_part(pool, buffers, &args, session.db, session.resp3);
+            let bytes = self.run_part(pool, buffers, &args, (session.db, session.resp3), session.client);
             if self.store.group_records() > 0 {
                 session.wrote.insert(shard);
             }
@@ -318,7 +337,8 @@ impl KvServer {
     /// Sends `args` to parked `shard` (`across_wait` takes its reply).
     fn across_post(&self, session: &Session, shard: u16, args: Vec<Vec<u8>>) {
         assert!(session.parked.contains(&shard), "a call goes to a parked shard");
-        session.exchange.post(shard, Request::Run { args, db: session.db, resp3: session.resp3 });
+        let (db, resp3, client) = (session.db, session.resp3, session.client);
+        session.exchange.post(shard, Request::Run { args, db, resp3, client });
     }
 
     fn across_wait(&self, session: &mut Session, shard: u16) -> Vec<u8> {

@@ -252,6 +252,12 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> bool {
         let before = (self.stats.errors, self.stats.refused_full);
+        // A link's command runs for a client of another shard (its id, if
+        // it tracks; a private link's client): messages for that client
+        // follow the reply on the link.
+        let on_link = conn.listener == crate::apps::kv::LISTENER_LINK_IN;
+        let own_id = if on_link { self.link_as(pool, conn) } else { None };
+        let outer = on_link.then(|| self.tracking.run_for(Some((conn.id, conn.encoder.resp3))));
         // Invalidations for this client wait for its reply (not inside
         // EXEC or a script, whose commands come here too).
         let top = !self.scripting.running && self.tracking_begin(conn.id);
@@ -276,8 +282,30 @@ impl KvServer {
             let keeps_caching = conn.multi.is_some() || conn.args.bytes(pool, 0).eq_ignore_ascii_case(b"client");
             self.tracking_end(out, keeps_caching);
         }
+        if let Some(outer) = outer {
+            self.tracking.run_for(outer);
+        }
+        if let Some(own_id) = own_id {
+            conn.id = own_id;
+        }
         self.count_request(RESP, kind, before, failed);
         close
+    }
+
+    /// A link's command relayed for a tracking client (`tracking::LINK_AS`
+    /// id caching command...): the prefix goes, the connection takes the
+    /// client's id for the command, and the client's CLIENT CACHING choice
+    /// holds for it. Returns the connection's own id, to take back after.
+    fn link_as(&mut self, pool: &Pool, conn: &mut KvConn) -> Option<u64> {
+        use crate::apps::kv::cmd::tracking::LINK_AS;
+        if conn.args.len() < 4 || !conn.args.bytes(pool, 0).eq_ignore_ascii_case(LINK_AS) {
+            return None;
+        }
+        let number = |i: usize| std::str::from_utf8(&conn.args.bytes(pool, i)).ok().and_then(|n| n.parse::<u64>().ok());
+        let (Some(id), Some(caching)) = (number(1), number(2)) else { return None };
+        conn.args.drop_front(3);
+        self.tracking.set_caching(id, caching == 1);
+        Some(std::mem::replace(&mut conn.id, id))
     }
 
     /// `execute`'s work; also returns the command's kind and whether its
@@ -291,6 +319,14 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> (bool, usize, bool) {
         if conn.listener == crate::apps::kv::LISTENER_LINK_IN && self.link_client(pool, conn, out) {
+            return (false, OTHER, false);
+        }
+        if conn.listener == crate::apps::kv::LISTENER_LINK_IN
+            && conn.args.bytes(pool, 0).eq_ignore_ascii_case(crate::apps::kv::cmd::tracking::PUSH)
+        {
+            let db = self.store.physical_db(conn.db);
+            let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
+            self.tracking_push(&mut ctx);
             return (false, OTHER, false);
         }
         self.stats.commands += 1;
@@ -425,6 +461,7 @@ impl KvServer {
     /// Runs `placement`'s decision: None to run here; otherwise the
     /// command was refused (its error answered) or relayed.
     fn place(&mut self, ctx: &mut Ctx<'_>, entry: &CommandEntry) -> Option<Outcome> {
+        let tracking_itself = entry.name == "client" && ctx.argc() > 1 && ctx.arg(1).eq_ignore_ascii_case(b"tracking");
         match self.placement(ctx, entry) {
             Placement::Here => None,
             Placement::Refused(why) => {
@@ -436,7 +473,7 @@ impl KvServer {
             }
             Placement::Relay(shard) => {
                 let conn = &*ctx.conn;
-                let client = link_client(conn);
+                let client = self.client_for_link(conn, tracking_itself);
                 let flags = (conn.reply != ReplyMode::On, entry.group == "scripting");
                 // Encoded straight onto the link: one copy of the arguments.
                 let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
@@ -448,7 +485,7 @@ impl KvServer {
             }
             Placement::Private(shard) => {
                 let conn = &*ctx.conn;
-                let client = link_client(conn);
+                let client = self.client_for_link(conn, tracking_itself);
                 let args: Vec<std::borrow::Cow<'_, [u8]>> = (0..ctx.argc()).map(|i| ctx.arg(i)).collect();
                 let arrived_ns = crate::apps::kv::shard_link::arrival_ns();
                 let sent = self.links.send_private(shard, client, &args, (conn.reply != ReplyMode::On, arrived_ns));
@@ -491,7 +528,7 @@ impl KvServer {
             }
             Placement::Span(plan) => {
                 let conn = &*ctx.conn;
-                let client = link_client(conn);
+                let client = self.client_for_link(conn, tracking_itself);
                 let arg = |arg: &span::Arg| match arg {
                     span::Arg::Index(i) => ctx.arg(*i),
                     span::Arg::Value(value) => std::borrow::Cow::Owned(value.clone()),
@@ -749,9 +786,15 @@ pub(super) const COMMANDS: Commands = Commands(&[
     cmd::functions::COMMANDS,
 ]);
 
-/// Who a command relayed for `conn` is for, in its database and protocol.
-fn link_client(conn: &KvConn) -> Client {
-    Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3 }
+impl KvServer {
+    /// Who a command relayed for `conn` is for, in its database and
+    /// protocol; if it tracks, its id and CLIENT CACHING choice go with the
+    /// command (`tracking::LINK_AS`), as they do with CLIENT TRACKING
+    /// itself, which runs on every shard.
+    fn client_for_link(&self, conn: &KvConn, tracking_itself: bool) -> Client {
+        let tag = (tracking_itself || self.tracking.tracks(conn.id)).then(|| self.tracking.caching(conn.id));
+        Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
+    }
 }
 
 /// `KvConn::awaiting_shard` of a client whose spanning command is out:

@@ -27,6 +27,8 @@ pub(super) enum Request {
         args: Vec<Vec<u8>>,
         db: u8,
         resp3: bool,
+        /// The coordinator's client, whose command it is.
+        client: u64,
     },
     /// Close the part: `Some` (this shard wrote) with the marker, made
     /// durable; `None`: make durable what is pending.
@@ -87,9 +89,13 @@ pub struct Exchange {
     /// Per shard: private links another shard made (`ShardLinks`), each
     /// the far end of a socketpair, waiting for the shard to adopt them.
     handed: Vec<Mutex<Vec<OwnedFd>>>,
-    /// Per shard, as of its last turn: its clients, and those blocked
-    /// (INFO's connected_clients and blocked_clients are the sums).
-    figures: Vec<[AtomicUsize; 2]>,
+    /// Per shard, as of its last turn: its `Figure`s (INFO's
+    /// connected_clients, blocked_clients and the tracking figures are the
+    /// sums).
+    figures: Vec<[AtomicUsize; FIGURES]>,
+    /// The ids of every shard's clients (CLIENT TRACKING REDIRECT names a
+    /// client that may be another shard's).
+    clients: Mutex<std::collections::HashSet<u64>>,
     /// Per shard: whether a script runs there past busy-reply-threshold
     /// (`Busy`, as a byte), which makes every shard's main port answer
     /// BUSY, as one Redis would.
@@ -114,6 +120,21 @@ struct SharedScripts {
 /// EVALSHA then answers NOSCRIPT where its script was never run, and the
 /// client sends EVAL, as Redis clients do).
 const SHARED_SCRIPTS_BYTES_MAX: usize = 64 << 20;
+
+/// A figure each shard publishes every turn (`Exchange::publish`).
+#[derive(Clone, Copy)]
+pub(super) enum Figure {
+    Clients = 0,
+    Blocked = 1,
+    /// Tracking clients whose connection is the shard's.
+    TrackingClients = 2,
+    /// Keys in the shard's tracking table, and client ids across it.
+    TrackingKeys = 3,
+    TrackingItems = 4,
+}
+
+/// How many `Figure`s there are.
+pub(super) const FIGURES: usize = 5;
 
 /// What keeps a shard busy: a script past busy-reply-threshold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +165,8 @@ impl Exchange {
             nudges,
             gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             handed: (0..shards).map(|_| Mutex::default()).collect(),
-            figures: (0..shards).map(|_| [AtomicUsize::new(0), AtomicUsize::new(0)]).collect(),
+            figures: (0..shards).map(|_| std::array::from_fn(|_| AtomicUsize::new(0))).collect(),
+            clients: Mutex::default(),
             busy: (0..shards).map(|_| AtomicU8::new(0)).collect(),
             listening: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             scripts: Mutex::default(),
@@ -222,18 +244,46 @@ impl Exchange {
         std::mem::take(&mut *self.handed[usize::from(shard)].lock().expect("handed lock"))
     }
 
-    /// Shard `shard`'s clients and blocked clients, now.
-    pub(super) fn publish(&self, shard: u16, clients: usize, blocked: usize) {
-        let [c, b] = &self.figures[usize::from(shard)];
-        c.store(clients, Ordering::Relaxed);
-        b.store(blocked, Ordering::Relaxed);
+    /// Shard `shard`'s figures, now (`Figure` order).
+    pub(super) fn publish(&self, shard: u16, figures: [usize; FIGURES]) {
+        for (slot, value) in self.figures[usize::from(shard)].iter().zip(figures) {
+            slot.store(value, Ordering::Relaxed);
+        }
     }
 
-    /// Every shard's clients and blocked clients, as last published.
-    pub(super) fn totals(&self) -> (usize, usize) {
-        self.figures
-            .iter()
-            .fold((0, 0), |(c, b), [fc, fb]| (c + fc.load(Ordering::Relaxed), b + fb.load(Ordering::Relaxed)))
+    /// Every shard's figures added, as last published.
+    pub(super) fn totals(&self) -> [usize; FIGURES] {
+        let mut totals = [0; FIGURES];
+        for shard in &self.figures {
+            for (total, slot) in totals.iter_mut().zip(shard) {
+                *total += slot.load(Ordering::Relaxed);
+            }
+        }
+        totals
+    }
+
+    /// One figure of shard `shard`, as last published.
+    pub(super) fn figure(&self, shard: u16, figure: Figure) -> usize {
+        self.figures[usize::from(shard)][figure as usize].load(Ordering::Relaxed)
+    }
+
+    /// The shards' count.
+    pub(super) fn shards(&self) -> u16 {
+        self.figures.len() as u16
+    }
+
+    /// A client connected to some shard (`left` when it goes).
+    pub(super) fn joined(&self, id: u64) {
+        self.clients.lock().expect("clients lock").insert(id);
+    }
+
+    pub(super) fn left(&self, id: u64) {
+        self.clients.lock().expect("clients lock").remove(&id);
+    }
+
+    /// Whether client `id` is connected to any shard.
+    pub(super) fn is_connected(&self, id: u64) -> bool {
+        self.clients.lock().expect("clients lock").contains(&id)
     }
 
     /// The eventfd shard `shard`'s event loop polls (`EngineConfig::nudge_fd`).
@@ -261,7 +311,7 @@ impl Exchange {
         };
         // Closed: the shards that made them see their links end.
         drop(handed);
-        self.publish(shard, 0, 0);
+        self.publish(shard, [0; FIGURES]);
         self.set_busy(shard, None);
         let mailbox = &self.boxes[usize::from(shard)];
         let _slots = mailbox.slots.lock().expect("mailbox lock");

@@ -123,7 +123,9 @@ impl KvServer {
         Store::release_ops(ctx.buffers, ops);
         if result.is_ok() {
             self.count_write();
-            self.modified = true;
+            // Nothing applied (DEL of missing keys): no key changed, so no
+            // watcher fails and no tracking client is told (as Redis).
+            self.modified |= !ops.is_empty();
         }
         self.staged_in_place = 0;
         self.staged_copied = 0;

@@ -373,7 +373,7 @@ impl KvServer {
             clients,
             self.config_params.get("maxclients").map_or("10000", String::as_str),
             blocked,
-            self.tracking.counts().0,
+            self.tracking_totals().0,
             self.io.accepted,
             self.io.refused + self.stats.denied
         );
@@ -513,7 +513,7 @@ impl KvServer {
         );
         let errors: u64 = self.error_stats.values().sum();
         let _ = write!(text, "total_error_replies:{errors}\r\nevicted_keys:0\r\n");
-        let (_, keys, items, prefixes) = self.tracking.counts();
+        let (_, keys, items, prefixes) = self.tracking_totals();
         let _ = write!(
             text,
             "tracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n"

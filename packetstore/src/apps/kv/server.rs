@@ -113,6 +113,9 @@ impl App for KvServer {
         let link = listener == LISTENER_LINK_IN || self.links.linked(listener, token);
         if listener != LISTENER_HTTP && peer.is_none() && !link {
             self.clients.register(id, token);
+            if let Some(exchange) = self.across.as_ref() {
+                exchange.joined(id);
+            }
         }
         KvConn {
             listener,
@@ -231,7 +234,7 @@ impl App for KvServer {
         }
         if let Route::Relayed(id) = conn.route {
             self.relay_closed(buffers, id, true);
-            self.clients.forget(conn.id);
+            self.forget_client(conn);
             return;
         }
         self.orphan_script(conn);
@@ -239,7 +242,7 @@ impl App for KvServer {
         self.links.lost(conn.listener);
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
-        self.clients.forget(conn.id);
+        self.forget_client(conn);
         if let Some(body) = conn.http.take() {
             buffers.release_extents(&body.extents).expect("the request's references");
         }
@@ -453,6 +456,18 @@ impl App for KvServer {
 }
 
 impl KvServer {
+    /// A connection closed: a client of this shard's is gone from its list
+    /// (and from the process's, `Exchange::left`); a link's is no client.
+    fn forget_client(&mut self, conn: &KvConn) {
+        if conn.listener == LISTENER_LINK_IN || conn.listener >= crate::apps::kv::shard_link::LISTENER_LINK_OUT {
+            return;
+        }
+        self.clients.forget(conn.id);
+        if let Some(exchange) = self.across.as_ref() {
+            exchange.left(conn.id);
+        }
+    }
+
     /// While LATENCY's monitor is on: when a commit begins, and whether it
     /// runs a checkpoint's phase.
     fn commit_timing(&self) -> Option<(Instant, bool)> {

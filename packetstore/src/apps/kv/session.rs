@@ -26,6 +26,9 @@ pub(super) struct Session {
     pub(super) pending: BTreeSet<u16>,
     pub(super) db: u8,
     pub(super) resp3: bool,
+    /// The client whose command it is (its parts run for that id: a
+    /// tracking client's keys are tracked, NOLOOP knows its writes).
+    pub(super) client: u64,
     /// Ended whole (`across_end`): dropping it is then no bug.
     pub(super) done: bool,
 }

@@ -80,6 +80,9 @@ struct Gather {
     replies: Vec<Vec<u8>>,
     remaining: usize,
     merge: Merge,
+    /// Messages for the client that came after parts' replies (a tracking
+    /// client's invalidations): they follow the merged reply.
+    trailer: Vec<u8>,
 }
 
 /// Where a link's next reply goes: the tables a reply may land in.
@@ -92,18 +95,49 @@ struct Answers<'a> {
 impl Answers<'_> {
     /// Queues `reply` for whom `pending` names: a client (woken), a part
     /// of a spanning command (merged and queued for its client once the
-    /// last part is in), or nobody.
-    fn answer(&mut self, pending: Pending, reply: &[u8]) {
+    /// last part is in), or nobody. Returns whom a message right after it
+    /// on the link is for (`notice`).
+    fn answer(&mut self, pending: Pending, reply: &[u8]) -> Pending {
         let Pending::Part { gather, part } = pending else {
             hand_over(self.delivered, self.wake, pending, reply);
-            return;
+            return pending;
         };
-        let Some(entry) = self.gathers.get_mut(&gather) else { return };
+        let Some(entry) = self.gathers.get_mut(&gather) else { return Pending::Own };
         entry.replies[part] = reply.to_vec();
         entry.remaining -= 1;
-        if entry.remaining == 0 {
-            let entry = self.gathers.remove(&gather).expect("just found");
-            hand_over(self.delivered, self.wake, entry.client, &span::merge(&entry.merge, &entry.replies));
+        if entry.remaining > 0 {
+            return pending;
+        }
+        let entry = self.gathers.remove(&gather).expect("just found");
+        hand_over(self.delivered, self.wake, entry.client, &span::merge(&entry.merge, &entry.replies));
+        if !entry.trailer.is_empty() {
+            self.notice(entry.client, &entry.trailer);
+        }
+        entry.client
+    }
+
+    /// A message the other shard sent after a reply (a RESP3 push: a
+    /// tracking client's invalidation) for whom `after` names: it follows
+    /// the client's reply, or its spanning command's merged reply. Replies
+    /// off (CLIENT REPLY OFF) do not hold it back, as in Redis.
+    fn notice(&mut self, after: Pending, message: &[u8]) {
+        match after {
+            Pending::Client { token, id, .. } => {
+                let Some(entry) = self.delivered.get_mut(&token).filter(|entry| entry.id == id) else {
+                    // Its reply went out already: the message follows.
+                    let entry = Delivered { id, bytes: message.to_vec(), replies: 0 };
+                    self.delivered.insert(token, entry);
+                    self.wake.push(token);
+                    return;
+                };
+                entry.bytes.extend_from_slice(message);
+            }
+            Pending::Part { gather, .. } => {
+                if let Some(entry) = self.gathers.get_mut(&gather) {
+                    entry.trailer.extend_from_slice(message);
+                }
+            }
+            Pending::Own => {}
         }
     }
 }
@@ -116,6 +150,9 @@ struct LinkOut {
     pending: VecDeque<Pending>,
     /// Replies read but not yet whole.
     inbox: Vec<u8>,
+    /// Whom the last reply read answered (`Answers::answer`): a push read
+    /// next is a message for them.
+    last: Option<Pending>,
     /// Bytes queued on the link's connection and not sent, at its last turn.
     unsent: u64,
     /// The database and protocol its commands now run in on the other side
@@ -142,6 +179,9 @@ pub struct Client {
     pub id: u64,
     pub db: u8,
     pub resp3: bool,
+    /// A tracking client's CLIENT CACHING choice: its commands go as
+    /// `tracking::LINK_AS` id caching command... (None: it does not track).
+    pub tag: Option<bool>,
 }
 
 /// A link of one client's own to another shard, for its commands that may
@@ -364,7 +404,8 @@ impl ShardLinks {
         self.next_gather += 1;
         let owner = Pending::Client { token: client.token, id: client.id, silent };
         let replies = vec![Vec::new(); parts.len()];
-        self.gathers.insert(gather, Gather { client: owner, replies, remaining: parts.len(), merge });
+        let entry = Gather { client: owner, replies, remaining: parts.len(), merge, trailer: Vec::new() };
+        self.gathers.insert(gather, entry);
         for (part, (shard, args)) in parts.iter().enumerate() {
             self.send_pending(*shard, client, args, Pending::Part { gather, part }, false);
         }
@@ -506,7 +547,15 @@ fn send_on<B: AsRef<[u8]>>(link: &mut LinkOut, client: Client, args: &[B], pendi
         link.pending.push_back(Pending::Own);
         link.resp3 = client.resp3;
     }
-    encode(&mut link.outbox, args);
+    match client.tag {
+        None => encode(&mut link.outbox, args),
+        Some(caching) => {
+            let id = client.id.to_string();
+            let caching: &[u8] = if caching { b"1" } else { b"0" };
+            let prefix = [crate::apps::kv::cmd::tracking::LINK_AS, id.as_bytes(), caching];
+            encode_prefixed(&mut link.outbox, &prefix, args);
+        }
+    }
     link.pending.push_back(pending);
     if scripted {
         link.db = None;
@@ -531,9 +580,14 @@ fn hand_over(delivered: &mut HashMap<ConnToken, Delivered>, wake: &mut Vec<ConnT
 
 /// A command as a RESP array of bulk strings.
 fn encode<B: AsRef<[u8]>>(out: &mut Vec<u8>, parts: &[B]) {
-    out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
-    for part in parts {
-        let part = part.as_ref();
+    encode_prefixed::<&[u8], B>(out, &[], parts);
+}
+
+/// `prefix` then `parts`, as one RESP array of bulk strings.
+fn encode_prefixed<A: AsRef<[u8]>, B: AsRef<[u8]>>(out: &mut Vec<u8>, prefix: &[A], parts: &[B]) {
+    out.extend_from_slice(format!("*{}\r\n", prefix.len() + parts.len()).as_bytes());
+    let all = prefix.iter().map(AsRef::as_ref).chain(parts.iter().map(AsRef::as_ref));
+    for part in all {
         out.extend_from_slice(format!("${}\r\n", part.len()).as_bytes());
         out.extend_from_slice(part);
         out.extend_from_slice(b"\r\n");
@@ -585,12 +639,20 @@ impl ShardLinks {
                     return progress;
                 }
             };
+            if link.inbox[at] == b'>' {
+                // Not a reply: a message for the client just answered.
+                if let Some(after) = link.last {
+                    answers.notice(after, &link.inbox[at..at + len]);
+                }
+                at += len;
+                continue;
+            }
             let Some(pending) = link.pending.pop_front() else {
                 tracing::error!("shard link to {shard}: a reply to no command sent: closing it");
                 progress.close = true;
                 return progress;
             };
-            answers.answer(pending, &link.inbox[at..at + len]);
+            link.last = Some(answers.answer(pending, &link.inbox[at..at + len]));
             at += len;
             progress.requests += 1;
         }

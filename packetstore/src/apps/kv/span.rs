@@ -71,13 +71,16 @@ pub struct Plan {
 
 /// Keyless commands answered by every shard.
 /// A subcommand is named `command|subcommand`, in lower case.
-const EVERY_SHARD: [(&str, Merge); 19] = [
+const EVERY_SHARD: [(&str, Merge); 20] = [
     // A subscriber's connection lives on one shard.
     ("pubsub|channels", Merge::Union),
     ("pubsub|numsub", Merge::PairsSum),
     ("dbsize", Merge::Sum),
     // The client waits on one shard at most: 1 there, 0 elsewhere.
     ("client|unblock", Merge::Sum),
+    // Every shard keeps a tracking client's mode (for the client's id:
+    // `tracking::LINK_AS`), and tracks its keys there.
+    ("client|tracking", Merge::AllOk),
     // Every shard's configuration, scripts and functions stay alike.
     ("config|set", Merge::Same),
     ("config|resetstat", Merge::Same),

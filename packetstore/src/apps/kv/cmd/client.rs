@@ -164,6 +164,15 @@ impl Clients {
         self.list.iter().filter(|(id, _)| !self.killed.contains(id))
     }
 
+    /// The client QUIT: gone for every other client from now on (a
+    /// tracking redirect to it is broken), as Redis frees it before its
+    /// next event, though its connection closes once its reply is out.
+    pub(in crate::apps::kv) fn quitting(&mut self, id: u64) {
+        if self.list.contains_key(&id) {
+            self.killed.insert(id);
+        }
+    }
+
     fn kill(&mut self, id: u64) {
         if let Some(info) = self.list.get(&id) {
             self.killed.insert(id);

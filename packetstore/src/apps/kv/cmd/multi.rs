@@ -346,7 +346,11 @@ impl KvServer {
         }
         self.unwatch_all(conn);
         self.pubsub.forget(conn);
-        self.tracking.disable(conn.id);
+        // A link's connection runs commands for other shards' clients,
+        // whose tracking ends with their own connections.
+        if conn.listener != crate::apps::kv::LISTENER_LINK_IN && self.tracking.disable(conn.id) {
+            self.tracking_off_elsewhere(conn.id);
+        }
         self.monitors.forget(conn.id);
         self.forget_blocked(buffers, conn);
     }

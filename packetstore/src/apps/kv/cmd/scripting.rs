@@ -543,7 +543,13 @@ impl KvServer {
         if let Err(error) = self.script_steps(&mut ctx, script, MultiValue::new()) {
             ctx.error(&format!("ERR {error}"));
         }
-        self.scripting.paused.is_none()
+        let ended = self.scripting.paused.is_none();
+        if ended {
+            // The other shards stop answering BUSY before its client hears
+            // that it ended (the turn's tick may have passed already).
+            self.publish_shard_state();
+        }
+        ended
     }
 
     /// Whether `conn` is the client of the paused script.

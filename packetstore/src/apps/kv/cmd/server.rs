@@ -203,6 +203,10 @@ impl KvServer {
     fn cmd_quit(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         ctx.ok();
         ctx.close = true;
+        self.clients.quitting(ctx.conn.id);
+        if let Some(exchange) = self.across.as_ref() {
+            exchange.left(ctx.conn.id);
+        }
         Ok(())
     }
 

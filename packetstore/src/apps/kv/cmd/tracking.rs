@@ -11,6 +11,16 @@
 //! for another connection goes to its mailbox (`pubsub.rs`), which the
 //! event loop serves even if that connection sends nothing.
 //!
+//! On a sharded server's main port every shard keeps each tracking
+//! client's mode (CLIENT TRACKING runs on all of them, for the client's
+//! id), and a command relayed for a tracking client carries its id
+//! (`LINK_AS`): the shard that owns a key tracks it for that client, and
+//! finds whom its change concerns. A message for a client of another shard
+//! goes there (`PUSH`, on the link), except one for the client whose
+//! command the link runs now, which follows that command's reply on the
+//! link (the sending shard hands it to the client after the reply). Flushes
+//! are told by each client's own shard, which FLUSHALL reaches too.
+//!
 //! Invariants: a key's table entry names each client once and goes with
 //! the invalidation it sends; after each tick the table holds at most
 //! `tracking-table-max-keys` keys (the tick evicts the rest, invalidating
@@ -32,6 +42,36 @@ const EVICTION_EFFORT: usize = 100;
 
 /// The limit of tracked keys when `tracking-table-max-keys` is unset.
 const TABLE_KEYS_DEFAULT: usize = 1_000_000;
+
+/// The command a shard's link sends ahead of the arguments of a command it
+/// relays for a tracking client: `PACKETSTORE-AS id caching command...`.
+/// The other shard runs the command for that client id, with its CLIENT
+/// CACHING choice (1 or 0).
+pub(in crate::apps::kv) const LINK_AS: &[u8] = b"PACKETSTORE-AS";
+
+/// A message for a client of another shard, sent on the link to it:
+/// `PACKETSTORE-PUSH target kind tracker payload`, kind 0 (the tracker's
+/// own message: payload the keys part) or 1 (redirected to target), or
+/// `broken` (the tracker's redirect, payload, is gone).
+pub(in crate::apps::kv) const PUSH: &[u8] = b"PACKETSTORE-PUSH";
+
+/// The shard whose connection client `id` is, of `shards` (ids of shard
+/// i are i+1, i+1+shards, ...).
+pub(in crate::apps::kv) fn home_shard(id: u64, shards: u16) -> u16 {
+    (id.saturating_sub(1) % u64::from(shards.max(1))) as u16
+}
+
+/// Where a message for a client goes.
+enum Reach {
+    /// A connection of this shard.
+    Here(crate::apps::kv::cmd::client::Target),
+    /// The client whose command a link connection runs now: after its
+    /// reply, on that link (its protocol).
+    Stream { resp3: bool },
+    /// Another shard's connection.
+    Shard(u16),
+    Gone,
+}
 
 /// One tracking client's mode.
 #[derive(Default)]
@@ -87,17 +127,15 @@ pub(in crate::apps::kv) struct Tracking {
     /// The keys a running script declared, remembered for its client when
     /// the script reads (Redis's rule for scripts).
     script_keys: Option<Vec<Vec<u8>>>,
+    /// The client (id, RESP3) of another shard whose command a link
+    /// connection runs now (`LINK_AS`, or a private link's client).
+    remote: Option<(u64, bool)>,
 }
 
 impl Tracking {
     /// Whether a key change may concern anyone.
     pub(in crate::apps::kv) fn is_active(&self) -> bool {
         !self.table.is_empty() || !self.prefixes.is_empty()
-    }
-
-    /// INFO: tracking clients, keys, items and prefixes.
-    pub(in crate::apps::kv) fn counts(&self) -> (usize, usize, u64, usize) {
-        (self.clients.len(), self.table.len(), self.items, self.prefixes.len())
     }
 
     /// CLIENT LIST's tracking flags (t, R, B) and redir field.
@@ -116,9 +154,34 @@ impl Tracking {
         }
     }
 
-    /// The connection is gone (or RESET): it stops tracking.
-    pub(in crate::apps::kv) fn disable(&mut self, id: u64) {
-        let Some(tracked) = self.clients.remove(&id) else { return };
+    /// Whether client `id` tracks (on a sharded server: on every shard).
+    pub(in crate::apps::kv) fn tracks(&self, id: u64) -> bool {
+        self.clients.contains_key(&id)
+    }
+
+    /// Its CLIENT CACHING choice for its next command.
+    pub(in crate::apps::kv) fn caching(&self, id: u64) -> bool {
+        self.clients.get(&id).is_some_and(|t| t.caching)
+    }
+
+    /// A link connection runs a command for client (id, RESP3) `remote`,
+    /// or (None) no longer. Returns the one before.
+    pub(in crate::apps::kv) fn run_for(&mut self, remote: Option<(u64, bool)>) -> Option<(u64, bool)> {
+        std::mem::replace(&mut self.remote, remote)
+    }
+
+    /// A link's command for client `id` comes with its CLIENT CACHING
+    /// choice (made on its own shard).
+    pub(in crate::apps::kv) fn set_caching(&mut self, id: u64, caching: bool) {
+        if let Some(tracked) = self.clients.get_mut(&id) {
+            tracked.caching = caching;
+        }
+    }
+
+    /// The connection is gone (or RESET): it stops tracking. Returns
+    /// whether it tracked.
+    pub(in crate::apps::kv) fn disable(&mut self, id: u64) -> bool {
+        let Some(tracked) = self.clients.remove(&id) else { return false };
         for prefix in tracked.prefixes {
             let Some(state) = self.prefixes.get_mut(&prefix) else { continue };
             state.clients.remove(&id);
@@ -126,6 +189,7 @@ impl Tracking {
                 self.prefixes.remove(&prefix);
             }
         }
+        true
     }
 
     fn enable(&mut self, id: u64, mode: Tracked, prefixes: Vec<Vec<u8>>) {
@@ -224,6 +288,22 @@ fn encode_body(message: Message<'_>, out: &mut Vec<u8>) {
     }
 }
 
+/// An invalidation message for a connection speaking RESP3 or not (then
+/// only a redirect's subscriber to `__redis__:invalidate` hears it), with
+/// `body`, its keys part.
+fn frame(resp3: bool, subscribed_redirect: bool, body: &[u8]) -> Option<Vec<u8>> {
+    let mut bytes = if resp3 {
+        b">2\r\n$10\r\ninvalidate\r\n".to_vec()
+    } else if subscribed_redirect {
+        b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n".to_vec()
+    } else {
+        // RESP2 has no pushes on a connection's own replies.
+        return None;
+    };
+    bytes.extend_from_slice(body);
+    Some(bytes)
+}
+
 /// CLIENT TRACKING's options, parsed (Redis's order of checks).
 struct Options {
     /// Its redirect included.
@@ -251,32 +331,70 @@ impl KvServer {
                 }
                 self.tracking.enable(id, options.mode, options.prefixes);
             }
-            b"off" => self.tracking.disable(id),
+            b"off" => {
+                self.tracking.disable(id);
+            }
             _ => return ctx.error(SYNTAX),
         }
         ctx.ok();
     }
 
-    /// Where a client's commands may run on another node (a replicated
-    /// group's, or another shard's through this port), this node would
-    /// neither see all its reads nor every change of their keys: a client
-    /// cache would go stale unwarned, so tracking is refused there.
-    fn tracking_unsupported(&self, ctx: &Ctx<'_>) -> Option<&'static str> {
-        if self.replica.is_some() {
-            return Some(
-                "ERR CLIENT TRACKING is not supported in a replicated group: a node does not see the changes it \
-                 applies from the log as commands",
-            );
+    /// In a replicated group a client's commands may run on another node,
+    /// and a node does not see every change of its keys as a command: a
+    /// client cache would go stale unwarned, so tracking is refused there.
+    fn tracking_unsupported(&self, _ctx: &Ctx<'_>) -> Option<&'static str> {
+        self.replica.is_some().then_some(
+            "ERR CLIENT TRACKING is not supported in a replicated group: a node does not see the changes it applies \
+             from the log as commands",
+        )
+    }
+
+    /// Client `id` stopped tracking with its connection (gone, or RESET):
+    /// every other shard forgets its mode too (a CLIENT TRACKING off for
+    /// it on each link, after whatever it sent there before).
+    pub(in crate::apps::kv) fn tracking_off_elsewhere(&mut self, id: u64) {
+        let Some(exchange) = self.across.clone() else { return };
+        let id = id.to_string();
+        let off = [LINK_AS, id.as_bytes(), b"0", b"CLIENT", b"TRACKING", b"off"];
+        let me = self.shard_index();
+        for shard in (0..exchange.shards()).filter(|&shard| shard != me) {
+            self.links.send_own(shard, &off);
         }
-        let relays = self
-            .config
-            .settings
-            .cluster
-            .as_ref()
-            .is_some_and(|view| ctx.conn.listener != view.listener && view.relays(ctx.conn.listener));
-        relays.then_some(
-            "ERR CLIENT TRACKING is not supported on a port that relays to other shards: connect to the cluster \
-             port, where each shard tracks its own keys",
+    }
+
+    /// Whether client `id` is connected, here or to another shard.
+    fn client_exists(&self, id: u64) -> bool {
+        if self.clients.target(id).is_some() {
+            return true;
+        }
+        let Some(exchange) = self.across.as_ref() else { return false };
+        home_shard(id, exchange.shards()) != self.shard_index() && exchange.is_connected(id)
+    }
+
+    /// Whether client `id` is this shard's (not another's, whose mode this
+    /// shard keeps a copy of).
+    fn tracks_here(&self, id: u64) -> bool {
+        self.across.as_ref().is_none_or(|exchange| home_shard(id, exchange.shards()) == self.shard_index())
+    }
+
+    /// This shard's tracking clients (its own connections), keys in its
+    /// table, and client ids across them.
+    pub(in crate::apps::kv) fn tracking_figures(&self) -> (usize, usize, usize) {
+        let own = self.tracking.clients.keys().filter(|&&id| self.tracks_here(id)).count();
+        (own, self.tracking.table.len(), self.tracking.items as usize)
+    }
+
+    /// INFO's tracking figures: clients, keys, items (every shard's added)
+    /// and prefixes (every shard has every BCAST client's).
+    pub(in crate::apps::kv) fn tracking_totals(&self) -> (usize, usize, usize, usize) {
+        use crate::apps::kv::exchange::Figure::{TrackingClients, TrackingItems, TrackingKeys};
+        let figures = self.shard_figures();
+        let prefixes = self.tracking.prefixes.len();
+        (
+            figures[TrackingClients as usize],
+            figures[TrackingKeys as usize],
+            figures[TrackingItems as usize],
+            prefixes,
         )
     }
 
@@ -293,7 +411,7 @@ impl KvServer {
                         return Err("ERR A client can only redirect to a single other client".into());
                     }
                     let id = parse_i64(&ctx.arg(i)).ok_or("ERR value is not an integer or out of range")?;
-                    if id <= 0 || self.clients.target(id as u64).is_none() {
+                    if id <= 0 || !self.client_exists(id as u64) {
                         return Err("ERR The client ID you want redirect to does not exist".into());
                     }
                     options.mode.redirect = id as u64;
@@ -421,7 +539,7 @@ impl KvServer {
             }
         }
         let pending = std::mem::take(&mut self.tracking.pending);
-        let resp3 = !pending.is_empty() && self.clients.target(client).is_some_and(|t| t.resp3);
+        let resp3 = !pending.is_empty() && self.resp3_of(client);
         for key in pending {
             let message = match &key {
                 Some(key) => Message::Key(key),
@@ -499,12 +617,13 @@ impl KvServer {
     /// Every key changed (FLUSHALL, FLUSHDB): every tracking client is told
     /// with a null, and the table is emptied.
     pub(in crate::apps::kv) fn tracking_flush(&mut self) {
-        let ids: Vec<u64> = self.tracking.clients.keys().copied().collect();
+        // Each shard tells its own clients (a flush reaches every shard).
+        let ids: Vec<u64> = self.tracking.clients.keys().copied().filter(|&id| self.tracks_here(id)).collect();
         for id in ids {
             if self.tracking.current == Some(id) {
                 self.tracking.pending.push(None);
             } else {
-                let resp3 = self.clients.target(id).is_some_and(|t| t.resp3);
+                let resp3 = self.resp3_of(id);
                 self.tracking_send(id, Message::Flush { resp3 }, None);
             }
         }
@@ -531,50 +650,144 @@ impl KvServer {
             .get("tracking-table-max-keys")
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(TABLE_KEYS_DEFAULT);
-        if limit == 0 || self.tracking.table.len() <= limit {
+        let excess = if limit == 0 { 0 } else { self.tracking_excess(limit) };
+        if excess == 0 {
             self.tracking.over_limit_ticks = 0;
             return;
         }
         let effort = EVICTION_EFFORT * (self.tracking.over_limit_ticks + 1);
-        for _ in 0..effort {
+        for _ in 0..excess.min(effort) {
             let Some(key) = self.tracking.table.keys().next().cloned() else { break };
             self.invalidate_key(&key, None, false);
-            if self.tracking.table.len() <= limit {
-                self.tracking.over_limit_ticks = 0;
-                return;
-            }
         }
-        self.tracking.over_limit_ticks += 1;
+        match excess <= effort {
+            true => self.tracking.over_limit_ticks = 0,
+            false => self.tracking.over_limit_ticks += 1,
+        }
+        // The other shards see this one's table as it is now.
+        self.shard_figures();
+    }
+
+    /// The keys this shard's table must give up for the process's tables
+    /// to hold `limit` keys: the limit is the process's, as on one Redis.
+    /// Of several shards, the one with the most keys (the first of equals,
+    /// as published) gives them up, at most all of its own; the others
+    /// wait for its next figures.
+    fn tracking_excess(&self, limit: usize) -> usize {
+        let own = self.tracking.table.len();
+        let Some(exchange) = self.across.as_ref() else { return own.saturating_sub(limit) };
+        use crate::apps::kv::exchange::Figure::TrackingKeys;
+        let me = self.shard_index();
+        let mut total = own;
+        for shard in (0..exchange.shards()).filter(|&shard| shard != me) {
+            let theirs = exchange.figure(shard, TrackingKeys);
+            if theirs > own || (theirs == own && shard < me) {
+                return 0;
+            }
+            total += theirs;
+        }
+        total.saturating_sub(limit).min(own)
+    }
+
+    /// Whether client `id` speaks RESP3: a connection of this shard, or
+    /// the one a link runs a command for now.
+    fn resp3_of(&self, id: u64) -> bool {
+        match self.clients.target(id) {
+            Some(target) => target.resp3,
+            None => self.tracking.remote.is_some_and(|(remote, resp3)| remote == id && resp3),
+        }
+    }
+
+    /// Where a message for client `id` goes; `in_stream`: it may follow
+    /// the reply of the command running now for that client.
+    fn reach(&self, id: u64, in_stream: bool) -> Reach {
+        if let Some(target) = self.clients.target(id) {
+            return Reach::Here(target);
+        }
+        if let Some((_, resp3)) = self.tracking.remote.filter(|&(remote, _)| in_stream && remote == id) {
+            return Reach::Stream { resp3 };
+        }
+        let Some(exchange) = self.across.as_ref() else { return Reach::Gone };
+        let home = home_shard(id, exchange.shards());
+        match home != self.shard_index() && exchange.is_connected(id) {
+            true => Reach::Shard(home),
+            false => Reach::Gone,
+        }
     }
 
     /// Sends `message` for tracking client `id` (Redis's
     /// `sendTrackingMessage`): to its redirect, or to itself; into `out`
     /// (the queue of the client it names, whose command just ran) when it
-    /// goes to that client, else to the target's mailbox.
+    /// goes to that client, else to the target's mailbox, or to the shard
+    /// whose connection the target is.
     fn tracking_send(&mut self, id: u64, message: Message<'_>, out: Option<(u64, &mut OutQueue)>) {
-        let Some(tracked) = self.tracking.clients.get_mut(&id) else { return };
+        let Some(tracked) = self.tracking.clients.get(&id) else { return };
         let (target, redirected) = if tracked.redirect == 0 { (id, false) } else { (tracked.redirect, true) };
-        let Some(info) = self.clients.target(target) else {
-            // The redirect's client is gone: a RESP3 client hears so.
-            tracked.broken_redirect = true;
-            let redirect = tracked.redirect as i64;
-            if let Some(own) = self.clients.target(id).filter(|own| own.resp3) {
-                let mut bytes = b">2\r\n$21\r\ntracking-redir-broken\r\n".to_vec();
-                Encoder { resp3: true }.int(&mut bytes, redirect);
-                self.tracking_deliver(id, own.token, bytes, out);
+        let in_stream = out.as_ref().is_some_and(|(owner, _)| *owner == target);
+        let mut body = Vec::new();
+        encode_body(message, &mut body);
+        match self.reach(target, in_stream) {
+            Reach::Here(info) => {
+                if let Some(bytes) = frame(info.resp3, redirected && info.pubsub, &body) {
+                    self.tracking_deliver(target, info.token, bytes, out);
+                }
             }
-            return;
+            Reach::Stream { resp3 } => {
+                if let (Some(bytes), Some((_, out))) = (frame(resp3, false, &body), out) {
+                    out.push(&bytes);
+                }
+            }
+            Reach::Shard(shard) => {
+                let (target, tracker) = (target.to_string(), id.to_string());
+                let kind: &[u8] = if redirected { b"1" } else { b"0" };
+                self.links.send_own(shard, &[PUSH, target.as_bytes(), kind, tracker.as_bytes(), &body]);
+            }
+            Reach::Gone if redirected => self.redirect_broken(id, out),
+            Reach::Gone => {}
+        }
+    }
+
+    /// Tracking client `id`'s redirect is gone: it is marked so, and told
+    /// if it speaks RESP3 (where it is).
+    fn redirect_broken(&mut self, id: u64, out: Option<(u64, &mut OutQueue)>) {
+        let Some(tracked) = self.tracking.clients.get_mut(&id) else { return };
+        tracked.broken_redirect = true;
+        let redirect = tracked.redirect;
+        let mut bytes = b">2\r\n$21\r\ntracking-redir-broken\r\n".to_vec();
+        Encoder { resp3: true }.int(&mut bytes, redirect as i64);
+        match self.reach(id, false) {
+            Reach::Here(own) if own.resp3 => self.tracking_deliver(id, own.token, bytes, out),
+            Reach::Shard(shard) => {
+                let (id, redirect) = (id.to_string(), redirect.to_string());
+                self.links.send_own(shard, &[PUSH, id.as_bytes(), b"broken", id.as_bytes(), redirect.as_bytes()]);
+            }
+            _ => {}
+        }
+    }
+
+    /// PACKETSTORE-PUSH target kind tracker payload, from another shard's
+    /// link (`PUSH`): a message for a client of this shard.
+    pub(in crate::apps::kv) fn tracking_push(&mut self, ctx: &mut Ctx<'_>) {
+        let number = |i: usize| std::str::from_utf8(&ctx.arg(i)).ok().and_then(|n| n.parse::<u64>().ok());
+        let (Some(target), Some(tracker), 5) = (number(1), number(3), ctx.argc()) else {
+            return ctx.error("ERR PACKETSTORE-PUSH target kind tracker payload");
         };
-        let mut bytes = if info.resp3 {
-            b">2\r\n$10\r\ninvalidate\r\n".to_vec()
-        } else if redirected && info.pubsub {
-            b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n".to_vec()
-        } else {
-            // RESP2 has no pushes on a connection's own replies.
-            return;
-        };
-        encode_body(message, &mut bytes);
-        self.tracking_deliver(target, info.token, bytes, out);
+        match ctx.arg(2).as_ref() {
+            b"broken" => self.redirect_broken(target, None),
+            kind => {
+                let redirected = kind == b"1";
+                match self.clients.target(target) {
+                    Some(info) => {
+                        if let Some(bytes) = frame(info.resp3, redirected && info.pubsub, &ctx.arg(4)) {
+                            self.pubsub.post_push(target, info.token, &bytes);
+                        }
+                    }
+                    None if redirected => self.redirect_broken(tracker, None),
+                    None => {}
+                }
+            }
+        }
+        ctx.ok();
     }
 
     fn tracking_deliver(
