@@ -6,7 +6,10 @@
 //! script another shard compiled; a busy script makes every shard's
 //! clients BUSY and SCRIPT KILL reaches it from any of them; CONFIG SET
 //! applies to every shard; SORT's BY, GET and STORE reach other shards'
-//! keys; MULTI queues keyless commands of every shard (FLUSHALL).
+//! keys; MULTI queues keyless commands of every shard (FLUSHALL). The
+//! figures are the server's, not one shard's: INFO's commandstats,
+//! errorstats, keyspace and counters, SLOWLOG (one log, newest first),
+//! LATENCY HISTOGRAM, CLIENT LIST and KILL, MONITOR.
 //!
 //! Method: `serve --shards 2`, keys chosen on each shard by CLUSTER
 //! KEYSLOT, several connections (spread over both shards by the kernel;
@@ -317,5 +320,92 @@ fn keyspace_notifications_reach_subscribers_on_every_shard() {
             let got: String = redis::from_redis_value(&message[2]).unwrap();
             assert_eq!(&got, key, "every subscriber hears of every shard's keys");
         }
+    }
+}
+
+fn info_line(c: &mut redis::Connection, section: &str, prefix: &str) -> String {
+    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    info.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in {info}")).to_string()
+}
+
+// Allowed: one scripted session, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[test]
+fn the_figures_are_every_shards_as_one_servers() {
+    let pools = ShardPools::new("parked-figures", 2);
+    let server = start(&pools);
+    let mut clients = clients_on_both(&server);
+    clients.sort_by_key(|(_, shard)| *shard);
+    let mut admin = server.client();
+    let keys = [key_on(&mut admin, "f", 0), key_on(&mut admin, "f", 1)];
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("slowlog-log-slower-than").arg(0).query(&mut admin).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut admin).unwrap();
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut admin).unwrap();
+    // Two SETs and one GET on each shard's key, from a client of shard 0;
+    // a WRONGTYPE on shard 1's key.
+    assert_eq!(clients[0].1, 0);
+    let mut c = server.client();
+    std::mem::swap(&mut c, &mut clients[0].0);
+    let c = &mut c;
+    for key in &keys {
+        let _: () = redis::cmd("SET").arg(key).arg("v").query(c).unwrap();
+        let _: () = redis::cmd("SET").arg(key).arg("w").query(c).unwrap();
+        let _: String = redis::cmd("GET").arg(key).query(c).unwrap();
+    }
+    let wrong = error_text(redis::cmd("LPUSH").arg(&keys[1]).arg("x").query::<i64>(c));
+    assert!(wrong.contains("WRONGTYPE"), "{wrong}");
+    for (other, _) in &mut clients {
+        assert!(info_line(other, "commandstats", "cmdstat_set:").starts_with("cmdstat_set:calls=4,"), "set");
+        assert!(info_line(other, "commandstats", "cmdstat_get:").starts_with("cmdstat_get:calls=2,"), "get");
+        assert!(info_line(other, "commandstats", "cmdstat_lpush:").contains("failed_calls=1"), "lpush");
+        assert_eq!(info_line(other, "errorstats", "errorstat_WRONGTYPE:"), "errorstat_WRONGTYPE:count=1");
+        assert!(info_line(other, "keyspace", "db0:").starts_with("db0:keys=2,"), "keyspace");
+    }
+    // SLOWLOG: one log, newest first, whichever shard ran each command.
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut admin).unwrap();
+    let _: () = redis::cmd("SET").arg(&keys[1]).arg("1").query(c).unwrap();
+    let _: () = redis::cmd("SET").arg(&keys[0]).arg("2").query(c).unwrap();
+    let _: String = redis::cmd("GET").arg(&keys[1]).query(c).unwrap();
+    type Entry = (i64, i64, i64, Vec<String>, String, String);
+    let entries: Vec<Entry> = redis::cmd("SLOWLOG").arg("GET").arg(3).query(c).unwrap();
+    let commands: Vec<String> = entries.iter().map(|e| e.3.join(" ")).collect();
+    let expected = [format!("GET {}", keys[1]), format!("SET {} 2", keys[0]), format!("SET {} 1", keys[1])];
+    assert_eq!(commands, expected);
+    assert!(entries.windows(2).all(|w| w[0].0 > w[1].0), "ids newest first");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("slowlog-max-len").arg(2).query(&mut admin).unwrap();
+    let _: i64 = redis::cmd("DEL").arg(&keys[1]).query(c).unwrap();
+    let len: i64 = redis::cmd("SLOWLOG").arg("LEN").query(c).unwrap();
+    assert_eq!(len, 2, "slowlog-max-len is the process's log's");
+    // LATENCY HISTOGRAM: every shard's calls.
+    let histogram: redis::Value = redis::cmd("LATENCY").arg("HISTOGRAM").arg("set").query(c).unwrap();
+    let text = format!("{histogram:?}");
+    assert!(text.contains("calls") && text.contains("int(6)"), "{text}");
+    // CLIENT LIST lists every shard's clients; CLIENT KILL finds one of the
+    // other shard.
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(c).unwrap();
+    let ids: Vec<u64> = list.lines().filter_map(|l| l.strip_prefix("id=")?.split(' ').next()?.parse().ok()).collect();
+    assert!(ids.iter().any(|id| id % 2 == 0) && ids.iter().any(|id| id % 2 == 1), "{list}");
+    let victim: i64 = redis::cmd("CLIENT").arg("ID").query(&mut clients[2].0).unwrap();
+    assert_eq!(clients[2].1, 1);
+    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(victim).query(c).unwrap();
+    assert_eq!(killed, 1);
+    assert!(redis::cmd("PING").query::<String>(&mut clients[2].0).is_err(), "the killed client is gone");
+    // MONITOR on one shard sees a command another shard's client ran on
+    // its own shard.
+    let mut watcher = std::net::TcpStream::connect(server.resp).unwrap();
+    watcher.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    use std::io::{BufRead, Write};
+    watcher.write_all(b"MONITOR\r\n").unwrap();
+    let mut reader = std::io::BufReader::new(watcher.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "+OK\r\n");
+    for i in [1, 3] {
+        let (other, shard) = &mut clients[i];
+        let key = &keys[*shard as usize];
+        let _: () = redis::cmd("SET").arg(key).arg("seen").query(other).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.ends_with(&format!("\"SET\" \"{key}\" \"seen\"\r\n")), "{line}");
     }
 }

@@ -61,6 +61,11 @@ impl Drop for AbortOnUnwind {
 /// A stand-in connection's token: nothing is ever sent to it.
 const STAND_IN: ConnToken = ConnToken { slot: u32::MAX, generation: 0 };
 
+/// Whether `conn` is a parked shard's stand-in for a coordinator's client.
+pub(super) fn is_stand_in(conn: &KvConn) -> bool {
+    conn.token == STAND_IN
+}
+
 impl KvServer {
     /// Joins the exchange of this process's shards.
     pub fn join_exchange(&mut self, exchange: std::sync::Arc<Exchange>) {
@@ -571,6 +576,7 @@ impl KvServer {
                 });
                 continue;
             }
+            self.monitor_elsewhere(ctx.conn.id, session.db, &argv);
             replies.push(match route {
                 Route::One(shard) => self.across_call(pool, buffers, &mut session, shard, argv),
                 Route::Across(across, keys) => {

@@ -106,8 +106,11 @@ impl KvServer {
     ) -> Progress {
         let mut progress = Progress::default();
         // Messages published to it since it was last served go first;
-        // a connection CLIENT KILL closed runs nothing more.
-        if self.clients.is_killed(conn.id) || self.pubsub.deliver(conn, out) {
+        // a connection CLIENT KILL closed runs nothing more (once the
+        // replies it waits for from other shards are in: its own CLIENT
+        // KILL, spanning every shard, is answered first).
+        let killed = self.clients.is_killed(conn.id);
+        if (killed && conn.awaiting == 0) || self.pubsub.deliver(conn, out) {
             progress.close = true;
             return progress;
         }
@@ -132,6 +135,10 @@ impl KvServer {
         let delivered = self.links.deliver(conn.token, conn.id, out);
         assert!(delivered <= conn.awaiting, "more replies than commands relayed");
         conn.awaiting -= delivered;
+        if killed {
+            progress.close = conn.awaiting == 0;
+            return progress;
+        }
         if conn.awaiting > 0 && (conn.held || conn.held_error.is_some()) {
             return progress;
         }
@@ -287,6 +294,7 @@ impl KvServer {
         }
         if let Some(own_id) = own_id {
             conn.id = own_id;
+            self.uncounted = false;
         }
         self.count_request(RESP, kind, before, failed);
         close
@@ -301,10 +309,12 @@ impl KvServer {
         if conn.args.len() < 4 || !conn.args.bytes(pool, 0).eq_ignore_ascii_case(LINK_AS) {
             return None;
         }
+        use crate::apps::kv::cmd::tracking::{LINK_CACHING, LINK_PART};
         let number = |i: usize| std::str::from_utf8(&conn.args.bytes(pool, i)).ok().and_then(|n| n.parse::<u64>().ok());
-        let (Some(id), Some(caching)) = (number(1), number(2)) else { return None };
+        let (Some(id), Some(flags)) = (number(1), number(2)) else { return None };
         conn.args.drop_front(3);
-        self.tracking.set_caching(id, caching == 1);
+        self.tracking.set_caching(id, flags & u64::from(LINK_CACHING) != 0);
+        self.uncounted = flags & u64::from(LINK_PART) != 0;
         Some(std::mem::replace(&mut conn.id, id))
     }
 
@@ -321,15 +331,24 @@ impl KvServer {
         if conn.listener == crate::apps::kv::LISTENER_LINK_IN && self.link_client(pool, conn, out) {
             return (false, OTHER, false);
         }
-        if conn.listener == crate::apps::kv::LISTENER_LINK_IN
-            && conn.args.bytes(pool, 0).eq_ignore_ascii_case(crate::apps::kv::cmd::tracking::PUSH)
-        {
-            let db = self.store.physical_db(conn.db);
-            let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
-            self.tracking_push(&mut ctx);
-            return (false, OTHER, false);
+        if conn.listener == crate::apps::kv::LISTENER_LINK_IN {
+            // Messages from other shards for this one's clients.
+            let name = conn.args.bytes(pool, 0);
+            let push = name.eq_ignore_ascii_case(crate::apps::kv::cmd::tracking::PUSH);
+            let monitor =
+                conn.args.len() == 2 && name.eq_ignore_ascii_case(crate::apps::kv::cmd::monitor::MONITOR_LINE);
+            drop(name);
+            if push || monitor {
+                let db = self.store.physical_db(conn.db);
+                let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
+                match push {
+                    true => self.tracking_push(&mut ctx),
+                    false => self.monitor_line(&mut ctx),
+                }
+                return (false, OTHER, false);
+            }
         }
-        self.stats.commands += 1;
+        self.stats.commands += u64::from(!self.uncounted);
         let entry = self.command_index.find(&conn.args.bytes(pool, 0));
         let kind = match entry {
             Some(entry) if entry.has_flag("write") => WRITE,
@@ -342,16 +361,21 @@ impl KvServer {
         let db = self.store.physical_db(conn.db);
         let mut ctx = Ctx { pool, buffers, conn, out, now, db, close: false, failed: false };
         let outcome = self.run_entry(&mut ctx, entry, started);
-        if ctx.failed {
+        // A part of a spanning command after its first is not the client's
+        // call: the first part counts it.
+        let counted = !self.uncounted;
+        if ctx.failed && counted {
             let reply = &ctx.out.bytes()[start..];
             self.count_error(reply);
         }
-        if let (Some(entry), Outcome::Ran(took)) = (entry, outcome) {
+        if let (Some(entry), Outcome::Ran(took), true) = (entry, outcome, counted) {
             self.slowlog_note(&ctx, entry.name, took.as_micros() as u64);
             self.latency_note(&ctx, entry, took);
         }
         if let Some(entry) = entry {
-            self.count_call(entry.name, outcome, ctx.failed);
+            if counted {
+                self.count_call(entry.name, outcome, ctx.failed);
+            }
             self.clients.observe(ctx.conn, entry.name, started);
         }
         let kind = if outcome == Outcome::Queued { OTHER } else { kind };
@@ -792,7 +816,8 @@ impl KvServer {
     /// command (`tracking::LINK_AS`), as they do with CLIENT TRACKING
     /// itself, which runs on every shard.
     fn client_for_link(&self, conn: &KvConn, tracking_itself: bool) -> Client {
-        let tag = (tracking_itself || self.tracking.tracks(conn.id)).then(|| self.tracking.caching(conn.id));
+        let caching = if self.tracking.caching(conn.id) { crate::apps::kv::cmd::tracking::LINK_CACHING } else { 0 };
+        let tag = (tracking_itself || self.tracking.tracks(conn.id)).then_some(caching);
         Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
     }
 }

@@ -82,6 +82,12 @@ struct Mailbox {
 pub struct Exchange {
     held: AtomicBool,
     next_txid: AtomicU64,
+    /// SLOWLOG entry ids, one sequence for every shard's log (SLOWLOG GET
+    /// merges the logs newest first by it).
+    next_slowlog_id: AtomicU64,
+    /// Bit i: shard i has a MONITOR client (every shard's commands are
+    /// shown to it).
+    monitoring: AtomicU64,
     boxes: Vec<Mailbox>,
     nudges: Vec<OwnedFd>,
     /// Shards whose event loop has ended (`leave`).
@@ -161,6 +167,8 @@ impl Exchange {
         Ok(Exchange {
             held: AtomicBool::new(false),
             next_txid: AtomicU64::new(1),
+            next_slowlog_id: AtomicU64::new(0),
+            monitoring: AtomicU64::new(0),
             boxes: (0..shards).map(|_| Mailbox::default()).collect(),
             nudges,
             gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
@@ -270,6 +278,26 @@ impl Exchange {
     /// The shards' count.
     pub(super) fn shards(&self) -> u16 {
         self.figures.len() as u16
+    }
+
+    /// The next SLOWLOG entry's id, of every shard's.
+    pub(super) fn next_slowlog_id(&self) -> u64 {
+        self.next_slowlog_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether shard `shard` has a MONITOR client.
+    pub(super) fn set_monitoring(&self, shard: u16, monitoring: bool) {
+        let bit = 1u64 << (shard % 64);
+        match monitoring {
+            true => self.monitoring.fetch_or(bit, Ordering::Relaxed),
+            false => self.monitoring.fetch_and(!bit, Ordering::Relaxed),
+        };
+    }
+
+    /// The shards other than `shard` with a MONITOR client.
+    pub(super) fn monitoring_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> {
+        let mask = self.monitoring.load(Ordering::Relaxed) & !(1u64 << (shard % 64));
+        (0..64u16).filter(move |i| mask & (1 << i) != 0)
     }
 
     /// A client connected to some shard (`left` when it goes).

@@ -52,6 +52,7 @@ mod server;
 mod session;
 mod shard_link;
 mod span;
+mod span_info;
 mod state;
 
 pub use integrity::SCRUB_RATE_DEFAULT_BYTES;

@@ -144,6 +144,8 @@ impl KvServer {
     ) {
         let mut session = self.session.take().expect("placed in a session");
         (session.db, session.resp3) = (ctx.conn.db, ctx.conn.encoder.resp3);
+        let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+        self.monitor_elsewhere(ctx.conn.id, ctx.conn.db, &args);
         let reply = call(self, ctx, &mut session);
         self.session = Some(session);
         ctx.failed = reply.first() == Some(&b'-');

@@ -55,6 +55,7 @@ impl KvServer {
             watched: std::collections::HashMap::new(),
             modified: false,
             retrying_blocked: false,
+            uncounted: false,
             shutdown_requested: false,
             rebuild_requested: false,
             peer_frames_refused: 0,

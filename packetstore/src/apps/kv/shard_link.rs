@@ -179,9 +179,9 @@ pub struct Client {
     pub id: u64,
     pub db: u8,
     pub resp3: bool,
-    /// A tracking client's CLIENT CACHING choice: its commands go as
-    /// `tracking::LINK_AS` id caching command... (None: it does not track).
-    pub tag: Option<bool>,
+    /// `tracking::LINK_AS` flags: the command goes as `LINK_AS id flags
+    /// command...` (None: as it is; a client that does not track).
+    pub tag: Option<u8>,
 }
 
 /// A link of one client's own to another shard, for its commands that may
@@ -407,6 +407,10 @@ impl ShardLinks {
         let entry = Gather { client: owner, replies, remaining: parts.len(), merge, trailer: Vec::new() };
         self.gathers.insert(gather, entry);
         for (part, (shard, args)) in parts.iter().enumerate() {
+            // Every part runs for the client (CLIENT KILL's SKIPME, its
+            // tracking); only the first is counted as its call.
+            let counted = if part == 0 { 0 } else { crate::apps::kv::cmd::tracking::LINK_PART };
+            let client = Client { tag: Some(client.tag.unwrap_or(0) | counted), ..client };
             self.send_pending(*shard, client, args, Pending::Part { gather, part }, false);
         }
     }
@@ -549,10 +553,9 @@ fn send_on<B: AsRef<[u8]>>(link: &mut LinkOut, client: Client, args: &[B], pendi
     }
     match client.tag {
         None => encode(&mut link.outbox, args),
-        Some(caching) => {
-            let id = client.id.to_string();
-            let caching: &[u8] = if caching { b"1" } else { b"0" };
-            let prefix = [crate::apps::kv::cmd::tracking::LINK_AS, id.as_bytes(), caching];
+        Some(flags) => {
+            let (id, flags) = (client.id.to_string(), flags.to_string());
+            let prefix = [crate::apps::kv::cmd::tracking::LINK_AS, id.as_bytes(), flags.as_bytes()];
             encode_prefixed(&mut link.outbox, &prefix, args);
         }
     }

@@ -46,6 +46,23 @@ pub enum Merge {
     /// Arrays of name, count pairs, in the same order on every shard:
     /// counts added (PUBSUB NUMSUB).
     PairsSum,
+    /// INFO texts, as one (`span_info.rs`).
+    Info,
+    /// Bulk strings, one after the other (CLIENT LIST: each shard's
+    /// clients, a line each).
+    Text,
+    /// `+OK` if any part answered it, else the first part's error (CLIENT
+    /// KILL addr: the client is on one shard).
+    AnyOk,
+    /// SLOWLOG GET: every shard's entries (ids of one sequence), newest
+    /// first, at most `shown` of them.
+    Slowlog { shown: usize },
+    /// Integers, added, at most the limit (SLOWLOG LEN: the process's log
+    /// holds slowlog-max-len entries).
+    SumAtMost(usize),
+    /// LATENCY HISTOGRAM: maps of command, {calls, histogram_usec}, the
+    /// calls and each bucket's count added by command.
+    Histograms,
 }
 
 /// An argument of a part: the original command's argument at an index, or
@@ -71,7 +88,13 @@ pub struct Plan {
 
 /// Keyless commands answered by every shard.
 /// A subcommand is named `command|subcommand`, in lower case.
-const EVERY_SHARD: [(&str, Merge); 20] = [
+const EVERY_SHARD: [(&str, Merge); 25] = [
+    // Every shard's figures, clients and patterns.
+    ("info", Merge::Info),
+    ("client|list", Merge::Text),
+    ("client|kill", Merge::Sum),
+    ("pubsub|numpat", Merge::Sum),
+    ("latency|histogram", Merge::Histograms),
     // A subscriber's connection lives on one shard.
     ("pubsub|channels", Merge::Union),
     ("pubsub|numsub", Merge::PairsSum),
@@ -113,13 +136,34 @@ pub fn plan_scan(cursor: u64, argc: usize, shards: u16) -> Plan {
     Plan { parts: vec![Part { shard, args }], merge: Merge::Scan { shard, shards } }
 }
 
+/// SLOWLOG GET and LEN's parts, one per shard, each with all the
+/// arguments (`count`: GET's, when it is a number of -1 or more); with
+/// `max_len` (slowlog-max-len) the process's log's length. None: a
+/// count that is no such number, answered (refused) where it runs.
+pub fn plan_slowlog(sub: &str, argc: usize, count: Option<i64>, max_len: usize, shards: u16) -> Option<Plan> {
+    let merge = match (sub, argc) {
+        ("len", 2) => Merge::SumAtMost(max_len),
+        ("get", 2) => Merge::Slowlog { shown: max_len.min(10) },
+        ("get", 3) => match count? {
+            -1 => Merge::Slowlog { shown: max_len },
+            n if n >= 0 => Merge::Slowlog { shown: max_len.min(n as usize) },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).map(Arg::Index).collect() }).collect();
+    Some(Plan { parts, merge })
+}
+
 /// The parts of a call of `name` (lower case) with `argc` arguments, one
 /// per shard, each with all the arguments: None unless `name` is one of
 /// `EVERY_SHARD`.
 pub fn plan_every_shard(name: &str, argc: usize, shards: u16) -> Option<Plan> {
     let (_, merge) = EVERY_SHARD.iter().find(|(n, _)| *n == name)?;
     let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).map(Arg::Index).collect() }).collect();
-    Some(Plan { parts, merge: merge.clone() })
+    // CLIENT KILL addr (the old form) answers OK or an error, not a count.
+    let merge = if name == "client|kill" && argc == 3 { Merge::AnyOk } else { merge.clone() };
+    Some(Plan { parts, merge })
 }
 
 /// The parts of a call of `name` (lower case) with `argc` arguments, one
@@ -150,6 +194,10 @@ pub fn plan_by_key(name: &str, argc: usize, owner_of: impl Fn(usize) -> u16) -> 
 /// The one reply of the parts' `replies` (in part order, each one whole
 /// RESP reply), or the first error among them.
 pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
+    if *merge == Merge::AnyOk {
+        let ok = replies.iter().find(|r| r.as_slice() == b"+OK\r\n");
+        return ok.or(replies.first()).cloned().unwrap_or_else(|| unexpected(b"no part"));
+    }
     if let Some(error) = replies.iter().find(|r| matches!(r.first(), Some(b'-') | Some(b'!'))) {
         return error.clone();
     }
@@ -189,6 +237,15 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
         Merge::Same => replies.first().cloned().unwrap_or_else(|| unexpected(b"no part")),
         Merge::Union => union(replies),
         Merge::PairsSum => pairs_sum(replies),
+        Merge::Info => texts(replies, crate::apps::kv::span_info::merge_info),
+        Merge::Text => texts(replies, |texts| texts.concat()),
+        Merge::AnyOk => unreachable!("answered above"),
+        Merge::Slowlog { shown } => newest_entries(replies, *shown),
+        Merge::Histograms => histograms(replies).unwrap_or_else(|| unexpected(&replies.concat())),
+        Merge::SumAtMost(limit) => match self::merge(&Merge::Sum, replies) {
+            sum if integer(&sum).is_some_and(|n| n > *limit as i64) => format!(":{limit}\r\n").into_bytes(),
+            sum => sum,
+        },
         Merge::Scan { shard, shards } => match replies {
             [reply] => scan_reply(reply, *shard, *shards),
             _ => unexpected(b"several replies to one SCAN"),
@@ -290,6 +347,112 @@ fn pairs_sum(replies: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// A map's key and value replies, in order.
+type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+/// A map (RESP3 `%`, or RESP2's flat array) as its pairs, and whether it
+/// was RESP3.
+fn pairs(reply: &[u8]) -> Option<(bool, Pairs<'_>)> {
+    let (resp3, rest) = match reply.split_first()? {
+        (b'%', rest) => (true, rest),
+        (b'*', rest) => (false, rest),
+        _ => return None,
+    };
+    let eol = rest.windows(2).position(|w| w == b"\r\n")?;
+    let elements = split_elements(&rest[eol + 2..])?;
+    (elements.len() % 2 == 0).then(|| (resp3, elements.chunks(2).map(|pair| (pair[0], pair[1])).collect()))
+}
+
+/// Every part's LATENCY HISTOGRAM, one: by command (first seen first),
+/// calls and bucket counts added.
+fn histograms(replies: &[Vec<u8>]) -> Option<Vec<u8>> {
+    type Buckets = std::collections::BTreeMap<i64, i64>;
+    let mut merged: Vec<(&[u8], i64, Buckets)> = Vec::new();
+    let mut resp3 = false;
+    for reply in replies {
+        let (is_resp3, commands) = pairs(reply)?;
+        resp3 |= is_resp3;
+        for (name, body) in commands {
+            let (_, fields) = pairs(body)?;
+            let calls = fields.iter().find(|(k, _)| k.ends_with(b"calls\r\n")).and_then(|(_, v)| integer(v))?;
+            let (_, rows) = pairs(fields.iter().find(|(k, _)| k.ends_with(b"histogram_usec\r\n"))?.1)?;
+            let at = match merged.iter().position(|(n, _, _)| *n == name) {
+                Some(at) => at,
+                None => {
+                    merged.push((name, 0, Buckets::new()));
+                    merged.len() - 1
+                }
+            };
+            merged[at].1 += calls;
+            for (usec, count) in rows {
+                *merged[at].2.entry(integer(usec)?).or_default() += integer(count)?;
+            }
+        }
+    }
+    let header = |n: usize| if resp3 { format!("%{n}\r\n") } else { format!("*{}\r\n", 2 * n) };
+    let mut out = header(merged.len()).into_bytes();
+    for (name, calls, buckets) in merged {
+        out.extend_from_slice(name);
+        out.extend_from_slice(header(2).as_bytes());
+        out.extend_from_slice(format!("$5\r\ncalls\r\n:{calls}\r\n$14\r\nhistogram_usec\r\n").as_bytes());
+        out.extend_from_slice(header(buckets.len()).as_bytes());
+        for (usec, count) in buckets {
+            out.extend_from_slice(format!(":{usec}\r\n:{count}\r\n").as_bytes());
+        }
+    }
+    Some(out)
+}
+
+/// Every part's SLOWLOG entries (`[id, ...]` arrays), newest (highest
+/// id) first, at most `shown`.
+fn newest_entries(replies: &[Vec<u8>], shown: usize) -> Vec<u8> {
+    let mut entries: Vec<(i64, &[u8])> = Vec::new();
+    for reply in replies {
+        let Some(elements) = array(reply).and_then(|(_, body)| split_elements(body)) else { return unexpected(reply) };
+        for entry in elements {
+            let id = array(entry).and_then(|(_, fields)| split_elements(fields)).and_then(|f| integer(f.first()?));
+            match id {
+                Some(id) => entries.push((id, entry)),
+                None => return unexpected(entry),
+            }
+        }
+    }
+    entries.sort_by_key(|&(id, _)| std::cmp::Reverse(id));
+    entries.truncate(shown);
+    let mut out = format!("*{}\r\n", entries.len()).into_bytes();
+    entries.iter().for_each(|(_, entry)| out.extend_from_slice(entry));
+    out
+}
+
+/// Bulk strings (RESP2 `$`, or RESP3 verbatim `=` with its `txt:`), as
+/// one made by `join` from their texts, in the first one's type.
+fn texts(replies: &[Vec<u8>], join: impl Fn(&[&str]) -> String) -> Vec<u8> {
+    let mut texts = Vec::with_capacity(replies.len());
+    let mut verbatim = false;
+    for reply in replies {
+        let Some((kind, rest)) = reply.split_first() else { return unexpected(reply) };
+        let eol = rest.windows(2).position(|w| w == b"\r\n");
+        let body = eol.and_then(|eol| rest.get(eol + 2..rest.len().checked_sub(2)?));
+        let body = match (kind, body) {
+            (b'$', Some(body)) => body,
+            (b'=', Some(body)) if body.starts_with(b"txt:") => {
+                verbatim = true;
+                &body[4..]
+            }
+            _ => return unexpected(reply),
+        };
+        match std::str::from_utf8(body) {
+            Ok(text) => texts.push(text),
+            Err(_) => return unexpected(reply),
+        }
+    }
+    let text = join(&texts);
+    match verbatim {
+        true => format!("={}\r\ntxt:{text}\r\n", text.len() + 4).into_bytes(),
+        false => format!("${}\r\n{text}\r\n", text.len()).into_bytes(),
+    }
+}
+
 /// `:n\r\n` as n.
 pub(super) fn integer(reply: &[u8]) -> Option<i64> {
     let line = reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?;
@@ -389,6 +552,31 @@ mod tests {
         let last = Merge::Scan { shard: 2, shards: 3 };
         assert_eq!(merge(&last, &[reply("0")]), [b"*2\r\n$1\r\n0\r\n".to_vec(), keys.to_vec()].concat());
         assert_eq!(plan_scan(2, 2, 3).parts[0].args[1], Arg::Value(b"0".to_vec()), "shard 2 starts at 0");
+    }
+
+    #[test]
+    fn slowlogs_merge_newest_first_and_histograms_add_up() {
+        let entry = |id: i64| format!("*6\r\n:{id}\r\n:1\r\n:5\r\n*1\r\n$3\r\nGET\r\n$0\r\n\r\n$0\r\n\r\n");
+        let a = format!("*2\r\n{}{}", entry(7), entry(3)).into_bytes();
+        let b = format!("*2\r\n{}{}", entry(9), entry(4)).into_bytes();
+        let merged = merge(&Merge::Slowlog { shown: 3 }, &[a, b]);
+        assert_eq!(merged, format!("*3\r\n{}{}{}", entry(9), entry(7), entry(4)).into_bytes());
+        assert_eq!(merge(&Merge::SumAtMost(3), &[b":2\r\n".to_vec(), b":2\r\n".to_vec()]), b":3\r\n".to_vec());
+        let histogram = |calls: i64, bucket: i64| {
+            format!("%1\r\n$3\r\nset\r\n%2\r\n$5\r\ncalls\r\n:{calls}\r\n$14\r\nhistogram_usec\r\n%1\r\n:{bucket}\r\n:{calls}\r\n")
+                .into_bytes()
+        };
+        let merged = String::from_utf8(merge(&Merge::Histograms, &[histogram(2, 8), histogram(1, 16)])).unwrap();
+        assert_eq!(
+            merged,
+            "%1\r\n$3\r\nset\r\n%2\r\n$5\r\ncalls\r\n:3\r\n$14\r\nhistogram_usec\r\n%2\r\n:8\r\n:2\r\n:16\r\n:1\r\n"
+        );
+        // CLIENT KILL addr: OK if a shard had the client.
+        let kill = [b"-ERR No such client\r\n".to_vec(), b"+OK\r\n".to_vec()];
+        assert_eq!(merge(&Merge::AnyOk, &kill), b"+OK\r\n".to_vec());
+        assert_eq!(merge(&Merge::AnyOk, &kill[..1]), kill[0]);
+        let lists = [b"$5\r\nid=1\n\r\n".to_vec(), b"$5\r\nid=2\n\r\n".to_vec()];
+        assert_eq!(merge(&Merge::Text, &lists), b"$10\r\nid=1\nid=2\n\r\n".to_vec());
     }
 
     #[test]

@@ -238,6 +238,10 @@ pub struct KvServer {
     /// A parked command is being run again (INFO commandstats counts it
     /// once).
     pub(super) retrying_blocked: bool,
+    /// The command running is a part of a spanning command that another
+    /// part counts (INFO commandstats, errorstats, SLOWLOG, LATENCY count
+    /// the client's command once: `tracking::LINK_PART`).
+    pub(super) uncounted: bool,
     /// SHUTDOWN asked the event loop to stop.
     pub(super) shutdown_requested: bool,
     /// The group dropped entries this node's tree reflects: the loop

@@ -120,8 +120,9 @@ impl Clients {
     }
 
     /// Redis-protocol connections open (INFO's connected_clients).
+    /// The connections not killed (INFO's connected_clients).
     pub(in crate::apps::kv) fn len(&self) -> usize {
-        self.list.len()
+        self.list.len() - self.killed.iter().filter(|id| self.list.contains_key(id)).count()
     }
 
     pub(in crate::apps::kv) fn forget(&mut self, id: u64) {
@@ -143,6 +144,12 @@ impl Clients {
     /// After a command: what CLIENT LIST shows of the connection now.
     /// `at`: when the command began (the last interaction).
     pub(in crate::apps::kv) fn observe(&mut self, conn: &KvConn, command: &'static str, at: Instant) {
+        // A link's connection runs commands for clients of other shards
+        // (or this one's, a part of their spanning command): not theirs to
+        // describe.
+        if conn.listener == crate::apps::kv::LISTENER_LINK_IN {
+            return;
+        }
         let Some(info) = self.list.get_mut(&conn.id) else { return };
         info.last = at;
         info.cmd = command;
@@ -486,11 +493,14 @@ impl KvServer {
     /// <filter> <value> ... (the number killed).
     fn client_kill(&mut self, ctx: &mut Ctx<'_>) {
         let me = ctx.conn.id;
+        // A part of the client's CLIENT KILL spanning every shard runs on a
+        // link for it: the client goes once the reply is in, not the link.
+        let on_link = ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
         if ctx.argc() == 3 {
             let addr = String::from_utf8_lossy(&ctx.arg(2)).into_owned();
             let found = self.clients.live().find(|(_, info)| info.addr == addr).map(|(&id, _)| id);
             match found {
-                Some(id) if id == me => {
+                Some(id) if id == me && !on_link => {
                     ctx.ok();
                     ctx.close = true;
                 }
@@ -509,7 +519,7 @@ impl KvServer {
         let victims: Vec<u64> =
             self.clients.live().filter(|(&id, info)| filter.matches(id, info, me)).map(|(&id, _)| id).collect();
         for &id in &victims {
-            if id == me {
+            if id == me && !on_link {
                 ctx.close = true;
             } else {
                 self.clients.kill(id);

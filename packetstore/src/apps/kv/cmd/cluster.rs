@@ -94,9 +94,14 @@ fn keyless_plan<'a>(
     name: &str,
     argc: usize,
     arg: impl Fn(usize) -> Cow<'a, [u8]>,
-    shards: u16,
+    (shards, slowlog_max_len): (u16, usize),
 ) -> Option<Option<span::Plan>> {
     match name {
+        "slowlog" if argc > 1 && (arg(1).eq_ignore_ascii_case(b"get") || arg(1).eq_ignore_ascii_case(b"len")) => {
+            let sub = String::from_utf8_lossy(&arg(1)).to_ascii_lowercase();
+            let count = (argc == 3).then(|| crate::apps::kv::ops::parse_i64(&arg(2))).flatten();
+            Some(span::plan_slowlog(&sub, argc, count, slowlog_max_len, shards))
+        }
         "scan" => {
             let cursor = std::str::from_utf8(&arg(1)).ok().and_then(|c| c.parse::<u64>().ok());
             Some(cursor.map(|cursor| span::plan_scan(cursor, argc, shards)))
@@ -119,8 +124,8 @@ fn kills_or_asks(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
 /// A keyless command the main port answers from every shard (or, SCAN,
 /// from each in turn): its parts; inside MULTI, queued (EXEC runs its
 /// parts with every shard parked). None for any other command.
-fn keyless_span(ctx: &Ctx<'_>, entry: &CommandEntry, shards: u16) -> Option<Placement> {
-    let plan = keyless_plan(entry.name, ctx.argc(), |i| ctx.arg(i), shards)?;
+fn keyless_span(ctx: &Ctx<'_>, entry: &CommandEntry, limits: (u16, usize)) -> Option<Placement> {
+    let plan = keyless_plan(entry.name, ctx.argc(), |i| ctx.arg(i), limits)?;
     if ctx.conn.multi.is_some() {
         return Some(Placement::Here);
     }
@@ -175,7 +180,7 @@ impl KvServer {
         let Some(&slot) = slots.first() else {
             return match cluster_port {
                 true => Placement::Here,
-                false => keyless_span(ctx, entry, view.shards).unwrap_or(Placement::Here),
+                false => keyless_span(ctx, entry, (view.shards, self.slowlog.max_len())).unwrap_or(Placement::Here),
             };
         };
         let shard = owner(slot, view.shards);
@@ -247,7 +252,8 @@ impl KvServer {
         let Some(entry) = self.command_index.find(&args[0]) else { return Route::One(view.shard) };
         let slots = key_slots(entry, args.len(), |i| Cow::Borrowed(&args[i][..]));
         if slots.is_empty() {
-            let plan = keyless_plan(entry.name, args.len(), |i| Cow::Borrowed(&args[i][..]), view.shards);
+            let limits = (view.shards, self.slowlog.max_len());
+            let plan = keyless_plan(entry.name, args.len(), |i| Cow::Borrowed(&args[i][..]), limits);
             return match plan.flatten() {
                 Some(plan) => Route::Span(plan),
                 None => Route::One(view.shard),

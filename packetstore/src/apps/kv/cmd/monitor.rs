@@ -8,7 +8,9 @@
 //! shown. Passwords are redacted as SLOWLOG redacts them.
 //!
 //! Lines go to each monitor's mailbox (`pubsub.rs`): bounded, so a monitor
-//! that stops reading is disconnected and never slows the server.
+//! that stops reading is disconnected and never slows the server. On a
+//! sharded server, a shard with a monitor says so in the exchange, and
+//! every other shard sends it each line on the link (`MONITOR_LINE`).
 //!
 //! Invariant: a connection is a monitor from MONITOR until it goes (or
 //! RESET); the list is empty unless someone monitors, and then costs one
@@ -29,6 +31,10 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
 pub(in crate::apps::kv) struct Monitors {
     connections: Vec<(u64, ConnToken)>,
 }
+
+/// A line for another shard's monitors, on the link to it:
+/// `PACKETSTORE-MONITOR line`.
+pub(in crate::apps::kv) const MONITOR_LINE: &[u8] = b"PACKETSTORE-MONITOR";
 
 impl Monitors {
     /// The connection is gone (or RESET): it no longer monitors.
@@ -77,14 +83,47 @@ impl KvServer {
         // Redis ignores MONITOR from a connection that already monitors.
         if !self.monitors.contains(id) {
             self.monitors.connections.push((id, ctx.conn.token));
+            self.publish_monitoring();
             ctx.ok();
         }
         Ok(())
     }
 
+    /// Tells the other shards whether this one has monitors (at once: the
+    /// next command anywhere is shown).
+    pub(in crate::apps::kv) fn publish_monitoring(&self) {
+        if let Some(exchange) = self.across.as_ref() {
+            exchange.set_monitoring(self.shard_index(), !self.monitors.is_empty());
+        }
+    }
+
+    /// Whether any monitor, here or on another shard, sees this shard's
+    /// commands; a part of a spanning command after its first is not
+    /// shown (its first part is).
+    fn monitored(&self) -> bool {
+        if self.uncounted {
+            return false;
+        }
+        !self.monitors.is_empty()
+            || self
+                .across
+                .as_ref()
+                .is_some_and(|exchange| exchange.monitoring_elsewhere(self.shard_index()).next().is_some())
+    }
+
+    /// PACKETSTORE-MONITOR line, from another shard's link: the line goes
+    /// to this shard's monitors.
+    pub(in crate::apps::kv) fn monitor_line(&mut self, ctx: &mut Ctx<'_>) {
+        let line = ctx.arg(1).into_owned();
+        for &(monitor, token) in &self.monitors.connections {
+            self.pubsub.post_push(monitor, token, &line);
+        }
+        ctx.ok();
+    }
+
     /// Before the handler: EVAL and FCALL show themselves first.
     pub(in crate::apps::kv) fn monitor_before(&mut self, ctx: &Ctx<'_>, entry: &CommandEntry) {
-        if !self.monitors.is_empty() && shown_first(entry.name) {
+        if shown_first(entry.name) && self.monitored() {
             self.monitor_feed(ctx);
         }
     }
@@ -92,16 +131,34 @@ impl KvServer {
     /// After the handler: every command but the administrative ones and
     /// those shown before.
     pub(in crate::apps::kv) fn monitor_after(&mut self, ctx: &Ctx<'_>, entry: &CommandEntry) {
-        if !self.monitors.is_empty() && !entry.has_flag("admin") && !entry.has_flag("skip_monitor") {
+        if !entry.has_flag("admin") && !entry.has_flag("skip_monitor") && self.monitored() {
             self.monitor_feed(ctx);
         }
     }
 
+    /// A command one of this shard's clients (or scripts) runs on another
+    /// shard parked for it (EXEC's, a script's call): shown here, in its
+    /// order, not there.
+    pub(in crate::apps::kv) fn monitor_elsewhere(&mut self, client: u64, db: u8, args: &[Vec<u8>]) {
+        if self.monitored() {
+            self.monitor_args(client, db, args.to_vec());
+        }
+    }
+
     fn monitor_feed(&mut self, ctx: &Ctx<'_>) {
+        // A command run for a parked shard's coordinator is shown there.
+        if crate::apps::kv::across::is_stand_in(ctx.conn) {
+            return;
+        }
+        let args = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
+        self.monitor_args(ctx.conn.id, ctx.conn.db, args);
+    }
+
+    fn monitor_args(&mut self, client: u64, db: u8, args: Vec<Vec<u8>>) {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let from = if self.scripting.running { "lua".to_string() } else { self.clients.addr_of(ctx.conn.id) };
-        let mut line = format!("+{}.{:06} [{} {from}] ", now.as_secs(), now.subsec_micros(), ctx.conn.db).into_bytes();
-        let args = redacted((0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect());
+        let from = if self.scripting.running { "lua".to_string() } else { self.clients.addr_of(client) };
+        let mut line = format!("+{}.{:06} [{db} {from}] ", now.as_secs(), now.subsec_micros()).into_bytes();
+        let args = redacted(args);
         for (i, arg) in args.iter().enumerate() {
             if i > 0 {
                 line.push(b' ');
@@ -111,6 +168,10 @@ impl KvServer {
         line.extend_from_slice(b"\r\n");
         for &(monitor, token) in &self.monitors.connections {
             self.pubsub.post_push(monitor, token, &line);
+        }
+        let Some(exchange) = self.across.clone() else { return };
+        for shard in exchange.monitoring_elsewhere(self.shard_index()) {
+            self.links.send_own(shard, &[MONITOR_LINE, &line]);
         }
     }
 }

@@ -351,7 +351,10 @@ impl KvServer {
         if conn.listener != crate::apps::kv::LISTENER_LINK_IN && self.tracking.disable(conn.id) {
             self.tracking_off_elsewhere(conn.id);
         }
-        self.monitors.forget(conn.id);
+        if self.monitors.contains(conn.id) {
+            self.monitors.forget(conn.id);
+            self.publish_monitoring();
+        }
         self.forget_blocked(buffers, conn);
     }
 }

@@ -90,11 +90,25 @@ impl Slowlog {
         self.max_len = value.parse().unwrap_or(MAX_LEN_DEFAULT);
     }
 
-    /// Logs a command: its name and arguments (trimmed), who sent it.
-    pub(in crate::apps::kv) fn push(&mut self, args: Vec<Vec<u8>>, duration_us: u64, addr: String, name: Vec<u8>) {
+    /// `slowlog-max-len`.
+    pub(in crate::apps::kv) fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Logs a command: its name and arguments (trimmed), who sent it; its
+    /// id is `id` (a sharded server's, of every shard's log) or the log's
+    /// next.
+    pub(in crate::apps::kv) fn push(
+        &mut self,
+        args: Vec<Vec<u8>>,
+        duration_us: u64,
+        (addr, name): (String, Vec<u8>),
+        id: Option<u64>,
+    ) {
         let unix_s = crate::store::db::now_ms() / 1000;
-        let entry = Entry { id: self.next_id, unix_s, duration_us, args: trimmed(redacted(args)), addr, name };
-        self.next_id += 1;
+        let id = id.unwrap_or(self.next_id);
+        let entry = Entry { id, unix_s, duration_us, args: trimmed(redacted(args)), addr, name };
+        self.next_id = id + 1;
         self.entries.push_front(entry);
         self.entries.truncate(self.max_len);
     }
@@ -159,7 +173,8 @@ impl KvServer {
         let args = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
         let addr = self.clients.addr_of(ctx.conn.id);
         let client_name = ctx.conn.name.clone().unwrap_or_default();
-        self.slowlog.push(args, duration_us, addr, client_name);
+        let id = self.across.as_ref().map(|exchange| exchange.next_slowlog_id());
+        self.slowlog.push(args, duration_us, (addr, client_name), id);
     }
 
     fn cmd_slowlog(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -249,7 +264,7 @@ mod tests {
         let mut log = Slowlog::default();
         log.set_max_len("3");
         for n in 0..5u64 {
-            log.push(vec![n.to_string().into_bytes()], n, String::new(), Vec::new());
+            log.push(vec![n.to_string().into_bytes()], n, (String::new(), Vec::new()), None);
         }
         let ids: Vec<u64> = log.entries.iter().map(|e| e.id).collect();
         assert_eq!(ids, [4, 3, 2]);

@@ -44,10 +44,16 @@ const EVICTION_EFFORT: usize = 100;
 const TABLE_KEYS_DEFAULT: usize = 1_000_000;
 
 /// The command a shard's link sends ahead of the arguments of a command it
-/// relays for a tracking client: `PACKETSTORE-AS id caching command...`.
-/// The other shard runs the command for that client id, with its CLIENT
-/// CACHING choice (1 or 0).
+/// relays for a tracking client, or of a part of a spanning command:
+/// `PACKETSTORE-AS id flags command...`. The other shard runs the command
+/// for that client id, with its CLIENT CACHING choice (`LINK_CACHING`);
+/// a part flagged `LINK_PART` is not counted there (another part is).
 pub(in crate::apps::kv) const LINK_AS: &[u8] = b"PACKETSTORE-AS";
+/// `LINK_AS` flags: the client's CLIENT CACHING choice is yes (OPTIN) or
+/// no (OPTOUT) for this command.
+pub(in crate::apps::kv) const LINK_CACHING: u8 = 1;
+/// `LINK_AS` flags: a part of a spanning command after its first.
+pub(in crate::apps::kv) const LINK_PART: u8 = 2;
 
 /// A message for a client of another shard, sent on the link to it:
 /// `PACKETSTORE-PUSH target kind tracker payload`, kind 0 (the tracker's
@@ -67,7 +73,9 @@ enum Reach {
     Here(crate::apps::kv::cmd::client::Target),
     /// The client whose command a link connection runs now: after its
     /// reply, on that link (its protocol).
-    Stream { resp3: bool },
+    Stream {
+        resp3: bool,
+    },
     /// Another shard's connection.
     Shard(u16),
     Gone,
@@ -390,12 +398,7 @@ impl KvServer {
         use crate::apps::kv::exchange::Figure::{TrackingClients, TrackingItems, TrackingKeys};
         let figures = self.shard_figures();
         let prefixes = self.tracking.prefixes.len();
-        (
-            figures[TrackingClients as usize],
-            figures[TrackingKeys as usize],
-            figures[TrackingItems as usize],
-            prefixes,
-        )
+        (figures[TrackingClients as usize], figures[TrackingKeys as usize], figures[TrackingItems as usize], prefixes)
     }
 
     fn tracking_options(&self, ctx: &Ctx<'_>) -> Result<Options, String> {
