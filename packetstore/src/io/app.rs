@@ -183,6 +183,14 @@ pub trait App {
     /// cannot take (at `connections_max`, or stopping) is closed.
     fn take_adoptions(&mut self, _adopt: &mut Vec<(std::os::fd::RawFd, usize)>) {}
 
+    /// Whether connections woken during a turn's end (its tick) are served
+    /// again before the turn's commit, so what they queue goes out with
+    /// the turn's replies (a sharded server's links). Default: no, they
+    /// wait for the next turn.
+    fn serves_woken_before_commit(&self) -> bool {
+        false
+    }
+
     /// A socket handed over by `take_adoptions` as a connection of
     /// `listener` was closed instead (the loop is full or stopping).
     fn adoption_refused(&mut self, _listener: usize) {}

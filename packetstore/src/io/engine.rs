@@ -1072,7 +1072,7 @@ impl<'a, A: App> Engine<'a, A> {
         // link: a relayed command, a message for a client there) goes out
         // with this turn's replies, not after them: a client that sees a
         // reply and asks another shard next finds the message there first.
-        if !self.dirty.is_empty() {
+        if !self.dirty.is_empty() && self.app.serves_woken_before_commit() {
             self.serve_dirty();
         }
         self.start_dials()?;

@@ -294,6 +294,12 @@ impl Exchange {
         };
     }
 
+    /// Whether a shard other than `shard` has a MONITOR client (one load:
+    /// asked for every command).
+    pub(super) fn monitored_elsewhere(&self, shard: u16) -> bool {
+        self.monitoring.load(Ordering::Relaxed) & !(1u64 << (shard % 64)) != 0
+    }
+
     /// The shards other than `shard` with a MONITOR client.
     pub(super) fn monitoring_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> {
         let mask = self.monitoring.load(Ordering::Relaxed) & !(1u64 << (shard % 64));

@@ -355,6 +355,12 @@ impl App for KvServer {
         self.adopt_handed();
     }
 
+    fn serves_woken_before_commit(&self) -> bool {
+        // A sharded server's links: relayed commands and messages for
+        // other shards' clients go out with this turn's replies.
+        self.across.is_some()
+    }
+
     fn take_adoptions(&mut self, adopt: &mut Vec<(std::os::fd::RawFd, usize)>) {
         adopt.append(&mut self.links.adopt);
     }

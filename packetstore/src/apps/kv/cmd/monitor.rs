@@ -105,10 +105,7 @@ impl KvServer {
             return false;
         }
         !self.monitors.is_empty()
-            || self
-                .across
-                .as_ref()
-                .is_some_and(|exchange| exchange.monitoring_elsewhere(self.shard_index()).next().is_some())
+            || self.across.as_ref().is_some_and(|exchange| exchange.monitored_elsewhere(self.shard_index()))
     }
 
     /// PACKETSTORE-MONITOR line, from another shard's link: the line goes
