@@ -26,6 +26,20 @@ fn invalidate_one(len: usize) -> String {
     format!(">2 [$10, *1 [${len}]]")
 }
 
+/// The key lengths of the next `n` one-key invalidations `reader` hears,
+/// each once (a key invalidated twice shows as fewer).
+fn distinct_invalidated_lengths(reader: &mut Raw, n: usize) -> Vec<usize> {
+    let mut lengths = Vec::new();
+    for _ in 0..n {
+        let message = reader.read().unwrap();
+        let len = message.trim_start_matches(">2 [$10, *1 [$").trim_end_matches("]]");
+        lengths.push(len.parse::<usize>().unwrap_or_else(|_| panic!("not an invalidation: {message}")));
+    }
+    lengths.sort();
+    lengths.dedup();
+    lengths
+}
+
 fn resp3_tracking(server: &Server, options: &[&[u8]]) -> Raw {
     let mut client = Raw::connect(server);
     assert!(client.call(&[b"HELLO", b"3"]).unwrap().starts_with('%'));
@@ -122,14 +136,7 @@ fn the_key_table_stays_within_its_limit_and_invalidates_what_it_drops() {
     let mut admin = Raw::connect(&server);
     assert_eq!(admin.call(&[b"CONFIG", b"SET", b"tracking-table-max-keys", b"1"]).unwrap(), "+OK");
     // Two of the three keys are dropped, each with its invalidation.
-    let mut lengths = Vec::new();
-    for _ in 0..2 {
-        let message = reader.read().unwrap();
-        let len = message.trim_start_matches(">2 [$10, *1 [$").trim_end_matches("]]");
-        lengths.push(len.parse::<usize>().unwrap_or_else(|_| panic!("not an invalidation: {message}")));
-    }
-    lengths.sort();
-    lengths.dedup();
+    let lengths = distinct_invalidated_lengths(&mut reader, 2);
     assert_eq!(lengths.len(), 2, "the same key invalidated twice");
     assert_eq!(reader.call(&[b"PING"]).unwrap(), "+PONG");
     let mut info = redis::Client::open(format!("redis://{}/", server.resp)).unwrap().get_connection().unwrap();
@@ -298,14 +305,7 @@ fn the_key_table_limit_is_the_processs_across_shards() {
     assert_eq!(info_figure(&mut admin, "stats", "tracking_total_keys"), 4);
     let _: () = redis::cmd("CONFIG").arg("SET").arg("tracking-table-max-keys").arg("1").query(&mut admin).unwrap();
     // Three of the four keys go, each with its invalidation, not more.
-    let mut lengths = Vec::new();
-    for _ in 0..3 {
-        let message = reader.read().unwrap();
-        let len = message.trim_start_matches(">2 [$10, *1 [$").trim_end_matches("]]");
-        lengths.push(len.parse::<usize>().unwrap_or_else(|_| panic!("not an invalidation: {message}")));
-    }
-    lengths.sort();
-    lengths.dedup();
+    let lengths = distinct_invalidated_lengths(&mut reader, 3);
     assert_eq!(lengths.len(), 3, "a key invalidated twice");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(reader.call(&[b"PING"]).unwrap(), "+PONG");
