@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use packetstore::util::rng::SplitMix64;
 
 mod common;
-use common::{Server, TempPool};
+use common::{read_response, Server, TempPool};
 
 /// Restarts per server and storage: `PACKETSTORE_RESTARTS` (100).
 fn rounds() -> u64 {
@@ -314,27 +314,6 @@ fn get(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
     stream.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).unwrap();
     let (status, _, body) = read_response(&mut BufReader::new(stream)).expect("a response");
     (status, body)
-}
-
-/// An HTTP response: status, headers (lower case), body; None on a closed
-/// or broken connection.
-fn read_response(reader: &mut impl BufRead) -> Option<(u16, HashMap<String, String>, Vec<u8>)> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let status = line.split_whitespace().nth(1)?.parse().ok()?;
-    let mut headers = HashMap::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        let Some((name, value)) = line.trim_end().split_once(':') else { break };
-        headers.insert(name.to_ascii_lowercase(), value.trim().to_string());
-    }
-    let length: usize = headers.get("content-length").map_or(0, |l| l.parse().unwrap());
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).ok()?;
-    Some((status, headers, body))
 }
 
 // ---- errors ----

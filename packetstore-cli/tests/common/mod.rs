@@ -481,3 +481,24 @@ pub fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
         Ok(value) => panic!("expected an error, got {value:?}"),
     }
 }
+
+/// An HTTP response: status, headers (lower case), body; None on a closed
+/// or broken connection.
+pub fn read_response(reader: &mut impl BufRead) -> Option<(u16, std::collections::HashMap<String, String>, Vec<u8>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let status = line.split_whitespace().nth(1)?.parse().ok()?;
+    let mut headers = std::collections::HashMap::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let Some((name, value)) = line.trim_end().split_once(':') else { break };
+        headers.insert(name.to_ascii_lowercase(), value.trim().to_string());
+    }
+    let length: usize = headers.get("content-length").map_or(0, |l| l.parse().unwrap());
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    Some((status, headers, body))
+}

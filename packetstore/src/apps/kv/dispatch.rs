@@ -337,13 +337,15 @@ impl KvServer {
             let push = name.eq_ignore_ascii_case(crate::apps::kv::cmd::tracking::PUSH);
             let monitor =
                 conn.args.len() == 2 && name.eq_ignore_ascii_case(crate::apps::kv::cmd::monitor::MONITOR_LINE);
+            let http = conn.args.len() >= 4 && name.eq_ignore_ascii_case(crate::apps::kv::http_relay::HTTP_ON_SHARD);
             drop(name);
-            if push || monitor {
+            if push || monitor || http {
                 let db = self.store.physical_db(conn.db);
                 let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
-                match push {
-                    true => self.tracking_push(&mut ctx),
-                    false => self.monitor_line(&mut ctx),
+                match (push, monitor) {
+                    (true, _) => self.tracking_push(&mut ctx),
+                    (_, true) => self.monitor_line(&mut ctx),
+                    _ => self.http_for_shard(&mut ctx),
                 }
                 return (false, OTHER, false);
             }

@@ -40,6 +40,7 @@ mod forward;
 mod geohash;
 mod guard;
 mod hll;
+mod http_relay;
 mod integrity;
 mod ops;
 mod parked;

@@ -37,6 +37,46 @@ pub fn percent_decode(text: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// How a response is written: whether it asks to keep the connection open,
+/// and whether it goes back on a shard link, framed as a RESP bulk string
+/// (`http_relay.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct HttpReply {
+    pub(super) keep_alive: bool,
+    pub(super) framed: bool,
+}
+
+impl HttpReply {
+    /// Appends a complete response with `body`.
+    pub(super) fn respond(self, out: &mut Vec<u8>, status: u16, headers: &[(&str, u64)], body: &[u8]) {
+        if !self.framed {
+            return http::respond(out, status, headers, body, self.keep_alive);
+        }
+        let mut response = Vec::new();
+        http::respond(&mut response, status, headers, body, self.keep_alive);
+        bulk_header(out, response.len() as u64);
+        out.extend_from_slice(&response);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl HttpBody {
+    /// The body of the request `head` for `key` (of `shard`, when another
+    /// shard's), before its first byte.
+    fn arriving(key: Vec<u8>, head: &http::RequestHead, shard: Option<u16>) -> HttpBody {
+        let len = head.content_length;
+        let (extents, copy_fill, refused) = (Vec::new(), None, false);
+        HttpBody { key, keep_alive: head.keep_alive, remaining: len, len, extents, copy_fill, refused, shard }
+    }
+}
+
+/// A RESP bulk string's header for `len` bytes.
+fn bulk_header(out: &mut Vec<u8>, len: u64) {
+    out.push(b'$');
+    out.extend_from_slice(len.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// A request for a path that names no key: whether the connection closes,
 /// and whether it counts as kind "other" (not a read or write of a key).
 pub(super) struct PathRefused {
@@ -57,6 +97,18 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let mut progress = Progress::default();
+        // A request relayed to another shard is answered first; the
+        // connection's next request waits for it.
+        if conn.awaiting > 0 {
+            let delivered = self.deliver_http(conn, out);
+            if conn.awaiting > 0 {
+                return progress;
+            }
+            if delivered > 0 && conn.http_close {
+                progress.close = true;
+                return progress;
+            }
+        }
         while progress.requests < requests_max && !progress.close && !out.is_full() {
             // A bug that panics answers 500 and closes this connection; the
             // server serves on (`guard.rs`).
@@ -102,9 +154,13 @@ impl KvServer {
                 return false;
             }
             let body = conn.http.take().expect("checked");
+            progress.requests += 1;
+            if let Some(shard) = body.shard.filter(|_| !body.refused) {
+                self.relay_put(pool, buffers, conn, shard, body);
+                return false;
+            }
             progress.close |= !body.keep_alive;
             self.finish_put(pool, buffers, body, out);
-            progress.requests += 1;
             return true;
         }
         if stream.is_empty() {
@@ -149,7 +205,7 @@ impl KvServer {
             self.count_request(HTTP, OTHER, before, false);
             return true;
         }
-        let key = match self.http_key(&target, &head, out) {
+        let (key, shard) = match self.http_key(&target, &head, out) {
             Ok(key) => key,
             Err(refused) => {
                 progress.close |= refused.close;
@@ -159,26 +215,28 @@ impl KvServer {
         };
         let failed = match head.method {
             Method::Put | Method::Post => {
-                conn.http = Some(HttpBody {
-                    key,
-                    keep_alive: head.keep_alive,
-                    remaining: head.content_length,
-                    len: head.content_length,
-                    extents: Vec::new(),
-                    copy_fill: None,
-                    refused: false,
-                });
+                conn.http = Some(HttpBody::arriving(key, &head, shard));
                 // Counted when the body is in; a close waits for the
                 // body and its reply.
                 progress.requests -= 1;
                 progress.close = false;
                 return true;
             }
-            Method::Get | Method::Head if head.content_length == 0 => {
-                self.http_get(pool, buffers, conn, out, &key, &head)
+            Method::Get | Method::Head | Method::Delete if head.content_length == 0 && shard.is_some() => {
+                self.relay_request(conn, shard.expect("checked"), &head, &key);
+                // The connection closes, if asked to, after the reply.
+                progress.close = false;
+                self.count_request(HTTP, kind, before, false);
+                return false;
             }
-            Method::Delete if head.content_length == 0 => {
-                self.http_delete(pool, buffers, conn, out, &key, head.keep_alive)
+            Method::Get | Method::Head | Method::Delete if head.content_length == 0 => {
+                let (now, db) = (now_ms(), self.store.physical_db(0));
+                let mut ctx = Ctx { pool, buffers, conn, out, now, db, close: false, failed: false };
+                let reply = HttpReply { keep_alive: head.keep_alive, framed: false };
+                match head.method {
+                    Method::Delete => self.http_delete(&mut ctx, &key, reply),
+                    method => self.http_get(&mut ctx, &key, method == Method::Get, reply),
+                }
             }
             _ => {
                 http::respond(out.bytes(), 405, &[], b"use GET, HEAD, PUT, POST or DELETE\n", false);
@@ -190,19 +248,20 @@ impl KvServer {
         true
     }
 
-    /// The key a `/kv/<key>` target names. Otherwise the refusal is sent:
-    /// 414 for a key too long, 404 for another path.
-    fn http_key(&self, target: &[u8], head: &http::RequestHead, out: &mut OutQueue) -> Result<Vec<u8>, PathRefused> {
+    /// The key a `/kv/<key>` target names, and the shard that owns it when
+    /// not this one (the request is relayed there). Otherwise the refusal
+    /// is sent: 414 for a key too long, 404 for another path.
+    fn http_key(
+        &self,
+        target: &[u8],
+        head: &http::RequestHead,
+        out: &mut OutQueue,
+    ) -> Result<(Vec<u8>, Option<u16>), PathRefused> {
         match target.strip_prefix(b"/kv/").map(percent_decode) {
-            Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => match self.other_shard(&key) {
-                None => Ok(key),
-                Some(why) => {
-                    // Until requests are relayed between shards.
-                    let keep_alive = head.keep_alive && head.content_length == 0;
-                    http::respond(out.bytes(), 421, &[], why.as_bytes(), keep_alive);
-                    Err(PathRefused { close: !keep_alive, other: false })
-                }
-            },
+            Some(Some(key)) if !key.is_empty() && key.len() <= KEY_SIZE_MAX => {
+                let shard = self.other_shard(&key);
+                Ok((key, shard))
+            }
             Some(Some(key)) if key.len() > KEY_SIZE_MAX => {
                 http::respond(out.bytes(), 414, &[], b"key too long\n", false);
                 Err(PathRefused { close: true, other: false })
@@ -220,81 +279,58 @@ impl KvServer {
         }
     }
 
-    /// For a key another shard owns: which, and its cluster port.
-    fn other_shard(&self, key: &[u8]) -> Option<String> {
+    /// The shard that owns `key`, if another shard does.
+    fn other_shard(&self, key: &[u8]) -> Option<u16> {
         use crate::apps::kv::cluster::{key_slot, owner};
         let view = self.config.settings.cluster.as_ref().filter(|view| view.shards > 1)?;
-        let slot = key_slot(key);
-        let shard = owner(slot, view.shards);
-        (shard != view.shard).then(|| format!("slot {slot} is shard {shard}'s: {}\n", view.endpoint(shard)))
+        let shard = owner(key_slot(key), view.shards);
+        (shard != view.shard).then_some(shard)
     }
 
-    /// `GET` or `HEAD /kv/<key>`: the value (from the pool buffers holding
-    /// it when large), 404, or 500. True if it failed.
-    fn http_get(
-        &mut self,
-        pool: &Pool,
-        buffers: &mut Buffers,
-        conn: &mut KvConn,
-        out: &mut OutQueue,
-        key: &[u8],
-        head: &http::RequestHead,
-    ) -> bool {
+    /// `GET` (`body`) or `HEAD /kv/<key>`: the value (from the pool
+    /// buffers holding it when large), 404, or 500. True if it failed.
+    pub(super) fn http_get(&mut self, ctx: &mut Ctx<'_>, key: &[u8], body: bool, reply: HttpReply) -> bool {
         self.stats.reads += 1;
-        let now = now_ms();
-        let db = self.store.physical_db(0);
-        match self.store.get(pool, db, key, now) {
-            Ok(Some(value)) => {
-                let mut ctx = Ctx { pool, buffers, conn, out, now, db, close: false, failed: false };
-                let body = head.method == Method::Get;
-                if let Err(error) = self.reply_http_value(&mut ctx, &value, body, head.keep_alive) {
-                    http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
-                    return true;
+        match self.store.get(ctx.pool, ctx.db, key, ctx.now) {
+            Ok(Some(value)) => match self.reply_http_value(ctx, &value, body, reply) {
+                Ok(()) => false,
+                Err(error) => {
+                    reply.respond(ctx.out.bytes(), 500, &[], error.to_string().as_bytes());
+                    true
                 }
-                false
-            }
+            },
             Ok(None) => {
-                http::respond(out.bytes(), 404, &[], b"", head.keep_alive);
+                reply.respond(ctx.out.bytes(), 404, &[], b"");
                 false
             }
             Err(error) => {
-                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), head.keep_alive);
+                reply.respond(ctx.out.bytes(), 500, &[], error.to_string().as_bytes());
                 true
             }
         }
     }
 
     /// `DELETE /kv/<key>`: 204 once durable, 404, or 500. True if it failed.
-    fn http_delete(
-        &mut self,
-        pool: &Pool,
-        buffers: &mut Buffers,
-        conn: &mut KvConn,
-        out: &mut OutQueue,
-        key: &[u8],
-        keep_alive: bool,
-    ) -> bool {
-        let now = now_ms();
+    pub(super) fn http_delete(&mut self, ctx: &mut Ctx<'_>, key: &[u8], reply: HttpReply) -> bool {
         let mut ops = Vec::new();
-        let db = self.store.physical_db(0);
-        let mut ctx = Ctx { pool, buffers, conn, out, now, db, close: false, failed: false };
-        let live = self.store.key_type(pool, db, key, now).map(|t| t.is_some());
+        let live = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).map(|t| t.is_some());
         let result = live.and_then(|live| {
-            self.delete_ops(ctx.pool, ctx.buffers, db, key, &mut ops)?;
-            self.apply(&mut ctx, &ops)?;
+            self.delete_ops(ctx.pool, ctx.buffers, ctx.db, key, &mut ops)?;
+            self.apply(ctx, &ops)?;
             Ok(live)
         });
+        let out = ctx.out.bytes();
         match result {
-            Ok(true) => http::respond(out.bytes(), 204, &[], b"", keep_alive),
-            Ok(false) => http::respond(out.bytes(), 404, &[], b"", keep_alive),
+            Ok(true) => reply.respond(out, 204, &[], b""),
+            Ok(false) => reply.respond(out, 404, &[], b""),
             Err(StoreError::ReadOnly) => {
                 self.stats.errors += 1;
                 let text = self.not_leader_text();
-                http::respond(out.bytes(), 503, &[("Retry-After", 1)], text.as_bytes(), keep_alive);
+                reply.respond(out, 503, &[("Retry-After", 1)], text.as_bytes());
                 return true;
             }
             Err(error) => {
-                http::respond(out.bytes(), 500, &[], error.to_string().as_bytes(), keep_alive);
+                reply.respond(out, 500, &[], error.to_string().as_bytes());
                 return true;
             }
         }
@@ -314,29 +350,47 @@ impl KvServer {
 
     /// A 200 with the value as its body (unless `body` is false: HEAD),
     /// from the pool or copied. On an error nothing is queued.
-    pub(super) fn reply_http_value(
+    fn reply_http_value(
         &mut self,
         ctx: &mut Ctx<'_>,
         value: &Value,
         body: bool,
-        keep_alive: bool,
+        reply: HttpReply,
     ) -> Result<(), StoreError> {
         let len = value_len(value);
-        if !body {
-            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
-        } else if len >= self.config.zero_copy_min && !matches!(value, Value::Inline(_)) {
-            let extents = value_extents(ctx.pool, value)?;
-            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
-            self.push_extents(ctx, &extents);
-            self.stats.bytes_sent_zero_copy += len;
+        let stored = match value {
+            Value::Inline(_) => None,
+            _ if body => Some(value_extents(ctx.pool, value)?),
+            _ => None,
+        };
+        let body_len = if body { len } else { 0 };
+        if reply.framed {
+            let mut head = Vec::new();
+            http::respond_head(&mut head, 200, &[], len as usize, reply.keep_alive);
+            let bytes = ctx.out.bytes();
+            bulk_header(bytes, head.len() as u64 + body_len);
+            bytes.extend_from_slice(&head);
         } else {
-            // Copied from the pool (or the leaf) straight into the reply.
-            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, keep_alive);
-            match value {
-                Value::Inline(bytes) => ctx.out.push(bytes),
-                _ => ctx.pool.read_extents(&value_extents(ctx.pool, value)?, ctx.out.bytes()),
+            http::respond_head(ctx.out.bytes(), 200, &[], len as usize, reply.keep_alive);
+        }
+        match (body, value, stored) {
+            (false, _, _) => {}
+            (true, _, Some(extents)) if len >= self.config.zero_copy_min => {
+                self.push_extents(ctx, &extents);
+                self.stats.bytes_sent_zero_copy += len;
             }
-            self.stats.bytes_sent_copied += len;
+            // Copied from the pool (or the leaf) straight into the reply.
+            (true, Value::Inline(bytes), _) => {
+                ctx.out.push(bytes);
+                self.stats.bytes_sent_copied += len;
+            }
+            (true, _, extents) => {
+                ctx.pool.read_extents(&extents.expect("read above"), ctx.out.bytes());
+                self.stats.bytes_sent_copied += len;
+            }
+        }
+        if reply.framed {
+            ctx.out.push(b"\r\n");
         }
         Ok(())
     }
@@ -402,25 +456,31 @@ impl KvServer {
         if ops.is_empty() {
             buffers.release_extents(&body.extents).expect("the request's references");
         }
+        if result.is_ok() {
+            self.stage_bytes(body.len, true);
+            self.count_write();
+        }
+        self.answer_put(result, out.bytes(), HttpReply { keep_alive: body.keep_alive, framed: false });
+    }
+
+    /// The response to a PUT whose value was stored (`result`): 204, or
+    /// why not.
+    pub(super) fn answer_put(&mut self, result: Result<(), StoreError>, out: &mut Vec<u8>, reply: HttpReply) {
         match result {
-            Ok(()) => {
-                self.stage_bytes(body.len, true);
-                self.count_write();
-                http::respond(out.bytes(), 204, &[], b"", body.keep_alive)
-            }
+            Ok(()) => reply.respond(out, 204, &[], b""),
             Err(error) if error.is_full() => {
                 self.stats.refused_full += 1;
-                http::respond(out.bytes(), 507, &[], format!("{error}\n").as_bytes(), body.keep_alive)
+                reply.respond(out, 507, &[], format!("{error}\n").as_bytes())
             }
             Err(StoreError::ReadOnly) => {
                 // A follower of a replicated group: writes go to the leader.
                 self.stats.errors += 1;
                 let text = self.not_leader_text();
-                http::respond(out.bytes(), 503, &[("Retry-After", 1)], text.as_bytes(), body.keep_alive)
+                reply.respond(out, 503, &[("Retry-After", 1)], text.as_bytes())
             }
             Err(error) => {
                 self.stats.errors += 1;
-                http::respond(out.bytes(), 500, &[], format!("{error}\n").as_bytes(), body.keep_alive)
+                reply.respond(out, 500, &[], format!("{error}\n").as_bytes())
             }
         }
     }

@@ -145,6 +145,7 @@ impl App for KvServer {
             awaiting_shard: 0,
             held: false,
             held_error: None,
+            http_close: false,
         }
     }
 

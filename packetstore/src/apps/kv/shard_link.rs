@@ -440,12 +440,17 @@ impl ShardLinks {
     /// The replies other shards sent the client (`token`, `id`), if any:
     /// moved to its output. Returns how many.
     pub(super) fn deliver(&mut self, token: ConnToken, id: u64, out: &mut OutQueue) -> u32 {
-        let Some(delivered) = self.delivered.remove(&token) else { return 0 };
-        if delivered.id != id {
-            return 0; // for a connection that closed since
-        }
-        out.push(&delivered.bytes);
-        delivered.replies
+        let Some((bytes, replies)) = self.take_delivered(token, id) else { return 0 };
+        out.push(&bytes);
+        replies
+    }
+
+    /// The replies other shards sent the client (`token`, `id`), whole,
+    /// and how many they are; None if there are none.
+    pub(super) fn take_delivered(&mut self, token: ConnToken, id: u64) -> Option<(Vec<u8>, u32)> {
+        let delivered = self.delivered.remove(&token)?;
+        // None: for a connection that closed since.
+        (delivered.id == id).then_some((delivered.bytes, delivered.replies))
     }
 
     /// A link's connection closed: its clients' commands in flight are

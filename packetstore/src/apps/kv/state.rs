@@ -198,6 +198,9 @@ pub struct KvConn {
     /// A malformed request read while replies were outstanding: answered,
     /// and the connection closed, once they are all in.
     pub(super) held_error: Option<String>,
+    /// An HTTP request relayed to another shard asked to close the
+    /// connection: it closes once that reply is sent.
+    pub(super) http_close: bool,
 }
 
 pub struct KvServer {
@@ -341,6 +344,9 @@ pub(super) struct HttpBody {
     pub(super) extents: Vec<Extent>,
     pub(super) copy_fill: Option<usize>,
     pub(super) refused: bool,
+    /// The shard that owns the key, when not this one: the whole body is
+    /// sent there (`rest.rs`, `relay_http`).
+    pub(super) shard: Option<u16>,
 }
 
 impl KvServer {
