@@ -114,9 +114,10 @@ pub struct Args {
     /// Shards: event loops, each pinned to its own core with its own pool
     /// file (`kv.pool`, `kv.1.pool`, ...), owning a range of Redis
     /// Cluster's hash slots. A data set keeps the count it was made with.
-    /// Above 1 it needs --cluster-ports; on the main Redis port a command
-    /// for another shard's keys is relayed there (HTTP: 421); commands
-    /// across shards are refused for now (docs/shards.md).
+    /// Above 1 it needs --cluster-ports; on the main ports (Redis and
+    /// HTTP) a request for another shard's keys is relayed there, and a
+    /// command over several shards' keys runs atomically across them
+    /// (docs/shards.md).
     #[arg(long, default_value_t = 1)]
     pub shards: u16,
     /// Serve Redis Cluster clients: shard i on this port + i (0: any free

@@ -195,6 +195,11 @@ impl RedisCommand {
     }
 }
 
+/// Redis's top-level commands (no subcommands).
+pub(in crate::apps::kv) fn top_level() -> impl Iterator<Item = &'static RedisCommand> {
+    REDIS_COMMANDS.iter().filter(|cmd| cmd.container.is_empty())
+}
+
 /// The command `(container, name)` ("" container: a top-level one), names
 /// in any case.
 pub(in crate::apps::kv) fn lookup(container: &[u8], name: &[u8]) -> Option<&'static RedisCommand> {
