@@ -73,7 +73,7 @@ impl HttpBody {
 /// A RESP bulk string's header for `len` bytes.
 fn bulk_header(out: &mut Vec<u8>, len: u64) {
     out.push(b'$');
-    out.extend_from_slice(len.to_string().as_bytes());
+    http::push_decimal(out, len);
     out.extend_from_slice(b"\r\n");
 }
 
