@@ -10,7 +10,12 @@
 //! straight to its core. The main ports are shared by every shard
 //! (SO_REUSEPORT); on the Redis port a command for another shard's keys is
 //! relayed to it over the links made here (`shard_link.rs` in the library),
-//! and HTTP answers 421 naming the shard.
+//! and so is an HTTP request (`http_relay.rs`).
+//!
+//! On the crash simulator (`--simulate-power-failures`, a test switch)
+//! each shard's pool runs on a device of its own; when one's power fails,
+//! every shard stops and each pool file gets its device's crash image (the
+//! others' taken as they stop), as one power cut would leave them.
 //!
 //! Owns: the shards' pool paths (`kv.pool`, `kv.1.pool`, ...), checking
 //! that the files found form one data set of this many shards, the links
@@ -36,10 +41,10 @@ use packetstore::io::cores::{allowed_cpus, pin_current_thread, run_loop};
 use packetstore::io::engine::EngineConfig;
 use packetstore::pool::layout::ShardId;
 use packetstore::store::db::Horizons;
-use packetstore::{Buffers, Pool, PoolKind};
+use packetstore::{Buffers, Pool, PoolKind, SimDevice};
 
 use crate::kv_setup::{Args, Prepared};
-use crate::options::{check_buffers, check_new_pool, open_or_create_pool};
+use crate::options::{check_buffers, check_new_pool, open_or_create_pool, power_switch};
 
 /// Stops every shard when dropped; a panic also counts as a failure (so
 /// that shards waiting for the others' recovery give up).
@@ -75,7 +80,12 @@ pub fn shard_path(pool: &Path, index: u16) -> PathBuf {
 struct Shard {
     index: u16,
     path: PathBuf,
+    /// The pool it serves: its file's, or on the crash simulator the
+    /// simulated device's (`device`), while the file stays open and locked
+    /// (`_file`).
     pool: Pool,
+    _file: Option<Pool>,
+    device: Option<Arc<SimDevice>>,
     created: bool,
     listeners: Vec<OwnedFd>,
 }
@@ -86,8 +96,8 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     if args.group_args.config()?.is_some() {
         bail!("--shards {count} with a replicated group is not built yet: use --shards 1");
     }
-    if args.persist_args.simulate_power_failures.is_some() || args.one_sided_reads {
-        bail!("--shards {count} does not yet run on the crash simulator or publish for one-sided readers");
+    if args.one_sided_reads {
+        bail!("--shards {count} does not yet publish for one-sided readers");
     }
     if prepared.policy.is_some() {
         bail!("--shards {count} runs on the io_uring engine only (--io uring)");
@@ -101,12 +111,32 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     let main =
         (packetstore::io::net::local_addr(&listeners[0][0])?, packetstore::io::net::local_addr(&listeners[0][1])?);
     let set_id = pools[0].1.header().shard.map_or(0, |id| id.set_id);
-    let shards: Vec<Shard> = pools
+    let shards = pools
         .into_iter()
         .zip(listeners)
         .enumerate()
-        .map(|(i, ((path, pool, created), listeners))| Shard { index: i as u16, path, pool, created, listeners })
-        .collect();
+        .map(|(i, ((path, pool, created), listeners))| {
+            let device = power_switch(&args.persist_args, &path)?;
+            let (pool, file) = match &device {
+                Some(device) => (Pool::open_simulated(device.clone())?, Some(pool)),
+                None => (pool, None),
+            };
+            Ok(Shard { index: i as u16, path, pool, _file: file, device, created, listeners })
+        })
+        .collect::<anyhow::Result<Vec<Shard>>>()?;
+    let devices: Vec<(Arc<SimDevice>, PathBuf)> =
+        shards.iter().filter_map(|s| s.device.clone().map(|device| (device, s.path.clone()))).collect();
+    if !devices.is_empty() {
+        println!("WARNING: SIMULATED POWER FAILURES (test switch): every shard's pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash images back to the files");
+        // A command across shards that cannot end whole stops the process
+        // at once: the pools are left as the power failing then would.
+        let at_stop = devices.clone();
+        packetstore::apps::kv::before_stopping_half_way(Box::new(move || {
+            if let Err(error) = write_crash_images(&at_stop) {
+                eprintln!("writing the crash images: {error:#}");
+            }
+        }));
+    }
     let (stop, wake_fd) = crate::shutdown::install()?;
     let horizons = Horizons::new(count);
     let exchange = Arc::new(Exchange::new(count).context("making the shards' eventfds")?);
@@ -144,10 +174,28 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         let joined = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a shard panicked"))));
         joined.filter_map(Result::err).collect()
     });
+    if devices.iter().any(|(device, _)| device.is_dead()) {
+        return write_crash_images(&devices);
+    }
     match errors.into_iter().next() {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// The simulated power failed: every shard's pool file gets what survived
+/// on its device (a device still up is cut now, its shard having stopped).
+fn write_crash_images(devices: &[(Arc<SimDevice>, PathBuf)]) -> anyhow::Result<()> {
+    for (index, (device, path)) in devices.iter().enumerate() {
+        let image = device.take_crash_image().unwrap_or_else(|| device.crash(0x5eed ^ index as u64));
+        let file = std::fs::OpenOptions::new().write(true).open(path)?;
+        std::os::unix::fs::FileExt::write_all_at(&file, &image, 0)?;
+        file.sync_data()?;
+    }
+    let paths: Vec<String> = devices.iter().map(|(_, path)| path.display().to_string()).collect();
+    println!("power failed (simulated): the crash images are in {}", paths.join(", "));
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    Ok(())
 }
 
 /// Every shard's ends of the links between shards: for each two shards
@@ -410,6 +458,10 @@ impl OneShard<'_> {
         crate::shutdown::request_stop();
         // No command across shards waits for this one any more.
         self.exchange.leave(index);
+        if shard.device.as_ref().is_some_and(|device| device.is_dead()) {
+            // Its image is written once every shard has stopped (`run`).
+            return Ok(());
+        }
         let drained = outcome.with_context(|| format!("shard {index}"))?;
         crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
     }
@@ -443,7 +495,7 @@ impl OneShard<'_> {
         );
         crate::kv_setup::record_recovery(pool, &report);
         let addrs = (Some(self.main.1), Some(self.main.0));
-        let mut config = crate::kv_setup::kv_config(args, prepared, pool.domain(), None, addrs)?;
+        let mut config = crate::kv_setup::kv_config(args, prepared, pool.domain(), shard.device.clone(), addrs)?;
         config.settings.cluster = Some(self.view.clone());
         let mut server = KvServer::new(config, store, report.to_string());
         server.set_recovery_duration(report.duration);

@@ -63,5 +63,19 @@ impl Drop for Session {
 /// nothing after it in any writer's log (`store/db/txn.rs`).
 pub(super) fn stop_half_way(why: &str) -> ! {
     tracing::error!("{why}: stopping the process; recovery keeps the transaction whole or drops it");
+    if let Some(hook) = BEFORE_STOPPING_HALF_WAY.get() {
+        hook();
+    }
     std::process::abort()
+}
+
+/// What runs just before the process stops half way: a sharded server on
+/// the crash simulator (a test switch) writes every shard's crash image
+/// there, as the power failing at that moment would leave the pools.
+static BEFORE_STOPPING_HALF_WAY: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>> = std::sync::OnceLock::new();
+
+/// Sets the hook `stop_half_way` runs (once per process; a second is
+/// ignored).
+pub fn before_stopping_half_way(hook: Box<dyn Fn() + Send + Sync>) {
+    let _ = BEFORE_STOPPING_HALF_WAY.set(hook);
 }
