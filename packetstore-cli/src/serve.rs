@@ -87,7 +87,8 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
         group.client_addr = Some(packetstore::io::net::local_addr(&listeners[1])?);
     }
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
-    let _table = set_up_readers(&args, pool, &mut store, &mut buffers, replica.is_some() || power.is_some())?;
+    let shared = replica.is_some() || power.is_some();
+    let _table = set_up_readers((&args, &args.pool), pool, &mut store, &mut buffers, shared)?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -139,14 +140,14 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
 /// The pool's mode, and with `--one-sided-reads` the readers' table
 /// (removed when the returned guard drops, as the server stops). Tables
 /// left by servers that are gone are removed first.
-fn set_up_readers(
-    args: &Args,
+pub(crate) fn set_up_readers(
+    (args, path): (&Args, &std::path::Path),
     pool: &Pool,
     store: &mut Store,
     buffers: &mut Buffers,
     shared: bool,
 ) -> anyhow::Result<Option<RemoveTable>> {
-    set_pool_mode(&args.pool, args.pool_group_read)?;
+    set_pool_mode(path, args.pool_group_read)?;
     match packetstore::reader::stale::remove_stale_tables() {
         Ok(removed) if !removed.is_empty() => {
             tracing::info!("removed {} one-sided readers' tables left by servers that are gone", removed.len())
@@ -160,13 +161,13 @@ fn set_up_readers(
     if shared {
         bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
     }
-    publish_for_readers(&args.pool, pool, store, buffers, args.pool_group_read).map(Some)
+    publish_for_readers(path, pool, store, buffers, args.pool_group_read).map(Some)
 }
 
 /// Removes the server's one-sided readers' table when dropped: as it stops
 /// (32 MiB of tmpfs each; readers that have it mapped keep their mapping
 /// and see the pool untrust it).
-struct RemoveTable(std::path::PathBuf);
+pub(crate) struct RemoveTable(std::path::PathBuf);
 
 impl Drop for RemoveTable {
     fn drop(&mut self) {

@@ -63,18 +63,9 @@ impl Drop for StopAllOnDrop<'_> {
 pub const SHARDS_MAX: u16 = 256;
 
 /// Shard `index`'s pool file: `--pool` itself for shard 0, then
-/// `kv.1.pool`, `kv.2.pool`, ... beside it.
-pub fn shard_path(pool: &Path, index: u16) -> PathBuf {
-    if index == 0 {
-        return pool.to_path_buf();
-    }
-    let stem = pool.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let name = match pool.extension() {
-        Some(ext) => format!("{stem}.{index}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{index}"),
-    };
-    pool.with_file_name(name)
-}
+/// `kv.1.pool`, `kv.2.pool`, ... beside it (one-sided readers find them
+/// the same way).
+pub use packetstore::pool::layout::shard_path;
 
 /// One shard, ready to recover and serve.
 struct Shard {
@@ -95,9 +86,6 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     let count = args.shards;
     if args.group_args.config()?.is_some() {
         bail!("--shards {count} with a replicated group is not built yet: use --shards 1");
-    }
-    if args.one_sided_reads {
-        bail!("--shards {count} does not yet publish for one-sided readers");
     }
     if prepared.policy.is_some() {
         bail!("--shards {count} runs on the io_uring engine only (--io uring)");
@@ -402,7 +390,8 @@ impl OneShard<'_> {
         while recovered.load(Ordering::SeqCst) < shards && !failed.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        let (mut buffers, mut server) = recovery?;
+        // A shard's one-sided readers' table lives as long as it serves.
+        let (mut buffers, mut server, _table) = recovery?;
         if failed.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -466,14 +455,15 @@ impl OneShard<'_> {
         crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
     }
 
-    /// Recovers the shard's store and makes its server.
-    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer)> {
+    /// Recovers the shard's store, publishes for one-sided readers (when
+    /// asked) and makes its server.
+    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer, Option<crate::serve::RemoveTable>)> {
         let (args, prepared) = (self.args, self.prepared);
         let pool = &shard.pool;
         let geometry = pool.geometry();
         let mut buffers = Buffers::new(geometry.buffer_count);
         buffers.set_sequential(pool.domain().domain == packetstore::Domain::Page);
-        let (store, report) = crate::kv_setup::open_store(
+        let (mut store, report) = crate::kv_setup::open_store(
             args,
             pool,
             &mut buffers,
@@ -483,7 +473,8 @@ impl OneShard<'_> {
             Some((self.horizons, shard.index)),
         )
         .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
-        crate::kv_setup::set_pool_mode(&shard.path, args.pool_group_read)?;
+        let simulated = shard.device.is_some();
+        let table = crate::serve::set_up_readers((args, &shard.path), pool, &mut store, &mut buffers, simulated)?;
         println!(
             "shard {}: pool {} ({:.1} MiB{}), CPU {}, slots {:?}; recovery: {report}",
             shard.index,
@@ -499,7 +490,7 @@ impl OneShard<'_> {
         config.settings.cluster = Some(self.view.clone());
         let mut server = KvServer::new(config, store, report.to_string());
         server.set_recovery_duration(report.duration);
-        Ok((buffers, server))
+        Ok((buffers, server, table))
     }
 }
 

@@ -193,13 +193,13 @@ fn check_reads(reader: u64, reads: &[Read], histories: &BTreeMap<String, History
     }
 }
 
-fn readers_against_writers_and_restarts(pool: &TempPool, millis: u64) {
+fn readers_against_writers_and_restarts(pool: &Path, millis: u64, shards: &[&str]) {
     let (http, resp_port) = (free_port(), free_port());
     let resp = format!("127.0.0.1:{resp_port}");
     let http_arg = format!("127.0.0.1:{http}");
     let extra = ["--one-sided-reads", "--checkpoint-interval", "10ms", "--compact-waste", "0"];
-    let extra: Vec<&str> = extra.iter().copied().chain(["--http", &http_arg, "--resp", &resp]).collect();
-    let mut server = Server::start_env(&pool.0, &extra, QUIET);
+    let extra: Vec<&str> = extra.iter().chain(shards).copied().chain(["--http", &http_arg, "--resp", &resp]).collect();
+    let mut server = Server::start_env(pool, &extra, QUIET);
     let histories: Histories = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..WRITERS)
@@ -212,7 +212,7 @@ fn readers_against_writers_and_restarts(pool: &TempPool, millis: u64) {
     // Each reader's output is drained as it comes (a full pipe would stop it).
     let readers: Vec<_> = (0..READERS)
         .map(|r| {
-            let child = spawn_reader(&pool.0, &resp, r + 1, millis);
+            let child = spawn_reader(pool, &resp, r + 1, millis);
             std::thread::spawn(move || child.wait_with_output().unwrap())
         })
         .collect();
@@ -220,7 +220,7 @@ fn readers_against_writers_and_restarts(pool: &TempPool, millis: u64) {
     for kill_at in [millis / 3, 2 * millis / 3] {
         std::thread::sleep(Duration::from_millis(kill_at).saturating_sub(started.elapsed()));
         server.kill();
-        server = Server::start_env(&pool.0, &extra, QUIET);
+        server = Server::start_env(pool, &extra, QUIET);
     }
     let outputs: Vec<String> = readers
         .into_iter()
@@ -271,13 +271,21 @@ fn readers_against_writers_and_restarts(pool: &TempPool, millis: u64) {
 #[test]
 fn reader_processes_see_every_acknowledged_write_through_kills() {
     let pool = TempPool::new("one-sided");
-    readers_against_writers_and_restarts(&pool, 6_000);
+    readers_against_writers_and_restarts(&pool.0, 6_000, &[]);
 }
 
 #[test]
 fn reader_processes_on_a_page_domain_pool() {
     let pool = TempPool::on_disk("one-sided-disk");
-    readers_against_writers_and_restarts(&pool, 4_000);
+    readers_against_writers_and_restarts(&pool.0, 4_000, &[]);
+}
+
+/// A sharded server publishes a table per shard; a reader opened on shard
+/// 0's pool reads each key from its shard's pool, with the same checks.
+#[test]
+fn reader_processes_of_a_sharded_server() {
+    let pools = common::ShardPools::new("one-sided-shards", 2);
+    readers_against_writers_and_restarts(&pools.first.0, 4_000, &["--shards", "2", "--cluster-ports", "0"]);
 }
 
 /// What the server answers, as the reader's types.

@@ -203,6 +203,20 @@ pub struct ShardId {
     pub set_id: u128,
 }
 
+/// Shard `index`'s pool file in the data set whose first file (shard 0's)
+/// is `first`: `first` itself, then `kv.1.pool`, `kv.2.pool`, ... beside it.
+pub fn shard_path(first: &std::path::Path, index: u16) -> std::path::PathBuf {
+    if index == 0 {
+        return first.to_path_buf();
+    }
+    let stem = first.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match first.extension() {
+        Some(ext) => format!("{stem}.{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{index}"),
+    };
+    first.with_file_name(name)
+}
+
 /// Why a header was refused.
 #[derive(Debug, PartialEq, Eq)]
 pub enum HeaderError {

@@ -116,8 +116,9 @@ enum Found {
     Corrupt,
 }
 
-/// A one-sided reader of one server's pool.
-pub struct Reader {
+/// A one-sided reader of one pool (one shard's of a sharded server:
+/// `sharded.rs`'s `Reader` routes each key to its shard's).
+pub struct PoolReader {
     pool_path: PathBuf,
     pool: Mapped,
     identity_checked: Instant,
@@ -136,13 +137,13 @@ pub struct Reader {
     last_miss: Option<Miss>,
 }
 
-impl Reader {
+impl PoolReader {
     /// Maps the pool at `pool_path` read-only. The server need not run: a
     /// read then falls back (and fails if the server is down).
-    pub fn open(pool_path: &Path, options: ReaderOptions) -> Result<Reader, ReaderError> {
+    pub fn open(pool_path: &Path, options: ReaderOptions) -> Result<PoolReader, ReaderError> {
         let pool = Mapped::open(pool_path).map_err(|e| ReaderError::Open(e.to_string()))?;
         let fallback = options.server.as_deref().map(|address| Fallback::new(address, options.password.as_deref()));
-        Ok(Reader {
+        Ok(PoolReader {
             pool_path: pool_path.to_path_buf(),
             pool,
             identity_checked: Instant::now(),
@@ -268,7 +269,7 @@ impl Reader {
     fn one_sided(
         &mut self,
         out: &mut Vec<u8>,
-        mut read: impl FnMut(&mut Reader, &MetaSlot, &mut Vec<u8>) -> Result<Found, Miss>,
+        mut read: impl FnMut(&mut PoolReader, &MetaSlot, &mut Vec<u8>) -> Result<Found, Miss>,
     ) -> Option<Found> {
         for attempt in 0..self.options.tries {
             if attempt > 0 {
@@ -298,7 +299,7 @@ impl Reader {
     fn attempt(
         &mut self,
         out: &mut Vec<u8>,
-        read: &mut impl FnMut(&mut Reader, &MetaSlot, &mut Vec<u8>) -> Result<Found, Miss>,
+        read: &mut impl FnMut(&mut PoolReader, &MetaSlot, &mut Vec<u8>) -> Result<Found, Miss>,
     ) -> Result<Found, Miss> {
         if self.options.force_fallback {
             return Err(Miss::Raced("the test switch fails every one-sided read"));

@@ -120,6 +120,11 @@ impl Mapped {
         self.header.geometry
     }
 
+    /// Which shard of which data set the pool is (None: an unsharded one).
+    pub fn shard(&self) -> Option<crate::pool::layout::ShardId> {
+        self.header.shard
+    }
+
     /// Whether the file mapped is still the pool at `path`, whole: not
     /// deleted, the same file at the path, the same size, the same
     /// creation id in its header (three syscalls: call it now and then).

@@ -5,14 +5,17 @@
 //! Owns: the recent-writes table (`recent`), shared by the server that
 //! writes it and the readers that map it read-only; the reader
 //! (`client`), its walk of a mapped pool (`walk`, `mapped`) and its
-//! fallback to the server (`fallback`); the removal of tables whose server
-//! is gone (`stale`).
+//! fallback to the server (`fallback`); the routing of each key to its
+//! shard's pool on a sharded server (`sharded`); the removal of tables
+//! whose server is gone (`stale`).
 
 pub mod client;
 pub mod fallback;
 pub mod mapped;
 pub mod recent;
+mod sharded;
 pub mod stale;
 pub mod walk;
 
-pub use client::{Reader, ReaderError, ReaderOptions, ReaderStats};
+pub use client::{PoolReader, ReaderError, ReaderOptions, ReaderStats};
+pub use sharded::Reader;

@@ -6,3 +6,4 @@
 pub mod idhash;
 pub(crate) mod metrics;
 pub mod rng;
+pub mod slots;
