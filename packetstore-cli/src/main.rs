@@ -20,6 +20,7 @@ mod listen;
 mod options;
 mod progress;
 mod reader_check;
+mod readers;
 mod serve;
 mod shards;
 mod shutdown;

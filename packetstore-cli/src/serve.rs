@@ -13,7 +13,7 @@ use packetstore::io::engine::EngineConfig;
 use packetstore::store::db::Store;
 use packetstore::{Buffers, Pool, PoolKind};
 
-use crate::kv_setup::{kv_config, open_store, print_limits, record_recovery, set_pool_mode, stopped, Args, Prepared};
+use crate::kv_setup::{kv_config, open_store, print_limits, record_recovery, stopped, Args, Prepared};
 use crate::options::{
     check_buffers, check_new_pool, open_or_create_pool, power_switch, warn_pool_size_ignored, write_crash_image,
     TMPFS_SMALL_PAGES,
@@ -88,7 +88,7 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
     }
     let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
     let shared = replica.is_some() || power.is_some();
-    let _table = set_up_readers((&args, &args.pool), pool, &mut store, &mut buffers, shared)?;
+    let _table = crate::readers::set_up_readers((&args, &args.pool), pool, &mut store, &mut buffers, shared)?;
     let recovery = report.to_string();
     println!("recovery: {recovery}");
     let recovery_duration = report.duration;
@@ -135,80 +135,6 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
     }
     let drained = outcome?;
     stopped(drained, &mut server, pool, &mut buffers)
-}
-
-/// The pool's mode, and with `--one-sided-reads` the readers' table
-/// (removed when the returned guard drops, as the server stops). Tables
-/// left by servers that are gone are removed first.
-pub(crate) fn set_up_readers(
-    (args, path): (&Args, &std::path::Path),
-    pool: &Pool,
-    store: &mut Store,
-    buffers: &mut Buffers,
-    shared: bool,
-) -> anyhow::Result<Option<RemoveTable>> {
-    set_pool_mode(path, args.pool_group_read)?;
-    match packetstore::reader::stale::remove_stale_tables() {
-        Ok(removed) if !removed.is_empty() => {
-            tracing::info!("removed {} one-sided readers' tables left by servers that are gone", removed.len())
-        }
-        Ok(_) => {}
-        Err(error) => tracing::warn!("looking for one-sided readers' tables left in /dev/shm: {error}"),
-    }
-    if !args.one_sided_reads {
-        return Ok(None);
-    }
-    if shared {
-        bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
-    }
-    publish_for_readers(path, pool, store, buffers, args.pool_group_read).map(Some)
-}
-
-/// Removes the server's one-sided readers' table when dropped: as it stops
-/// (32 MiB of tmpfs each; readers that have it mapped keep their mapping
-/// and see the pool untrust it).
-pub(crate) struct RemoveTable(std::path::PathBuf);
-
-impl Drop for RemoveTable {
-    fn drop(&mut self) {
-        if let Err(error) = packetstore::reader::stale::remove_table(&self.0) {
-            tracing::warn!("removing the one-sided readers' table {}: {error}", self.0.display());
-        }
-    }
-}
-
-/// Creates the recent-writes table for one-sided readers, makes the store
-/// publish into it, and names it in the pool (before any client is
-/// served, so a write acknowledged from now on is seen by readers).
-fn publish_for_readers(
-    path: &std::path::Path,
-    pool: &Pool,
-    store: &mut Store,
-    buffers: &mut Buffers,
-    group_read: bool,
-) -> anyhow::Result<RemoveTable> {
-    use packetstore::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
-    let table_path = table_path(path)?;
-    let instance = random_nonzero_u64().context("reading /dev/urandom")?;
-    let mode = if group_read { 0o640 } else { 0o600 };
-    let pool_id = pool.header().creation_id as u64;
-    let table = Recent::create(&table_path, BUCKETS_DEFAULT, mode, instance, pool_id)
-        .with_context(|| format!("creating the one-sided readers' table {}", table_path.display()))?;
-    store.publish_for_readers(buffers, table).context("setting the tree's read lease")?;
-    pool.set_reader_instance(instance);
-    println!("one-sided reads: table {}, instance {instance:016x}", table_path.display());
-    Ok(RemoveTable(table_path))
-}
-
-fn random_nonzero_u64() -> std::io::Result<u64> {
-    use std::io::Read;
-    let mut bytes = [0u8; 8];
-    loop {
-        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-        if u64::from_le_bytes(bytes) != 0 {
-            return Ok(u64::from_le_bytes(bytes));
-        }
-    }
 }
 
 /// The loop stopped because the simulated power failed (the crash image

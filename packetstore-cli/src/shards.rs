@@ -457,7 +457,7 @@ impl OneShard<'_> {
 
     /// Recovers the shard's store, publishes for one-sided readers (when
     /// asked) and makes its server.
-    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer, Option<crate::serve::RemoveTable>)> {
+    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer, Option<crate::readers::RemoveTable>)> {
         let (args, prepared) = (self.args, self.prepared);
         let pool = &shard.pool;
         let geometry = pool.geometry();
@@ -474,7 +474,7 @@ impl OneShard<'_> {
         )
         .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
         let simulated = shard.device.is_some();
-        let table = crate::serve::set_up_readers((args, &shard.path), pool, &mut store, &mut buffers, simulated)?;
+        let table = crate::readers::set_up_readers((args, &shard.path), pool, &mut store, &mut buffers, simulated)?;
         println!(
             "shard {}: pool {} ({:.1} MiB{}), CPU {}, slots {:?}; recovery: {report}",
             shard.index,
