@@ -113,15 +113,22 @@ pub struct Args {
     pub pool_group_read: bool,
     /// Shards: event loops, each pinned to its own core with its own pool
     /// file (`kv.pool`, `kv.1.pool`, ...), owning a range of Redis
-    /// Cluster's hash slots. A data set keeps the count it was made with.
-    /// Above 1 it needs --cluster-ports; on the main ports (Redis and
-    /// HTTP) a request for another shard's keys is relayed there, and a
-    /// command over several shards' keys runs atomically across them
-    /// (docs/shards.md).
-    #[arg(long, default_value_t = 1)]
+    /// Cluster's hash slots; on the main ports (Redis and HTTP) a request
+    /// for another shard's keys is relayed there, and a command over
+    /// several shards' keys runs atomically across them (docs/shards.md).
+    /// A data set keeps the count it was made with. Unset: the data set's
+    /// count when its pool exists, else 1; `auto`: the data set's count,
+    /// else one shard per core this process may use.
+    #[arg(long = "shards", value_name = "N|auto")]
+    pub shards_wanted: Option<String>,
+    /// The shard count served (`resolve_shards`, from --shards and the
+    /// data set found).
+    #[arg(skip)]
     pub shards: u16,
     /// Serve Redis Cluster clients: shard i on this port + i (0: any free
-    /// ports), on --resp's address, each a master of its slots.
+    /// ports), on --resp's address, each a master of its slots. With more
+    /// than one shard and no --cluster-ports: any free ports (CLUSTER
+    /// SLOTS and the listening line name them).
     #[arg(long)]
     pub cluster_ports: Option<u16>,
     #[command(flatten)]

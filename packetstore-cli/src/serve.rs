@@ -19,8 +19,8 @@ use crate::options::{
     TMPFS_SMALL_PAGES,
 };
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    crate::shards::check_shard_count(&args)?;
+pub fn run(mut args: Args) -> anyhow::Result<()> {
+    crate::shards::resolve_shards(&mut args)?;
     let prepared = Prepared::new(&args)?;
     raise_open_file_limit();
     if args.shards > 1 || args.cluster_ports.is_some() {

@@ -494,13 +494,33 @@ impl OneShard<'_> {
     }
 }
 
-/// `--shards` and `--cluster-ports` go together, within bounds.
-pub fn check_shard_count(args: &Args) -> anyhow::Result<()> {
-    if args.shards == 0 || args.shards > SHARDS_MAX {
-        bail!("--shards {}: use 1 to {SHARDS_MAX}", args.shards);
-    }
+/// Sets `args.shards` from `--shards` and the data set at `--pool`: a
+/// number as given; unset, the data set's count when its pool exists, else
+/// 1; `auto`, the data set's count, else the cores this process may use
+/// (at most `SHARDS_MAX`). More than one shard without `--cluster-ports`
+/// gets any free ports. A count that is not the data set's is refused
+/// when the pools are opened, naming the count to use.
+pub fn resolve_shards(args: &mut Args) -> anyhow::Result<()> {
+    // Shard 0's file names the data set's count (another shard's file is
+    // refused by `check_shard`, naming what it is).
+    let found = header_of(&args.pool).and_then(|header| header.shard).filter(|id| id.index == 0).map(|id| id.count);
+    let existing = args.pool.exists().then(|| found.unwrap_or(1));
+    args.shards = match args.shards_wanted.as_deref() {
+        None => existing.unwrap_or(1),
+        Some("auto") => match existing {
+            Some(count) => count,
+            None => {
+                let cores = allowed_cpus().context("reading this process's CPU affinity")?.len();
+                cores.clamp(1, usize::from(SHARDS_MAX)) as u16
+            }
+        },
+        Some(number) => match number.parse::<u16>() {
+            Ok(count @ 1..=SHARDS_MAX) => count,
+            _ => bail!("--shards {number}: use auto or 1 to {SHARDS_MAX}"),
+        },
+    };
     if args.shards > 1 && args.cluster_ports.is_none() {
-        bail!("--shards {} needs --cluster-ports PORT (shard i listens on PORT + i; 0: any free ports)", args.shards);
+        args.cluster_ports = Some(0);
     }
     Ok(())
 }

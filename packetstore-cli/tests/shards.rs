@@ -473,12 +473,54 @@ fn each_shard_keeps_its_keys_across_restarts_and_refuses_another_count() {
     let refused = refusal(&pools.first.0, &["--shards", "3", "--cluster-ports", "0"]);
     assert!(refused.contains("is shard 0 of a data set of 2 shards: start with --shards 2"), "{refused}");
     assert!(!pools.path(2).exists(), "nothing was created for the refused start");
-    let refused = refusal(&pools.first.0, &[]);
-    assert!(refused.contains("is shard 0 of a data set of 2 shards: start with --shards 2"), "{refused}");
     let refused = refusal(&pools.path(1), &[]);
     assert!(refused.contains("is shard 1 of a data set of 2 shards"), "{refused}");
-    let refused = refusal(&pools.first.0, &["--shards", "2"]);
-    assert!(refused.contains("needs --cluster-ports"), "{refused}");
+    for bad in ["0", "257", "many"] {
+        let refused = refusal(&pools.first.0, &["--shards", bad]);
+        assert!(refused.contains(&format!("--shards {bad}: use auto or 1 to 256")), "{refused}");
+    }
+    // Without --shards (or with auto) the data set's count; without
+    // --cluster-ports, any free ports.
+    for extra in [&[][..], &["--shards", "auto"]] {
+        let server = Server::start(&pools.first.0, extra);
+        let mut c = server.client();
+        assert_eq!(cluster_ports_of(&mut c, &pools).len(), 2, "{extra:?}");
+        let value: String = redis::cmd("GET").arg(key).query(&mut c).unwrap();
+        assert_eq!(value, "7+", "{extra:?}");
+    }
+}
+
+/// `--shards auto` on a new data set: a shard per core this process may
+/// use.
+#[test]
+fn auto_makes_a_shard_per_allowed_core() {
+    // At most 4 of this process's cores, whatever the machine.
+    let cpus: Vec<String> =
+        packetstore::io::cores::allowed_cpus().unwrap().iter().take(4).map(usize::to_string).collect();
+    let cores = cpus.len() as u16;
+    let pools = ShardPools::new("shards-auto", cores);
+    let mut command = Command::new("taskset");
+    command.args(["-c", &cpus.join(","), env!("CARGO_BIN_EXE_packetstore"), "serve", "--pool"]);
+    command.arg(&pools.first.0).args([
+        "--pool-size",
+        "64MiB",
+        "--log-size",
+        "8MiB",
+        "--ring-entries",
+        "256",
+        "--shards",
+        "auto",
+    ]);
+    command.args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"]);
+    if cores == 1 {
+        // One shard has no cluster view unless asked for.
+        command.args(["--cluster-ports", "0"]);
+    }
+    let server = Server::start_command(&mut command);
+    let mut c = server.client();
+    let slots: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(&mut c).unwrap();
+    assert_eq!(slots.len(), usize::from(cores));
+    assert!((0..cores).all(|i| pools.path(i).exists()));
 }
 
 #[test]
