@@ -311,3 +311,41 @@ fn the_key_table_limit_is_the_processs_across_shards() {
     assert_eq!(reader.call(&[b"PING"]).unwrap(), "+PONG");
     assert_eq!(info_figure(&mut admin, "stats", "tracking_total_keys"), 1);
 }
+
+/// A request on the HTTP port for `key`: its status.
+fn http(server: &Server, method: &str, key: &str, body: &str) -> u16 {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(server.http).unwrap();
+    let head = format!("{method} /kv/{key} HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    stream.write_all(format!("{head}{body}").as_bytes()).unwrap();
+    common::read_response(&mut std::io::BufReader::new(stream)).expect("a response").0
+}
+
+/// An HTTP write is a write: a RESP client tracking the key is told, and a
+/// transaction WATCHing it fails; on one shard, and on two, where a request
+/// for the other shard's key is relayed there.
+#[test]
+fn http_writes_invalidate_tracked_keys_and_fail_watchers() {
+    for shards in [1u16, 2] {
+        let pools = ShardPools::new(&format!("tracking-http-{shards}"), shards);
+        let extra: &[&str] = if shards == 1 { &[] } else { &["--shards", "2", "--cluster-ports", "0"] };
+        let server = Server::start(&pools.first.0, extra);
+        let mut reader = resp3_tracking(&server, &[]);
+        let mut watcher = Raw::connect(&server);
+        // "a" is shard 1's of 2, "b" shard 0's.
+        for key in ["a", "b"] {
+            let context = format!("{shards} shards, key {key}");
+            assert_eq!(http(&server, "PUT", key, "v1"), 204, "{context}");
+            assert_eq!(reader.call(&[b"GET", key.as_bytes()]).unwrap(), "$2", "{context}");
+            assert_eq!(http(&server, "PUT", key, "v2"), 204, "{context}");
+            assert_eq!(reader.read().unwrap(), invalidate_one(1), "{context}: PUT");
+            assert_eq!(reader.call(&[b"GET", key.as_bytes()]).unwrap(), "$2", "{context}");
+            assert_eq!(watcher.call(&[b"WATCH", key.as_bytes()]).unwrap(), "+OK");
+            assert_eq!(http(&server, "DELETE", key, ""), 204, "{context}");
+            assert_eq!(reader.read().unwrap(), invalidate_one(1), "{context}: DELETE");
+            assert_eq!(watcher.call(&[b"MULTI"]).unwrap(), "+OK");
+            assert_eq!(watcher.call(&[b"SET", key.as_bytes(), b"x"]).unwrap(), "+QUEUED");
+            assert_eq!(watcher.call(&[b"EXEC"]).unwrap(), "*-1", "{context}: the watched key was deleted over HTTP");
+        }
+    }
+}

@@ -168,6 +168,9 @@ impl KvServer {
             Ok(())
         });
         let result = built.and_then(|()| self.apply(ctx, &ops));
+        if result.is_ok() {
+            self.http_wrote(ctx.pool, key);
+        }
         self.answer_put(result, ctx.out.bytes(), reply);
     }
 }

@@ -319,6 +319,9 @@ impl KvServer {
             self.apply(ctx, &ops)?;
             Ok(live)
         });
+        if let Ok(true) = result {
+            self.http_wrote(ctx.pool, key);
+        }
         let out = ctx.out.bytes();
         match result {
             Ok(true) => reply.respond(out, 204, &[], b""),
@@ -459,8 +462,21 @@ impl KvServer {
         if result.is_ok() {
             self.stage_bytes(body.len, true);
             self.count_write();
+            self.http_wrote(pool, &body.key);
         }
         self.answer_put(result, out.bytes(), HttpReply { keep_alive: body.keep_alive, framed: false });
+    }
+
+    /// An HTTP write of `key` (database 0) is seen as a Redis command's
+    /// is: the key's WATCHers fail, and clients tracking it are told.
+    pub(super) fn http_wrote(&mut self, pool: &Pool, key: &[u8]) {
+        let id = crate::apps::kv::state::watch_id(0, key);
+        if self.watched.contains_key(&id) {
+            let db = self.store.physical_db(0);
+            let exists = self.store.key_type(pool, db, key, now_ms()).ok().flatten().is_some();
+            self.touch_key(&id, exists);
+        }
+        self.tracking_invalidate(key, None);
     }
 
     /// The response to a PUT whose value was stored (`result`): 204, or
