@@ -93,10 +93,10 @@ HEADER = """\
 //! POSSIBILITY OF SUCH DAMAGE.
 
 #[allow(unused_imports)]
-use super::command_table::{Arg, Begin, Begin::Index, Begin::Keyword, Find, Find::Keynum, Find::Range, GetKeys, KeySpec,
+use super::command_shape::{Arg, Begin, Begin::Index, Begin::Keyword, Find, Find::Keynum, Find::Range, GetKeys, KeySpec,
     RedisCommand, ARG, CMD};
 #[allow(unused_imports)]
-use super::command_table::{ACCESS, DELETE, INCOMPLETE, INSERT, MULTIPLE, MULTIPLE_TOKEN, NOT_KEY, OPTIONAL, OW, RM,
+use super::command_shape::{ACCESS, DELETE, INCOMPLETE, INSERT, MULTIPLE, MULTIPLE_TOKEN, NOT_KEY, OPTIONAL, OW, RM,
     RO, RW, UPDATE, VARIABLE_FLAGS};
 
 """

@@ -7,6 +7,7 @@ pub(super) mod client;
 pub(super) mod cluster;
 pub(super) mod command;
 mod command_reply;
+mod command_shape;
 pub(super) mod command_table;
 pub(super) mod config;
 mod config_table;
