@@ -715,3 +715,34 @@ fn commands_that_span_shards_answer_for_every_shard() {
         error_text(redis::cmd("LMPOP").arg(3).arg("a1").arg("b1").arg("c1").arg("LEFT").query::<redis::Value>(&mut c));
     assert!(cross.contains("CROSSSLOT"), "{cross}");
 }
+
+/// CLIENT KILL closes a client blocked on another shard's key at once
+/// (Redis frees it): it takes nothing pushed afterwards.
+#[test]
+fn a_killed_client_blocked_on_another_shards_key_takes_nothing() {
+    let pools = ShardPools::new("shards-kill-blocked", 2);
+    let server = start(&pools);
+    let mut killer = common::Raw::connect(&server);
+    let mut watcher = server.client();
+    // "a" is shard 1's, "b" shard 0's: one of them is another shard's.
+    for key in ["a", "b"] {
+        let mut victim = common::Raw::connect(&server);
+        let id = victim.call(&[b"CLIENT", b"ID"]).unwrap();
+        let id = id.trim_start_matches(':').to_string();
+        victim.send(&[b"BLPOP", key.as_bytes(), b"0"]).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = redis::cmd("INFO").arg("clients").query(&mut watcher).unwrap();
+            if info.contains("blocked_clients:1") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{key}: never blocked: {info}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(killer.call(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]).unwrap(), ":1", "{key}");
+        assert!(victim.read().is_err(), "{key}: the killed client's connection closes, unanswered");
+        assert_eq!(killer.call(&[b"RPUSH", key.as_bytes(), b"x"]).unwrap(), ":1", "{key}");
+        assert_eq!(killer.call(&[b"LLEN", key.as_bytes()]).unwrap(), ":1", "{key}: the element stays");
+        assert_eq!(killer.call(&[b"DEL", key.as_bytes()]).unwrap(), ":1");
+    }
+}

@@ -110,7 +110,8 @@ impl KvServer {
         // replies it waits for from other shards are in: its own CLIENT
         // KILL, spanning every shard, is answered first).
         let killed = self.clients.is_killed(conn.id);
-        if (killed && conn.awaiting == 0) || self.pubsub.deliver(conn, out) {
+        let waits = conn.awaiting > 0 && self.clients.closes_after_replies(conn.id);
+        if (killed && !waits) || self.pubsub.deliver(conn, out) {
             progress.close = true;
             return progress;
         }
@@ -342,9 +343,17 @@ impl KvServer {
             if push || monitor || http {
                 let db = self.store.physical_db(conn.db);
                 let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
-                match (push, monitor) {
-                    (true, _) => self.tracking_push(&mut ctx),
-                    (_, true) => self.monitor_line(&mut ctx),
+                match (push, monitor, ctx.conn.args.refused.clone()) {
+                    (true, _, _) => self.tracking_push(&mut ctx),
+                    // A line the link could not take (too long, the pool
+                    // nearly full) is not shown; the monitors go on.
+                    (_, true, Some(why)) => {
+                        tracing::warn!("a MONITOR line from another shard was dropped: {why}");
+                        ctx.ok();
+                    }
+                    (_, true, None) => self.monitor_line(&mut ctx),
+                    // The client hears 503 (`http_relay::response_of_reply`).
+                    (_, _, Some(why)) => ctx.error(&format!("ERR the request was not taken: {why}")),
                     _ => self.http_for_shard(&mut ctx),
                 }
                 return (false, OTHER, false);

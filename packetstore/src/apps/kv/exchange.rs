@@ -85,9 +85,9 @@ pub struct Exchange {
     /// SLOWLOG entry ids, one sequence for every shard's log (SLOWLOG GET
     /// merges the logs newest first by it).
     next_slowlog_id: AtomicU64,
-    /// Bit i: shard i has a MONITOR client (every shard's commands are
-    /// shown to it).
-    monitoring: AtomicU64,
+    /// Bit i % 64 of word i / 64: shard i has a MONITOR client (every
+    /// shard's commands are shown to it).
+    monitoring: [AtomicU64; MONITOR_WORDS],
     boxes: Vec<Mailbox>,
     nudges: Vec<OwnedFd>,
     /// Shards whose event loop has ended (`leave`).
@@ -149,6 +149,17 @@ pub(super) enum Busy {
     Function = 2,
 }
 
+/// Words of the monitoring shards' bits: one bit for each of the most
+/// shards a data set may have (256).
+const MONITOR_WORDS: usize = 4;
+
+/// Shard `shard`'s word and bit in `Exchange::monitoring`.
+fn monitor_bit(shard: u16) -> (usize, u64) {
+    let word = usize::from(shard / 64);
+    assert!(word < MONITOR_WORDS, "shard {shard}: at most {} shards", MONITOR_WORDS * 64);
+    (word, 1u64 << (shard % 64))
+}
+
 impl Exchange {
     /// The exchange of `shards` shards, each with its eventfd.
     pub fn new(shards: u16) -> std::io::Result<Exchange> {
@@ -168,7 +179,7 @@ impl Exchange {
             held: AtomicBool::new(false),
             next_txid: AtomicU64::new(1),
             next_slowlog_id: AtomicU64::new(0),
-            monitoring: AtomicU64::new(0),
+            monitoring: Default::default(),
             boxes: (0..shards).map(|_| Mailbox::default()).collect(),
             nudges,
             gone: (0..shards).map(|_| AtomicBool::new(false)).collect(),
@@ -287,23 +298,36 @@ impl Exchange {
 
     /// Whether shard `shard` has a MONITOR client.
     pub(super) fn set_monitoring(&self, shard: u16, monitoring: bool) {
-        let bit = 1u64 << (shard % 64);
+        let (word, bit) = monitor_bit(shard);
         match monitoring {
-            true => self.monitoring.fetch_or(bit, Ordering::Relaxed),
-            false => self.monitoring.fetch_and(!bit, Ordering::Relaxed),
+            true => self.monitoring[word].fetch_or(bit, Ordering::Relaxed),
+            false => self.monitoring[word].fetch_and(!bit, Ordering::Relaxed),
         };
     }
 
-    /// Whether a shard other than `shard` has a MONITOR client (one load:
-    /// asked for every command).
+    /// The monitoring shards but `shard`, word by word.
+    fn monitor_words_but(&self, shard: u16) -> [u64; MONITOR_WORDS] {
+        let (own_word, own_bit) = monitor_bit(shard);
+        std::array::from_fn(|word| {
+            let mask = self.monitoring[word].load(Ordering::Relaxed);
+            if word == own_word {
+                mask & !own_bit
+            } else {
+                mask
+            }
+        })
+    }
+
+    /// Whether a shard other than `shard` has a MONITOR client (a few
+    /// loads: asked for every command).
     pub(super) fn monitored_elsewhere(&self, shard: u16) -> bool {
-        self.monitoring.load(Ordering::Relaxed) & !(1u64 << (shard % 64)) != 0
+        self.monitor_words_but(shard).iter().any(|&mask| mask != 0)
     }
 
     /// The shards other than `shard` with a MONITOR client.
     pub(super) fn monitoring_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> {
-        let mask = self.monitoring.load(Ordering::Relaxed) & !(1u64 << (shard % 64));
-        (0..64u16).filter(move |i| mask & (1 << i) != 0)
+        let words = self.monitor_words_but(shard);
+        (0..(MONITOR_WORDS * 64) as u16).filter(move |&i| words[usize::from(i / 64)] & (1 << (i % 64)) != 0)
     }
 
     /// A client connected to some shard (`left` when it goes).

@@ -123,14 +123,18 @@ impl Answers<'_> {
     fn notice(&mut self, after: Pending, message: &[u8]) {
         match after {
             Pending::Client { token, id, .. } => {
-                let Some(entry) = self.delivered.get_mut(&token).filter(|entry| entry.id == id) else {
-                    // Its reply went out already: the message follows.
-                    let entry = Delivered { id, bytes: message.to_vec(), replies: 0 };
-                    self.delivered.insert(token, entry);
-                    self.wake.push(token);
-                    return;
-                };
-                entry.bytes.extend_from_slice(message);
+                match self.delivered.get_mut(&token) {
+                    Some(entry) if entry.id == id => entry.bytes.extend_from_slice(message),
+                    // The slot is another connection's now: never touch
+                    // the replies waiting for it.
+                    Some(_) => {}
+                    None => {
+                        // Its reply went out already: the message follows.
+                        let entry = Delivered { id, bytes: message.to_vec(), replies: 0 };
+                        self.delivered.insert(token, entry);
+                        self.wake.push(token);
+                    }
+                }
             }
             Pending::Part { gather, .. } => {
                 if let Some(entry) = self.gathers.get_mut(&gather) {
@@ -496,11 +500,17 @@ impl ShardLinks {
             self.delivered.remove(&token);
         }
         self.close_private((token, id));
+        let own =
+            |pending: &Pending| matches!(*pending, Pending::Client { token: t, id: i, .. } if t == token && i == id);
+        // A message still coming after its last reply goes nowhere.
+        for link in self.out.iter_mut() {
+            if link.last.as_ref().is_some_and(own) {
+                link.last = Some(Pending::Own);
+            }
+        }
         if awaiting == 0 {
             return;
         }
-        let own =
-            |pending: &Pending| matches!(*pending, Pending::Client { token: t, id: i, .. } if t == token && i == id);
         for pending in self.out.iter_mut().flat_map(|link| link.pending.iter_mut()) {
             if own(pending) {
                 *pending = Pending::Own;

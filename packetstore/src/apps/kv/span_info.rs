@@ -63,11 +63,18 @@ fn sections(text: &str) -> Vec<Section<'_>> {
 }
 
 /// `a=1,b=2.5,...` fields of every part's line, numbers added; a
-/// usec_per_call is worked out again, percentiles (p50=...) are the
+/// usec_per_call is worked out again, a keyspace's avg_ttl is the average
+/// over every shard's keys with an expiry, percentiles (p50=...) are the
 /// largest part's.
 fn merge_fields(values: &[&str]) -> String {
     let mut fields: Vec<(String, f64, bool)> = Vec::new();
+    // avg_ttl times expires, added over the parts.
+    let mut ttl_total = 0.0;
     for value in values {
+        let field_of = |wanted: &str| {
+            value.split(',').find_map(|f| f.split_once('=').filter(|(n, _)| *n == wanted)?.1.parse::<f64>().ok())
+        };
+        ttl_total += field_of("avg_ttl").unwrap_or(0.0) * field_of("expires").unwrap_or(0.0);
         for field in value.split(',') {
             let Some((name, number)) = field.split_once('=') else { continue };
             let number: f64 = number.parse().unwrap_or(0.0);
@@ -89,6 +96,10 @@ fn merge_fields(values: &[&str]) -> String {
         .iter()
         .map(|(name, value, fractional)| match (name.as_str(), per_call) {
             ("usec_per_call", Some(per_call)) => format!("{name}={per_call:.2}"),
+            ("avg_ttl", _) => {
+                let expires = get("expires").unwrap_or(0.0);
+                format!("{name}={}", if expires > 0.0 { (ttl_total / expires) as i64 } else { 0 })
+            }
             _ if *fractional || name.starts_with('p') => format!("{name}={value:.3}"),
             _ => format!("{name}={}", *value as i64),
         })
@@ -142,8 +153,8 @@ mod tests {
 
     #[test]
     fn counts_add_up_by_name_and_the_rest_is_the_first_parts() {
-        let first = "# Server\r\ntcp_port:6379\r\n\r\n# Stats\r\ntotal_commands_processed:5\r\nturn_received_bytes_max:100\r\n\r\n# Commandstats\r\ncmdstat_get:calls=2,usec=10,usec_per_call=5.00,rejected_calls=0,failed_calls=0\r\n\r\n# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\n";
-        let second = "# Server\r\ntcp_port:6379\r\n\r\n# Stats\r\ntotal_commands_processed:7\r\nturn_received_bytes_max:900\r\n\r\n# Commandstats\r\ncmdstat_get:calls=3,usec=20,usec_per_call=6.67,rejected_calls=1,failed_calls=0\r\ncmdstat_set:calls=1,usec=4,usec_per_call=4.00,rejected_calls=0,failed_calls=0\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=0,avg_ttl=0\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n";
+        let first = "# Server\r\ntcp_port:6379\r\n\r\n# Stats\r\ntotal_commands_processed:5\r\nturn_received_bytes_max:100\r\n\r\n# Commandstats\r\ncmdstat_get:calls=2,usec=10,usec_per_call=5.00,rejected_calls=0,failed_calls=0\r\n\r\n# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=1000\r\n";
+        let second = "# Server\r\ntcp_port:6379\r\n\r\n# Stats\r\ntotal_commands_processed:7\r\nturn_received_bytes_max:900\r\n\r\n# Commandstats\r\ncmdstat_get:calls=3,usec=20,usec_per_call=6.67,rejected_calls=1,failed_calls=0\r\ncmdstat_set:calls=1,usec=4,usec_per_call=4.00,rejected_calls=0,failed_calls=0\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=3,avg_ttl=2000\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n";
         let merged = merge_info(&[first, second]);
         assert!(merged.starts_with("# Server\r\ntcp_port:6379\r\n\r\n# Stats\r\n"), "{merged}");
         assert!(merged.contains("total_commands_processed:12\r\n"), "{merged}");
@@ -154,6 +165,7 @@ mod tests {
             "{merged}"
         );
         assert!(merged.contains("cmdstat_set:calls=1,"), "{merged}");
-        assert!(merged.contains("db0:keys=7,expires=1,avg_ttl=0\r\ndb1:keys=1,"), "{merged}");
+        // avg_ttl: (1000 * 1 + 2000 * 3) / 4, not added.
+        assert!(merged.contains("db0:keys=7,expires=4,avg_ttl=1750\r\ndb1:keys=1,"), "{merged}");
     }
 }

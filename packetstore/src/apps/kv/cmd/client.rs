@@ -79,6 +79,9 @@ pub(in crate::apps::kv) struct Clients {
     list: BTreeMap<u64, ClientInfo>,
     /// Killed by CLIENT KILL, closed at their next turn.
     killed: HashSet<u64>,
+    /// Of those, the ones whose own CLIENT KILL (spanning every shard)
+    /// killed them: they close once its replies are in, not before.
+    after_replies: HashSet<u64>,
     /// Killed connections the event loop must serve (to close them).
     pub(in crate::apps::kv) wake: Vec<ConnToken>,
 }
@@ -128,6 +131,7 @@ impl Clients {
     pub(in crate::apps::kv) fn forget(&mut self, id: u64) {
         self.list.remove(&id);
         self.killed.remove(&id);
+        self.after_replies.remove(&id);
     }
 
     /// Whether CLIENT KILL closed it (no lookup while nobody is killed).
@@ -139,6 +143,14 @@ impl Clients {
 
     pub(in crate::apps::kv) fn is_killed(&self, id: u64) -> bool {
         !self.killed.is_empty() && self.killed.contains(&id)
+    }
+
+    /// Whether a killed client waits for the replies other shards owe it
+    /// (its own CLIENT KILL's) before it closes. Any other killed client
+    /// closes at once, a command in flight on another shard or not (a
+    /// client blocked there must not take what it waits for).
+    pub(in crate::apps::kv) fn closes_after_replies(&self, id: u64) -> bool {
+        self.after_replies.contains(&id)
     }
 
     /// After a command: what CLIENT LIST shows of the connection now.
@@ -180,11 +192,15 @@ impl Clients {
         }
     }
 
-    fn kill(&mut self, id: u64) {
-        if let Some(info) = self.list.get(&id) {
-            self.killed.insert(id);
-            self.wake.push(info.token);
+    /// Kills `id` (`own`: by its own command); whether it was here.
+    fn kill(&mut self, id: u64, own: bool) -> bool {
+        let Some(info) = self.list.get(&id) else { return false };
+        self.killed.insert(id);
+        if own {
+            self.after_replies.insert(id);
         }
+        self.wake.push(info.token);
+        true
     }
 }
 
@@ -505,7 +521,7 @@ impl KvServer {
                     ctx.close = true;
                 }
                 Some(id) => {
-                    self.clients.kill(id);
+                    self.kill_client(id, me);
                     ctx.ok();
                 }
                 None => ctx.error("ERR No such client"),
@@ -522,10 +538,21 @@ impl KvServer {
             if id == me && !on_link {
                 ctx.close = true;
             } else {
-                self.clients.kill(id);
+                self.kill_client(id, me);
             }
         }
         ctx.int(victims.len() as i64);
+    }
+
+    /// Kills client `id` of this shard for client `me`: gone for every
+    /// other client at once (a redirect to it is broken on every shard,
+    /// as after QUIT).
+    fn kill_client(&mut self, id: u64, me: u64) {
+        if self.clients.kill(id, id == me) {
+            if let Some(exchange) = self.across.as_ref() {
+                exchange.left(id);
+            }
+        }
     }
 
     /// CLIENT NO-EVICT / NO-TOUCH ON|OFF: kept and shown in CLIENT LIST's

@@ -781,7 +781,19 @@ impl KvServer {
                 let redirected = kind == b"1";
                 match self.clients.target(target) {
                     Some(info) => {
-                        if let Some(bytes) = frame(info.resp3, redirected && info.pubsub, &ctx.arg(4)) {
+                        // A payload the link could not take (too long, or
+                        // the pool nearly full) is sent as "everything":
+                        // the client drops its whole cache, never keeps a
+                        // stale key, and its stream stays whole.
+                        let everything: &[u8] = if info.resp3 { b"_\r\n" } else { b"*-1\r\n" };
+                        let body = match ctx.conn.args.refused.is_some() {
+                            true => std::borrow::Cow::Borrowed(everything),
+                            false => ctx.arg(4),
+                        };
+                        if body.is_empty() {
+                            return ctx.error("ERR PACKETSTORE-PUSH with an empty payload");
+                        }
+                        if let Some(bytes) = frame(info.resp3, redirected && info.pubsub, &body) {
                             self.pubsub.post_push(target, info.token, &bytes);
                         }
                     }
