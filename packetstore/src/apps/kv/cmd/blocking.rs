@@ -200,6 +200,16 @@ impl KvServer {
         let Some(mut blocked) = conn.blocked.take() else { return true };
         let unblocked = self.blocking.unblocked.get(&conn.id).copied();
         self.blocking.unregister(conn.id, &blocked.keys);
+        // Another shard's client that is gone (CLIENT KILL, QUIT: it left
+        // the exchange before the kill was answered) takes nothing; its
+        // shard drops the reply and closes this private link.
+        let gone = conn.listener == crate::apps::kv::LISTENER_LINK_IN
+            && self.across.as_ref().is_some_and(|exchange| !exchange.is_connected(conn.id));
+        if gone {
+            blocked.args.clear(buffers);
+            conn.encoder.null_array(out.bytes());
+            return true;
+        }
         if unblocked == Some(true) {
             blocked.args.clear(buffers);
             conn.encoder.error(out.bytes(), "UNBLOCKED client unblocked via CLIENT UNBLOCK");
