@@ -401,10 +401,16 @@ pub fn power_switch(args: &PersistArgs, pool: &Path) -> anyhow::Result<Option<Ar
 /// as a restart after a real failure would find it.
 pub fn write_crash_image(device: &SimDevice, pool: &Path) -> anyhow::Result<()> {
     let image = device.take_crash_image().context("a dead simulator has its crash image")?;
-    let file = std::fs::OpenOptions::new().write(true).open(pool)?;
-    std::os::unix::fs::FileExt::write_all_at(&file, &image, 0)?;
-    file.sync_data()?;
+    write_image(pool, &image)?;
     println!("power failed (simulated): the crash image is in {}", pool.display());
+    Ok(())
+}
+
+/// Writes a crash image over the pool file at `pool`, durably.
+pub fn write_image(pool: &Path, image: &[u8]) -> anyhow::Result<()> {
+    let file = std::fs::OpenOptions::new().write(true).open(pool)?;
+    std::os::unix::fs::FileExt::write_all_at(&file, image, 0)?;
+    file.sync_data()?;
     Ok(())
 }
 

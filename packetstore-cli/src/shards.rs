@@ -176,9 +176,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
 fn write_crash_images(devices: &[(Arc<SimDevice>, PathBuf)]) -> anyhow::Result<()> {
     for (index, (device, path)) in devices.iter().enumerate() {
         let image = device.take_crash_image().unwrap_or_else(|| device.crash(0x5eed ^ index as u64));
-        let file = std::fs::OpenOptions::new().write(true).open(path)?;
-        std::os::unix::fs::FileExt::write_all_at(&file, &image, 0)?;
-        file.sync_data()?;
+        crate::options::write_image(path, &image)?;
     }
     let paths: Vec<String> = devices.iter().map(|(_, path)| path.display().to_string()).collect();
     println!("power failed (simulated): the crash images are in {}", paths.join(", "));

@@ -723,11 +723,23 @@ impl KvServer {
     fn touch_keys(&mut self, ctx: &mut Ctx<'_>, entry: &CommandEntry) {
         for i in entry.key_positions(ctx.argc()) {
             let key = ctx.arg(i).into_owned();
-            let id = ctx.watch_id(&key);
-            if self.watched.contains_key(&id) {
-                let exists = self.store.key_type(ctx.pool, ctx.db, &key, ctx.now).ok().flatten().is_some();
-                self.touch_key(&id, exists);
-            }
+            self.touch_watched(ctx.pool, (ctx.conn.db, ctx.db), &key, ctx.now);
+        }
+    }
+
+    /// The watchers of `key` in logical database `logical` (physical
+    /// `db`) fail: it was written.
+    pub(super) fn touch_watched(
+        &mut self,
+        pool: &Pool,
+        (logical, db): (u8, crate::store::keyspace::DbId),
+        key: &[u8],
+        now: u64,
+    ) {
+        let id = crate::apps::kv::state::watch_id(logical, key);
+        if self.watched.contains_key(&id) {
+            let exists = self.store.key_type(pool, db, key, now).ok().flatten().is_some();
+            self.touch_key(&id, exists);
         }
     }
 

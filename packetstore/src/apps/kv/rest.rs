@@ -470,11 +470,8 @@ impl KvServer {
     /// An HTTP write of `key` (database 0) is seen as a Redis command's
     /// is: the key's WATCHers fail, and clients tracking it are told.
     pub(super) fn http_wrote(&mut self, pool: &Pool, key: &[u8]) {
-        let id = crate::apps::kv::state::watch_id(0, key);
-        if self.watched.contains_key(&id) {
-            let db = self.store.physical_db(0);
-            let exists = self.store.key_type(pool, db, key, now_ms()).ok().flatten().is_some();
-            self.touch_key(&id, exists);
+        if !self.watched.is_empty() {
+            self.touch_watched(pool, (0, self.store.physical_db(0)), key, now_ms());
         }
         self.tracking_invalidate(key, None);
     }
