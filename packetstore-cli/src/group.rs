@@ -67,6 +67,50 @@ impl GroupArgs {
     }
 }
 
+/// The largest group id a sharded group may have: shard i's own group is
+/// `group_id | i << SHARD_GROUP_SHIFT`.
+const SHARD_GROUP_SHIFT: u32 = 48;
+
+/// Shard `index` of `count`'s group: each shard is a Raft group of its own,
+/// over the same nodes, each node's shard i listening for its peers on
+/// the node's peer port + i, with the group id `group_id | i << 48`
+/// (shard 0's is the group's own, so one shard is the unsharded group).
+/// Refuses ports past 65535, and nodes on one host whose port ranges
+/// overlap.
+pub fn shard_config(group: &ReplicaConfig, index: u16, count: u16) -> anyhow::Result<ReplicaConfig> {
+    if count > 1 && group.group_id >> SHARD_GROUP_SHIFT != 0 {
+        bail!("--group-id {} with shards: use a group id below 2^{SHARD_GROUP_SHIFT}", group.group_id);
+    }
+    if count > 1 && group.join {
+        bail!("--join with --shards {count}: a sharded node cannot join a group yet (start every node with --peers)");
+    }
+    let mut ports: Vec<(std::net::IpAddr, u16, u64)> = Vec::new();
+    for (&id, addr) in &group.members {
+        if u32::from(addr.port()) + u32::from(count) - 1 > 65535 {
+            bail!(
+                "--peers: node {id}'s {count} shards need ports {} to {}",
+                addr.port(),
+                u32::from(addr.port()) + u32::from(count) - 1
+            );
+        }
+        if let Some((_, _, other)) =
+            ports.iter().find(|(ip, port, _)| *ip == addr.ip() && port.abs_diff(addr.port()) < count)
+        {
+            bail!(
+                "--peers: nodes {other} and {id} share ports: with {count} shards, node N's shard i listens for its \
+                 peers on N's port + i, so space the nodes' ports at least {count} apart"
+            );
+        }
+        ports.push((addr.ip(), addr.port(), id));
+    }
+    let members = group
+        .members
+        .iter()
+        .map(|(&id, addr)| (id, std::net::SocketAddr::new(addr.ip(), addr.port() + index)))
+        .collect();
+    Ok(ReplicaConfig { group_id: group.group_id | u64::from(index) << SHARD_GROUP_SHIFT, members, ..group.clone() })
+}
+
 /// "1=host:port,2=host:port": node ids (from 1) and peer addresses.
 pub fn parse_peers(text: &str) -> anyhow::Result<BTreeMap<u64, SocketAddr>> {
     let mut members = BTreeMap::new();
@@ -98,5 +142,34 @@ mod tests {
         assert!(parse_peers("1=127.0.0.1:7001,1=127.0.0.1:7002").is_err());
         assert!(parse_peers("0=127.0.0.1:7001").is_err());
         assert!(parse_peers("x").is_err());
+    }
+
+    #[test]
+    fn each_shard_is_a_group_of_its_own_on_the_next_port() {
+        let group = |peers: &str| ReplicaConfig {
+            node_id: 1,
+            group_id: 7,
+            members: parse_peers(peers).unwrap(),
+            secret: Vec::new(),
+            tick: Duration::from_millis(100),
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            join: false,
+            client_addr: None,
+        };
+        let spaced = group("1=127.0.0.1:7000,2=127.0.0.1:7010,3=127.0.0.2:7001");
+        let zero = shard_config(&spaced, 0, 4).unwrap();
+        assert_eq!((zero.group_id, zero.members[&2].port()), (7, 7010));
+        let three = shard_config(&spaced, 3, 4).unwrap();
+        assert_eq!(three.group_id, 7 | 3 << 48);
+        assert_eq!((three.members[&1].port(), three.members[&2].port(), three.members[&3].port()), (7003, 7013, 7004));
+        // Node 2's shard 0 would take node 1's shard 10's port.
+        let close = group("1=127.0.0.1:7000,2=127.0.0.1:7010");
+        assert!(shard_config(&close, 0, 11).is_err());
+        assert!(shard_config(&close, 0, 10).is_ok());
+        assert!(shard_config(&group("1=127.0.0.1:65535"), 0, 2).is_err());
+        assert!(shard_config(&ReplicaConfig { join: true, ..spaced.clone() }, 0, 2).is_err());
+        // One shard: the group as given.
+        assert_eq!(shard_config(&close, 0, 1).unwrap().members, close.members);
     }
 }

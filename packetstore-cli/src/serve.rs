@@ -160,7 +160,7 @@ fn stopped_abnormally(
 /// old image see their connections close (their writes in flight were
 /// never acknowledged). Opening the pool again replays only what is
 /// durable, and the group sends the rest.
-fn restart_in_place() -> anyhow::Result<()> {
+pub(crate) fn restart_in_place() -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
     tracing::warn!("restarting in place to rebuild from the durable checkpoint and the committed log");
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -170,7 +170,7 @@ fn restart_in_place() -> anyhow::Result<()> {
 
 /// The node of its replicated group this server is: its Raft log rebuilt
 /// from the store's, its committed entries applied.
-fn join_group(
+pub(crate) fn join_group(
     group: packetstore::replica::ReplicaConfig,
     store: &mut Store,
     pool: &Pool,

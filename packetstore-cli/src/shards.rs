@@ -40,6 +40,7 @@ use packetstore::apps::kv::KvServer;
 use packetstore::io::cores::{allowed_cpus, pin_current_thread, run_loop};
 use packetstore::io::engine::EngineConfig;
 use packetstore::pool::layout::ShardId;
+use packetstore::replica::ReplicaConfig;
 use packetstore::store::db::Horizons;
 use packetstore::{Buffers, Pool, PoolKind, SimDevice};
 
@@ -84,17 +85,21 @@ struct Shard {
 /// Serves `args.shards` shards until stopped.
 pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     let count = args.shards;
-    if args.group_args.config()?.is_some() {
-        bail!("--shards {count} with a replicated group is not built yet: use --shards 1");
-    }
     if prepared.policy.is_some() {
         bail!("--shards {count} runs on the io_uring engine only (--io uring)");
     }
-    let listeners = bind_all(args, prepared)?;
+    // A node of a replicated group: each shard is a group of its own.
+    let group = args.group_args.config()?;
+    let groups = (0..count)
+        .map(|index| group.as_ref().map(|group| crate::group::shard_config(group, index, count)).transpose())
+        .collect::<anyhow::Result<Vec<Option<ReplicaConfig>>>>()?;
+    let listeners = bind_all(args, prepared, &groups)?;
     let mut links = shard_links(count)?;
     let pools = open_all(args, prepared)?;
     let cpus = allowed_cpus().context("reading this process's CPU affinity")?;
-    let ports = listeners.iter().map(|l| packetstore::io::net::local_addr(&l[2]).map(|a| a.port()));
+    // The cluster port comes after a node's peer port.
+    let cluster_listener = if group.is_some() { 3 } else { 2 };
+    let ports = listeners.iter().map(|l| packetstore::io::net::local_addr(&l[cluster_listener]).map(|a| a.port()));
     let ports = ports.collect::<std::io::Result<Vec<u16>>>()?;
     let main =
         (packetstore::io::net::local_addr(&listeners[0][0])?, packetstore::io::net::local_addr(&listeners[0][1])?);
@@ -112,19 +117,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
             Ok(Shard { index: i as u16, path, pool, _file: file, device, created, listeners })
         })
         .collect::<anyhow::Result<Vec<Shard>>>()?;
-    let devices: Vec<(Arc<SimDevice>, PathBuf)> =
-        shards.iter().filter_map(|s| s.device.clone().map(|device| (device, s.path.clone()))).collect();
-    if !devices.is_empty() {
-        println!("WARNING: SIMULATED POWER FAILURES (test switch): every shard's pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash images back to the files");
-        // A command across shards that cannot end whole stops the process
-        // at once: the pools are left as the power failing then would.
-        let at_stop = devices.clone();
-        packetstore::apps::kv::before_stopping_half_way(Box::new(move || {
-            if let Err(error) = write_crash_images(&at_stop) {
-                eprintln!("writing the crash images: {error:#}");
-            }
-        }));
-    }
+    let devices = simulated_devices(&shards);
     let (stop, wake_fd) = crate::shutdown::install()?;
     let horizons = Horizons::new(count);
     let exchange = Arc::new(Exchange::new(count).context("making the shards' eventfds")?);
@@ -137,19 +130,41 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
         ip => ip,
     };
-    let view = |index| ClusterView { shard: index, shards: count, set_id, host, ports: ports.clone(), listener: 2 };
+    let view = |index| ClusterView {
+        shard: index,
+        shards: count,
+        set_id,
+        host,
+        ports: ports.clone(),
+        listener: cluster_listener,
+    };
+    let rebuild = AtomicBool::new(false);
     let errors: Vec<anyhow::Error> = std::thread::scope(|scope| {
         let handles: Vec<_> = shards
             .into_iter()
-            .map(|shard| {
+            .zip(groups)
+            .map(|(shard, group)| {
                 let cpu = cpus[usize::from(shard.index) % cpus.len()];
                 let (failed, recovered, ready, view) = (&failed, &recovered, &ready, view(shard.index));
-                let (horizons, exchange) = (&horizons, &exchange);
+                let (horizons, exchange, rebuild) = (&horizons, &exchange, &rebuild);
                 let links = std::mem::take(&mut links[usize::from(shard.index)]);
                 scope.spawn(move || {
                     // However this thread ends (a panic too), the others stop.
                     let _stop_all = StopAllOnDrop(failed);
-                    let one = OneShard { args, prepared, view, main, cpu, stop, wake_fd, links, horizons, exchange };
+                    let one = OneShard {
+                        args,
+                        prepared,
+                        view,
+                        main,
+                        cpu,
+                        stop,
+                        wake_fd,
+                        links,
+                        horizons,
+                        exchange,
+                        group,
+                        rebuild,
+                    };
                     let outcome = one.serve(shard, recovered, failed, ready);
                     // (The guard stops the others as this returns.)
                     if outcome.is_err() {
@@ -165,10 +180,33 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     if devices.iter().any(|(device, _)| device.is_dead()) {
         return write_crash_images(&devices);
     }
+    if rebuild.load(Ordering::SeqCst) {
+        // A shard's group dropped entries its tree reflects: the whole node
+        // starts again from its durable state, as one shard alone does.
+        return crate::serve::restart_in_place();
+    }
     match errors.into_iter().next() {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// The shards' simulated devices, if they run on the crash simulator: a
+/// command across shards that cannot end whole then stops the process
+/// after writing every pool the image the power failing then would leave.
+fn simulated_devices(shards: &[Shard]) -> Vec<(Arc<SimDevice>, PathBuf)> {
+    let devices: Vec<(Arc<SimDevice>, PathBuf)> =
+        shards.iter().filter_map(|s| s.device.clone().map(|device| (device, s.path.clone()))).collect();
+    if !devices.is_empty() {
+        println!("WARNING: SIMULATED POWER FAILURES (test switch): every shard's pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash images back to the files");
+        let at_stop = devices.clone();
+        packetstore::apps::kv::before_stopping_half_way(Box::new(move || {
+            if let Err(error) = write_crash_images(&at_stop) {
+                eprintln!("writing the crash images: {error:#}");
+            }
+        }));
+    }
+    devices
 }
 
 /// The simulated power failed: every shard's pool file gets what survived
@@ -209,9 +247,9 @@ fn shard_links(count: u16) -> anyhow::Result<Vec<Vec<(std::os::fd::RawFd, usize)
 }
 
 /// Every shard's listeners: the main HTTP and Redis ports (shared through
-/// SO_REUSEPORT, at their first shard's port when given as 0), then its
-/// cluster port.
-fn bind_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<Vec<OwnedFd>>> {
+/// SO_REUSEPORT, at their first shard's port when given as 0), a node's
+/// peer port for its shard's group (`groups`), then its cluster port.
+fn bind_all(args: &Args, prepared: &Prepared, groups: &[Option<ReplicaConfig>]) -> anyhow::Result<Vec<Vec<OwnedFd>>> {
     let timeout = args.bind_args.timeout()?;
     let nonblocking = prepared.policy.is_some();
     let base = args.cluster_ports.context("--shards above 1 needs --cluster-ports (the first shard's port)")?;
@@ -230,8 +268,14 @@ fn bind_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<Vec<OwnedFd>
         (http, resp) = (packetstore::io::net::local_addr(&h)?, packetstore::io::net::local_addr(&r)?);
         let port = if base == 0 { 0 } else { base.checked_add(index).context("--cluster-ports: past port 65535")? };
         let cluster = SocketAddr::new(args.resp.ip(), port);
-        let c = crate::listen::bind(cluster, "Redis Cluster", false, nonblocking, timeout)?;
-        all.push(vec![h, r, c]);
+        let mut listeners = vec![h, r];
+        if let Some(group) = &groups[usize::from(index)] {
+            let peer = group.members[&group.node_id];
+            listeners.push(crate::listen::bind(peer, "peer", false, nonblocking, timeout)?);
+            crate::listen::warn_peer_exposure(peer, !group.secret.is_empty());
+        }
+        listeners.push(crate::listen::bind(cluster, "Redis Cluster", false, nonblocking, timeout)?);
+        all.push(listeners);
     }
     crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some(), args.protected_mode == "yes");
     Ok(all)
@@ -358,6 +402,10 @@ struct OneShard<'a> {
     /// across shards (`apps/kv/across.rs`).
     horizons: &'a Horizons,
     exchange: &'a Arc<Exchange>,
+    /// Its group, on a node of a replicated group; and the node's flag
+    /// that a shard must rebuild (the process restarts in place).
+    group: Option<ReplicaConfig>,
+    rebuild: &'a AtomicBool,
 }
 
 impl OneShard<'_> {
@@ -449,6 +497,10 @@ impl OneShard<'_> {
             // Its image is written once every shard has stopped (`run`).
             return Ok(());
         }
+        if server.rebuild_requested() {
+            self.rebuild.store(true, Ordering::SeqCst);
+            return Ok(());
+        }
         let drained = outcome.with_context(|| format!("shard {index}"))?;
         crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
     }
@@ -461,18 +513,32 @@ impl OneShard<'_> {
         let geometry = pool.geometry();
         let mut buffers = Buffers::new(geometry.buffer_count);
         buffers.set_sequential(pool.domain().domain == packetstore::Domain::Page);
+        // A replicated shard's store replays nothing: its group decides
+        // what is committed (no command across shards runs in one).
+        let replicated = self.group.is_some();
+        let horizons = (!replicated).then_some((self.horizons, shard.index));
         let (mut store, report) = crate::kv_setup::open_store(
             args,
             pool,
             &mut buffers,
             prepared.value_size_max,
             prepared.buffers_reserve,
-            false,
-            Some((self.horizons, shard.index)),
+            replicated,
+            horizons,
         )
         .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
-        let simulated = shard.device.is_some();
-        let table = crate::readers::set_up_readers((args, &shard.path), pool, &mut store, &mut buffers, simulated)?;
+        if replicated {
+            packetstore::store::db::TxnOracle::publish(self.horizons, shard.index, 0);
+        }
+        let replica = match self.group.clone() {
+            Some(group) => {
+                let group = ReplicaConfig { client_addr: Some(self.main.1), ..group };
+                Some(crate::serve::join_group(group, &mut store, pool, &mut buffers)?)
+            }
+            None => None,
+        };
+        let shared = shard.device.is_some() || replicated;
+        let table = crate::readers::set_up_readers((args, &shard.path), pool, &mut store, &mut buffers, shared)?;
         println!(
             "shard {}: pool {} ({:.1} MiB{}), CPU {}, slots {:?}; recovery: {report}",
             shard.index,
@@ -487,6 +553,9 @@ impl OneShard<'_> {
         let mut config = crate::kv_setup::kv_config(args, prepared, pool.domain(), shard.device.clone(), addrs)?;
         config.settings.cluster = Some(self.view.clone());
         let mut server = KvServer::new(config, store, report.to_string());
+        if let Some(replica) = replica {
+            server.set_replica(replica);
+        }
         server.set_recovery_duration(report.duration);
         Ok((buffers, server, table))
     }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// A pool path, unique to this test process, deleted on drop.
+/// A pool path, unique to this test process, deleted on drop with the
+/// other shards' pools beside it (`kv.1.pool`, ...: a server makes a shard
+/// per core unless told `--shards`).
 pub struct TempPool(pub PathBuf);
 
 impl TempPool {
@@ -33,6 +35,9 @@ impl TempPool {
 impl Drop for TempPool {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        for index in 1..=256 {
+            let _ = std::fs::remove_file(packetstore::pool::layout::shard_path(&self.0, index));
+        }
     }
 }
 

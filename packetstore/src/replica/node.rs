@@ -158,6 +158,10 @@ pub struct Replica {
     /// A loaded snapshot raft-rs refused: the next commit stops the loop
     /// for a rebuild.
     snapshot_refused: Option<u64>,
+    /// A leadership transfer asked for (`transfer_leadership`), begun once
+    /// the turn's records are proposed (raft-rs drops proposals while one
+    /// is under way).
+    transfer_to: Option<u64>,
     /// The pool filled while a snapshot was loading (`SnapshotNoRoom`): the
     /// next commit stops the loop for a rebuild.
     snapshot_no_room: Option<(u64, u32, u32)>,
@@ -321,6 +325,7 @@ impl Replica {
             snapshots_started: 0,
             snapshots_cancelled: 0,
             snapshot_refused: None,
+            transfer_to: None,
             snapshot_no_room: None,
             client_addrs: BTreeMap::new(),
             removed: false,
@@ -350,6 +355,33 @@ impl Replica {
 
     pub fn leader_id(&self) -> u64 {
         self.raw.raft.leader_id
+    }
+
+    /// A leader hands its leadership to `to` (raft-rs's transfer: once `to`
+    /// has every entry, it campaigns at once), unless it is already doing
+    /// so: begun at this turn's commit, after its records are proposed;
+    /// no write runs here meanwhile (`can_write`). A sharded node's shards
+    /// follow the leader of shard 0's group this way, so that one node
+    /// leads every shard (`apps/kv/replication.rs`).
+    pub fn transfer_leadership(&mut self, to: u64) {
+        if self.is_leader() && to != self.config.node_id && !self.is_transferring() {
+            self.transfer_to = Some(to);
+        }
+    }
+
+    /// A leader handing its leadership over, or about to (raft-rs gives
+    /// up after an election timeout, and it leads on).
+    pub fn is_transferring(&self) -> bool {
+        self.raw.raft.lead_transferee.is_some() || self.transfer_to.is_some()
+    }
+
+    /// Begins the transfer asked for, once the turn's records are proposed.
+    fn begin_transfer(&mut self) {
+        let Some(to) = self.transfer_to.take() else { return };
+        if self.is_leader() && self.raw.raft.lead_transferee.is_none() {
+            tracing::info!(group = self.config.group_id, to, "handing leadership over");
+            self.raw.transfer_leader(to);
+        }
     }
 
     pub fn term(&self) -> u64 {
@@ -417,6 +449,7 @@ impl Replica {
         self.is_leader()
             && log.term(log.committed).unwrap_or(0) == self.raw.raft.term
             && self.tree_index >= log.committed
+            && !self.is_transferring()
     }
 
     fn meta(&self) -> Meta {
@@ -659,6 +692,7 @@ impl Replica {
                 self.reads_term = 0;
             }
         }
+        self.begin_transfer();
         if self.raw.has_ready() {
             self.handle_ready(store, pool, buffers)?;
         }

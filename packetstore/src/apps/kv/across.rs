@@ -47,6 +47,13 @@ use crate::pool::file::Pool;
 use crate::proto::resp::{Args, Encoder};
 use crate::store::db::TxnMarker;
 
+/// A command across shards on a node of a replicated group: not built yet
+/// (each shard's part would commit in its own group; one unit across
+/// groups needs a decision record the groups agree on).
+pub(super) const ACROSS_REPLICATED: &str =
+    "CROSSSLOT Keys in request don't hash to the same slot (a replicated group's \
+     shards do not yet run one command across shards: give its keys one {hash tag})";
+
 /// Stops the process if dropped while unwinding (a parked shard's bug).
 struct AbortOnUnwind;
 
@@ -277,6 +284,9 @@ impl KvServer {
         shards: &BTreeSet<u16>,
         conn: &KvConn,
     ) -> Result<Session, String> {
+        if self.replica.is_some() {
+            return Err(ACROSS_REPLICATED.to_string());
+        }
         let me = self.shard_index();
         while !exchange.try_lock() {
             // Another coordinator holds it and may be waiting for us.

@@ -49,6 +49,11 @@ impl KvServer {
         if !(entry.has_flag("readonly") || entry.has_flag("write")) {
             return None;
         }
+        if replica.is_leader() && replica.is_transferring() {
+            return Some(
+                "TRYAGAIN this node is handing this shard's leadership to the node that leads the others: try again",
+            );
+        }
         if replica.is_leader() {
             return (!replica.can_write()).then_some(
                 "TRYAGAIN this node was just elected the group's leader and is applying its log: try again",
@@ -340,6 +345,14 @@ impl KvServer {
                 conn.args.len() == 2 && name.eq_ignore_ascii_case(crate::apps::kv::cmd::monitor::MONITOR_LINE);
             let http = conn.args.len() >= 4 && name.eq_ignore_ascii_case(crate::apps::kv::http_relay::HTTP_ON_SHARD);
             drop(name);
+            if let Some(leader) = self.leader_elsewhere().filter(|_| !push && !monitor) {
+                let db = self.store.physical_db(conn.db);
+                let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
+                ctx.error(&format!(
+                    "TRYAGAIN this shard's leadership is moving to this node (node {leader} leads it now): send it again"
+                ));
+                return (false, OTHER, true);
+            }
             if push || monitor || http {
                 let db = self.store.physical_db(conn.db);
                 let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };

@@ -113,6 +113,10 @@ pub struct Exchange {
     /// Scripts any shard compiled (EVAL, SCRIPT LOAD), by SHA-1: EVALSHA
     /// on another shard finds them (bounded by `SHARED_SCRIPTS_BYTES_MAX`).
     scripts: Mutex<SharedScripts>,
+    /// In a replicated group: the node that leads shard 0's group, as
+    /// shard 0 knows it (0: none known). Every other shard hands its own
+    /// group's leadership to that node (`replication.rs`).
+    group_leader: AtomicU64,
 }
 
 /// The scripts' bodies all shards may run by SHA-1.
@@ -189,7 +193,18 @@ impl Exchange {
             busy: (0..shards).map(|_| AtomicU8::new(0)).collect(),
             listening: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             scripts: Mutex::default(),
+            group_leader: AtomicU64::new(0),
         })
+    }
+
+    /// Shard 0's replica: the leader of its group, as of this turn.
+    pub(super) fn set_group_leader(&self, node: u64) {
+        self.group_leader.store(node, Ordering::Relaxed);
+    }
+
+    /// The node that leads shard 0's group (0: none known).
+    pub(super) fn group_leader(&self) -> u64 {
+        self.group_leader.load(Ordering::Relaxed)
     }
 
     /// A script a shard compiled, for the others' EVALSHA.
@@ -256,6 +271,11 @@ impl Exchange {
         drop(handed);
         self.nudge(shard);
         Ok(())
+    }
+
+    /// Whether `shard`'s event loop has ended (`leave`).
+    pub(super) fn is_gone(&self, shard: u16) -> bool {
+        self.gone[usize::from(shard)].load(Ordering::SeqCst)
     }
 
     /// The links handed to `shard` since it last asked.

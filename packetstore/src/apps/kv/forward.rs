@@ -136,7 +136,13 @@ impl KvServer {
         if conn.route != Route::Undecided {
             return conn.route;
         }
-        let Some(replica) = self.replica.as_ref() else {
+        // Another shard's link runs its commands here (on a leader, or
+        // a follower's READONLY clients'): never relayed as a client.
+        let link = conn.listener == crate::apps::kv::LISTENER_LINK_IN;
+        // (On a follower node, only READONLY clients' commands come on
+        // links: the others are relayed to the leader whole.)
+        conn.reads_here |= link;
+        let Some(replica) = self.replica.as_ref().filter(|_| !link) else {
             conn.route = Route::Local;
             return Route::Local;
         };

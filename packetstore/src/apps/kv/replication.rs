@@ -36,6 +36,26 @@ const SNAPSHOT_QUEUE_BYTES_MAX: u64 = 1 << 20;
 /// How long a dial to a peer may take.
 const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// One node leads every shard's group: the node that leads shard 0's.
+/// Shard 0 publishes its group's leader; any other shard that leads its
+/// own group elsewhere hands the leadership over to that node. Commands
+/// across shards then find every shard they reach leading on the node that
+/// runs them, and a follower relays a client to one node for all its keys.
+fn follow_shard_zero(
+    exchange: &crate::apps::kv::exchange::Exchange,
+    shard: u16,
+    replica: &mut crate::replica::Replica,
+) {
+    if shard == 0 {
+        exchange.set_group_leader(replica.leader_id());
+        return;
+    }
+    let leader = exchange.group_leader();
+    if leader != 0 && replica.is_leader() && leader != replica.config.node_id {
+        replica.transfer_leadership(leader);
+    }
+}
+
 /// A connection to or from a peer of the group.
 pub enum PeerLink {
     /// A peer's messages to us.
@@ -367,6 +387,9 @@ impl KvServer {
         let Some(replica) = self.replica.as_mut() else { return };
         let now = Instant::now();
         replica.tick(now);
+        if let Some(exchange) = self.across.as_ref() {
+            follow_shard_zero(exchange, self.config.settings.cluster.as_ref().map_or(0, |v| v.shard), replica);
+        }
         replica.drop_streams_unless_leading();
         if !replica.streams.is_empty() {
             // What pinned versions hold back is bounded: an eighth of the
@@ -379,6 +402,18 @@ impl KvServer {
         if let Err(error) = self.store.retain_snapshot_pins(buffers, |peer| streams.contains_key(&peer)) {
             tracing::error!("releasing what a snapshot stream held: {error}");
         }
+    }
+
+    /// A sharded node's command from another shard (a link) for this
+    /// shard's keys, while this node leads shard 0's group but not this
+    /// shard's: its leadership is on its way here (`follow_shard_zero`),
+    /// and the command must be sent again (TRYAGAIN). A follower node runs
+    /// link commands itself: they come from its READONLY clients.
+    pub(super) fn leader_elsewhere(&self) -> Option<u64> {
+        let replica = self.replica.as_ref()?;
+        let exchange = self.across.as_ref()?;
+        let leads_group = exchange.group_leader() == replica.config.node_id;
+        (leads_group && !replica.is_leader()).then(|| replica.leader_id())
     }
 
     /// Tells the store whether it may take writes now.

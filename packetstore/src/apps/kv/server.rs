@@ -241,7 +241,8 @@ impl App for KvServer {
         }
         self.orphan_script(conn);
         self.links.forget((conn.token, conn.id), conn.awaiting);
-        self.links.lost(conn.listener);
+        let exchange = self.across.clone();
+        self.links.lost(conn.listener, |shard| exchange.as_ref().is_some_and(|e| !e.is_gone(shard)));
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
         self.forget_client(conn);
@@ -367,7 +368,8 @@ impl App for KvServer {
     }
 
     fn adoption_refused(&mut self, listener: usize) {
-        self.links.lost(listener);
+        // The loop is full or stopping: no new link is tried.
+        self.links.lost(listener, |_| false);
     }
 
     fn tick(&mut self, pool: &Pool, buffers: &mut Buffers) {

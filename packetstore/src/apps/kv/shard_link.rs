@@ -48,7 +48,9 @@ use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
 
 /// Connections of another shard's link to this one: its clients' commands.
-pub const LISTENER_LINK_IN: usize = 3;
+/// (A label, not a listening socket: listeners 0 to 3 are the HTTP, Redis,
+/// peer and cluster ports.)
+pub const LISTENER_LINK_IN: usize = 1 << 14;
 /// This shard's link to shard `i` is a connection of `LISTENER_LINK_OUT + i`.
 pub const LISTENER_LINK_OUT: usize = 1 << 16;
 /// This shard's private link number `n` (one client's, to one shard) is a
@@ -163,8 +165,9 @@ struct LinkOut {
     /// (db None: not known, after a script, whose SELECT sticks).
     db: Option<u8>,
     resp3: bool,
-    /// Its connection closed (the other shard is stopping): what is sent
-    /// to it is answered with an error here.
+    /// Its connection closed (the other shard is stopping, or closed it
+    /// dropping replies), and no new one is up yet: what is sent to it is
+    /// answered with an error here.
     lost: bool,
 }
 
@@ -287,6 +290,7 @@ impl ShardLinks {
             return false;
         };
         link.token = Some(token);
+        link.lost = false;
         true
     }
 
@@ -460,7 +464,7 @@ impl ShardLinks {
     /// A link's connection closed: its clients' commands in flight are
     /// answered with an error (they may or may not have run there), and so
     /// is every later one. A private link is gone for good.
-    pub(super) fn lost(&mut self, listener: usize) {
+    pub(super) fn lost(&mut self, listener: usize, alive: impl Fn(u16) -> bool) {
         if let Some(n) = listener.checked_sub(LISTENER_LINK_PRIVATE) {
             let Some(private) = self.private.remove(&n) else { return };
             self.free_private.push(n);
@@ -481,15 +485,38 @@ impl ShardLinks {
         }
         let Some(shard) = listener.checked_sub(LISTENER_LINK_OUT) else { return };
         let Some(link) = self.out.get_mut(shard) else { return };
-        tracing::error!("the link to shard {shard} closed: its clients' commands in flight fail");
-        link.lost = true;
-        link.token = None;
-        link.outbox.clear();
+        tracing::warn!("the link to shard {shard} closed: its clients' commands in flight fail; linking again");
+        let pending = std::mem::take(&mut link.pending);
+        // A fresh link, as the other end's new connection starts.
+        *link = LinkOut { db: Some(0), lost: true, ..LinkOut::default() };
         let error = format!("-ERR the link to shard {shard} closed: the command may or may not have run\r\n");
         let mut answers = Answers { delivered: &mut self.delivered, wake: &mut self.wake, gathers: &mut self.gathers };
-        for pending in std::mem::take(&mut link.pending) {
+        for pending in pending {
             answers.answer(pending, error.as_bytes());
         }
+        // The other shard closes a link whose replies its group will never
+        // acknowledge (a leader that lost its leadership): a new one
+        // replaces it (until then, and for good if that shard stopped,
+        // what is sent there is answered with an error).
+        if alive(shard as u16) {
+            self.relink(shard as u16);
+        }
+    }
+
+    /// A new link to `shard` (after one closed): this end waits in `adopt`,
+    /// the other in `handed`; the link is up again once adopted (`linked`).
+    fn relink(&mut self, shard: u16) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: socketpair writes two descriptors into `fds`.
+        if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
+            tracing::error!("no new link to shard {shard}: {}", std::io::Error::last_os_error());
+            return;
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        self.handed.push((shard, unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) }));
+        self.adopt.push((fds[0], LISTENER_LINK_OUT + usize::from(shard)));
     }
 
     /// A client closed (`awaiting`: replies it still waited for): nothing

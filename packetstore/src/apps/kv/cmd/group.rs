@@ -99,6 +99,10 @@ impl KvServer {
             ctx.error("ERR node ids are integers from 1");
             return Ok(());
         };
+        if self.across.is_some() {
+            ctx.error("ERR a sharded node's membership cannot change yet (each shard is a group of its own)");
+            return Ok(());
+        }
         if !replica.is_leader() {
             ctx.error("READONLY membership changes are made on the group's leader");
             return Ok(());
