@@ -116,10 +116,11 @@ pub struct Args {
     /// Cluster's hash slots; on the main ports (Redis and HTTP) a request
     /// for another shard's keys is relayed there, and a command over
     /// several shards' keys runs atomically across them (docs/shards.md).
-    /// A data set keeps the count it was made with. Unset or `auto`: the
-    /// data set's count when its pool exists, else one shard per core this
-    /// process may use (one for a node of a replicated group and with
-    /// --io epoll, which do not run shards yet).
+    /// A data set keeps the count it was made with. Unset: the data set's
+    /// count when its pool exists, else 1; `auto`: the data set's count,
+    /// else one shard per core this process may use (one for a node of a
+    /// replicated group and with --io epoll, which do not run shards
+    /// unless told a number).
     #[arg(long = "shards", value_name = "N|auto")]
     pub shards_wanted: Option<String>,
     /// The shard count served (`resolve_shards`, from --shards and the
