@@ -1,5 +1,7 @@
 //! `packetstore serve --node-id N --peers ...`: the options that make the
-//! server a node of a replicated group, and the group's configuration.
+//! server a node of a replicated group, the group's configuration (per
+//! shard too), joining it, and the restart in place of a node that must
+//! rebuild.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -129,6 +131,47 @@ pub fn parse_peers(text: &str) -> anyhow::Result<BTreeMap<u64, SocketAddr>> {
         bail!("--peers is empty");
     }
     Ok(members)
+}
+
+/// A node whose tree ran commands the group then dropped (it led, and lost
+/// its leadership before they committed), or holds a snapshot stream it
+/// cannot finish (refused by raft-rs, or no room left for it), starts
+/// again, in place: the same
+/// process image re-executed with the same arguments, as a supervisor
+/// would restart it, but at once. Every descriptor is close-on-exec, so
+/// the pool's lock and the listeners are released first; clients of the
+/// old image see their connections close (their writes in flight were
+/// never acknowledged). Opening the pool again replays only what is
+/// durable, and the group sends the rest.
+pub(crate) fn restart_in_place() -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    tracing::warn!("restarting in place to rebuild from the durable checkpoint and the committed log");
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let error = std::process::Command::new("/proc/self/exe").args(args).exec();
+    Err(anyhow::Error::new(error).context("re-executing /proc/self/exe to restart in place"))
+}
+
+/// The node of its replicated group this server is: its Raft log rebuilt
+/// from the store's, its committed entries applied.
+pub(crate) fn join_group(
+    group: ReplicaConfig,
+    store: &mut packetstore::store::db::Store,
+    pool: &packetstore::Pool,
+    buffers: &mut packetstore::Buffers,
+) -> anyhow::Result<packetstore::replica::Replica> {
+    let replica =
+        packetstore::replica::Replica::open(group, store, pool, buffers).context("joining the replicated group")?;
+    println!(
+        "group {}: node {} of {:?}, term {}, commit {}, log up to {}, tree at entry {}",
+        replica.config.group_id,
+        replica.config.node_id,
+        replica.voters(),
+        replica.term(),
+        replica.commit_index(),
+        replica.last_index(),
+        replica.tree_index()
+    );
+    Ok(replica)
 }
 
 #[cfg(test)]

@@ -5,12 +5,11 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use packetstore::apps::kv::KvServer;
 use packetstore::io::app::Persist;
 use packetstore::io::cores::{raise_open_file_limit, run_loop};
 use packetstore::io::engine::EngineConfig;
-use packetstore::store::db::Store;
 use packetstore::{Buffers, Pool, PoolKind};
 
 use crate::kv_setup::{kv_config, open_store, print_limits, record_recovery, stopped, Args, Prepared};
@@ -86,7 +85,7 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
     if let Some(group) = group.as_mut() {
         group.client_addr = Some(packetstore::io::net::local_addr(&listeners[1])?);
     }
-    let replica = group.map(|group| join_group(group, &mut store, pool, &mut buffers)).transpose()?;
+    let replica = group.map(|group| crate::group::join_group(group, &mut store, pool, &mut buffers)).transpose()?;
     let shared = replica.is_some() || power.is_some();
     let _table = crate::readers::set_up_readers((&args, &args.pool), pool, &mut store, &mut buffers, shared)?;
     let recovery = report.to_string();
@@ -147,48 +146,7 @@ fn stopped_abnormally(
     if let Some(device) = power.filter(|device| device.is_dead()) {
         return Some(write_crash_image(device, pool));
     }
-    server.rebuild_requested().then(restart_in_place)
-}
-
-/// A node whose tree ran commands the group then dropped (it led, and lost
-/// its leadership before they committed), or holds a snapshot stream it
-/// cannot finish (refused by raft-rs, or no room left for it), starts
-/// again, in place: the same
-/// process image re-executed with the same arguments, as a supervisor
-/// would restart it, but at once. Every descriptor is close-on-exec, so
-/// the pool's lock and the listeners are released first; clients of the
-/// old image see their connections close (their writes in flight were
-/// never acknowledged). Opening the pool again replays only what is
-/// durable, and the group sends the rest.
-pub(crate) fn restart_in_place() -> anyhow::Result<()> {
-    use std::os::unix::process::CommandExt;
-    tracing::warn!("restarting in place to rebuild from the durable checkpoint and the committed log");
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let error = std::process::Command::new("/proc/self/exe").args(args).exec();
-    Err(anyhow::Error::new(error).context("re-executing /proc/self/exe to restart in place"))
-}
-
-/// The node of its replicated group this server is: its Raft log rebuilt
-/// from the store's, its committed entries applied.
-pub(crate) fn join_group(
-    group: packetstore::replica::ReplicaConfig,
-    store: &mut Store,
-    pool: &Pool,
-    buffers: &mut Buffers,
-) -> anyhow::Result<packetstore::replica::Replica> {
-    let replica =
-        packetstore::replica::Replica::open(group, store, pool, buffers).context("joining the replicated group")?;
-    println!(
-        "group {}: node {} of {:?}, term {}, commit {}, log up to {}, tree at entry {}",
-        replica.config.group_id,
-        replica.config.node_id,
-        replica.voters(),
-        replica.term(),
-        replica.commit_index(),
-        replica.last_index(),
-        replica.tree_index()
-    );
-    Ok(replica)
+    server.rebuild_requested().then(crate::group::restart_in_place)
 }
 
 /// The HTTP and Redis protocol listeners (and a group node's peer port),

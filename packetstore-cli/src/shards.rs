@@ -183,7 +183,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     if rebuild.load(Ordering::SeqCst) {
         // A shard's group dropped entries its tree reflects: the whole node
         // starts again from its durable state, as one shard alone does.
-        return crate::serve::restart_in_place();
+        return crate::group::restart_in_place();
     }
     match errors.into_iter().next() {
         Some(error) => Err(error),
@@ -533,7 +533,7 @@ impl OneShard<'_> {
         let replica = match self.group.clone() {
             Some(group) => {
                 let group = ReplicaConfig { client_addr: Some(self.main.1), ..group };
-                Some(crate::serve::join_group(group, &mut store, pool, &mut buffers)?)
+                Some(crate::group::join_group(group, &mut store, pool, &mut buffers)?)
             }
             None => None,
         };

@@ -15,11 +15,11 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::apps::kv::cmd;
-use crate::apps::kv::cmd::client::ReplyMode;
 use crate::apps::kv::cmd::multi::{runs_in_multi, MULTI_BYTES_MAX, MULTI_COMMANDS_MAX};
 use crate::apps::kv::cmd::pubsub::allowed_while_subscribed;
 use crate::apps::kv::cmd::scripting::{BUSY_EVAL, BUSY_FUNCTION};
 use crate::apps::kv::exchange::Busy;
+use crate::apps::kv::kept::client::ReplyMode;
 use crate::apps::kv::placement::Placement;
 use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::span;
@@ -116,7 +116,7 @@ impl KvServer {
         // KILL, spanning every shard, is answered first).
         let killed = self.clients.is_killed(conn.id);
         let waits = conn.awaiting > 0 && self.clients.closes_after_replies(conn.id);
-        if (killed && !waits) || self.pubsub.deliver(conn, out) {
+        if (killed && !waits) || self.pubsub.deliver(conn.id, conn.subscriptions.is_some(), out) {
             progress.close = true;
             return progress;
         }
@@ -306,16 +306,16 @@ impl KvServer {
         close
     }
 
-    /// A link's command relayed for a tracking client (`tracking::LINK_AS`
+    /// A link's command relayed for a tracking client (`shard_link::LINK_AS`
     /// id caching command...): the prefix goes, the connection takes the
     /// client's id for the command, and the client's CLIENT CACHING choice
     /// holds for it. Returns the connection's own id, to take back after.
     fn link_as(&mut self, pool: &Pool, conn: &mut KvConn) -> Option<u64> {
-        use crate::apps::kv::cmd::tracking::LINK_AS;
+        use crate::apps::kv::shard_link::LINK_AS;
         if conn.args.len() < 4 || !conn.args.bytes(pool, 0).eq_ignore_ascii_case(LINK_AS) {
             return None;
         }
-        use crate::apps::kv::cmd::tracking::{LINK_CACHING, LINK_PART};
+        use crate::apps::kv::shard_link::{LINK_CACHING, LINK_PART};
         let number = |i: usize| std::str::from_utf8(&conn.args.bytes(pool, i)).ok().and_then(|n| n.parse::<u64>().ok());
         let (Some(id), Some(flags)) = (number(1), number(2)) else { return None };
         conn.args.drop_front(3);
@@ -849,10 +849,10 @@ pub(super) const COMMANDS: Commands = Commands(&[
 impl KvServer {
     /// Who a command relayed for `conn` is for, in its database and
     /// protocol; if it tracks, its id and CLIENT CACHING choice go with the
-    /// command (`tracking::LINK_AS`), as they do with CLIENT TRACKING
+    /// command (`shard_link::LINK_AS`), as they do with CLIENT TRACKING
     /// itself, which runs on every shard.
     fn client_for_link(&self, conn: &KvConn, tracking_itself: bool) -> Client {
-        let caching = if self.tracking.caching(conn.id) { crate::apps::kv::cmd::tracking::LINK_CACHING } else { 0 };
+        let caching = if self.tracking.caching(conn.id) { crate::apps::kv::shard_link::LINK_CACHING } else { 0 };
         let tag = (tracking_itself || self.tracking.tracks(conn.id)).then_some(caching);
         Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
     }

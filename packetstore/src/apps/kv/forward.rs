@@ -19,7 +19,8 @@
 //! `GET /metrics`: this node's own figures.
 //!
 //! Owns: the relays (`Relay`): which client and which link, and the bytes
-//! on their way in each direction.
+//! on their way in each direction; they, and a connection's `Route`, are
+//! kept in `kept/forward.rs`.
 //!
 //! Invariants: a relay's id is never given to another while the relay,
 //! or its dial, lives (a reply reaches only the client it answers); each
@@ -28,106 +29,19 @@
 //! it); when either side closes, so does the other, and the relay's
 //! references are given back.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use crate::apps::kv::kept::forward::{Chunk, Relay, Route, TO_CLIENT, TO_LEADER};
 use crate::apps::kv::state::{KvConn, KvServer};
 use crate::io::app::{ConnToken, Dial, Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
 use crate::pool::buffers::Buffers;
-use crate::pool::extent::Extent;
 use crate::pool::file::Pool;
 
 /// Dial ids of relay links start here (peer links use node ids).
 pub const RELAY_DIAL_BASE: usize = 1 << 19;
-/// A relay stops taking a side's input while this much waits unsent.
-const RELAY_QUEUED_MAX: u64 = 4 << 20;
 const RELAY_DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// What a client connection of a follower is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Route {
-    /// Not decided: its first command decides.
-    #[default]
-    Undecided,
-    /// Served here (the leader, or READONLY on a follower).
-    Local,
-    /// Relayed to the leader through relay `id`.
-    Relayed(usize),
-    /// Not decided, and its first command is one a client library sends
-    /// when it connects (CLIENT SETINFO): answered here, and the next one
-    /// decides.
-    SetupHere,
-}
-
-/// Bytes on their way: pool extents (one reference each) or copied bytes.
-enum Chunk {
-    Pool(Vec<Extent>),
-    Bytes(Vec<u8>),
-}
-
-/// A client relayed to the leader.
-pub struct Relay {
-    client: ConnToken,
-    /// The client speaks HTTP (its link opens with RELAYHTTP).
-    http: bool,
-    /// What it set up here before it was relayed.
-    state: crate::replica::wire::ClientState,
-    link: Option<ConnToken>,
-    /// Bytes on their way to the leader (`TO_LEADER`) and to the client.
-    queues: [VecDeque<Chunk>; 2],
-    queued: [u64; 2],
-    closed: bool,
-    /// The client left before the link connected: the relay waits only
-    /// for its dial to end.
-    orphaned: bool,
-}
-
-/// A relay's directions: the side a connection sends to, and the queue
-/// its own input goes to (`queues[i]`, with `queued[i]` bytes).
-const TO_LEADER: usize = 0;
-const TO_CLIENT: usize = 1;
-
-impl Relay {
-    /// One side's turn (`sends`: the queue it sends): what waits for it
-    /// is queued on its `out` (all of it); its input, if `input`, is
-    /// taken, zero copy, for the other side unless that side has
-    /// `RELAY_QUEUED_MAX` waiting. Returns whether anything moved (the
-    /// other side has work).
-    #[allow(clippy::too_many_arguments)]
-    fn shuttle(
-        &mut self,
-        sends: usize,
-        input: bool,
-        pool: &Pool,
-        buffers: &mut Buffers,
-        stream: &mut Stream,
-        out: &mut OutQueue,
-        release: &mut Release<'_>,
-    ) -> bool {
-        let takes = 1 - sends;
-        let sent = drain(pool, buffers, &mut self.queues[sends], out);
-        self.queued[sends] -= sent;
-        if !input || stream.is_empty() || self.queued[takes] >= RELAY_QUEUED_MAX {
-            return sent > 0;
-        }
-        let n = stream.len();
-        self.queued[takes] += n as u64;
-        self.queues[takes].push_back(take(buffers, stream, n));
-        stream.consume(n, |segment| release(segment, buffers));
-        true
-    }
-}
-
-#[derive(Default)]
-pub struct Relays {
-    relays: HashMap<usize, Relay>,
-    next: usize,
-    dials: Vec<Dial>,
-    pub wake: Vec<ConnToken>,
-    /// Clients that arrived while no leader was known.
-    waiting: Vec<ConnToken>,
-}
 
 impl KvServer {
     /// Decides where a client's commands run, before its first one: here
@@ -404,42 +318,4 @@ fn first_request(stream: &Stream) -> Option<First> {
         return None;
     }
     Some(if head == METRICS { First::Local } else { First::Other })
-}
-
-/// The stream's first `n` bytes, for the other side: pool extents with a
-/// reference each, or a copy where they are not in the pool.
-fn take(buffers: &mut Buffers, stream: &Stream, n: usize) -> Chunk {
-    let mut extents = Vec::new();
-    if stream.pool_extents(n, &mut extents) {
-        for extent in &extents {
-            buffers.retain(extent.buffer).expect("a received buffer takes another reference");
-        }
-        return Chunk::Pool(extents);
-    }
-    let mut bytes = Vec::with_capacity(n);
-    stream.for_each_slice(n, |s| bytes.extend_from_slice(s));
-    Chunk::Bytes(bytes)
-}
-
-/// Queues chunks on `out` (their references move to it); returns the bytes.
-fn drain(pool: &Pool, _buffers: &mut Buffers, chunks: &mut VecDeque<Chunk>, out: &mut OutQueue) -> u64 {
-    let mut bytes = 0;
-    while let Some(chunk) = chunks.pop_front() {
-        match chunk {
-            Chunk::Bytes(data) => {
-                bytes += data.len() as u64;
-                out.push(&data);
-            }
-            Chunk::Pool(extents) => {
-                for extent in extents {
-                    bytes += u64::from(extent.len);
-                    let offset = pool.buffer_offset(extent.buffer) + u64::from(extent.offset);
-                    // SAFETY: the relay's reference on the buffer moves to
-                    // the queue: nothing reuses or writes it until it is sent.
-                    unsafe { out.push_pool(extent.buffer, pool.address(offset), u32::from(extent.len)) };
-                }
-            }
-        }
-    }
-    bytes
 }

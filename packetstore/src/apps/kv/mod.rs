@@ -16,6 +16,9 @@
 //! leaves nothing behind (`Store::apply` is all or nothing).
 //!
 //! The files, lowest first (each imports only those before it):
+//! `kept/` (what the command families and links keep between commands,
+//! the types of the state's fields; of this folder's files it imports only
+//! the Lua interpreter, `cmd/lua/`, which imports none of them),
 //! `state.rs` (the server's state, configuration and counters; a
 //! command's table entry and what a handler works with), `ops.rs` (what handlers share), `guard.rs` (a request's panic caught),
 //! `protected.rs` (Redis's protected mode), `cluster.rs` (hash slots and a
@@ -42,6 +45,7 @@ mod guard;
 mod hll;
 mod http_relay;
 mod integrity;
+mod kept;
 mod ops;
 mod parked;
 mod placement;

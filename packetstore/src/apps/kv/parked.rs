@@ -157,7 +157,7 @@ impl KvServer {
     pub(super) fn rerun_script_across(
         &mut self,
         ctx: &mut Ctx<'_>,
-        run: crate::apps::kv::cmd::scripting::Run,
+        run: crate::apps::kv::kept::scripting::Run,
     ) -> Result<(), StoreError> {
         let view = self.config.settings.cluster.as_ref().expect("restarts only when sharded");
         let every: BTreeSet<u16> = (0..view.shards).collect();

@@ -4,7 +4,8 @@
 //! (`replica/node.rs`) and release replies once the group acknowledged
 //! them.
 //!
-//! Owns: the peer connections' protocol state (`PeerLink`).
+//! Owns: the peer connections' protocol state (`PeerLink`, in
+//! `kept/replication.rs`).
 //!
 //! Invariants: a peer link's input is parsed by the same bounded RESP
 //! parser as a client's, and a link that breaks the format, or presents
@@ -15,6 +16,7 @@
 
 use std::time::Instant;
 
+use crate::apps::kv::kept::replication::PeerLink;
 use crate::apps::kv::state::{KvConn, KvServer};
 use crate::io::app::{ConnToken, Dial, Progress, Release};
 use crate::io::outq::OutQueue;
@@ -54,16 +56,6 @@ fn follow_shard_zero(
     if leader != 0 && replica.is_leader() && leader != replica.config.node_id {
         replica.transfer_leadership(leader);
     }
-}
-
-/// A connection to or from a peer of the group.
-pub enum PeerLink {
-    /// A peer's messages to us.
-    Inbound(Box<Inbound>),
-    /// Our messages to the peer.
-    Outbound { peer: u64, hello_sent: bool },
-    /// A client of ours relayed to the leader (`forward.rs`).
-    Relay { id: usize, hello_sent: bool },
 }
 
 impl KvServer {
@@ -107,7 +99,7 @@ impl KvServer {
         if let Some(listener) = conn.relay_accepted.take() {
             // A follower's relayed client: ours from now on.
             conn.listener = listener;
-            conn.route = crate::apps::kv::forward::Route::Local;
+            conn.route = crate::apps::kv::kept::forward::Route::Local;
             if listener == crate::apps::kv::LISTENER_HTTP {
                 return self.serve_http(pool, buffers, conn, stream, out, usize::MAX, release);
             }

@@ -2,6 +2,9 @@
 //! and result, INFO's sections, and the Prometheus exposition of
 //! `GET /metrics`.
 //!
+//! INFO's instantaneous_ops_per_sec is sampled into `OpsRate`
+//! (`kept/report.rs`) by the tick.
+//!
 //! Invariant: reporting reads the counters (`KvStats`, the store's, the
 //! pool's and the event loop's) and never changes them.
 
@@ -636,42 +639,5 @@ mod memory_tests {
     #[test]
     fn a_running_process_is_resident() {
         assert!(resident_bytes() > 0);
-    }
-}
-
-/// INFO's instantaneous_ops_per_sec, as Redis's `trackInstantaneousMetric`:
-/// the commands per second of each of the last 16 periods of at least
-/// 100 ms, averaged.
-#[derive(Default)]
-pub(super) struct OpsRate {
-    samples: [u64; OPS_RATE_SAMPLES],
-    next: usize,
-    last: Option<(std::time::Instant, u64)>,
-}
-
-const OPS_RATE_SAMPLES: usize = 16;
-
-const OPS_RATE_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
-
-impl OpsRate {
-    /// Notes the commands counted so far (`commands`, which CONFIG
-    /// RESETSTAT may have set back) at `now`.
-    pub(super) fn note(&mut self, now: std::time::Instant, commands: u64) {
-        let Some((at, count)) = self.last else {
-            self.last = Some((now, commands));
-            return;
-        };
-        let elapsed = now.duration_since(at);
-        if elapsed < OPS_RATE_PERIOD {
-            return;
-        }
-        let ran = commands.saturating_sub(count);
-        self.samples[self.next] = (ran as u128 * 1_000_000 / elapsed.as_micros().max(1)) as u64;
-        self.next = (self.next + 1) % OPS_RATE_SAMPLES;
-        self.last = Some((now, commands));
-    }
-
-    pub(super) fn per_second(&self) -> u64 {
-        self.samples.iter().sum::<u64>() / OPS_RATE_SAMPLES as u64
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::dispatch::COMMANDS;
-use crate::apps::kv::forward::Route;
+use crate::apps::kv::kept::forward::Route;
 use crate::apps::kv::shard_link::{ShardLinks, LISTENER_LINK_IN, LISTENER_LINK_OUT};
 use crate::apps::kv::state::{
     watch_id, CommandIndex, KvConfig, KvConn, KvServer, KvStats, EXPIRE_PER_TICK_MAX, GARBAGE_PER_TICK_MAX,

@@ -186,7 +186,7 @@ pub struct Client {
     pub id: u64,
     pub db: u8,
     pub resp3: bool,
-    /// `tracking::LINK_AS` flags: the command goes as `LINK_AS id flags
+    /// `LINK_AS` flags: the command goes as `LINK_AS id flags
     /// command...` (None: as it is; a client that does not track).
     pub tag: Option<u8>,
 }
@@ -221,6 +221,18 @@ const PRIVATE_REFILL_EVERY: std::time::Duration = std::time::Duration::from_mill
 /// arrived, in `arrival_ns` (clients blocked on a key are served in that
 /// order, wherever they arrived).
 pub const LINK_CLIENT: &[u8] = b"PACKETSTORE-LINK-CLIENT";
+
+/// The command a shard's link sends ahead of the arguments of a command it
+/// relays for a tracking client, or of a part of a spanning command:
+/// `PACKETSTORE-AS id flags command...`. The other shard runs the command
+/// for that client id, with its CLIENT CACHING choice (`LINK_CACHING`);
+/// a part flagged `LINK_PART` is not counted there (another part is).
+pub(in crate::apps::kv) const LINK_AS: &[u8] = b"PACKETSTORE-AS";
+/// `LINK_AS` flags: the client's CLIENT CACHING choice is yes (OPTIN) or
+/// no (OPTOUT) for this command.
+pub(in crate::apps::kv) const LINK_CACHING: u8 = 1;
+/// `LINK_AS` flags: a part of a spanning command after its first.
+pub(in crate::apps::kv) const LINK_PART: u8 = 2;
 
 /// Nanoseconds since the process's first call: one clock for every shard.
 pub fn arrival_ns() -> u64 {
@@ -417,7 +429,7 @@ impl ShardLinks {
         for (part, (shard, args)) in parts.iter().enumerate() {
             // Every part runs for the client (CLIENT KILL's SKIPME, its
             // tracking); only the first is counted as its call.
-            let counted = if part == 0 { 0 } else { crate::apps::kv::cmd::tracking::LINK_PART };
+            let counted = if part == 0 { 0 } else { LINK_PART };
             let client = Client { tag: Some(client.tag.unwrap_or(0) | counted), ..client };
             self.send_pending(*shard, client, args, Pending::Part { gather, part }, false);
         }
@@ -597,7 +609,7 @@ fn send_on<B: AsRef<[u8]>>(link: &mut LinkOut, client: Client, args: &[B], pendi
         None => encode(&mut link.outbox, args),
         Some(flags) => {
             let (id, flags) = (client.id.to_string(), flags.to_string());
-            let prefix = [crate::apps::kv::cmd::tracking::LINK_AS, id.as_bytes(), flags.as_bytes()];
+            let prefix = [LINK_AS, id.as_bytes(), flags.as_bytes()];
             encode_prefixed(&mut link.outbox, &prefix, args);
         }
     }

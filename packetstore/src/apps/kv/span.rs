@@ -102,7 +102,7 @@ const EVERY_SHARD: [(&str, Merge); 25] = [
     // The client waits on one shard at most: 1 there, 0 elsewhere.
     ("client|unblock", Merge::Sum),
     // Every shard keeps a tracking client's mode (for the client's id:
-    // `tracking::LINK_AS`), and tracks its keys there.
+    // `shard_link::LINK_AS`), and tracks its keys there.
     ("client|tracking", Merge::AllOk),
     // Every shard's configuration, scripts and functions stay alike.
     ("config|set", Merge::Same),

@@ -4,7 +4,9 @@
 //! tables (`Commands`), and what a handler works with (`Ctx`: the pool,
 //! the connection, the reply queue). They live in one file because they
 //! name each other: the server holds the table, whose handlers take the
-//! server.
+//! server. What the command families and links keep (a transaction, the
+//! subscriptions, the client registry, ...) are types of `kept/`, which
+//! imports nothing of this file: the handlers stand above both.
 //!
 //! Invariants: every buffer reference a request holds is given back when it
 //! ends (`Args::clear`, `abandon`); a handler writes exactly one reply into
@@ -160,25 +162,25 @@ pub struct KvConn {
     pub(super) db: u8,
     pub(super) authenticated: bool,
     /// The transaction being queued (after MULTI).
-    pub(super) multi: Option<crate::apps::kv::cmd::multi::Multi>,
+    pub(super) multi: Option<crate::apps::kv::kept::multi::Multi>,
     /// Keys WATCH watches.
-    pub(super) watching: Option<crate::apps::kv::cmd::multi::Watching>,
+    pub(super) watching: Option<crate::apps::kv::kept::multi::Watching>,
     /// Channels and patterns it subscribes to.
-    pub(super) subscriptions: Option<crate::apps::kv::cmd::pubsub::Subscriptions>,
+    pub(super) subscriptions: Option<crate::apps::kv::kept::pubsub::Subscriptions>,
     /// Parked by a blocking pop that found nothing (its command kept).
-    pub(super) blocked: Option<crate::apps::kv::cmd::blocking::Blocked>,
+    pub(super) blocked: Option<crate::apps::kv::kept::blocking::Blocked>,
     /// Set by a blocking pop's handler that found nothing: park me.
-    pub(super) block_request: Option<crate::apps::kv::cmd::blocking::BlockRequest>,
+    pub(super) block_request: Option<crate::apps::kv::kept::blocking::BlockRequest>,
     /// CLIENT REPLY: whether its replies are sent.
-    pub(super) reply: crate::apps::kv::cmd::client::ReplyMode,
+    pub(super) reply: crate::apps::kv::kept::client::ReplyMode,
     pub(super) encoder: Encoder,
     pub(super) parser: Parser,
     pub(super) args: Args,
     pub(super) http: Option<HttpBody>,
     /// Set on a link to or from a peer of a replicated group.
-    pub(super) peer: Option<crate::apps::kv::replication::PeerLink>,
+    pub(super) peer: Option<crate::apps::kv::kept::replication::PeerLink>,
     /// Where its commands run, in a replicated group (`forward.rs`).
-    pub(super) route: crate::apps::kv::forward::Route,
+    pub(super) route: crate::apps::kv::kept::forward::Route,
     /// A peer link that turned out to carry a relayed client: the
     /// listener whose protocol it speaks (LISTENER_RESP or LISTENER_HTTP).
     pub(super) relay_accepted: Option<usize>,
@@ -234,7 +236,7 @@ pub struct KvServer {
     pub(super) commands: Commands,
     pub(super) command_index: CommandIndex,
     /// Watched keys and who watches them (WATCH).
-    pub(super) watched: std::collections::HashMap<Vec<u8>, Vec<crate::apps::kv::cmd::multi::Watcher>>,
+    pub(super) watched: std::collections::HashMap<Vec<u8>, Vec<crate::apps::kv::kept::multi::Watcher>>,
     /// The command running wrote to the store (its keys are touched for
     /// WATCH).
     pub(super) modified: bool,
@@ -243,7 +245,7 @@ pub struct KvServer {
     pub(super) retrying_blocked: bool,
     /// The command running is a part of a spanning command that another
     /// part counts (INFO commandstats, errorstats, SLOWLOG, LATENCY count
-    /// the client's command once: `tracking::LINK_PART`).
+    /// the client's command once: `shard_link::LINK_PART`).
     pub(super) uncounted: bool,
     /// SHUTDOWN asked the event loop to stop.
     pub(super) shutdown_requested: bool,
@@ -261,37 +263,37 @@ pub struct KvServer {
     /// Redis's configuration parameters as CONFIG GET shows them.
     pub(super) config_params: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.
-    pub(super) pubsub: crate::apps::kv::cmd::pubsub::PubSub,
+    pub(super) pubsub: crate::apps::kv::kept::pubsub::PubSub,
     /// EVAL's interpreter and script cache, and the function libraries.
-    pub(super) scripting: crate::apps::kv::cmd::scripting::Scripting,
+    pub(super) scripting: crate::apps::kv::kept::scripting::Scripting,
     /// The node of a replicated group this server is (None: a single
     /// server), new outbound peer links to serve, and the commits begun.
     pub(super) replica: Option<crate::replica::Replica>,
     pub(super) peer_wake: Vec<crate::io::app::ConnToken>,
     pub(super) commits_begun: u64,
-    pub(super) relays: crate::apps::kv::forward::Relays,
+    pub(super) relays: crate::apps::kv::kept::forward::Relays,
     /// A shard's links to the others (`shard_link.rs`).
     pub(super) links: crate::apps::kv::shard_link::ShardLinks,
     /// Connections parked by blocking pops, by key.
-    pub(super) blocking: crate::apps::kv::cmd::blocking::Blocking,
+    pub(super) blocking: crate::apps::kv::kept::blocking::Blocking,
     /// The Redis-protocol connections as CLIENT LIST shows them.
-    pub(super) clients: crate::apps::kv::cmd::client::Clients,
+    pub(super) clients: crate::apps::kv::kept::client::Clients,
     /// notify-keyspace-events' classes (`cmd/notify.rs`); 0: none.
     pub(super) notify_flags: u32,
     /// SLOWLOG's entries and settings (`cmd/slowlog.rs`).
-    pub(super) slowlog: crate::apps::kv::cmd::slowlog::Slowlog,
+    pub(super) slowlog: crate::apps::kv::kept::slowlog::Slowlog,
     /// Client-side caching: tracking clients and the keys they read
     /// (`cmd/tracking.rs`).
-    pub(super) tracking: crate::apps::kv::cmd::tracking::Tracking,
+    pub(super) tracking: crate::apps::kv::kept::tracking::Tracking,
     /// MONITOR's connections (`cmd/monitor.rs`).
-    pub(super) monitors: crate::apps::kv::cmd::monitor::Monitors,
+    pub(super) monitors: crate::apps::kv::kept::monitor::Monitors,
     /// The store's count of collections emptied in the background at the
     /// last CONFIG RESETSTAT (INFO shows those since).
     pub(super) lazyfreed_at_reset: u64,
     /// INFO's instantaneous_ops_per_sec, sampled by the tick.
-    pub(super) ops_rate: crate::apps::kv::report::OpsRate,
+    pub(super) ops_rate: crate::apps::kv::kept::report::OpsRate,
     /// LATENCY's events and the commands' histograms (`cmd/latency.rs`).
-    pub(super) latency: crate::apps::kv::cmd::latency::Latency,
+    pub(super) latency: crate::apps::kv::kept::latency::Latency,
     /// A test switch armed (`DEBUG PANIC-AT`): the next request there
     /// panics.
     pub(super) panic_at: Option<PanicPoint>,

@@ -6,9 +6,10 @@
 //!
 //! Invariant: it describes exactly the commands the dispatcher runs (the
 //! same tables, `dispatch::COMMANDS`, which the server holds), and of a
-//! container's subcommands exactly those its handler runs (`runs`).
+//! container's subcommands exactly those its handler runs (`command_runs::runs`).
 
 use super::command_reply::{write_docs, write_info};
+use super::command_runs::{running_subcommands, runs};
 use super::command_table::{lookup, lookup_call, lookup_fullname, top_level, GetKeys, RedisCommand, KEY_FLAG_NAMES};
 use super::getkeys::{has_keys, keys_with_specs};
 use crate::apps::kv::ops::SYNTAX;
@@ -40,29 +41,6 @@ const COMMAND_HELP: &[&str] = &[
     "HELP",
     "    Print this help.",
 ];
-
-/// The containers whose handlers run only some of Redis 7.0.15's
-/// subcommands, and those they run. Every other container the dispatcher
-/// runs runs all of Redis's (packetstore-cli's `commands` tests call each
-/// listed subcommand to check it).
-const PARTIAL_CONTAINERS: &[(&str, &[&str])] = &[
-    ("cluster", &["countkeysinslot", "getkeysinslot", "help", "info", "keyslot", "myid", "nodes", "shards", "slots"]),
-    ("memory", &["usage"]),
-    ("script", &["exists", "flush", "help", "kill", "load"]),
-];
-
-/// Whether the dispatcher runs `sub`, a subcommand of a container it runs.
-fn runs(sub: &RedisCommand) -> bool {
-    match PARTIAL_CONTAINERS.iter().find(|(container, _)| *container == sub.container) {
-        Some((_, subs)) => subs.contains(&sub.name),
-        None => true,
-    }
-}
-
-/// The subcommands of `cmd` the server runs.
-pub(super) fn running_subcommands(cmd: &RedisCommand) -> Vec<&'static RedisCommand> {
-    cmd.subcommands().iter().filter(|sub| runs(sub)).collect()
-}
 
 /// How COMMAND describes a command the dispatcher runs.
 #[derive(Clone, Copy)]
@@ -398,16 +376,6 @@ mod tests {
         }
         for name in ["get", "set", "bitfield", "mset", "del", "hset", "lpush", "ping", "info"] {
             assert!(!moving.contains(&name), "{name}");
-        }
-    }
-
-    /// Every partly run container is one the dispatcher runs, and every
-    /// subcommand named there is Redis's.
-    #[test]
-    fn partial_containers_name_redis_subcommands() {
-        for (container, subs) in PARTIAL_CONTAINERS {
-            assert!(CommandEntry::find(ALL, container.as_bytes()).is_some(), "{container}");
-            assert!(subs.iter().all(|sub| lookup(container.as_bytes(), sub.as_bytes()).is_some()), "{container}");
         }
     }
 }

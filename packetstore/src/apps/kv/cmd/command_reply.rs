@@ -3,9 +3,9 @@
 //! addReplyCommandDocs and their helpers), sets and maps as RESP3 has them.
 //!
 //! Invariant: a command's subcommands are only those the server runs
-//! (`command::runs`), so a reply never describes a command it does not.
+//! (`command_runs::runs`), so a reply never describes a command it does not.
 
-use super::command::running_subcommands;
+use super::command_runs::running_subcommands;
 use super::command_table::{Arg, Begin, Find, KeySpec, RedisCommand, ARG_FLAG_NAMES, KEY_FLAG_NAMES};
 use crate::apps::kv::state::Ctx;
 

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 
 use crate::apps::kv::cmd::config_table::{Kind, Param, PARAMS};
-use crate::apps::kv::cmd::latency;
 use crate::apps::kv::cmd::notify;
+use crate::apps::kv::kept::latency;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
 use crate::store::db::StoreError;

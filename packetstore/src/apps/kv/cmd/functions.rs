@@ -8,26 +8,26 @@
 //! into the functions' own interpreter the first time a FUNCTION or FCALL
 //! command runs after a start.
 //!
+//! The libraries in memory and their interpreter (`Functions`) are in
+//! `kept/functions.rs`.
+//!
 //! Invariants: the libraries in memory are exactly the `#fn` entries of
 //! the tree once loaded; a library name is at most `LIBRARY_NAME_MAX` bytes
 //! and its code at most `SCRIPT_BYTES_MAX` (and the value limit); a
 //! function name belongs to one library.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use mlua::MultiValue;
-
-use crate::apps::kv::cmd::lua::{valid_name, LuaVm, Registered};
-use crate::apps::kv::cmd::scripting::{help, Run, SCRIPT_BYTES_MAX};
+use crate::apps::kv::cmd::lua::Registered;
+use crate::apps::kv::cmd::scripting::help;
+use crate::apps::kv::kept::functions::{library_name, Library};
+use crate::apps::kv::kept::scripting::{Run, SCRIPT_BYTES_MAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::proto::resp::glob_match;
 use crate::store::db::{value_bytes, Op, StoreError};
 
 /// The tree key prefix of a library's code.
 const LIBRARY_KEY_PREFIX: &[u8] = b"#fn";
-/// The longest library name.
-const LIBRARY_NAME_MAX: usize = 256;
 /// FUNCTION DUMP's payload: this magic, then per library a u32 LE length
 /// and the code, then a CRC32C of all before it.
 const DUMP_MAGIC: &[u8] = b"PSFN1";
@@ -41,132 +41,8 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("fcall_ro", -3, &["noscript", "skip_monitor", "no_mandatory_keys", "stale", "readonly"], (0, 0, 0), "scripting", "Runs a read-only function.", KvServer::cmd_fcall_ro),
 ];
 
-struct Library {
-    code: Vec<u8>,
-    functions: Vec<Registered>,
-}
-
-/// The libraries and their interpreter.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Functions {
-    vm: Option<LuaVm>,
-    libraries: BTreeMap<String, Library>,
-    /// The tree's libraries were loaded (after a start).
-    loaded: bool,
-}
-
 fn library_key(name: &str) -> Vec<u8> {
     [LIBRARY_KEY_PREFIX, name.as_bytes()].concat()
-}
-
-/// Redis's `functionExtractLibMetaData`: the library's name and engine.
-/// The shebang's words as Redis's `sdssplitargs` splits them: quotes
-/// (double or single) group and are removed; None if one is left open.
-fn split_args(line: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                word.get_or_insert_with(String::new);
-            }
-            (None, c) if c.is_ascii_whitespace() => words.extend(word.take()),
-            (None, c) => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    quote.is_none().then_some(words)
-}
-
-fn library_name(code: &[u8]) -> Result<String, String> {
-    if !code.starts_with(b"#!") {
-        return Err("ERR Missing library metadata".into());
-    }
-    let end = code.iter().position(|&b| b == b'\n').ok_or("ERR Invalid library metadata")?;
-    let line = String::from_utf8_lossy(&code[..end]);
-    let parts = split_args(&line).ok_or("ERR Invalid library metadata")?;
-    let mut parts = parts.iter().map(String::as_str);
-    let engine = parts.next().ok_or("ERR Invalid library metadata")?[2..].to_string();
-    let mut name = None;
-    for part in parts {
-        match part.get(..5) {
-            Some(prefix) if prefix.eq_ignore_ascii_case("name=") && name.is_none() => {
-                name = Some(part[5..].to_string())
-            }
-            Some(prefix) if prefix.eq_ignore_ascii_case("name=") => {
-                return Err("ERR Invalid metadata value, name argument was given multiple times".into())
-            }
-            _ => return Err(format!("ERR Invalid metadata value given: {part}")),
-        }
-    }
-    let name = name.ok_or("ERR Library name was not given")?;
-    if !valid_name(&name) || name.len() > LIBRARY_NAME_MAX {
-        return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one \
-                    character long"
-            .into());
-    }
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(format!("ERR Engine '{engine}' not found"));
-    }
-    Ok(name)
-}
-
-impl Functions {
-    fn vm(&mut self) -> Result<LuaVm, String> {
-        if self.vm.is_none() {
-            self.vm = Some(LuaVm::new().map_err(|e| format!("ERR the Lua interpreter failed to start: {e}"))?);
-        }
-        Ok(self.vm.clone().expect("made above"))
-    }
-
-    /// Compiles a library and runs its code, which registers its
-    /// functions; checks it against the others (`replace`: one of the
-    /// same name goes).
-    fn create(&mut self, code: &[u8], replace: bool) -> Result<(String, Library), String> {
-        let name = library_name(code)?;
-        if self.libraries.contains_key(&name) && !replace {
-            return Err(format!("ERR Library '{name}' already exists"));
-        }
-        let vm = self.vm()?;
-        let body_start = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-        let body = vm
-            .compile(&code[body_start..], "@user_function")
-            .map_err(|why| format!("ERR Error compiling function: {why}"))?;
-        *vm.flags.registering.borrow_mut() = Some(Vec::new());
-        // The library's code sees only the load API (prelude.lua).
-        let _ = vm.natives.raw_set("loading", true);
-        let ran = vm.run(&body, MultiValue::new());
-        let _ = vm.natives.raw_set("loading", mlua::Value::Nil);
-        let functions = vm.flags.registering.borrow_mut().take().unwrap_or_default();
-        if let Err(error) = ran {
-            let msg = match &error {
-                mlua::Value::Table(t) => t.raw_get::<String>("err").unwrap_or_default(),
-                _ => "ERR execution failure".into(),
-            };
-            return Err(format!("ERR Error registering functions: {msg}"));
-        }
-        if functions.is_empty() {
-            return Err("ERR No functions registered".into());
-        }
-        for f in &functions {
-            let taken = self
-                .libraries
-                .iter()
-                .any(|(lib, l)| *lib != name && l.functions.iter().any(|o| o.name.eq_ignore_ascii_case(&f.name)));
-            if taken {
-                return Err(format!("ERR Function {} already exists", f.name));
-            }
-        }
-        Ok((name, Library { code: code.to_vec(), functions }))
-    }
-
-    fn find(&self, name: &str) -> Option<&Registered> {
-        self.libraries.values().flat_map(|l| l.functions.iter()).find(|f| f.name.eq_ignore_ascii_case(name))
-    }
 }
 
 impl KvServer {

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::apps::kv::cmd::latency::{Series, SAMPLES_MAX};
+use crate::apps::kv::kept::latency::{Series, SAMPLES_MAX};
 use crate::apps::kv::state::KvServer;
 
 /// Redis's `LATENCY_GRAPH_COLS` and the sparkline's rows.

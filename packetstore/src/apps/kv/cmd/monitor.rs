@@ -12,13 +12,14 @@
 //! sharded server, a shard with a monitor says so in the exchange, and
 //! every other shard sends it each line on the link (`MONITOR_LINE`).
 //!
+//! The list of monitors (`Monitors`) is in `kept/monitor.rs`.
+//!
 //! Invariant: a connection is a monitor from MONITOR until it goes (or
 //! RESET); the list is empty unless someone monitors, and then costs one
 //! check per command.
 
-use crate::apps::kv::cmd::slowlog::redacted;
+use crate::apps::kv::kept::slowlog::redacted;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
-use crate::io::app::ConnToken;
 use crate::store::db::StoreError;
 
 #[rustfmt::skip]
@@ -26,31 +27,9 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("monitor", 1, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Streams every command the server runs, as it runs it.", KvServer::cmd_monitor),
 ];
 
-/// The connections in MONITOR mode.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Monitors {
-    connections: Vec<(u64, ConnToken)>,
-}
-
 /// A line for another shard's monitors, on the link to it:
 /// `PACKETSTORE-MONITOR line`.
 pub(in crate::apps::kv) const MONITOR_LINE: &[u8] = b"PACKETSTORE-MONITOR";
-
-impl Monitors {
-    /// The connection is gone (or RESET): it no longer monitors.
-    pub(in crate::apps::kv) fn forget(&mut self, id: u64) {
-        self.connections.retain(|&(monitor, _)| monitor != id);
-    }
-
-    pub(in crate::apps::kv) fn is_empty(&self) -> bool {
-        self.connections.is_empty()
-    }
-
-    /// Whether the connection monitors (CLIENT LIST's flag O).
-    pub(in crate::apps::kv) fn contains(&self, id: u64) -> bool {
-        self.connections.iter().any(|&(monitor, _)| monitor == id)
-    }
-}
 
 /// Whether the scripting commands that show themselves before their
 /// script's commands (Redis feeds them from their handlers).

@@ -10,6 +10,9 @@
 //! a transaction. WATCH makes EXEC fail (a null reply) when a watched key
 //! was written, or expired, since.
 //!
+//! A connection's transaction and watched keys, and the server's map's
+//! entries (`Multi`, `Watching`, `Watcher`), are in `kept/multi.rs`.
+//!
 //! Invariants: a queue is bounded (`MULTI_COMMANDS_MAX`,
 //! `MULTI_BYTES_MAX`); every queued command's references are given back
 //! when it runs, when the transaction is discarded or aborted, and when
@@ -20,9 +23,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::apps::kv::kept::multi::{Flag, Multi, Watcher, Watching, REMOTE_CONN};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
 use crate::pool::buffers::Buffers;
-use crate::proto::resp::Args;
 use crate::store::db::StoreError;
 
 /// Commands one transaction may queue.
@@ -41,76 +44,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], (1, -1, 1), "transactions", "Makes EXEC fail if any of the keys is written before it.", KvServer::cmd_watch),
     cmd("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "Forgets every watched key.", KvServer::cmd_unwatch),
 ];
-
-/// A transaction being queued.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Multi {
-    pub(in crate::apps::kv) queued: Vec<Args>,
-    /// Argument bytes queued.
-    pub(in crate::apps::kv) bytes: u64,
-    /// A command was refused while queueing: EXEC answers EXECABORT.
-    pub(in crate::apps::kv) aborted: bool,
-}
-
-impl Multi {
-    /// Gives back every queued command's references.
-    pub(in crate::apps::kv) fn clear(&mut self, buffers: &mut Buffers) {
-        for mut args in self.queued.drain(..) {
-            args.clear(buffers);
-        }
-        self.bytes = 0;
-    }
-}
-
-/// One connection's watched keys (each as `state::watch_id`: the
-/// logical database, then the key).
-pub(in crate::apps::kv) struct Watching {
-    /// Set when a watched key is written (by the server's map).
-    pub(in crate::apps::kv) dirty: Arc<AtomicBool>,
-    pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
-}
-
-/// A connection watching a key (an entry of the server's map).
-pub(in crate::apps::kv) struct Watcher {
-    pub(in crate::apps::kv) conn: u64,
-    pub(in crate::apps::kv) dirty: Flag,
-    /// The key had expired when WATCH was called: its deletion is no change.
-    pub(in crate::apps::kv) expired: bool,
-}
-
-/// The `conn` of a watcher registered for another shard's connection
-/// (`across.rs`): never one of this shard's ids.
-pub(in crate::apps::kv) const REMOTE_CONN: u64 = u64::MAX;
-
-/// Where a watcher's write is told: its connection's flag, or, for
-/// another shard's connection, a weak handle on it (dead once that
-/// connection stopped watching: the watcher is then dropped here).
-pub(in crate::apps::kv) enum Flag {
-    Own(Arc<AtomicBool>),
-    Remote(std::sync::Weak<AtomicBool>),
-}
-
-impl Watcher {
-    fn mark(&self) {
-        match &self.dirty {
-            Flag::Own(flag) => flag.store(true, Ordering::Relaxed),
-            Flag::Remote(flag) => {
-                if let Some(flag) = flag.upgrade() {
-                    flag.store(true, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-
-    /// Another shard's connection's watcher that has done its work (its
-    /// key was written) or whose connection stopped watching.
-    fn is_spent(&self) -> bool {
-        match &self.dirty {
-            Flag::Own(_) => false,
-            Flag::Remote(flag) => flag.upgrade().is_none_or(|flag| flag.load(Ordering::Relaxed)),
-        }
-    }
-}
 
 /// Whether a command runs at once inside MULTI rather than being queued.
 pub(in crate::apps::kv) fn runs_in_multi(name: &str) -> bool {
@@ -345,7 +278,7 @@ impl KvServer {
             multi.clear(buffers);
         }
         self.unwatch_all(conn);
-        self.pubsub.forget(conn);
+        self.pubsub.forget(conn.id, conn.subscriptions.take());
         // A link's connection runs commands for other shards' clients,
         // whose tracking ends with their own connections.
         if conn.listener != crate::apps::kv::LISTENER_LINK_IN && self.tracking.disable(conn.id) {

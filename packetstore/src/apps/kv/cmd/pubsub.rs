@@ -15,21 +15,17 @@
 //! Client-side caching's invalidations for a connection that does not
 //! subscribe (`tracking.rs`) wait in a mailbox too, until it is served.
 //!
+//! The subscriptions and mailboxes (`Subscriptions`, `PubSub`) are in
+//! `kept/pubsub.rs`.
+//!
 //! Invariants: a connection is listed under a channel (or pattern) exactly
 //! when the channel is in its own set; a mailbox exists while its
 //! connection subscribes to something or has mail; both go when it goes.
 
-use std::collections::{HashMap, HashSet};
-
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer};
-use crate::io::app::ConnToken;
-use crate::io::outq::OutQueue;
+use crate::apps::kv::kept::pubsub::{Mailbox, Space, Subscriptions};
+use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::proto::resp::{glob_match, Encoder};
 use crate::store::db::StoreError;
-
-/// The most bytes of messages waiting for one subscriber (Redis's default
-/// hard limit for pub/sub clients).
-pub(in crate::apps::kv) const MAILBOX_BYTES_MAX: usize = 32 << 20;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
 /// flags and key positions).
@@ -45,178 +41,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("spublish", 3, &["pubsub", "loading", "stale", "fast", "may_replicate"], (1, 1, 1), "pubsub", "Posts a message to a shard channel.", KvServer::cmd_spublish),
     cmd("pubsub", -2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "PUBSUB CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB.", KvServer::cmd_pubsub),
 ];
-
-/// The three namespaces a connection subscribes in.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Space {
-    Channel,
-    Pattern,
-    Shard,
-}
-
-impl Space {
-    fn verbs(self) -> (&'static [u8], &'static [u8]) {
-        match self {
-            Space::Channel => (b"subscribe", b"unsubscribe"),
-            Space::Pattern => (b"psubscribe", b"punsubscribe"),
-            Space::Shard => (b"ssubscribe", b"sunsubscribe"),
-        }
-    }
-}
-
-/// A connection's subscriptions.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Subscriptions {
-    channels: HashSet<Vec<u8>>,
-    patterns: HashSet<Vec<u8>>,
-    shards: HashSet<Vec<u8>>,
-}
-
-impl Subscriptions {
-    fn set(&mut self, space: Space) -> &mut HashSet<Vec<u8>> {
-        match space {
-            Space::Channel => &mut self.channels,
-            Space::Pattern => &mut self.patterns,
-            Space::Shard => &mut self.shards,
-        }
-    }
-
-    /// Channels and patterns (Redis's count in (un)subscribe replies; shard
-    /// channels count on their own).
-    fn count(&self, space: Space) -> usize {
-        match space {
-            Space::Shard => self.shards.len(),
-            _ => self.channels.len() + self.patterns.len(),
-        }
-    }
-
-    pub(in crate::apps::kv) fn is_empty(&self) -> bool {
-        self.channels.is_empty() && self.patterns.is_empty() && self.shards.is_empty()
-    }
-
-    /// Channels, patterns and shard channels (CLIENT LIST's sub, psub, ssub).
-    pub(in crate::apps::kv) fn counts(&self) -> (usize, usize, usize) {
-        (self.channels.len(), self.patterns.len(), self.shards.len())
-    }
-}
-
-/// Messages waiting for one subscriber, encoded for its protocol.
-struct Mailbox {
-    token: ConnToken,
-    /// Its protocol (RESP3 frames messages as pushes).
-    resp3: bool,
-    bytes: Vec<u8>,
-    /// Over `MAILBOX_BYTES_MAX`: the connection is closed when served.
-    overflowed: bool,
-}
-
-/// The server's side of pub/sub.
-#[derive(Default)]
-pub(in crate::apps::kv) struct PubSub {
-    /// Subscribers (client ids) by channel, pattern and shard channel.
-    channels: HashMap<Vec<u8>, Vec<u64>>,
-    patterns: HashMap<Vec<u8>, Vec<u64>>,
-    shards: HashMap<Vec<u8>, Vec<u64>>,
-    mailboxes: HashMap<u64, Mailbox>,
-    /// Connections with new mail, for the event loop.
-    pub(in crate::apps::kv) wake: Vec<ConnToken>,
-    /// Subscribers disconnected for an overflowing mailbox.
-    pub(in crate::apps::kv) overflowed: u64,
-}
-
-impl PubSub {
-    /// Channels, patterns and shard channels with a subscriber (INFO).
-    pub(in crate::apps::kv) fn counts(&self) -> (usize, usize, usize) {
-        (self.channels.len(), self.patterns.len(), self.shards.len())
-    }
-
-    fn map(&mut self, space: Space) -> &mut HashMap<Vec<u8>, Vec<u64>> {
-        match space {
-            Space::Channel => &mut self.channels,
-            Space::Pattern => &mut self.patterns,
-            Space::Shard => &mut self.shards,
-        }
-    }
-
-    /// Puts an encoded message in a subscriber's mailbox and asks for it
-    /// to be served.
-    fn post(&mut self, client: u64, message: &[u8]) {
-        let Some(mailbox) = self.mailboxes.get_mut(&client) else { return };
-        if mailbox.overflowed {
-            return;
-        }
-        if mailbox.bytes.len() + message.len() > MAILBOX_BYTES_MAX {
-            // Cut off: it leaves every channel now (it may not be served
-            // for a while: the loop pauses a client that does not read),
-            // and is closed when it is.
-            mailbox.overflowed = true;
-            mailbox.bytes = Vec::new();
-            self.overflowed += 1;
-            for map in [&mut self.channels, &mut self.patterns, &mut self.shards] {
-                map.retain(|_, ids| {
-                    ids.retain(|&id| id != client);
-                    !ids.is_empty()
-                });
-            }
-        } else {
-            mailbox.bytes.extend_from_slice(message);
-        }
-        if !self.wake.contains(&mailbox.token) {
-            self.wake.push(mailbox.token);
-        }
-    }
-
-    /// Puts an encoded message for a connection that may not subscribe
-    /// (an invalidation) in its mailbox, made if it has none.
-    pub(in crate::apps::kv) fn post_push(&mut self, client: u64, token: ConnToken, message: &[u8]) {
-        self.mailboxes.entry(client).or_insert(Mailbox { token, resp3: true, bytes: Vec::new(), overflowed: false });
-        self.post(client, message);
-    }
-
-    /// Moves a connection's mail into its replies, as far as they take;
-    /// true if the connection must be closed (its mailbox overflowed).
-    pub(in crate::apps::kv) fn deliver(&mut self, conn: &KvConn, out: &mut OutQueue) -> bool {
-        // No mail anywhere: no lookup.
-        if self.mailboxes.is_empty() {
-            return false;
-        }
-        let Some(mailbox) = self.mailboxes.get_mut(&conn.id) else { return false };
-        if mailbox.overflowed {
-            return true;
-        }
-        if !mailbox.bytes.is_empty() && !out.is_full() {
-            out.push(&std::mem::take(&mut mailbox.bytes));
-        }
-        if mailbox.bytes.is_empty() && conn.subscriptions.is_none() {
-            self.mailboxes.remove(&conn.id);
-        }
-        false
-    }
-
-    /// The connection is gone: it leaves every channel.
-    pub(in crate::apps::kv) fn forget(&mut self, conn: &mut KvConn) {
-        let Some(mut subs) = conn.subscriptions.take() else {
-            self.mailboxes.remove(&conn.id);
-            return;
-        };
-        for space in [Space::Channel, Space::Pattern, Space::Shard] {
-            for name in std::mem::take(subs.set(space)) {
-                self.remove(space, &name, conn.id);
-            }
-        }
-        self.mailboxes.remove(&conn.id);
-    }
-
-    fn remove(&mut self, space: Space, name: &[u8], client: u64) {
-        let map = self.map(space);
-        if let Some(list) = map.get_mut(name) {
-            list.retain(|&id| id != client);
-            if list.is_empty() {
-                map.remove(name);
-            }
-        }
-    }
-}
 
 /// A message as a subscriber's protocol frames it: RESP3 a push, RESP2 an
 /// array.

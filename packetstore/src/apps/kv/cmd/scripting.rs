@@ -4,6 +4,9 @@
 //! dispatcher (`KvServer::execute`), their replies are turned into Lua
 //! values and the script's value into its reply (`lua::convert`).
 //!
+//! The interpreter, the script cache and the paused script (`Scripting`,
+//! `Script`, `Run`) are in `kept/scripting.rs`.
+//!
 //! Invariants: a script's writes are one group of the store's log
 //! (`Store::begin_group`), replayed all or none after a power failure,
 //! unless it runs inside EXEC, whose group it joins (groups do not nest);
@@ -12,30 +15,22 @@
 //! write command.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
 
 use std::time::{Duration, Instant};
 
-use mlua::{Function, Lua, MultiValue, Thread, Value};
+use mlua::{Lua, MultiValue, Value};
 
-use crate::apps::kv::cmd::functions::Functions;
 use crate::apps::kv::cmd::lua::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
 use crate::apps::kv::cmd::lua::pause::{self, HookPlan};
-use crate::apps::kv::cmd::lua::{error_table, LuaVm, Step, SCRIPT_FLAGS, SCRIPT_TIME_MAX};
+use crate::apps::kv::cmd::lua::{error_table, LuaVm, Step, SCRIPT_TIME_MAX};
+use crate::apps::kv::kept::scripting::{Run, Script};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer, LISTENER_HTTP};
-use crate::io::app::ConnToken;
 use crate::io::outq::OutQueue;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::{Args, Encoder};
 use crate::store::db::StoreError;
 
-/// Scripts the cache keeps.
-const SCRIPT_CACHE_MAX: usize = 10_000;
-/// Source bytes the cache keeps.
-const SCRIPT_CACHE_BYTES_MAX: usize = 64 << 20;
-/// The longest script body accepted (EVAL, SCRIPT LOAD).
-pub(in crate::apps::kv) const SCRIPT_BYTES_MAX: usize = 16 << 20;
 /// How long a paused script runs per event-loop turn once it has run past
 /// busy-reply-threshold (lua-time-limit).
 const PAUSED_SLICE: Duration = Duration::from_millis(20);
@@ -60,181 +55,8 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("script", -2, &["noscript"], (0, 0, 0), "scripting", "SCRIPT LOAD, EXISTS, FLUSH, KILL, HELP.", KvServer::cmd_script),
 ];
 
-/// A compiled EVAL script.
-struct Cached {
-    function: Function,
-    flags: ScriptFlags,
-    bytes: usize,
-}
-
-/// A script's shebang flags (`#!lua flags=...`); `compat`: no shebang.
-#[derive(Clone, Copy, Default)]
-pub(in crate::apps::kv) struct ScriptFlags {
-    pub(in crate::apps::kv) compat: bool,
-    pub(in crate::apps::kv) no_writes: bool,
-}
-
-/// The scripting state: EVAL's interpreter and cache, and the functions.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Scripting {
-    vm: Option<LuaVm>,
-    cache: HashMap<String, Cached>,
-    order: VecDeque<String>,
-    cache_bytes: usize,
-    pub(in crate::apps::kv) functions: Functions,
-    /// A script that ran past busy-reply-threshold, paused between two
-    /// steps: other clients get BUSY until it ends.
-    pub(in crate::apps::kv) paused: Option<Script>,
-    /// Parked connections woken while a script was paused: woken again
-    /// once it ends (they must not see its writes half done).
-    pub(in crate::apps::kv) deferred_wakes: Vec<ConnToken>,
-    /// A script or function is running (commands it calls see this, as
-    /// Redis's CLIENT_SCRIPT flag).
-    pub(in crate::apps::kv) running: bool,
-    /// The running script may run again across every shard: it has a
-    /// group of its own and no session.
-    pub(in crate::apps::kv) may_restart: bool,
-    /// The running script met another shard's key with nothing written:
-    /// it ends, and runs again across every shard.
-    pub(in crate::apps::kv) restart_across: bool,
-}
-
-impl Scripting {
-    fn vm(&mut self) -> Result<LuaVm, String> {
-        if self.vm.is_none() {
-            self.vm = Some(LuaVm::new().map_err(|e| format!("ERR the Lua interpreter failed to start: {e}"))?);
-        }
-        Ok(self.vm.clone().expect("made above"))
-    }
-
-    /// Compiles and caches `body`; returns its SHA-1.
-    fn load(&mut self, body: &[u8]) -> Result<String, String> {
-        let sha = sha1_smol::Sha1::from(body).digest().to_string();
-        if self.cache.contains_key(&sha) {
-            return Ok(sha);
-        }
-        if body.len() > SCRIPT_BYTES_MAX {
-            return Err(format!("ERR a script is at most {SCRIPT_BYTES_MAX} bytes"));
-        }
-        let (flags, shebang_len) = shebang_flags(body)?;
-        let vm = self.vm()?;
-        let function = vm
-            .compile(&body[shebang_len..], "@user_script")
-            .map_err(|why| format!("ERR Error compiling script (new function): {why}"))?;
-        while self.cache.len() >= SCRIPT_CACHE_MAX || self.cache_bytes + body.len() > SCRIPT_CACHE_BYTES_MAX {
-            let Some(oldest) = self.order.pop_front() else { break };
-            if let Some(old) = self.cache.remove(&oldest) {
-                self.cache_bytes -= old.bytes;
-            }
-        }
-        self.cache_bytes += body.len();
-        self.order.push_back(sha.clone());
-        self.cache.insert(sha.clone(), Cached { function, flags, bytes: body.len() });
-        Ok(sha)
-    }
-
-    fn flush(&mut self) {
-        self.cache.clear();
-        self.order.clear();
-        self.cache_bytes = 0;
-        self.vm = None;
-    }
-
-    /// Bytes EVAL's interpreter uses (INFO's used_memory_lua).
-    pub(in crate::apps::kv) fn lua_memory(&self) -> usize {
-        self.vm.as_ref().map_or(0, |vm| vm.lua.used_memory())
-    }
-
-    /// Scripts cached (INFO's number_of_cached_scripts).
-    pub(in crate::apps::kv) fn cached(&self) -> usize {
-        self.cache.len()
-    }
-}
-
-/// Redis's `evalExtractShebangFlags`: the flags, and the shebang's length
-/// (the code after it keeps its line feed, so line numbers hold).
-pub(in crate::apps::kv) fn shebang_flags(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
-    if !body.starts_with(b"#!") {
-        return Ok((ScriptFlags { compat: true, no_writes: false }, 0));
-    }
-    let Some(end) = body.iter().position(|&b| b == b'\n') else {
-        return Err("ERR Invalid script shebang".into());
-    };
-    let line = String::from_utf8_lossy(&body[..end]);
-    let mut parts = line.split_ascii_whitespace();
-    let engine = parts.next().ok_or("ERR Invalid engine in script shebang")?;
-    if engine != "#!lua" {
-        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
-    }
-    let mut flags = ScriptFlags::default();
-    for part in parts {
-        let Some(list) = part.strip_prefix("flags=") else {
-            return Err(format!("ERR Unknown lua shebang option: {part}"));
-        };
-        for flag in list.split(',') {
-            if !SCRIPT_FLAGS.contains(&flag) {
-                return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
-            }
-            flags.no_writes |= flag == "no-writes";
-        }
-    }
-    Ok((flags, end))
-}
-
-/// One run of a script or function.
-pub(in crate::apps::kv) struct Run {
-    pub(in crate::apps::kv) vm: LuaVm,
-    pub(in crate::apps::kv) function: Function,
-    /// How errors name it: the script's SHA-1 or the function's name.
-    pub(in crate::apps::kv) name: String,
-    pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
-    pub(in crate::apps::kv) args: Vec<Vec<u8>>,
-    /// EVAL (KEYS and ARGV are globals) rather than FCALL (arguments).
-    pub(in crate::apps::kv) eval: bool,
-    pub(in crate::apps::kv) read_only: bool,
-}
-
-/// A script or function between two steps of its coroutine.
-pub(in crate::apps::kv) struct Script {
-    run: Run,
-    thread: Thread,
-    /// Its client, and whether that client is gone (the script then runs
-    /// to its end from the tick if it wrote, or is dropped).
-    conn_id: u64,
-    token: ConnToken,
-    orphaned: Option<u8>,
-    /// It opened the store group its writes are in (not inside EXEC).
-    own_group: bool,
-    killed: bool,
-    started: Instant,
-    /// The command that started it, as its client sent it (FUNCTION
-    /// STATS shows it), at most `COMMAND_SHOWN_ARGS` arguments.
-    command: Vec<Vec<u8>>,
-}
-
 /// Arguments of a running script's command FUNCTION STATS repeats.
 const COMMAND_SHOWN_ARGS: usize = 128;
-
-impl Script {
-    /// Whether it ran EVAL (rather than FCALL): the BUSY text says so.
-    pub(in crate::apps::kv) fn is_eval(&self) -> bool {
-        self.run.eval
-    }
-
-    /// The function's name (a script's SHA-1 for EVAL).
-    pub(in crate::apps::kv) fn name(&self) -> &str {
-        &self.run.name
-    }
-
-    pub(in crate::apps::kv) fn command(&self) -> &[Vec<u8>] {
-        &self.command
-    }
-
-    /// How long it has run, in milliseconds.
-    pub(in crate::apps::kv) fn duration_ms(&self) -> u128 {
-        self.started.elapsed().as_millis()
-    }
-}
 
 /// What redis.call works with while a script runs.
 struct CallEnv<'a> {

@@ -159,7 +159,7 @@ impl KvServer {
     fn cmd_reset(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
         self.forget_connection(ctx.buffers, ctx.conn);
         ctx.conn.encoder.resp3 = false;
-        ctx.conn.reply = crate::apps::kv::cmd::client::ReplyMode::On;
+        ctx.conn.reply = crate::apps::kv::kept::client::ReplyMode::On;
         ctx.conn.name = None;
         ctx.conn.authenticated = self.config.requirepass.is_none();
         ctx.out.push(b"+RESET\r\n");

@@ -14,12 +14,15 @@
 //! On a sharded server's main port every shard keeps each tracking
 //! client's mode (CLIENT TRACKING runs on all of them, for the client's
 //! id), and a command relayed for a tracking client carries its id
-//! (`LINK_AS`): the shard that owns a key tracks it for that client, and
+//! (`shard_link::LINK_AS`): the shard that owns a key tracks it for that client, and
 //! finds whom its change concerns. A message for a client of another shard
 //! goes there (`PUSH`, on the link), except one for the client whose
 //! command the link runs now, which follows that command's reply on the
 //! link (the sending shard hands it to the client after the reply). Flushes
 //! are told by each client's own shard, which FLUSHALL reaches too.
+//!
+//! The tracking clients, the table and the prefixes (`Tracking`) are in
+//! `kept/tracking.rs`.
 //!
 //! Invariants: a key's table entry names each client once and goes with
 //! the invalidation it sends; after each tick the table holds at most
@@ -28,10 +31,10 @@
 //! exactly while a BCAST client has it; invalidations for the client whose
 //! command caused them leave after that command's reply.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-
 use crate::apps::kv::cmd::command::{key_positions, moves_keys};
+use crate::apps::kv::kept::tracking::Tracked;
 use crate::apps::kv::ops::{parse_i64, SYNTAX};
+use crate::apps::kv::shard_link::LINK_AS;
 use crate::apps::kv::state::{CommandEntry, Ctx, KvServer};
 use crate::io::outq::OutQueue;
 use crate::proto::resp::Encoder;
@@ -42,18 +45,6 @@ const EVICTION_EFFORT: usize = 100;
 
 /// The limit of tracked keys when `tracking-table-max-keys` is unset.
 const TABLE_KEYS_DEFAULT: usize = 1_000_000;
-
-/// The command a shard's link sends ahead of the arguments of a command it
-/// relays for a tracking client, or of a part of a spanning command:
-/// `PACKETSTORE-AS id flags command...`. The other shard runs the command
-/// for that client id, with its CLIENT CACHING choice (`LINK_CACHING`);
-/// a part flagged `LINK_PART` is not counted there (another part is).
-pub(in crate::apps::kv) const LINK_AS: &[u8] = b"PACKETSTORE-AS";
-/// `LINK_AS` flags: the client's CLIENT CACHING choice is yes (OPTIN) or
-/// no (OPTOUT) for this command.
-pub(in crate::apps::kv) const LINK_CACHING: u8 = 1;
-/// `LINK_AS` flags: a part of a spanning command after its first.
-pub(in crate::apps::kv) const LINK_PART: u8 = 2;
 
 /// A message for a client of another shard, sent on the link to it:
 /// `PACKETSTORE-PUSH target kind tracker payload`, kind 0 (the tracker's
@@ -70,7 +61,7 @@ pub(in crate::apps::kv) fn home_shard(id: u64, shards: u16) -> u16 {
 /// Where a message for a client goes.
 enum Reach {
     /// A connection of this shard.
-    Here(crate::apps::kv::cmd::client::Target),
+    Here(crate::apps::kv::kept::client::Target),
     /// The client whose command a link connection runs now: after its
     /// reply, on that link (its protocol).
     Stream {
@@ -79,30 +70,6 @@ enum Reach {
     /// Another shard's connection.
     Shard(u16),
     Gone,
-}
-
-/// One tracking client's mode.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Tracked {
-    /// The client its messages go to (0: its own connection).
-    redirect: u64,
-    bcast: bool,
-    optin: bool,
-    optout: bool,
-    noloop: bool,
-    /// CLIENT CACHING yes (OPTIN) or no (OPTOUT), for its next command.
-    caching: bool,
-    /// Its redirect's client is gone.
-    broken_redirect: bool,
-    prefixes: BTreeSet<Vec<u8>>,
-}
-
-/// A BCAST prefix: its clients, and the keys under it changed this turn
-/// with the client that last changed each (None: the server, expiring).
-#[derive(Default)]
-struct Prefix {
-    clients: BTreeSet<u64>,
-    keys: BTreeMap<Vec<u8>, Option<u64>>,
 }
 
 /// What an invalidation says.
@@ -115,171 +82,6 @@ enum Message<'a> {
     },
     /// An array of keys, encoded (BCAST).
     Keys(&'a [u8]),
-}
-
-/// The server's side of client-side caching.
-#[derive(Default)]
-pub(in crate::apps::kv) struct Tracking {
-    clients: HashMap<u64, Tracked>,
-    /// Keys read by tracking clients, and who read them.
-    table: HashMap<Vec<u8>, HashSet<u64>>,
-    /// Client ids across the table (INFO tracking_total_items).
-    items: u64,
-    prefixes: BTreeMap<Vec<u8>, Prefix>,
-    /// The client whose command is running, at the top level, and the
-    /// invalidations for it that wait for its reply (None: a flush).
-    current: Option<u64>,
-    pending: Vec<Option<Vec<u8>>>,
-    /// Ticks in a row that ended over the table's limit.
-    over_limit_ticks: usize,
-    /// The keys a running script declared, remembered for its client when
-    /// the script reads (Redis's rule for scripts).
-    script_keys: Option<Vec<Vec<u8>>>,
-    /// The client (id, RESP3) of another shard whose command a link
-    /// connection runs now (`LINK_AS`, or a private link's client).
-    remote: Option<(u64, bool)>,
-}
-
-impl Tracking {
-    /// Whether a key change may concern anyone.
-    pub(in crate::apps::kv) fn is_active(&self) -> bool {
-        !self.table.is_empty() || !self.prefixes.is_empty()
-    }
-
-    /// CLIENT LIST's tracking flags (t, R, B) and redir field.
-    pub(in crate::apps::kv) fn list_fields(&self, id: u64) -> (&'static str, i64) {
-        match self.clients.get(&id) {
-            None => ("", -1),
-            Some(t) => {
-                let flags = match (t.broken_redirect, t.bcast) {
-                    (false, false) => "t",
-                    (true, false) => "tR",
-                    (false, true) => "tB",
-                    (true, true) => "tRB",
-                };
-                (flags, t.redirect as i64)
-            }
-        }
-    }
-
-    /// Whether client `id` tracks (on a sharded server: on every shard).
-    pub(in crate::apps::kv) fn tracks(&self, id: u64) -> bool {
-        self.clients.contains_key(&id)
-    }
-
-    /// Its CLIENT CACHING choice for its next command.
-    pub(in crate::apps::kv) fn caching(&self, id: u64) -> bool {
-        self.clients.get(&id).is_some_and(|t| t.caching)
-    }
-
-    /// A link connection runs a command for client (id, RESP3) `remote`,
-    /// or (None) no longer. Returns the one before.
-    pub(in crate::apps::kv) fn run_for(&mut self, remote: Option<(u64, bool)>) -> Option<(u64, bool)> {
-        std::mem::replace(&mut self.remote, remote)
-    }
-
-    /// A link's command for client `id` comes with its CLIENT CACHING
-    /// choice (made on its own shard).
-    pub(in crate::apps::kv) fn set_caching(&mut self, id: u64, caching: bool) {
-        if let Some(tracked) = self.clients.get_mut(&id) {
-            tracked.caching = caching;
-        }
-    }
-
-    /// The connection is gone (or RESET): it stops tracking. Returns
-    /// whether it tracked.
-    pub(in crate::apps::kv) fn disable(&mut self, id: u64) -> bool {
-        let Some(tracked) = self.clients.remove(&id) else { return false };
-        for prefix in tracked.prefixes {
-            let Some(state) = self.prefixes.get_mut(&prefix) else { continue };
-            state.clients.remove(&id);
-            if state.clients.is_empty() {
-                self.prefixes.remove(&prefix);
-            }
-        }
-        true
-    }
-
-    fn enable(&mut self, id: u64, mode: Tracked, prefixes: Vec<Vec<u8>>) {
-        let tracked = self.clients.entry(id).or_default();
-        let caching = tracked.caching;
-        let kept = std::mem::take(&mut tracked.prefixes);
-        *tracked = Tracked { caching, prefixes: kept, ..mode };
-        if !tracked.bcast {
-            return;
-        }
-        let added = if prefixes.is_empty() { vec![Vec::new()] } else { prefixes };
-        for prefix in added {
-            if tracked.prefixes.insert(prefix.clone()) {
-                self.prefixes.entry(prefix).or_default().clients.insert(id);
-            }
-        }
-    }
-
-    /// Redis's `checkPrefixCollisionsOrReply`: no new prefix may be a
-    /// prefix of, or have as prefix, one the client has or another new one.
-    fn prefix_collision(&self, id: u64, prefixes: &[Vec<u8>]) -> Option<String> {
-        let overlaps = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let existing = self.clients.get(&id).map(|t| &t.prefixes);
-        for (i, prefix) in prefixes.iter().enumerate() {
-            if let Some(old) = existing.into_iter().flatten().find(|old| overlaps(old, prefix)) {
-                return Some(format!(
-                    "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not \
-                     overlap.",
-                    text(prefix),
-                    text(old)
-                ));
-            }
-            if let Some(other) = prefixes[i + 1..].iter().find(|other| overlaps(prefix, other)) {
-                return Some(format!(
-                    "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must \
-                     not overlap.",
-                    text(prefix),
-                    text(other)
-                ));
-            }
-        }
-        None
-    }
-
-    /// Records `key` for the BCAST prefixes it falls under.
-    fn note_for_broadcast(&mut self, key: &[u8], by: Option<u64>) {
-        for (prefix, state) in self.prefixes.iter_mut() {
-            if key.starts_with(prefix) {
-                state.keys.insert(key.to_vec(), by);
-            }
-        }
-    }
-
-    /// The messages of this turn's BCAST keys, by client; the keys go.
-    fn take_broadcasts(&mut self) -> Vec<(u64, Vec<u8>)> {
-        let mut messages = Vec::new();
-        for state in self.prefixes.values_mut() {
-            if state.keys.is_empty() {
-                continue;
-            }
-            let keys = std::mem::take(&mut state.keys);
-            for &client in &state.clients {
-                let noloop = self.clients.get(&client).is_some_and(|t| t.noloop);
-                let sent: Vec<&Vec<u8>> =
-                    keys.iter().filter(|(_, by)| !noloop || **by != Some(client)).map(|(key, _)| key).collect();
-                if !sent.is_empty() {
-                    messages.push((client, encode_keys(&sent)));
-                }
-            }
-        }
-        messages
-    }
-}
-
-/// A RESP array of bulk strings (the same in RESP2 and RESP3).
-fn encode_keys(keys: &[&Vec<u8>]) -> Vec<u8> {
-    let enc = Encoder { resp3: false };
-    let mut out = Vec::with_capacity(16 + keys.iter().map(|k| k.len() + 16).sum::<usize>());
-    enc.array(&mut out, keys.len());
-    keys.iter().for_each(|key| enc.bulk(&mut out, key));
-    out
 }
 
 /// The message's keys part.

@@ -1,0 +1,104 @@
+//! What blocking pops keep (`cmd/blocking.rs` runs the commands and parks
+//! and wakes the connections): a handler's request to park
+//! (`BlockRequest`), a parked connection's command (`Blocked`), and the
+//! server's list of parked connections by key (`Blocking`).
+//!
+//! Invariant: a parked connection is listed under each of its keys, in
+//! arrival order, and in `conns`, and leaves all of them together
+//! (`register`, `unregister`).
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use crate::io::app::ConnToken;
+use crate::proto::resp::Args;
+use crate::store::keyspace::KeyType;
+
+/// What a handler asks for when its pop finds nothing: park the
+/// connection on `keys` (watch ids) until `deadline` (None: forever).
+pub(in crate::apps::kv) struct BlockRequest {
+    pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
+    pub(in crate::apps::kv) deadline: Option<Instant>,
+    /// The type the pop takes from: a woken client whose keys hold none
+    /// of it (deleted again, or replaced by another type) stays parked.
+    pub(in crate::apps::kv) kind: KeyType,
+}
+
+/// A parked connection's command.
+pub(in crate::apps::kv) struct Blocked {
+    pub(in crate::apps::kv) args: Args,
+    pub(in crate::apps::kv) keys: Vec<Vec<u8>>,
+    pub(in crate::apps::kv) deadline: Option<Instant>,
+    pub(in crate::apps::kv) kind: KeyType,
+    /// When the command arrived (`shard_link::arrival_ns`; on another
+    /// shard, for one that came on a private link): its place in line.
+    pub(in crate::apps::kv) arrived_ns: u64,
+}
+
+/// Parked connections by key, in arrival order, and their deadlines.
+#[derive(Default)]
+pub(in crate::apps::kv) struct Blocking {
+    /// Per key: (connection id, its token, when its command arrived),
+    /// ordered by arrival.
+    by_key: std::collections::HashMap<Vec<u8>, VecDeque<(u64, ConnToken, u64)>>,
+    pub(in crate::apps::kv) conns: std::collections::HashMap<u64, (ConnToken, Option<Instant>)>,
+    /// Connections CLIENT UNBLOCK woke, and whether with an error (else
+    /// as if their timeout had passed).
+    pub(in crate::apps::kv) unblocked: std::collections::HashMap<u64, bool>,
+}
+
+impl Blocking {
+    /// The number of parked connections (INFO's blocked_clients).
+    pub(in crate::apps::kv) fn count(&self) -> usize {
+        self.conns.len()
+    }
+
+    pub(in crate::apps::kv) fn register(
+        &mut self,
+        (conn, token): (u64, ConnToken),
+        keys: &[Vec<u8>],
+        deadline: Option<Instant>,
+        arrived_ns: u64,
+    ) {
+        for key in keys {
+            let queue = self.by_key.entry(key.clone()).or_default();
+            // After every command that arrived before it (one relayed from
+            // another shard may come after a later local one).
+            let at = queue.iter().rposition(|&(_, _, arrived)| arrived <= arrived_ns).map_or(0, |at| at + 1);
+            queue.insert(at, (conn, token, arrived_ns));
+        }
+        self.conns.insert(conn, (token, deadline));
+    }
+
+    pub(in crate::apps::kv) fn unregister(&mut self, conn: u64, keys: &[Vec<u8>]) {
+        for key in keys {
+            if let Some(queue) = self.by_key.get_mut(key) {
+                queue.retain(|(id, _, _)| *id != conn);
+                if queue.is_empty() {
+                    self.by_key.remove(key);
+                }
+            }
+        }
+        self.conns.remove(&conn);
+        self.unblocked.remove(&conn);
+    }
+
+    /// The connections parked on `key`, in arrival order.
+    pub(in crate::apps::kv) fn waiting_on(&self, key: &[u8]) -> impl Iterator<Item = ConnToken> + '_ {
+        self.by_key.get(key).into_iter().flat_map(|queue| queue.iter().map(|(_, token, _)| *token))
+    }
+
+    pub(in crate::apps::kv) fn is_empty(&self) -> bool {
+        self.conns.is_empty()
+    }
+
+    /// Every parked connection.
+    pub(in crate::apps::kv) fn all(&self) -> Vec<ConnToken> {
+        self.conns.values().map(|(token, _)| *token).collect()
+    }
+
+    /// The parked connections whose deadline has passed.
+    pub(in crate::apps::kv) fn expired(&self, now: Instant) -> Vec<ConnToken> {
+        self.conns.values().filter(|(_, deadline)| deadline.is_some_and(|d| d <= now)).map(|(t, _)| *t).collect()
+    }
+}
