@@ -13,6 +13,9 @@
 //! - `Smove`, `Lmove` (SMOVE, LMOVE, RPOPLPUSH): both keys' types checked
 //!   first (nothing changes on WRONGTYPE), then the pop or removal on the
 //!   source's shard and the push or add on the destination's.
+//! - `FirstPop` (LMPOP, ZMPOP): the keys in order, each on its shard as
+//!   a one-key pop, until one pops or errs: what Redis's pop does with the
+//!   first non-empty key.
 //! - `Temp` (every other command whose written keys are all on one shard,
 //!   its *home*: SUNIONSTORE, ZINTERSTORE, BITOP, COPY, PFMERGE, SINTER,
 //!   LCS, ...): each key of another shard is copied (DUMP, RESTORE) to a
@@ -51,6 +54,7 @@ pub(super) enum Recipe {
     Rename { nx: bool },
     Smove,
     Lmove,
+    FirstPop,
     Temp { home: u16 },
 }
 
@@ -96,9 +100,13 @@ pub(super) fn plan(name: &str, args: &[Vec<u8>], keys: &[(usize, u16)], shards: 
         "rename" | "renamenx" => Recipe::Rename { nx: name == "renamenx" },
         "smove" => Recipe::Smove,
         "lmove" | "rpoplpush" => Recipe::Lmove,
+        "lmpop" | "zmpop" => Recipe::FirstPop,
         _ => {
+            // PFCOUNT of several keys writes none of them (only one key's
+            // count is cached): it runs on the first key's shard.
+            let writes = |flags: u16| flags & WRITES != 0 && name != "pfcount";
             let written: BTreeSet<u16> =
-                keys.iter().filter(|&&(_, flags)| flags & WRITES != 0).map(|&(i, _)| owner_of(i)).collect();
+                keys.iter().filter(|&&(_, flags)| writes(flags)).map(|&(i, _)| owner_of(i)).collect();
             let home = match written.len() {
                 0 => owner_of(keys[0].0),
                 1 => *written.first().expect("one"),
@@ -142,6 +150,7 @@ pub(super) fn run(
         Recipe::Rename { nx } => rename(args, *nx, &owner_of, calls),
         Recipe::Smove => smove(args, &owner_of, calls),
         Recipe::Lmove => lmove(args, &owner_of, calls),
+        Recipe::FirstPop => first_pop(args, keys, &owner_of, calls),
         Recipe::Temp { home } => temp(args, keys, *home, shards, calls),
     }
 }
@@ -221,6 +230,28 @@ fn rename(args: &[Vec<u8>], nx: bool, owner_of: &dyn Fn(&[u8]) -> u16, calls: &m
     } else {
         b"+OK\r\n".to_vec()
     }
+}
+
+/// LMPOP or ZMPOP (`numkeys key... rest`): each key in order popped alone
+/// on its shard (`name 1 key rest`) until one answers more than nil; only
+/// that one writes.
+fn first_pop(
+    args: &[Vec<u8>],
+    keys: &[(usize, u16)],
+    owner_of: &dyn Fn(&[u8]) -> u16,
+    calls: &mut dyn Calls,
+) -> Vec<u8> {
+    let rest_from = keys.last().map_or(args.len(), |&(i, _)| i + 1);
+    let mut reply = b"*-1\r\n".to_vec();
+    for &(i, _) in keys {
+        let mut one = vec![args[0].clone(), b"1".to_vec(), args[i].clone()];
+        one.extend_from_slice(&args[rest_from..]);
+        reply = calls.call(owner_of(&args[i]), one);
+        if !is_nil(&reply) {
+            break;
+        }
+    }
+    reply
 }
 
 /// The type TYPE answers for `key` on its shard ("none" if absent).
@@ -370,6 +401,14 @@ mod tests {
                     None => b"$-1\r\n".to_vec(),
                 },
                 b"pexpiretime" => b":-1\r\n".to_vec(),
+                // A one-key pop of a fake list: the whole value, removed.
+                b"lmpop" => {
+                    assert_eq!((&args[1][..], owner(key_slot(&args[2]), self.shards)), (&b"1"[..], shard));
+                    match self.data.remove(&args[2]) {
+                        Some(v) => format!("*1\r\n${}\r\n{}\r\n", v.len(), String::from_utf8_lossy(&v)).into_bytes(),
+                        None => b"*-1\r\n".to_vec(),
+                    }
+                }
                 b"restore" => {
                     self.data.insert(args[1].clone(), args[3].clone());
                     b"+OK\r\n".to_vec()
@@ -443,6 +482,29 @@ mod tests {
     }
 
     const RO_FLAG: u16 = crate::apps::kv::cmd::command_table::RO;
+
+    #[test]
+    fn a_pop_of_several_shards_keys_pops_the_first_that_has_one() {
+        let (a, b) = two_keys();
+        let mut fake = Fake { shards: 2, data: BTreeMap::new(), calls: Vec::new() };
+        let command = args(&["lmpop", "2", &a, &b, "left", "count", "3"]);
+        let keys = [(2, RW | DELETE), (3, RW | DELETE)];
+        let across = plan("lmpop", &command, &keys, 2).expect("across");
+        assert_eq!(across.recipe, Recipe::FirstPop);
+        assert_eq!(run(&across.recipe, &command, &keys, 2, &mut fake), b"*-1\r\n", "both empty: nil");
+        fake.data.insert(b.as_bytes().to_vec(), b"v".to_vec());
+        fake.calls.clear();
+        assert_eq!(run(&across.recipe, &command, &keys, 2, &mut fake), b"*1\r\n$1\r\nv\r\n");
+        assert_eq!(fake.calls.len(), 2, "the first key asked first, then the second");
+        fake.data.insert(a.as_bytes().to_vec(), b"w".to_vec());
+        fake.data.insert(b.as_bytes().to_vec(), b"v".to_vec());
+        assert_eq!(run(&across.recipe, &command, &keys, 2, &mut fake), b"*1\r\n$1\r\nw\r\n");
+        assert!(fake.data.contains_key(b.as_bytes()), "only the first non-empty key pops");
+        // PFCOUNT of several keys runs on the first key's shard.
+        let command = args(&["pfcount", &b, &a]);
+        let across = plan("pfcount", &command, &[(1, RW), (2, RW)], 2).expect("across");
+        assert_eq!(across.recipe, Recipe::Temp { home: owner(key_slot(b.as_bytes()), 2) });
+    }
 
     #[test]
     fn replies_are_read_as_redis_writes_them() {
