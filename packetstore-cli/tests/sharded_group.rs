@@ -6,8 +6,8 @@
 //! node. A command across shards is refused with a clear error (not built
 //! yet in a group); one whose keys share a hash tag runs.
 //!
-//! Method: three nodes on loopback, each node's peer port spaced 10 from
-//! the next (shard i listens on the node's port + i). A writer thread sends
+//! Method: three nodes on loopback, each node's two peer ports free
+//! (shard i listens on the node's port + i). A writer thread sends
 //! SETs of unique keys (both shards' slots) to the nodes in turn,
 //! reconnecting after errors, and records each one acknowledged. Then each
 //! node, read locally (READONLY), must hold every acknowledged key.
@@ -105,11 +105,21 @@ fn shard_key(shard: usize, n: usize) -> String {
     format!("{}probe:{n}", ["{b}", "{a}"][shard])
 }
 
-/// A connection to `server` that reads here (READONLY).
+/// A connection to `server` that reads here (READONLY), waiting while the
+/// node restarts in place (a deposed leader whose tree held writes the
+/// group dropped rebuilds itself).
 fn local(server: &Server) -> redis::Connection {
-    let mut connection = server.client();
-    let _: () = redis::cmd("READONLY").query(&mut connection).unwrap();
-    connection
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(mut connection) = server.try_client() {
+            let _ = connection.set_read_timeout(Some(Duration::from_secs(20)));
+            if redis::cmd("READONLY").query::<()>(&mut connection).is_ok() {
+                return connection;
+            }
+        }
+        assert!(Instant::now() < deadline, "no connection to {} within 20 s", server.resp);
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn writer(addresses: Arc<Mutex<Vec<Option<std::net::SocketAddr>>>>, stop: Arc<AtomicBool>) -> BTreeMap<String, String> {
@@ -159,24 +169,37 @@ fn check_converged(group: &Group, acked: &BTreeMap<String, String>) {
     for id in 1..=3 {
         loop {
             let mut connection = local(group.node(id));
-            let (mut missing, mut wrong) = (0, 0);
+            let (mut missing, mut wrong, mut failed) = (0, 0, None);
             for (key, value) in acked {
-                let found: Option<String> = redis::cmd("GET").arg(key).query(&mut connection).unwrap();
-                match found {
-                    None => missing += 1,
-                    Some(found) if &found != value => wrong += 1,
-                    Some(_) => {}
+                // (TRYAGAIN while the node's tree holds writes the group has
+                // not committed, or a restart in place: read again.)
+                match redis::cmd("GET").arg(key).query::<Option<String>>(&mut connection) {
+                    Err(error) => {
+                        failed = Some(error);
+                        break;
+                    }
+                    Ok(None) => missing += 1,
+                    Ok(Some(found)) if &found != value => wrong += 1,
+                    Ok(Some(_)) => {}
                 }
             }
             assert_eq!(wrong, 0, "node {id} holds wrong values");
-            if missing == 0 {
+            if missing == 0 && failed.is_none() {
                 break;
             }
+            assert!(Instant::now() < deadline, "node {id}: reads failed: {failed:?}");
             assert!(Instant::now() < deadline, "node {id} lacks {missing} of {} acknowledged writes", acked.len());
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    let sizes: Vec<i64> = (1..=3).map(|id| redis::cmd("DBSIZE").query(&mut local(group.node(id))).unwrap()).collect();
+    let size = |id: usize| loop {
+        if let Ok(size) = redis::cmd("DBSIZE").query::<i64>(&mut local(group.node(id))) {
+            break size;
+        }
+        assert!(Instant::now() < deadline, "node {id} answers no DBSIZE");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let sizes: Vec<i64> = (1..=3).map(size).collect();
     assert!(sizes.iter().all(|&s| s == sizes[0]), "the nodes hold different numbers of keys: {sizes:?}");
 }
 
@@ -239,10 +262,40 @@ fn a_group_of_sharded_nodes_serves_every_shard_and_survives_kills() {
     // replies it cannot confirm (the links between its shards too, which
     // it makes again) and follows.
     let paused = group.leader();
+    // A client of the leader that stays connected through its pause: once
+    // the others have written newer values, it must never read the old
+    // ones, of its own shard's key or of the other's (through the link to
+    // a shard that no longer leads): an error, or the new value.
+    let mut idle = group.node(paused).client();
+    for tag in ["{a}", "{b}"] {
+        let _: () = redis::cmd("SET").arg(format!("{tag}fresh")).arg("old").query(&mut idle).unwrap();
+    }
     eprintln!("pausing the leader, node {paused}");
     signal(group.node(paused), libc::SIGSTOP);
-    std::thread::sleep(Duration::from_millis(2000));
+    let others: Vec<usize> = (1..=3).filter(|&id| id != paused).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for tag in ["{a}", "{b}"] {
+        // Through the other nodes until one of them leads (and answers).
+        'written: loop {
+            for &id in &others {
+                let Some(mut c) = group.node(id).try_client() else { continue };
+                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                let set: redis::RedisResult<()> = redis::cmd("SET").arg(format!("{tag}fresh")).arg("new").query(&mut c);
+                if set.is_ok() {
+                    break 'written;
+                }
+            }
+            assert!(Instant::now() < deadline, "the other nodes took no write within 30 s of the pause");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     signal(group.node(paused), libc::SIGCONT);
+    for tag in ["{a}", "{b}"] {
+        let read: redis::RedisResult<Option<String>> = redis::cmd("GET").arg(format!("{tag}fresh")).query(&mut idle);
+        if let Ok(value) = read {
+            assert_eq!(value.as_deref(), Some("new"), "{tag}fresh read stale through the deposed leader");
+        }
+    }
     std::thread::sleep(Duration::from_millis(1500));
     stop.store(true, Ordering::Relaxed);
     let mut acked = load.join().unwrap();
@@ -253,6 +306,8 @@ fn a_group_of_sharded_nodes_serves_every_shard_and_survives_kills() {
             acked.insert(format!("{}through:{id}", ["{b}", "{a}"][shard]), id.to_string());
         }
     }
+    acked.insert("{a}fresh".into(), "new".into());
+    acked.insert("{b}fresh".into(), "new".into());
     acked.insert("{a}1".into(), "x".into());
     acked.insert("{a}2".into(), "y".into());
     check_converged(&group, &acked);

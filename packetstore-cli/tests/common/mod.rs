@@ -10,8 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// A pool path, unique to this test process, deleted on drop with the
-/// other shards' pools beside it (`kv.1.pool`, ...: a server makes a shard
-/// per core unless told `--shards`).
+/// other shards' pools beside it (`kv.1.pool`, ...: `--shards N`).
 pub struct TempPool(pub PathBuf);
 
 impl TempPool {

@@ -160,8 +160,11 @@ pub struct Replica {
     snapshot_refused: Option<u64>,
     /// A leadership transfer asked for (`transfer_leadership`), begun once
     /// the turn's records are proposed (raft-rs drops proposals while one
-    /// is under way).
+    /// is under way), and when the last one began (another waits
+    /// `TRANSFER_RETRY_TIMEOUTS` election timeouts: the shard serves
+    /// meanwhile, should the target be unable to take it).
     transfer_to: Option<u64>,
+    transfer_begun: Option<Instant>,
     /// The pool filled while a snapshot was loading (`SnapshotNoRoom`): the
     /// next commit stops the loop for a rebuild.
     snapshot_no_room: Option<(u64, u32, u32)>,
@@ -194,6 +197,9 @@ pub struct SnapshotStream {
 /// stalled follower) is cancelled: its pinned version holds back what
 /// every checkpoint frees meanwhile. raft-rs sends another later.
 pub const STREAM_STALL_MAX: Duration = Duration::from_secs(10);
+/// After a leadership transfer began, the next waits this many election
+/// timeouts (raft-rs gives a transfer one).
+const TRANSFER_RETRY_TIMEOUTS: usize = 5;
 
 #[derive(Clone, Debug)]
 struct Loading {
@@ -326,6 +332,7 @@ impl Replica {
             snapshots_cancelled: 0,
             snapshot_refused: None,
             transfer_to: None,
+            transfer_begun: None,
             snapshot_no_room: None,
             client_addrs: BTreeMap::new(),
             removed: false,
@@ -364,7 +371,9 @@ impl Replica {
     /// follow the leader of shard 0's group this way, so that one node
     /// leads every shard (`apps/kv/replication.rs`).
     pub fn transfer_leadership(&mut self, to: u64) {
-        if self.is_leader() && to != self.config.node_id && !self.is_transferring() {
+        let timeout = self.config.tick * (self.config.election_ticks * TRANSFER_RETRY_TIMEOUTS) as u32;
+        let recent = self.transfer_begun.is_some_and(|at| at.elapsed() < timeout);
+        if self.is_leader() && to != self.config.node_id && !self.is_transferring() && !recent {
             self.transfer_to = Some(to);
         }
     }
@@ -375,11 +384,17 @@ impl Replica {
         self.raw.raft.lead_transferee.is_some() || self.transfer_to.is_some()
     }
 
-    /// Begins the transfer asked for, once the turn's records are proposed.
-    fn begin_transfer(&mut self) {
+    /// Begins the transfer asked for, once the turn's records are proposed
+    /// and no group is open (a paused script's: its records are proposed
+    /// when it ends, which a transfer under way would refuse).
+    fn begin_transfer(&mut self, store: &Store) {
+        if store.in_group() {
+            return;
+        }
         let Some(to) = self.transfer_to.take() else { return };
         if self.is_leader() && self.raw.raft.lead_transferee.is_none() {
             tracing::info!(group = self.config.group_id, to, "handing leadership over");
+            self.transfer_begun = Some(Instant::now());
             self.raw.transfer_leader(to);
         }
     }
@@ -692,7 +707,7 @@ impl Replica {
                 self.reads_term = 0;
             }
         }
-        self.begin_transfer();
+        self.begin_transfer(store);
         if self.raw.has_ready() {
             self.handle_ready(store, pool, buffers)?;
         }

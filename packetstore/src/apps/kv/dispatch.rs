@@ -301,6 +301,7 @@ impl KvServer {
         if let Some(own_id) = own_id {
             conn.id = own_id;
             self.uncounted = false;
+            self.link_reads_here = false;
         }
         self.count_request(RESP, kind, before, failed);
         close
@@ -321,6 +322,7 @@ impl KvServer {
         conn.args.drop_front(3);
         self.tracking.set_caching(id, flags & u64::from(LINK_CACHING) != 0);
         self.uncounted = flags & u64::from(LINK_PART) != 0;
+        self.link_reads_here = flags & u64::from(crate::apps::kv::shard_link::LINK_READONLY) != 0;
         Some(std::mem::replace(&mut conn.id, id))
     }
 
@@ -345,14 +347,6 @@ impl KvServer {
                 conn.args.len() == 2 && name.eq_ignore_ascii_case(crate::apps::kv::cmd::monitor::MONITOR_LINE);
             let http = conn.args.len() >= 4 && name.eq_ignore_ascii_case(crate::apps::kv::http_relay::HTTP_ON_SHARD);
             drop(name);
-            if let Some(leader) = self.leader_elsewhere().filter(|_| !push && !monitor) {
-                let db = self.store.physical_db(conn.db);
-                let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
-                ctx.error(&format!(
-                    "TRYAGAIN this shard's leadership is moving to this node (node {leader} leads it now): send it again"
-                ));
-                return (false, OTHER, true);
-            }
             if push || monitor || http {
                 let db = self.store.physical_db(conn.db);
                 let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
@@ -367,7 +361,10 @@ impl KvServer {
                     (_, true, None) => self.monitor_line(&mut ctx),
                     // The client hears 503 (`http_relay::response_of_reply`).
                     (_, _, Some(why)) => ctx.error(&format!("ERR the request was not taken: {why}")),
-                    _ => self.http_for_shard(&mut ctx),
+                    _ => match self.link_refuses(true) {
+                        Some(why) => ctx.error(&why),
+                        None => self.http_for_shard(&mut ctx),
+                    },
                 }
                 return (false, OTHER, false);
             }
@@ -379,6 +376,13 @@ impl KvServer {
             Some(entry) if entry.has_flag("readonly") => READ,
             _ => OTHER,
         };
+        let on_link = conn.listener == crate::apps::kv::LISTENER_LINK_IN;
+        if let Some(why) = self.link_refuses(kind != OTHER).filter(|_| on_link) {
+            let db = self.store.physical_db(conn.db);
+            let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
+            ctx.error(&why);
+            return (false, kind, true);
+        }
         let start = out.bytes().len();
         let started = Instant::now();
         let now = wall_ms_at(&mut self.clock_anchor, started);
@@ -852,8 +856,16 @@ impl KvServer {
     /// command (`shard_link::LINK_AS`), as they do with CLIENT TRACKING
     /// itself, which runs on every shard.
     fn client_for_link(&self, conn: &KvConn, tracking_itself: bool) -> Client {
-        let caching = if self.tracking.caching(conn.id) { crate::apps::kv::shard_link::LINK_CACHING } else { 0 };
+        use crate::apps::kv::shard_link::{LINK_CACHING, LINK_READONLY};
+        let caching = if self.tracking.caching(conn.id) { LINK_CACHING } else { 0 };
+        // A replicated node's READONLY client may read another shard's
+        // keys where they are, even on a follower (`link_refuses`).
+        let reads_here = self.replica.is_some() && conn.reads_here;
         let tag = (tracking_itself || self.tracking.tracks(conn.id)).then_some(caching);
+        let tag = match reads_here {
+            true => Some(tag.unwrap_or(0) | LINK_READONLY),
+            false => tag,
+        };
         Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
     }
 }

@@ -379,7 +379,9 @@ impl KvServer {
         let Some(replica) = self.replica.as_mut() else { return };
         let now = Instant::now();
         replica.tick(now);
-        if let Some(exchange) = self.across.as_ref() {
+        // (Not while a paused script holds a group open: its records are
+        // proposed when it ends.)
+        if let Some(exchange) = self.across.as_ref().filter(|_| !self.store.in_group()) {
             follow_shard_zero(exchange, self.config.settings.cluster.as_ref().map_or(0, |v| v.shard), replica);
         }
         replica.drop_streams_unless_leading();
@@ -396,16 +398,23 @@ impl KvServer {
         }
     }
 
-    /// A sharded node's command from another shard (a link) for this
-    /// shard's keys, while this node leads shard 0's group but not this
-    /// shard's: its leadership is on its way here (`follow_shard_zero`),
-    /// and the command must be sent again (TRYAGAIN). A follower node runs
-    /// link commands itself: they come from its READONLY clients.
-    pub(super) fn leader_elsewhere(&self) -> Option<u64> {
+    /// Why a data command (`data`: a read, a write, an HTTP request) that
+    /// came on a link from another shard may not run on this shard of a
+    /// replicated node: this shard does not lead its group, and its client
+    /// did not ask to read where it is (READONLY: `LINK_READONLY`). Its
+    /// leadership may be on its way here (`follow_shard_zero`), or the
+    /// client's own shard may not know yet that the node lost its own: the
+    /// client tries again (TRYAGAIN), as on an unsharded node that lost its
+    /// leadership. A link's SELECT, HELLO, PUBLISH and the like run.
+    pub(super) fn link_refuses(&self, data: bool) -> Option<String> {
         let replica = self.replica.as_ref()?;
-        let exchange = self.across.as_ref()?;
-        let leads_group = exchange.group_leader() == replica.config.node_id;
-        (leads_group && !replica.is_leader()).then(|| replica.leader_id())
+        if !data || self.link_reads_here || replica.is_leader() {
+            return None;
+        }
+        Some(format!(
+            "TRYAGAIN this shard does not lead its group on this node (node {} does): try again",
+            replica.leader_id()
+        ))
     }
 
     /// Tells the store whether it may take writes now.

@@ -56,6 +56,7 @@ impl KvServer {
             modified: false,
             retrying_blocked: false,
             uncounted: false,
+            link_reads_here: false,
             shutdown_requested: false,
             rebuild_requested: false,
             peer_frames_refused: 0,

@@ -233,6 +233,10 @@ pub(in crate::apps::kv) const LINK_AS: &[u8] = b"PACKETSTORE-AS";
 pub(in crate::apps::kv) const LINK_CACHING: u8 = 1;
 /// `LINK_AS` flags: a part of a spanning command after its first.
 pub(in crate::apps::kv) const LINK_PART: u8 = 2;
+/// `LINK_AS` flags: the client reads where it is (READONLY, on a node of a
+/// replicated group): the shard may answer from its own tree even if it
+/// does not lead its group.
+pub(in crate::apps::kv) const LINK_READONLY: u8 = 4;
 
 /// Nanoseconds since the process's first call: one clock for every shard.
 pub fn arrival_ns() -> u64 {

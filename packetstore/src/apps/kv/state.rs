@@ -247,6 +247,9 @@ pub struct KvServer {
     /// part counts (INFO commandstats, errorstats, SLOWLOG, LATENCY count
     /// the client's command once: `shard_link::LINK_PART`).
     pub(super) uncounted: bool,
+    /// The command running came on a link for a READONLY client of a
+    /// replicated node (`replication.rs` `link_refuses`).
+    pub(super) link_reads_here: bool,
     /// SHUTDOWN asked the event loop to stop.
     pub(super) shutdown_requested: bool,
     /// The group dropped entries this node's tree reflects: the loop

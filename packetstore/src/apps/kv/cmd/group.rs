@@ -99,7 +99,7 @@ impl KvServer {
             ctx.error("ERR node ids are integers from 1");
             return Ok(());
         };
-        if self.across.is_some() {
+        if self.config.settings.cluster.as_ref().is_some_and(|view| view.shards > 1) {
             ctx.error("ERR a sharded node's membership cannot change yet (each shard is a group of its own)");
             return Ok(());
         }
