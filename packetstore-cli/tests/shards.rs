@@ -709,10 +709,18 @@ fn commands_that_span_shards_answer_for_every_shard() {
     // A script's keys may be any shards' (they are parked for it).
     let both: i64 = redis::cmd("EVAL").arg("return 1").arg(3).arg("a1").arg("b1").arg("c1").query(&mut c).unwrap();
     assert_eq!(both, 1);
-    // A write to keys of several shards the recipes cannot split is
-    // refused, and says so.
-    let cross =
-        error_text(redis::cmd("LMPOP").arg(3).arg("a1").arg("b1").arg("c1").arg("LEFT").query::<redis::Value>(&mut c));
+    // LMPOP pops the first non-empty key of any shards (in order).
+    let _: () = redis::cmd("RPUSH").arg("c1").arg("x").arg("y").query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH").arg("b1").arg("z").query(&mut c).unwrap();
+    let popped: (String, Vec<String>) =
+        redis::cmd("LMPOP").arg(3).arg("a1").arg("b1").arg("c1").arg("LEFT").arg("COUNT").arg(5).query(&mut c).unwrap();
+    assert_eq!(popped, ("b1".to_string(), vec!["z".to_string()]), "the first non-empty key, whole");
+    let left: i64 = redis::cmd("LLEN").arg("c1").query(&mut c).unwrap();
+    assert_eq!(left, 2, "the later key untouched");
+    // A blocking pop of several shards' keys is refused, and says so.
+    let mut blocking = redis::cmd("BLMPOP");
+    blocking.arg(0.1).arg(3).arg("a1").arg("b1").arg("zz").arg("LEFT");
+    let cross = error_text(blocking.query::<redis::Value>(&mut c));
     assert!(cross.contains("CROSSSLOT"), "{cross}");
 }
 
