@@ -229,18 +229,14 @@ fn write_crash_images(devices: &[(Arc<SimDevice>, PathBuf)]) -> anyhow::Result<(
 /// part of a command that spans every shard. The event loops own and
 /// close them.
 fn shard_links(count: u16) -> anyhow::Result<Vec<Vec<(std::os::fd::RawFd, usize)>>> {
-    use packetstore::apps::kv::{LISTENER_LINK_IN, LISTENER_LINK_OUT};
+    use packetstore::apps::kv::{link_pair, LISTENER_LINK_IN, LISTENER_LINK_OUT};
+    use std::os::fd::IntoRawFd;
     let mut links = vec![Vec::new(); usize::from(count)];
     for from in 0..usize::from(count) {
         for to in 0..usize::from(count) {
-            let mut fds = [0; 2];
-            let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-            // SAFETY: socketpair writes two descriptors into `fds`.
-            if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
-                return Err(std::io::Error::last_os_error()).context("making the links between shards");
-            }
-            links[from].push((fds[0], LISTENER_LINK_OUT + to));
-            links[to].push((fds[1], LISTENER_LINK_IN));
+            let (near, far) = link_pair().context("making the links between shards")?;
+            links[from].push((near.into_raw_fd(), LISTENER_LINK_OUT + to));
+            links[to].push((far.into_raw_fd(), LISTENER_LINK_IN));
         }
     }
     Ok(links)

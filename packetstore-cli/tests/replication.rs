@@ -133,51 +133,6 @@ fn local(server: &Server) -> redis::Connection {
     connection
 }
 
-/// Writes unique keys through the nodes in turn until `stop`; returns the
-/// acknowledged ones.
-fn writer(addresses: Arc<Mutex<Vec<Option<std::net::SocketAddr>>>>, stop: Arc<AtomicBool>) -> BTreeMap<String, String> {
-    let mut acked = BTreeMap::new();
-    let mut n = 0u64;
-    let mut node = 0usize;
-    let mut connection: Option<redis::Connection> = None;
-    while !stop.load(Ordering::Relaxed) {
-        if connection.is_none() {
-            node = (node + 1) % 3;
-            let Some(addr) = addresses.lock().unwrap()[node] else { continue };
-            let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
-            match client.get_connection_with_timeout(Duration::from_secs(1)) {
-                Ok(c) => {
-                    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                    connection = Some(c);
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                }
-            }
-        }
-        n += 1;
-        let key = format!("w:{n}");
-        let value = format!("value-{n}-{}", "x".repeat((n % 7) as usize * 40));
-        let result: redis::RedisResult<()> =
-            redis::cmd("SET").arg(&key).arg(&value).query(connection.as_mut().unwrap());
-        match result {
-            Ok(()) => {
-                acked.insert(key, value);
-                // Next write through the next node, now and then.
-                if n % 50 == 0 {
-                    connection = None;
-                }
-            }
-            Err(_) => {
-                connection = None;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-    acked
-}
-
 /// Every node holds every acknowledged write (waiting for the lagging ones
 /// to catch up), and the same number of keys.
 fn check_converged(group: &Group, acked: &BTreeMap<String, String>) {
@@ -273,7 +228,7 @@ fn three_nodes_serve_through_any_node_and_survive_kills() {
     let stop = Arc::new(AtomicBool::new(false));
     let load = {
         let (addresses, stop) = (addresses.clone(), stop.clone());
-        std::thread::spawn(move || writer(addresses, stop))
+        std::thread::spawn(move || common::group_writer(addresses, stop))
     };
     std::thread::sleep(Duration::from_millis(1500));
     eprintln!("killing the leader, node {leader}");
@@ -564,7 +519,7 @@ fn power_fails_on_a_majority_at_once() {
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (addresses, stop) = (addresses.clone(), stop.clone());
-        std::thread::spawn(move || writer(addresses, stop))
+        std::thread::spawn(move || common::group_writer(addresses, stop))
     };
     let pushers: Vec<_> = (0..2)
         .map(|p| {

@@ -24,6 +24,9 @@ use common::{error_text, Server, TempPool};
 struct Group {
     pools: Vec<TempPool>,
     peers: String,
+    /// Each node's HTTP and Redis ports, fixed: a node that rebuilds itself
+    /// re-executes with the same arguments (port 0 would move it).
+    ports: Vec<(u16, u16)>,
     nodes: Vec<Option<Server>>,
 }
 
@@ -43,7 +46,8 @@ impl Group {
     fn start(name: &str) -> Group {
         let pools: Vec<TempPool> = (1..=3).map(|i| TempPool::new(&format!("{name}-{i}"))).collect();
         let peers = (1..=3).map(|i| format!("{i}=127.0.0.1:{}", two_free_ports())).collect::<Vec<_>>().join(",");
-        let mut group = Group { pools, peers, nodes: Vec::new() };
+        let ports = (1..=3).map(|_| (common::free_port(), common::free_port())).collect();
+        let mut group = Group { pools, peers, ports, nodes: Vec::new() };
         for i in 1..=3 {
             let server = group.spawn(i);
             group.nodes.push(Some(server));
@@ -53,7 +57,10 @@ impl Group {
 
     fn spawn(&self, id: usize) -> Server {
         let id_text = id.to_string();
+        let (http, resp) = self.ports[id - 1];
+        let (http, resp) = (format!("127.0.0.1:{http}"), format!("127.0.0.1:{resp}"));
         let args = ["--node-id", &id_text, "--peers", &self.peers, "--raft-tick", "50ms", "--shards", "2"];
+        let args = [&args[..], &["--http", &http, "--resp", &resp]].concat();
         Server::start(&self.pools[id - 1].0, &args)
     }
 
@@ -120,46 +127,6 @@ fn local(server: &Server) -> redis::Connection {
         assert!(Instant::now() < deadline, "no connection to {} within 20 s", server.resp);
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn writer(addresses: Arc<Mutex<Vec<Option<std::net::SocketAddr>>>>, stop: Arc<AtomicBool>) -> BTreeMap<String, String> {
-    let mut acked = BTreeMap::new();
-    let (mut n, mut node) = (0u64, 0usize);
-    let mut connection: Option<redis::Connection> = None;
-    while !stop.load(Ordering::Relaxed) {
-        if connection.is_none() {
-            node = (node + 1) % 3;
-            let Some(addr) = addresses.lock().unwrap()[node] else { continue };
-            let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
-            match client.get_connection_with_timeout(Duration::from_secs(1)) {
-                Ok(c) => {
-                    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                    connection = Some(c);
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                }
-            }
-        }
-        n += 1;
-        let (key, value) = (format!("w:{n}"), format!("value-{n}"));
-        let result: redis::RedisResult<()> =
-            redis::cmd("SET").arg(&key).arg(&value).query(connection.as_mut().unwrap());
-        match result {
-            Ok(()) => {
-                acked.insert(key, value);
-                if n % 50 == 0 {
-                    connection = None;
-                }
-            }
-            Err(_) => {
-                connection = None;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-    acked
 }
 
 /// Every node holds every acknowledged write (waiting for lagging ones),
@@ -241,7 +208,7 @@ fn a_group_of_sharded_nodes_serves_every_shard_and_survives_kills() {
     let stop = Arc::new(AtomicBool::new(false));
     let load = {
         let (addresses, stop) = (addresses.clone(), stop.clone());
-        std::thread::spawn(move || writer(addresses, stop))
+        std::thread::spawn(move || common::group_writer(addresses, stop))
     };
     std::thread::sleep(Duration::from_millis(1500));
     eprintln!("killing the leader, node {leader}");

@@ -506,3 +506,52 @@ pub fn read_response(reader: &mut impl BufRead) -> Option<(u16, std::collections
     reader.read_exact(&mut body).ok()?;
     Some((status, headers, body))
 }
+
+/// Writes unique keys through a replicated group's three nodes in turn
+/// (the next after every 50th, and after any error) until `stop`; returns
+/// the acknowledged ones.
+pub fn group_writer(
+    addresses: std::sync::Arc<std::sync::Mutex<Vec<Option<SocketAddr>>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut acked = std::collections::BTreeMap::new();
+    let mut n = 0u64;
+    let mut node = 0usize;
+    let mut connection: Option<redis::Connection> = None;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if connection.is_none() {
+            node = (node + 1) % 3;
+            let Some(addr) = addresses.lock().unwrap()[node] else { continue };
+            let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+            match client.get_connection_with_timeout(Duration::from_secs(1)) {
+                Ok(c) => {
+                    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    connection = Some(c);
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+            }
+        }
+        n += 1;
+        let key = format!("w:{n}");
+        let value = format!("value-{n}-{}", "x".repeat((n % 7) as usize * 40));
+        let result: redis::RedisResult<()> =
+            redis::cmd("SET").arg(&key).arg(&value).query(connection.as_mut().unwrap());
+        match result {
+            Ok(()) => {
+                acked.insert(key, value);
+                // Next write through the next node, now and then.
+                if n % 50 == 0 {
+                    connection = None;
+                }
+            }
+            Err(_) => {
+                connection = None;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    acked
+}

@@ -377,7 +377,7 @@ impl KvServer {
             _ => OTHER,
         };
         let on_link = conn.listener == crate::apps::kv::LISTENER_LINK_IN;
-        if let Some(why) = self.link_refuses(kind != OTHER).filter(|_| on_link) {
+        if let Some(why) = on_link.then(|| self.link_refuses(kind != OTHER)).flatten() {
             let db = self.store.physical_db(conn.db);
             let mut ctx = Ctx { pool, buffers, conn, out, now: 0, db, close: false, failed: false };
             ctx.error(&why);
@@ -862,10 +862,7 @@ impl KvServer {
         // keys where they are, even on a follower (`link_refuses`).
         let reads_here = self.replica.is_some() && conn.reads_here;
         let tag = (tracking_itself || self.tracking.tracks(conn.id)).then_some(caching);
-        let tag = match reads_here {
-            true => Some(tag.unwrap_or(0) | LINK_READONLY),
-            false => tag,
-        };
+        let tag = if reads_here { Some(tag.unwrap_or(0) | LINK_READONLY) } else { tag };
         Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
     }
 }

@@ -64,7 +64,7 @@ pub use integrity::SCRUB_RATE_DEFAULT_BYTES;
 pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;
 pub use session::before_stopping_half_way;
-pub use shard_link::{LISTENER_LINK_IN, LISTENER_LINK_OUT, PRIVATE_LINKS_MAX};
+pub use shard_link::{link_pair, LISTENER_LINK_IN, LISTENER_LINK_OUT, PRIVATE_LINKS_MAX};
 pub use state::{
     KvConfig, KvConn, KvServer, KvSettings, KvStats, PanicPoint, KINDS, LISTENER_HTTP, LISTENER_RESP, PROTOCOLS,
     RESULTS,

@@ -376,13 +376,14 @@ impl KvServer {
     /// that stopped (a leader that stepped down, a link that closed): the
     /// tree versions they pinned are let go.
     pub(super) fn replica_tick(&mut self, buffers: &mut Buffers) {
+        let shard = self.shard_index();
         let Some(replica) = self.replica.as_mut() else { return };
         let now = Instant::now();
         replica.tick(now);
         // (Not while a paused script holds a group open: its records are
         // proposed when it ends.)
         if let Some(exchange) = self.across.as_ref().filter(|_| !self.store.in_group()) {
-            follow_shard_zero(exchange, self.config.settings.cluster.as_ref().map_or(0, |v| v.shard), replica);
+            follow_shard_zero(exchange, shard, replica);
         }
         replica.drop_streams_unless_leading();
         if !replica.streams.is_empty() {

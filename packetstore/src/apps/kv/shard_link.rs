@@ -171,6 +171,27 @@ struct LinkOut {
     lost: bool,
 }
 
+impl LinkOut {
+    /// A link whose other end is a new connection (database 0, RESP2).
+    fn fresh() -> LinkOut {
+        LinkOut { db: Some(0), ..LinkOut::default() }
+    }
+}
+
+/// Both ends of a new link between shards (or a shard and itself): a
+/// nonblocking, close-on-exec Unix socketpair.
+pub fn link_pair() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: socketpair writes two descriptors into `fds`.
+    if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: two fresh descriptors nothing else owns.
+    Ok(unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// Replies from other shards that wait for their client's next turn.
 struct Delivered {
     id: u64,
@@ -270,9 +291,8 @@ pub struct ShardLinks {
 
 impl ShardLinks {
     pub fn new(shards: u16) -> ShardLinks {
-        let link = || LinkOut { db: Some(0), ..LinkOut::default() };
         let idle = vec![Vec::new(); usize::from(shards)];
-        ShardLinks { out: (0..shards).map(|_| link()).collect(), idle, ..ShardLinks::default() }
+        ShardLinks { out: (0..shards).map(|_| LinkOut::fresh()).collect(), idle, ..ShardLinks::default() }
     }
 
     /// Keeps `PRIVATE_IDLE_MIN` idle private links to every shard but
@@ -351,7 +371,7 @@ impl ShardLinks {
     /// A new private link to `shard` (for `client`, or idle): its number.
     /// This end waits in `adopt`, the other in `handed`.
     fn new_private(&mut self, shard: u16, client: Option<(ConnToken, u64)>) -> Result<usize, String> {
-        use std::os::fd::FromRawFd;
+        use std::os::fd::IntoRawFd;
         let n = match self.free_private.pop() {
             Some(n) => n,
             None if self.private.len() < PRIVATE_LINKS_MAX => self.private.len(),
@@ -361,18 +381,16 @@ impl ShardLinks {
                 ))
             }
         };
-        let mut fds = [0; 2];
-        let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-        // SAFETY: socketpair writes two descriptors into `fds`.
-        if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
-            self.free_private.push(n);
-            return Err(format!("ERR no link to shard {shard}: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        self.handed.push((shard, unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) }));
-        self.adopt.push((fds[0], LISTENER_LINK_PRIVATE + n));
-        let link = LinkOut { db: Some(0), ..LinkOut::default() };
-        let private = Private { shard, client, link, closing: false };
+        let (near, far) = match link_pair() {
+            Ok(pair) => pair,
+            Err(error) => {
+                self.free_private.push(n);
+                return Err(format!("ERR no link to shard {shard}: {error}"));
+            }
+        };
+        self.handed.push((shard, far));
+        self.adopt.push((near.into_raw_fd(), LISTENER_LINK_PRIVATE + n));
+        let private = Private { shard, client, link: LinkOut::fresh(), closing: false };
         assert!(self.private.insert(n, private).is_none(), "a free private link number");
         Ok(n)
     }
@@ -504,7 +522,7 @@ impl ShardLinks {
         tracing::warn!("the link to shard {shard} closed: its clients' commands in flight fail; linking again");
         let pending = std::mem::take(&mut link.pending);
         // A fresh link, as the other end's new connection starts.
-        *link = LinkOut { db: Some(0), lost: true, ..LinkOut::default() };
+        *link = LinkOut { lost: true, ..LinkOut::fresh() };
         let error = format!("-ERR the link to shard {shard} closed: the command may or may not have run\r\n");
         let mut answers = Answers { delivered: &mut self.delivered, wake: &mut self.wake, gathers: &mut self.gathers };
         for pending in pending {
@@ -522,17 +540,14 @@ impl ShardLinks {
     /// A new link to `shard` (after one closed): this end waits in `adopt`,
     /// the other in `handed`; the link is up again once adopted (`linked`).
     fn relink(&mut self, shard: u16) {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        let kind = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-        // SAFETY: socketpair writes two descriptors into `fds`.
-        if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
-            tracing::error!("no new link to shard {shard}: {}", std::io::Error::last_os_error());
-            return;
+        use std::os::fd::IntoRawFd;
+        match link_pair() {
+            Ok((near, far)) => {
+                self.handed.push((shard, far));
+                self.adopt.push((near.into_raw_fd(), LISTENER_LINK_OUT + usize::from(shard)));
+            }
+            Err(error) => tracing::error!("no new link to shard {shard}: {error}"),
         }
-        // SAFETY: a fresh descriptor nothing else owns.
-        self.handed.push((shard, unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) }));
-        self.adopt.push((fds[0], LISTENER_LINK_OUT + usize::from(shard)));
     }
 
     /// A client closed (`awaiting`: replies it still waited for): nothing
