@@ -200,14 +200,18 @@ impl Parser {
                     if stream.is_empty() {
                         return Parsed::Incomplete;
                     }
-                    let Some(line) = take_line(stream, release, buffers) else {
+                    let head = take_line(stream, release, buffers, |line| match line.first() {
+                        Some(b'*') => Head::Count(parse_int(&line[1..])),
+                        _ => Head::Inline(split_inline(line)),
+                    });
+                    let Some(head) = head else {
                         if stream.len() >= LINE_SIZE_MAX {
                             return Parsed::Malformed("Protocol error: too big inline request".into());
                         }
                         return Parsed::Incomplete;
                     };
-                    if line.first() == Some(&b'*') {
-                        let Some(count) = parse_int(&line[1..]) else {
+                    if let Head::Count(count) = head {
+                        let Some(count) = count else {
                             return Parsed::Malformed("Protocol error: invalid multibulk length".into());
                         };
                         if count > ARGS_MAX as i64 {
@@ -217,10 +221,10 @@ impl Parser {
                             continue; // an empty command: nothing to do
                         }
                         self.state = State::Header { left: count as usize };
-                    } else {
+                    } else if let Head::Inline(words) = head {
                         // An inline command: words split as Redis's
                         // sdssplitargs splits them (quotes, escapes).
-                        let Some(words) = split_inline(&line) else {
+                        let Some(words) = words else {
                             return Parsed::Malformed("Protocol error: unbalanced quotes in request".into());
                         };
                         for word in words {
@@ -235,18 +239,25 @@ impl Parser {
                     }
                 }
                 State::Header { left } => {
-                    let Some(line) = take_line(stream, release, buffers) else {
+                    let header = take_line(stream, release, buffers, |line| match line.first() {
+                        Some(b'$') => Ok(parse_int(&line[1..])),
+                        first => Err(first.copied()),
+                    });
+                    let Some(header) = header else {
                         if stream.len() >= LINE_SIZE_MAX {
                             return Parsed::Malformed("Protocol error: too big bulk header".into());
                         }
                         return Parsed::Incomplete;
                     };
-                    if line.first() != Some(&b'$') {
-                        let got = line.first().map_or(String::from(" "), |&b| (b as char).to_string());
-                        return Parsed::Malformed(format!("Protocol error: expected '$', got '{got}'"));
-                    }
+                    let len = match header {
+                        Ok(len) => len,
+                        Err(first) => {
+                            let got = first.map_or(String::from(" "), |b| (b as char).to_string());
+                            return Parsed::Malformed(format!("Protocol error: expected '$', got '{got}'"));
+                        }
+                    };
                     let bulk_len_max = BULK_LEN_MAX.max(config.value_size_max);
-                    let Some(len) = parse_int(&line[1..]).filter(|&n| n >= 0 && n as u64 <= bulk_len_max) else {
+                    let Some(len) = len.filter(|&n| n >= 0 && n as u64 <= bulk_len_max) else {
                         return Parsed::Malformed("Protocol error: invalid bulk length".into());
                     };
                     let len = len as u64;
@@ -355,22 +366,37 @@ impl Parser {
     }
 }
 
-/// Takes one CRLF-terminated line (without the CRLF) off the stream. Most
-/// lines sit whole in the front segment and are found there; a line that
-/// straddles segments is gathered (bounded by `LINE_SIZE_MAX`).
-fn take_line(stream: &mut Stream, release: &mut crate::io::app::Release<'_>, buffers: &mut Buffers) -> Option<Vec<u8>> {
+/// What a command's first line says.
+enum Head {
+    /// `*N`: N arguments follow (None: not a valid count).
+    Count(Option<i64>),
+    /// An inline command's words (None: unbalanced quotes).
+    Inline(Option<Vec<Vec<u8>>>),
+}
+
+/// Takes one CRLF-terminated line off the stream and answers what `read`
+/// makes of it (the line without its CRLF, borrowed: no copy, no
+/// allocation per line). Most lines sit whole in the front segment and are
+/// found there; a line that straddles segments is gathered (bounded by
+/// `LINE_SIZE_MAX`). None: no whole line yet.
+fn take_line<R>(
+    stream: &mut Stream,
+    release: &mut crate::io::app::Release<'_>,
+    buffers: &mut Buffers,
+    read: impl FnOnce(&[u8]) -> R,
+) -> Option<R> {
     let front = stream.front();
-    let (line, taken) = match find_crlf(front) {
-        Some(end) => (front[..end].to_vec(), end + 2),
+    let (answer, taken) = match find_crlf(front) {
+        Some(end) => (read(&front[..end]), end + 2),
         None if front.len() == stream.len() => return None,
         None => {
             let window = stream.prefix(LINE_SIZE_MAX);
             let end = find_crlf(window)?;
-            (window[..end].to_vec(), end + 2)
+            (read(&window[..end]), end + 2)
         }
     };
     stream.consume(taken, |segment| release(segment, buffers));
-    Some(line)
+    Some(answer)
 }
 
 fn find_crlf(bytes: &[u8]) -> Option<usize> {

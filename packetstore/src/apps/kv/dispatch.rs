@@ -23,7 +23,7 @@ use crate::apps::kv::kept::client::ReplyMode;
 use crate::apps::kv::placement::Placement;
 use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::span;
-use crate::apps::kv::state::{CommandEntry, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
+use crate::apps::kv::state::{CommandEntry, CommandSlot, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -370,7 +370,8 @@ impl KvServer {
             }
         }
         self.stats.commands += u64::from(!self.uncounted);
-        let entry = self.command_index.find(&conn.args.bytes(pool, 0));
+        let found = self.command_index.find_slot(&conn.args.bytes(pool, 0));
+        let entry = found.map(|(_, entry)| entry);
         let kind = match entry {
             Some(entry) if entry.has_flag("write") => WRITE,
             Some(entry) if entry.has_flag("readonly") => READ,
@@ -396,13 +397,13 @@ impl KvServer {
             let reply = &ctx.out.bytes()[start..];
             self.count_error(reply);
         }
-        if let (Some(entry), Outcome::Ran(took), true) = (entry, outcome, counted) {
+        if let (Some((slot, entry)), Outcome::Ran(took), true) = (found, outcome, counted) {
             self.slowlog_note(&ctx, entry.name, took.as_micros() as u64);
-            self.latency_note(&ctx, entry, took);
+            self.latency_note(&ctx, slot, took);
         }
-        if let Some(entry) = entry {
+        if let Some((slot, entry)) = found {
             if counted {
-                self.count_call(entry.name, outcome, ctx.failed);
+                self.count_call(slot, outcome, ctx.failed);
             }
             self.clients.observe(ctx.conn, entry.name, started);
         }
@@ -657,8 +658,8 @@ impl KvServer {
     }
 
     /// INFO commandstats: a command refused, queued or run.
-    fn count_call(&mut self, name: &'static str, outcome: Outcome, failed: bool) {
-        let stats = self.command_stats.entry(name).or_default();
+    fn count_call(&mut self, slot: CommandSlot, outcome: Outcome, failed: bool) {
+        let stats = &mut self.command_stats[usize::from(slot)];
         match outcome {
             Outcome::Rejected => stats.rejected += 1,
             Outcome::Queued | Outcome::Relayed => {}

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::apps::kv::state::{KvServer, KINDS, PROTOCOLS, RESULTS};
+use crate::apps::kv::state::{CommandSlot, KvServer, KINDS, PROTOCOLS, RESULTS};
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::util::metrics::Exposition;
@@ -451,9 +451,11 @@ impl KvServer {
     /// INFO commandstats: Redis's `cmdstat_<name>` lines, by name.
     fn info_commandstats(&self, text: &mut String) {
         text.push_str("# Commandstats\r\n");
-        let mut names: Vec<_> =
-            self.command_stats.iter().filter(|(_, s)| s.calls + s.rejected + s.failed > 0).collect();
-        names.sort_by_key(|(name, _)| **name);
+        let mut names: Vec<_> = (self.command_stats.iter().enumerate())
+            .filter(|(_, s)| s.calls + s.rejected + s.failed > 0)
+            .map(|(slot, s)| (self.command_index.entry(slot as CommandSlot).name, s))
+            .collect();
+        names.sort_by_key(|(name, _)| *name);
         for (name, s) in names {
             let per_call = if s.calls == 0 { 0.0 } else { s.usec as f64 / s.calls as f64 };
             let _ = write!(

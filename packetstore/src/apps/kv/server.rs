@@ -73,7 +73,7 @@ impl KvServer {
             lazyfreed_at_reset: 0,
             ops_rate: Default::default(),
             latency: Default::default(),
-            command_stats: Default::default(),
+            command_stats: vec![Default::default(); COMMANDS.count()],
             error_stats: std::collections::BTreeMap::new(),
             across: None,
             session: None,

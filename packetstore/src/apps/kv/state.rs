@@ -301,7 +301,8 @@ pub struct KvServer {
     /// panics.
     pub(super) panic_at: Option<PanicPoint>,
     /// INFO commandstats, by command; errorstats, by error prefix.
-    pub(super) command_stats: crate::util::idhash::NameHashMap<&'static str, CallStats>,
+    /// By command slot (`CommandIndex`).
+    pub(super) command_stats: Vec<CallStats>,
     pub(super) error_stats: std::collections::BTreeMap<String, u64>,
     /// The exchange of a sharded server's shards, for commands across
     /// them (`across.rs`).
@@ -409,32 +410,62 @@ impl Commands {
 }
 
 /// The commands by lower-case name: one hash lookup per command instead of
-/// a scan of every family.
-pub(super) struct CommandIndex(crate::util::idhash::NameHashMap<&'static [u8], &'static CommandEntry>);
+/// a scan of every family. Each command also has a slot, its position in
+/// the table: the per-command counters (INFO commandstats, LATENCY
+/// HISTOGRAM) are arrays by slot, not maps by name (issue 36: hashing and
+/// comparing the name again for each counter was 8-15% of a pipelined GET).
+pub(super) struct CommandIndex {
+    by_name: crate::util::idhash::NameHashMap<&'static [u8], CommandSlot>,
+    entries: Vec<&'static CommandEntry>,
+    /// A container's subcommands, by slot (`kept/latency.rs`).
+    subcommands: Vec<Option<&'static [&'static str]>>,
+}
+
+/// A command's position in the table (`CommandIndex`).
+pub(super) type CommandSlot = u16;
 
 /// Command names are at most this long (Redis's longest is 20 bytes).
 const COMMAND_NAME_MAX: usize = 32;
 
 impl CommandIndex {
     pub(super) fn new(commands: Commands) -> CommandIndex {
-        let index: crate::util::idhash::NameHashMap<_, _> =
-            commands.iter().map(|entry| (entry.name.as_bytes(), entry)).collect();
-        assert_eq!(index.len(), commands.count(), "two commands of the table share a name");
-        assert!(commands
+        let entries: Vec<&'static CommandEntry> = commands.iter().collect();
+        assert!(entries.len() <= usize::from(CommandSlot::MAX), "more commands than slots");
+        let by_name: crate::util::idhash::NameHashMap<_, _> =
+            entries.iter().enumerate().map(|(slot, entry)| (entry.name.as_bytes(), slot as CommandSlot)).collect();
+        assert_eq!(by_name.len(), entries.len(), "two commands of the table share a name");
+        assert!(entries
             .iter()
             .all(|entry| entry.name.len() <= COMMAND_NAME_MAX && entry.name == entry.name.to_lowercase()));
-        CommandIndex(index)
+        let subcommands = entries.iter().map(|entry| crate::apps::kv::kept::latency::subcommands_of(entry.name)).collect();
+        CommandIndex { by_name, entries, subcommands }
     }
 
     /// The command named `name`, in any case.
     pub(super) fn find(&self, name: &[u8]) -> Option<&'static CommandEntry> {
+        self.find_slot(name).map(|(_, entry)| entry)
+    }
+
+    /// The command named `name`, in any case, with its slot.
+    pub(super) fn find_slot(&self, name: &[u8]) -> Option<(CommandSlot, &'static CommandEntry)> {
         if name.len() > COMMAND_NAME_MAX {
             return None;
         }
         let mut lower = [0u8; COMMAND_NAME_MAX];
         lower[..name.len()].copy_from_slice(name);
         lower[..name.len()].make_ascii_lowercase();
-        self.0.get(&lower[..name.len()]).copied()
+        let slot = *self.by_name.get(&lower[..name.len()])?;
+        Some((slot, self.entries[usize::from(slot)]))
+    }
+
+    /// The command in `slot`.
+    pub(super) fn entry(&self, slot: CommandSlot) -> &'static CommandEntry {
+        self.entries[usize::from(slot)]
+    }
+
+    /// The subcommands of the command in `slot`, if it is a container.
+    pub(super) fn subcommands(&self, slot: CommandSlot) -> Option<&'static [&'static str]> {
+        self.subcommands[usize::from(slot)]
     }
 }
 
@@ -458,7 +489,7 @@ pub(super) struct CommandEntry {
 }
 
 /// The flags kept as bits, in bit order.
-const FLAG_BITS: [&str; 4] = ["write", "readonly", "no_multi", "loading"];
+const FLAG_BITS: [&str; 5] = ["write", "readonly", "no_multi", "loading", "fast"];
 
 /// `flag`'s bit in `CommandEntry::flag_bits`, or 0 for a flag kept only
 /// as a string. Inlined, a literal's bit folds to a constant.

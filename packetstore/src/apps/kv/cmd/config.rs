@@ -148,7 +148,7 @@ impl KvServer {
                 // Batch sizes are counted from the writes at the last
                 // commit: zeroed together (a bare reset underflowed).
                 self.writes_at_commit = 0;
-                self.command_stats.clear();
+                self.command_stats.fill(Default::default());
                 self.latency.reset_histograms();
                 self.error_stats.clear();
                 self.lazyfreed_at_reset = self.store.stats().lazyfreed;

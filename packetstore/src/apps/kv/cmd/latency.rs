@@ -23,9 +23,9 @@
 
 use std::time::Duration;
 
-use crate::apps::kv::kept::latency::{full_name, Sample};
+use crate::apps::kv::kept::latency::{full_name, histogram_key, Sample};
 use crate::apps::kv::kept::latency_histogram::Histogram;
-use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::apps::kv::state::{cmd, CommandEntry, CommandSlot, Ctx, KvServer};
 use crate::store::db::StoreError;
 
 #[rustfmt::skip]
@@ -33,30 +33,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("latency", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Reads or resets the latency monitor's events and the commands' latency histograms.", KvServer::cmd_latency),
 ];
 
-/// Redis 7.0's subcommands of each container command (its
-/// `src/commands/*.json`), and CLIENT NO-TOUCH, which packetstore has too:
-/// a histogram is kept per `container|subcommand`, as Redis keeps it.
-#[rustfmt::skip]
-fn subcommands_of(name: &str) -> Option<&'static [&'static str]> {
-    Some(match name {
-        "acl" => &["cat", "deluser", "dryrun", "genpass", "getuser", "help", "list", "load", "log", "save", "setuser", "users", "whoami"],
-        "client" => &["caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause", "reply", "setname", "tracking", "trackinginfo", "unblock", "unpause"],
-        "cluster" => &["addslots", "addslotsrange", "bumpepoch", "count-failure-reports", "countkeysinslot", "delslots", "delslotsrange", "failover", "flushslots", "forget", "getkeysinslot", "help", "info", "keyslot", "links", "meet", "myid", "nodes", "replicas", "replicate", "reset", "saveconfig", "set-config-epoch", "setslot", "shards", "slaves", "slots"],
-        "command" => &["count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"],
-        "config" => &["get", "help", "resetstat", "rewrite", "set"],
-        "function" => &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"],
-        "latency" => &["doctor", "graph", "help", "histogram", "history", "latest", "reset"],
-        "memory" => &["doctor", "help", "malloc-stats", "purge", "stats", "usage"],
-        "module" => &["help", "list", "load", "loadex", "unload"],
-        "object" => &["encoding", "freq", "help", "idletime", "refcount"],
-        "pubsub" => &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"],
-        "script" => &["debug", "exists", "flush", "help", "kill", "load"],
-        "slowlog" => &["get", "help", "len", "reset"],
-        "xgroup" => &["create", "createconsumer", "delconsumer", "destroy", "help", "setid"],
-        "xinfo" => &["consumers", "groups", "help", "stream"],
-        _ => return None,
-    })
-}
 
 /// LATENCY's subcommands and their Redis 7.0 arities.
 const ARITIES: &[(&str, i64)] =
@@ -85,7 +61,8 @@ const HELP: &[&str] = &[
 impl KvServer {
     /// Samples the command `ctx` just ran (`command` or `fast-command`)
     /// and counts it in its histogram.
-    pub(in crate::apps::kv) fn latency_note(&mut self, ctx: &Ctx<'_>, entry: &'static CommandEntry, took: Duration) {
+    pub(in crate::apps::kv) fn latency_note(&mut self, ctx: &Ctx<'_>, slot: CommandSlot, took: Duration) {
+        let entry = self.command_index.entry(slot);
         let event = if entry.has_flag("fast") { "fast-command" } else { "command" };
         self.latency.sample(event, took.as_millis() as u64);
         // A parked command run again is the call it was (Redis counts a
@@ -93,19 +70,20 @@ impl KvServer {
         if !self.latency.tracking || self.retrying_blocked {
             return;
         }
-        let sub = match subcommands_of(entry.name) {
-            None => "",
+        let (sub, at) = match self.command_index.subcommands(slot) {
+            None => ("", None),
             Some(_) if ctx.argc() < 2 => return,
             Some(subs) => {
                 let asked = ctx.arg(1).to_ascii_lowercase();
                 // Redis refuses an unknown subcommand before running it.
-                let Some(sub) = subs.iter().find(|s| s.as_bytes() == asked.as_slice()) else { return };
-                sub
+                let Some(at) = subs.iter().position(|s| s.as_bytes() == asked.as_slice()) else { return };
+                (subs[at], Some(at))
             }
         };
         // Redis's resolution: microseconds, recorded in nanoseconds.
         let ns = took.as_micros() as u64 * 1000;
-        self.latency.histograms.entry((entry.name, sub)).or_default().record(ns);
+        let key = histogram_key(slot, at);
+        self.latency.histograms.entry(key).or_insert_with(|| ((entry.name, sub), Histogram::default())).1.record(ns);
     }
 
     fn cmd_latency(&mut self, ctx: &mut Ctx<'_>) -> Result<(), StoreError> {
@@ -197,16 +175,18 @@ impl KvServer {
         for i in 2..ctx.argc() {
             let asked = String::from_utf8_lossy(&ctx.arg(i)).to_ascii_lowercase();
             let (name, sub) = asked.split_once('|').unwrap_or((&asked, ""));
-            let Some(entry) = self.command_index.find(name.as_bytes()) else { continue };
-            let subs = subcommands_of(entry.name).unwrap_or(&[]);
+            let Some((slot, _)) = self.command_index.find_slot(name.as_bytes()) else { continue };
+            let subs = self.command_index.subcommands(slot).unwrap_or(&[]);
             if !sub.is_empty() && !subs.contains(&sub) {
                 continue;
             }
-            let wanted = |s: &&&str| sub.is_empty() || **s == sub;
-            let keys = std::iter::once("").filter(|_| sub.is_empty()).chain(subs.iter().filter(wanted).copied());
-            for key in keys {
-                if let Some(histogram) = self.latency.histograms.get(&(entry.name, key)) {
-                    shown.push((full_name((entry.name, key)), histogram));
+            let wanted = |(_, s): &(usize, &&str)| sub.is_empty() || **s == sub;
+            let keys = std::iter::once(None)
+                .filter(|_| sub.is_empty())
+                .chain(subs.iter().enumerate().filter(wanted).map(|(at, _)| Some(at)));
+            for at in keys {
+                if let Some((name, histogram)) = self.latency.histograms.get(&histogram_key(slot, at)) {
+                    shown.push((full_name(*name), histogram));
                 }
             }
         }

@@ -57,6 +57,31 @@ impl Series {
     }
 }
 
+/// Redis 7.0's subcommands of each container command (its
+/// `src/commands/*.json`), and CLIENT NO-TOUCH, which packetstore has too:
+/// a histogram is kept per `container|subcommand`, as Redis keeps it.
+#[rustfmt::skip]
+pub(in crate::apps::kv) fn subcommands_of(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "acl" => &["cat", "deluser", "dryrun", "genpass", "getuser", "help", "list", "load", "log", "save", "setuser", "users", "whoami"],
+        "client" => &["caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause", "reply", "setname", "tracking", "trackinginfo", "unblock", "unpause"],
+        "cluster" => &["addslots", "addslotsrange", "bumpepoch", "count-failure-reports", "countkeysinslot", "delslots", "delslotsrange", "failover", "flushslots", "forget", "getkeysinslot", "help", "info", "keyslot", "links", "meet", "myid", "nodes", "replicas", "replicate", "reset", "saveconfig", "set-config-epoch", "setslot", "shards", "slaves", "slots"],
+        "command" => &["count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"],
+        "config" => &["get", "help", "resetstat", "rewrite", "set"],
+        "function" => &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"],
+        "latency" => &["doctor", "graph", "help", "histogram", "history", "latest", "reset"],
+        "memory" => &["doctor", "help", "malloc-stats", "purge", "stats", "usage"],
+        "module" => &["help", "list", "load", "loadex", "unload"],
+        "object" => &["encoding", "freq", "help", "idletime", "refcount"],
+        "pubsub" => &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"],
+        "script" => &["debug", "exists", "flush", "help", "kill", "load"],
+        "slowlog" => &["get", "help", "len", "reset"],
+        "xgroup" => &["create", "createconsumer", "delconsumer", "destroy", "help", "setid"],
+        "xinfo" => &["consumers", "groups", "help", "stream"],
+        _ => return None,
+    })
+}
+
 /// The monitor's events, the commands' histograms, and their settings.
 pub(in crate::apps::kv) struct Latency {
     pub(in crate::apps::kv) events: BTreeMap<&'static str, Series>,
@@ -66,8 +91,9 @@ pub(in crate::apps::kv) struct Latency {
     pub(in crate::apps::kv) tracking: bool,
     /// `latency-tracking-info-percentiles`.
     percentiles: Vec<f64>,
-    /// By command and subcommand ("" for none).
-    pub(in crate::apps::kv) histograms: crate::util::idhash::NameHashMap<(&'static str, &'static str), Histogram>,
+    /// By command and subcommand ("" for none), keyed by `histogram_key`
+    /// (a number: no name is hashed per command).
+    pub(in crate::apps::kv) histograms: crate::util::idhash::IdHashMap<u32, ((&'static str, &'static str), Histogram)>,
 }
 
 impl Default for Latency {
@@ -155,7 +181,7 @@ impl Latency {
 
     /// The histograms, by full name (`client|id`), sorted.
     pub(in crate::apps::kv) fn sorted_histograms(&self) -> Vec<(String, &Histogram)> {
-        let mut all: Vec<_> = self.histograms.iter().map(|(name, h)| (full_name(*name), h)).collect();
+        let mut all: Vec<_> = self.histograms.values().map(|(name, h)| (full_name(*name), h)).collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
     }
@@ -175,6 +201,13 @@ impl Latency {
             text.push_str(&format!("latency_percentiles_usec_{name}:{}\r\n", values.join(",")));
         }
     }
+}
+
+/// A histogram's key: the command's slot (`CommandIndex`) and its
+/// subcommand's position in `subcommands_of` plus one (0: none).
+pub(in crate::apps::kv) fn histogram_key(slot: u16, sub: Option<usize>) -> u32 {
+    assert!(sub.is_none_or(|sub| sub < 255), "a subcommand past the key's byte");
+    u32::from(slot) << 8 | sub.map_or(0, |sub| sub as u32 + 1)
 }
 
 /// `name|sub`, or `name`.
