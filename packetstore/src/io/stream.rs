@@ -122,6 +122,7 @@ impl Stream {
     }
 
     /// The unconsumed bytes of the front segment, without copying.
+    #[inline]
     pub fn front(&self) -> &[u8] {
         match self.segments.front() {
             Some(front) => {
@@ -159,8 +160,15 @@ impl Stream {
     }
 
     /// Calls `f` with the leading `n` bytes, slice by slice.
+    #[inline]
     pub fn for_each_slice(&self, n: usize, mut f: impl FnMut(&[u8])) {
         assert!(n <= self.len, "asked for {n} of {} bytes", self.len);
+        // Most reads lie in the front segment: one call, no walk.
+        let front = self.front();
+        if front.len() >= n {
+            f(&front[..n]);
+            return;
+        }
         let mut left = n;
         let mut skip = self.front_consumed as usize;
         for segment in &self.segments {
@@ -235,9 +243,17 @@ impl Stream {
 
     /// Drops the leading `n` bytes; each segment fully consumed is passed
     /// to `release`, which must give its buffer back.
+    #[inline]
     pub fn consume(&mut self, mut n: usize, mut release: impl FnMut(Segment)) {
         assert!(n <= self.len, "consuming {n} of {} bytes", self.len);
         self.len -= n;
+        // Within the front segment (most of a parse's steps): one add.
+        if let Some(front) = self.segments.front() {
+            if n < (front.len - self.front_consumed) as usize {
+                self.front_consumed += n as u32;
+                return;
+            }
+        }
         while n > 0 {
             let front = *self.segments.front().expect("bytes left imply a segment");
             let available = (front.len - self.front_consumed) as usize;

@@ -278,6 +278,23 @@ impl Parser {
                             return Parsed::Incomplete;
                         }
                         let start = args.small.len();
+                        // The usual case, the argument and its CRLF in the
+                        // front segment: copied and checked there, in one
+                        // step (issue 36: the parse was 1,800 instructions
+                        // a command, a fifth of a SET's).
+                        let front = stream.front();
+                        let whole = len as usize + 2;
+                        if front.len() >= whole && &front[whole - 2..whole] == b"\r\n" {
+                            args.small.extend_from_slice(&front[..whole - 2]);
+                            stream.consume(whole, |segment| release(segment, buffers));
+                            args.list.push(Arg::Small(start..args.small.len()));
+                            if left == 1 {
+                                self.state = State::Start;
+                                return Parsed::Command;
+                            }
+                            self.state = State::Header { left: left - 1 };
+                            continue;
+                        }
                         stream.for_each_slice(len as usize, |bytes| args.small.extend_from_slice(bytes));
                         stream.consume(len as usize, |segment| release(segment, buffers));
                         args.list.push(Arg::Small(start..args.small.len()));
