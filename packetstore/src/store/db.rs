@@ -337,6 +337,9 @@ pub struct Store {
     /// Live records, oldest first; the first `covered` are reflected in
     /// the tree version being checkpointed.
     records: VecDeque<u64>,
+    /// `apply`'s list of the command's records, (LSN, data CRC), kept
+    /// between commands: no allocation per write (issue 36).
+    appended: Vec<(u64, u32)>,
     covered: usize,
     phase: Phase,
     log_dirty: bool,
@@ -587,6 +590,7 @@ impl Store {
             log,
             tree,
             records: VecDeque::new(),
+            appended: Vec::new(),
             covered: 0,
             phase: Phase::Idle,
             log_dirty: false,
@@ -974,10 +978,11 @@ impl Store {
         // Cleared once the log and the tree both hold the command: a panic
         // in between leaves it set (`is_consistent`).
         self.mutating = true;
-        let mut appended = Vec::with_capacity(ops.len());
-        // The CRC of each op's bytes, as its record's `data_crc`: the tree
-        // keeps it with the value (computed once, where the bytes landed).
-        let mut crcs = Vec::with_capacity(ops.len());
+        // Each record's LSN, and the CRC of its op's bytes as its
+        // `data_crc`: the tree keeps it with the value (computed once,
+        // where the bytes landed).
+        let mut appended = std::mem::take(&mut self.appended);
+        appended.clear();
         let publishing = self.unpublished_mark();
         for (i, op) in ops.iter().enumerate() {
             // In a group, only `end_group`'s record ends it.
@@ -991,8 +996,7 @@ impl Store {
             };
             match result {
                 Ok(lsn) => {
-                    appended.push(lsn);
-                    crcs.push(self.log.last_data_crc());
+                    appended.push((lsn, self.log.last_data_crc()));
                     if let Op::Put { key, .. } | Op::Del { key } = op {
                         self.note_appended(key, lsn);
                     }
@@ -1000,9 +1004,10 @@ impl Store {
                 Err(error) => {
                     // Nothing of the command stays: readers are not told of it.
                     self.forget_unpublished(publishing);
-                    for lsn in appended {
+                    for &(lsn, _) in &appended {
                         self.log.release(pool, lsn)?;
                     }
+                    self.appended = appended;
                     self.log_dirty = true;
                     self.stats.refused_full += 1;
                     self.mutating = false;
@@ -1024,15 +1029,16 @@ impl Store {
             *group_records += appended.len();
         }
         if let Some(repl) = &mut self.repl {
-            repl.open.extend_from_slice(&appended);
+            repl.open.extend(appended.iter().map(|&(lsn, _)| lsn));
             repl.open_bytes += written;
         }
-        self.records.extend(appended);
-        for (op, crc) in ops.iter().zip(crcs) {
+        self.records.extend(appended.iter().map(|&(lsn, _)| lsn));
+        for (op, &(_, crc)) in ops.iter().zip(&appended) {
             // The log holds the command: a failure here is fatal for the
             // tree (poisoned), and recovery would replay the command.
             self.apply_tree(pool, buffers, op, crc)?;
         }
+        self.appended = appended;
         self.mutating = false;
         Ok(())
     }
