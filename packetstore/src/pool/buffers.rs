@@ -363,7 +363,7 @@ impl Buffers {
     /// Ends a scope whose request finished: what it still holds is owned
     /// elsewhere now (a reply queue). Returns how many references that is.
     pub fn end_staging(&mut self, scope: StagingScope) -> u64 {
-        self.staging.end(scope).iter().map(|&(_, refs)| u64::from(refs)).sum()
+        self.staging.end_counted(scope)
     }
 
     /// Ends a scope whose request panicked: gives back every reference it
