@@ -437,7 +437,8 @@ impl CommandIndex {
         assert!(entries
             .iter()
             .all(|entry| entry.name.len() <= COMMAND_NAME_MAX && entry.name == entry.name.to_lowercase()));
-        let subcommands = entries.iter().map(|entry| crate::apps::kv::kept::latency::subcommands_of(entry.name)).collect();
+        let subcommands =
+            entries.iter().map(|entry| crate::apps::kv::kept::latency::subcommands_of(entry.name)).collect();
         CommandIndex { by_name, entries, subcommands }
     }
 

@@ -33,7 +33,6 @@ pub(in crate::apps::kv) const COMMANDS: &[CommandEntry] = &[
     cmd("latency", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "Reads or resets the latency monitor's events and the commands' latency histograms.", KvServer::cmd_latency),
 ];
 
-
 /// LATENCY's subcommands and their Redis 7.0 arities.
 const ARITIES: &[(&str, i64)] =
     &[("doctor", 2), ("graph", 3), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)];
