@@ -84,16 +84,19 @@ impl Staging {
     /// Ends the innermost scope; returns what it still held (buffer,
     /// references), for the caller to forget or give back.
     pub(crate) fn end(&mut self, scope: StagingScope) -> Vec<(u32, u32)> {
-        assert_eq!(scope.0, self.depth, "staging scopes end in the order they began");
-        self.depth -= 1;
-        self.scopes[self.depth].drain().collect()
+        self.leave(scope).drain().collect()
     }
 
     /// Ends the innermost scope as `end` does, answering only how many
     /// references it still held (no list: every request ends a scope).
     pub(crate) fn end_counted(&mut self, scope: StagingScope) -> u64 {
+        self.leave(scope).drain().map(|(_, refs)| u64::from(refs)).sum()
+    }
+
+    /// Closes the innermost scope; its ledger, for the caller to empty.
+    fn leave(&mut self, scope: StagingScope) -> &mut IdHashMap<u32, u32> {
         assert_eq!(scope.0, self.depth, "staging scopes end in the order they began");
         self.depth -= 1;
-        self.scopes[self.depth].drain().map(|(_, refs)| u64::from(refs)).sum()
+        &mut self.scopes[self.depth]
     }
 }

@@ -210,32 +210,31 @@ impl Parser {
                         }
                         return Parsed::Incomplete;
                     };
-                    if let Head::Count(count) = head {
-                        let Some(count) = count else {
-                            return Parsed::Malformed("Protocol error: invalid multibulk length".into());
-                        };
-                        if count > ARGS_MAX as i64 {
+                    match head {
+                        Head::Count(None) => {
                             return Parsed::Malformed("Protocol error: invalid multibulk length".into());
                         }
-                        if count <= 0 {
-                            continue; // an empty command: nothing to do
+                        Head::Count(Some(count)) if count > ARGS_MAX as i64 => {
+                            return Parsed::Malformed("Protocol error: invalid multibulk length".into());
                         }
-                        self.state = State::Header { left: count as usize };
-                    } else if let Head::Inline(words) = head {
+                        Head::Count(Some(count)) if count <= 0 => continue, // an empty command: nothing to do
+                        Head::Count(Some(count)) => self.state = State::Header { left: count as usize },
                         // An inline command: words split as Redis's
                         // sdssplitargs splits them (quotes, escapes).
-                        let Some(words) = words else {
+                        Head::Inline(None) => {
                             return Parsed::Malformed("Protocol error: unbalanced quotes in request".into());
-                        };
-                        for word in words {
-                            let start = args.small.len();
-                            args.small.extend_from_slice(&word);
-                            args.list.push(Arg::Small(start..args.small.len()));
                         }
-                        if args.list.is_empty() {
-                            continue;
+                        Head::Inline(Some(words)) => {
+                            for word in words {
+                                let start = args.small.len();
+                                args.small.extend_from_slice(&word);
+                                args.list.push(Arg::Small(start..args.small.len()));
+                            }
+                            if args.list.is_empty() {
+                                continue;
+                            }
+                            return Parsed::Command;
                         }
-                        return Parsed::Command;
                     }
                 }
                 State::Header { left } => {
@@ -288,11 +287,9 @@ impl Parser {
                             args.small.extend_from_slice(&front[..whole - 2]);
                             stream.consume(whole, |segment| release(segment, buffers));
                             args.list.push(Arg::Small(start..args.small.len()));
-                            if left == 1 {
-                                self.state = State::Start;
+                            if self.argument_done(left) {
                                 return Parsed::Command;
                             }
-                            self.state = State::Header { left: left - 1 };
                             continue;
                         }
                         stream.for_each_slice(len as usize, |bytes| args.small.extend_from_slice(bytes));
@@ -344,14 +341,24 @@ impl Parser {
                         return Parsed::Malformed("Protocol error: bulk argument without CRLF".into());
                     }
                     stream.consume(2, |segment| release(segment, buffers));
-                    if left == 1 {
-                        self.state = State::Start;
+                    if self.argument_done(left) {
                         return Parsed::Command;
                     }
-                    self.state = State::Header { left: left - 1 };
                 }
             }
         }
+    }
+
+    /// An argument and its CRLF are in: on to the next argument's header,
+    /// or, after the last (`left` 1), to the next command. True: the
+    /// command is complete.
+    fn argument_done(&mut self, left: usize) -> bool {
+        if left == 1 {
+            self.state = State::Start;
+            return true;
+        }
+        self.state = State::Header { left: left - 1 };
+        false
     }
 
     /// Keeps `take` leading bytes of `stream` as value extents: zero copy

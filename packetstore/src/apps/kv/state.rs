@@ -411,9 +411,10 @@ impl Commands {
 
 /// The commands by lower-case name: one hash lookup per command instead of
 /// a scan of every family. Each command also has a slot, its position in
-/// the table: the per-command counters (INFO commandstats, LATENCY
-/// HISTOGRAM) are arrays by slot, not maps by name (issue 36: hashing and
-/// comparing the name again for each counter was 8-15% of a pipelined GET).
+/// the table: the per-command counters are kept by slot, not by name (INFO
+/// commandstats an array, LATENCY HISTOGRAM a map keyed by a number; issue
+/// 36: hashing and comparing the name again for each counter was 8-15% of
+/// a pipelined GET).
 pub(super) struct CommandIndex {
     by_name: crate::util::idhash::NameHashMap<&'static [u8], CommandSlot>,
     entries: Vec<&'static CommandEntry>,
