@@ -11,6 +11,11 @@ pub const CACHE_LINE_SIZE: usize = 64;
 /// that msync ranges and page-cache write-back never straddle two regions.
 pub const PAGE_SIZE: u64 = 4096;
 
+/// Slots of the tree's finder, the DRAM cache from a key to its leaf
+/// (`index/tree/finder.rs`): 16 bytes each, as many as the tree's keys up to
+/// this (64 MiB); beyond it, the keys that find no slot are descended to.
+pub const FINDER_SLOTS_MAX: usize = 1 << 22;
+
 /// The pool header occupies the first page of the file.
 pub const HEADER_REGION_SIZE: u64 = PAGE_SIZE;
 

@@ -24,7 +24,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use packetstore::index::node::Value;
-use packetstore::index::tree::{Tree, TreeError};
+use packetstore::index::tree::{FinderMode, Tree, TreeError};
 use packetstore::util::rng::SplitMix64;
 use packetstore::{Buffers, Extent, Geometry, Pool, SimDevice, SimMode};
 
@@ -261,6 +261,8 @@ impl Store {
         self.tree = Tree::open(&self.pool, &mut self.buffers)
             .unwrap_or_else(|e| panic!("seed {}: the tree does not open: {e}", self.seed));
         self.tree.set_shadow(self.seed % 2 == 1).unwrap();
+        let finder = if self.seed % 4 < 2 { FinderMode::Always } else { FinderMode::Adaptive };
+        self.tree.set_finder_mode(finder);
     }
 
     /// Runs the reclamation walk a few nodes at a time.
@@ -291,6 +293,10 @@ fn run(seed: u64, buffer_size: u32) {
     let mut rng = SplitMix64::new(seed);
     let geometry = Geometry { buffer_size, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
     let mut store = Store::new(seed, geometry, SimMode::CacheLine);
+    // Half the seeds with a finder at every read (else it works only while
+    // reads outnumber changes, seldom here).
+    let finder = if seed % 4 < 2 { FinderMode::Always } else { FinderMode::Adaptive };
+    store.tree.set_finder_mode(finder);
     for step in 0..3000 {
         let context = format!("seed {seed} step {step}");
         let key = format!("key-{:05}", rng.below(700)).into_bytes();
@@ -342,8 +348,120 @@ fn run(seed: u64, buffer_size: u32) {
     }
     store.tree.finish_reclaim(&store.pool, &mut store.buffers).unwrap();
     store.commit();
+    store.tree.set_finder_mode(FinderMode::Always);
     store.check_all(&format!("seed {seed}: final"));
     assert!(store.model.len() < 300, "seed {seed}: the delete-heavy half did not shrink the tree");
+    // Nothing changed since the last full check read every key: a second
+    // read of each is answered by the finder, without a descent (all but
+    // the few whose bucket of four slots overflowed).
+    let hits = store.tree.finder_hits();
+    for (key, value) in &store.model {
+        assert_eq!(store.tree.get(&store.pool, key).unwrap().as_ref(), Some(value), "seed {seed}: get {key:?} again");
+    }
+    let answered = store.tree.finder_hits() - hits;
+    assert!(answered * 100 >= store.model.len() as u64 * 95, "seed {seed}: the finder answered {answered} reads");
+}
+
+/// Goal: the finder (the DRAM cache from a key to its leaf and index)
+/// never answers what the tree no longer holds: after a same-size
+/// overwrite in place (which keeps its slots), a different-size one, inserts
+/// that split the key's leaf, deletes that merge it, a commit, and a
+/// delete of the key itself, each read returns the model's value, and the
+/// reads between changes are answered by it (so the test exercises it).
+#[test]
+fn the_finder_answers_only_what_the_tree_holds() {
+    let geometry = Geometry { buffer_size: 512, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
+    for shadow in [false, true] {
+        let mut store = Store::new(u64::from(shadow), geometry, SimMode::CacheLine);
+        store.tree.set_finder_mode(FinderMode::Always);
+        let mut model = BTreeMap::new();
+        let key = |i: u32| format!("key-{i:05}").into_bytes();
+        let check = |store: &Store, model: &BTreeMap<Vec<u8>, Value>, context: &str| {
+            for i in 0..400 {
+                let found = store.tree.get(&store.pool, &key(i)).unwrap();
+                assert_eq!(found.as_ref(), model.get(&key(i)), "{context}: get {i} (shadow {shadow})");
+            }
+        };
+        let put = |store: &mut Store, model: &mut BTreeMap<Vec<u8>, Value>, i: u32, value: &[u8]| {
+            store.tree.insert(&store.pool, &mut store.buffers, &key(i), &Value::Inline(value.to_vec())).unwrap();
+            model.insert(key(i), Value::Inline(value.to_vec()));
+        };
+        for i in (0..400).step_by(4) {
+            put(&mut store, &mut model, i, b"first");
+        }
+        check(&store, &model, "filled");
+        let hits = store.tree.finder_hits();
+        check(&store, &model, "read again");
+        assert!(store.tree.finder_hits() - hits >= 100, "the second reads hit the finder");
+        // Same size, in place: the slots stay, the values are new.
+        for i in (0..400).step_by(4) {
+            put(&mut store, &mut model, i, b"other");
+        }
+        check(&store, &model, "same-size overwrite");
+        for i in (0..400).step_by(8) {
+            put(&mut store, &mut model, i, b"a longer value than before");
+        }
+        check(&store, &model, "different-size overwrite");
+        for i in (1..400).step_by(4) {
+            put(&mut store, &mut model, i, b"between");
+        }
+        check(&store, &model, "inserts between (splits)");
+        store.tree.commit(&store.pool, &mut store.buffers).unwrap();
+        check(&store, &model, "committed");
+        for i in (0..400).step_by(2) {
+            store.tree.delete(&store.pool, &mut store.buffers, &key(i)).unwrap();
+            model.remove(&key(i));
+            if i % 40 == 0 {
+                check(&store, &model, &format!("deleting, at {i}"));
+            }
+        }
+        check(&store, &model, "deleted (merges)");
+        store.tree.commit(&store.pool, &mut store.buffers).unwrap();
+        check(&store, &model, "committed again");
+    }
+}
+
+/// Goal: while the tree is quiet (reads, no changes), a descent fills the
+/// finder with every key of the leaf it reached, so that keys read for the
+/// first time are found without descending: of 2,000 keys read once
+/// each, all but about one per leaf.
+#[test]
+fn a_quiet_tree_finds_keys_never_read_before() {
+    let geometry = Geometry { buffer_size: 512, buffer_count: 4096, log_size: 16 * 1024, log_count: 1 };
+    let mut store = Store::new(0, geometry, SimMode::CacheLine);
+    let key = |i: u32| format!("key-{i:05}").into_bytes();
+    for i in 0..2000 {
+        store.tree.insert(&store.pool, &mut store.buffers, &key(i), &Value::Inline(i.to_le_bytes().to_vec())).unwrap();
+    }
+    store.tree.commit(&store.pool, &mut store.buffers).unwrap();
+    // Two windows of reads of one key: the finder learns the tree is quiet.
+    for _ in 0..2048 {
+        store.tree.get(&store.pool, &key(0)).unwrap();
+    }
+    let hits = store.tree.finder_hits();
+    for i in 0..2000 {
+        let found = store.tree.get(&store.pool, &key(i)).unwrap();
+        assert_eq!(found, Some(Value::Inline(i.to_le_bytes().to_vec())), "get {i}");
+    }
+    let leaves = store.tree.check_invariants(&store.pool).unwrap().leaves;
+    let answered = store.tree.finder_hits() - hits;
+    assert!(answered + 2 * leaves >= 2000, "{answered} of 2,000 first reads found, {leaves} leaves");
+    // Absent keys (each between two present ones): the second read of each
+    // is answered from the leaf the first one's descent ended in (most:
+    // they take slots from present keys in a finder sized for those).
+    let absent = |i: u32| format!("key-{:05}+", i * 4).into_bytes();
+    for i in 0..500 {
+        assert_eq!(store.tree.get(&store.pool, &absent(i)).unwrap(), None, "get absent {i}");
+    }
+    let hits = store.tree.finder_hits();
+    for i in 0..500 {
+        assert_eq!(store.tree.get(&store.pool, &absent(i)).unwrap(), None, "get absent {i} again");
+    }
+    let answered = store.tree.finder_hits() - hits;
+    assert!(answered >= 300, "{answered} of 500 absent keys' second reads answered");
+    // And a key inserted where one was absent is found (its leaf changed).
+    store.tree.insert(&store.pool, &mut store.buffers, &absent(7), &Value::Inline(b"now".to_vec())).unwrap();
+    assert_eq!(store.tree.get(&store.pool, &absent(7)).unwrap(), Some(Value::Inline(b"now".to_vec())));
 }
 
 #[test]

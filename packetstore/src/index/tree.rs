@@ -100,6 +100,8 @@ use crate::util::idhash::IdHashSet;
 
 // The tree's other parts, each an `impl Tree` or a type of its own.
 mod check;
+mod finder;
+pub use finder::FinderMode;
 mod range;
 mod rank;
 mod release;
@@ -456,6 +458,9 @@ pub struct Tree {
     /// The last descent of `get`, for a change of the same key that
     /// follows it (a read-modify-write: INCR, HSET, ZADD).
     last_descent: RefCell<LastDescent>,
+    /// Where `get` found keys, kept in DRAM so that it need not descend
+    /// again (`finder.rs`); told of every node change below.
+    finder: RefCell<finder::Finder>,
 }
 
 /// Where `get` last found (or would have put) a key: the path from the
@@ -662,6 +667,7 @@ impl Tree {
             scratch: Scratch::default().sized(node_size),
             shape: 0,
             last_descent: RefCell::default(),
+            finder: RefCell::new(finder::Finder::new(buffer_count)),
         })
     }
 
@@ -697,6 +703,21 @@ impl Tree {
     /// commit is in flight).
     pub fn batch_generation(&self) -> u64 {
         self.work.generation + 1
+    }
+
+    /// Reads the finder answered without a descent, since opening.
+    pub fn finder_hits(&self) -> u64 {
+        self.finder.borrow().hits()
+    }
+
+    /// When the finder works (`FinderMode`; adaptive by default).
+    pub fn set_finder_mode(&mut self, mode: FinderMode) {
+        self.finder.get_mut().set_mode(mode);
+    }
+
+    /// Bytes of DRAM the finder holds.
+    pub fn finder_bytes(&self) -> usize {
+        self.finder.borrow().bytes()
     }
 
     /// Whether the reclamation walk is still to finish.
@@ -763,6 +784,27 @@ impl Tree {
     /// The value of `key` in the working version.
     pub fn get(&self, pool: &Pool, key: &[u8]) -> Result<Option<Value>, TreeError> {
         let Some(root) = self.work.root else { return Ok(None) };
+        let hash = self.finder.borrow_mut().read().then(|| finder::hash(key));
+        if let Some(hash) = hash {
+            let candidate = self.finder.borrow().probe(hash);
+            if let Some(found) = candidate {
+                let view = NodeBytes(self.node(pool, found.leaf, 0)?);
+                // A live leaf that holds the key holds its entry; one that
+                // holds a key below it and one above it is the only leaf
+                // that could (`finder.rs`).
+                let answer = match found.index {
+                    Some(index) => (index < view.count() && view.key(index) == key).then_some(Ok(index)),
+                    None => match view.search(key) {
+                        Err(index) if index == 0 || index == view.count() => None,
+                        found => Some(found),
+                    },
+                };
+                if let Some(answer) = answer {
+                    self.finder.borrow_mut().hit();
+                    return answer.ok().map(|index| read_value(&view, index)).transpose();
+                }
+            }
+        }
         // Not reentrant: nothing below calls back into the tree.
         let mut last = self.last_descent.borrow_mut();
         last.root = None;
@@ -774,7 +816,12 @@ impl Tree {
                 last.key.clear();
                 last.key.extend_from_slice(key);
                 (last.leaf, last.root, last.shape) = (node, Some(root), self.shape);
-                return view.search(key).ok().map(|index| read_value(&view, index)).transpose();
+                let found = view.search(key);
+                if let Some(hash) = hash {
+                    self.fill_finder(&view, node, hash, found);
+                }
+                let Ok(index) = found else { return Ok(None) };
+                return read_value(&view, index).map(Some);
             }
             let child = child_index(&view, key);
             last.path.push(Step { node, child });
@@ -783,6 +830,25 @@ impl Tree {
             if level == 0 {
                 self.prefetch_leaf(pool, node);
             }
+        }
+    }
+
+    /// Tells the finder where a descent for the key of `hash` ended: in
+    /// `leaf` (shown by `view`), at `found`: all the leaf's keys, once per
+    /// version of the leaf, else the key alone (its slot was taken since);
+    /// and an absent key's leaf.
+    fn fill_finder(&self, view: &NodeBytes<'_>, leaf: u32, hash: u64, found: Result<usize, usize>) {
+        let mut finder = self.finder.borrow_mut();
+        finder.grow(self.work.len);
+        let whole = !finder.is_filled_whole(leaf);
+        if whole {
+            for index in 0..view.count() {
+                finder.fill(finder::hash(view.key(index)), finder::Found { leaf, index: Some(index) });
+            }
+            finder.filled_whole(leaf);
+        }
+        if !whole || found.is_err() {
+            finder.fill(hash, finder::Found { leaf, index: found.ok() });
         }
     }
 
@@ -1258,6 +1324,7 @@ impl Tree {
     /// image in the shadow, or in the pool, noted written).
     fn with_fresh_node<R>(&mut self, pool: &Pool, node: u32, change: impl FnOnce(&mut [u8]) -> R) -> R {
         assert!(self.fresh.contains(&node) && node < self.buffer_count, "node {node} changed outside its batch");
+        self.finder.get_mut().changed(node);
         match &mut self.shadow {
             Some(shadow) => {
                 assert!(shadow.has(node), "a node of the batch is in the shadow");
@@ -1445,7 +1512,9 @@ impl Tree {
     }
 
     /// Writes `bytes` at `offset` of `node`, a node of this batch (its
-    /// image in the shadow, or in the pool).
+    /// image in the shadow, or in the pool). The finder is not told: the
+    /// callers write a count, or an entry over one of the same size and
+    /// key, so every key keeps its index.
     fn write_in_place(&mut self, pool: &Pool, node: u32, offset: usize, bytes: &[u8]) {
         debug_assert!(self.fresh.contains(&node));
         match &mut self.shadow {
@@ -1522,6 +1591,7 @@ impl Tree {
         // A whole node rewritten (a split, a merge, a refill) may hold other
         // keys or children than before.
         self.shape += 1;
+        self.finder.get_mut().changed(node);
         debug_assert!(node::validate_layout(bytes).is_ok());
         match &mut self.shadow {
             Some(shadow) => {
@@ -1537,6 +1607,7 @@ impl Tree {
     /// could be reused at once, but one rule is simpler and costs nothing).
     fn retire(&mut self, node: u32) {
         self.shape += 1;
+        self.finder.get_mut().changed(node);
         self.fresh.remove(&node);
         if let Some(shadow) = &mut self.shadow {
             shadow.set(node, false);
@@ -1560,6 +1631,7 @@ impl Tree {
     fn allocate(&mut self, buffers: &mut Buffers) -> Result<u32, TreeError> {
         let node = buffers.allocate()?;
         self.shape += 1;
+        self.finder.get_mut().changed(node);
         self.fresh.insert(node);
         self.set_verified(node, true);
         Ok(node)
