@@ -14,6 +14,8 @@ pub const PAGE_SIZE: u64 = 4096;
 /// Slots of the tree's finder, the DRAM cache from a key to its leaf
 /// (`index/tree/finder.rs`): 16 bytes each, as many as the tree's keys up to
 /// this (64 MiB); beyond it, the keys that find no slot are descended to.
+/// (Its other part, an 8-byte epoch per buffer, is 0.4% of a pool of 2 KiB
+/// buffers.)
 pub const FINDER_SLOTS_MAX: usize = 1 << 22;
 
 /// The pool header occupies the first page of the file.

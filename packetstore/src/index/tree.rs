@@ -847,7 +847,13 @@ impl Tree {
             }
             finder.filled_whole(leaf);
         }
-        if !whole || found.is_err() {
+        // An absent key at either end of the leaf: a later read could not
+        // be answered from it (a slot would only cost a probe).
+        let answerable = match found {
+            Ok(_) => !whole,
+            Err(index) => index > 0 && index < view.count(),
+        };
+        if answerable {
             finder.fill(hash, finder::Found { leaf, index: found.ok() });
         }
     }
@@ -1126,6 +1132,7 @@ impl Tree {
         } else {
             None
         };
+        self.finder.get_mut().wrote();
         let mut scratch = std::mem::take(&mut self.scratch);
         let result = self.insert_with(pool, buffers, key, stored.as_ref().unwrap_or(value), &mut scratch);
         self.scratch = scratch;
@@ -1208,6 +1215,7 @@ impl Tree {
         self.check_writable()?;
         self.check_counted(pool)?;
         let Some(root) = self.work.root else { return Ok(None) };
+        self.finder.get_mut().wrote();
         let (path, leaf) = self.descend_to_change(pool, root, key)?;
         let view = NodeBytes(self.node(pool, leaf, 0)?);
         let Ok(index) = view.search(key) else { return Ok(None) };

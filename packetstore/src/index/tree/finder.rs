@@ -16,7 +16,7 @@
 //! other leaf can hold it. Nothing else is trusted: a slot's tag may be
 //! another key's, so an answer always comes from the leaf's own bytes.
 //!
-//! It works only while the tree is quiet: fewer node changes than a
+//! It works only while the tree is quiet: fewer inserts and deletes than a
 //! quarter of the reads over the last `WINDOW_READS` reads. Then a descent
 //! fills every key of the leaf it reached, once per version of that leaf,
 //! so that a read-mostly store soon finds every key without descending,
@@ -52,9 +52,9 @@ const WAYS: usize = 4;
 const BUCKETS_MIN: usize = 256;
 /// Reads over which the tree's change rate is measured.
 const WINDOW_READS: u32 = 1024;
-/// Quiet: fewer node changes than reads over this many, in a window (a
-/// leaf filled whole, about one descent's work, then serves several reads
-/// before it changes).
+/// Quiet: fewer inserts and deletes than reads over this many, in a window
+/// (a leaf filled whole, about one descent's work, then serves several
+/// reads before it changes).
 const QUIET_READS_PER_CHANGE: u32 = 4;
 /// An epoch's low bit: the leaf's keys were all filled at this epoch.
 const FILLED_WHOLE: u64 = 1;
@@ -104,7 +104,8 @@ pub(crate) struct Finder {
     epochs: Vec<u64>,
     /// Probes answered (for tests and `stats`).
     hits: u64,
-    /// The current window: reads, and node changes, so far.
+    /// The current window: reads, and the tree's changes (inserts and
+    /// deletes, not the node operations each makes), so far.
     window_reads: u32,
     window_changes: u32,
     /// The last full window's verdict: leaves are worth filling whole.
@@ -135,6 +136,11 @@ impl Finder {
     pub fn changed(&mut self, buffer: u32) {
         let epoch = &mut self.epochs[buffer as usize];
         *epoch = (*epoch | FILLED_WHOLE) + 1;
+    }
+
+    /// The tree took an insert or a delete (counted toward the window).
+    #[inline]
+    pub fn wrote(&mut self) {
         self.window_changes = self.window_changes.saturating_add(1);
     }
 
@@ -199,12 +205,13 @@ impl Finder {
         let (bucket, tag) = self.place(hash);
         let epoch = self.epochs[found.leaf as usize] & !FILLED_WHOLE;
         let slots = &self.buckets[bucket].0;
-        // The key's own stale slot, else an empty or stale one, else one
-        // chosen by the hash's spare bits.
+        // An empty or stale slot, else one with this tag (this key's, or a
+        // colliding one's), else one chosen by the hash's spare bits. A
+        // stale slot of this key left behind is never used (`probe`).
         let way = slots
             .iter()
-            .position(|slot| slot.tag == tag)
-            .or_else(|| slots.iter().position(|slot| slot.leaf_plus_one == 0 || !self.is_current(slot)))
+            .position(|slot| slot.leaf_plus_one == 0 || !self.is_current(slot))
+            .or_else(|| slots.iter().position(|slot| slot.tag == tag))
             .unwrap_or((hash >> 40) as usize % WAYS);
         self.buckets[bucket].0[way] = Slot { leaf_plus_one: found.leaf + 1, tag, index, epoch };
     }
@@ -344,7 +351,7 @@ mod tests {
         // A window with a change per two reads: busy.
         for read in 0..WINDOW_READS {
             if read % 2 == 0 {
-                finder.changed(9);
+                finder.wrote();
             }
             finder.read();
         }
@@ -352,7 +359,7 @@ mod tests {
         // One change per eight reads: quiet again.
         for read in 0..WINDOW_READS {
             if read % 8 == 0 {
-                finder.changed(9);
+                finder.wrote();
             }
             finder.read();
         }
