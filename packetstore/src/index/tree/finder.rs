@@ -179,12 +179,11 @@ impl Finder {
     #[inline]
     pub fn probe(&self, hash: u64) -> Option<Found> {
         let (bucket, tag) = self.place(hash);
-        self.buckets[bucket].0.iter().find_map(|slot| {
-            (slot.tag == tag && slot.leaf_plus_one != 0 && self.is_current(slot)).then_some(Found {
-                leaf: slot.leaf_plus_one - 1,
-                index: (slot.index != ABSENT).then_some(usize::from(slot.index)),
-            })
-        })
+        let slot = self.buckets[bucket]
+            .0
+            .iter()
+            .find(|slot| slot.tag == tag && slot.leaf_plus_one != 0 && self.is_current(slot))?;
+        Some(Found { leaf: slot.leaf_plus_one - 1, index: (slot.index != ABSENT).then_some(usize::from(slot.index)) })
     }
 
     /// A probe's candidate was the key: a read answered.
