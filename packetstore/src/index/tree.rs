@@ -715,11 +715,6 @@ impl Tree {
         self.finder.get_mut().set_mode(mode);
     }
 
-    /// Bytes of DRAM the finder holds.
-    pub fn finder_bytes(&self) -> usize {
-        self.finder.borrow().bytes()
-    }
-
     /// Whether the reclamation walk is still to finish.
     pub fn is_reclaiming(&self) -> bool {
         self.walk.is_some()

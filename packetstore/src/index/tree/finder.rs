@@ -44,7 +44,10 @@
 //! `FINDER_SLOTS_MAX`); a key's bucket and its 16-bit tag come from one
 //! hash of its bytes.
 
+use std::hash::Hasher;
+
 use crate::limits::FINDER_SLOTS_MAX;
+use crate::util::idhash::NameHasher;
 
 /// Slots per bucket: one 64-byte line.
 const WAYS: usize = 4;
@@ -68,8 +71,6 @@ pub enum FinderMode {
     Adaptive,
     /// At every read (tests: a finder that is never idle).
     Always,
-    /// Never (tests and comparisons: every read descends).
-    Off,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -160,7 +161,6 @@ impl Finder {
         match self.mode {
             FinderMode::Adaptive => self.quiet,
             FinderMode::Always => true,
-            FinderMode::Off => false,
         }
     }
 
@@ -226,11 +226,6 @@ impl Finder {
         }
     }
 
-    /// Bytes it holds in DRAM.
-    pub fn bytes(&self) -> usize {
-        self.buckets.len() * std::mem::size_of::<Bucket>() + self.epochs.len() * 8
-    }
-
     fn is_current(&self, slot: &Slot) -> bool {
         self.epochs.get(slot.leaf_plus_one as usize - 1).map(|epoch| epoch & !FILLED_WHOLE) == Some(slot.epoch)
     }
@@ -240,22 +235,14 @@ impl Finder {
     }
 }
 
-/// A key's hash: eight bytes at a time, then mixed (murmur3's finaliser),
-/// so keys that share a long prefix (`db`, type, object id) still spread.
+/// A key's hash: the names' hasher (`util::idhash::NameHasher`, eight
+/// bytes a multiply), then mixed by murmur3's finaliser, so that the low
+/// bits (the bucket) and the high ones (the tag) both depend on every byte.
 #[inline]
 pub(crate) fn hash(key: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = key.len() as u64;
-    let mut chunks = key.chunks_exact(8);
-    for chunk in &mut chunks {
-        h = (h ^ u64::from_le_bytes(chunk.try_into().expect("eight bytes"))).wrapping_mul(K).rotate_left(31);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut last = [0u8; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K).rotate_left(31);
-    }
+    let mut hasher = NameHasher::default();
+    hasher.write(key);
+    let mut h = hasher.finish();
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
