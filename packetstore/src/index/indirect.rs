@@ -72,7 +72,7 @@ pub fn write_chain(pool: &Pool, buffers: &mut Buffers, extents: &[Extent]) -> Re
             put_u16(&mut bytes, at + 6, extent.len);
         }
         let used = INDEX_HEADER_SIZE + 8 * chunk.len();
-        let crc = crc32c::crc32c(&bytes[..used]);
+        let crc = crate::util::crc::crc32c(&bytes[..used]);
         put_u32(&mut bytes, OFF_CRC, crc);
         pool.write(pool.buffer_offset(chain[i]), &bytes[..used]);
     }
@@ -119,7 +119,7 @@ pub fn read_chain_from(
         }
         let used = INDEX_HEADER_SIZE + 8 * n;
         put_u32(&mut bytes, OFF_CRC, 0);
-        if crc32c::crc32c(&bytes[..used]) != stored {
+        if crate::util::crc::crc32c(&bytes[..used]) != stored {
             return Err(format!("index buffer {next}: checksum mismatch"));
         }
         for j in 0..n {

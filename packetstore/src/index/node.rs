@@ -678,7 +678,7 @@ impl NodeBytes<'_> {
     /// unchecked).
     pub fn checked_value(&self, index: usize) -> Result<Value, InlineMismatch> {
         match self.decode_value(index) {
-            (Value::Inline(bytes), Some(crc)) if crc32c::crc32c(&bytes) != crc => Err(InlineMismatch),
+            (Value::Inline(bytes), Some(crc)) if crate::util::crc::crc32c(&bytes) != crc => Err(InlineMismatch),
             (value, _) => Ok(value),
         }
     }
@@ -840,7 +840,7 @@ pub fn leaf_entry(out: &mut Vec<u8>, key: &[u8], value: &Value) {
     };
     match value {
         Value::Inline(bytes) => {
-            let crc = crc32c::crc32c(bytes);
+            let crc = crate::util::crc::crc32c(bytes);
             kind_and_crc(out, VALUE_INLINE_CHECKED, VALUE_INLINE, bytes.len(), Some(crc));
             out.extend_from_slice(bytes);
         }
@@ -900,9 +900,9 @@ pub const SEAL_OFFSET: usize = OFF_GENERATION;
 /// generation and the CRC as 12 bytes for `SEAL_OFFSET`.
 pub fn seal_fields(node: &[u8], generation: u64) -> [u8; 12] {
     const _: () = assert!(OFF_GENERATION + 8 == OFF_CRC);
-    let crc = crc32c::crc32c(&node[..OFF_GENERATION]);
-    let crc = crc32c::crc32c_append(crc, &generation.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc, &node[OFF_CRC + 4..]);
+    let crc = crate::util::crc::crc32c(&node[..OFF_GENERATION]);
+    let crc = crate::util::crc::crc32c_append(crc, &generation.to_le_bytes());
+    let crc = crate::util::crc::crc32c_append(crc, &node[OFF_CRC + 4..]);
     let mut fields = [0u8; 12];
     fields[..8].copy_from_slice(&generation.to_le_bytes());
     fields[8..].copy_from_slice(&crc.to_le_bytes());
@@ -910,8 +910,8 @@ pub fn seal_fields(node: &[u8], generation: u64) -> [u8; 12] {
 }
 
 fn node_crc(bytes: &[u8]) -> u32 {
-    let crc = crc32c::crc32c(&bytes[..OFF_CRC]);
-    crc32c::crc32c_append(crc, &bytes[OFF_CRC + 4..])
+    let crc = crate::util::crc::crc32c(&bytes[..OFF_CRC]);
+    crate::util::crc::crc32c_append(crc, &bytes[OFF_CRC + 4..])
 }
 
 struct Reader<'a> {

@@ -144,13 +144,13 @@ impl Meta {
         b[20] = self.height;
         put_u64(&mut b, 24, self.len);
         put_u32(&mut b, 32, self.high_water);
-        let crc = crc32c::crc32c(&b[..60]);
+        let crc = crate::util::crc::crc32c(&b[..60]);
         put_u32(&mut b, 60, crc);
         b
     }
 
     fn decode(b: &[u8]) -> Option<Meta> {
-        if get_u32(b, 0) != META_MAGIC || get_u32(b, 60) != crc32c::crc32c(&b[..60]) {
+        if get_u32(b, 0) != META_MAGIC || get_u32(b, 60) != crate::util::crc::crc32c(&b[..60]) {
             return None;
         }
         let root = get_u32(b, 16);

@@ -102,8 +102,8 @@ pub fn encode(
 /// The CRC protecting a record: header bytes before the CRC field, then the
 /// body (extents and key) and its padding.
 pub fn header_crc(record: &[u8]) -> u32 {
-    let crc = crc32c::crc32c(&record[..OFF_HEADER_CRC]);
-    crc32c::crc32c_append(crc, &record[HEADER_SIZE..])
+    let crc = crate::util::crc::crc32c(&record[..OFF_HEADER_CRC]);
+    crate::util::crc::crc32c_append(crc, &record[HEADER_SIZE..])
 }
 
 /// Decodes the 64-byte header and checks what it can alone: magic and the

@@ -861,7 +861,7 @@ pub fn data_crc(pool: &Pool, extents: &[Extent]) -> u32 {
         // `wire::land`, by nobody else during recovery) and nothing stores
         // into a referenced buffer while a record naming it is checked.
         let bytes = unsafe { pool.bytes(offset, extent.len as usize) };
-        crc32c::crc32c_append(crc, bytes)
+        crate::util::crc::crc32c_append(crc, bytes)
     })
 }
 

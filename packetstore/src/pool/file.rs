@@ -93,19 +93,21 @@ impl LastRecovery {
         put_u64(&mut b, 24, self.records_replayed);
         put_u64(&mut b, 32, self.records_dropped);
         put_u64(&mut b, 40, self.keys);
-        let crc = crc32c::crc32c(&b[..60]);
+        let crc = crate::util::crc::crc32c(&b[..60]);
         put_u32(&mut b, 60, crc);
         b
     }
 
     fn decode(b: &[u8]) -> Option<LastRecovery> {
-        (get_u32(b, 0) == LAST_RECOVERY_MAGIC && get_u32(b, 60) == crc32c::crc32c(&b[..60])).then(|| LastRecovery {
-            pid: get_u32(b, 4),
-            finished_unix_ns: get_u64(b, 8),
-            duration_us: get_u64(b, 16),
-            records_replayed: get_u64(b, 24),
-            records_dropped: get_u64(b, 32),
-            keys: get_u64(b, 40),
+        (get_u32(b, 0) == LAST_RECOVERY_MAGIC && get_u32(b, 60) == crate::util::crc::crc32c(&b[..60])).then(|| {
+            LastRecovery {
+                pid: get_u32(b, 4),
+                finished_unix_ns: get_u64(b, 8),
+                duration_us: get_u64(b, 16),
+                records_replayed: get_u64(b, 24),
+                records_dropped: get_u64(b, 32),
+                keys: get_u64(b, 40),
+            }
         })
     }
 }

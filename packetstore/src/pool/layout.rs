@@ -254,7 +254,7 @@ impl Header {
             b[HDR_SHARDS..HDR_SHARDS + 2].copy_from_slice(&shard.count.to_le_bytes());
             b[HDR_SET_ID..HDR_SET_ID + 16].copy_from_slice(&shard.set_id.to_le_bytes());
         }
-        let crc = crc32c::crc32c(&b[..HDR_CRC]);
+        let crc = crate::util::crc::crc32c(&b[..HDR_CRC]);
         put_u32(&mut b, HDR_CRC, crc);
         b
     }
@@ -266,7 +266,7 @@ impl Header {
             return Err(HeaderError::BadMagic);
         }
         let stored = get_u32(b, HDR_CRC);
-        let computed = crc32c::crc32c(&b[..HDR_CRC]);
+        let computed = crate::util::crc::crc32c(&b[..HDR_CRC]);
         // The version is checked first so a future format with another
         // checksum is reported as a version problem, not as corruption.
         let version = get_u32(b, HDR_VERSION);
@@ -423,11 +423,11 @@ mod tests {
         let mut bytes = header().encode();
         bytes[HDR_SHARD] = 3;
         bytes[HDR_SHARDS] = 3; // shard 3 of 3
-        let crc = crc32c::crc32c(&bytes[..HDR_CRC]);
+        let crc = crate::util::crc::crc32c(&bytes[..HDR_CRC]);
         bytes[HDR_CRC..HDR_CRC + 4].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(Header::decode(&bytes), Err(HeaderError::BadGeometry(_))));
         bytes[HDR_SHARDS] = 0; // no count, yet an index
-        let crc = crc32c::crc32c(&bytes[..HDR_CRC]);
+        let crc = crate::util::crc::crc32c(&bytes[..HDR_CRC]);
         bytes[HDR_CRC..HDR_CRC + 4].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(Header::decode(&bytes), Err(HeaderError::BadGeometry(_))));
     }

@@ -62,8 +62,8 @@ const SPIN_MAX: u32 = 1 << 16;
 /// The 64-bit hash of a tree key that the server and readers agree on
 /// (two CRC-32Cs with different seeds: hardware-fast, stable forever).
 pub fn key_hash(key: &[u8]) -> u64 {
-    let high = crc32c::crc32c_append(0x9e37_79b9, key);
-    let low = crc32c::crc32c(key);
+    let high = crate::util::crc::crc32c_append(0x9e37_79b9, key);
+    let low = crate::util::crc::crc32c(key);
     u64::from(high) << 32 | u64::from(low)
 }
 

@@ -175,7 +175,7 @@ impl Walk {
     pub fn value_into(&mut self, pool: &Mapped, value: &Value, out: &mut Vec<u8>) -> Result<(), Miss> {
         let start = out.len();
         self.copy_value(pool, value, out)?;
-        if value.crc().is_some_and(|crc| crc32c::crc32c(&out[start..]) != crc) {
+        if value.crc().is_some_and(|crc| crate::util::crc::crc32c(&out[start..]) != crc) {
             self.corrupt = true;
         }
         Ok(())
@@ -249,7 +249,7 @@ impl Walk {
             let start = out.len();
             pool.copy_extents(record::extents(&self.record, &header), out).map_err(damaged)?;
             let data = &out[start..];
-            if data.len() as u64 != header.data_len || crc32c::crc32c(data) != header.data_crc {
+            if data.len() as u64 != header.data_len || crate::util::crc::crc32c(data) != header.data_crc {
                 out.truncate(start);
                 return Err(Miss::Raced("a logged value changed while read"));
             }

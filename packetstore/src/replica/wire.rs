@@ -246,7 +246,7 @@ pub fn encode(
     write_bytes!(inline, "*3\r\n$1\r\nM\r\n${}\r\n", bytes.len());
     inline.extend_from_slice(&bytes);
     inline.extend_from_slice(b"\r\n$4\r\n");
-    inline.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
+    inline.extend_from_slice(&crate::util::crc::crc32c(&bytes).to_le_bytes());
     inline.extend_from_slice(b"\r\n");
     for record in records {
         let inline = out.bytes();
@@ -385,7 +385,7 @@ fn decode_message(pool: &Pool, args: &Args) -> Result<Pending, String> {
     }
     let bytes = args.bytes(pool, 1);
     let crc = u32::from_le_bytes(args.bytes(pool, 2).as_ref().try_into().expect("4 bytes"));
-    if crc32c::crc32c(&bytes) != crc {
+    if crate::util::crc::crc32c(&bytes) != crc {
         return Err("an M frame's CRC does not match its bytes".into());
     }
     let message = Message::parse_from_bytes(&bytes).map_err(|e| format!("an M frame's message: {e}"))?;
@@ -504,7 +504,7 @@ pub fn snapshot_pair(
         Value::Inline(bytes) => {
             write_bytes!(inline, "\r\n${}\r\n", bytes.len());
             inline.extend_from_slice(bytes);
-            crc32c::crc32c(bytes)
+            crate::util::crc::crc32c(bytes)
         }
         other => {
             let extents = crate::index::tree::value_extents(pool, other)?;

@@ -47,7 +47,7 @@ pub fn logged_frames(pool: &Pool, since_ns: u64, until_ns: u64) -> io::Result<Ve
             continue;
         }
         let bytes = log.read_data(pool, &view);
-        if crc32c::crc32c(&bytes) != view.data_crc {
+        if crate::util::crc::crc32c(&bytes) != view.data_crc {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame {lsn}'s bytes fail their CRC")));
         }
         frames.push(LoggedFrame { lsn, received_ns: view.tag, ingress: key.ingress, bytes });

@@ -223,7 +223,7 @@ impl KvServer {
             payload.extend_from_slice(&(library.code.len() as u32).to_le_bytes());
             payload.extend_from_slice(&library.code);
         }
-        let crc = crc32c::crc32c(&payload);
+        let crc = crate::util::crc::crc32c(&payload);
         payload.extend_from_slice(&crc.to_le_bytes());
         ctx.bulk(&payload);
     }
@@ -365,7 +365,7 @@ fn list_function(ctx: &mut Ctx<'_>, f: &Registered) {
 fn parse_dump(payload: &[u8]) -> Option<Vec<Vec<u8>>> {
     let body_len = payload.len().checked_sub(4)?;
     let (body, crc) = payload.split_at(body_len);
-    if !body.starts_with(DUMP_MAGIC) || crc32c::crc32c(body).to_le_bytes() != crc {
+    if !body.starts_with(DUMP_MAGIC) || crate::util::crc::crc32c(body).to_le_bytes() != crc {
         return None;
     }
     let mut at = DUMP_MAGIC.len();

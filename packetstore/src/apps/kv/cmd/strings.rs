@@ -201,7 +201,8 @@ impl KvServer {
             }
             return Ok(());
         }
-        let mut ops = Vec::new();
+        // The put, an expiry, and what clearing the key takes.
+        let mut ops = Vec::with_capacity(4);
         self.build_ops(ctx, &mut ops, |server, ctx, ops| {
             let keep = options.keep_ttl || expire_at.is_some();
             server.clear_for_string(ctx.pool, ctx.buffers, ctx.db, ctx.now, &key, keep, ops)?;
