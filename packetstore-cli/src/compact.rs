@@ -6,12 +6,16 @@
 //! It runs the server's own compactor (`compact.rs`) with a waste threshold
 //! of the caller's choosing (default 0: whatever can free buffers), so what
 //! it does is what a server left idle long enough would do.
+//!
+//! Given shard 0's file of a sharded data set, it compacts every shard, a
+//! thread each: they open together (a transaction across shards is
+//! decided from every shard's horizon, as at a server's start).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use packetstore::index::compact::CompactConfig;
-use packetstore::store::db::{Store, StoreConfig};
+use packetstore::store::db::{Alone, Horizons, Store, StoreConfig, TxnOracle};
 use packetstore::PoolKindExt;
 use packetstore::{Buffers, Pool, PoolError, PoolKind};
 
@@ -33,27 +37,72 @@ pub struct Args {
 const PASSES_MAX: u64 = 8;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let pool =
-        Pool::open_as(&args.pool, PoolKind::KeyValue, &args.persist.options()?).map_err(|error| match error {
-            PoolError::WrongKind { .. } => refusal(error, "`packetstore compact`", "give it a key-value pool's path"),
-            other => anyhow::Error::from(other).context("cannot open the pool (is a server using it? stop it first)"),
-        })?;
+    let first = open_pool(&args.pool, &args)?;
+    let Some(set) = first.header().shard.filter(|id| id.count > 1 && id.index == 0) else {
+        return compact_pool(&first, (&Alone, 0), &args, "");
+    };
+    let mut pools = vec![first];
+    for index in 1..set.count {
+        let path = packetstore::pool::layout::shard_path(&args.pool, index);
+        let pool = open_pool(&path, &args)?;
+        let found = pool.header().shard;
+        anyhow::ensure!(
+            found.is_some_and(|id| id.index == index && id.count == set.count && id.set_id == set.set_id),
+            "{} is not shard {index} of {}'s data set of {} shards (its header: {found:?})",
+            path.display(),
+            args.pool.display(),
+            set.count
+        );
+        pools.push(pool);
+    }
+    let horizons = Horizons::new(set.count);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = pools
+            .into_iter()
+            .enumerate()
+            .map(|(index, pool)| {
+                let (args, horizons) = (&args, &horizons);
+                scope.spawn(move || {
+                    let index = index as u16;
+                    // Its horizon failed unless published: the others stop waiting.
+                    let _unblock = crate::shards::Unblock(horizons, index);
+                    compact_pool(&pool, (horizons, index), args, &format!("shard {index}: "))
+                })
+            })
+            .collect();
+        threads.into_iter().try_for_each(|thread| thread.join().expect("a shard's compaction panicked"))
+    })
+}
+
+fn open_pool(path: &Path, args: &Args) -> anyhow::Result<Pool> {
+    Pool::open_as(path, PoolKind::KeyValue, &args.persist.options()?).map_err(|error| match error {
+        PoolError::WrongKind { .. } => refusal(error, "`packetstore compact`", "give it a key-value pool's path"),
+        other => anyhow::Error::from(other)
+            .context(format!("cannot open the pool {} (is a server using it? stop it first)", path.display())),
+    })
+}
+
+/// Recovers the store of `pool` (shard `txn.1` of the data set whose
+/// horizons `txn.0` gathers), compacts it and checkpoints it; its lines
+/// start with `prefix`.
+fn compact_pool(pool: &Pool, txn: (&dyn TxnOracle, u16), args: &Args, prefix: &str) -> anyhow::Result<()> {
     let mut buffers = Buffers::new(pool.geometry().buffer_count);
     let config = StoreConfig {
         compaction: CompactConfig { waste_min: args.waste, ..CompactConfig::default() },
         ..StoreConfig::default()
     };
-    let (mut store, report) = Store::open(&pool, &mut buffers, config).context("recovery failed")?;
-    println!("recovery: {report}");
-    store.finish_reclaim(&pool, &mut buffers)?;
-    store.checkpoint_all(&pool, &mut buffers)?;
+    let (mut store, report) =
+        Store::open_shard(pool, &mut buffers, config, txn, &mut |_, _| {}).context("recovery failed")?;
+    println!("{prefix}recovery: {report}");
+    store.finish_reclaim(pool, &mut buffers)?;
+    store.checkpoint_all(pool, &mut buffers)?;
     // The compactor first counts the live bytes of every buffer.
     while !store.compaction().counted {
-        store.compact_step(&pool, &mut buffers, true)?;
+        store.compact_step(pool, &mut buffers, true)?;
     }
     let free_before = buffers.free_count();
     let waste_before = store.waste_ratio();
-    let spinner = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+    let spinner = (prefix.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
         let spinner = indicatif::ProgressBar::new_spinner();
         spinner.set_style(
             indicatif::ProgressStyle::with_template("compaction {spinner} {msg} {elapsed}").expect("a valid template"),
@@ -64,9 +113,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut waste_before_pass = waste_before;
     loop {
         let before = store.compaction();
-        store.compact_step(&pool, &mut buffers, true)?;
+        store.compact_step(pool, &mut buffers, true)?;
         if store.needs_commit() {
-            store.commit(&pool, &mut buffers)?;
+            store.commit(pool, &mut buffers)?;
         }
         let after = store.compaction();
         if let Some(spinner) = &spinner {
@@ -91,13 +140,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             break; // no pass to run: nothing would free a buffer
         }
     }
-    store.checkpoint_all(&pool, &mut buffers)?;
+    store.checkpoint_all(pool, &mut buffers)?;
     if let Some(spinner) = spinner {
         spinner.finish_and_clear();
     }
     let stats = store.compaction();
     println!(
-        "compaction: {} passes, {} values and {} bytes moved in {:.1} s; waste {:.1}% -> {:.1}%; free buffers {} -> {}",
+        "{prefix}compaction: {} passes, {} values and {} bytes moved in {:.1} s; waste {:.1}% -> {:.1}%; free buffers {} -> {}",
         stats.relocation_passes,
         stats.relocated_values,
         stats.relocated_bytes,

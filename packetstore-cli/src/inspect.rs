@@ -8,8 +8,13 @@
 //! or log pool, no record of another program in a key-value or WAL pool;
 //! and every value of the tree against its CRC, naming the key of each
 //! that fails (`inspect_values.rs`).
+//!
+//! Given shard 0's file of a sharded data set (`serve --shards N`), it
+//! inspects every shard's file (found beside it, checked to be of the same
+//! set) and sums the keys and problems; any other shard's file alone is
+//! inspected as itself.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use packetstore::index::tree::{Tree, TreeStats};
@@ -114,13 +119,77 @@ struct Findings {
     values: Option<packetstore::index::tree::ValuesReport>,
 }
 
+/// One pool file inspected.
+struct Inspected {
+    path: PathBuf,
+    pool: Pool,
+    kind: KindReport,
+    findings: Findings,
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let pool = Pool::open(&args.pool, &args.persist.options()?)
-        .with_context(|| "cannot open the pool (is a server using it? inspect takes the lock too)")?;
+    let first = inspect_pool(&args.pool, &args)?;
+    let set = first.pool.header().shard.filter(|id| id.count > 1 && id.index == 0);
+    let Some(set) = set else {
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&json_of(&first, &args))?);
+        } else {
+            print_text(&first, &args);
+        }
+        anyhow::ensure!(!args.verify || first.findings.problems.is_empty(), "verification failed");
+        return Ok(());
+    };
+    let mut shards = vec![first];
+    for index in 1..set.count {
+        let path = packetstore::pool::layout::shard_path(&args.pool, index);
+        let mut shard = inspect_pool(&path, &args)
+            .with_context(|| format!("shard {index} of {} ({})", set.count, path.display()))?;
+        let found = shard.pool.header().shard;
+        if found.is_none_or(|id| id.index != index || id.count != set.count || id.set_id != set.set_id) {
+            shard
+                .findings
+                .problems
+                .push(format!("{} is not shard {index} of shard 0's data set (its header: {found:?})", path.display()));
+        }
+        shards.push(shard);
+    }
+    let keys: Option<u64> = shards.iter().map(|s| s.findings.keys).sum();
+    let problems: usize = shards.iter().map(|s| s.findings.problems.len()).sum();
+    if args.json {
+        let json = serde_json::json!({
+            "data_set": {
+                "shards": set.count,
+                "set_id": format!("{:032x}", set.set_id),
+                "keys": keys,
+                "problems": problems,
+            },
+            "shards": shards.iter().map(|shard| json_of(shard, &args)).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!("data set    {} shards (set {:032x}), {} keys", set.count, set.set_id, keys.unwrap_or(0));
+        for (index, shard) in shards.iter().enumerate() {
+            println!("\n--- shard {index} of {}", set.count);
+            print_text(shard, &args);
+        }
+    }
+    anyhow::ensure!(
+        !args.verify || problems == 0,
+        "verification failed ({problems} problems over {} shards)",
+        set.count
+    );
+    Ok(())
+}
+
+/// Opens `path` read-only and inspects it as `args` ask.
+fn inspect_pool(path: &Path, args: &Args) -> anyhow::Result<Inspected> {
+    let pool = Pool::open(path, &args.persist.options()?).with_context(|| {
+        format!("cannot open the pool {} (is a server using it? inspect takes the lock too)", path.display())
+    })?;
     let kind = KindReport::of(&pool);
     let mut findings = Findings::default();
     for index in 0..pool.geometry().log_count {
-        scan_log(&pool, index, &args, kind.kind, &mut findings)?;
+        scan_log(&pool, index, args, kind.kind, &mut findings)?;
     }
     if kind.kind.holds_tree() {
         walk_tree(&pool, &mut findings)?;
@@ -135,13 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else if args.verify && packetstore::index::tree::has_committed_version(&pool) {
         findings.problems.push(format!("a committed B+ tree in a {} pool, which has none", kind.kind));
     }
-    if args.json {
-        print_json(&pool, &args, &kind, &findings)?;
-    } else {
-        print_text(&pool, &args, &kind, &findings);
-    }
-    anyhow::ensure!(!args.verify || findings.problems.is_empty(), "verification failed");
-    Ok(())
+    Ok(Inspected { path: path.to_path_buf(), pool, kind, findings })
 }
 
 /// Scans log `index` read-only, with its share of the buffers.
@@ -258,7 +321,8 @@ fn total(findings: &Findings, figure: impl Fn(&LogScan) -> u64) -> u64 {
     findings.logs.iter().map(figure).sum()
 }
 
-fn print_json(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) -> anyhow::Result<()> {
+fn json_of(inspected: &Inspected, args: &Args) -> serde_json::Value {
+    let Inspected { path, pool, kind, findings } = inspected;
     let geometry = pool.geometry();
     let header = pool.header();
     let free_buffers = geometry.buffer_count - findings.referenced.len() as u32;
@@ -293,8 +357,8 @@ fn print_json(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) 
             })
         })
         .collect();
-    let json = serde_json::json!({
-        "path": args.pool,
+    serde_json::json!({
+        "path": path,
         "file_size": pool.len(),
         "format_version": header.version,
         "kind": kind.label,
@@ -355,14 +419,16 @@ fn print_json(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) 
             "key": String::from_utf8_lossy(&r.key), "data_len": r.data_len,
             "extents": r.extents.iter().map(|e| [e.buffer, u32::from(e.offset), u32::from(e.len)]).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-    });
-    println!("{}", serde_json::to_string_pretty(&json)?);
-    Ok(())
+    })
 }
 
-fn print_text(pool: &Pool, args: &Args, kind: &KindReport, findings: &Findings) {
+fn print_text(inspected: &Inspected, args: &Args) {
+    let Inspected { path, pool, kind, findings } = inspected;
     let geometry = pool.geometry();
-    println!("pool        {}", args.pool.display());
+    println!("pool        {}", path.display());
+    if let Some(id) = pool.header().shard.filter(|id| id.count > 1) {
+        println!("shard       {} of {} (set {:032x})", id.index, id.count, id.set_id);
+    }
     println!(
         "size        {} bytes ({:.1} MiB), format version {}",
         pool.len(),

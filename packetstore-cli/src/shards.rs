@@ -364,7 +364,7 @@ fn check_set(path: &Path, pool: &Pool, first: Option<&Pool>) -> anyhow::Result<(
 }
 
 /// Marks a shard's horizon failed when dropped, unless it was published.
-struct Unblock<'a>(&'a Horizons, u16);
+pub(crate) struct Unblock<'a>(pub(crate) &'a Horizons, pub(crate) u16);
 
 impl Drop for Unblock<'_> {
     fn drop(&mut self) {
