@@ -240,27 +240,42 @@ fn trickling_clients_are_coalesced_and_served() {
     assert!(info_field(&mut good, "coalesced_streams") > 0, "trickled bytes were coalesced");
 }
 
+/// A client that sends its commands and closes its sending side (a FIN)
+/// still gets every reply, then the close; with two shards, also the
+/// replies of commands another shard runs (which come after the FIN).
 #[test]
 fn half_closed_clients_get_their_replies() {
-    let pool = TempPool::new("half-close");
-    let server = Server::start(&pool.0, &[]);
-    let mut resp = TcpStream::connect(server.resp).unwrap();
-    resp.write_all(b"SET half closed\r\nGET half\r\n").unwrap();
-    resp.shutdown(Shutdown::Write).unwrap();
-    resp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut all = Vec::new();
-    resp.read_to_end(&mut all).unwrap();
-    assert_eq!(all, b"+OK\r\n$6\r\nclosed\r\n", "replies, then the close");
-    let mut http = TcpStream::connect(server.http).unwrap();
-    http.write_all(b"PUT /kv/h HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi").unwrap();
-    http.shutdown(Shutdown::Write).unwrap();
-    http.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut all = Vec::new();
-    http.read_to_end(&mut all).unwrap();
-    assert!(all.starts_with(b"HTTP/1.1 204"), "{}", String::from_utf8_lossy(&all));
-    let mut good = server.client();
-    let value: String = good.get("h").unwrap();
-    assert_eq!(value, "hi");
+    for shards in ["1", "2"] {
+        let pool = TempPool::new("half-close");
+        let server = Server::start(&pool.0, &["--shards", shards]);
+        // Eight keys, so with two shards some are another shard's than the
+        // one each connection landed on.
+        for i in 0..8 {
+            let mut resp = TcpStream::connect(server.resp).unwrap();
+            resp.write_all(format!("SET half{i} closed\r\nGET half{i}\r\nPING\r\n").as_bytes()).unwrap();
+            resp.shutdown(Shutdown::Write).unwrap();
+            resp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut all = Vec::new();
+            resp.read_to_end(&mut all).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&all),
+                "+OK\r\n$6\r\nclosed\r\n+PONG\r\n",
+                "{shards} shard(s), key {i}: replies, then the close"
+            );
+            let mut http = TcpStream::connect(server.http).unwrap();
+            http.write_all(format!("PUT /kv/h{i} HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi").as_bytes()).unwrap();
+            http.shutdown(Shutdown::Write).unwrap();
+            http.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut all = Vec::new();
+            http.read_to_end(&mut all).unwrap();
+            assert!(all.starts_with(b"HTTP/1.1 204"), "{shards} shard(s): {}", String::from_utf8_lossy(&all));
+        }
+        let mut good = server.client();
+        for i in 0..8 {
+            let value: String = good.get(format!("h{i}")).unwrap();
+            assert_eq!(value, "hi");
+        }
+    }
 }
 
 /// Closes with a reset (SO_LINGER 0) instead of a FIN.

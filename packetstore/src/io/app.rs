@@ -215,6 +215,14 @@ pub trait App {
         true
     }
 
+    /// Whether `conn` is still owed replies from elsewhere (commands it
+    /// sent that another shard runs): a connection whose peer closed only
+    /// its sending side stays open until they are in and sent (the
+    /// application wakes it when they come, `take_wakeups`).
+    fn awaits_replies(&self, _conn: &Self::Conn) -> bool {
+        false
+    }
+
     /// Connections to open (appended to `dials`); asked once per turn.
     fn take_dials(&mut self, _dials: &mut Vec<Dial>) {}
 

@@ -299,8 +299,27 @@ struct Conn<C> {
     /// The protocol said close: what is left of its input is never parsed
     /// (a peer that closed may still have requests to serve; this may not).
     app_closed: bool,
+    /// Closing only because the peer closed its side (a receive ended
+    /// with 0): its socket still sends, so replies the application still
+    /// owes it (`App::awaits_replies`) go out before it closes.
+    peer_eof_only: bool,
     shut_down: bool,
     dirty: bool,
+}
+
+impl<C> Conn<C> {
+    /// Closing, but may still be served: its peer only half-closed, and
+    /// the application did not close it.
+    fn half_closed(&self) -> bool {
+        self.closing && self.peer_eof_only && !self.app_closed
+    }
+
+    /// Closing for a reason that ends sending too (a reset, a failed send,
+    /// a stall, the server stopping).
+    fn close_hard(&mut self) {
+        self.closing = true;
+        self.peer_eof_only = false;
+    }
 }
 
 /// Where the ring's buffers live.
@@ -557,7 +576,7 @@ impl<'a, A: App> Engine<'a, A> {
         }
         for slot in 0..self.conns.len() as u32 {
             if let Some(conn) = self.conns[slot as usize].as_mut() {
-                conn.closing = true;
+                conn.close_hard();
                 self.pending.push(slot);
             }
         }
@@ -728,6 +747,7 @@ impl<'a, A: App> Engine<'a, A> {
             poll_cancelling: false,
             closing: false,
             app_closed: false,
+            peer_eof_only: false,
             shut_down: false,
             dirty: false,
         };
@@ -911,7 +931,12 @@ impl<'a, A: App> Engine<'a, A> {
         } else {
             // 0: the peer closed its side; < 0: an error (reset, ...).
             let conn = self.conns[slot as usize].as_mut().expect("live");
-            conn.closing = true;
+            if result == 0 && !conn.closing {
+                conn.closing = true;
+                conn.peer_eof_only = true;
+            } else {
+                conn.close_hard();
+            }
             self.pending.push(slot);
             if !conn.dirty {
                 conn.dirty = true;
@@ -1002,7 +1027,7 @@ impl<'a, A: App> Engine<'a, A> {
             buffers.release(buffer).expect("a reply part holds a reference");
         };
         if result < 0 {
-            conn.closing = true;
+            conn.close_hard();
             conn.clear_after_send = false;
             conn.out.clear(&mut release);
             conn.classified = conn.out.end();
@@ -1046,7 +1071,7 @@ impl<'a, A: App> Engine<'a, A> {
                 return true;
             }
             conn.paused_since = None;
-            conn.closing = true;
+            conn.close_hard();
             if !conn.shut_down {
                 conn.shut_down = true;
                 // SAFETY: our descriptor; its pending operations complete.
@@ -1136,7 +1161,7 @@ impl<'a, A: App> Engine<'a, A> {
         self.app.take_wakeups(&mut wake);
         for token in wake.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
-            if conn.generation != token.generation || conn.closing || conn.dirty {
+            if conn.generation != token.generation || (conn.closing && !conn.half_closed()) || conn.dirty {
                 continue;
             }
             conn.dirty = true;
@@ -1385,7 +1410,7 @@ impl<'a, A: App> Engine<'a, A> {
         assert_eq!(conn.generation & 0xFF_FFFF, generation, "a poll of this connection");
         conn.poll_armed = false;
         if result > 0 && result & i32::from(libc::POLLERR | libc::POLLHUP) != 0 && !conn.closing {
-            conn.closing = true;
+            conn.close_hard();
             self.stats.reset_while_starved += 1;
         }
         self.pending.push(slot);
@@ -1397,6 +1422,10 @@ impl<'a, A: App> Engine<'a, A> {
         // `serve_dirty` has seen it: a slot in `dirty` is always live. Being
         // served puts it back in `pending`, and here.
         if !conn.closing || conn.dirty || conn.send_in_flight || !conn.out.is_empty() {
+            return;
+        }
+        if conn.half_closed() && self.app.awaits_replies(&conn.state) {
+            // Woken when they come (`wake_connections`), then closed here.
             return;
         }
         if conn.poll_armed {

@@ -324,6 +324,11 @@ impl App for KvServer {
         conn.peer.is_none() && !matches!(conn.route, Route::Relayed(_))
     }
 
+    fn awaits_replies(&self, conn: &KvConn) -> bool {
+        // Relayed to another shard (a link's reply, an HTTP request's).
+        conn.awaiting > 0
+    }
+
     fn acknowledges_externally(&self) -> bool {
         self.replica.is_some()
     }
