@@ -164,30 +164,35 @@ fn a_damaged_value_is_reported_by_every_reader_never_served() {
     assert!(!text.contains("key 'ok'"), "the intact key is not named: {text}");
 }
 
+/// One shard and two: INFO's scrub figures are the data set's (with two
+/// shards the values are on both; the passes count whole passes of all).
 #[test]
 fn an_undamaged_pool_verifies_and_scrubs_clean() {
-    let pool = TempPool::new("checksums-clean");
-    let server = Server::start(&pool.0, &["--scrub-rate", "64MiB"]);
-    let mut client = server.client();
-    for i in 0..50 {
-        let _: () = client.set(format!("s{i}"), value(STRING)).unwrap();
-        let _: () = client.hset("h", format!("f{i}"), value(FIELD)).unwrap();
-        let _: () = client.rpush("l", format!("small {i}")).unwrap();
+    for shards in ["1", "2"] {
+        let pool = TempPool::new("checksums-clean");
+        let server = Server::start(&pool.0, &["--scrub-rate", "64MiB", "--shards", shards]);
+        let mut client = server.client();
+        for i in 0..50 {
+            let _: () = client.set(format!("s{i}"), value(STRING)).unwrap();
+            let _: () = client.hset("h", format!("f{i}"), value(FIELD)).unwrap();
+            let _: () = client.rpush("l", format!("small {i}")).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while info_field(&mut client, "scrub_passes") < 2 {
+            assert!(Instant::now() < deadline, "scrub passes complete");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(info_field(&mut client, "scrub_corrupt"), 0);
+        assert_eq!(info_field(&mut client, "scrub_unchecked_values"), 0, "every value was written with a CRC");
+        assert!(info_field(&mut client, "scrub_values") >= 150, "{shards} shard(s)");
+        stop(server);
+        let output =
+            Command::new(env!("CARGO_BIN_EXE_packetstore")).args(["inspect", "--verify"]).arg(&pool.0).output();
+        let output = output.unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "inspect --verify: {text}");
+        assert!(text.contains("values ("), "inspect says how many values it checked: {text}");
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while info_field(&mut client, "scrub_passes") < 2 {
-        assert!(Instant::now() < deadline, "scrub passes complete");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(info_field(&mut client, "scrub_corrupt"), 0);
-    assert_eq!(info_field(&mut client, "scrub_unchecked_values"), 0, "every value was written with a CRC");
-    assert!(info_field(&mut client, "scrub_values") >= 150);
-    stop(server);
-    let output = Command::new(env!("CARGO_BIN_EXE_packetstore")).args(["inspect", "--verify"]).arg(&pool.0).output();
-    let output = output.unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "inspect --verify: {text}");
-    assert!(text.contains("values ("), "inspect says how many values it checked: {text}");
 }
 
 /// The scrubber keeps to `--scrub-rate` however busy the event loop is

@@ -362,16 +362,22 @@ fn persistence_commands_answer_truthfully_for_an_always_durable_server() {
     assert_eq!(raw.call(&[b"EXEC"]).unwrap(), "-EXECABORT Transaction discarded because of previous errors.");
     // DEBUG SLEEP and SET-ACTIVE-EXPIRE only with --enable-debug-command.
     assert!(raw.call(&[b"DEBUG", b"SLEEP", b"0"]).unwrap().starts_with("-ERR DEBUG command not allowed"));
-    let pool = TempPool::new("debug-command");
-    let server = Server::start(&pool.0, &["--enable-debug-command"]);
-    let mut raw = Raw::connect(&server);
-    assert_eq!(raw.call(&[b"DEBUG", b"SLEEP", b"0.05"]).unwrap(), "+OK");
-    assert_eq!(raw.call(&[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]).unwrap(), "+OK");
-    assert_eq!(raw.call(&[b"SET", b"k", b"v", b"PX", b"1"]).unwrap(), "+OK");
-    std::thread::sleep(Duration::from_millis(400));
-    // Not removed by the tick: still counted, though it reads as absent.
-    assert_eq!(raw.call(&[b"DBSIZE"]).unwrap(), ":1");
-    assert_eq!(raw.call(&[b"GET", b"k"]).unwrap(), "$-1");
+    // With two shards the switch is the whole server's: the keys (some on
+    // the other shard than the connection's) stay too.
+    for shards in ["1", "2"] {
+        let pool = TempPool::new("debug-command");
+        let server = Server::start(&pool.0, &["--enable-debug-command", "--shards", shards]);
+        let mut raw = Raw::connect(&server);
+        assert_eq!(raw.call(&[b"DEBUG", b"SLEEP", b"0.05"]).unwrap(), "+OK");
+        assert_eq!(raw.call(&[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]).unwrap(), "+OK");
+        for i in 0..8 {
+            assert_eq!(raw.call(&[b"SET", format!("k{i}").as_bytes(), b"v", b"PX", b"1"]).unwrap(), "+OK");
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        // Not removed by the tick: still counted, though they read as absent.
+        assert_eq!(raw.call(&[b"DBSIZE"]).unwrap(), ":8", "{shards} shard(s)");
+        assert_eq!(raw.call(&[b"GET", b"k0"]).unwrap(), "$-1");
+    }
 }
 
 #[test]

@@ -388,9 +388,16 @@ impl KvServer {
         replica.drop_streams_unless_leading();
         if !replica.streams.is_empty() {
             // What pinned versions hold back is bounded: an eighth of the
-            // pool, and never while the pool runs short.
+            // pool; and while the pool runs short (under a sixteenth free),
+            // nothing. A stream that holds nothing back costs the pool
+            // nothing: it goes on however full the pool is (it was
+            // cancelled whenever under a quarter was free, so a follower
+            // behind a leader whose pool was three quarters full could
+            // never get its snapshot, and stayed behind for good).
             let held = self.store.pinned_buffers() as u64;
-            let too_much = held > u64::from(buffers.count()) / 8 || buffers.free_count() < buffers.count() / 4;
+            let count = u64::from(buffers.count());
+            let short = u64::from(buffers.free_count()) < count / 16;
+            let too_much = held > count / 8 || (held > 0 && short);
             replica.cancel_streams(now, too_much);
         }
         let streams = &replica.streams;

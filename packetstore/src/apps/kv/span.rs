@@ -88,7 +88,7 @@ pub struct Plan {
 
 /// Keyless commands answered by every shard.
 /// A subcommand is named `command|subcommand`, in lower case.
-const EVERY_SHARD: [(&str, Merge); 25] = [
+const EVERY_SHARD: [(&str, Merge); 27] = [
     // Every shard's figures, clients and patterns.
     ("info", Merge::Info),
     ("client|list", Merge::Text),
@@ -114,6 +114,10 @@ const EVERY_SHARD: [(&str, Merge); 25] = [
     ("function|flush", Merge::Same),
     ("function|restore", Merge::Same),
     ("slowlog|reset", Merge::Same),
+    // Switches of the whole server, as on one Redis: active expiry off on
+    // every shard; a sleep holds every shard, as it holds Redis.
+    ("debug|set-active-expire", Merge::Same),
+    ("debug|sleep", Merge::Same),
     ("latency|reset", Merge::Sum),
     // Each shard's subscribers get the message; the count is everyone's.
     ("publish", Merge::Sum),

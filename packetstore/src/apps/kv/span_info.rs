@@ -19,7 +19,7 @@ const MERGED_BY_NAME: [&str; 4] = ["commandstats", "errorstats", "keyspace", "la
 /// every shard's. Others (connected_clients, blocked_clients, the tracking
 /// figures) are summed by each shard already, through the exchange, or are
 /// alike on every shard.
-const SUMMED: [&str; 22] = [
+const SUMMED: [&str; 28] = [
     "total_commands_processed",
     "instantaneous_ops_per_sec",
     "total_http_requests",
@@ -42,7 +42,18 @@ const SUMMED: [&str; 22] = [
     "total_connections_received",
     "rejected_connections",
     "total_net_input_bytes",
+    // Persistence: each shard reads and scrubs its own values.
+    "values_corrupt",
+    "scrub_bytes",
+    "scrub_values",
+    "scrub_corrupt",
+    "scrub_unchecked_values",
+    "scrub_errors",
 ];
+
+/// Lines that are the smallest part's: a scrub pass of the data set is
+/// done when every shard's is.
+const LEAST: [&str; 1] = ["scrub_passes"];
 
 /// One section: its title line's name and its `name:value` lines.
 struct Section<'a> {
@@ -134,10 +145,17 @@ pub fn merge_info(texts: &[&str]) -> String {
             continue;
         }
         for (name, value) in &section.lines {
-            let summed = SUMMED.contains(name).then(|| {
-                let numbers = all.iter().filter_map(|part| part.lines.iter().find(|(n, _)| n == name));
-                numbers.map(|(_, v)| v.parse::<i64>().unwrap_or(0)).sum::<i64>()
-            });
+            let numbers = || {
+                let lines = all.iter().filter_map(|part| part.lines.iter().find(|(n, _)| n == name));
+                lines.map(|(_, v)| v.parse::<i64>().unwrap_or(0))
+            };
+            let summed = if SUMMED.contains(name) {
+                Some(numbers().sum::<i64>())
+            } else if LEAST.contains(name) {
+                numbers().min()
+            } else {
+                None
+            };
             match summed {
                 Some(total) => out.push_str(&format!("{name}:{total}\r\n")),
                 None => out.push_str(&format!("{name}:{value}\r\n")),
@@ -167,5 +185,16 @@ mod tests {
         assert!(merged.contains("cmdstat_set:calls=1,"), "{merged}");
         // avg_ttl: (1000 * 1 + 2000 * 3) / 4, not added.
         assert!(merged.contains("db0:keys=7,expires=4,avg_ttl=1750\r\ndb1:keys=1,"), "{merged}");
+    }
+
+    #[test]
+    fn scrub_figures_are_the_data_sets() {
+        let first = "# Persistence\r\nscrub_values:10\r\nscrub_passes:3\r\nscrub_corrupt:1\r\nscrub_rate_bytes:100\r\n";
+        let second = "# Persistence\r\nscrub_values:7\r\nscrub_passes:2\r\nscrub_corrupt:0\r\nscrub_rate_bytes:100\r\n";
+        let merged = merge_info(&[first, second]);
+        assert!(merged.contains("scrub_values:17\r\n"), "{merged}");
+        assert!(merged.contains("scrub_passes:2\r\n"), "a pass of the data set is every shard's: {merged}");
+        assert!(merged.contains("scrub_corrupt:1\r\n"), "{merged}");
+        assert!(merged.contains("scrub_rate_bytes:100\r\n"), "{merged}");
     }
 }

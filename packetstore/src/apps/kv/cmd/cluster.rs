@@ -106,7 +106,7 @@ fn keyless_plan<'a>(
             let cursor = std::str::from_utf8(&arg(1)).ok().and_then(|c| c.parse::<u64>().ok());
             Some(cursor.map(|cursor| span::plan_scan(cursor, argc, shards)))
         }
-        "client" | "config" | "script" | "function" | "slowlog" | "latency" | "pubsub" if argc > 1 => {
+        "client" | "config" | "script" | "function" | "slowlog" | "latency" | "pubsub" | "debug" if argc > 1 => {
             let full = format!("{name}|{}", String::from_utf8_lossy(&arg(1)).to_ascii_lowercase());
             span::plan_every_shard(&full, argc, shards).map(Some)
         }
