@@ -48,10 +48,18 @@ fn parse(text: &str) -> BTreeMap<String, f64> {
     samples
 }
 
+/// One shard, and two: on a sharded server's main port the exposition is
+/// every shard's, as one server's.
 #[test]
 fn metrics_count_what_clients_did() {
+    for shards in ["1", "2"] {
+        metrics_count_what_clients_did_on(shards);
+    }
+}
+
+fn metrics_count_what_clients_did_on(shards: &str) {
     let pool = TempPool::new("metrics");
-    let server = Server::start(&pool.0, &["--value-size-max", "64KiB"]);
+    let server = Server::start(&pool.0, &["--value-size-max", "64KiB", "--shards", shards]);
     let mut c = server.client();
     for i in 0..100 {
         let _: () = c.set(format!("k{i}"), vec![b'v'; 1000]).unwrap();

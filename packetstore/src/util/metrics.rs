@@ -147,9 +147,92 @@ fn write_labels(text: &mut String, labels: Labels<'_>, le: Option<&str>) {
     text.push('}');
 }
 
+/// How `merge_expositions` folds a family's samples that have the same
+/// name and labels in several parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fold {
+    /// Added: counters, histograms, and gauges of a part each (keys,
+    /// buffers, connections).
+    Sum,
+    /// The largest: a gauge of the whole that each part has its view of
+    /// (a height, a ratio, whether anything runs).
+    Max,
+    /// The first part's: alike in every part (a version, a size).
+    First,
+}
+
+/// The expositions of several parts (the shards of one server) as one:
+/// each family once, in the first part's order (then a later part's new
+/// families), its samples folded by name and labels as `fold(family)`
+/// says. Lines that are not samples or `# HELP`/`# TYPE` are dropped.
+pub fn merge_expositions(parts: &[&str], fold: impl Fn(&str) -> Fold) -> String {
+    // family -> (HELP and TYPE lines, samples in order: series -> value)
+    let mut families: Vec<(String, Vec<String>, Vec<(String, f64)>)> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for (part, text) in parts.iter().enumerate() {
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")) {
+                let family = rest.split(' ').next().unwrap_or_default().to_owned();
+                let at = *index.entry(family.clone()).or_insert_with(|| {
+                    families.push((family.clone(), Vec::new(), Vec::new()));
+                    families.len() - 1
+                });
+                if part == 0 || !families[at].1.iter().any(|l| l == line) {
+                    families[at].1.push(line.to_owned());
+                }
+                current = Some(at);
+                continue;
+            }
+            let (Some(at), Some((series, value))) = (current, line.rsplit_once(' ')) else { continue };
+            let Ok(value) = value.parse::<f64>() else { continue };
+            let how = fold(&families[at].0);
+            let samples = &mut families[at].2;
+            match samples.iter_mut().find(|(s, _)| s == series) {
+                Some((_, total)) => match how {
+                    Fold::Sum => *total += value,
+                    Fold::Max => *total = total.max(value),
+                    Fold::First => {}
+                },
+                None => samples.push((series.to_owned(), value)),
+            }
+        }
+    }
+    let mut text = String::new();
+    for (_, heads, samples) in &families {
+        for head in heads {
+            text.push_str(head);
+            text.push('\n');
+        }
+        for (series, value) in samples {
+            let _ = writeln!(text, "{series} {value}");
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expositions_merge_by_series() {
+        let a = "# HELP up Up.\n# TYPE up gauge\nup{v=\"1\"} 1\n# HELP req_total Requests.\n# TYPE req_total counter\n\
+                 req_total{kind=\"a\"} 2\nreq_total{kind=\"b\"} 0\n# HELP h Height.\n# TYPE h gauge\nh 3\n";
+        let b = "# HELP up Up.\n# TYPE up gauge\nup{v=\"1\"} 1\n# HELP req_total Requests.\n# TYPE req_total counter\n\
+                 req_total{kind=\"a\"} 5\nreq_total{kind=\"c\"} 1.5\n# HELP h Height.\n# TYPE h gauge\nh 4\n";
+        let fold = |family: &str| match family {
+            "up" => Fold::First,
+            "h" => Fold::Max,
+            _ => Fold::Sum,
+        };
+        assert_eq!(
+            merge_expositions(&[a, b], fold),
+            "# HELP up Up.\n# TYPE up gauge\nup{v=\"1\"} 1\n# HELP req_total Requests.\n# TYPE req_total counter\n\
+             req_total{kind=\"a\"} 7\nreq_total{kind=\"b\"} 0\nreq_total{kind=\"c\"} 1.5\n# HELP h Height.\n\
+             # TYPE h gauge\nh 4\n"
+        );
+    }
 
     #[test]
     fn buckets_are_cumulative_and_bounded_by_powers_of_two() {

@@ -23,7 +23,9 @@ use crate::apps::kv::kept::client::ReplyMode;
 use crate::apps::kv::placement::Placement;
 use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::span;
-use crate::apps::kv::state::{CommandEntry, CommandSlot, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, WRITE};
+use crate::apps::kv::state::{
+    CommandEntry, CommandSlot, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, UNCOUNTED, WRITE,
+};
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
 use crate::io::stream::Stream;
@@ -141,6 +143,7 @@ impl KvServer {
         let delivered = self.links.deliver(conn.token, conn.id, out);
         assert!(delivered <= conn.awaiting, "more replies than commands relayed");
         conn.awaiting -= delivered;
+        conn.blocked_elsewhere &= conn.awaiting > 0;
         if killed {
             progress.close = conn.awaiting == 0;
             return progress;
@@ -303,7 +306,9 @@ impl KvServer {
             self.uncounted = false;
             self.link_reads_here = false;
         }
-        self.count_request(RESP, kind, before, failed);
+        if kind != UNCOUNTED {
+            self.count_request(RESP, kind, before, failed);
+        }
         close
     }
 
@@ -337,7 +342,7 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> (bool, usize, bool) {
         if conn.listener == crate::apps::kv::LISTENER_LINK_IN && self.link_client(pool, conn, out) {
-            return (false, OTHER, false);
+            return (false, UNCOUNTED, false);
         }
         if conn.listener == crate::apps::kv::LISTENER_LINK_IN {
             // Messages from other shards for this one's clients.
@@ -366,7 +371,8 @@ impl KvServer {
                         None => self.http_for_shard(&mut ctx),
                     },
                 }
-                return (false, OTHER, false);
+                // A relayed HTTP request is counted where it arrived.
+                return (false, UNCOUNTED, false);
             }
         }
         self.stats.commands += u64::from(!self.uncounted);
@@ -406,6 +412,12 @@ impl KvServer {
                 self.count_call(slot, outcome, ctx.failed);
             }
             self.clients.observe(ctx.conn, entry.name, started);
+        }
+        if outcome == Outcome::Relayed && counted {
+            // Counted by the shard that runs it (as its call, request and
+            // result): once for the process, as one Redis counts it.
+            self.stats.commands -= 1;
+            return (ctx.close, UNCOUNTED, ctx.failed);
         }
         let kind = if outcome == Outcome::Queued { OTHER } else { kind };
         (ctx.close, kind, ctx.failed)
@@ -551,6 +563,7 @@ impl KvServer {
                 // No later command goes anywhere before its reply.
                 ctx.conn.awaiting += 1;
                 ctx.conn.awaiting_shard = SPANNING;
+                ctx.conn.blocked_elsewhere = true;
                 Some(Outcome::Relayed)
             }
             Placement::Parked(shards) => match self.begin_parked(ctx, &shards) {
@@ -870,7 +883,7 @@ impl KvServer {
 
 /// `KvConn::awaiting_shard` of a client whose spanning command is out:
 /// no shard's (a later command waits for its reply, wherever it goes).
-const SPANNING: u16 = u16::MAX;
+pub(super) const SPANNING: u16 = u16::MAX;
 
 #[cfg(test)]
 mod tests {

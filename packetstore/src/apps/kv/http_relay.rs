@@ -32,6 +32,9 @@ const HTTP_GET: &[u8] = b"GET";
 const HTTP_HEAD: &[u8] = b"HEAD";
 const HTTP_DELETE: &[u8] = b"DELETE";
 const HTTP_PUT: &[u8] = b"PUT";
+/// `PACKETSTORE-HTTP METRICS keep-alive -`: the shard's /metrics
+/// exposition, a part of the main port's (`relay_metrics`).
+const HTTP_METRICS: &[u8] = b"METRICS";
 
 /// The keep-alive argument of `HTTP_ON_SHARD`.
 fn keep_alive_arg(keep_alive: bool) -> &'static [u8] {
@@ -73,6 +76,20 @@ impl KvServer {
         self.links.send(shard, client, &args, (false, false));
         conn.awaiting = 1;
         conn.awaiting_shard = shard;
+        conn.http_close = !keep_alive;
+    }
+
+    /// GET /metrics on a sharded server's main port: every shard's
+    /// exposition, merged into one as one server's (`span::Merge::Metrics`);
+    /// `conn` waits for it as for a relayed request.
+    pub(super) fn relay_metrics(&mut self, conn: &mut KvConn, shards: u16, keep_alive: bool) {
+        assert_eq!(conn.awaiting, 0, "one HTTP request relayed at a time");
+        let client = Client { token: conn.token, id: conn.id, db: 0, resp3: false, tag: None };
+        let args: [&[u8]; 4] = [HTTP_ON_SHARD, HTTP_METRICS, keep_alive_arg(keep_alive), b"-"];
+        let parts: Vec<(u16, Vec<&[u8]>)> = (0..shards).map(|shard| (shard, args.to_vec())).collect();
+        self.links.send_span(client, &parts, crate::apps::kv::span::Merge::Metrics { keep_alive }, false);
+        conn.awaiting = 1;
+        conn.awaiting_shard = crate::apps::kv::dispatch::SPANNING;
         conn.http_close = !keep_alive;
     }
 
@@ -132,6 +149,12 @@ impl KvServer {
     /// script is paused answers 503 (a local request waits instead: a
     /// link is every client's and must not stall).
     pub(super) fn http_for_shard(&mut self, ctx: &mut Ctx<'_>) {
+        if ctx.argc() == 4 && ctx.arg(1).as_ref() == HTTP_METRICS {
+            // A part of the main port's /metrics: this shard's exposition.
+            let text = self.metrics_text(ctx.pool, ctx.buffers);
+            ctx.bulk(text.as_bytes());
+            return;
+        }
         let put = ctx.argc() == 5 && ctx.arg(1).as_ref() == HTTP_PUT;
         let key = ctx.arg(3).into_owned();
         if !(ctx.argc() == 4 || put) || key.is_empty() || key.len() > KEY_SIZE_MAX {

@@ -29,7 +29,9 @@ impl KvServer {
         self.stats.requests[protocol][kind][result] += 1;
     }
 
-    /// `GET /metrics`: the Prometheus text exposition of what INFO shows.
+    /// `GET /metrics`: the Prometheus text exposition of what INFO shows
+    /// (a sharded server's main port merges every shard's:
+    /// `metrics_fold`).
     pub fn metrics_text(&self, pool: &Pool, buffers: &Buffers) -> String {
         let mut e = Exposition::default();
         self.expose_server(&mut e);
@@ -641,5 +643,22 @@ mod memory_tests {
     #[test]
     fn a_running_process_is_resident() {
         assert!(resident_bytes() > 0);
+    }
+}
+
+/// How a sharded server's main port folds a family of its shards'
+/// expositions into one: most are each shard's part of the whole
+/// (requests, keys, buffers, connections: added); a few are alike on every
+/// shard (the version, the buffer size, the uptime) or a view of the whole
+/// (the tallest tree, the slowest recovery, whether any compaction runs).
+pub(super) fn metrics_fold(family: &str) -> crate::util::metrics::Fold {
+    use crate::util::metrics::Fold;
+    match family {
+        "packetstore_info" | "packetstore_uptime_seconds" | "packetstore_buffer_bytes" => Fold::First,
+        "packetstore_recovery_seconds"
+        | "packetstore_tree_height"
+        | "packetstore_compaction_running"
+        | "packetstore_compaction_waste_ratio" => Fold::Max,
+        _ => Fold::Sum,
     }
 }

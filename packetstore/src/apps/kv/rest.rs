@@ -200,6 +200,13 @@ impl KvServer {
             return true;
         }
         if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
+            if let Some(shards) = self.config.settings.cluster.as_ref().map(|view| view.shards).filter(|&n| n > 1) {
+                // Every shard's figures, as one server's.
+                self.relay_metrics(conn, shards, head.keep_alive);
+                progress.close = false;
+                self.count_request(HTTP, OTHER, before, false);
+                return false;
+            }
             let text = self.metrics_text(pool, buffers);
             http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
             self.count_request(HTTP, OTHER, before, false);

@@ -144,6 +144,7 @@ impl App for KvServer {
             arrived_ns: None,
             awaiting: 0,
             awaiting_shard: 0,
+            blocked_elsewhere: false,
             held: false,
             held_error: None,
             http_close: false,
@@ -325,8 +326,9 @@ impl App for KvServer {
     }
 
     fn awaits_replies(&self, conn: &KvConn) -> bool {
-        // Relayed to another shard (a link's reply, an HTTP request's).
-        conn.awaiting > 0
+        // Relayed to another shard (a link's reply, an HTTP request's),
+        // unless blocked there.
+        conn.awaiting > 0 && !conn.blocked_elsewhere
     }
 
     fn acknowledges_externally(&self) -> bool {

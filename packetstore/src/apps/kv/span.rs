@@ -63,6 +63,10 @@ pub enum Merge {
     /// LATENCY HISTOGRAM: maps of command, {calls, histogram_usec}, the
     /// calls and each bucket's count added by command.
     Histograms,
+    /// GET /metrics on the main port: bulk strings of every shard's
+    /// Prometheus exposition, merged (`report::metrics_fold`) into the
+    /// HTTP response itself, as a bulk string (`http_relay.rs`).
+    Metrics { keep_alive: bool },
 }
 
 /// An argument of a part: the original command's argument at an index, or
@@ -242,6 +246,7 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
         Merge::Union => union(replies),
         Merge::PairsSum => pairs_sum(replies),
         Merge::Info => texts(replies, crate::apps::kv::span_info::merge_info),
+        Merge::Metrics { keep_alive } => metrics_response(replies, *keep_alive),
         Merge::Text => texts(replies, |texts| texts.concat()),
         Merge::AnyOk => unreachable!("answered above"),
         Merge::Slowlog { shown } => newest_entries(replies, *shown),
@@ -430,6 +435,24 @@ fn newest_entries(replies: &[Vec<u8>], shown: usize) -> Vec<u8> {
 
 /// Bulk strings (RESP2 `$`, or RESP3 verbatim `=` with its `txt:`), as
 /// one made by `join` from their texts, in the first one's type.
+/// The parts' expositions merged, as a bulk string of the whole HTTP
+/// response.
+fn metrics_response(replies: &[Vec<u8>], keep_alive: bool) -> Vec<u8> {
+    let fold = crate::apps::kv::report::metrics_fold;
+    let merged = texts(replies, |parts| crate::util::metrics::merge_expositions(parts, fold));
+    // `texts` answers a bulk string whose text is the merged exposition.
+    let eol = merged.windows(2).position(|w| w == b"\r\n").unwrap_or(0);
+    let Some(body) = merged.get(eol + 2..merged.len().saturating_sub(2)).filter(|_| merged[0] == b'$') else {
+        return merged;
+    };
+    let mut response = Vec::new();
+    crate::proto::http::respond_typed(&mut response, 200, crate::proto::http::METRICS_CONTENT_TYPE, body, keep_alive);
+    let mut out = format!("${}\r\n", response.len()).into_bytes();
+    out.extend_from_slice(&response);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
 fn texts(replies: &[Vec<u8>], join: impl Fn(&[&str]) -> String) -> Vec<u8> {
     let mut texts = Vec::with_capacity(replies.len());
     let mut verbatim = false;

@@ -19,7 +19,7 @@ const MERGED_BY_NAME: [&str; 4] = ["commandstats", "errorstats", "keyspace", "la
 /// every shard's. Others (connected_clients, blocked_clients, the tracking
 /// figures) are summed by each shard already, through the exchange, or are
 /// alike on every shard.
-const SUMMED: [&str; 28] = [
+const SUMMED: [&str; 32] = [
     "total_commands_processed",
     "instantaneous_ops_per_sec",
     "total_http_requests",
@@ -42,7 +42,11 @@ const SUMMED: [&str; 28] = [
     "total_connections_received",
     "rejected_connections",
     "total_net_input_bytes",
-    // Persistence: each shard reads and scrubs its own values.
+    // Persistence: each shard flushes, fences and keeps its own values.
+    "fences",
+    "lines_flushed",
+    "value_bytes_in_place",
+    "value_bytes_copied",
     "values_corrupt",
     "scrub_bytes",
     "scrub_values",

@@ -196,6 +196,10 @@ pub struct KvConn {
     pub(super) arrived_ns: Option<u64>,
     pub(super) awaiting: u32,
     pub(super) awaiting_shard: u16,
+    /// What it awaits is a blocking command on another shard (a private
+    /// link): a client that closes then is let go at once, as Redis frees
+    /// a blocked client that closes, not kept until its reply.
+    pub(super) blocked_elsewhere: bool,
     pub(super) held: bool,
     /// A malformed request read while replies were outstanding: answered,
     /// and the connection closed, once they are all in.
@@ -340,6 +344,9 @@ pub(super) const READ: usize = 0;
 pub(super) const WRITE: usize = 1;
 
 pub(super) const OTHER: usize = 2;
+/// Not a client's request here (`run_command`'s kind): a command relayed
+/// to the shard that runs it (which counts it), or a link's own line.
+pub(super) const UNCOUNTED: usize = usize::MAX;
 
 /// An HTTP request whose body is arriving.
 pub(super) struct HttpBody {
