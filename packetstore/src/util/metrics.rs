@@ -161,13 +161,20 @@ pub enum Fold {
     First,
 }
 
+/// A family being merged: its HELP and TYPE lines, its samples in order
+/// (series, value).
+struct Family {
+    name: String,
+    heads: Vec<String>,
+    samples: Vec<(String, f64)>,
+}
+
 /// The expositions of several parts (the shards of one server) as one:
 /// each family once, in the first part's order (then a later part's new
 /// families), its samples folded by name and labels as `fold(family)`
 /// says. Lines that are not samples or `# HELP`/`# TYPE` are dropped.
 pub fn merge_expositions(parts: &[&str], fold: impl Fn(&str) -> Fold) -> String {
-    // family -> (HELP and TYPE lines, samples in order: series -> value)
-    let mut families: Vec<(String, Vec<String>, Vec<(String, f64)>)> = Vec::new();
+    let mut families: Vec<Family> = Vec::new();
     let mut index = std::collections::HashMap::new();
     for (part, text) in parts.iter().enumerate() {
         let mut current: Option<usize> = None;
@@ -175,19 +182,19 @@ pub fn merge_expositions(parts: &[&str], fold: impl Fn(&str) -> Fold) -> String 
             if let Some(rest) = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")) {
                 let family = rest.split(' ').next().unwrap_or_default().to_owned();
                 let at = *index.entry(family.clone()).or_insert_with(|| {
-                    families.push((family.clone(), Vec::new(), Vec::new()));
+                    families.push(Family { name: family.clone(), heads: Vec::new(), samples: Vec::new() });
                     families.len() - 1
                 });
-                if part == 0 || !families[at].1.iter().any(|l| l == line) {
-                    families[at].1.push(line.to_owned());
+                if part == 0 || !families[at].heads.iter().any(|l| l == line) {
+                    families[at].heads.push(line.to_owned());
                 }
                 current = Some(at);
                 continue;
             }
             let (Some(at), Some((series, value))) = (current, line.rsplit_once(' ')) else { continue };
             let Ok(value) = value.parse::<f64>() else { continue };
-            let how = fold(&families[at].0);
-            let samples = &mut families[at].2;
+            let how = fold(&families[at].name);
+            let samples = &mut families[at].samples;
             match samples.iter_mut().find(|(s, _)| s == series) {
                 Some((_, total)) => match how {
                     Fold::Sum => *total += value,
@@ -199,7 +206,7 @@ pub fn merge_expositions(parts: &[&str], fold: impl Fn(&str) -> Fold) -> String 
         }
     }
     let mut text = String::new();
-    for (_, heads, samples) in &families {
+    for Family { heads, samples, .. } in &families {
         for head in heads {
             text.push_str(head);
             text.push('\n');

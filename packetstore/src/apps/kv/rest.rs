@@ -200,17 +200,10 @@ impl KvServer {
             return true;
         }
         if target == b"/metrics" && head.method == Method::Get && head.content_length == 0 {
-            if let Some(shards) = self.config.settings.cluster.as_ref().map(|view| view.shards).filter(|&n| n > 1) {
-                // Every shard's figures, as one server's.
-                self.relay_metrics(conn, shards, head.keep_alive);
-                progress.close = false;
-                self.count_request(HTTP, OTHER, before, false);
-                return false;
-            }
-            let text = self.metrics_text(pool, buffers);
-            http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), head.keep_alive);
+            let served_here = self.http_metrics(pool, buffers, conn, out, head.keep_alive);
+            progress.close &= served_here;
             self.count_request(HTTP, OTHER, before, false);
-            return true;
+            return served_here;
         }
         let (key, shard) = match self.http_key(&target, &head, out) {
             Ok(key) => key,
@@ -252,6 +245,26 @@ impl KvServer {
             }
         };
         self.count_request(HTTP, kind, before, failed);
+        true
+    }
+
+    /// GET /metrics: answered here (true), or, on a sharded server's main
+    /// port, every shard's figures gathered as one server's (false: the
+    /// connection waits for them, and closes, if asked to, after them).
+    fn http_metrics(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        conn: &mut KvConn,
+        out: &mut OutQueue,
+        keep_alive: bool,
+    ) -> bool {
+        if let Some(shards) = self.config.settings.cluster.as_ref().map(|view| view.shards).filter(|&n| n > 1) {
+            self.relay_metrics(conn, shards, keep_alive);
+            return false;
+        }
+        let text = self.metrics_text(pool, buffers);
+        http::respond_typed(out.bytes(), 200, http::METRICS_CONTENT_TYPE, text.as_bytes(), keep_alive);
         true
     }
 
