@@ -139,6 +139,9 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         listener: cluster_listener,
     };
     let rebuild = AtomicBool::new(false);
+    // --connections-max is the process's, whichever shard the kernel hands
+    // a connection to.
+    let clients = packetstore::io::engine::SharedLimit::new(args.loop_args.connections_max);
     let errors: Vec<anyhow::Error> = std::thread::scope(|scope| {
         let handles: Vec<_> = shards
             .into_iter()
@@ -146,7 +149,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
             .map(|(shard, group)| {
                 let cpu = cpus[usize::from(shard.index) % cpus.len()];
                 let (failed, recovered, ready, view) = (&failed, &recovered, &ready, view(shard.index));
-                let (horizons, exchange, rebuild) = (&horizons, &exchange, &rebuild);
+                let (horizons, exchange, rebuild, clients) = (&horizons, &exchange, &rebuild, clients.clone());
                 let links = std::mem::take(&mut links[usize::from(shard.index)]);
                 scope.spawn(move || {
                     // However this thread ends (a panic too), the others stop.
@@ -164,6 +167,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
                         exchange,
                         group,
                         rebuild,
+                        clients,
                     };
                     let outcome = one.serve(shard, recovered, failed, ready);
                     // (The guard stops the others as this returns.)
@@ -398,6 +402,8 @@ struct OneShard<'a> {
     /// across shards (`apps/kv/across.rs`).
     horizons: &'a Horizons,
     exchange: &'a Arc<Exchange>,
+    /// The process's limit on client connections, shared by every shard.
+    clients: Arc<packetstore::io::engine::SharedLimit>,
     /// Its group, on a node of a replicated group; and the node's flag
     /// that a shard must rebuild (the process restarts in place).
     group: Option<ReplicaConfig>,
@@ -446,16 +452,20 @@ impl OneShard<'_> {
             listen: self.main.0,
             wake_fd: Some(self.wake_fd),
             nudge_fd: Some(self.exchange.nudge_fd(index)),
-            // Its share of the clients, its links, and private links
-            // (its clients' own to other shards, and theirs to it).
-            connections_max: args.loop_args.connections_max.div_ceil(usize::from(args.shards))
+            // Its clients (at most the process's, `clients`: the kernel may
+            // give any shard them all), its links, and private links (its
+            // clients' own to other shards, and theirs to it).
+            connections_max: args.loop_args.connections_max
                 + self.links.len()
                 + 2 * packetstore::apps::kv::PRIVATE_LINKS_MAX,
+            clients: Some(self.clients.clone()),
             adopt: self.links.clone(),
             ..args.loop_args.engine_config(self.prepared.persist == packetstore::io::app::Persist::ZeroCopy)?
         };
         let config = match &self.prepared.features {
-            Some(features) => config.adapt_to(features),
+            // One line per fallback for the process: shard 0's.
+            Some(features) if index == 0 => config.adapt_to(features),
+            Some(features) => config.adapt_quietly(features),
             None => config,
         };
         let shards = usize::from(args.shards);

@@ -124,10 +124,18 @@ fn a_client_that_never_reads_is_paused_then_disconnected() {
     eprintln!("never-reads: {sent} request bytes accepted before back-pressure, server grew {grown} bytes");
 }
 
+/// One shard and two: with two, the limit is still the process's, whichever
+/// shard the kernel hands each connection to.
 #[test]
 fn connections_beyond_the_maximum_are_refused_and_counted() {
+    for shards in ["1", "2"] {
+        connections_beyond_the_maximum_are_refused_on(shards);
+    }
+}
+
+fn connections_beyond_the_maximum_are_refused_on(shards: &str) {
     let pool = TempPool::new("conn-max");
-    let server = Server::start(&pool.0, &["--connections-max", "1000"]);
+    let server = Server::start(&pool.0, &["--connections-max", "1000", "--shards", shards]);
     let mut good = server.client();
     let total = 10_000;
     let mut idle = Vec::with_capacity(total);

@@ -82,7 +82,8 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -174,6 +175,38 @@ pub struct EngineConfig {
     /// owns and closes them; their output is never paused (the application
     /// bounds it). Shards' links to each other (socketpairs).
     pub adopt: Vec<(RawFd, usize)>,
+    /// The process's limit on accepted connections, shared by its loops
+    /// (a sharded server: `--connections-max` is the process's, whatever
+    /// loop the kernel gives a connection to). `connections_max` still
+    /// bounds each loop's own, links included.
+    pub clients: Option<Arc<SharedLimit>>,
+}
+
+/// Accepted connections of every loop of a process against one limit.
+#[derive(Debug)]
+pub struct SharedLimit {
+    open: AtomicUsize,
+    max: usize,
+}
+
+impl SharedLimit {
+    pub fn new(max: usize) -> Arc<SharedLimit> {
+        Arc::new(SharedLimit { open: AtomicUsize::new(0), max })
+    }
+
+    /// Takes a place, if one is left.
+    fn take(&self) -> bool {
+        if self.open.fetch_add(1, Ordering::AcqRel) < self.max {
+            return true;
+        }
+        self.open.fetch_sub(1, Ordering::AcqRel);
+        false
+    }
+
+    fn give_back(&self) {
+        let was = self.open.fetch_sub(1, Ordering::AcqRel);
+        assert!(was > 0, "a place given back was taken");
+    }
 }
 
 impl EngineConfig {
@@ -181,7 +214,7 @@ impl EngineConfig {
     /// disables), as `features` (the start-up probe) says, logging one line
     /// per feature this configuration wanted and may not have. Call it
     /// once per process: every loop of a server shares the result.
-    pub fn adapt_to(mut self, features: &Features) -> EngineConfig {
+    pub fn adapt_to(self, features: &Features) -> EngineConfig {
         let wanted = [
             (Feature::DeferTaskrun, self.defer_taskrun),
             (Feature::IncrementalBuffers, self.incremental),
@@ -192,6 +225,12 @@ impl EngineConfig {
                 tracing::warn!("{}", features.fallback_line(feature));
             }
         }
+        self.adapt_quietly(features)
+    }
+
+    /// `adapt_to` without its log lines: for every loop of a process but
+    /// the one that logs them (a sharded server's shard 0).
+    pub fn adapt_quietly(mut self, features: &Features) -> EngineConfig {
         self.defer_taskrun &= features.has(Feature::DeferTaskrun);
         self.incremental &= features.has(Feature::IncrementalBuffers);
         if !features.has(Feature::ReceiveLimit) {
@@ -221,6 +260,7 @@ impl Default for EngineConfig {
             drain_timeout: Duration::from_secs(5),
             defer_taskrun: true,
             adopt: Vec::new(),
+            clients: None,
         }
     }
 }
@@ -303,6 +343,8 @@ struct Conn<C> {
     /// with 0): its socket still sends, so replies the application still
     /// owes it (`App::awaits_replies`) go out before it closes.
     peer_eof_only: bool,
+    /// It holds a place of `EngineConfig::clients`, given back at close.
+    placed: bool,
     shut_down: bool,
     dirty: bool,
 }
@@ -693,7 +735,11 @@ impl<'a, A: App> Engine<'a, A> {
 
     fn accept(&mut self, fd: RawFd, listener: usize) {
         let live = self.conns.len() - self.free_slots.len();
-        if live >= self.config.connections_max || self.draining_until.is_some() {
+        let placed = self.config.clients.as_ref().is_none_or(|limit| limit.take());
+        if !placed || live >= self.config.connections_max || self.draining_until.is_some() {
+            if let Some(limit) = self.config.clients.as_ref().filter(|_| placed) {
+                limit.give_back();
+            }
             // SAFETY: a descriptor the kernel just gave us and nobody uses.
             unsafe { libc::close(fd) };
             self.stats.refused += 1;
@@ -713,12 +759,12 @@ impl<'a, A: App> Engine<'a, A> {
             return;
         }
         crate::io::net::set_nodelay(fd);
-        self.add_conn(fd, listener);
+        self.add_conn(fd, listener, self.config.clients.is_some());
     }
 
     /// A connected socket (accepted on `listener`, or dialed: `DIALED + id`)
     /// becomes a connection: the application's state, a receive, a poll.
-    fn add_conn(&mut self, fd: RawFd, listener: usize) {
+    fn add_conn(&mut self, fd: RawFd, listener: usize, placed: bool) {
         self.generation = self.generation.wrapping_add(1) & 0xFF_FFFF;
         let mut conn = Conn {
             fd,
@@ -748,6 +794,7 @@ impl<'a, A: App> Engine<'a, A> {
             closing: false,
             app_closed: false,
             peer_eof_only: false,
+            placed,
             shut_down: false,
             dirty: false,
         };
@@ -767,7 +814,7 @@ impl<'a, A: App> Engine<'a, A> {
     /// both ends always read.
     fn adopt(&mut self, fd: RawFd, listener: usize) {
         let slot = self.next_slot() as usize;
-        self.add_conn(fd, listener);
+        self.add_conn(fd, listener, false);
         self.conns[slot].as_mut().expect("just added").out.set_pause_bytes(u64::MAX);
     }
 
@@ -827,7 +874,7 @@ impl<'a, A: App> Engine<'a, A> {
     fn connected(&mut self, slot: u32, result: i32) {
         let (id, outcome) = self.dials.finish(slot, result);
         match outcome {
-            Ok(fd) if self.draining_until.is_none() => self.add_conn(fd.into_raw_fd(), DIALED + id),
+            Ok(fd) if self.draining_until.is_none() => self.add_conn(fd.into_raw_fd(), DIALED + id, false),
             Ok(_) => self.app.dial_failed(id, io::Error::other("the loop is stopping")),
             Err(error) => self.app.dial_failed(id, error),
         }
@@ -1454,6 +1501,9 @@ impl<'a, A: App> Engine<'a, A> {
         self.app.abandon(self.buffers, &mut conn.state);
         // SAFETY: no operation on this descriptor is in flight any more.
         unsafe { libc::close(conn.fd) };
+        if let Some(limit) = self.config.clients.as_ref().filter(|_| conn.placed) {
+            limit.give_back();
+        }
         self.free_slots.push(slot);
         self.stats.closed += 1;
     }
