@@ -315,3 +315,63 @@ fn a_stop_under_commands_across_shards_ends_the_server() {
     let answered: Vec<u64> = writing.into_iter().map(|h| h.join().expect("writer")).collect();
     check_pairs(&start(&pools), &pairs, &answered);
 }
+
+/// A stream moves between shards whole: RENAME and COPY of a stream whose
+/// destination another shard owns keep its entries, its last id, its
+/// consumer groups, their consumers and pending entries (they travel in a
+/// payload of packetstore's own, which a client's DUMP never gets and a
+/// client's RESTORE refuses).
+#[test]
+fn streams_move_between_shards_with_their_groups() {
+    let pools = ShardPools::new("across-streams", 2);
+    let server = start(&pools);
+    let mut c = server.client();
+    let from = keys_on(&mut c, "s", 0, 1).remove(0);
+    let (to, copy) = {
+        let mut on_1 = keys_on(&mut c, "t", 1, 2);
+        (on_1.remove(0), on_1.remove(0))
+    };
+    for i in 1..=5 {
+        let _: String = redis::cmd("XADD").arg(&from).arg(format!("{i}-0")).arg("f").arg(i).query(&mut c).unwrap();
+    }
+    let _: () = redis::cmd("XGROUP").arg("CREATE").arg(&from).arg("g").arg("0").query(&mut c).unwrap();
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("g")
+        .arg("alice")
+        .arg("COUNT")
+        .arg(2)
+        .arg("STREAMS")
+        .arg(&from)
+        .arg(">")
+        .query(&mut c)
+        .unwrap();
+    let _: i64 = redis::cmd("XDEL").arg(&from).arg("5-0").query(&mut c).unwrap();
+    let describe = |c: &mut redis::Connection, key: &str| -> String {
+        let range: redis::Value = redis::cmd("XRANGE").arg(key).arg("-").arg("+").query(c).unwrap();
+        let groups: redis::Value = redis::cmd("XINFO").arg("GROUPS").arg(key).query(c).unwrap();
+        let pending: redis::Value = redis::cmd("XPENDING").arg(key).arg("g").query(c).unwrap();
+        let info: redis::Value = redis::cmd("XINFO").arg("STREAM").arg(key).query(c).unwrap();
+        format!("{range:?} {groups:?} {pending:?} {info:?}")
+    };
+    let before = describe(&mut c, &from);
+    assert!(before.contains("alice"), "{before}");
+    // A client never gets packetstore's own payload of a stream.
+    let dumped = redis::cmd("DUMP").arg(&from).query::<redis::Value>(&mut c);
+    assert!(error_text(dumped).contains("not supported"));
+    let copied: i64 = redis::cmd("COPY").arg(&from).arg(&copy).query(&mut c).unwrap();
+    assert_eq!(copied, 1);
+    let () = redis::cmd("RENAME").arg(&from).arg(&to).query(&mut c).unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg(&from).query(&mut c).unwrap();
+    assert_eq!(exists, 0);
+    assert_eq!(describe(&mut c, &to), before, "the renamed stream");
+    assert_eq!(describe(&mut c, &copy), before, "the copy");
+    // The moved stream goes on: ids after its last, its group's pending.
+    let id: String = redis::cmd("XADD").arg(&to).arg("*").arg("f").arg("6").query(&mut c).unwrap();
+    let ms: u64 = id.split('-').next().unwrap().parse().unwrap();
+    assert!(ms > 5, "{id}");
+    let acked: i64 = redis::cmd("XACK").arg(&to).arg("g").arg("1-0").arg("2-0").query(&mut c).unwrap();
+    assert_eq!(acked, 2);
+    let kind: String = redis::cmd("TYPE").arg(&to).query(&mut c).unwrap();
+    assert_eq!(kind, "stream");
+}

@@ -7,7 +7,11 @@
 //! reads those and the compact types Redis 7.0 writes for small values
 //! (intset, ziplist, listpack, quicklist 1 and 2; integer and LZF string
 //! encodings), so a value dumped from Redis restores here. Streams are
-//! not dumped or restored (a clear error).
+//! not dumped or restored for clients (a clear error); between the shards
+//! of one server (a RENAME, COPY or MOVE across shards, whose parts run on
+//! a stand-in connection, `across.rs`) a stream travels in a payload of
+//! packetstore's own (`TYPE_PACKETSTORE_RAW`: the collection's entries as
+//! the tree holds them), which a client's RESTORE refuses.
 //!
 //! Invariants: a payload is checked whole (version, CRC, every length
 //! against the bytes left) before anything is written; RESTORE writes the
@@ -49,6 +53,9 @@ const TYPE_LIST_QUICKLIST: u8 = 14;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+/// Not Redis's: a collection as its entries (space, rest, value), for a
+/// move between shards only.
+const TYPE_PACKETSTORE_RAW: u8 = 0xF5;
 
 /// A value as a payload holds it.
 #[derive(Debug, PartialEq)]
@@ -58,6 +65,8 @@ enum Object {
     Set(Vec<Vec<u8>>),
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
     Zset(Vec<(Vec<u8>, f64)>),
+    /// A collection of `kind` as its element entries: (space, rest, value).
+    Raw(KeyType, Vec<(u8, Vec<u8>, Vec<u8>)>),
 }
 
 // ---- CRC-64 (Jones, reflected), as Redis's crc64.c ----
@@ -136,6 +145,16 @@ fn payload(object: &Object) -> Vec<u8> {
             for (member, score) in members.iter().rev() {
                 put_string(&mut out, member);
                 out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+        Object::Raw(kind, entries) => {
+            out.push(TYPE_PACKETSTORE_RAW);
+            out.push(kind.code());
+            put_len(&mut out, entries.len() as u64);
+            for (space, rest, value) in entries {
+                out.push(*space);
+                put_string(&mut out, rest);
+                put_string(&mut out, value);
             }
         }
     }
@@ -437,6 +456,12 @@ fn read_object(r: &mut Reader<'_>) -> Read<Object> {
     let kind = r.byte()?;
     Ok(match kind {
         TYPE_STRING => Object::String(r.string()?),
+        TYPE_PACKETSTORE_RAW => {
+            let kind = KeyType::from_code(r.byte()?).filter(|&k| k != KeyType::String).ok_or(BAD_FORMAT)?;
+            let n = r.count()?;
+            let entries = (0..n).map(|_| Ok((r.byte()?, r.string()?, r.string()?))).collect::<Read<Vec<_>>>()?;
+            Object::Raw(kind, entries)
+        }
         TYPE_LIST | TYPE_SET => {
             let n = r.count()?;
             let items = (0..n).map(|_| r.string()).collect::<Read<Vec<_>>>()?;
@@ -552,6 +577,7 @@ impl KvServer {
                 let value = self.store.get(ctx.pool, ctx.db, &key, ctx.now)?.expect("a live string");
                 Object::String(value_bytes(ctx.pool, &value)?.into_owned())
             }
+            KeyType::Stream if crate::apps::kv::across::is_stand_in(ctx.conn) => self.dump_raw(ctx, &key, kind)?,
             KeyType::Stream => {
                 ctx.error("ERR DUMP of a stream is not supported by packetstore");
                 return Ok(());
@@ -560,6 +586,20 @@ impl KvServer {
         };
         ctx.bulk(&payload(&object));
         Ok(())
+    }
+
+    /// A collection as its entries in every space, for another shard.
+    fn dump_raw(&self, ctx: &Ctx<'_>, key: &[u8], kind: KeyType) -> Result<Object, StoreError> {
+        let meta = self.store.meta(ctx.pool, ctx.db, key, ctx.now)?.expect("a live collection");
+        let unbounded = std::ops::Bound::Unbounded;
+        let mut entries = Vec::new();
+        for space in 0..=u8::MAX {
+            for entry in self.store.elements(ctx.pool, meta.oid, space, unbounded, unbounded, false) {
+                let (rest, value) = entry?;
+                entries.push((space, rest, value_bytes(ctx.pool, &value)?.into_owned()));
+            }
+        }
+        Ok(Object::Raw(kind, entries))
     }
 
     fn dump_collection(&self, ctx: &Ctx<'_>, key: &[u8], kind: KeyType) -> Result<Object, StoreError> {
@@ -604,6 +644,11 @@ impl KvServer {
             return Ok(());
         }
         let object = match parse_payload(&ctx.arg(3)) {
+            // Packetstore's own payload only from another shard's part.
+            Ok(Object::Raw(..)) if !crate::apps::kv::across::is_stand_in(ctx.conn) => {
+                ctx.error(BAD_FORMAT);
+                return Ok(());
+            }
             Ok(object) => object,
             Err(why) => {
                 ctx.error(why);
@@ -655,6 +700,7 @@ impl KvServer {
             Object::Set(_) => KeyType::Set,
             Object::Hash(_) => KeyType::Hash,
             Object::Zset(_) => KeyType::ZSet,
+            Object::Raw(kind, _) => *kind,
         };
         let meta = self.new_object_ops(ctx, key, kind, ops)?;
         let oid = meta.oid;
@@ -682,6 +728,11 @@ impl KvServer {
                     ops.push(self.put_bytes(ctx, element_key(oid, SPACE_SCORE, &score_rest(score, member)), &[])?);
                 }
             }
+            Object::Raw(_, entries) => {
+                for (space, rest, value) in entries {
+                    ops.push(self.put_bytes(ctx, element_key(oid, *space, rest), value)?);
+                }
+            }
             Object::String(_) => unreachable!("handled above"),
         }
         Ok(())
@@ -706,6 +757,7 @@ mod tests {
             Object::Set(vec![b"m".to_vec()]),
             Object::Hash(vec![(b"f".to_vec(), b"v".to_vec())]),
             Object::Zset(vec![(b"a".to_vec(), -1.5), (b"b".to_vec(), f64::INFINITY)]),
+            Object::Raw(KeyType::Stream, vec![(0, b"state".to_vec(), b"s".to_vec()), (3, vec![0; 16], vec![])]),
         ];
         for object in objects {
             let mut bytes = payload(&object);
@@ -713,6 +765,8 @@ mod tests {
             bytes[1] ^= 1;
             assert!(parse_payload(&bytes).is_err(), "a flipped byte fails the CRC");
         }
+        // A raw payload names a collection, never a string.
+        assert_eq!(parse_payload(&payload(&Object::Raw(KeyType::String, Vec::new()))), Err(BAD_FORMAT));
     }
 
     #[test]
