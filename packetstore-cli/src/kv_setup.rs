@@ -254,23 +254,47 @@ impl Drop for Untrust<'_> {
     }
 }
 
+/// How a shard's graceful stop ended (`stopped`), for the process's one
+/// log line (`log_stopped`).
+#[derive(Clone, Copy, Debug)]
+pub enum Stopped {
+    /// The drain gave up on clients that did not read their replies.
+    GaveUp,
+    /// Every reply sent, then a checkpoint folded this many records in.
+    Checkpointed { records: u64, ms: f64 },
+}
+
 /// After a graceful stop (either loop): a drain that sent every reply is
 /// followed by a checkpoint, so that the next start replays nothing; one
 /// that gave up on clients leaves the log to recovery.
-pub fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buffers) -> anyhow::Result<()> {
+pub fn stopped(drained: bool, server: &mut KvServer, pool: &Pool, buffers: &mut Buffers) -> anyhow::Result<Stopped> {
     // One-sided readers stop trusting the table (it goes with the store).
     let _untrusted = Untrust(pool);
     if !drained {
-        tracing::warn!("stopped: gave up on clients that did not read their replies; no checkpoint (recovery replays the log); pool closed");
-        return Ok(());
+        return Ok(Stopped::GaveUp);
     }
     let started = std::time::Instant::now();
     let records = server.checkpoint_all(pool, buffers).context("the shutdown checkpoint failed")?;
+    Ok(Stopped::Checkpointed { records: records as u64, ms: started.elapsed().as_secs_f64() * 1e3 })
+}
+
+/// The process's one line for its shards' stops.
+pub fn log_stopped(shards: &[Stopped]) {
+    let pools = if shards.len() > 1 { "pools" } else { "pool" };
+    if shards.iter().any(|s| matches!(s, Stopped::GaveUp)) {
+        tracing::warn!("stopped: gave up on clients that did not read their replies; no checkpoint (recovery replays the log); {pools} closed");
+        return;
+    }
+    let (mut records, mut ms) = (0, 0.0f64);
+    for shard in shards {
+        if let Stopped::Checkpointed { records: r, ms: m } = shard {
+            records += r;
+            ms = ms.max(*m);
+        }
+    }
     tracing::info!(
-        "stopped: every reply sent; checkpoint: {records} log records folded into the tree in {:.1} ms; pool closed",
-        started.elapsed().as_secs_f64() * 1e3
+        "stopped: every reply sent; checkpoint: {records} log records folded into the tree in {ms:.1} ms; {pools} closed"
     );
-    Ok(())
 }
 
 /// Opens the store: recovery (a progress bar for long replays, on a

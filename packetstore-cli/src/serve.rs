@@ -133,7 +133,9 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
         return done;
     }
     let drained = outcome?;
-    stopped(drained, &mut server, pool, &mut buffers)
+    let stop = stopped(drained, &mut server, pool, &mut buffers)?;
+    crate::kv_setup::log_stopped(&[stop]);
+    Ok(())
 }
 
 /// The loop stopped because the simulated power failed (the crash image

@@ -142,7 +142,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     // --connections-max is the process's, whichever shard the kernel hands
     // a connection to.
     let clients = packetstore::io::engine::SharedLimit::new(args.loop_args.connections_max);
-    let errors: Vec<anyhow::Error> = std::thread::scope(|scope| {
+    let outcomes: Vec<anyhow::Result<Option<crate::kv_setup::Stopped>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = shards
             .into_iter()
             .zip(groups)
@@ -178,9 +178,20 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        let joined = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a shard panicked"))));
-        joined.filter_map(Result::err).collect()
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a shard panicked")))).collect()
     });
+    let mut stops = Vec::new();
+    let mut errors = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Ok(stopped) => stops.extend(stopped),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() && stops.len() == usize::from(count) {
+        // One line for the process's stop, whatever its shard count.
+        crate::kv_setup::log_stopped(&stops);
+    }
     if devices.iter().any(|(device, _)| device.is_dead()) {
         return write_crash_images(&devices);
     }
@@ -419,7 +430,7 @@ impl OneShard<'_> {
         recovered: &AtomicUsize,
         failed: &AtomicBool,
         ready: &AtomicUsize,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<crate::kv_setup::Stopped>> {
         let index = shard.index;
         // However recovery ends (an error, a panic), no shard waits for
         // this one's horizon forever (a no-op once it published).
@@ -441,7 +452,7 @@ impl OneShard<'_> {
         // A shard's one-sided readers' table lives as long as it serves.
         let (mut buffers, mut server, _table) = recovery?;
         if failed.load(Ordering::SeqCst) {
-            return Ok(());
+            return Ok(None);
         }
         // Every shard recovered: new transactions are numbered above
         // every horizon.
@@ -459,6 +470,7 @@ impl OneShard<'_> {
                 + self.links.len()
                 + 2 * packetstore::apps::kv::PRIVATE_LINKS_MAX,
             clients: Some(self.clients.clone()),
+            logs_stop: index == 0,
             adopt: self.links.clone(),
             ..args.loop_args.engine_config(self.prepared.persist == packetstore::io::app::Persist::ZeroCopy)?
         };
@@ -501,14 +513,15 @@ impl OneShard<'_> {
         self.exchange.leave(index);
         if shard.device.as_ref().is_some_and(|device| device.is_dead()) {
             // Its image is written once every shard has stopped (`run`).
-            return Ok(());
+            return Ok(None);
         }
         if server.rebuild_requested() {
             self.rebuild.store(true, Ordering::SeqCst);
-            return Ok(());
+            return Ok(None);
         }
         let drained = outcome.with_context(|| format!("shard {index}"))?;
-        crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers).with_context(|| format!("shard {index}"))
+        let stopped = crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers);
+        stopped.map(Some).with_context(|| format!("shard {index}"))
     }
 
     /// Recovers the shard's store, publishes for one-sided readers (when

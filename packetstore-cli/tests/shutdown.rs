@@ -192,12 +192,19 @@ fn an_epoll_stop_logs_the_same_lines() {
 }
 
 /// The log: one line per notable event, none at steady state: a flood of
-/// refused connections is one line, a thousand requests none, a stop two.
+/// refused connections is one line, a thousand requests none, a stop two;
+/// with two shards too (the process's lines, not each shard's).
 #[test]
 fn the_log_is_one_line_per_event_and_quiet_at_steady_state() {
+    for shards in ["1", "2"] {
+        the_log_is_one_line_per_event_on(shards);
+    }
+}
+
+fn the_log_is_one_line_per_event_on(shards: &str) {
     let pool = TempPool::new("log");
     let log = pool.0.with_extension("log");
-    let mut server = Server::start_logging(&pool.0, &["--connections-max", "4"], &log);
+    let mut server = Server::start_logging(&pool.0, &["--connections-max", "4", "--shards", shards], &log);
     let mut c = server.client();
     let mut extra = Vec::new();
     for _ in 0..100 {

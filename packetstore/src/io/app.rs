@@ -260,4 +260,8 @@ pub trait App {
     fn stop_requested(&self) -> bool {
         false
     }
+
+    /// The loop begins to stop: every connection closes once its replies
+    /// are out (links between shards too: not to be made again).
+    fn draining(&mut self) {}
 }

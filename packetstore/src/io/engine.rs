@@ -180,6 +180,9 @@ pub struct EngineConfig {
     /// loop the kernel gives a connection to). `connections_max` still
     /// bounds each loop's own, links included.
     pub clients: Option<Arc<SharedLimit>>,
+    /// This loop logs the stop's line (one loop of a process does: a
+    /// sharded server's shard 0, with the process's connection count).
+    pub logs_stop: bool,
 }
 
 /// Accepted connections of every loop of a process against one limit.
@@ -187,11 +190,19 @@ pub struct EngineConfig {
 pub struct SharedLimit {
     open: AtomicUsize,
     max: usize,
+    /// When a loop last logged refusals (ms past `made`, 0: never).
+    logged_ms: std::sync::atomic::AtomicU64,
+    made: Instant,
 }
 
 impl SharedLimit {
     pub fn new(max: usize) -> Arc<SharedLimit> {
-        Arc::new(SharedLimit { open: AtomicUsize::new(0), max })
+        Arc::new(SharedLimit {
+            open: AtomicUsize::new(0),
+            max,
+            logged_ms: std::sync::atomic::AtomicU64::new(0),
+            made: Instant::now(),
+        })
     }
 
     /// Takes a place, if one is left.
@@ -201,6 +212,20 @@ impl SharedLimit {
         }
         self.open.fetch_sub(1, Ordering::AcqRel);
         false
+    }
+
+    /// Whether a refusal may be logged now: one line per 10 s for all the
+    /// loops together.
+    fn may_log(&self) -> bool {
+        let now_ms = self.made.elapsed().as_millis() as u64 + 1;
+        let last = self.logged_ms.load(Ordering::Acquire);
+        (last == 0 || now_ms >= last + 10_000)
+            && self.logged_ms.compare_exchange(last, now_ms, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// The places taken now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
     }
 
     fn give_back(&self) {
@@ -261,6 +286,7 @@ impl Default for EngineConfig {
             defer_taskrun: true,
             adopt: Vec::new(),
             clients: None,
+            logs_stop: true,
         }
     }
 }
@@ -607,10 +633,14 @@ impl<'a, A: App> Engine<'a, A> {
     /// closes once its replies are out (see "Stopping" above).
     fn begin_drain(&mut self) {
         self.draining_until = Some(Instant::now() + self.config.drain_timeout);
-        tracing::info!(
-            connections = self.conns.len() - self.free_slots.len(),
-            "stopping: no new connections; sending the replies of what was received"
-        );
+        self.app.draining();
+        if self.config.logs_stop {
+            let own = self.conns.len() - self.free_slots.len();
+            tracing::info!(
+                connections = self.config.clients.as_ref().map_or(own, |limit| limit.open()),
+                "stopping: no new connections; sending the replies of what was received"
+            );
+        }
         for listener in &self.listeners {
             // SAFETY: our descriptor. A listening socket shut down refuses
             // new connections and ends its pending accept.
@@ -743,16 +773,14 @@ impl<'a, A: App> Engine<'a, A> {
             // SAFETY: a descriptor the kernel just gave us and nobody uses.
             unsafe { libc::close(fd) };
             self.stats.refused += 1;
-            // One line per 10 s at most: a flood must not flood the log.
+            // One line per 10 s at most, for the process: a flood must not
+            // flood the log.
             self.refused_unlogged += 1;
-            if self.draining_until.is_none()
-                && self.refused_logged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
-            {
-                tracing::warn!(
-                    refused = self.refused_unlogged,
-                    open = live,
-                    "connections refused: --connections-max reached"
-                );
+            let due = self.refused_logged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
+            let process_due = || self.config.clients.as_ref().is_none_or(|limit| limit.may_log());
+            if self.draining_until.is_none() && due && process_due() {
+                let open = self.config.clients.as_ref().map_or(live, |limit| limit.open());
+                tracing::warn!(refused = self.refused_unlogged, open, "connections refused: --connections-max reached");
                 self.refused_unlogged = 0;
                 self.refused_logged_at = Some(Instant::now());
             }

@@ -56,6 +56,7 @@ impl KvServer {
             modified: false,
             retrying_blocked: false,
             uncounted: false,
+            stopping: false,
             link_reads_here: false,
             shutdown_requested: false,
             rebuild_requested: false,
@@ -243,7 +244,7 @@ impl App for KvServer {
         }
         self.orphan_script(conn);
         self.links.forget((conn.token, conn.id), conn.awaiting);
-        let exchange = self.across.clone();
+        let exchange = self.across.clone().filter(|_| !self.stopping);
         self.links.lost(conn.listener, |shard| exchange.as_ref().is_some_and(|e| !e.is_gone(shard)));
         conn.parser.abandon(buffers, &mut conn.args);
         self.forget_connection(buffers, conn);
@@ -373,6 +374,10 @@ impl App for KvServer {
 
     fn take_adoptions(&mut self, adopt: &mut Vec<(std::os::fd::RawFd, usize)>) {
         adopt.append(&mut self.links.adopt);
+    }
+
+    fn draining(&mut self) {
+        self.stopping = true;
     }
 
     fn adoption_refused(&mut self, listener: usize) {

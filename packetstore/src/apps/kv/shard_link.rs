@@ -519,7 +519,10 @@ impl ShardLinks {
         }
         let Some(shard) = listener.checked_sub(LISTENER_LINK_OUT) else { return };
         let Some(link) = self.out.get_mut(shard) else { return };
-        tracing::warn!("the link to shard {shard} closed: its clients' commands in flight fail; linking again");
+        let again = alive(shard as u16);
+        if again {
+            tracing::warn!("the link to shard {shard} closed: its clients' commands in flight fail; linking again");
+        }
         let pending = std::mem::take(&mut link.pending);
         // A fresh link, as the other end's new connection starts.
         *link = LinkOut { lost: true, ..LinkOut::fresh() };
@@ -532,7 +535,7 @@ impl ShardLinks {
         // acknowledge (a leader that lost its leadership): a new one
         // replaces it (until then, and for good if that shard stopped,
         // what is sent there is answered with an error).
-        if alive(shard as u16) {
+        if again {
             self.relink(shard as u16);
         }
     }

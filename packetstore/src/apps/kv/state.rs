@@ -251,6 +251,9 @@ pub struct KvServer {
     /// part counts (INFO commandstats, errorstats, SLOWLOG, LATENCY count
     /// the client's command once: `shard_link::LINK_PART`).
     pub(super) uncounted: bool,
+    /// The loop is stopping (`App::draining`): a link that closes is not
+    /// made again.
+    pub(super) stopping: bool,
     /// The command running came on a link for a READONLY client of a
     /// replicated node (`replication.rs` `link_refuses`).
     pub(super) link_reads_here: bool,
