@@ -180,18 +180,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a shard panicked")))).collect()
     });
-    let mut stops = Vec::new();
-    let mut errors = Vec::new();
-    for outcome in outcomes {
-        match outcome {
-            Ok(stopped) => stops.extend(stopped),
-            Err(error) => errors.push(error),
-        }
-    }
-    if errors.is_empty() && stops.len() == usize::from(count) {
-        // One line for the process's stop, whatever its shard count.
-        crate::kv_setup::log_stopped(&stops);
-    }
+    let errors = ended(outcomes, count);
     if devices.iter().any(|(device, _)| device.is_dead()) {
         return write_crash_images(&devices);
     }
@@ -204,6 +193,23 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// The shards' threads' ends: their errors; when every shard stopped
+/// gracefully, the process's one line for the stop.
+fn ended(outcomes: Vec<anyhow::Result<Option<crate::kv_setup::Stopped>>>, count: u16) -> Vec<anyhow::Error> {
+    let mut stops = Vec::new();
+    let mut errors = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Ok(stopped) => stops.extend(stopped),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() && stops.len() == usize::from(count) {
+        crate::kv_setup::log_stopped(&stops);
+    }
+    errors
 }
 
 /// The shards' simulated devices, if they run on the crash simulator: a
