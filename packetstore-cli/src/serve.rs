@@ -180,7 +180,6 @@ fn bind_listeners(
 /// The banner: version, pool, persistence domain and its warnings.
 fn print_banner(path: &std::path::Path, pool: &Pool, created: bool, simulated: bool) -> anyhow::Result<()> {
     let geometry = pool.geometry();
-    let domain = pool.domain();
     let mut out = std::io::stdout().lock();
     writeln!(out, "packetstore serve {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(
@@ -191,6 +190,23 @@ fn print_banner(path: &std::path::Path, pool: &Pool, created: bool, simulated: b
         geometry,
         if created { ", created" } else { "" }
     )?;
+    drop(out);
+    print_domain(pool, simulated)
+}
+
+/// A sharded server's banner before its shards' lines: the version, and
+/// the persistence domain of its pools (shard 0's: they lie side by side)
+/// with its warnings, as one shard's banner says them.
+pub fn print_sharded_banner(pool: &Pool, simulated: bool) -> anyhow::Result<()> {
+    println!("packetstore serve {}", env!("CARGO_PKG_VERSION"));
+    print_domain(pool, simulated)
+}
+
+/// The persistence domain and its warnings (emulated, simulated, small
+/// pages).
+fn print_domain(pool: &Pool, simulated: bool) -> anyhow::Result<()> {
+    let domain = pool.domain();
+    let mut out = std::io::stdout().lock();
     writeln!(out, "persistence domain: {domain}")?;
     if simulated {
         writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash image back to the file")?;

@@ -72,6 +72,12 @@ fn owner(c: &mut redis::Connection, key: &str, pools: &ShardPools) -> usize {
 fn shards_answer_as_redis_cluster_masters_and_redirect() {
     let pools = ShardPools::new("shards-moved", 3);
     let server = start(&pools);
+    // The banner says the domain and its warning once, as one shard's does.
+    let banner = server.banner().join("\n");
+    assert!(banner.starts_with("packetstore serve "), "{banner}");
+    assert_eq!(banner.matches("persistence domain: cache-line").count(), 1, "{banner}");
+    assert!(banner.contains("not durable across power loss"), "tmpfs is emulated, and says so: {banner}");
+    assert_eq!(banner.matches("shard ").count(), 3, "a line per shard: {banner}");
     let ports = cluster_ports(&server, &pools);
     let mut shard: Vec<redis::Connection> = ports.iter().map(|&p| connect(p)).collect();
     let mut c = server.client();
