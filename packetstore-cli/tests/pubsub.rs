@@ -61,18 +61,25 @@ fn messages_reach_channel_and_pattern_subscribers_in_order() {
     }
 }
 
+/// With one shard and two: with two, PUBLISH runs on every shard and the
+/// publisher's own copy (its part on its shard came through a link) was
+/// lost; clients are spread over both shards.
 #[test]
 fn resp3_subscribers_get_pushes_and_run_any_command() {
-    let pool = TempPool::new("pubsub-resp3");
-    let server = Server::start(&pool.0, &[]);
-    let mut client = Raw::connect(&server);
-    assert!(client.call(&[b"HELLO", b"3"]).unwrap().starts_with('%'));
-    assert_eq!(client.call(&[b"SUBSCRIBE", b"ch"]).unwrap(), ">3 [$9, $2, :1]");
-    assert_eq!(client.call(&[b"SET", b"k", b"v"]).unwrap(), "+OK");
-    // Its own publication arrives before PUBLISH's reply, as in Redis.
-    client.send(&[b"PUBLISH", b"ch", b"me"]).unwrap();
-    assert_eq!(client.read().unwrap(), ">3 [$7, $2, $2]");
-    assert_eq!(client.read().unwrap(), ":1");
+    for shards in ["1", "2"] {
+        let pool = TempPool::new("pubsub-resp3");
+        let server = Server::start(&pool.0, &["--shards", shards]);
+        for _ in 0..4 {
+            let mut client = Raw::connect(&server);
+            assert!(client.call(&[b"HELLO", b"3"]).unwrap().starts_with('%'));
+            assert_eq!(client.call(&[b"SUBSCRIBE", b"ch"]).unwrap(), ">3 [$9, $2, :1]");
+            assert_eq!(client.call(&[b"SET", b"k", b"v"]).unwrap(), "+OK");
+            // Its own publication arrives before PUBLISH's reply, as in Redis.
+            client.send(&[b"PUBLISH", b"ch", b"me"]).unwrap();
+            assert_eq!(client.read().unwrap(), ">3 [$7, $2, $2]", "{shards} shard(s)");
+            assert_eq!(client.read().unwrap(), ":1");
+        }
+    }
 }
 
 #[test]

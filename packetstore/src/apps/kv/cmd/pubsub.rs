@@ -206,7 +206,11 @@ impl KvServer {
     }
 
     fn send_to(&mut self, ctx: Option<&mut Ctx<'_>>, client: u64, parts: &[&[u8]]) {
-        if let Some(ctx) = ctx.filter(|ctx| ctx.conn.id == client) {
+        // A PUBLISH's part on another shard's link runs as its client (the
+        // link takes its id): the publisher's own copy goes by its mailbox
+        // here, not into the link's reply, where it was lost.
+        let own = ctx.filter(|ctx| ctx.conn.id == client && ctx.conn.listener != crate::apps::kv::LISTENER_LINK_IN);
+        if let Some(ctx) = own {
             let framed = frame(ctx.enc(), parts);
             ctx.out.push(&framed);
             return;
