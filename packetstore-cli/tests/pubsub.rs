@@ -13,10 +13,21 @@ use std::time::{Duration, Instant};
 
 use common::{Raw, Server, TempPool};
 
+/// One shard and two (with two, the clients land on either shard; a
+/// shard channel's subscription stays where its client is and SPUBLISH
+/// reaches every shard's).
 #[test]
 fn messages_reach_channel_and_pattern_subscribers_in_order() {
+    for shards in ["1", "2"] {
+        for _ in 0..3 {
+            messages_reach_subscribers_on(shards);
+        }
+    }
+}
+
+fn messages_reach_subscribers_on(shards: &str) {
     let pool = TempPool::new("pubsub");
-    let server = Server::start(&pool.0, &[]);
+    let server = Server::start(&pool.0, &["--shards", shards]);
     let mut alice = Raw::connect(&server);
     let mut bob = Raw::connect(&server);
     let mut publisher = Raw::connect(&server);

@@ -176,6 +176,21 @@ impl KvServer {
             // Each key is watched on its own shard (`watch_across`).
             return Placement::Here;
         }
+        if !cluster_port && ctx.conn.multi.is_none() {
+            // On the main port shard channels are the one server's: a
+            // subscription is kept where its client is, and SPUBLISH
+            // reaches every shard's subscribers (as PUBLISH does).
+            match entry.name {
+                "ssubscribe" | "sunsubscribe" => return Placement::Here,
+                "spublish" if ctx.argc() == 3 => {
+                    let parts = (0..view.shards)
+                        .map(|shard| span::Part { shard, args: (0..3).map(span::Arg::Index).collect() })
+                        .collect();
+                    return Placement::Span(span::Plan { parts, merge: span::Merge::Sum });
+                }
+                _ => {}
+            }
+        }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
         let Some(&slot) = slots.first() else {
             return match cluster_port {
