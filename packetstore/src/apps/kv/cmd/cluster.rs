@@ -114,6 +114,21 @@ fn keyless_plan<'a>(
     }
 }
 
+/// On the main port shard channels are the one server's: a subscription is
+/// kept where its client is, and SPUBLISH reaches every shard's
+/// subscribers (as PUBLISH does). None: not such a command.
+fn shard_channel_placement(name: &str, argc: usize, shards: u16) -> Option<Placement> {
+    match name {
+        "ssubscribe" | "sunsubscribe" => Some(Placement::Here),
+        "spublish" if argc == 3 => {
+            let parts =
+                (0..shards).map(|shard| span::Part { shard, args: (0..3).map(span::Arg::Index).collect() }).collect();
+            Some(Placement::Span(span::Plan { parts, merge: span::Merge::Sum }))
+        }
+        _ => None,
+    }
+}
+
 /// SCRIPT KILL, FUNCTION KILL or FUNCTION STATS: about the busy script.
 fn kills_or_asks(entry: &CommandEntry, ctx: &Ctx<'_>) -> bool {
     matches!(entry.name, "script" | "function")
@@ -176,20 +191,11 @@ impl KvServer {
             // Each key is watched on its own shard (`watch_across`).
             return Placement::Here;
         }
-        if !cluster_port && ctx.conn.multi.is_none() {
-            // On the main port shard channels are the one server's: a
-            // subscription is kept where its client is, and SPUBLISH
-            // reaches every shard's subscribers (as PUBLISH does).
-            match entry.name {
-                "ssubscribe" | "sunsubscribe" => return Placement::Here,
-                "spublish" if ctx.argc() == 3 => {
-                    let parts = (0..view.shards)
-                        .map(|shard| span::Part { shard, args: (0..3).map(span::Arg::Index).collect() })
-                        .collect();
-                    return Placement::Span(span::Plan { parts, merge: span::Merge::Sum });
-                }
-                _ => {}
-            }
+        if let Some(placement) = (!cluster_port && ctx.conn.multi.is_none())
+            .then(|| shard_channel_placement(entry.name, ctx.argc(), view.shards))
+            .flatten()
+        {
+            return placement;
         }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
         let Some(&slot) = slots.first() else {
