@@ -114,9 +114,22 @@ fn keyless_plan<'a>(
     }
 }
 
-/// On the main port shard channels are the one server's: a subscription is
-/// kept where its client is, and SPUBLISH reaches every shard's
-/// subscribers (as PUBLISH does). None: not such a command.
+impl KvServer {
+    /// The main port's own placements: WATCH (each key watched on its own
+    /// shard, `watch_across`) and shard channels, which are the one
+    /// server's there (a subscription kept where its client is, SPUBLISH
+    /// reaching every shard's subscribers as PUBLISH does). None: the
+    /// command is placed by its keys.
+    fn main_port_own(&self, ctx: &Ctx<'_>, entry: &CommandEntry, shards: u16) -> Option<Placement> {
+        if entry.name == "watch" && self.across.is_some() {
+            return Some(Placement::Here);
+        }
+        ctx.conn.multi.is_none().then(|| shard_channel_placement(entry.name, ctx.argc(), shards)).flatten()
+    }
+}
+
+/// Shard channels on the main port (`main_port_own`). None: not one of
+/// their commands.
 fn shard_channel_placement(name: &str, argc: usize, shards: u16) -> Option<Placement> {
     match name {
         "ssubscribe" | "sunsubscribe" => Some(Placement::Here),
@@ -187,14 +200,7 @@ impl KvServer {
                 return Placement::Relay(shard);
             }
         }
-        if entry.name == "watch" && !cluster_port && self.across.is_some() {
-            // Each key is watched on its own shard (`watch_across`).
-            return Placement::Here;
-        }
-        if let Some(placement) = (!cluster_port && ctx.conn.multi.is_none())
-            .then(|| shard_channel_placement(entry.name, ctx.argc(), view.shards))
-            .flatten()
-        {
+        if let Some(placement) = (!cluster_port).then(|| self.main_port_own(ctx, entry, view.shards)).flatten() {
             return placement;
         }
         let slots = key_slots(entry, ctx.argc(), |i| ctx.arg(i));
