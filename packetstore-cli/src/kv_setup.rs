@@ -3,6 +3,7 @@
 //! and the steps each event loop takes around serving (its store's
 //! recovery, its configuration, its checkpoint after a graceful stop).
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -365,4 +366,49 @@ pub fn print_limits(config: &EngineConfig, args: &Args) {
             (false, _) => "none: anyone who can connect may read and write",
         }
     );
+}
+
+/// The banner: version, pool, persistence domain and its warnings.
+pub fn print_banner(path: &std::path::Path, pool: &Pool, created: bool, simulated: bool) -> anyhow::Result<()> {
+    let geometry = pool.geometry();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "packetstore serve {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(
+        out,
+        "pool: {} ({:.1} MiB, {}{})",
+        path.display(),
+        pool.len() as f64 / 1048576.0,
+        geometry,
+        if created { ", created" } else { "" }
+    )?;
+    drop(out);
+    print_domain(pool, simulated)
+}
+
+/// A sharded server's banner before its shards' lines: the version, and
+/// the persistence domain of its pools (shard 0's: they lie side by side)
+/// with its warnings, as one shard's banner says them.
+pub fn print_sharded_banner(pool: &Pool, simulated: bool) -> anyhow::Result<()> {
+    println!("packetstore serve {}", env!("CARGO_PKG_VERSION"));
+    print_domain(pool, simulated)
+}
+
+/// The persistence domain and its warnings (emulated, simulated, small
+/// pages).
+fn print_domain(pool: &Pool, simulated: bool) -> anyhow::Result<()> {
+    let domain = pool.domain();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "persistence domain: {domain}")?;
+    if simulated {
+        writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash image back to the file")?;
+    } else if !domain.durable {
+        writeln!(out, "WARNING: this domain is not durable across power loss (emulated or none): use it for testing")?;
+    }
+    if domain.tmpfs_huge_pages == Some(false) {
+        writeln!(out, "{}", crate::options::TMPFS_SMALL_PAGES)?;
+    }
+    out.flush()?;
+    drop(out);
+
+    Ok(())
 }

@@ -15,7 +15,6 @@ use packetstore::{Buffers, Pool, PoolKind};
 use crate::kv_setup::{kv_config, open_store, print_limits, record_recovery, stopped, Args, Prepared};
 use crate::options::{
     check_buffers, check_new_pool, open_or_create_pool, power_switch, warn_pool_size_ignored, write_crash_image,
-    TMPFS_SMALL_PAGES,
 };
 
 pub fn run(mut args: Args) -> anyhow::Result<()> {
@@ -74,7 +73,7 @@ fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
     check_buffers(&args.pool, &geometry, needed)?;
     crate::shards::check_shard(&args.pool, file_pool.header().shard, None)?;
     let domain = pool.domain().clone();
-    print_banner(&args.pool, pool, created, power.is_some())?;
+    crate::kv_setup::print_banner(&args.pool, pool, created, power.is_some())?;
 
     let mut buffers = Buffers::new(geometry.buffer_count);
     // The page domain writes back whole pages at each sync: hand out
@@ -175,49 +174,4 @@ fn bind_listeners(
         crate::listen::warn_peer_exposure(peer, !group.secret.is_empty());
     }
     Ok(listeners)
-}
-
-/// The banner: version, pool, persistence domain and its warnings.
-fn print_banner(path: &std::path::Path, pool: &Pool, created: bool, simulated: bool) -> anyhow::Result<()> {
-    let geometry = pool.geometry();
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "packetstore serve {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(
-        out,
-        "pool: {} ({:.1} MiB, {}{})",
-        path.display(),
-        pool.len() as f64 / 1048576.0,
-        geometry,
-        if created { ", created" } else { "" }
-    )?;
-    drop(out);
-    print_domain(pool, simulated)
-}
-
-/// A sharded server's banner before its shards' lines: the version, and
-/// the persistence domain of its pools (shard 0's: they lie side by side)
-/// with its warnings, as one shard's banner says them.
-pub fn print_sharded_banner(pool: &Pool, simulated: bool) -> anyhow::Result<()> {
-    println!("packetstore serve {}", env!("CARGO_PKG_VERSION"));
-    print_domain(pool, simulated)
-}
-
-/// The persistence domain and its warnings (emulated, simulated, small
-/// pages).
-fn print_domain(pool: &Pool, simulated: bool) -> anyhow::Result<()> {
-    let domain = pool.domain();
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "persistence domain: {domain}")?;
-    if simulated {
-        writeln!(out, "WARNING: SIMULATED POWER FAILURES (test switch): the pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash image back to the file")?;
-    } else if !domain.durable {
-        writeln!(out, "WARNING: this domain is not durable across power loss (emulated or none): use it for testing")?;
-    }
-    if domain.tmpfs_huge_pages == Some(false) {
-        writeln!(out, "{TMPFS_SMALL_PAGES}")?;
-    }
-    out.flush()?;
-    drop(out);
-
-    Ok(())
 }

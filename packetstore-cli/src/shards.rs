@@ -118,7 +118,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<Shard>>>()?;
     let devices = simulated_devices(&shards);
-    crate::serve::print_sharded_banner(&shards[0].pool, !devices.is_empty())?;
+    crate::kv_setup::print_sharded_banner(&shards[0].pool, !devices.is_empty())?;
     let (stop, wake_fd) = crate::shutdown::install()?;
     let horizons = Horizons::new(count);
     let exchange = Arc::new(Exchange::new(count).context("making the shards' eventfds")?);

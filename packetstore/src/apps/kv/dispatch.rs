@@ -24,7 +24,7 @@ use crate::apps::kv::placement::Placement;
 use crate::apps::kv::shard_link::Client;
 use crate::apps::kv::span;
 use crate::apps::kv::state::{
-    CommandEntry, CommandSlot, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, UNCOUNTED, WRITE,
+    CommandEntry, CommandSlot, Commands, Ctx, KvConn, KvServer, OTHER, READ, RESP, SPANNING, UNCOUNTED, WRITE,
 };
 use crate::io::app::{Progress, Release};
 use crate::io::outq::OutQueue;
@@ -880,10 +880,6 @@ impl KvServer {
         Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
     }
 }
-
-/// `KvConn::awaiting_shard` of a client whose spanning command is out:
-/// no shard's (a later command waits for its reply, wherever it goes).
-pub(super) const SPANNING: u16 = u16::MAX;
 
 #[cfg(test)]
 mod tests {

@@ -89,7 +89,7 @@ impl KvServer {
         let parts: Vec<(u16, Vec<&[u8]>)> = (0..shards).map(|shard| (shard, args.to_vec())).collect();
         self.links.send_span(client, &parts, crate::apps::kv::span::Merge::Metrics { keep_alive }, false);
         conn.awaiting = 1;
-        conn.awaiting_shard = crate::apps::kv::dispatch::SPANNING;
+        conn.awaiting_shard = crate::apps::kv::state::SPANNING;
         conn.http_close = !keep_alive;
     }
 

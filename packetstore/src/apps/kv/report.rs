@@ -626,23 +626,6 @@ fn resident_bytes() -> u64 {
     kib.and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).map_or(0, |k| k * 1024)
 }
 
-/// How a sharded server's main port folds a family of its shards'
-/// expositions into one: most are each shard's part of the whole
-/// (requests, keys, buffers, connections: added); a few are alike on every
-/// shard (the version, the buffer size, the uptime) or a view of the whole
-/// (the tallest tree, the slowest recovery, whether any compaction runs).
-pub(super) fn metrics_fold(family: &str) -> crate::util::metrics::Fold {
-    use crate::util::metrics::Fold;
-    match family {
-        "packetstore_info" | "packetstore_uptime_seconds" | "packetstore_buffer_bytes" => Fold::First,
-        "packetstore_recovery_seconds"
-        | "packetstore_tree_height"
-        | "packetstore_compaction_running"
-        | "packetstore_compaction_waste_ratio" => Fold::Max,
-        _ => Fold::Sum,
-    }
-}
-
 #[cfg(test)]
 mod memory_tests {
     use super::*;

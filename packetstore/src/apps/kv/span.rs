@@ -64,7 +64,7 @@ pub enum Merge {
     /// calls and each bucket's count added by command.
     Histograms,
     /// GET /metrics on the main port: bulk strings of every shard's
-    /// Prometheus exposition, merged (`report::metrics_fold`) into the
+    /// Prometheus exposition, merged (`metrics_fold`) into the
     /// HTTP response itself, as a bulk string (`http_relay.rs`).
     Metrics { keep_alive: bool },
 }
@@ -435,10 +435,27 @@ fn newest_entries(replies: &[Vec<u8>], shown: usize) -> Vec<u8> {
 
 /// Bulk strings (RESP2 `$`, or RESP3 verbatim `=` with its `txt:`), as
 /// one made by `join` from their texts, in the first one's type.
+/// How a sharded server's main port folds a family of its shards'
+/// expositions into one: most are each shard's part of the whole
+/// (requests, keys, buffers, connections: added); a few are alike on every
+/// shard (the version, the buffer size, the uptime) or a view of the whole
+/// (the tallest tree, the slowest recovery, whether any compaction runs).
+fn metrics_fold(family: &str) -> crate::util::metrics::Fold {
+    use crate::util::metrics::Fold;
+    match family {
+        "packetstore_info" | "packetstore_uptime_seconds" | "packetstore_buffer_bytes" => Fold::First,
+        "packetstore_recovery_seconds"
+        | "packetstore_tree_height"
+        | "packetstore_compaction_running"
+        | "packetstore_compaction_waste_ratio" => Fold::Max,
+        _ => Fold::Sum,
+    }
+}
+
 /// The parts' expositions merged, as a bulk string of the whole HTTP
 /// response.
 fn metrics_response(replies: &[Vec<u8>], keep_alive: bool) -> Vec<u8> {
-    let fold = crate::apps::kv::report::metrics_fold;
+    let fold = metrics_fold;
     let merged = texts(replies, |parts| crate::util::metrics::merge_expositions(parts, fold));
     // `texts` answers a bulk string whose text is the merged exposition.
     let eol = merged.windows(2).position(|w| w == b"\r\n").unwrap_or(0);

@@ -347,6 +347,9 @@ pub(super) const READ: usize = 0;
 pub(super) const WRITE: usize = 1;
 
 pub(super) const OTHER: usize = 2;
+/// `KvConn::awaiting_shard` of a client whose spanning command is out:
+/// no shard's (a later command waits for its reply, wherever it goes).
+pub(super) const SPANNING: u16 = u16::MAX;
 /// Not a client's request here (`run_command`'s kind): a command relayed
 /// to the shard that runs it (which counts it), or a link's own line.
 pub(super) const UNCOUNTED: usize = usize::MAX;
