@@ -768,7 +768,7 @@ fn restarts_under_load(pool: &std::path::Path, extra: &[&str], stop: Stop, round
                     Err(error) => panic!("round {round}: DEBUG POWERFAIL: {error}"),
                 }
                 assert!(server.wait_exit(Duration::from_secs(60)), "round {round}: the power never failed");
-                let said: Vec<String> = server.lines.try_iter().collect();
+                let said = server.lines_at_exit();
                 assert!(
                     said.iter().any(|l| l.starts_with("power failed (simulated)")),
                     "round {round}: the server stopped for another reason: {said:?}"

@@ -533,7 +533,7 @@ fn restarts(pool: TempPool, power: Option<&str>, rounds: u64) {
                         let _ = read_response(&mut BufReader::new(nudge));
                     }
                 }
-                let said: Vec<String> = server.lines.try_iter().collect();
+                let said = common::lines_until_end(&server.lines);
                 assert!(
                     said.iter().any(|l| l.starts_with("power failed (simulated)")),
                     "round {round}: the server stopped for another reason: {said:?}"

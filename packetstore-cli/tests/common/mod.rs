@@ -103,6 +103,13 @@ impl Server {
         Server { child, http, resp, lines }
     }
 
+    /// Every line the server printed that was not taken yet, once it
+    /// exited: read until its output ends (the thread reading it may lag
+    /// behind the exit on a busy machine), 10 s at most.
+    pub fn lines_at_exit(&self) -> Vec<String> {
+        lines_until_end(&self.lines)
+    }
+
     /// The start-up lines printed before listening.
     pub fn banner(&self) -> Vec<String> {
         self.lines.try_iter().collect()
@@ -554,4 +561,18 @@ pub fn group_writer(
         }
     }
     acked
+}
+
+/// The lines `lines` still brings until its sender is gone (the server's
+/// output ended), 10 s at most.
+pub fn lines_until_end(lines: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut said = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(_) => break,
+        }
+    }
+    said
 }
