@@ -99,8 +99,9 @@ pub struct Args {
     #[arg(long, default_value_t = 0.5)]
     pub compact_waste: f64,
     /// Value bytes a second the scrubber checks against their CRCs, pass
-    /// after pass over the whole tree ("8MiB"; 0: no scrubbing). Progress
-    /// and what it found: INFO persistence (scrub_*) and /metrics.
+    /// after pass over the whole tree ("8MiB"; 0: no scrubbing), for the
+    /// process (its shards share it evenly). Progress and what it found:
+    /// INFO persistence (scrub_*) and /metrics.
     #[arg(long, default_value = "8MiB")]
     pub scrub_rate: String,
     /// Publish for one-sided readers: processes on this machine that map
@@ -207,7 +208,8 @@ pub fn kv_config(
         buffers_reserve,
         domain_name: domain.domain.name().to_string(),
         power_switch: power,
-        scrub_rate_bytes: parse_size(&args.scrub_rate).context("--scrub-rate")?,
+        // The process's rate, shared evenly by its shards.
+        scrub_rate_bytes: parse_size(&args.scrub_rate).context("--scrub-rate")? / u64::from(args.shards.max(1)),
         settings: packetstore::apps::kv::KvSettings {
             resp,
             http,

@@ -115,12 +115,20 @@ fn hashes_answer_as_redis() {
 const STR_MAX: &str = "9223372036854775807";
 
 /// The sixteen databases: keys are per database; MOVE, SWAPDB, FLUSHDB and
-/// FLUSHALL; COPY ... DB; and all of it after a kill -9.
+/// FLUSHALL; COPY ... DB; and all of it after a kill -9. With two shards
+/// too, four times (SWAPDB swapped only the connection's shard's, so the
+/// key's shard kept the old mapping whenever the two differed).
 #[test]
 fn databases_are_sixteen_and_durable() {
+    for shards in ["1", "2", "2", "2", "2"] {
+        databases_are_sixteen_and_durable_on(shards);
+    }
+}
+
+fn databases_are_sixteen_and_durable_on(shards: &str) {
     let pool = TempPool::new("coll-dbs");
     {
-        let server = Server::start(&pool.0, &[]);
+        let server = Server::start(&pool.0, &["--shards", shards]);
         let mut c = server.client();
         let _: () = q(&mut c, &["SET", "k", "zero"]);
         assert_eq!(shown(&mut c, &["SELECT", "1"]), "OK");

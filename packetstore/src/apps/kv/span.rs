@@ -92,7 +92,7 @@ pub struct Plan {
 
 /// Keyless commands answered by every shard.
 /// A subcommand is named `command|subcommand`, in lower case.
-const EVERY_SHARD: [(&str, Merge); 27] = [
+const EVERY_SHARD: [(&str, Merge); 28] = [
     // Every shard's figures, clients and patterns.
     ("info", Merge::Info),
     ("client|list", Merge::Text),
@@ -128,6 +128,9 @@ const EVERY_SHARD: [(&str, Merge); 27] = [
     ("keys", Merge::Concat),
     ("flushall", Merge::AllOk),
     ("flushdb", Merge::AllOk),
+    // Every shard maps the logical databases the same way (each shard
+    // swaps its own; not one instant across shards, as FLUSHALL).
+    ("swapdb", Merge::AllOk),
     ("randomkey", Merge::AnyOf),
 ];
 

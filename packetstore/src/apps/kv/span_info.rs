@@ -19,7 +19,7 @@ const MERGED_BY_NAME: [&str; 4] = ["commandstats", "errorstats", "keyspace", "la
 /// every shard's. Others (connected_clients, blocked_clients, the tracking
 /// figures) are summed by each shard already, through the exchange, or are
 /// alike on every shard.
-const SUMMED: [&str; 32] = [
+const SUMMED: [&str; 33] = [
     "total_commands_processed",
     "instantaneous_ops_per_sec",
     "total_http_requests",
@@ -48,6 +48,7 @@ const SUMMED: [&str; 32] = [
     "value_bytes_in_place",
     "value_bytes_copied",
     "values_corrupt",
+    "scrub_rate_bytes",
     "scrub_bytes",
     "scrub_values",
     "scrub_corrupt",
@@ -199,6 +200,6 @@ mod tests {
         assert!(merged.contains("scrub_values:17\r\n"), "{merged}");
         assert!(merged.contains("scrub_passes:2\r\n"), "a pass of the data set is every shard's: {merged}");
         assert!(merged.contains("scrub_corrupt:1\r\n"), "{merged}");
-        assert!(merged.contains("scrub_rate_bytes:100\r\n"), "{merged}");
+        assert!(merged.contains("scrub_rate_bytes:200\r\n"), "each shard scrubs its share: {merged}");
     }
 }
