@@ -74,7 +74,9 @@ fn fill(path: &Path) -> u64 {
 fn a_full_file_system_loses_nothing_and_refuses_new_pools_clearly() {
     let fs = LoopFs::new(64);
     let pool = fs.mount.join("kv.pool");
-    let args = ["--pool-size", "24MiB", "--log-size", "1MiB", "--ring-entries", "64"];
+    // One pool: the file system is sized for one (a shard per core would
+    // make one pool file each).
+    let args = ["--pool-size", "24MiB", "--log-size", "1MiB", "--ring-entries", "64", "--shards", "1"];
     let mut acknowledged = Vec::new();
     {
         let server = Server::start(&pool, &args);

@@ -18,6 +18,11 @@ use redis::Commands;
 mod common;
 use common::{Server, TempPool, Wal};
 
+/// These tests read one pool file's records and tree by their offsets (a
+/// sharded data set's inspection has its own test, below): one shard,
+/// whatever the default.
+const ONE_POOL: &[&str] = &["--shards", "1"];
+
 fn inspect(pool: &Path, verify: bool) -> (bool, serde_json::Value) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_packetstore"));
     command.args(["inspect", "--json", "--records", pool.to_str().unwrap()]);
@@ -48,7 +53,7 @@ fn flip_byte(pool: &Path, offset: u64) {
 #[test]
 fn verify_catches_damaged_record_data() {
     let pool = TempPool::new("inspect-log");
-    let server = Server::start(&pool.0, &[]);
+    let server = Server::start(&pool.0, ONE_POOL);
     fill(&server);
     server.kill();
     let before = std::fs::read(&pool.0).unwrap();
@@ -81,7 +86,7 @@ fn verify_catches_damaged_record_data() {
 #[test]
 fn verify_catches_a_damaged_tree_node_and_reports_the_tree() {
     let pool = TempPool::new("inspect-tree");
-    let mut server = Server::start(&pool.0, &[]);
+    let mut server = Server::start(&pool.0, ONE_POOL);
     fill(&server);
     let _: () = server.client().del("k0").unwrap();
     // SIGTERM: the shutdown checkpoint moves everything into the tree.
@@ -115,7 +120,7 @@ fn verify_catches_a_damaged_tree_node_and_reports_the_tree() {
 #[test]
 fn inspect_reports_the_last_recovery() {
     let pool = TempPool::new("inspect-last");
-    let server = Server::start(&pool.0, &[]);
+    let server = Server::start(&pool.0, ONE_POOL);
     let first_pid = server.child.id();
     fill(&server);
     server.kill();
@@ -126,7 +131,7 @@ fn inspect_reports_the_last_recovery() {
     assert_eq!(last["records_replayed"], 0, "a new pool: nothing to replay");
     assert_eq!(json["recovery"]["records_to_replay"], 200);
 
-    let mut server = Server::start(&pool.0, &[]);
+    let mut server = Server::start(&pool.0, ONE_POOL);
     let second_pid = server.child.id();
     // SAFETY: a signal to our own child.
     assert_eq!(unsafe { libc::kill(second_pid as libc::pid_t, libc::SIGTERM) }, 0);
@@ -192,7 +197,7 @@ fn inspect_reports_the_wal_servers_last_recovery() {
 #[test]
 fn compact_by_hand_frees_buffers_and_keeps_every_value() {
     let pool = TempPool::new("compact");
-    let mut server = Server::start(&pool.0, &["--compact-waste", "2"]);
+    let mut server = Server::start(&pool.0, &["--compact-waste", "2", "--shards", "1"]);
     let mut c = server.client();
     let mut want = std::collections::BTreeMap::new();
     // Each round after the first overwrites a scattered half of the keys,
@@ -225,7 +230,7 @@ fn compact_by_hand_frees_buffers_and_keeps_every_value() {
         line.rsplit("free buffers ").next().unwrap().split(" -> ").map(|n| n.trim().parse().unwrap()).collect();
     assert!(free[1] > free[0] + 100, "buffers freed: {line}");
     assert!(inspect(&pool.0, true).0, "the compacted pool verifies");
-    let server = Server::start(&pool.0, &[]);
+    let server = Server::start(&pool.0, ONE_POOL);
     let mut c = server.client();
     for (key, value) in &want {
         let got: String = c.get(key).unwrap();
@@ -243,7 +248,7 @@ fn recovery_replays_at_most_the_replay_budget() {
     const BUDGET: u64 = 1_000;
     let pool = TempPool::new("inspect-budget");
     let budget = BUDGET.to_string();
-    let extra = ["--replay-budget", budget.as_str(), "--checkpoint-interval", "60m"];
+    let extra = ["--replay-budget", budget.as_str(), "--checkpoint-interval", "60m", "--shards", "1"];
     let server = Server::start(&pool.0, &extra);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..4)

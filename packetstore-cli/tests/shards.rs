@@ -532,7 +532,8 @@ fn auto_makes_a_shard_per_allowed_core() {
 #[test]
 fn an_unsharded_pool_refuses_shards_and_opens_with_cluster_ports() {
     let pools = ShardPools::new("shards-plain", 2);
-    let server = Server::start(&pools.first.0, &[]);
+    // An unsharded data set: one shard, whatever the default.
+    let server = Server::start(&pools.first.0, &["--shards", "1"]);
     let mut c = server.client();
     let _: () = redis::cmd("SET").arg("foo").arg("bar").query(&mut c).unwrap();
     let disabled = error_text(redis::cmd("CLUSTER").arg("SLOTS").query::<()>(&mut c));
