@@ -19,7 +19,7 @@ const MERGED_BY_NAME: [&str; 4] = ["commandstats", "errorstats", "keyspace", "la
 /// every shard's. Others (connected_clients, blocked_clients, the tracking
 /// figures) are summed by each shard already, through the exchange, or are
 /// alike on every shard.
-const SUMMED: [&str; 33] = [
+const SUMMED: [&str; 39] = [
     "total_commands_processed",
     "instantaneous_ops_per_sec",
     "total_http_requests",
@@ -42,6 +42,12 @@ const SUMMED: [&str; 33] = [
     "total_connections_received",
     "rejected_connections",
     "total_net_input_bytes",
+    "ring_enobufs",
+    "clients_paused_for_output",
+    "client_output_buffer_limit_disconnections",
+    "coalesced_streams",
+    "receives_limited",
+    "cross_protocol_closed",
     // Persistence: each shard flushes, fences and keeps its own values.
     "fences",
     "lines_flushed",
