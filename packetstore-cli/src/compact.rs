@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let pool = open_pool(&path, &args)?;
         let found = pool.header().shard;
         anyhow::ensure!(
-            found.is_some_and(|id| id.index == index && id.count == set.count && id.set_id == set.set_id),
+            crate::shards::is_shard_of(found, index, set),
             "{} is not shard {index} of {}'s data set of {} shards (its header: {found:?})",
             path.display(),
             args.pool.display(),

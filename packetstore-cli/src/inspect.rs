@@ -145,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut shard = inspect_pool(&path, &args)
             .with_context(|| format!("shard {index} of {} ({})", set.count, path.display()))?;
         let found = shard.pool.header().shard;
-        if found.is_none_or(|id| id.index != index || id.count != set.count || id.set_id != set.set_id) {
+        if !crate::shards::is_shard_of(found, index, set) {
             shard
                 .findings
                 .problems

@@ -349,6 +349,13 @@ fn header_of(path: &Path) -> Option<packetstore::pool::layout::Header> {
     packetstore::pool::layout::Header::decode(&bytes).ok()
 }
 
+/// Whether a pool whose header says `found` is shard `index` of the data
+/// set `set` (shard 0's id): the offline tools' check of the files beside
+/// shard 0's.
+pub fn is_shard_of(found: Option<ShardId>, index: u16, set: ShardId) -> bool {
+    found.is_some_and(|id| id.index == index && id.count == set.count && id.set_id == set.set_id)
+}
+
 /// A pool's `found` shard must be `wanted` (index, count), where a count
 /// of 1 is an unsharded pool (the whole data set).
 pub fn check_shard(path: &Path, found: Option<ShardId>, wanted: Option<(u16, u16)>) -> anyhow::Result<()> {

@@ -776,9 +776,11 @@ impl<'a, A: App> Engine<'a, A> {
             // One line per 10 s at most, for the process: a flood must not
             // flood the log.
             self.refused_unlogged += 1;
-            let due = self.refused_logged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
-            let process_due = || self.config.clients.as_ref().is_none_or(|limit| limit.may_log());
-            if self.draining_until.is_none() && due && process_due() {
+            let due = || match &self.config.clients {
+                Some(limit) => limit.may_log(),
+                None => self.refused_logged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)),
+            };
+            if self.draining_until.is_none() && due() {
                 let open = self.config.clients.as_ref().map_or(live, |limit| limit.open());
                 tracing::warn!(refused = self.refused_unlogged, open, "connections refused: --connections-max reached");
                 self.refused_unlogged = 0;

@@ -436,8 +436,6 @@ fn newest_entries(replies: &[Vec<u8>], shown: usize) -> Vec<u8> {
     out
 }
 
-/// Bulk strings (RESP2 `$`, or RESP3 verbatim `=` with its `txt:`), as
-/// one made by `join` from their texts, in the first one's type.
 /// How a sharded server's main port folds a family of its shards'
 /// expositions into one: most are each shard's part of the whole
 /// (requests, keys, buffers, connections: added); a few are alike on every
@@ -458,26 +456,41 @@ fn metrics_fold(family: &str) -> crate::util::metrics::Fold {
 /// The parts' expositions merged, as a bulk string of the whole HTTP
 /// response.
 fn metrics_response(replies: &[Vec<u8>], keep_alive: bool) -> Vec<u8> {
-    let fold = metrics_fold;
-    let merged = texts(replies, |parts| crate::util::metrics::merge_expositions(parts, fold));
-    // `texts` answers a bulk string whose text is the merged exposition.
-    let eol = merged.windows(2).position(|w| w == b"\r\n").unwrap_or(0);
-    let Some(body) = merged.get(eol + 2..merged.len().saturating_sub(2)).filter(|_| merged[0] == b'$') else {
-        return merged;
+    let parts = match bulk_texts(replies) {
+        Ok((parts, _)) => parts,
+        Err(unexpected) => return unexpected,
     };
+    let body = crate::util::metrics::merge_expositions(&parts, metrics_fold);
     let mut response = Vec::new();
-    crate::proto::http::respond_typed(&mut response, 200, crate::proto::http::METRICS_CONTENT_TYPE, body, keep_alive);
+    let content_type = crate::proto::http::METRICS_CONTENT_TYPE;
+    crate::proto::http::respond_typed(&mut response, 200, content_type, body.as_bytes(), keep_alive);
     let mut out = format!("${}\r\n", response.len()).into_bytes();
     out.extend_from_slice(&response);
     out.extend_from_slice(b"\r\n");
     out
 }
 
+/// Bulk strings (RESP2 `$`, or RESP3 verbatim `=` with its `txt:`), as
+/// one made by `join` from their texts, in the first one's type.
 fn texts(replies: &[Vec<u8>], join: impl Fn(&[&str]) -> String) -> Vec<u8> {
+    let (texts, verbatim) = match bulk_texts(replies) {
+        Ok(texts) => texts,
+        Err(unexpected) => return unexpected,
+    };
+    let text = join(&texts);
+    match verbatim {
+        true => format!("={}\r\ntxt:{text}\r\n", text.len() + 4).into_bytes(),
+        false => format!("${}\r\n{text}\r\n", text.len()).into_bytes(),
+    }
+}
+
+/// The texts of bulk strings, and whether one was verbatim; Err: the
+/// error reply for the first that is no bulk string of UTF-8.
+fn bulk_texts(replies: &[Vec<u8>]) -> Result<(Vec<&str>, bool), Vec<u8>> {
     let mut texts = Vec::with_capacity(replies.len());
     let mut verbatim = false;
     for reply in replies {
-        let Some((kind, rest)) = reply.split_first() else { return unexpected(reply) };
+        let Some((kind, rest)) = reply.split_first() else { return Err(unexpected(reply)) };
         let eol = rest.windows(2).position(|w| w == b"\r\n");
         let body = eol.and_then(|eol| rest.get(eol + 2..rest.len().checked_sub(2)?));
         let body = match (kind, body) {
@@ -486,18 +499,14 @@ fn texts(replies: &[Vec<u8>], join: impl Fn(&[&str]) -> String) -> Vec<u8> {
                 verbatim = true;
                 &body[4..]
             }
-            _ => return unexpected(reply),
+            _ => return Err(unexpected(reply)),
         };
         match std::str::from_utf8(body) {
             Ok(text) => texts.push(text),
-            Err(_) => return unexpected(reply),
+            Err(_) => return Err(unexpected(reply)),
         }
     }
-    let text = join(&texts);
-    match verbatim {
-        true => format!("={}\r\ntxt:{text}\r\n", text.len() + 4).into_bytes(),
-        false => format!("${}\r\n{text}\r\n", text.len()).into_bytes(),
-    }
+    Ok((texts, verbatim))
 }
 
 /// `:n\r\n` as n.

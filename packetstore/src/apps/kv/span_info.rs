@@ -160,14 +160,14 @@ pub fn merge_info(texts: &[&str]) -> String {
                 let lines = all.iter().filter_map(|part| part.lines.iter().find(|(n, _)| n == name));
                 lines.map(|(_, v)| v.parse::<i64>().unwrap_or(0))
             };
-            let summed = if SUMMED.contains(name) {
+            let folded = if SUMMED.contains(name) {
                 Some(numbers().sum::<i64>())
             } else if LEAST.contains(name) {
                 numbers().min()
             } else {
                 None
             };
-            match summed {
+            match folded {
                 Some(total) => out.push_str(&format!("{name}:{total}\r\n")),
                 None => out.push_str(&format!("{name}:{value}\r\n")),
             }

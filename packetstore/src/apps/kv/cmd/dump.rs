@@ -22,7 +22,9 @@ use crate::apps::kv::cmd::zsets::score_rest;
 use crate::apps::kv::ops::{parse_i64, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::store::db::{now_ms, value_bytes, Op, StoreError};
-use crate::store::keyspace::{element_key, expire_key, seq_key, KeyType, SEQ_FIRST, SPACE_MAIN, SPACE_SCORE};
+use crate::store::keyspace::{
+    element_key, expire_key, seq_key, KeyType, ELEMENT_PREFIX_LEN, SEQ_FIRST, SPACE_MAIN, SPACE_SCORE,
+};
 
 /// This family's commands, as COMMAND describes them.
 #[rustfmt::skip]
@@ -591,13 +593,11 @@ impl KvServer {
     /// A collection as its entries in every space, for another shard.
     fn dump_raw(&self, ctx: &Ctx<'_>, key: &[u8], kind: KeyType) -> Result<Object, StoreError> {
         let meta = self.store.meta(ctx.pool, ctx.db, key, ctx.now)?.expect("a live collection");
-        let unbounded = std::ops::Bound::Unbounded;
         let mut entries = Vec::new();
-        for space in 0..=u8::MAX {
-            for entry in self.store.elements(ctx.pool, meta.oid, space, unbounded, unbounded, false) {
-                let (rest, value) = entry?;
-                entries.push((space, rest, value_bytes(ctx.pool, &value)?.into_owned()));
-            }
+        for (tree_key, value) in self.store.object_entries(ctx.pool, meta.oid)? {
+            // A tree key is the object's prefix, the space, then the rest.
+            let (space, rest) = (tree_key[ELEMENT_PREFIX_LEN - 1], tree_key[ELEMENT_PREFIX_LEN..].to_vec());
+            entries.push((space, rest, value_bytes(ctx.pool, &value)?.into_owned()));
         }
         Ok(Object::Raw(kind, entries))
     }
