@@ -7,7 +7,9 @@
 //! - a client that pipelines requests and never reads replies: paused
 //!   (back-pressure: the server stops reading it, TCP stops the client),
 //!   then disconnected after the stall timeout; server memory stays
-//!   bounded;
+//!   bounded (one shard and two, the key on the other shard);
+//! - a client that pipelines requests behind a blocked command: not read
+//!   past the input limit, then served in order;
 //! - connections beyond `--connections-max`: closed at once and counted;
 //! - trickling clients (slowloris, a byte per send): their bytes are
 //!   coalesced, their requests still served right;
@@ -56,18 +58,27 @@ fn still_served(good: &mut redis::Connection, round: usize) {
     assert_eq!(got, round, "the well-behaved client's read");
 }
 
+/// One shard, and two with the key on each (so that on one of them the
+/// hostile connection's key is another shard's, whose replies are relayed).
 #[test]
 fn a_client_that_never_reads_is_paused_then_disconnected() {
+    for (shards, key) in [("1", "v"), ("2", "{a}v"), ("2", "{b}v")] {
+        a_client_that_never_reads_is_paused_then_disconnected_on(shards, key);
+    }
+}
+
+fn a_client_that_never_reads_is_paused_then_disconnected_on(shards: &str, key: &str) {
     let pool = TempPool::new("never-reads");
-    let server = Server::start(&pool.0, &["--client-pause", "256KiB", "--client-stall-timeout", "2s"]);
+    let server =
+        Server::start(&pool.0, &["--client-pause", "256KiB", "--client-stall-timeout", "2s", "--shards", shards]);
     let mut good = server.client();
-    let _: () = good.set("v", vec![b'x'; 200]).unwrap();
+    let _: () = good.set(key, vec![b'x'; 200]).unwrap();
     let rss_before = rss_bytes(&server);
     // The hostile client: GETs of a 200-byte value (replies 30x larger
     // than the requests), never reading a reply.
     let mut hostile = TcpStream::connect(server.resp).unwrap();
     hostile.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
-    let batch = b"GET v\r\n".repeat(4096);
+    let batch = format!("GET {key}\r\n").repeat(4096).into_bytes();
     let cap = 48 << 20;
     let mut sent = 0usize;
     let mut blocked_since = None;
@@ -121,7 +132,75 @@ fn a_client_that_never_reads_is_paused_then_disconnected() {
         }
     }
     still_served(&mut good, 2_000_000);
-    eprintln!("never-reads: {sent} request bytes accepted before back-pressure, server grew {grown} bytes");
+    eprintln!(
+        "never-reads ({shards} shards, {key}): {sent} request bytes accepted before back-pressure, server grew {grown} bytes"
+    );
+}
+
+/// Writes `batch` until the socket has been blocked for a second (TCP's
+/// window closed: back-pressure) or `cap` bytes went; returns the bytes
+/// written.
+fn write_until_blocked(stream: &mut TcpStream, batch: &[u8], cap: usize) -> usize {
+    stream.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+    let mut sent = 0;
+    let mut blocked_since = None;
+    while sent < cap {
+        match stream.write(&batch[sent % batch.len()..]) {
+            Ok(n) => {
+                sent += n;
+                blocked_since = None;
+            }
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if blocked_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(1) {
+                    break;
+                }
+            }
+            Err(error) => panic!("the client's write failed: {error}"),
+        }
+    }
+    sent
+}
+
+/// A client whose command is blocked (BLPOP), or waits for another shard's
+/// reply, and that pipelines requests behind it without end: its requests
+/// wait unparsed, so past the input limit the server stops receiving them
+/// (TCP stops the client) instead of piling them up in the pool; once the
+/// command is served, every request behind it is too, in order.
+#[test]
+fn requests_behind_a_waiting_command_are_stopped_by_tcp() {
+    for (shards, key) in [("1", "list"), ("2", "{a}list"), ("2", "{b}list")] {
+        requests_behind_a_waiting_command_on(shards, key);
+    }
+}
+
+fn requests_behind_a_waiting_command_on(shards: &str, key: &str) {
+    let pool = TempPool::new("waits");
+    let server = Server::start(&pool.0, &["--shards", shards]);
+    let mut good = server.client();
+    let mut client = TcpStream::connect(server.resp).unwrap();
+    client.write_all(format!("BLPOP {key} 0\r\n").as_bytes()).unwrap();
+    let batch = b"PING\r\n".repeat(8192);
+    let cap = 256 << 20;
+    let sent = write_until_blocked(&mut client, &batch, cap);
+    assert!(sent < 64 << 20, "the server took {sent} bytes of requests behind a blocked command");
+    // A PING cut in two by the block is never completed, nor answered.
+    still_served(&mut good, 1);
+    let _: () = good.lpush(key, "v").unwrap();
+    // The BLPOP's reply, then a PONG for every PING, nothing else.
+    let mut expected = format!("*2\r\n${}\r\n{key}\r\n$1\r\nv\r\n", key.len()).into_bytes();
+    expected.extend(b"+PONG\r\n".repeat(sent / 6));
+    client.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut got = vec![0u8; expected.len()];
+    let mut read = 0;
+    while read < got.len() {
+        match client.read(&mut got[read..]) {
+            Ok(0) => panic!("closed after {read} of {} reply bytes", expected.len()),
+            Ok(n) => read += n,
+            Err(error) => panic!("{error} after {read} of {} reply bytes ({sent} sent)", expected.len()),
+        }
+    }
+    assert!(got == expected, "the replies behind the blocked command ({shards} shards, {key})");
+    eprintln!("waits ({shards} shards, {key}): {sent} request bytes taken behind a blocked command");
 }
 
 /// One shard and two: with two, the limit is still the process's, whichever

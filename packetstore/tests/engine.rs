@@ -89,7 +89,7 @@ impl App for Toy {
                 }
             }
         }
-        Progress { requests: usize::from(!bytes.is_empty()), close: false, more: false }
+        Progress { requests: usize::from(!bytes.is_empty()), close: false, more: false, waits: false }
     }
 
     fn abandon(&mut self, _buffers: &mut Buffers, _conn: &mut ToyConn) {}

@@ -63,6 +63,12 @@ pub struct Progress {
     /// The application stopped early (its batch is full): serve this
     /// connection again next turn, even if nothing new arrives.
     pub more: bool,
+    /// It stopped taking this connection's input for a reason other than
+    /// needing more bytes (a command waits for another shard's reply, is
+    /// blocked, or a script paused): once `EngineConfig::input_pause_bytes`
+    /// wait, the engine stops receiving until a turn serves it without
+    /// this, so TCP stops the peer instead of its requests piling up.
+    pub waits: bool,
 }
 
 /// What the I/O loop tells the application about itself (for metrics).

@@ -356,6 +356,12 @@ struct Conn<C> {
     paused_since: Option<Instant>,
     /// An AsyncCancel of the receive is in flight (paused input).
     recv_cancelling: bool,
+    /// The application left its input waiting on something other than
+    /// more bytes (`Progress::waits`): past `input_pause_bytes` it stops
+    /// receiving too, as a paused connection does.
+    input_waits: bool,
+    /// Its receive was cancelled for paused input and not armed again.
+    input_stopped: bool,
     /// A poll for a reset is armed (while the receive waits for buffers),
     /// and whether its cancel was sent (closing).
     poll_armed: bool,
@@ -380,6 +386,13 @@ impl<C> Conn<C> {
     /// the application did not close it.
     fn half_closed(&self) -> bool {
         self.closing && self.peer_eof_only && !self.app_closed
+    }
+
+    /// Whether its input is paused: it is not served for now (paused for
+    /// output, or the application waits) and `limit_bytes` of requests
+    /// already wait.
+    fn input_paused(&self, limit_bytes: usize) -> bool {
+        (self.paused_since.is_some() || self.input_waits) && self.stream.len() >= limit_bytes
     }
 
     /// Closing for a reason that ends sending too (a reset, a failed send,
@@ -716,6 +729,7 @@ impl<'a, A: App> Engine<'a, A> {
         let conn = self.conns[slot as usize].as_mut().expect("a live connection");
         debug_assert!(!conn.recv_armed);
         conn.recv_armed = true;
+        conn.input_stopped = false;
         let entry = opcode::RecvMulti::new(types::Fd(conn.fd), BUFFER_GROUP).build().user_data(user_data(
             OP_RECV,
             slot,
@@ -819,6 +833,8 @@ impl<'a, A: App> Engine<'a, A> {
             received_turn: 0,
             paused_since: None,
             recv_cancelling: false,
+            input_waits: false,
+            input_stopped: false,
             poll_armed: false,
             poll_cancelling: false,
             closing: false,
@@ -955,19 +971,18 @@ impl<'a, A: App> Engine<'a, A> {
                     conn.stream.coalesce(|segment| *available += release_segment(segment, buffers, bufring, backing));
                     self.stats.coalesced += 1;
                 }
-                if conn.paused_since.is_some() {
-                    // Its requests wait; once enough do, stop receiving.
-                    if conn.stream.len() >= self.config.input_pause_bytes && conn.recv_armed && !conn.recv_cancelling {
-                        conn.recv_cancelling = true;
-                        let entry = opcode::AsyncCancel::new(user_data(OP_RECV, slot, conn.generation))
-                            .build()
-                            .user_data(user_data(OP_CANCEL, slot, conn.generation));
-                        // A full submission queue is drained by `push`.
-                        let _ = self.push(entry);
-                    }
-                } else if !conn.dirty {
+                if conn.paused_since.is_none() && !conn.dirty {
                     conn.dirty = true;
                     self.dirty.push(slot);
+                }
+                if conn.input_paused(self.config.input_pause_bytes) && conn.recv_armed && !conn.recv_cancelling {
+                    // Its requests wait, and enough do: stop receiving.
+                    conn.recv_cancelling = true;
+                    let entry = opcode::AsyncCancel::new(user_data(OP_RECV, slot, conn.generation))
+                        .build()
+                        .user_data(user_data(OP_CANCEL, slot, conn.generation));
+                    // A full submission queue is drained by `push`.
+                    let _ = self.push(entry);
                 }
             }
         } else if result == -libc::ECANCELED && self.conns[slot as usize].as_ref().is_some_and(|c| c.recv_cancelling) {
@@ -977,7 +992,9 @@ impl<'a, A: App> Engine<'a, A> {
             conn.recv_armed = false;
             if conn.closing {
                 self.pending.push(slot);
-            } else if conn.paused_since.is_none() {
+            } else if conn.input_paused(self.config.input_pause_bytes) {
+                conn.input_stopped = true;
+            } else {
                 self.rearm.push(slot);
             }
             return;
@@ -1221,9 +1238,14 @@ impl<'a, A: App> Engine<'a, A> {
         }
         let rearm = std::mem::take(&mut self.rearm);
         for slot in rearm {
-            let Some(conn) = self.conns[slot as usize].as_ref() else { continue };
-            let input_paused = conn.paused_since.is_some() && conn.stream.len() >= self.config.input_pause_bytes;
-            if !conn.recv_armed && !conn.closing && !input_paused {
+            let Some(conn) = self.conns[slot as usize].as_mut() else { continue };
+            if conn.recv_armed || conn.closing {
+                continue;
+            }
+            if conn.input_paused(self.config.input_pause_bytes) {
+                // Armed again once it is served without waiting.
+                conn.input_stopped = true;
+            } else {
                 self.arm_recv(slot)?;
             }
         }
@@ -1292,6 +1314,11 @@ impl<'a, A: App> Engine<'a, A> {
             if progress.close {
                 conn.closing = true;
                 conn.app_closed = true;
+            }
+            conn.input_waits = progress.waits;
+            if conn.input_stopped && !conn.input_paused(self.config.input_pause_bytes) {
+                // What it waited on came: receive again.
+                self.rearm.push(slot);
             }
             if conn.out.is_full() && conn.paused_since.is_none() && !conn.closing {
                 conn.paused_since = Some(Instant::now());

@@ -131,7 +131,7 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let Some(relay) = self.relays.relays.get_mut(&id) else {
-            return Progress { requests: 0, close: true, more: false };
+            return Progress { requests: 0, close: true, more: false, waits: false };
         };
         // A closed relay only delivers what the leader sent before.
         let input = !relay.closed;
@@ -139,7 +139,8 @@ impl KvServer {
             // The leader's replies held back for room, or new requests.
             self.relays.wake.extend(relay.link);
         }
-        Progress { requests: 0, close: relay.closed, more: false }
+        // Requests left in the stream wait for room on the link.
+        Progress { requests: 0, close: relay.closed, more: false, waits: !stream.is_empty() }
     }
 
     /// A relay link: the client's bytes go to the leader; the leader's
@@ -156,7 +157,7 @@ impl KvServer {
         release: &mut Release<'_>,
     ) -> Progress {
         let Some(relay) = self.relays.relays.get_mut(&id) else {
-            return Progress { requests: 0, close: true, more: false };
+            return Progress { requests: 0, close: true, more: false, waits: false };
         };
         if !*hello_sent {
             *hello_sent = true;
@@ -174,7 +175,8 @@ impl KvServer {
             // The client's requests held back for room, or new replies.
             self.relays.wake.push(relay.client);
         }
-        Progress { requests: 0, close: relay.closed, more: false }
+        // Replies left in the stream wait for room toward the client.
+        Progress { requests: 0, close: relay.closed, more: false, waits: !stream.is_empty() }
     }
 
     /// A relay's link connected.

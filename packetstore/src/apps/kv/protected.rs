@@ -66,7 +66,7 @@ impl KvServer {
         } else {
             out.push(DENIED.as_bytes());
         }
-        Progress { requests: 0, close: true, more: false }
+        Progress { requests: 0, close: true, more: false, waits: false }
     }
 }
 

@@ -127,7 +127,7 @@ impl KvServer {
             tracing::warn!(peer, "peer refused our link: {text}");
             let n = stream.len();
             stream.consume(n, |segment| release(segment, buffers));
-            return Progress { requests: 0, close: true, more: false };
+            return Progress { requests: 0, close: true, more: false, waits: false };
         }
         let replica = self.replica.as_mut().expect("replicated");
         if !*hello_sent {
@@ -150,9 +150,9 @@ impl KvServer {
         let result = self.stream_snapshot(pool, buffers, peer, out);
         if let Err(error) = result {
             tracing::error!(peer, "a message could not be sent: {error}");
-            return Progress { requests: count, close: true, more: false };
+            return Progress { requests: count, close: true, more: false, waits: false };
         }
-        Progress { requests: count, close: false, more: false }
+        Progress { requests: count, close: false, more: false, waits: false }
     }
 
     /// The next chunk of a snapshot to `peer`, or its end: the MsgSnapshot
@@ -218,11 +218,11 @@ impl KvServer {
         let mut frames = 0;
         loop {
             match conn.parser.parse(pool, buffers, &config, stream, &mut conn.args, release) {
-                Parsed::Incomplete => return Progress { requests: frames, close: false, more: false },
+                Parsed::Incomplete => return Progress { requests: frames, close: false, more: false, waits: false },
                 Parsed::Malformed(why) => {
                     self.peer_frames_refused += 1;
                     tracing::warn!("a peer link broke the protocol: {why}");
-                    return Progress { requests: frames, close: true, more: false };
+                    return Progress { requests: frames, close: true, more: false, waits: false };
                 }
                 Parsed::Command => {}
             }
@@ -237,7 +237,7 @@ impl KvServer {
                     format!("a frame refused: {why}")
                 };
                 tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
-                return Progress { requests: frames, close: true, more: false };
+                return Progress { requests: frames, close: true, more: false, waits: false };
             }
             tracing::trace!(peer = inbound.peer, args = conn.args.len(), "peer frame");
             // A bug that panics closes this link; the node serves on
@@ -248,12 +248,12 @@ impl KvServer {
             let result = framed.unwrap_or_else(|panic| Err(self.peer_frame_panicked(panic)));
             conn.args.clear(buffers);
             if conn.relay_accepted.is_some() {
-                return Progress { requests: frames, close: false, more: false };
+                return Progress { requests: frames, close: false, more: false, waits: false };
             }
             if let Err(why) = result {
                 self.peer_frames_refused += 1;
                 tracing::warn!(peer = inbound.peer, "closing a peer link: {why}");
-                return Progress { requests: frames, close: true, more: false };
+                return Progress { requests: frames, close: true, more: false, waits: false };
             }
         }
     }

@@ -199,7 +199,7 @@ impl App for KvServer {
             }
             return progress;
         }
-        let progress = {
+        let mut progress = {
             let mut setup = 0;
             loop {
                 match self.route(conn, stream) {
@@ -221,6 +221,7 @@ impl App for KvServer {
                 }
             }
         };
+        progress.waits = self.input_waits(conn);
         if progress.requests > 0 {
             if let Some(replica) = self.replica.as_mut() {
                 // The turn's replies wait for a quorum to confirm this
@@ -479,6 +480,16 @@ impl App for KvServer {
 }
 
 impl KvServer {
+    /// Whether a client's input waits on something other than more bytes
+    /// (`Progress::waits`): a parsed command (or an error) behind replies
+    /// from another shard, an HTTP request relayed to one, a blocked
+    /// command, a paused script. Its pipelined requests then pile up only
+    /// to the engine's input limit, and TCP stops the client.
+    fn input_waits(&self, conn: &KvConn) -> bool {
+        let behind_replies = conn.held || conn.held_error.is_some() || conn.listener == LISTENER_HTTP;
+        (conn.awaiting > 0 && behind_replies) || conn.blocked.is_some() || self.runs_paused_script(conn)
+    }
+
     /// A connection closed: a client of this shard's is gone from its list
     /// (and from the process's, `Exchange::left`); a link's is no client.
     fn forget_client(&mut self, conn: &KvConn) {
