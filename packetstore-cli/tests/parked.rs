@@ -124,6 +124,111 @@ fn blocking_commands_wait_on_another_shards_keys() {
     }
 }
 
+/// A blocking command of `args` sent on a connection of its own; its
+/// reply, once it comes.
+fn blocked_call(server: &Server, args: Vec<String>) -> std::thread::JoinHandle<Result<redis::Value, String>> {
+    let addr = server.resp;
+    std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://{addr}/")).unwrap().get_connection().unwrap();
+        let mut command = redis::cmd(&args[0]);
+        command.arg(&args[1..]);
+        command.query::<redis::Value>(&mut c).map_err(|e| e.to_string())
+    })
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|arg| arg.to_string()).collect()
+}
+
+/// Blocking pops of keys that several shards own wait on all of them, as
+/// on one Redis: the first key written wakes the client, which pops from
+/// the first non-empty key in order; the timeout, CLIENT UNBLOCK and MULTI
+/// (which never blocks) answer as Redis does; one element pushed serves
+/// one of two blocked clients, not both.
+#[test]
+fn blocking_pops_wait_on_keys_of_several_shards() {
+    let pools = ShardPools::new("parked-blocking-across", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let (a, b) = (key_on(&mut admin, "x", 0), key_on(&mut admin, "y", 1));
+    let pops: [(&[&str], &str); 6] = [
+        (&["BLPOP", &a, &b, "0"], "LPUSH"),
+        (&["BRPOP", &a, &b, "0"], "LPUSH"),
+        (&["BLMPOP", "0", "2", &a, &b, "LEFT", "COUNT", "2"], "LPUSH"),
+        (&["BZPOPMIN", &a, &b, "0"], "ZADD"),
+        (&["BZMPOP", "0", "2", &a, &b, "MAX"], "ZADD"),
+        (&["BLPOP", &b, &a, "0"], "LPUSH"),
+    ];
+    for (pop, push) in pops {
+        for written in [&a, &b] {
+            let waiting = blocked_call(&server, strings(pop));
+            wait_for("the pop blocks", || blocked_clients(&mut admin) == 1);
+            let mut add = redis::cmd(push);
+            match push {
+                "ZADD" => add.arg(written).arg(1).arg("m"),
+                _ => add.arg(written).arg("m"),
+            };
+            let _: i64 = add.query(&mut admin).unwrap();
+            let got = waiting.join().unwrap().unwrap_or_else(|e| panic!("{pop:?}: {e}"));
+            let text = format!("{got:?}");
+            assert!(
+                text.contains(written.as_str()) && text.contains("\"m\""),
+                "{pop:?} after a write of {written}: {text}"
+            );
+            let _: i64 = redis::cmd("DEL").arg(&a).arg(&b).query(&mut admin).unwrap();
+        }
+    }
+    // Both non-empty: the first key in order, at once.
+    let _: i64 = redis::cmd("RPUSH").arg(&b).arg("from-b").query(&mut admin).unwrap();
+    let _: i64 = redis::cmd("RPUSH").arg(&a).arg("from-a").query(&mut admin).unwrap();
+    let first: (String, String) = redis::cmd("BLPOP").arg(&b).arg(&a).arg(0).query(&mut admin).unwrap();
+    assert_eq!(first, (b.clone(), "from-b".to_string()));
+    let _: i64 = redis::cmd("DEL").arg(&a).arg(&b).query(&mut admin).unwrap();
+    // BLMOVE waits on its source and pushes to a destination of another
+    // shard.
+    let moving = blocked_call(&server, strings(&["BLMOVE", &a, &b, "LEFT", "RIGHT", "0"]));
+    wait_for("BLMOVE blocks", || blocked_clients(&mut admin) == 1);
+    let _: i64 = redis::cmd("RPUSH").arg(&a).arg("moved").query(&mut admin).unwrap();
+    assert_eq!(moving.join().unwrap(), Ok(redis::Value::BulkString(b"moved".to_vec())));
+    let dst: Vec<String> = redis::cmd("LRANGE").arg(&b).arg(0).arg(-1).query(&mut admin).unwrap();
+    assert_eq!(dst, ["moved"]);
+    let _: i64 = redis::cmd("DEL").arg(&a).arg(&b).query(&mut admin).unwrap();
+    // The timeout: nil.
+    let started = Instant::now();
+    let timed_out: Option<(String, String)> = redis::cmd("BLPOP").arg(&a).arg(&b).arg(0.3).query(&mut admin).unwrap();
+    assert_eq!(timed_out, None);
+    assert!(started.elapsed() >= Duration::from_millis(300), "answered before its timeout");
+    // A bad timeout: Redis's error, nothing blocks.
+    let negative = error_text(redis::cmd("BLPOP").arg(&a).arg(&b).arg(-1).query::<redis::Value>(&mut admin));
+    assert!(negative.contains("timeout is negative"), "{negative}");
+    // CLIENT UNBLOCK.
+    let mut waiter = server.client();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut waiter).unwrap();
+    let (a2, b2) = (a.clone(), b.clone());
+    let waiting = std::thread::spawn(move || {
+        redis::cmd("BLPOP").arg(&a2).arg(&b2).arg(0).query::<Option<(String, String)>>(&mut waiter).unwrap()
+    });
+    wait_for("the BLPOP blocks", || blocked_clients(&mut admin) == 1);
+    let unblocked: i64 = redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query(&mut admin).unwrap();
+    assert_eq!((unblocked, waiting.join().unwrap()), (1, None));
+    // In MULTI a blocking pop answers at once.
+    let (popped,): (Option<(String, String)>,) =
+        redis::pipe().atomic().cmd("BLPOP").arg(&a).arg(&b).arg(0).query(&mut admin).unwrap();
+    assert_eq!(popped, None);
+    // Two clients blocked, one element each time: one client each.
+    let first = blocked_call(&server, strings(&["BLPOP", &a, &b, "0"]));
+    let second = blocked_call(&server, strings(&["BLPOP", &b, &a, "0"]));
+    wait_for("both block", || blocked_clients(&mut admin) == 2);
+    let _: i64 = redis::cmd("RPUSH").arg(&b).arg("one").query(&mut admin).unwrap();
+    wait_for("one is served", || blocked_clients(&mut admin) == 1);
+    let _: i64 = redis::cmd("RPUSH").arg(&a).arg("two").query(&mut admin).unwrap();
+    let got = [first.join().unwrap().unwrap(), second.join().unwrap().unwrap()].map(|v| format!("{v:?}"));
+    let has = |element: &str| got.iter().filter(|reply| reply.contains(&format!("\"{element}\""))).count();
+    assert_eq!((has("one"), has("two")), (1, 1), "{got:?}");
+    let left: i64 = redis::cmd("EXISTS").arg(&a).arg(&b).query(&mut admin).unwrap();
+    assert_eq!(left, 0, "each element popped once");
+}
+
 fn eval(c: &mut redis::Connection, script: &str, keys: &[&str]) -> redis::RedisResult<redis::Value> {
     redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).query(c)
 }

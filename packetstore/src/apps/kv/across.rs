@@ -208,8 +208,8 @@ impl KvServer {
                     }
                     return;
                 }
-                Request::Watch { keys, flag } => {
-                    self.watch_for(keys, flag);
+                Request::Watch { keys, flag, wake } => {
+                    self.watch_for(keys, flag, wake);
                     exchange.respond(me, Response::Reply { bytes: Vec::new(), wrote: false, pending: false });
                 }
                 Request::Park => unreachable!("a parked shard is not parked again"),
@@ -483,6 +483,15 @@ impl KvServer {
         keys: &[(usize, u16)],
     ) {
         let exchange = self.across.clone().expect("placed across only with an exchange");
+        // A blocking pop (outside MULTI and scripts, which never block).
+        let pop = crate::apps::kv::cmd::blocking::pop_shape(args).filter(|_| !self.scripting.running);
+        let deadline = match &pop {
+            Some(shape) => match Self::pop_across_deadline(ctx, shape, args) {
+                Ok(deadline) => deadline,
+                Err(()) => return,
+            },
+            None => None,
+        };
         let mut session = match self.across_begin(ctx.pool, ctx.buffers, &exchange, &across.shards, ctx.conn) {
             Ok(session) => session,
             Err(why) => {
@@ -491,12 +500,20 @@ impl KvServer {
             }
         };
         let reply = self.run_recipe(ctx, &mut session, across, args, keys);
+        let parks = pop.as_ref().filter(|_| crate::apps::kv::span::is_nil(&reply));
+        if let Some(shape) = parks {
+            self.park_across(ctx, &session, (shape, deadline), (args, keys));
+        }
         match self.across_end(ctx.pool, ctx.buffers, session) {
+            Ok(()) if parks.is_some() => {}
             Ok(()) => {
                 ctx.failed = reply.first() == Some(&b'-');
                 ctx.out.bytes().extend_from_slice(&reply);
             }
-            Err(why) => ctx.error(&format!("ERR {why}")),
+            Err(why) => {
+                ctx.conn.block_request = None;
+                ctx.error(&format!("ERR {why}"));
+            }
         }
     }
 }
@@ -648,7 +665,7 @@ impl KvServer {
         let shards: BTreeSet<u16> = remote.keys().copied().collect();
         let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, &shards, ctx.conn)?;
         for (shard, keys) in remote {
-            exchange.post(shard, Request::Watch { keys, flag: std::sync::Arc::downgrade(dirty) });
+            exchange.post(shard, Request::Watch { keys, flag: std::sync::Arc::downgrade(dirty), wake: None });
             match exchange.wait_response(shard) {
                 Response::Reply { .. } => {}
                 _ => unreachable!("a shard answers Watch with Reply"),

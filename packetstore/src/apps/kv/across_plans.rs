@@ -13,9 +13,13 @@
 //! - `Smove`, `Lmove` (SMOVE, LMOVE, RPOPLPUSH): both keys' types checked
 //!   first (nothing changes on WRONGTYPE), then the pop or removal on the
 //!   source's shard and the push or add on the destination's.
-//! - `FirstPop` (LMPOP, ZMPOP): the keys in order, each on its shard as
-//!   a one-key pop, until one pops or errs: what Redis's pop does with the
-//!   first non-empty key.
+//! - `FirstPop` (LMPOP, ZMPOP, and the blocking pops BLPOP, BRPOP,
+//!   BZPOPMIN, BZPOPMAX, BLMPOP, BZMPOP): the keys in order, each on its
+//!   shard as a one-key pop, until one pops or errs: what Redis's pop does
+//!   with the first non-empty key. A parked shard never blocks (its part
+//!   is a transaction's), so a blocking pop that finds nothing answers nil
+//!   here and `across.rs` parks its client.
+//! - `Lmove` also runs BLMOVE and BRPOPLPUSH (nil if the source is empty).
 //! - `Temp` (every other command whose written keys are all on one shard,
 //!   its *home*: SUNIONSTORE, ZINTERSTORE, BITOP, COPY, PFMERGE, SINTER,
 //!   LCS, ...): each key of another shard is copied (DUMP, RESTORE) to a
@@ -99,8 +103,8 @@ pub(super) fn plan(name: &str, args: &[Vec<u8>], keys: &[(usize, u16)], shards: 
         "msetnx" => Recipe::Msetnx,
         "rename" | "renamenx" => Recipe::Rename { nx: name == "renamenx" },
         "smove" => Recipe::Smove,
-        "lmove" | "rpoplpush" => Recipe::Lmove,
-        "lmpop" | "zmpop" => Recipe::FirstPop,
+        "lmove" | "rpoplpush" | "blmove" | "brpoplpush" => Recipe::Lmove,
+        "lmpop" | "zmpop" | "blmpop" | "bzmpop" | "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => Recipe::FirstPop,
         _ => {
             // PFCOUNT of several keys writes none of them (only one key's
             // count is cached): it runs on the first key's shard.
@@ -232,20 +236,26 @@ fn rename(args: &[Vec<u8>], nx: bool, owner_of: &dyn Fn(&[u8]) -> u16, calls: &m
     }
 }
 
-/// LMPOP or ZMPOP (`numkeys key... rest`): each key in order popped alone
-/// on its shard (`name 1 key rest`) until one answers more than nil; only
-/// that one writes.
+/// A pop of several keys (`name [timeout] [numkeys] key... rest`): each
+/// key in order popped alone on its shard (`name [timeout] [1] key rest`)
+/// until one answers more than nil; only that one writes.
 fn first_pop(
     args: &[Vec<u8>],
     keys: &[(usize, u16)],
     owner_of: &dyn Fn(&[u8]) -> u16,
     calls: &mut dyn Calls,
 ) -> Vec<u8> {
-    let rest_from = keys.last().map_or(args.len(), |&(i, _)| i + 1);
+    let (Some(&(first, _)), Some(&(last, _))) = (keys.first(), keys.last()) else { return b"*-1\r\n".to_vec() };
+    let counted = args[0].to_ascii_lowercase().ends_with(b"mpop");
     let mut reply = b"*-1\r\n".to_vec();
     for &(i, _) in keys {
-        let mut one = vec![args[0].clone(), b"1".to_vec(), args[i].clone()];
-        one.extend_from_slice(&args[rest_from..]);
+        let mut one = args[..first].to_vec();
+        if counted {
+            // numkeys, just before the keys.
+            one[first - 1] = b"1".to_vec();
+        }
+        one.push(args[i].clone());
+        one.extend_from_slice(&args[last + 1..]);
         reply = calls.call(owner_of(&args[i]), one);
         if !is_nil(&reply) {
             break;
@@ -282,7 +292,8 @@ fn smove(args: &[Vec<u8>], owner_of: &dyn Fn(&[u8]) -> u16, calls: &mut dyn Call
 
 fn lmove(args: &[Vec<u8>], owner_of: &dyn Fn(&[u8]) -> u16, calls: &mut dyn Calls) -> Vec<u8> {
     let (src, dst) = (&args[1], &args[2]);
-    let (from, to) = if args.len() == 3 {
+    let name = args[0].to_ascii_lowercase();
+    let (from, to) = if name == b"rpoplpush" || name == b"brpoplpush" {
         (b"right".to_vec(), b"left".to_vec())
     } else {
         (args[3].to_ascii_lowercase(), args[4].to_ascii_lowercase())

@@ -38,10 +38,12 @@ pub(super) enum Request {
     /// nothing that was not durable).
     Release,
     /// Watch these keys (`state::watch_id`s) for another shard's
-    /// connection, whose flag this is (WATCH).
+    /// connection, whose flag this is (WATCH); with `wake`, for a pop
+    /// blocked on that shard, which is woken when one is written.
     Watch {
         keys: Vec<Vec<u8>>,
         flag: std::sync::Weak<AtomicBool>,
+        wake: Option<u16>,
     },
 }
 

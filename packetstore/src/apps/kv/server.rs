@@ -365,6 +365,7 @@ impl App for KvServer {
     fn nudged(&mut self, pool: &Pool, buffers: &mut Buffers) {
         self.serve_parks(pool, buffers);
         self.adopt_handed();
+        self.wake_written_elsewhere();
     }
 
     fn serves_woken_before_commit(&self) -> bool {

@@ -86,7 +86,7 @@ impl KvServer {
             return;
         }
         let keys = keys.iter().map(|key| ctx.watch_id(key)).collect();
-        ctx.conn.block_request = Some(BlockRequest { keys, deadline, kind });
+        ctx.conn.block_request = Some(BlockRequest { keys, deadline, kind, elsewhere: None });
     }
 
     /// After a command asked to block: keeps its arguments and parks the
@@ -95,9 +95,10 @@ impl KvServer {
         let request = conn.block_request.take().expect("a block request");
         let args = std::mem::take(&mut conn.args);
         let arrived_ns = conn.arrived_ns.take().unwrap_or_else(crate::apps::kv::shard_link::arrival_ns);
-        self.blocking.register((conn.id, conn.token), &request.keys, request.deadline, arrived_ns);
-        let (keys, deadline, kind) = (request.keys, request.deadline, request.kind);
-        conn.blocked = Some(Blocked { args, keys, deadline, kind, arrived_ns });
+        let elsewhere = request.elsewhere.as_ref();
+        self.blocking.register((conn.id, conn.token), &request.keys, (request.deadline, elsewhere), arrived_ns);
+        let (keys, deadline, kind, elsewhere) = (request.keys, request.deadline, request.kind, request.elsewhere);
+        conn.blocked = Some(Blocked { args, keys, deadline, kind, arrived_ns, elsewhere });
     }
 
     /// A parked connection is served: its command runs again, or answers
@@ -143,9 +144,10 @@ impl KvServer {
             conn.encoder.error(out.bytes(), "UNBLOCKED the stream key no longer exists");
             return true;
         }
-        if !self.any_key_holds(pool, &blocked) {
+        if !blocked.written_elsewhere() && !self.any_key_holds(pool, &blocked) {
             // Woken for nothing it can take: parked again, as it was.
-            self.blocking.register((conn.id, conn.token), &blocked.keys, blocked.deadline, blocked.arrived_ns);
+            let waits = (blocked.deadline, blocked.elsewhere.as_ref());
+            self.blocking.register((conn.id, conn.token), &blocked.keys, waits, blocked.arrived_ns);
             conn.blocked = Some(blocked);
             return false;
         }
@@ -192,6 +194,16 @@ impl KvServer {
         }
         let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(logical, key)).collect();
         for token in tokens {
+            if !self.pubsub.wake.contains(&token) {
+                self.pubsub.wake.push(token);
+            }
+        }
+    }
+
+    /// `App::nudged`: the parked connections one of whose keys another
+    /// shard wrote are woken (to run their command across shards again).
+    pub(in crate::apps::kv) fn wake_written_elsewhere(&mut self) {
+        for token in self.blocking.written_elsewhere() {
             if !self.pubsub.wake.contains(&token) {
                 self.pubsub.wake.push(token);
             }
@@ -361,6 +373,84 @@ impl KvServer {
         }
         self.block_or_null(ctx, &request.keys, deadline, KeyType::List, false);
         Ok(())
+    }
+}
+
+/// A blocking pop's shape, for running it across shards: where its
+/// timeout is, what type it pops, and whether only its first key (the
+/// source of BLMOVE and BRPOPLPUSH) is waited on.
+pub(in crate::apps::kv) struct PopShape {
+    timeout_at: usize,
+    kind: KeyType,
+    source_only: bool,
+}
+
+/// Whether command `name` (lower case) is a blocking pop that runs across
+/// shards (XREAD and XREADGROUP with BLOCK do not).
+pub(in crate::apps::kv) fn pops_across(name: &str) -> bool {
+    matches!(name, "blpop" | "brpop" | "bzpopmin" | "bzpopmax" | "blmpop" | "bzmpop" | "blmove" | "brpoplpush")
+}
+
+/// The shape of blocking pop `args` (name first), if `pops_across`.
+pub(in crate::apps::kv) fn pop_shape(args: &[Vec<u8>]) -> Option<PopShape> {
+    let last = args.len().checked_sub(1)?;
+    let (timeout_at, kind, source_only) = match &args.first()?.to_ascii_lowercase()[..] {
+        b"blpop" | b"brpop" => (last, KeyType::List, false),
+        b"bzpopmin" | b"bzpopmax" => (last, KeyType::ZSet, false),
+        b"blmpop" => (1, KeyType::List, false),
+        b"bzmpop" => (1, KeyType::ZSet, false),
+        b"blmove" => (5, KeyType::List, true),
+        b"brpoplpush" => (3, KeyType::List, true),
+        _ => return None,
+    };
+    (timeout_at <= last).then_some(PopShape { timeout_at, kind, source_only })
+}
+
+impl KvServer {
+    /// A blocking pop across shards (`across.rs`), before it runs: its
+    /// deadline. Err: the timeout's error, already replied.
+    pub(in crate::apps::kv) fn pop_across_deadline(
+        ctx: &mut Ctx<'_>,
+        shape: &PopShape,
+        args: &[Vec<u8>],
+    ) -> Result<Option<Instant>, ()> {
+        parse_timeout(&args[shape.timeout_at]).map_err(|why| ctx.error(why))
+    }
+
+    /// A blocking pop across shards found nothing (its shards still
+    /// parked in `session`): each other shard watches the pop's keys there
+    /// and wakes this one when one is written; the connection is then
+    /// parked on its keys here and on that flag (`park`), and runs the pop
+    /// across shards again when either is written.
+    pub(in crate::apps::kv) fn park_across(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        session: &crate::apps::kv::session::Session,
+        (shape, deadline): (&PopShape, Option<Instant>),
+        (args, keys): (&[Vec<u8>], &[(usize, u16)]),
+    ) {
+        use crate::apps::kv::exchange::{Request, Response};
+        let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
+        let waited = if shape.source_only { &keys[..1] } else { keys };
+        let mut here = Vec::new();
+        let mut elsewhere: std::collections::BTreeMap<u16, Vec<Vec<u8>>> = Default::default();
+        for &(i, _) in waited {
+            let shard = crate::apps::kv::cluster::owner(crate::apps::kv::cluster::key_slot(&args[i]), shards);
+            match shard == session.me {
+                true => here.push(ctx.watch_id(&args[i])),
+                false => elsewhere.entry(shard).or_default().push(ctx.watch_id(&args[i])),
+            }
+        }
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for (shard, keys) in elsewhere {
+            let watch = Request::Watch { keys, flag: std::sync::Arc::downgrade(&flag), wake: Some(session.me) };
+            session.exchange.post(shard, watch);
+            match session.exchange.wait_response(shard) {
+                Response::Reply { .. } => {}
+                _ => unreachable!("a shard answers Watch with Reply"),
+            }
+        }
+        ctx.conn.block_request = Some(BlockRequest { keys: here, deadline, kind: shape.kind, elsewhere: Some(flag) });
     }
 }
 

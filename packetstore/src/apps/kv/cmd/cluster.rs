@@ -229,7 +229,8 @@ impl KvServer {
             // parts (each key linearizable, not one snapshot); a write
             // across shards is refused (`across::ACROSS_REPLICATED`).
             let read_in_parts = self.replica.is_some() && entry.has_flag("readonly");
-            if relayable(entry) && self.across.is_some() && !read_in_parts {
+            let pops = crate::apps::kv::cmd::blocking::pops_across(entry.name);
+            if (relayable(entry) || pops) && self.across.is_some() && !read_in_parts {
                 let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
                 let keys = keys_and_flags(entry, &args);
                 if let Some(across) = crate::apps::kv::across_plans::plan(entry.name, &args, &keys, view.shards) {

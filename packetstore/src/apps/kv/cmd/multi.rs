@@ -217,16 +217,33 @@ impl KvServer {
         self.wake_blocked(ctx.conn.db, key);
     }
 
-    /// Registers watchers of `keys` for another shard's connection; drops
-    /// the spent ones of earlier connections first.
-    pub(in crate::apps::kv) fn watch_for(&mut self, keys: Vec<Vec<u8>>, flag: std::sync::Weak<AtomicBool>) {
+    /// Registers watchers of `keys` for another shard's connection (WATCH;
+    /// with `wake`, a pop blocked there, whose shard is woken when one is
+    /// written); drops the spent ones of earlier connections first.
+    pub(in crate::apps::kv) fn watch_for(
+        &mut self,
+        keys: Vec<Vec<u8>>,
+        flag: std::sync::Weak<AtomicBool>,
+        wake: Option<u16>,
+    ) {
         self.sweep_watchers();
         let now = crate::store::db::now_ms();
         for key in keys {
             let db = self.store.physical_db(key[0]);
-            let expired = self.store.is_expired(db, &key[1..], now);
-            let watcher = Watcher { conn: REMOTE_CONN, dirty: Flag::Remote(flag.clone()), expired };
-            self.watched.entry(key).or_default().push(watcher);
+            let (dirty, expired) = match wake {
+                None => (Flag::Remote(flag.clone()), self.store.is_expired(db, &key[1..], now)),
+                Some(home) => (Flag::Wake(flag.clone(), home), false),
+            };
+            self.watched.entry(key).or_default().push(Watcher { conn: REMOTE_CONN, dirty, expired });
+        }
+    }
+
+    /// Wakes the shards whose blocked pops a watcher's mark concerns.
+    fn wake_shards(&self, shards: impl IntoIterator<Item = u16>) {
+        if let Some(exchange) = self.across.as_ref() {
+            for shard in shards {
+                exchange.nudge(shard);
+            }
         }
     }
 
@@ -242,22 +259,25 @@ impl KvServer {
     /// that watched it already expired sees its deletion as no change.
     pub(in crate::apps::kv) fn touch_key(&mut self, key: &[u8], exists_now: bool) {
         let Some(list) = self.watched.get_mut(key) else { return };
+        let mut wake = Vec::new();
         for watcher in list.iter_mut() {
             if watcher.expired && !exists_now {
                 watcher.expired = false;
                 continue;
             }
-            watcher.mark();
+            wake.extend(watcher.mark());
         }
         list.retain(|watcher| !watcher.is_spent());
         if list.is_empty() {
             self.watched.remove(key);
         }
+        self.wake_shards(wake);
     }
 
     /// Every watched key was possibly written (FLUSHALL, FLUSHDB): each one
     /// that existed makes its watchers fail; one that had expired does not.
     pub(in crate::apps::kv) fn touch_all_keys(&mut self, existed: impl Fn(&[u8]) -> bool) {
+        let mut wake = Vec::new();
         for (key, list) in self.watched.iter_mut() {
             let existed = existed(key);
             for watcher in list.iter_mut() {
@@ -266,10 +286,11 @@ impl KvServer {
                     continue;
                 }
                 if existed {
-                    watcher.mark();
+                    wake.extend(watcher.mark());
                 }
             }
         }
+        self.wake_shards(wake);
     }
 
     /// The connection is gone: its transaction and watched keys go too.

@@ -3,11 +3,18 @@
 //! (`BlockRequest`), a parked connection's command (`Blocked`), and the
 //! server's list of parked connections by key (`Blocking`).
 //!
+//! A command whose keys several shards own (on a sharded server's main
+//! port) is parked on its shard's keys here and on a flag that the other
+//! shards set when one of its keys there is written (`elsewhere`).
+//!
 //! Invariant: a parked connection is listed under each of its keys, in
-//! arrival order, and in `conns`, and leaves all of them together
-//! (`register`, `unregister`).
+//! arrival order, and in `conns` (and `elsewhere`, if it waits on other
+//! shards' keys), and leaves all of them together (`register`,
+//! `unregister`).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::io::app::ConnToken;
@@ -22,6 +29,9 @@ pub(in crate::apps::kv) struct BlockRequest {
     /// The type the pop takes from: a woken client whose keys hold none
     /// of it (deleted again, or replaced by another type) stays parked.
     pub(in crate::apps::kv) kind: KeyType,
+    /// Set by another shard when one of the command's keys there is
+    /// written (a command across shards); None: every key is this shard's.
+    pub(in crate::apps::kv) elsewhere: Option<Arc<AtomicBool>>,
 }
 
 /// A parked connection's command.
@@ -33,6 +43,15 @@ pub(in crate::apps::kv) struct Blocked {
     /// When the command arrived (`shard_link::arrival_ns`; on another
     /// shard, for one that came on a private link): its place in line.
     pub(in crate::apps::kv) arrived_ns: u64,
+    /// As `BlockRequest::elsewhere`.
+    pub(in crate::apps::kv) elsewhere: Option<Arc<AtomicBool>>,
+}
+
+impl Blocked {
+    /// Whether another shard wrote one of its keys there since it parked.
+    pub(in crate::apps::kv) fn written_elsewhere(&self) -> bool {
+        self.elsewhere.as_ref().is_some_and(|flag| flag.load(Ordering::Acquire))
+    }
 }
 
 /// Parked connections by key, in arrival order, and their deadlines.
@@ -45,6 +64,9 @@ pub(in crate::apps::kv) struct Blocking {
     /// Connections CLIENT UNBLOCK woke, and whether with an error (else
     /// as if their timeout had passed).
     pub(in crate::apps::kv) unblocked: std::collections::HashMap<u64, bool>,
+    /// Parked connections that also wait on other shards' keys: the flag
+    /// those shards set.
+    elsewhere: std::collections::HashMap<u64, (ConnToken, Arc<AtomicBool>)>,
 }
 
 impl Blocking {
@@ -57,7 +79,7 @@ impl Blocking {
         &mut self,
         (conn, token): (u64, ConnToken),
         keys: &[Vec<u8>],
-        deadline: Option<Instant>,
+        (deadline, elsewhere): (Option<Instant>, Option<&Arc<AtomicBool>>),
         arrived_ns: u64,
     ) {
         for key in keys {
@@ -68,6 +90,9 @@ impl Blocking {
             queue.insert(at, (conn, token, arrived_ns));
         }
         self.conns.insert(conn, (token, deadline));
+        if let Some(flag) = elsewhere {
+            self.elsewhere.insert(conn, (token, flag.clone()));
+        }
     }
 
     pub(in crate::apps::kv) fn unregister(&mut self, conn: u64, keys: &[Vec<u8>]) {
@@ -81,6 +106,13 @@ impl Blocking {
         }
         self.conns.remove(&conn);
         self.unblocked.remove(&conn);
+        self.elsewhere.remove(&conn);
+    }
+
+    /// The parked connections one of whose keys another shard wrote.
+    pub(in crate::apps::kv) fn written_elsewhere(&self) -> Vec<ConnToken> {
+        let written = self.elsewhere.values().filter(|(_, flag)| flag.load(Ordering::Acquire));
+        written.map(|(token, _)| *token).collect()
     }
 
     /// The connections parked on `key`, in arrival order.

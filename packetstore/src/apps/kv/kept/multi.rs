@@ -60,10 +60,15 @@ pub(in crate::apps::kv) const REMOTE_CONN: u64 = u64::MAX;
 pub(in crate::apps::kv) enum Flag {
     Own(Arc<AtomicBool>),
     Remote(std::sync::Weak<AtomicBool>),
+    /// Another shard's blocked connection (a blocking pop across shards):
+    /// as `Remote`, and that shard (`u16`) is woken to run it again.
+    Wake(std::sync::Weak<AtomicBool>, u16),
 }
 
 impl Watcher {
-    pub(in crate::apps::kv) fn mark(&self) {
+    /// Marks its connection's flag; the shard to wake for it, if any
+    /// (`Flag::Wake`, not marked before).
+    pub(in crate::apps::kv) fn mark(&self) -> Option<u16> {
         match &self.dirty {
             Flag::Own(flag) => flag.store(true, Ordering::Relaxed),
             Flag::Remote(flag) => {
@@ -71,7 +76,12 @@ impl Watcher {
                     flag.store(true, Ordering::Relaxed);
                 }
             }
+            Flag::Wake(flag, home) => {
+                let flag = flag.upgrade()?;
+                return (!flag.swap(true, Ordering::AcqRel)).then_some(*home);
+            }
         }
+        None
     }
 
     /// Another shard's connection's watcher that has done its work (its
@@ -79,7 +89,7 @@ impl Watcher {
     pub(in crate::apps::kv) fn is_spent(&self) -> bool {
         match &self.dirty {
             Flag::Own(_) => false,
-            Flag::Remote(flag) => flag.upgrade().is_none_or(|flag| flag.load(Ordering::Relaxed)),
+            Flag::Remote(flag) | Flag::Wake(flag, _) => flag.upgrade().is_none_or(|flag| flag.load(Ordering::Relaxed)),
         }
     }
 }
