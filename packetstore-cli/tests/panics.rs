@@ -92,10 +92,18 @@ fn arm(connection: &mut redis::Connection, point: &str) {
     let () = redis::cmd("DEBUG").arg("PANIC-AT").arg(point).query(connection).unwrap();
 }
 
+/// One shard and two: with two, the switch is the process's (the next
+/// such request panics on whichever shard runs it).
 #[test]
 fn a_redis_command_that_panics_gives_back_what_it_staged() {
+    for shards in ["1", "2"] {
+        a_redis_command_that_panics_on(shards);
+    }
+}
+
+fn a_redis_command_that_panics_on(shards: &str) {
     let pool = TempPool::new("panic-resp");
-    let server = Server::start_env(&pool.0, &QUIET, &SWITCHES);
+    let server = Server::start_env(&pool.0, &[&QUIET[..], &["--shards", shards]].concat(), &SWITCHES);
     let mut client = server.client();
     let mut other = server.client();
     let () = redis::cmd("SET").arg("stored").arg(big_value(1)).query(&mut client).unwrap();
@@ -122,8 +130,14 @@ fn a_redis_command_that_panics_gives_back_what_it_staged() {
 
 #[test]
 fn an_http_request_that_panics_answers_500_and_gives_back_what_it_staged() {
+    for shards in ["1", "2"] {
+        an_http_request_that_panics_on(shards);
+    }
+}
+
+fn an_http_request_that_panics_on(shards: &str) {
     let pool = TempPool::new("panic-http");
-    let server = Server::start_env(&pool.0, &QUIET, &SWITCHES);
+    let server = Server::start_env(&pool.0, &[&QUIET[..], &["--shards", shards]].concat(), &SWITCHES);
     let mut client = server.client();
     assert_eq!(http(server.http, "PUT", "/kv/stored", &big_value(1)).0, 204);
     let before = settled(|| free_buffers(&mut client));

@@ -368,7 +368,7 @@ impl KvServer {
                     (_, _, Some(why)) => ctx.error(&format!("ERR the request was not taken: {why}")),
                     _ => match self.link_refuses(true) {
                         Some(why) => ctx.error(&why),
-                        None => self.http_for_shard(&mut ctx),
+                        None => self.http_for_shard_guarded(&mut ctx),
                     },
                 }
                 // A relayed HTTP request is counted where it arrived.

@@ -119,6 +119,9 @@ pub struct Exchange {
     /// shard 0 knows it (0: none known). Every other shard hands its own
     /// group's leadership to that node (`replication.rs`).
     group_leader: AtomicU64,
+    /// The test switch `DEBUG PANIC-AT` (`state::PanicPoint` + 1; 0: none),
+    /// armed for whichever shard runs the next such request.
+    panic_at: AtomicU8,
 }
 
 /// The scripts' bodies all shards may run by SHA-1.
@@ -196,10 +199,23 @@ impl Exchange {
             listening: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             scripts: Mutex::default(),
             group_leader: AtomicU64::new(0),
+            panic_at: AtomicU8::new(0),
         })
     }
 
     /// Shard 0's replica: the leader of its group, as of this turn.
+    /// Arms the test switch `DEBUG PANIC-AT` for every shard (`point`: a
+    /// `PanicPoint` + 1).
+    pub(super) fn arm_panic(&self, point: u8) {
+        self.panic_at.store(point, Ordering::Relaxed);
+    }
+
+    /// Whether `point` was armed; disarms it (one shard panics, once).
+    pub(super) fn take_panic(&self, point: u8) -> bool {
+        self.panic_at.load(Ordering::Relaxed) == point
+            && self.panic_at.compare_exchange(point, 0, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+
     pub(super) fn set_group_leader(&self, node: u64) {
         self.group_leader.store(node, Ordering::Relaxed);
     }

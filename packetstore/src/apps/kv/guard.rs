@@ -120,8 +120,11 @@ impl KvServer {
     }
 
     /// A test switch (`DEBUG PANIC-AT`): panics if `point` is armed, once.
+    /// On a sharded server the switch is the process's: the shard that
+    /// runs the next such request panics.
     pub(super) fn panic_if_armed(&mut self, point: PanicPoint) {
-        if self.panic_at == Some(point) {
+        let shared = self.across.as_ref().is_some_and(|exchange| exchange.take_panic(point as u8 + 1));
+        if shared || self.panic_at == Some(point) {
             self.panic_at = None;
             panic!("a panic injected by a test switch at {point:?}");
         }

@@ -148,7 +148,25 @@ impl KvServer {
     /// shard's link, its response as one bulk string. A shard whose
     /// script is paused answers 503 (a local request waits instead: a
     /// link is every client's and must not stall).
-    pub(super) fn http_for_shard(&mut self, ctx: &mut Ctx<'_>) {
+    /// `http_for_shard` in a guard, as a local request runs: a bug that
+    /// panics answers 500 (and gives back what the request held); the
+    /// shard serves on.
+    pub(super) fn http_for_shard_guarded(&mut self, ctx: &mut Ctx<'_>) {
+        let keep_alive = ctx.argc() > 2 && ctx.arg(2).as_ref() == b"1";
+        let guard = self.guard_begin(ctx.buffers, ctx.out);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.http_for_shard(ctx)));
+        match ran {
+            Ok(()) => self.guard_end(ctx.buffers, guard),
+            Err(panic) => {
+                let what = self.guard_caught(ctx.pool, ctx.buffers, ctx.out, guard, panic);
+                tracing::error!("an HTTP request relayed from another shard failed on a bug, answered 500: {what}");
+                let text = format!("internal error: the request was not run ({what})\n");
+                HttpReply { keep_alive, framed: true }.respond(ctx.out.bytes(), 500, &[], text.as_bytes());
+            }
+        }
+    }
+
+    fn http_for_shard(&mut self, ctx: &mut Ctx<'_>) {
         if ctx.argc() == 4 && ctx.arg(1).as_ref() == HTTP_METRICS {
             // A part of the main port's /metrics: this shard's exposition.
             let text = self.metrics_text(ctx.pool, ctx.buffers);

@@ -114,12 +114,16 @@ impl KvServer {
         // server goes on.
         assert!(sub != b"PANIC", "DEBUG PANIC (a test of the command path's panic handling)");
         let point = if ctx.argc() == 3 { ctx.conn.args.upper(2) } else { None };
-        self.panic_at = match point.as_deref() {
-            Some(b"STAGED") => Some(PanicPoint::Staged),
-            Some(b"REPLIED") => Some(PanicPoint::Replied),
-            Some(b"PEER-FRAME") => Some(PanicPoint::PeerFrame),
+        let point = match point.as_deref() {
+            Some(b"STAGED") => PanicPoint::Staged,
+            Some(b"REPLIED") => PanicPoint::Replied,
+            Some(b"PEER-FRAME") => PanicPoint::PeerFrame,
             _ => return ctx.error("ERR usage: DEBUG PANIC-AT STAGED | REPLIED | PEER-FRAME"),
         };
+        match self.across.as_ref() {
+            Some(exchange) => exchange.arm_panic(point as u8 + 1),
+            None => self.panic_at = Some(point),
+        }
         ctx.ok();
     }
 
