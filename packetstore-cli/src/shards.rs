@@ -333,6 +333,10 @@ fn open_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<(PathBuf, Po
             &prepared.options,
             (args.persist_args.create_dirs, id),
         )?;
+        if !created && index == 0 {
+            // Once for the data set: every shard's pool has one size.
+            crate::options::warn_pool_size_ignored(&path, args.pool_size.as_deref(), &pool);
+        }
         check_shard(&path, pool.header().shard, Some((index as u16, count)))?;
         check_set(&path, &pool, pools.first().map(|(_, p, _): &(PathBuf, Pool, bool)| p))?;
         check_buffers(&path, &pool.geometry(), &prepared.needed)?;

@@ -27,7 +27,8 @@ fn packetstore(args: &[&str]) -> Output {
 /// A key-value pool holding k0..k9, stopped gracefully.
 fn key_value_pool(name: &str) -> TempPool {
     let pool = TempPool::new(name);
-    let mut server = Server::start(&pool.0, &[]);
+    // One pool file (one shard): the tests read and rewrite its header.
+    let mut server = Server::start(&pool.0, &["--shards", "1"]);
     let mut client = server.client();
     for i in 0..10 {
         let _: () = client.set(format!("k{i}"), format!("value {i}")).unwrap();

@@ -421,6 +421,15 @@ fn a_pool_too_small_for_the_ring_is_refused_before_it_is_created() {
     let logged = std::fs::read_to_string(&log).unwrap();
     let _ = std::fs::remove_file(&log);
     assert!(logged.contains("--pool-size 2GiB is ignored") && logged.contains("keeps its size"), "{logged}");
+    // A data set of shards warns too, once.
+    let shards = common::ShardPools::new("ignored-size-sharded", 2);
+    drop(Server::start(&shards.first.0, &["--shards", "2", "--pool-size", "96MiB", "--ring-entries", "1024"]));
+    let sized = ["--shards", "2", "--pool-size", "2GiB", "--ring-entries", "1024"];
+    drop(Server::start_logging(&shards.first.0, &sized, &log));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(logged.matches("--pool-size 2GiB is ignored").count(), 1, "{logged}");
+    shards.remove();
 }
 
 /// An OS error appears once in the message (a pool path that is a

@@ -31,7 +31,9 @@ fn redis_crate_strings_and_keys() {
     let pool = TempPool::new("strings");
     let server = Server::start(&pool.0, &[]);
     let banner = server.banner().join("\n");
-    assert!(banner.contains("pool: ") && banner.contains("persistence domain: cache-line"), "{banner}");
+    // The pool's path (one shard: "pool: ..."; shards: "shard 0: pool ...").
+    let path = pool.0.to_str().unwrap();
+    assert!(banner.contains(path) && banner.contains("persistence domain: cache-line"), "{banner}");
     assert!(banner.contains("not durable across power loss"), "tmpfs is emulated, and says so: {banner}");
     let mut c = server.client();
     let pong: String = redis::cmd("PING").query(&mut c).unwrap();
