@@ -229,6 +229,59 @@ fn blocking_pops_wait_on_keys_of_several_shards() {
     assert_eq!(left, 0, "each element popped once");
 }
 
+/// Scripts that write their own shard's key and then another shard's park
+/// that shard as they go, while clients of both shards run such scripts
+/// and MSETs across shards at once: none waits on another for good; a
+/// script's second write is refused only when two scripts grow into each
+/// other's shards at once (TRYAGAIN), and then its first write alone
+/// stays: every other shard's counter holds exactly the scripts that
+/// answered.
+#[test]
+fn scripts_that_grow_across_shards_under_contention() {
+    let pools = ShardPools::new("parked-grow", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let keys = [key_on(&mut admin, "g", 0), key_on(&mut admin, "h", 1)];
+    let rounds = 300;
+    let workers: Vec<_> = clients_on_both(&server)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (mut c, shard))| {
+            let (here, there) = (keys[shard as usize].clone(), keys[1 - shard as usize].clone());
+            std::thread::spawn(move || {
+                let (mut answered, mut refused) = (0, 0);
+                for round in 0..rounds {
+                    if i % 2 == 1 && round % 2 == 0 {
+                        let _: () = redis::cmd("MSET")
+                            .arg(format!("{here}:m"))
+                            .arg(round)
+                            .arg(format!("{there}:m"))
+                            .arg(round)
+                            .query(&mut c)
+                            .unwrap();
+                        continue;
+                    }
+                    let grow = format!("redis.call('incr', '{here}:{i}'); return redis.call('incr', '{there}:{i}')");
+                    match eval(&mut c, &grow, &[]) {
+                        Ok(_) => answered += 1,
+                        Err(e) if e.code() == Some("TRYAGAIN") => refused += 1,
+                        Err(e) => panic!("worker {i}: {e}"),
+                    }
+                }
+                (i, shard, here, there, answered, refused)
+            })
+        })
+        .collect();
+    for worker in workers {
+        let (i, shard, here, there, answered, refused) = worker.join().unwrap();
+        let first: i64 = redis::cmd("GET").arg(format!("{here}:{i}")).query(&mut admin).unwrap();
+        let second: Option<i64> = redis::cmd("GET").arg(format!("{there}:{i}")).query(&mut admin).unwrap();
+        assert_eq!(first, answered + refused, "worker {i} on shard {shard}: every first write");
+        assert_eq!(second.unwrap_or(0), answered, "worker {i} on shard {shard}: a second write per answer");
+        eprintln!("grow: worker {i} on shard {shard}: {answered} answered, {refused} refused");
+    }
+}
+
 fn eval(c: &mut redis::Connection, script: &str, keys: &[&str]) -> redis::RedisResult<redis::Value> {
     redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).query(c)
 }
@@ -260,14 +313,32 @@ fn scripts_read_and_write_every_shard() {
         assert_eq!(eval(&mut c, &across, &[]).unwrap(), redis::Value::Okay);
         let got: Vec<String> = redis::cmd("MGET").arg(&a).arg(&b).query(&mut c).unwrap();
         assert_eq!(got, ["m", "m"]);
-        // Written here, then another shard's key: refused as on a cluster
-        // node (it cannot run again), its local write kept.
+        // Written here, then another shard's key: that shard is parked
+        // then (the script's session grows), and the calls run there.
         let (here, there) = if shard == 0 { (&a, &b) } else { (&b, &a) };
-        let late = format!("redis.call('set', '{here}', 'late'); return redis.call('get', '{there}')");
-        let refused = error_text(eval(&mut c, &late, &[]));
-        assert!(refused.contains("non local key"), "{refused}");
-        let kept: String = redis::cmd("GET").arg(here).query(&mut c).unwrap();
-        assert_eq!(kept, "late");
+        let late = format!(
+            "redis.call('set', '{here}', 'late'); redis.call('set', '{there}', 'there'); \
+             return redis.call('get', '{there}')"
+        );
+        let got: String = redis::from_redis_value(&eval(&mut c, &late, &[]).unwrap()).unwrap();
+        assert_eq!(got, "there", "client on shard {shard}");
+        let kept: Vec<String> = redis::cmd("MGET").arg(here).arg(there).query(&mut c).unwrap();
+        assert_eq!(kept, ["late", "there"]);
+        // The same inside MULTI: EXEC's group is the transaction's part.
+        let in_exec = format!("redis.call('set', '{here}', 'exec'); return redis.call('set', '{there}', 'exec')");
+        let (ran, set): (String, String) = redis::pipe()
+            .atomic()
+            .cmd("EVAL")
+            .arg(&in_exec)
+            .arg(0)
+            .cmd("SET")
+            .arg(here)
+            .arg("after")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!((ran.as_str(), set.as_str()), ("OK", "OK"));
+        let kept: Vec<String> = redis::cmd("MGET").arg(here).arg(there).query(&mut c).unwrap();
+        assert_eq!(kept, ["after", "exec"]);
         // A script that catches the other shard's refusal (pcall) and
         // writes after it: it still runs again, and writes once.
         // (Its counter hashes with `here`: `{here}` is its tag.)

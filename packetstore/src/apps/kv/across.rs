@@ -65,6 +65,11 @@ impl Drop for AbortOnUnwind {
     }
 }
 
+/// A shard's refusal to be parked while its running script takes the
+/// transaction lock (`parked.rs` `grow_session`): the coordinator releases
+/// everything and begins again.
+pub(super) const RETRY: &str = "TRYAGAIN a script on another shard is parking shards: try again";
+
 /// A stand-in connection's token: nothing is ever sent to it.
 const STAND_IN: ConnToken = ConnToken { slot: u32::MAX, generation: 0 };
 
@@ -287,23 +292,32 @@ impl KvServer {
         if self.replica.is_some() {
             return Err(ACROSS_REPLICATED.to_string());
         }
+        loop {
+            match self.try_begin(pool, buffers, exchange, shards, conn) {
+                // A shard's script is taking the lock (`grow_session`):
+                // it goes first, and this command begins again.
+                Err(why) if why == RETRY => std::thread::yield_now(),
+                begun => return begun,
+            }
+        }
+    }
+
+    /// One try of `across_begin`.
+    fn try_begin(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        exchange: &std::sync::Arc<Exchange>,
+        shards: &BTreeSet<u16>,
+        conn: &KvConn,
+    ) -> Result<Session, String> {
         let me = self.shard_index();
         while !exchange.try_lock() {
             // Another coordinator holds it and may be waiting for us.
             self.serve_parks(pool, buffers);
             std::thread::yield_now();
         }
-        let mut session = Session {
-            exchange: exchange.clone(),
-            me,
-            parked: Vec::new(),
-            wrote: BTreeSet::new(),
-            pending: BTreeSet::new(),
-            db: conn.db,
-            resp3: conn.encoder.resp3,
-            client: conn.id,
-            done: false,
-        };
+        let mut session = Session::new(exchange.clone(), me, (conn.db, conn.encoder.resp3, conn.id));
         let others: Vec<u16> = shards.iter().copied().filter(|&s| s != me).collect();
         for &shard in &others {
             exchange.post(shard, Request::Park);

@@ -514,8 +514,9 @@ impl KvServer {
         self.monitor_before(ctx, entry);
         let reply_from = ctx.out.bytes().len();
         self.run_handler(ctx, entry);
-        if !self.scripting.running {
-            // A script or SORT that ran with other shards parked (`parked.rs`).
+        if !self.scripting.running && !self.scripting.in_exec {
+            // A script or SORT that ran with other shards parked (`parked.rs`;
+            // inside EXEC, after EXEC).
             self.end_parked(ctx, reply_from);
         }
         self.tracking_remember(ctx, entry);
@@ -582,6 +583,14 @@ impl KvServer {
                 self.call_across_in_session(ctx, &across, &args, &keys);
                 Some(Outcome::Relayed)
             }
+            Placement::Grow(shards) => match self.grow_session(ctx, &shards) {
+                // Parked now: placed again, in the session.
+                Ok(()) => self.place(ctx, entry),
+                Err(why) => {
+                    ctx.error(&why);
+                    Some(Outcome::Rejected)
+                }
+            },
             Placement::RestartAcross => {
                 self.scripting.restart_across = true;
                 ctx.error(crate::apps::kv::parked::RESTARTING);

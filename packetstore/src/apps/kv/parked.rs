@@ -15,7 +15,10 @@
 //! Redis allows outside a cluster) is stopped there if it has written
 //! nothing yet: every later call fails too, its reply is dropped, and it
 //! runs again from the start with every shard parked. One that has written
-//! already gets Redis Cluster's error (its keys must then be declared).
+//! already parks the shards it needs then (`grow_session`: its session
+//! begins, or grows), and the call runs in it; inside EXEC too. Only a
+//! script run as another command's part (a parked shard's) gets Redis
+//! Cluster's error.
 //!
 //! In a session, the script's calls for a parked shard's keys run there
 //! (`across_call`), and a call whose keys several shards own runs as a
@@ -61,16 +64,21 @@ impl KvServer {
             return Placement::Refused(RESTARTING.into());
         }
         let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
+        let growable = self.scripting.may_grow && self.across.is_some();
         let Some(session) = self.session.as_ref() else {
             let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
             let restartable = self.scripting.may_restart && self.store.group_records() == 0 && own_client;
-            return match restartable && self.across.is_some() {
-                true => Placement::RestartAcross,
-                false => Placement::Refused(NON_LOCAL_KEY.into()),
+            return match (restartable && self.across.is_some(), growable) {
+                (true, _) => Placement::RestartAcross,
+                (false, true) => Placement::Grow(owners),
+                (false, false) => Placement::Refused(NON_LOCAL_KEY.into()),
             };
         };
         if !owners.iter().all(|&shard| shard == view.shard || session.has_parked(shard)) {
-            return Placement::Refused(NON_LOCAL_KEY.into());
+            return match growable {
+                true => Placement::Grow(owners),
+                false => Placement::Refused(NON_LOCAL_KEY.into()),
+            };
         }
         if let [shard] = owners.iter().copied().collect::<Vec<u16>>()[..] {
             return Placement::InSession(shard);
@@ -97,6 +105,54 @@ impl KvServer {
         let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, shards, ctx.conn)?;
         self.session = Some(session);
         Ok(())
+    }
+
+    /// A running script that wrote calls for keys of `shards` not parked
+    /// for it: they are parked now. Without a session one begins: the
+    /// process's transaction lock first (meanwhile a coordinator's `Park`
+    /// for this shard is refused with `RETRY`, which that coordinator
+    /// takes as "begin again": this shard is mid-script and must not run
+    /// its parts), then the shards, the script's group here becoming the
+    /// transaction's part (`script_done` ends the session). Err: a shard
+    /// refused (a paused script there, a full log, or another script
+    /// growing into this one's shards): the call fails, the script goes on.
+    ///
+    /// Serializable as two-phase locking: this shard is the script's from
+    /// its start, each other shard from the moment it is parked, and none
+    /// is released before the end.
+    pub(super) fn grow_session(&mut self, ctx: &Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
+        use crate::apps::kv::exchange::{Request, Response};
+        let exchange = self.across.clone().expect("grows only with an exchange");
+        let me = self.shard_index();
+        let mut session = match self.session.take() {
+            Some(session) => session,
+            None => {
+                while !exchange.try_lock() {
+                    while exchange.take_park(me) {
+                        exchange.respond(me, Response::Parked(Err(crate::apps::kv::across::RETRY.into())));
+                    }
+                    std::thread::yield_now();
+                }
+                let (db, resp3, client) = (ctx.conn.db, ctx.conn.encoder.resp3, ctx.conn.id);
+                Session::new(exchange.clone(), me, (db, resp3, client))
+            }
+        };
+        let new: Vec<u16> = shards.iter().copied().filter(|&s| s != me && !session.has_parked(s)).collect();
+        for &shard in &new {
+            exchange.post(shard, Request::Park);
+            exchange.nudge(shard);
+        }
+        let mut refused = None;
+        for &shard in &new {
+            match exchange.wait_response(shard) {
+                Response::Parked(Ok(())) => session.parked.push(shard),
+                Response::Parked(Err(why)) => refused = Some(why),
+                Response::Gone => refused = Some(format!("ERR shard {shard} is stopping")),
+                _ => unreachable!("a shard answers Park with Parked"),
+            }
+        }
+        self.session = Some(session);
+        refused.map_or(Ok(()), Err)
     }
 
     /// The script of the session has ended: every part made durable, then

@@ -28,6 +28,10 @@ pub(super) enum Placement {
     /// A running script met another shard's key with nothing written: it
     /// is stopped, and runs again across every shard.
     RestartAcross,
+    /// A running script that wrote met keys of shards not parked for it:
+    /// they are parked now (its session begins, or grows), and the call
+    /// runs in the session (`parked.rs`).
+    Grow(std::collections::BTreeSet<u16>),
     /// Atomic across shards (`across.rs`): how, its arguments and keys.
     Across(crate::apps::kv::across_plans::Across, Vec<Vec<u8>>, Vec<(usize, u16)>),
 }

@@ -34,6 +34,22 @@ pub(super) struct Session {
 }
 
 impl Session {
+    /// A session of coordinator `me` with nothing parked yet, for a client
+    /// (its database, protocol and id).
+    pub(super) fn new(exchange: std::sync::Arc<Exchange>, me: u16, (db, resp3, client): (u8, bool, u64)) -> Session {
+        Session {
+            exchange,
+            me,
+            parked: Vec::new(),
+            wrote: BTreeSet::new(),
+            pending: BTreeSet::new(),
+            db,
+            resp3,
+            client,
+            done: false,
+        }
+    }
+
     /// Whether `shard` is parked for this session.
     pub(super) fn has_parked(&self, shard: u16) -> bool {
         self.parked.contains(&shard)

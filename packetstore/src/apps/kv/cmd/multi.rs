@@ -121,12 +121,20 @@ impl KvServer {
         // The EXEC command's own arguments are none: set them aside while
         // each queued command takes its place.
         let exec_args = std::mem::take(&mut ctx.conn.args);
+        self.scripting.in_exec = true;
         for args in multi.queued.drain(..) {
             ctx.conn.args = args;
             self.execute(ctx.pool, ctx.buffers, ctx.conn, ctx.out);
             ctx.conn.args.clear(ctx.buffers);
         }
+        self.scripting.in_exec = false;
         ctx.conn.args = exec_args;
+        if self.session.is_some() {
+            // A script among them parked other shards (`parked.rs`): the
+            // session's end closes this group as the transaction's part
+            // here (`end_parked`, after EXEC).
+            return Ok(());
+        }
         // The group's end record: its replies leave with the commit that
         // makes the whole group durable.
         self.store.end_group(ctx.pool, ctx.buffers)

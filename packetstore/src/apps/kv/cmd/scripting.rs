@@ -205,6 +205,7 @@ impl KvServer {
             self.store.begin_group();
         }
         self.scripting.may_restart = own_group && self.session.is_none();
+        self.scripting.may_grow = own_group || self.session.is_some() || self.scripting.in_exec;
         self.scripting.restart_across = false;
         run.vm.flags.resp3.set(false);
         run.vm.flags.wrote.set(false);
@@ -242,9 +243,11 @@ impl KvServer {
     /// Runs steps of `script` until it ends (answering its client) or is
     /// paused (kept in `scripting.paused`, its connection woken next turn).
     fn script_steps(&mut self, ctx: &mut Ctx<'_>, script: Script, mut args: MultiValue) -> Result<(), StoreError> {
-        let pausable = script.own_group && script.orphaned.is_none();
         let threshold = self.busy_threshold();
         loop {
+            // Not once it parked other shards (`parked.rs`): they would
+            // serve nobody meanwhile.
+            let pausable = script.own_group && script.orphaned.is_none() && self.session.is_none();
             if script.killed {
                 let error = script.run.vm.killed(&script.thread);
                 return self.script_done(ctx, script, Err(error));
@@ -313,6 +316,7 @@ impl KvServer {
             self.script_cleanup(ctx.pool, ctx.buffers, &script.run, script.own_group)?;
             return self.rerun_script_across(ctx, script.run);
         }
+        let reply_from = ctx.out.bytes().len();
         match result {
             Ok(value) => {
                 let mode = ReplyMode { script_resp3: script.run.vm.flags.resp3.get(), client: ctx.enc() };
@@ -325,7 +329,13 @@ impl KvServer {
         }
         let woken = std::mem::take(&mut self.scripting.deferred_wakes);
         self.pubsub.wake.extend(woken);
-        self.script_cleanup(ctx.pool, ctx.buffers, &script.run, script.own_group)
+        // A session the script began as it went ends with it, closing its
+        // group as the transaction's part here (`parked.rs`).
+        let grew = script.own_group && self.session.is_some();
+        if grew {
+            self.end_parked(ctx, reply_from);
+        }
+        self.script_cleanup(ctx.pool, ctx.buffers, &script.run, script.own_group && !grew)
     }
 
     fn script_cleanup(

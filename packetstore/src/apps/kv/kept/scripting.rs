@@ -58,6 +58,12 @@ pub(in crate::apps::kv) struct Scripting {
     /// The running script may run again across every shard: it has a
     /// group of its own and no session.
     pub(in crate::apps::kv) may_restart: bool,
+    /// The running script may park other shards as it goes: it has a
+    /// group of its own, or runs in a session (not inside EXEC).
+    pub(in crate::apps::kv) may_grow: bool,
+    /// EXEC runs its queued commands here, in its own group: a script
+    /// among them may grow a session too, which EXEC's end closes.
+    pub(in crate::apps::kv) in_exec: bool,
     /// The running script met another shard's key with nothing written:
     /// it ends, and runs again across every shard.
     pub(in crate::apps::kv) restart_across: bool,
