@@ -65,6 +65,27 @@ impl Drop for AbortOnUnwind {
     }
 }
 
+/// Parks `shards` (none of them parked yet, the coordinator not among
+/// them) into `session`, all asked at once; the refusal of one that
+/// would not (the others are parked).
+pub(super) fn park_into(session: &mut Session, shards: &[u16]) -> Option<String> {
+    let exchange = session.exchange.clone();
+    for &shard in shards {
+        exchange.post(shard, Request::Park);
+        exchange.nudge(shard);
+    }
+    let mut refused = None;
+    for &shard in shards {
+        match exchange.wait_response(shard) {
+            Response::Parked(Ok(())) => session.parked.push(shard),
+            Response::Parked(Err(why)) => refused = Some(why),
+            Response::Gone => refused = Some(format!("ERR shard {shard} is stopping")),
+            _ => unreachable!("a shard answers Park with Parked"),
+        }
+    }
+    refused
+}
+
 /// A shard's refusal to be parked while its running script takes the
 /// transaction lock (`parked.rs` `grow_session`): the coordinator releases
 /// everything and begins again.
@@ -319,19 +340,7 @@ impl KvServer {
         }
         let mut session = Session::new(exchange.clone(), me, (conn.db, conn.encoder.resp3, conn.id));
         let others: Vec<u16> = shards.iter().copied().filter(|&s| s != me).collect();
-        for &shard in &others {
-            exchange.post(shard, Request::Park);
-            exchange.nudge(shard);
-        }
-        let mut refused = None;
-        for &shard in &others {
-            match exchange.wait_response(shard) {
-                Response::Parked(Ok(())) => session.parked.push(shard),
-                Response::Parked(Err(why)) => refused = Some(why),
-                Response::Gone => refused = Some(format!("ERR shard {shard} is stopping")),
-                _ => unreachable!("a shard answers Park with Parked"),
-            }
-        }
+        let mut refused = park_into(&mut session, &others);
         if refused.is_none() {
             refused = self.cannot_take_part(me);
         }

@@ -121,7 +121,7 @@ impl KvServer {
     /// its start, each other shard from the moment it is parked, and none
     /// is released before the end.
     pub(super) fn grow_session(&mut self, ctx: &Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
-        use crate::apps::kv::exchange::{Request, Response};
+        use crate::apps::kv::exchange::Response;
         let exchange = self.across.clone().expect("grows only with an exchange");
         let me = self.shard_index();
         let mut session = match self.session.take() {
@@ -138,19 +138,7 @@ impl KvServer {
             }
         };
         let new: Vec<u16> = shards.iter().copied().filter(|&s| s != me && !session.has_parked(s)).collect();
-        for &shard in &new {
-            exchange.post(shard, Request::Park);
-            exchange.nudge(shard);
-        }
-        let mut refused = None;
-        for &shard in &new {
-            match exchange.wait_response(shard) {
-                Response::Parked(Ok(())) => session.parked.push(shard),
-                Response::Parked(Err(why)) => refused = Some(why),
-                Response::Gone => refused = Some(format!("ERR shard {shard} is stopping")),
-                _ => unreachable!("a shard answers Park with Parked"),
-            }
-        }
+        let refused = crate::apps::kv::across::park_into(&mut session, &new);
         self.session = Some(session);
         refused.map_or(Ok(()), Err)
     }
