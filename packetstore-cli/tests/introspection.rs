@@ -47,15 +47,28 @@ impl Monitor {
     }
 }
 
+/// One shard and two (keys of both shards: a command relayed to its
+/// key's shard shows its client's address there too).
 #[test]
 fn a_monitor_sees_each_command_once_it_ran_in_redis_order() {
+    for shards in ["1", "2"] {
+        a_monitor_sees_each_command_on(shards);
+    }
+}
+
+fn a_monitor_sees_each_command_on(shards: &str) {
     let pool = TempPool::new("monitor");
-    let server = Server::start(&pool.0, &[]);
+    let server = Server::start(&pool.0, &["--shards", shards]);
     let mut monitor = Monitor::start(&server);
     let mut client = server.client();
     let _: () = redis::cmd("SET").arg("foo").arg("a \"b\"\n").query(&mut client).unwrap();
     let me = monitor.command();
     assert!(me.starts_with("[0 127.0.0.1:") && me.ends_with(r#"] "SET" "foo" "a \"b\"\n""#), "{me}");
+    for key in ["{a}k", "{b}k"] {
+        let _: () = redis::cmd("SET").arg(key).arg(1).query(&mut client).unwrap();
+        let line = monitor.command();
+        assert!(line.starts_with("[0 127.0.0.1:") && line.ends_with(&format!(r#"] "SET" "{key}" "1""#)), "{line}");
+    }
     // A transaction: MULTI, its commands as EXEC runs them, then EXEC.
     let _: () = redis::pipe().atomic().cmd("INCR").arg("n").ignore().query(&mut client).unwrap();
     assert!(monitor.command().ends_with(r#" "MULTI""#));

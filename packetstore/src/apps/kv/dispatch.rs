@@ -884,7 +884,9 @@ impl KvServer {
         // A replicated node's READONLY client may read another shard's
         // keys where they are, even on a follower (`link_refuses`).
         let reads_here = self.replica.is_some() && conn.reads_here;
-        let tag = (tracking_itself || self.tracking.tracks(conn.id)).then_some(caching);
+        // The client's id goes with the command while a client tracks, or
+        // a MONITOR anywhere shows the command with its client's address.
+        let tag = (tracking_itself || self.tracking.tracks(conn.id) || self.monitored()).then_some(caching);
         let tag = if reads_here { Some(tag.unwrap_or(0) | LINK_READONLY) } else { tag };
         Client { token: conn.token, id: conn.id, db: conn.db, resp3: conn.encoder.resp3, tag }
     }

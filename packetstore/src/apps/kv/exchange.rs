@@ -103,7 +103,8 @@ pub struct Exchange {
     figures: Vec<[AtomicUsize; FIGURES]>,
     /// The ids of every shard's clients (CLIENT TRACKING REDIRECT names a
     /// client that may be another shard's).
-    clients: Mutex<std::collections::HashSet<u64>>,
+    /// With each one's address (MONITOR shows it where its commands run).
+    clients: Mutex<std::collections::HashMap<u64, String>>,
     /// Per shard: whether a script runs there past busy-reply-threshold
     /// (`Busy`, as a byte), which makes every shard's main port answer
     /// BUSY, as one Redis would.
@@ -370,7 +371,19 @@ impl Exchange {
 
     /// A client connected to some shard (`left` when it goes).
     pub(super) fn joined(&self, id: u64) {
-        self.clients.lock().expect("clients lock").insert(id);
+        self.clients.lock().expect("clients lock").insert(id, String::new());
+    }
+
+    /// Client `id`'s address, once its connection was accepted.
+    pub(super) fn set_addr(&self, id: u64, addr: String) {
+        if let Some(known) = self.clients.lock().expect("clients lock").get_mut(&id) {
+            *known = addr;
+        }
+    }
+
+    /// Client `id`'s address (empty if unknown).
+    pub(super) fn addr_of(&self, id: u64) -> String {
+        self.clients.lock().expect("clients lock").get(&id).cloned().unwrap_or_default()
     }
 
     pub(super) fn left(&self, id: u64) {
@@ -379,7 +392,7 @@ impl Exchange {
 
     /// Whether client `id` is connected to any shard.
     pub(super) fn is_connected(&self, id: u64) -> bool {
-        self.clients.lock().expect("clients lock").contains(&id)
+        self.clients.lock().expect("clients lock").contains_key(&id)
     }
 
     /// The eventfd shard `shard`'s event loop polls (`EngineConfig::nudge_fd`).

@@ -161,6 +161,9 @@ impl App for KvServer {
         }
         if conn.listener != LISTENER_HTTP && conn.peer.is_none() {
             self.clients.accepted(conn.id, fd, peer, local);
+            if let (Some(exchange), Some(peer)) = (self.across.as_ref(), peer) {
+                exchange.set_addr(conn.id, peer.to_string());
+            }
         }
     }
 

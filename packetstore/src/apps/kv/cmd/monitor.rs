@@ -79,7 +79,7 @@ impl KvServer {
     /// Whether any monitor, here or on another shard, sees this shard's
     /// commands; a part of a spanning command after its first is not
     /// shown (its first part is).
-    fn monitored(&self) -> bool {
+    pub(in crate::apps::kv) fn monitored(&self) -> bool {
         if self.uncounted {
             return false;
         }
@@ -126,13 +126,25 @@ impl KvServer {
         if crate::apps::kv::across::is_stand_in(ctx.conn) {
             return;
         }
+        // A link's own SELECT and HELLO (`shard_link::send_on`) follow its
+        // clients' database and protocol: the client's was shown already.
+        let link_own = ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN
+            && (ctx.arg(0).eq_ignore_ascii_case(b"select") || ctx.arg(0).eq_ignore_ascii_case(b"hello"));
+        if link_own {
+            return;
+        }
         let args = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
         self.monitor_args(ctx.conn.id, ctx.conn.db, args);
     }
 
     fn monitor_args(&mut self, client: u64, db: u8, args: Vec<Vec<u8>>) {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let from = if self.scripting.running { "lua".to_string() } else { self.clients.addr_of(client) };
+        let from = match (self.scripting.running, self.clients.addr_of(client)) {
+            (true, _) => "lua".to_string(),
+            // Another shard's client, whose command was relayed here.
+            (false, addr) if addr.is_empty() => self.across.as_ref().map(|e| e.addr_of(client)).unwrap_or_default(),
+            (false, addr) => addr,
+        };
         let mut line = format!("+{}.{:06} [{db} {from}] ", now.as_secs(), now.subsec_micros()).into_bytes();
         let args = redacted(args);
         for (i, arg) in args.iter().enumerate() {
