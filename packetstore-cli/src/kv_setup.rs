@@ -30,8 +30,9 @@ pub struct Args {
     /// The pool file (created on first run).
     #[arg(long, default_value = "packetstore-data/kv.pool")]
     pub pool: PathBuf,
-    /// Size of a new pool [default: 1GiB]. An existing pool keeps its
-    /// size (a different value is a warning). A new pool needs about 8
+    /// Size of a new pool, each shard's [default: 1GiB shared by the
+    /// shards, each at least what its ring needs]. An existing pool keeps
+    /// its size (a different value is a warning). A new pool needs about 8
     /// buffers of 2 KiB per receive ring entry after its log: at least 129
     /// MiB with the defaults (the error names the minimum).
     #[arg(long)]
@@ -118,11 +119,11 @@ pub struct Args {
     /// Cluster's hash slots; on the main ports (Redis and HTTP) a request
     /// for another shard's keys is relayed there, and a command over
     /// several shards' keys runs atomically across them (docs/shards.md).
-    /// A data set keeps the count it was made with. Unset: the data set's
-    /// count when its pool exists, else 1; `auto`: the data set's count,
-    /// else one shard per core this process may use (one for a node of a
-    /// replicated group and with --io epoll, which do not run shards
-    /// unless told a number).
+    /// A data set keeps the count it was made with. Unset or `auto`: the
+    /// data set's count when its pool exists, else one shard per core this
+    /// process may use (its affinity mask: `taskset -c 1` makes one; one
+    /// for a node of a replicated group and with --io epoll, which do not
+    /// run shards unless told a number).
     #[arg(long = "shards", value_name = "N|auto")]
     pub shards_wanted: Option<String>,
     /// The shard count served (`resolve_shards`, from --shards and the
@@ -181,11 +182,26 @@ impl Prepared {
             features,
             options,
             needed,
-            pool_size: args.pool_size.clone().unwrap_or_else(|| POOL_SIZE_DEFAULT.to_string()),
+            pool_size: new_pool_size(args, &needed)?,
             value_size_max: parse_size(&args.value_size_max)?,
             buffers_reserve,
         })
     }
+}
+
+/// Each new pool's size: `--pool-size` (each shard's), or else the
+/// default 1 GiB shared by the shards, each at least what its ring needs
+/// (so a shard per core does not multiply the default footprint).
+fn new_pool_size(args: &Args, needed: &BuffersNeeded) -> anyhow::Result<String> {
+    if let Some(size) = &args.pool_size {
+        return Ok(size.clone());
+    }
+    if args.shards <= 1 {
+        return Ok(POOL_SIZE_DEFAULT.to_string());
+    }
+    let shared_mib = (parse_size(POOL_SIZE_DEFAULT)? >> 20) / u64::from(args.shards);
+    let least_mib = needed.pool_size_min_mib(parse_size(&args.log_size)?);
+    Ok(format!("{}MiB", shared_mib.max(least_mib)))
 }
 
 /// The key-value server's configuration from the command line.

@@ -614,10 +614,8 @@ pub fn resolve_shards(args: &mut Args) -> anyhow::Result<()> {
     // per core.
     let single = args.group_args.node_id.is_some() || args.io == "epoll";
     args.shards = match args.shards_wanted.as_deref() {
-        // Not yet a shard per core by default: docs/shards.md, "Not the
-        // default yet", lists what the test suite finds missing.
-        None => existing.unwrap_or(1),
-        Some("auto") => match existing {
+        // A shard per core by default; an existing data set keeps its count.
+        None | Some("auto") => match existing {
             Some(count) => count,
             None if single => 1,
             None => {
