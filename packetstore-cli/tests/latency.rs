@@ -27,11 +27,32 @@ fn sleep(con: &mut redis::Connection, seconds: &str) {
     redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query::<()>(con).unwrap();
 }
 
+/// One shard, and two with the client on each (a DEBUG SLEEP runs on every
+/// shard: its event is where its client asks LATENCY).
 #[test]
 fn a_command_above_the_threshold_is_an_event_until_reset() {
+    for (shards, shard) in [("1", 0), ("2", 0), ("2", 1)] {
+        a_command_above_the_threshold_on(shards, shard);
+    }
+}
+
+/// A connection on shard `shard` of `shards` (a client id's parity names
+/// its shard when there are two).
+fn client_on(server: &Server, shards: u64, shard: u64) -> redis::Connection {
+    for _ in 0..200 {
+        let mut con = server.client();
+        let id: u64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+        if (id - 1) % shards == shard {
+            return con;
+        }
+    }
+    panic!("no connection landed on shard {shard}");
+}
+
+fn a_command_above_the_threshold_on(shards: &str, shard: u64) {
     let pool = TempPool::new("latency-events");
-    let server = Server::start(&pool.0, &["--enable-debug-command"]);
-    let mut con = server.client();
+    let server = Server::start(&pool.0, &["--enable-debug-command", "--shards", shards]);
+    let mut con = client_on(&server, shards.parse().unwrap(), shard);
     // Off by default: nothing is sampled, and DOCTOR says so.
     sleep(&mut con, "0.06");
     assert_eq!(latency(&mut con, &["LATEST"]), Value::Array(vec![]));

@@ -610,7 +610,8 @@ impl KvServer {
                 };
                 let parts: Vec<(u16, Vec<std::borrow::Cow<'_, [u8]>>)> =
                     plan.parts.iter().map(|part| (part.shard, part.args.iter().map(arg).collect())).collect();
-                self.links.send_span(client, &parts, plan.merge, conn.reply != ReplyMode::On);
+                let home = self.shard_index();
+                self.links.send_span((client, home), &parts, plan.merge, conn.reply != ReplyMode::On);
                 drop(parts);
                 // One merged reply; no later command goes anywhere before it.
                 ctx.conn.awaiting += 1;

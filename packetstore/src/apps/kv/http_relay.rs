@@ -87,7 +87,8 @@ impl KvServer {
         let client = Client { token: conn.token, id: conn.id, db: 0, resp3: false, tag: None };
         let args: [&[u8]; 4] = [HTTP_ON_SHARD, HTTP_METRICS, keep_alive_arg(keep_alive), b"-"];
         let parts: Vec<(u16, Vec<&[u8]>)> = (0..shards).map(|shard| (shard, args.to_vec())).collect();
-        self.links.send_span(client, &parts, crate::apps::kv::span::Merge::Metrics { keep_alive }, false);
+        let home = self.shard_index();
+        self.links.send_span((client, home), &parts, crate::apps::kv::span::Merge::Metrics { keep_alive }, false);
         conn.awaiting = 1;
         conn.awaiting_shard = crate::apps::kv::state::SPANNING;
         conn.http_close = !keep_alive;

@@ -433,10 +433,13 @@ impl ShardLinks {
 
     /// Sends a spanning command's parts (`parts`: each its shard and its
     /// arguments) for `client`, whose one reply, merged by `merge`, will be
-    /// delivered once every part's is in; `silent` as for `send`.
+    /// delivered once every part's is in; `silent` as for `send`. The
+    /// part on `home` (the client's shard; else the first) is counted as
+    /// the client's call, so its figures (SLOWLOG, LATENCY) are where the
+    /// client asks for them.
     pub(super) fn send_span<B: AsRef<[u8]>>(
         &mut self,
-        client: Client,
+        (client, home): (Client, u16),
         parts: &[(u16, Vec<B>)],
         merge: Merge,
         silent: bool,
@@ -448,10 +451,11 @@ impl ShardLinks {
         let replies = vec![Vec::new(); parts.len()];
         let entry = Gather { client: owner, replies, remaining: parts.len(), merge, trailer: Vec::new() };
         self.gathers.insert(gather, entry);
+        let counted_part = parts.iter().position(|(shard, _)| *shard == home).unwrap_or(0);
         for (part, (shard, args)) in parts.iter().enumerate() {
             // Every part runs for the client (CLIENT KILL's SKIPME, its
-            // tracking); only the first is counted as its call.
-            let counted = if part == 0 { 0 } else { LINK_PART };
+            // tracking); only one is counted as its call.
+            let counted = if part == counted_part { 0 } else { LINK_PART };
             let client = Client { tag: Some(client.tag.unwrap_or(0) | counted), ..client };
             self.send_pending(*shard, client, args, Pending::Part { gather, part }, false);
         }
