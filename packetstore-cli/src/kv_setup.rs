@@ -191,7 +191,9 @@ impl Prepared {
 
 /// Each new pool's size: `--pool-size` (each shard's), or else the
 /// default 1 GiB shared by the shards, each at least what its ring needs
-/// (so a shard per core does not multiply the default footprint).
+/// (129 MiB with the default ring and log: up to 7 shards the total stays
+/// 1 GiB; past that it is shards x 129 MiB, each with little room left for
+/// values: give --pool-size on a machine of many cores).
 fn new_pool_size(args: &Args, needed: &BuffersNeeded) -> anyhow::Result<String> {
     if let Some(size) = &args.pool_size {
         return Ok(size.clone());

@@ -282,6 +282,30 @@ fn scripts_that_grow_across_shards_under_contention() {
     }
 }
 
+/// A script relayed to its keys' shard that runs past busy-reply-threshold
+/// pauses there and resumes to its end, while a MONITOR is connected (the
+/// relayed command then carries its client's id, which the paused script
+/// keeps): before, it was never resumed and every shard answered BUSY.
+#[test]
+fn a_relayed_script_that_pauses_ends_while_monitored() {
+    let pools = ShardPools::new("parked-monitored-pause", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut admin).unwrap();
+    let mut monitor = common::Raw::connect(&server);
+    monitor.send(&[b"MONITOR"]).unwrap();
+    let long = "redis.call('set', KEYS[1], 'long'); local t = redis.call('time'); \
+                local start = t[1] * 1000000 + t[2]; while true do local n = redis.call('time'); \
+                if n[1] * 1000000 + n[2] - start > 300000 then break end end; return 'done'";
+    for (mut c, shard) in clients_on_both(&server) {
+        let key = key_on(&mut admin, "p", 1 - shard);
+        let done: String = redis::cmd("EVAL").arg(long).arg(1).arg(&key).query(&mut c).unwrap();
+        assert_eq!(done, "done", "client on shard {shard}");
+        let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+}
+
 fn eval(c: &mut redis::Connection, script: &str, keys: &[&str]) -> redis::RedisResult<redis::Value> {
     redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).query(c)
 }
@@ -339,6 +363,21 @@ fn scripts_read_and_write_every_shard() {
         assert_eq!((ran.as_str(), set.as_str()), ("OK", "OK"));
         let kept: Vec<String> = redis::cmd("MGET").arg(here).arg(there).query(&mut c).unwrap();
         assert_eq!(kept, ["after", "exec"]);
+        // One that grew and then runs past busy-reply-threshold cannot
+        // pause (the shards parked for it would serve nobody): it runs to
+        // its end, whole.
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut c).unwrap();
+        let long = format!(
+            "redis.call('set', '{here}', 'long'); redis.call('set', '{there}', 'long'); \
+             local t = redis.call('time'); local start = t[1] * 1000000 + t[2]; \
+             while true do local n = redis.call('time'); \
+             if n[1] * 1000000 + n[2] - start > 300000 then break end end; return 'done'"
+        );
+        let done: String = redis::from_redis_value(&eval(&mut c, &long, &[]).unwrap()).unwrap();
+        assert_eq!(done, "done");
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(5000).query(&mut c).unwrap();
+        let kept: Vec<String> = redis::cmd("MGET").arg(here).arg(there).query(&mut admin).unwrap();
+        assert_eq!(kept, ["long", "long"]);
         // A script that catches the other shard's refusal (pcall) and
         // writes after it: it still runs again, and writes once.
         // (Its counter hashes with `here`: `{here}` is its tag.)

@@ -198,6 +198,14 @@ fn a_group_of_sharded_nodes_serves_every_shard_and_survives_kills() {
     assert!(error.contains("CROSSSLOT") && error.contains("replicated"), "{error}");
     let none: Vec<Option<String>> = redis::cmd("MGET").arg("{a}3").arg("{b}3").query(&mut connection).unwrap();
     assert_eq!(none, vec![None, None], "a refused MSET wrote nothing");
+    // A script that wrote one shard's key and then calls another's gets
+    // Redis Cluster's error there (no transaction across a group's
+    // shards), and the node serves on.
+    let script = "redis.call('set', KEYS[1], 's'); return redis.call('set', '{b}4', 's')";
+    let refused = redis::cmd("EVAL").arg(script).arg(1).arg("{a}4").query::<redis::Value>(&mut connection);
+    assert!(error_text(refused).contains("non local key"), "a script across a group's shards");
+    let pong: String = redis::cmd("PING").query(&mut connection).unwrap();
+    assert_eq!(pong, "PONG");
     // Reads across shards run (each part on its shard's leader).
     let both: Vec<Option<String>> = redis::cmd("MGET").arg("{a}1").arg("{b}through:1").query(&mut connection).unwrap();
     assert_eq!(both, vec![Some("x".to_string()), Some("1".to_string())]);

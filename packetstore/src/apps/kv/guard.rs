@@ -25,6 +25,9 @@ pub(super) struct Guard {
     /// Whether a log group was open before (a command inside EXEC or a
     /// script): a group the request opened itself is closed on a panic.
     group_before: bool,
+    /// Whether it is a call inside a running script or EXEC: the session
+    /// of shards parked for the outer request stays with it.
+    nested: bool,
 }
 
 /// A panic's message.
@@ -39,7 +42,8 @@ pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 impl KvServer {
     /// Opens a request's guard: its staging scope and its reply's start.
     pub(super) fn guard_begin(&self, buffers: &mut Buffers, out: &OutQueue) -> Guard {
-        Guard { scope: buffers.begin_staging(), reply: out.end(), group_before: self.store.in_group() }
+        let nested = self.scripting.running || self.scripting.in_exec;
+        Guard { scope: buffers.begin_staging(), reply: out.end(), group_before: self.store.in_group(), nested }
     }
 
     /// The request ended without a panic: what it still holds is owned
@@ -72,6 +76,10 @@ impl KvServer {
         });
         let released = buffers.unwind_staging(guard.scope);
         self.stats.panic_refs_released += released;
+        if !guard.nested {
+            self.scripting.in_exec = false;
+            self.end_failed_session(pool, buffers);
+        }
         // A group the request opened (a script's, EXEC's) is closed: what
         // it applied is in the tree, so it must be whole in the log too;
         // later commands must not join it.
@@ -84,6 +92,20 @@ impl KvServer {
         self.staged_in_place = 0;
         self.staged_copied = 0;
         panic_text(&panic)
+    }
+
+    /// Shards parked for a request that failed on a bug (a script's
+    /// session): its part here ends with theirs, as one transaction, and
+    /// they are released.
+    fn end_failed_session(&mut self, pool: &Pool, buffers: &mut Buffers) {
+        let Some(mut session) = self.session.take() else { return };
+        if self.store.group_records() > 0 {
+            session.wrote_here();
+        }
+        self.scripting.running = false;
+        if let Err(error) = self.across_end(pool, buffers, session) {
+            tracing::error!("ending the session of a failed request: {error}");
+        }
     }
 
     /// Runs `work` (one request) in a guard. Err: it panicked (the guard

@@ -64,9 +64,11 @@ impl KvServer {
             return Placement::Refused(RESTARTING.into());
         }
         let Some(view) = self.config.settings.cluster.as_ref() else { return Placement::Here };
-        let growable = self.scripting.may_grow && self.across.is_some();
+        // The main port's clients (or relayed from it): a cluster port's
+        // script gets Redis Cluster's error, as on a cluster node.
+        let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
+        let growable = self.scripting.may_grow && self.across.is_some() && own_client;
         let Some(session) = self.session.as_ref() else {
-            let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
             let restartable = self.scripting.may_restart && self.store.group_records() == 0 && own_client;
             return match (restartable && self.across.is_some(), growable) {
                 (true, _) => Placement::RestartAcross,

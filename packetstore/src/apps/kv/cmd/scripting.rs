@@ -205,7 +205,10 @@ impl KvServer {
             self.store.begin_group();
         }
         self.scripting.may_restart = own_group && self.session.is_none();
-        self.scripting.may_grow = own_group || self.session.is_some() || self.scripting.in_exec;
+        // Not on a replicated group's node: a transaction across its shards
+        // is not built there (`across::ACROSS_REPLICATED`).
+        self.scripting.may_grow =
+            (own_group || self.session.is_some() || self.scripting.in_exec) && self.replica.is_none();
         self.scripting.restart_across = false;
         run.vm.flags.resp3.set(false);
         run.vm.flags.wrote.set(false);
@@ -267,7 +270,8 @@ impl KvServer {
             self.tracking_script(script.conn_id, None);
             pause::plan(HookPlan::default());
             match step {
-                Step::Paused if pausable => {
+                // Not once it parked other shards during the step.
+                Step::Paused if pausable && self.session.is_none() => {
                     self.stats.script_pauses += 1;
                     self.pubsub.wake.push(script.token);
                     self.scripting.paused = Some(script);
@@ -366,7 +370,7 @@ impl KvServer {
         conn: &mut KvConn,
         out: &mut OutQueue,
     ) -> bool {
-        let Some(script) = self.scripting.paused.take_if(|s| s.conn_id == conn.id && s.orphaned.is_none()) else {
+        let Some(script) = self.scripting.paused.take_if(|s| s.token == conn.token && s.orphaned.is_none()) else {
             return true;
         };
         let db = self.store.physical_db(conn.db);
@@ -386,13 +390,15 @@ impl KvServer {
 
     /// Whether `conn` is the client of the paused script.
     pub(in crate::apps::kv) fn runs_paused_script(&self, conn: &KvConn) -> bool {
-        self.scripting.paused.as_ref().is_some_and(|s| s.conn_id == conn.id)
+        // By token: a script relayed on a link ran with its client's id
+        // (`link_as`), which the link's connection no longer has.
+        self.scripting.paused.as_ref().is_some_and(|s| s.token == conn.token)
     }
 
     /// The client of a paused script went away: the script is dropped if
     /// it wrote nothing, else finished from the tick (`finish_orphan`).
     pub(in crate::apps::kv) fn orphan_script(&mut self, conn: &KvConn) {
-        if let Some(script) = self.scripting.paused.as_mut().filter(|s| s.conn_id == conn.id) {
+        if let Some(script) = self.scripting.paused.as_mut().filter(|s| s.token == conn.token) {
             script.orphaned = Some(conn.db);
         }
     }
