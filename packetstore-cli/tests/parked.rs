@@ -193,6 +193,20 @@ fn blocking_pops_wait_on_keys_of_several_shards() {
     let dst: Vec<String> = redis::cmd("LRANGE").arg(&b).arg(0).arg(-1).query(&mut admin).unwrap();
     assert_eq!(dst, ["moved"]);
     let _: i64 = redis::cmd("DEL").arg(&a).arg(&b).query(&mut admin).unwrap();
+    // A key written as another type wakes it for nothing: it waits on,
+    // and takes the next element pushed (Redis: WRONGTYPE only at the
+    // pop's first run).
+    for _ in 0..4 {
+        let waiting = blocked_call(&server, strings(&["BLPOP", &a, &b, "0"]));
+        wait_for("BLPOP blocks", || blocked_clients(&mut admin) == 1);
+        let _: () = redis::cmd("SET").arg(&a).arg("a string").query(&mut admin).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(blocked_clients(&mut admin), 1, "still blocked after its key became a string");
+        let _: i64 = redis::cmd("RPUSH").arg(&b).arg("after").query(&mut admin).unwrap();
+        let got = format!("{:?}", waiting.join().unwrap().unwrap());
+        assert!(got.contains("\"after\""), "{got}");
+        let _: i64 = redis::cmd("DEL").arg(&a).arg(&b).query(&mut admin).unwrap();
+    }
     // The timeout: nil.
     let started = Instant::now();
     let timed_out: Option<(String, String)> = redis::cmd("BLPOP").arg(&a).arg(&b).arg(0.3).query(&mut admin).unwrap();

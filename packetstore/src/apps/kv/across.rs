@@ -522,6 +522,14 @@ impl KvServer {
                 return;
             }
         };
+        let woken = crate::apps::kv::across_plans::Across {
+            recipe: crate::apps::kv::across_plans::Recipe::FirstPopWoken,
+            shards: across.shards.clone(),
+        };
+        let across = match across.recipe {
+            crate::apps::kv::across_plans::Recipe::FirstPop if self.retrying_blocked => &woken,
+            _ => across,
+        };
         let reply = self.run_recipe(ctx, &mut session, across, args, keys);
         let parks = pop.as_ref().filter(|_| crate::apps::kv::span::is_nil(&reply));
         if let Some(shape) = parks {

@@ -59,6 +59,10 @@ pub(super) enum Recipe {
     Smove,
     Lmove,
     FirstPop,
+    /// A blocked pop woken to run again: as `FirstPop`, but a key of
+    /// another type is passed over (Redis serves a woken client from a key
+    /// of its type only; WRONGTYPE is for the pop's first run).
+    FirstPopWoken,
     Temp { home: u16 },
 }
 
@@ -154,7 +158,8 @@ pub(super) fn run(
         Recipe::Rename { nx } => rename(args, *nx, &owner_of, calls),
         Recipe::Smove => smove(args, &owner_of, calls),
         Recipe::Lmove => lmove(args, &owner_of, calls),
-        Recipe::FirstPop => first_pop(args, keys, &owner_of, calls),
+        Recipe::FirstPop => first_pop(args, keys, (&owner_of, false), calls),
+        Recipe::FirstPopWoken => first_pop(args, keys, (&owner_of, true), calls),
         Recipe::Temp { home } => temp(args, keys, *home, shards, calls),
     }
 }
@@ -242,7 +247,7 @@ fn rename(args: &[Vec<u8>], nx: bool, owner_of: &dyn Fn(&[u8]) -> u16, calls: &m
 fn first_pop(
     args: &[Vec<u8>],
     keys: &[(usize, u16)],
-    owner_of: &dyn Fn(&[u8]) -> u16,
+    (owner_of, woken): (&dyn Fn(&[u8]) -> u16, bool),
     calls: &mut dyn Calls,
 ) -> Vec<u8> {
     let (Some(&(first, _)), Some(&(last, _))) = (keys.first(), keys.last()) else { return b"*-1\r\n".to_vec() };
@@ -257,6 +262,10 @@ fn first_pop(
         one.push(args[i].clone());
         one.extend_from_slice(&args[last + 1..]);
         reply = calls.call(owner_of(&args[i]), one);
+        if woken && reply.as_slice() == WRONGTYPE {
+            reply = b"*-1\r\n".to_vec();
+            continue;
+        }
         if !is_nil(&reply) {
             break;
         }
