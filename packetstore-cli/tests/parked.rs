@@ -320,6 +320,38 @@ fn a_relayed_script_that_pauses_ends_while_monitored() {
     }
 }
 
+/// SCRIPT KILL from a client of the shard a busy script was relayed from
+/// reaches it (on a private link: the shared one carries the script, whose
+/// later commands wait for its end).
+#[test]
+fn script_kill_reaches_a_relayed_script_from_its_own_shard() {
+    let pools = ShardPools::new("parked-kill-relayed", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut admin).unwrap();
+    let mut clients = clients_on_both(&server);
+    for shard in [0, 1] {
+        let at = clients.iter().position(|(_, s)| *s == shard).unwrap();
+        let (mut runner, _) = clients.remove(at);
+        let at = clients.iter().position(|(_, s)| *s == shard).unwrap();
+        let (mut killer, _) = clients.remove(at);
+        let key = key_on(&mut admin, "r", 1 - shard);
+        let running = std::thread::spawn(move || {
+            let spin = "redis.call('get', KEYS[1]); while true do end";
+            redis::cmd("EVAL").arg(spin).arg(1).arg(&key).query::<redis::Value>(&mut runner).map_err(|e| e.to_string())
+        });
+        wait_for("the script is busy", || {
+            redis::cmd("PING").query::<String>(&mut killer).is_err_and(|e| e.to_string().contains("BUSY"))
+        });
+        let killed: redis::RedisResult<()> = redis::cmd("SCRIPT").arg("KILL").query(&mut killer);
+        assert!(killed.is_ok(), "SCRIPT KILL from shard {shard}: {killed:?}");
+        let answer = running.join().unwrap();
+        assert!(answer.as_ref().is_err_and(|e| e.contains("killed")), "{answer:?}");
+        let pong: String = redis::cmd("PING").query(&mut killer).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+}
+
 fn eval(c: &mut redis::Connection, script: &str, keys: &[&str]) -> redis::RedisResult<redis::Value> {
     redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).query(c)
 }

@@ -55,7 +55,9 @@ pub(super) enum Recipe {
     ByKey(span::Plan),
     Mset,
     Msetnx,
-    Rename { nx: bool },
+    Rename {
+        nx: bool,
+    },
     Smove,
     Lmove,
     FirstPop,
@@ -63,7 +65,9 @@ pub(super) enum Recipe {
     /// another type is passed over (Redis serves a woken client from a key
     /// of its type only; WRONGTYPE is for the pop's first run).
     FirstPopWoken,
-    Temp { home: u16 },
+    Temp {
+        home: u16,
+    },
 }
 
 /// Where EXEC runs a command queued on the main port of a sharded server
@@ -158,8 +162,8 @@ pub(super) fn run(
         Recipe::Rename { nx } => rename(args, *nx, &owner_of, calls),
         Recipe::Smove => smove(args, &owner_of, calls),
         Recipe::Lmove => lmove(args, &owner_of, calls),
-        Recipe::FirstPop => first_pop(args, keys, (&owner_of, false), calls),
-        Recipe::FirstPopWoken => first_pop(args, keys, (&owner_of, true), calls),
+        Recipe::FirstPop => first_pop(args, keys, &owner_of, false, calls),
+        Recipe::FirstPopWoken => first_pop(args, keys, &owner_of, true, calls),
         Recipe::Temp { home } => temp(args, keys, *home, shards, calls),
     }
 }
@@ -247,7 +251,8 @@ fn rename(args: &[Vec<u8>], nx: bool, owner_of: &dyn Fn(&[u8]) -> u16, calls: &m
 fn first_pop(
     args: &[Vec<u8>],
     keys: &[(usize, u16)],
-    (owner_of, woken): (&dyn Fn(&[u8]) -> u16, bool),
+    owner_of: &dyn Fn(&[u8]) -> u16,
+    woken: bool,
     calls: &mut dyn Calls,
 ) -> Vec<u8> {
     let (Some(&(first, _)), Some(&(last, _))) = (keys.first(), keys.last()) else { return b"*-1\r\n".to_vec() };

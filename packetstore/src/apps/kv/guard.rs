@@ -25,9 +25,11 @@ pub(super) struct Guard {
     /// Whether a log group was open before (a command inside EXEC or a
     /// script): a group the request opened itself is closed on a panic.
     group_before: bool,
-    /// Whether it is a call inside a running script or EXEC: the session
-    /// of shards parked for the outer request stays with it.
-    nested: bool,
+    /// Whether a script was running and EXEC running its commands when it
+    /// began (a call inside them): both are as they were after a panic,
+    /// and the session of shards parked for the outer request stays.
+    running_before: bool,
+    in_exec_before: bool,
 }
 
 /// A panic's message.
@@ -42,8 +44,9 @@ pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 impl KvServer {
     /// Opens a request's guard: its staging scope and its reply's start.
     pub(super) fn guard_begin(&self, buffers: &mut Buffers, out: &OutQueue) -> Guard {
-        let nested = self.scripting.running || self.scripting.in_exec;
-        Guard { scope: buffers.begin_staging(), reply: out.end(), group_before: self.store.in_group(), nested }
+        let (running_before, in_exec_before) = (self.scripting.running, self.scripting.in_exec);
+        let group_before = self.store.in_group();
+        Guard { scope: buffers.begin_staging(), reply: out.end(), group_before, running_before, in_exec_before }
     }
 
     /// The request ended without a panic: what it still holds is owned
@@ -76,8 +79,9 @@ impl KvServer {
         });
         let released = buffers.unwind_staging(guard.scope);
         self.stats.panic_refs_released += released;
-        if !guard.nested {
-            self.scripting.in_exec = false;
+        // A panic inside a script's step skips its own resets.
+        (self.scripting.running, self.scripting.in_exec) = (guard.running_before, guard.in_exec_before);
+        if !guard.running_before && !guard.in_exec_before {
             self.end_failed_session(pool, buffers);
         }
         // A group the request opened (a script's, EXEC's) is closed: what

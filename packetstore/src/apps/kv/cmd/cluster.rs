@@ -195,9 +195,11 @@ impl KvServer {
         }
         if !cluster_port && crate::apps::kv::cmd::scripting::allowed_while_busy(entry, ctx) && kills_or_asks(entry, ctx)
         {
-            // SCRIPT KILL, FUNCTION KILL and STATS go where the script runs.
+            // SCRIPT KILL, FUNCTION KILL and STATS go where the script runs,
+            // on a private link: the shared one may carry the script itself
+            // (relayed there), whose later commands wait for its end.
             if let Some((shard, _)) = self.scripting.paused.is_none().then(|| self.busy_elsewhere(ctx.conn)).flatten() {
-                return Placement::Relay(shard);
+                return Placement::Private(shard);
             }
         }
         if let Some(placement) = (!cluster_port).then(|| self.main_port_own(ctx, entry, view.shards)).flatten() {

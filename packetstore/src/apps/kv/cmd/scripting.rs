@@ -373,12 +373,15 @@ impl KvServer {
         let Some(script) = self.scripting.paused.take_if(|s| s.token == conn.token && s.orphaned.is_none()) else {
             return true;
         };
+        // A script relayed on a link runs as its client (`link_as`).
+        let own_id = std::mem::replace(&mut conn.id, script.conn_id);
         let db = self.store.physical_db(conn.db);
         let mut ctx =
             Ctx { pool, buffers, conn, out, now: crate::store::db::now_ms(), db, close: false, failed: false };
         if let Err(error) = self.script_steps(&mut ctx, script, MultiValue::new()) {
             ctx.error(&format!("ERR {error}"));
         }
+        ctx.conn.id = own_id;
         let ended = self.scripting.paused.is_none();
         if ended {
             // The other shards stop answering BUSY before its client hears
