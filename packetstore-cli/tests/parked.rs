@@ -352,6 +352,44 @@ fn script_kill_reaches_a_relayed_script_from_its_own_shard() {
     }
 }
 
+/// A client blocked on its shard's key, woken (a push on that shard's
+/// cluster port) while a script is busy on the other shard, waits for the
+/// script's end and then takes the element, as one Redis would serve it
+/// after the script: before, it was answered BUSY.
+#[test]
+fn a_blocked_client_woken_while_another_shard_is_busy_waits() {
+    let pools = ShardPools::new("parked-busy-wake", 2);
+    let server = start(&pools);
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).query(&mut admin).unwrap();
+    let (a, b) = (key_on(&mut admin, "w", 0), key_on(&mut admin, "v", 1));
+    let slots: Vec<(i64, i64, Vec<redis::Value>)> = redis::cmd("CLUSTER").arg("SLOTS").query(&mut admin).unwrap();
+    let port_0: i64 = slots
+        .iter()
+        .find(|(start, _, _)| *start == 0)
+        .map(|(_, _, node)| redis::from_redis_value(&node[1]).unwrap())
+        .unwrap();
+    let mut clients = clients_on_both(&server);
+    let (mut waiter, _) = clients.remove(clients.iter().position(|(_, s)| *s == 0).unwrap());
+    let (mut runner, _) = clients.remove(clients.iter().position(|(_, s)| *s == 1).unwrap());
+    let a2 = a.clone();
+    let waiting = std::thread::spawn(move || {
+        redis::cmd("BLPOP").arg(&a2).arg(0).query::<(String, String)>(&mut waiter).map_err(|e| e.to_string())
+    });
+    wait_for("the BLPOP blocks", || blocked_clients(&mut admin) == 1);
+    let spin = "redis.call('set', KEYS[1], 1); local t = redis.call('time'); local start = t[1] * 1000000 + t[2]; \
+                while true do local n = redis.call('time'); if n[1] * 1000000 + n[2] - start > 600000 then break end end";
+    let running =
+        std::thread::spawn(move || redis::cmd("EVAL").arg(spin).arg(1).arg(&b).query::<redis::Value>(&mut runner));
+    wait_for("the script is busy", || {
+        redis::cmd("PING").query::<String>(&mut admin).is_err_and(|e| e.to_string().contains("BUSY"))
+    });
+    let mut node_0 = redis::Client::open(format!("redis://127.0.0.1:{port_0}/")).unwrap().get_connection().unwrap();
+    let _: i64 = redis::cmd("RPUSH").arg(&a).arg("during").query(&mut node_0).unwrap();
+    assert_eq!(waiting.join().unwrap(), Ok((a.clone(), "during".to_string())));
+    assert!(running.join().unwrap().is_ok());
+}
+
 fn eval(c: &mut redis::Connection, script: &str, keys: &[&str]) -> redis::RedisResult<redis::Value> {
     redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).query(c)
 }

@@ -144,8 +144,16 @@ impl KvServer {
             conn.encoder.error(out.bytes(), "UNBLOCKED the stream key no longer exists");
             return true;
         }
-        if !blocked.written_elsewhere() && !self.any_key_holds(pool, &blocked) {
-            // Woken for nothing it can take: parked again, as it was.
+        // While a script is busy on another shard (BUSY on this main port)
+        // it waits, as one Redis serves it after the script: the tick wakes
+        // it once no shard is busy.
+        let busy = self.busy_elsewhere(conn).is_some();
+        if busy {
+            self.blocking.after_busy.push(conn.token);
+        }
+        if busy || (!blocked.written_elsewhere() && !self.any_key_holds(pool, &blocked)) {
+            // Woken for nothing it can take (or not now): parked again, as
+            // it was.
             let waits = (blocked.deadline, blocked.elsewhere.as_ref());
             self.blocking.register((conn.id, conn.token), &blocked.keys, waits, blocked.arrived_ns);
             conn.blocked = Some(blocked);
@@ -225,6 +233,17 @@ impl KvServer {
     pub(in crate::apps::kv) fn wake_timed_out(&mut self) {
         if self.blocking.is_empty() {
             return;
+        }
+        // And those that waited for a script busy on another shard, once
+        // none is.
+        let me = self.shard_index();
+        if !self.blocking.after_busy.is_empty() && self.across.as_ref().is_none_or(|e| e.busy_elsewhere(me).is_none()) {
+            let waited = std::mem::take(&mut self.blocking.after_busy);
+            for token in waited {
+                if !self.pubsub.wake.contains(&token) {
+                    self.pubsub.wake.push(token);
+                }
+            }
         }
         for token in self.blocking.expired(Instant::now()) {
             if !self.pubsub.wake.contains(&token) {
