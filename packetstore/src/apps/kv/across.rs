@@ -86,6 +86,22 @@ pub(super) fn park_into(session: &mut Session, shards: &[u16]) -> Option<String>
     refused
 }
 
+/// Has parked `shard` watch `keys` (`state::watch_id`s) for a connection
+/// of another shard: its `flag` is set when one is written there (WATCH),
+/// and with `wake`, that shard is woken too (a blocked pop).
+pub(super) fn watch_on(
+    exchange: &Exchange,
+    shard: u16,
+    keys: Vec<Vec<u8>>,
+    (flag, wake): (std::sync::Weak<AtomicBool>, Option<u16>),
+) {
+    exchange.post(shard, Request::Watch { keys, flag, wake });
+    match exchange.wait_response(shard) {
+        Response::Reply { .. } => {}
+        _ => unreachable!("a shard answers Watch with Reply"),
+    }
+}
+
 /// A shard's refusal to be parked while its running script takes the
 /// transaction lock (`parked.rs` `grow_session`): the coordinator releases
 /// everything and begins again.
@@ -522,15 +538,11 @@ impl KvServer {
                 return;
             }
         };
-        let woken = crate::apps::kv::across_plans::Across {
-            recipe: crate::apps::kv::across_plans::Recipe::FirstPopWoken,
-            shards: across.shards.clone(),
-        };
-        let across = match across.recipe {
-            crate::apps::kv::across_plans::Recipe::FirstPop if self.retrying_blocked => &woken,
-            _ => across,
-        };
-        let reply = self.run_recipe(ctx, &mut session, across, args, keys);
+        // A woken pop passes over keys of another type (`FirstPopWoken`).
+        use crate::apps::kv::across_plans::{Across, Recipe};
+        let woken = (across.recipe == Recipe::FirstPop && self.retrying_blocked)
+            .then(|| Across { recipe: Recipe::FirstPopWoken, shards: across.shards.clone() });
+        let reply = self.run_recipe(ctx, &mut session, woken.as_ref().unwrap_or(across), args, keys);
         let parks = pop.as_ref().filter(|_| crate::apps::kv::span::is_nil(&reply));
         if let Some(shape) = parks {
             self.park_across(ctx, &session, (shape, deadline), (args, keys));
@@ -696,11 +708,7 @@ impl KvServer {
         let shards: BTreeSet<u16> = remote.keys().copied().collect();
         let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, &shards, ctx.conn)?;
         for (shard, keys) in remote {
-            exchange.post(shard, Request::Watch { keys, flag: std::sync::Arc::downgrade(dirty), wake: None });
-            match exchange.wait_response(shard) {
-                Response::Reply { .. } => {}
-                _ => unreachable!("a shard answers Watch with Reply"),
-            }
+            watch_on(&exchange, shard, keys, (std::sync::Arc::downgrade(dirty), None));
         }
         self.across_end(ctx.pool, ctx.buffers, session)?;
         Ok(Some(here))

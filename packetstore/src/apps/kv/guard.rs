@@ -106,7 +106,6 @@ impl KvServer {
         if self.store.group_records() > 0 {
             session.wrote_here();
         }
-        self.scripting.running = false;
         if let Err(error) = self.across_end(pool, buffers, session) {
             tracing::error!("ending the session of a failed request: {error}");
         }

@@ -194,13 +194,8 @@ impl KvServer {
         })
     }
 
-    /// A write touched `key` of logical database `logical`: the
-    /// connections parked on it are woken, in arrival order.
-    pub(in crate::apps::kv) fn wake_blocked(&mut self, logical: u8, key: &[u8]) {
-        if self.blocking.is_empty() {
-            return;
-        }
-        let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(logical, key)).collect();
+    /// Wakes parked connections (`App::take_wakeups`), each once.
+    fn wake_parked(&mut self, tokens: impl IntoIterator<Item = ConnToken>) {
         for token in tokens {
             if !self.pubsub.wake.contains(&token) {
                 self.pubsub.wake.push(token);
@@ -208,24 +203,26 @@ impl KvServer {
         }
     }
 
+    /// A write touched `key` of logical database `logical`: the
+    /// connections parked on it are woken, in arrival order.
+    pub(in crate::apps::kv) fn wake_blocked(&mut self, logical: u8, key: &[u8]) {
+        if self.blocking.is_empty() {
+            return;
+        }
+        let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(logical, key)).collect();
+        self.wake_parked(tokens);
+    }
+
     /// `App::nudged`: the parked connections one of whose keys another
     /// shard wrote are woken (to run their command across shards again).
     pub(in crate::apps::kv) fn wake_written_elsewhere(&mut self) {
-        for token in self.blocking.written_elsewhere() {
-            if !self.pubsub.wake.contains(&token) {
-                self.pubsub.wake.push(token);
-            }
-        }
+        self.wake_parked(self.blocking.written_elsewhere());
     }
 
     /// Every parked connection is woken (FLUSHDB, FLUSHALL, SWAPDB change
     /// keys wholesale): each checks its keys again.
     pub(in crate::apps::kv) fn wake_all_blocked(&mut self) {
-        for token in self.blocking.all() {
-            if !self.pubsub.wake.contains(&token) {
-                self.pubsub.wake.push(token);
-            }
-        }
+        self.wake_parked(self.blocking.all());
     }
 
     /// The tick: parked connections whose timeout passed are woken (to
@@ -239,17 +236,9 @@ impl KvServer {
         let me = self.shard_index();
         if !self.blocking.after_busy.is_empty() && self.across.as_ref().is_none_or(|e| e.busy_elsewhere(me).is_none()) {
             let waited = std::mem::take(&mut self.blocking.after_busy);
-            for token in waited {
-                if !self.pubsub.wake.contains(&token) {
-                    self.pubsub.wake.push(token);
-                }
-            }
+            self.wake_parked(waited);
         }
-        for token in self.blocking.expired(Instant::now()) {
-            if !self.pubsub.wake.contains(&token) {
-                self.pubsub.wake.push(token);
-            }
-        }
+        self.wake_parked(self.blocking.expired(Instant::now()));
     }
 
     /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the connection was parked
@@ -268,9 +257,7 @@ impl KvServer {
             return ctx.int(0);
         };
         self.blocking.unblocked.insert(id as u64, error);
-        if !self.pubsub.wake.contains(&token) {
-            self.pubsub.wake.push(token);
-        }
+        self.wake_parked([token]);
         ctx.int(1);
     }
 
@@ -448,7 +435,6 @@ impl KvServer {
         (shape, deadline): (&PopShape, Option<Instant>),
         (args, keys): (&[Vec<u8>], &[(usize, u16)]),
     ) {
-        use crate::apps::kv::exchange::{Request, Response};
         let shards = self.config.settings.cluster.as_ref().map_or(1, |view| view.shards);
         let waited = if shape.source_only { &keys[..1] } else { keys };
         let mut here = Vec::new();
@@ -462,12 +448,8 @@ impl KvServer {
         }
         let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for (shard, keys) in elsewhere {
-            let watch = Request::Watch { keys, flag: std::sync::Arc::downgrade(&flag), wake: Some(session.me) };
-            session.exchange.post(shard, watch);
-            match session.exchange.wait_response(shard) {
-                Response::Reply { .. } => {}
-                _ => unreachable!("a shard answers Watch with Reply"),
-            }
+            let wake = (std::sync::Arc::downgrade(&flag), Some(session.me));
+            crate::apps::kv::across::watch_on(&session.exchange, shard, keys, wake);
         }
         ctx.conn.block_request = Some(BlockRequest { keys: here, deadline, kind: shape.kind, elsewhere: Some(flag) });
     }
