@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let pool = open_pool(&path, &args)?;
         let found = pool.header().shard;
         anyhow::ensure!(
-            crate::shards::is_shard_of(found, index, set),
+            packetstore::launch::shards::is_shard_of(found, index, set),
             "{} is not shard {index} of {}'s data set of {} shards (its header: {found:?})",
             path.display(),
             args.pool.display(),
@@ -65,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 scope.spawn(move || {
                     let index = index as u16;
                     // Its horizon failed unless published: the others stop waiting.
-                    let _unblock = crate::shards::Unblock(horizons, index);
+                    let _unblock = packetstore::launch::shards::Unblock(horizons, index);
                     compact_pool(&pool, (horizons, index), args, &format!("shard {index}: "))
                 })
             })

@@ -145,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut shard = inspect_pool(&path, &args)
             .with_context(|| format!("shard {index} of {} ({})", set.count, path.display()))?;
         let found = shard.pool.header().shard;
-        if !crate::shards::is_shard_of(found, index, set) {
+        if !packetstore::launch::shards::is_shard_of(found, index, set) {
             shard
                 .findings
                 .problems

@@ -12,18 +12,12 @@ mod config;
 mod crash_writer;
 mod demo;
 mod get;
-mod group;
 mod inspect;
 mod inspect_values;
-mod kv_setup;
-mod listen;
 mod options;
 mod progress;
 mod reader_check;
-mod readers;
 mod serve;
-mod shards;
-mod shutdown;
 mod switch;
 mod wal;
 
@@ -66,7 +60,7 @@ enum Command {
     /// protocol over one pool. With no arguments: a pool under
     /// ./packetstore-data/, HTTP on 127.0.0.1:8080, Redis on 127.0.0.1:6379.
     #[command(args_override_self = true)]
-    Serve(kv_setup::Args),
+    Serve(serve::Args),
     /// Append records to a pool's log, commit them, and show what recovery
     /// finds: run it twice to see the first run's records come back.
     Demo(demo::Args),

@@ -1,177 +1,251 @@
 //! `packetstore serve`: the durable key-value server. HTTP (`/kv/<key>`,
-//! PASTE's pKVS) and the Redis protocol on one event loop over one pool.
-//! See `packetstore::apps::kv` for the protocols and `packetstore::store::db` for how
-//! writes become durable.
+//! PASTE's pKVS) and the Redis protocol, a shard per core by default.
+//! This file only parses the options into the library's `ServeConfig`;
+//! `packetstore::launch` checks them and assembles the server (see
+//! `packetstore::apps::kv` for the protocols and `packetstore::store::db`
+//! for how writes become durable).
 
-use std::io::Write;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
-use anyhow::bail;
-use packetstore::apps::kv::KvServer;
 use packetstore::io::app::Persist;
-use packetstore::io::cores::{raise_open_file_limit, run_loop};
-use packetstore::io::engine::EngineConfig;
-use packetstore::{Buffers, Pool, PoolKind};
+use packetstore::launch::group::parse_peers;
+use packetstore::launch::{GroupSettings, ServeConfig};
 
-use crate::kv_setup::{kv_config, open_store, print_limits, record_recovery, stopped, Args, Prepared};
-use crate::options::{
-    check_buffers, check_new_pool, open_or_create_pool, power_switch, warn_pool_size_ignored, write_crash_image,
-};
+use crate::options::{parse_address, parse_duration, BindArgs, LoopArgs, PersistArgs, Size};
 
-pub fn run(mut args: Args) -> anyhow::Result<()> {
-    crate::shards::resolve_shards(&mut args)?;
-    let prepared = Prepared::new(&args)?;
-    raise_open_file_limit();
-    if args.shards > 1 || args.cluster_ports.is_some() {
-        return crate::shards::run(&args, &prepared);
-    }
-    run_single(args, prepared)
+pub fn run(args: Args) -> anyhow::Result<()> {
+    packetstore::launch::serve(config(args)?)
 }
 
-/// One event loop over one pool (`--shards 1`): the server that may also
-/// be a node of a replicated group, run on the crash simulator, or publish
-/// for one-sided readers.
-fn run_single(args: Args, prepared: Prepared) -> anyhow::Result<()> {
-    let Prepared {
+/// The library's configuration from the command line.
+fn config(args: Args) -> anyhow::Result<ServeConfig> {
+    let persist = Persist::parse(&args.persist)
+        .filter(|&p| p != Persist::Off)
+        .ok_or_else(|| anyhow::anyhow!("unknown --persist '{}': use zerocopy or copy", args.persist))?;
+    Ok(ServeConfig {
+        io: packetstore::launch::pools::parse_io(&args.io, &args.commit)?,
         persist,
-        policy,
-        ref features,
-        ref options,
-        ref needed,
-        ref pool_size,
-        value_size_max,
-        buffers_reserve,
-        ..
-    } = prepared;
-    let mut group = args.group_args.config()?;
-    if group.is_some() && policy.is_some() {
-        bail!("a replicated group runs on the io_uring engine only (--io uring)");
-    }
-    // Sizes are checked and both listeners bound before the pool is
-    // created or opened: a failure leaves no file and replays nothing.
-    check_new_pool(&args.pool, pool_size, &args.log_size, needed)?;
-    let listeners = bind_listeners(&args, policy.is_some(), group.as_ref())?;
-    let (file_pool, created) = open_or_create_pool(
-        &args.pool,
-        PoolKind::KeyValue,
-        pool_size,
-        &args.log_size,
-        1,
-        options,
-        (args.persist_args.create_dirs, None),
-    )?;
-    if !created {
-        warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
-    }
-    // The file pool stays open (and locked) while a simulated one runs.
-    let power = power_switch(&args.persist_args, &args.pool)?;
-    let simulated = power.as_ref().map(|device| Pool::open_simulated(device.clone())).transpose()?;
-    let pool = simulated.as_ref().unwrap_or(&file_pool);
-    let geometry = pool.geometry();
-    if geometry.log_count != 1 {
-        bail!("{} was made for {} event loops (a WAL pool?): serve uses one", args.pool.display(), geometry.log_count);
-    }
-    check_buffers(&args.pool, &geometry, needed)?;
-    crate::shards::check_shard(&args.pool, file_pool.header().shard, None)?;
-    let domain = pool.domain().clone();
-    crate::kv_setup::print_banner(&args.pool, pool, created, power.is_some())?;
-
-    let mut buffers = Buffers::new(geometry.buffer_count);
-    // The page domain writes back whole pages at each sync: hand out
-    // neighbouring buffers so that a batch's values share pages.
-    buffers.set_sequential(domain.domain == packetstore::Domain::Page);
-    let (mut store, report) =
-        open_store(&args, pool, &mut buffers, value_size_max, buffers_reserve, group.is_some(), None)?;
-    if let Some(group) = group.as_mut() {
-        group.client_addr = Some(packetstore::io::net::local_addr(&listeners[1])?);
-    }
-    let replica = group.map(|group| crate::group::join_group(group, &mut store, pool, &mut buffers)).transpose()?;
-    let shared = replica.is_some() || power.is_some();
-    let _table = crate::readers::set_up_readers((&args, &args.pool), pool, &mut store, &mut buffers, shared)?;
-    let recovery = report.to_string();
-    println!("recovery: {recovery}");
-    let recovery_duration = report.duration;
-    record_recovery(pool, &report);
-    let addrs = (
-        Some(packetstore::io::net::local_addr(&listeners[1])?),
-        Some(packetstore::io::net::local_addr(&listeners[0])?),
-    );
-    let kv_config = kv_config(&args, &prepared, &domain, power.clone(), addrs)?;
-    let mut server = KvServer::new(kv_config, store, recovery);
-    if let Some(replica) = replica {
-        server.set_replica(replica);
-    }
-    server.set_recovery_duration(recovery_duration);
-    let http_addr = packetstore::io::net::local_addr(&listeners[0])?;
-    let resp_addr = packetstore::io::net::local_addr(&listeners[1])?;
-    let (stop, wake_fd) = crate::shutdown::install()?;
-    let mut config = EngineConfig {
-        listen: http_addr,
-        wake_fd: Some(wake_fd),
-        ..args.loop_args.engine_config(persist == Persist::ZeroCopy)?
-    };
-    if let Some(features) = &features {
-        config = config.adapt_to(features);
-    }
-    let kind = match policy {
-        None => "io uring".to_string(),
-        Some(_) => format!("io epoll, commit {}", args.commit),
-    };
-    let ready = format!(
-        "listening: http {http_addr}, redis {resp_addr} ({kind}, 1 event loop, persist {}, limits: value {} bytes, key {} bytes)",
-        persist.name(),
-        value_size_max,
-        packetstore::store::db::KEY_SIZE_MAX
-    );
-    print_limits(&config, &args);
-    let on_ready = || {
-        println!("{ready}");
-        let _ = std::io::stdout().flush();
-    };
-    let outcome = run_loop(pool, &mut buffers, &mut server, policy, config, listeners, (stop, on_ready));
-    if let Some(done) = stopped_abnormally(power.as_deref(), &args.pool, &server) {
-        return done;
-    }
-    let drained = outcome?;
-    let stop = stopped(drained, &mut server, pool, &mut buffers)?;
-    crate::kv_setup::log_stopped(&[stop]);
-    Ok(())
+        storage: args.persist_args.storage()?,
+        loops: args.loop_args.settings(),
+        bind_timeout: args.bind_args.bind_timeout,
+        group: GroupSettings {
+            node_id: args.group_args.node_id,
+            peers: args.group_args.peers,
+            group_id: args.group_args.group_id,
+            peer_secret: args.group_args.peer_secret,
+            raft_tick: args.group_args.raft_tick,
+            join: args.group_args.join,
+        },
+        pool: args.pool,
+        pool_size: args.pool_size,
+        log_size: args.log_size,
+        http: args.http,
+        resp: args.resp,
+        requirepass: args.requirepass,
+        metrics_public: args.metrics_public,
+        protected_mode: args.protected_mode == "yes",
+        debug_command: args.enable_debug_command,
+        value_size_max: args.value_size_max,
+        zero_copy_min: args.zero_copy_min,
+        replay_budget: args.replay_budget,
+        checkpoint_interval: args.checkpoint_interval,
+        compact_waste: args.compact_waste,
+        scrub_rate: args.scrub_rate,
+        one_sided_reads: args.one_sided_reads,
+        pool_group_read: args.pool_group_read,
+        shards: args.shards.and_then(|count| count.0),
+        cluster_ports: args.cluster_ports,
+        replay_progress: Some(replay_bar),
+    })
 }
 
-/// The loop stopped because the simulated power failed (the crash image
-/// is written back) or because the node must rebuild (restarted in place).
-fn stopped_abnormally(
-    power: Option<&packetstore::SimDevice>,
-    pool: &std::path::Path,
-    server: &KvServer,
-) -> Option<anyhow::Result<()>> {
-    if let Some(device) = power.filter(|device| device.is_dead()) {
-        return Some(write_crash_image(device, pool));
+/// `--shards`: a number, or `auto` (None).
+#[derive(Clone, Copy, Debug)]
+pub struct ShardCount(Option<u16>);
+
+fn parse_shards(text: &str) -> anyhow::Result<ShardCount> {
+    if text == "auto" {
+        return Ok(ShardCount(None));
     }
-    server.rebuild_requested().then(crate::group::restart_in_place)
+    let count = text.parse::<u16>().map_err(|_| anyhow::anyhow!("use auto or 1 to 256"))?;
+    Ok(ShardCount(Some(count)))
 }
 
-/// The HTTP and Redis protocol listeners (and a group node's peer port),
-/// in that order, each bound with
-/// the wait of `--bind-timeout`; a warning for each that the network can
-/// reach without a password.
-fn bind_listeners(
-    args: &Args,
-    nonblocking: bool,
-    group: Option<&packetstore::replica::ReplicaConfig>,
-) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
-    let timeout = args.bind_args.timeout()?;
-    if args.http == args.resp && args.http.port() != 0 {
-        bail!("--http and --resp are both {}: give them different ports", args.http);
-    }
-    let http = crate::listen::bind(args.http, "HTTP", false, nonblocking, timeout)?;
-    let resp = crate::listen::bind(args.resp, "Redis protocol", false, nonblocking, timeout)?;
-    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some(), args.protected_mode == "yes");
-    let mut listeners = vec![http, resp];
-    if let Some(group) = group {
-        // A node's peer port: its own entry of --peers.
-        let peer = group.members[&group.node_id];
-        listeners.push(crate::listen::bind(peer, "peer", false, nonblocking, timeout)?);
-        crate::listen::warn_peer_exposure(peer, !group.secret.is_empty());
-    }
-    Ok(listeners)
+/// A progress bar for a long replay, on a terminal only.
+fn replay_bar() -> Box<dyn FnMut(u64, u64)> {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    Box::new(move |done: u64, total: u64| {
+        if total < 50_000 || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "recovery: replaying the log {bar:40} {pos}/{len} records {eta}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
+        bar.set_position(done);
+        if done == total {
+            bar.finish_and_clear();
+        }
+    })
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A TOML file of options: the keys are these flags without dashes
+    /// (pool-size = "4GiB", requirepass = "...", busy-poll = true). Flags
+    /// given on the command line win.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The pool file (created on first run).
+    #[arg(long, default_value = "packetstore-data/kv.pool")]
+    pub pool: PathBuf,
+    /// Size of a new pool, each shard's [default: 1GiB shared by the
+    /// shards, each at least what its ring needs]. An existing pool keeps
+    /// its size (a different value is a warning). A new pool needs about 8
+    /// buffers of 2 KiB per receive ring entry after its log: at least 129
+    /// MiB with the defaults (the error names the minimum).
+    #[arg(long, value_parser = Size::parse)]
+    pub pool_size: Option<Size>,
+    /// Log region of a new pool.
+    #[arg(long, default_value = "64MiB", value_parser = Size::parse)]
+    pub log_size: Size,
+    /// HTTP listener (PUT/GET/HEAD/DELETE /kv/<key>): IP:PORT or
+    /// HOST:PORT. A host name binds the first address it resolves to, IPv4
+    /// first (localhost: 127.0.0.1).
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_address)]
+    pub http: SocketAddr,
+    /// Redis protocol listener, as --http (a host name binds its first
+    /// address, IPv4 first).
+    #[arg(long, default_value = "127.0.0.1:6379", value_parser = parse_address)]
+    pub resp: SocketAddr,
+    /// Require this password on both ports: AUTH on the Redis protocol,
+    /// `Authorization: Bearer <password>` (or Basic) on HTTP.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// With --requirepass, let GET /metrics through without the password
+    /// (for a Prometheus scraper on a trusted network).
+    #[arg(long)]
+    pub metrics_public: bool,
+    /// Redis's protected mode: while no password is set (--requirepass,
+    /// CONFIG SET requirepass) and a listener is bound beyond loopback,
+    /// clients connecting from other hosts get Redis's -DENIED error (HTTP:
+    /// 403) and are disconnected; loopback clients are served. `no` turns
+    /// it off (also CONFIG SET protected-mode no).
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    pub protected_mode: String,
+    /// Allow Redis's DEBUG SLEEP and DEBUG SET-ACTIVE-EXPIRE (for test
+    /// suites; Redis's enable-debug-command). Off: DEBUG is refused.
+    #[arg(long)]
+    pub enable_debug_command: bool,
+    /// I/O path: uring (PASTE's engine) or epoll (the Linux baseline).
+    #[arg(long, default_value = "uring")]
+    pub io: String,
+    /// zerocopy (values stay where they were received) or copy.
+    #[arg(long, default_value = "zerocopy")]
+    pub persist: String,
+    /// epoll only: per-request (a fence or sync per request) or per-turn.
+    #[arg(long, default_value = "per-turn")]
+    pub commit: String,
+    /// The largest value accepted.
+    #[arg(long, default_value = "64MiB", value_parser = Size::parse)]
+    pub value_size_max: Size,
+    /// Values at least this long are sent from the pool without copying
+    /// (measured: copying is cheaper up to 4 KiB, sending from the pool
+    /// from 8 KiB; bench/results/kv.md).
+    #[arg(long, default_value = "8KiB", value_parser = Size::parse)]
+    pub zero_copy_min: Size,
+    /// The replay budget: a restart replays at most this many log records
+    /// (a checkpoint starts at half of it; writes wait at all of it).
+    /// About 2 us a record (bench/results/restart.md).
+    #[arg(long, default_value_t = packetstore::store::db::REPLAY_RECORDS_MAX_DEFAULT, alias = "checkpoint-records")]
+    pub replay_budget: usize,
+    /// Checkpoint the index this long after the last checkpoint too
+    /// ("500ms", "10s").
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub checkpoint_interval: std::time::Duration,
+    /// Compact (relocate the values of partly live buffers) when this
+    /// fraction of the bytes of the buffers holding values is waste; 0
+    /// compacts continuously, above 1 never.
+    #[arg(long, default_value_t = 0.5)]
+    pub compact_waste: f64,
+    /// Value bytes a second the scrubber checks against their CRCs, pass
+    /// after pass over the whole tree ("8MiB"; 0: no scrubbing), for the
+    /// process (its shards share it evenly). Progress and what it found:
+    /// INFO persistence (scrub_*) and /metrics.
+    #[arg(long, default_value = "8MiB", value_parser = Size::parse)]
+    pub scrub_rate: Size,
+    /// Publish for one-sided readers: processes on this machine that map
+    /// the pool read-only and answer GET and HGET without this server
+    /// (`packetstore get`, the reader library; docs/one-sided-reads.md).
+    #[arg(long)]
+    pub one_sided_reads: bool,
+    /// Make the pool file (and the one-sided readers' table) readable by
+    /// the file's group: 0640 instead of 0600.
+    #[arg(long)]
+    pub pool_group_read: bool,
+    /// Shards: event loops, each pinned to its own core with its own pool
+    /// file (`kv.pool`, `kv.1.pool`, ...), owning a range of Redis
+    /// Cluster's hash slots; on the main ports (Redis and HTTP) a request
+    /// for another shard's keys is relayed there, and a command over
+    /// several shards' keys runs atomically across them (docs/shards.md).
+    /// A data set keeps the count it was made with. Unset or `auto`: the
+    /// data set's count when its pool exists, else one shard per core this
+    /// process may use (its affinity mask: `taskset -c 1` makes one; one
+    /// for a node of a replicated group and with --io epoll, which do not
+    /// run shards unless told a number).
+    #[arg(long, value_name = "N|auto", value_parser = parse_shards)]
+    pub shards: Option<ShardCount>,
+    /// Serve Redis Cluster clients: shard i on this port + i (0: any free
+    /// ports), on --resp's address, each a master of its slots. With more
+    /// than one shard and no --cluster-ports: any free ports (CLUSTER
+    /// SLOTS and the listening line name them).
+    #[arg(long)]
+    pub cluster_ports: Option<u16>,
+    #[command(flatten)]
+    pub bind_args: BindArgs,
+    #[command(flatten)]
+    pub loop_args: LoopArgs,
+    #[command(flatten)]
+    pub persist_args: PersistArgs,
+    #[command(flatten)]
+    pub group_args: GroupArgs,
+}
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct GroupArgs {
+    /// Run as node N (1, 2, ...) of a replicated group (Raft): a write is
+    /// acknowledged once durable on a majority of the group's pools.
+    #[arg(long)]
+    pub node_id: Option<u64>,
+    /// Every member of the group, this node included, with its peer
+    /// address: "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003". This
+    /// node listens for its peers on its own entry's address.
+    #[arg(long, value_parser = parse_peers)]
+    pub peers: Option<BTreeMap<u64, SocketAddr>>,
+    /// The group's id: a pool that belongs to another group (or to another
+    /// node id) is refused.
+    #[arg(long, default_value_t = 1)]
+    pub group_id: u64,
+    /// A secret every peer link must present (none by default: peers
+    /// listen on 127.0.0.1 unless told otherwise).
+    #[arg(long)]
+    pub peer_secret: Option<String>,
+    /// raft's tick ("100ms"): heartbeats every 2 ticks, elections after 10
+    /// to 20 ticks without a leader.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub raft_tick: std::time::Duration,
+    /// Join an existing group instead of starting one: the node waits
+    /// until the leader adds it (`GROUP ADD N HOST:PORT` on any member),
+    /// then catches up from a snapshot. --peers names the members and
+    /// this node.
+    #[arg(long)]
+    pub join: bool,
 }

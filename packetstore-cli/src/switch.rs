@@ -183,7 +183,7 @@ fn umem_area(pool: &Pool) -> NonNull<[u8]> {
 }
 
 fn run_loop(switch: &mut Switch, ports: &mut dyn Ports, args: &Args, snapshot: &Mutex<String>) -> anyhow::Result<()> {
-    let (stop, _wake) = crate::shutdown::install()?;
+    let (stop, _wake) = packetstore::launch::shutdown::install()?;
     switch.start(ports);
     let mut published = Instant::now();
     publish(switch, snapshot);

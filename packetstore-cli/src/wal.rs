@@ -14,10 +14,10 @@ use packetstore::io::cores::{listeners_on_port, raise_open_file_limit, LoopError
 use packetstore::io::engine::EngineConfig;
 use packetstore::{Buffers, Pool, PoolKind, RecoveryReport, SimDevice};
 
-use crate::listen::BindArgs;
+use crate::options::BindArgs;
 use crate::options::{
     check_buffers, check_new_pool, io_path, open_or_create_pool, parse_size, power_switch, probe_uring,
-    warn_pool_size_ignored, write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, POOL_SIZE_DEFAULT,
+    warn_pool_size_ignored, write_crash_image, BuffersNeeded, LoopArgs, PersistArgs, Size, POOL_SIZE_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -34,15 +34,15 @@ pub struct Args {
     /// size (a different value is a warning). In zero copy, each event
     /// loop needs 3 buffers of 2 KiB per receive ring entry after the log:
     /// at least 281 MiB with the defaults (the error names the minimum).
-    #[arg(long)]
-    pub pool_size: Option<String>,
+    #[arg(long, value_parser = Size::parse)]
+    pub pool_size: Option<Size>,
     /// Log region of a new pool.
-    #[arg(long, default_value = "256MiB")]
-    pub log_size: String,
+    #[arg(long, default_value = "256MiB", value_parser = Size::parse)]
+    pub log_size: Size,
     /// Address to listen on: IP:PORT or HOST:PORT. A host name binds the
     /// first address it resolves to, IPv4 first (localhost: 127.0.0.1).
     /// The WAL server has no authentication.
-    #[arg(long, default_value = "127.0.0.1:8080", value_parser = crate::listen::parse_address)]
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = crate::options::parse_address)]
     pub listen: SocketAddr,
     /// I/O path: uring (PASTE's engine) or epoll (the paper's Linux baseline).
     #[arg(long, default_value = "uring")]
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         fixed: 0,
         loops: threads,
     };
-    let pool_size = args.pool_size.as_deref().unwrap_or(POOL_SIZE_DEFAULT);
+    let pool_size = &args.pool_size.clone().map_or_else(|| Size::parse(POOL_SIZE_DEFAULT), Ok)?;
     check_new_pool(&args.pool, pool_size, &args.log_size, &needed)?;
     let listeners = bind_listeners(&args, threads, policy.is_some())?;
     let addr = packetstore::io::net::local_addr(&listeners[0])?;
@@ -94,10 +94,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (file_pool, created) =
         open_or_create_pool(&args.pool, PoolKind::Wal, pool_size, &args.log_size, threads, &options, (dirs, None))?;
     if !created {
-        warn_pool_size_ignored(&args.pool, args.pool_size.as_deref(), &file_pool);
+        warn_pool_size_ignored(&args.pool, args.pool_size.as_ref(), &file_pool);
     }
     // The file pool stays open (and locked) while a simulated one runs.
-    let power = power_switch(&args.persist_args, &args.pool)?;
+    let power = power_switch(args.persist_args.storage()?.simulate, &args.pool)?;
     if power.is_some() && threads > 1 {
         // It checks that every store was declared; two loops storing at
         // once would race with that check.
@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     drop(out);
     let shared = SeqIndex::new(pool);
-    let (stop, wake_fd) = crate::shutdown::install()?;
+    let (stop, wake_fd) = packetstore::launch::shutdown::install()?;
     let loops = Loops {
         pool,
         policy,
@@ -210,11 +210,12 @@ fn loop_finished(index: u32, outcome: Result<bool, LoopError>, power: &Option<Ar
 /// is waited for; the others join it.
 fn bind_listeners(args: &Args, threads: u32, nonblocking: bool) -> anyhow::Result<Vec<std::os::fd::OwnedFd>> {
     let reuse_port = threads > 1;
-    let first = crate::listen::bind(args.listen, "WAL", reuse_port, nonblocking, args.bind_args.timeout()?)?;
+    let first =
+        packetstore::launch::listen::bind(args.listen, "WAL", reuse_port, nonblocking, args.bind_args.timeout()?)?;
     let addr = packetstore::io::net::local_addr(&first)?;
     let listeners = listeners_on_port(first, threads, nonblocking).map_err(|(index, error)| {
         anyhow::Error::new(error).context(format!("cannot listen on {addr} (WAL, event loop {index})"))
     })?;
-    crate::listen::warn_wal_exposure(args.listen);
+    packetstore::launch::listen::warn_wal_exposure(args.listen);
     Ok(listeners)
 }

@@ -23,6 +23,8 @@
 //!   trait through which they serve an application. Stands on `pool` only.
 //! - [`proto`]: wire formats, HTTP/1.1 heads and the Redis protocol.
 //! - [`apps`]: the WAL server and the key-value server, each an `App`.
+//! - [`launch`]: assembly: a server's pools, listeners, shards, groups
+//!   and readers, from one validated configuration (the CLI only parses).
 //!
 //! Every persistent structure is drawn byte by byte, with its persistence
 //! order, in `docs/format.md`; `docs/architecture.md` walks the layers.
@@ -51,6 +53,8 @@ pub mod replica;
 pub mod reader;
 
 pub mod apps;
+
+pub mod launch;
 
 pub use error::{BufferError, LogError, PoolError};
 pub use log::{CommitSummary, CommitTicket, Log, LogUsage, RecordView, RecoveryReport};

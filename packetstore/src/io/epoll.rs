@@ -49,6 +49,16 @@ pub enum CommitPolicy {
     PerTurn,
 }
 
+impl CommitPolicy {
+    /// As `--commit` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommitPolicy::PerRequest => "per-request",
+            CommitPolicy::PerTurn => "per-turn",
+        }
+    }
+}
+
 struct Conn<C> {
     fd: RawFd,
     /// Tells this connection from the slot's earlier and later ones.

@@ -1,7 +1,8 @@
-//! `packetstore serve --shards N`: a shard per core. Each shard is an
+//! A key-value server of N shards (`--shards N`, by default a shard per
+//! core). Each shard is an
 //! event loop pinned to its own core, with its own pool file, log, tree,
 //! checkpoints and compaction, owning a contiguous range of Redis
-//! Cluster's 16,384 hash slots (`packetstore::apps::kv::cluster`).
+//! Cluster's 16,384 hash slots (`crate::apps::kv::cluster`).
 //!
 //! Each shard listens on its own cluster port (`--cluster-ports P`: shard
 //! i on P + i), where it answers as a Redis Cluster master of its slots:
@@ -9,8 +10,8 @@
 //! Cluster, `redis-cli -c`, `redis-benchmark --cluster`) send each command
 //! straight to its core. The main ports are shared by every shard
 //! (SO_REUSEPORT); on the Redis port a command for another shard's keys is
-//! relayed to it over the links made here (`shard_link.rs` in the library),
-//! and so is an HTTP request (`http_relay.rs`).
+//! relayed to it over the links made here (`apps/kv/shard_link.rs`), and
+//! so is an HTTP request (`apps/kv/http_relay.rs`).
 //!
 //! On the crash simulator (`--simulate-power-failures`, a test switch)
 //! each shard's pool runs on a device of its own; when one's power fails,
@@ -34,18 +35,19 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use packetstore::apps::kv::across::Exchange;
-use packetstore::apps::kv::cluster::ClusterView;
-use packetstore::apps::kv::KvServer;
-use packetstore::io::cores::{allowed_cpus, pin_current_thread, run_loop};
-use packetstore::io::engine::EngineConfig;
-use packetstore::pool::layout::ShardId;
-use packetstore::replica::ReplicaConfig;
-use packetstore::store::db::Horizons;
-use packetstore::{Buffers, Pool, PoolKind, SimDevice};
 
-use crate::kv_setup::{Args, Prepared};
-use crate::options::{check_buffers, check_new_pool, open_or_create_pool, power_switch};
+use crate::apps::kv::across::Exchange;
+use crate::apps::kv::cluster::ClusterView;
+use crate::apps::kv::KvServer;
+use crate::io::cores::{allowed_cpus, pin_current_thread, run_loop};
+use crate::io::engine::EngineConfig;
+use crate::launch::config::{Plan, ServeConfig};
+use crate::launch::pools::{check_buffers, check_new_pool, open_or_create_pool, power_switch};
+use crate::launch::setup::Stopped;
+use crate::pool::layout::ShardId;
+use crate::replica::ReplicaConfig;
+use crate::store::db::Horizons;
+use crate::{Buffers, Pool, PoolKind, SimDevice};
 
 /// Stops every shard when dropped; a panic also counts as a failure (so
 /// that shards waiting for the others' recovery give up).
@@ -56,7 +58,7 @@ impl Drop for StopAllOnDrop<'_> {
         if std::thread::panicking() {
             self.0.store(true, Ordering::SeqCst);
         }
-        crate::shutdown::request_stop();
+        super::shutdown::request_stop();
     }
 }
 
@@ -66,7 +68,7 @@ pub const SHARDS_MAX: u16 = 256;
 /// Shard `index`'s pool file: `--pool` itself for shard 0, then
 /// `kv.1.pool`, `kv.2.pool`, ... beside it (one-sided readers find them
 /// the same way).
-pub use packetstore::pool::layout::shard_path;
+pub use crate::pool::layout::shard_path;
 
 /// One shard, ready to recover and serve.
 struct Shard {
@@ -82,34 +84,33 @@ struct Shard {
     listeners: Vec<OwnedFd>,
 }
 
-/// Serves `args.shards` shards until stopped.
-pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
-    let count = args.shards;
-    if prepared.policy.is_some() {
+/// Serves `plan.shards` shards until stopped.
+pub(super) fn run(plan: &Plan) -> anyhow::Result<()> {
+    let (count, config) = (plan.shards, &plan.config);
+    if config.io.is_some() {
         bail!("--shards {count} runs on the io_uring engine only (--io uring)");
     }
     // A node of a replicated group: each shard is a group of its own.
-    let group = args.group_args.config()?;
+    let group = plan.group.clone();
     let groups = (0..count)
-        .map(|index| group.as_ref().map(|group| crate::group::shard_config(group, index, count)).transpose())
+        .map(|index| group.as_ref().map(|group| super::group::shard_config(group, index, count)).transpose())
         .collect::<anyhow::Result<Vec<Option<ReplicaConfig>>>>()?;
-    let listeners = bind_all(args, prepared, &groups)?;
+    let listeners = bind_all(plan, &groups)?;
     let mut links = shard_links(count)?;
-    let pools = open_all(args, prepared)?;
+    let pools = open_all(plan)?;
     let cpus = allowed_cpus().context("reading this process's CPU affinity")?;
     // The cluster port comes after a node's peer port.
     let cluster_listener = if group.is_some() { 3 } else { 2 };
-    let ports = listeners.iter().map(|l| packetstore::io::net::local_addr(&l[cluster_listener]).map(|a| a.port()));
+    let ports = listeners.iter().map(|l| crate::io::net::local_addr(&l[cluster_listener]).map(|a| a.port()));
     let ports = ports.collect::<std::io::Result<Vec<u16>>>()?;
-    let main =
-        (packetstore::io::net::local_addr(&listeners[0][0])?, packetstore::io::net::local_addr(&listeners[0][1])?);
+    let main = (crate::io::net::local_addr(&listeners[0][0])?, crate::io::net::local_addr(&listeners[0][1])?);
     let set_id = pools[0].1.header().shard.map_or(0, |id| id.set_id);
     let shards = pools
         .into_iter()
         .zip(listeners)
         .enumerate()
         .map(|(i, ((path, pool, created), listeners))| {
-            let device = power_switch(&args.persist_args, &path)?;
+            let device = power_switch(config.storage.simulate, &path)?;
             let (pool, file) = match &device {
                 Some(device) => (Pool::open_simulated(device.clone())?, Some(pool)),
                 None => (pool, None),
@@ -118,8 +119,8 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<Shard>>>()?;
     let devices = simulated_devices(&shards);
-    crate::kv_setup::print_sharded_banner(&shards[0].pool, !devices.is_empty())?;
-    let (stop, wake_fd) = crate::shutdown::install()?;
+    super::setup::print_sharded_banner(&shards[0].pool, !devices.is_empty())?;
+    let (stop, wake_fd) = super::shutdown::install()?;
     let horizons = Horizons::new(count);
     let exchange = Arc::new(Exchange::new(count).context("making the shards' eventfds")?);
     let failed = AtomicBool::new(false);
@@ -127,7 +128,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     let ready = AtomicUsize::new(0);
     // Clients are told an address they can reach: a wildcard bind
     // announces loopback.
-    let host = match args.resp.ip() {
+    let host = match config.resp.ip() {
         ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
         ip => ip,
     };
@@ -142,8 +143,8 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     let rebuild = AtomicBool::new(false);
     // --connections-max is the process's, whichever shard the kernel hands
     // a connection to.
-    let clients = packetstore::io::engine::SharedLimit::new(args.loop_args.connections_max);
-    let outcomes: Vec<anyhow::Result<Option<crate::kv_setup::Stopped>>> = std::thread::scope(|scope| {
+    let clients = crate::io::engine::SharedLimit::new(config.loops.connections_max);
+    let outcomes: Vec<anyhow::Result<Option<Stopped>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = shards
             .into_iter()
             .zip(groups)
@@ -156,8 +157,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
                     // However this thread ends (a panic too), the others stop.
                     let _stop_all = StopAllOnDrop(failed);
                     let one = OneShard {
-                        args,
-                        prepared,
+                        plan,
                         view,
                         main,
                         cpu,
@@ -188,7 +188,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
     if rebuild.load(Ordering::SeqCst) {
         // A shard's group dropped entries its tree reflects: the whole node
         // starts again from its durable state, as one shard alone does.
-        return crate::group::restart_in_place();
+        return super::group::restart_in_place();
     }
     match errors.into_iter().next() {
         Some(error) => Err(error),
@@ -198,7 +198,7 @@ pub fn run(args: &Args, prepared: &Prepared) -> anyhow::Result<()> {
 
 /// The shards' threads' ends: their errors; when every shard stopped
 /// gracefully, the process's one line for the stop.
-fn ended(outcomes: Vec<anyhow::Result<Option<crate::kv_setup::Stopped>>>, count: u16) -> Vec<anyhow::Error> {
+fn ended(outcomes: Vec<anyhow::Result<Option<Stopped>>>, count: u16) -> Vec<anyhow::Error> {
     let mut stops = Vec::new();
     let mut errors = Vec::new();
     for outcome in outcomes {
@@ -208,7 +208,7 @@ fn ended(outcomes: Vec<anyhow::Result<Option<crate::kv_setup::Stopped>>>, count:
         }
     }
     if errors.is_empty() && stops.len() == usize::from(count) {
-        crate::kv_setup::log_stopped(&stops);
+        super::setup::log_stopped(&stops);
     }
     errors
 }
@@ -222,7 +222,7 @@ fn simulated_devices(shards: &[Shard]) -> Vec<(Arc<SimDevice>, PathBuf)> {
     if !devices.is_empty() {
         println!("WARNING: SIMULATED POWER FAILURES (test switch): every shard's pool runs in memory on the crash simulator; DEBUG POWERFAIL writes the crash images back to the files");
         let at_stop = devices.clone();
-        packetstore::apps::kv::before_stopping_half_way(Box::new(move || {
+        crate::apps::kv::before_stopping_half_way(Box::new(move || {
             if let Err(error) = write_crash_images(&at_stop) {
                 eprintln!("writing the crash images: {error:#}");
             }
@@ -236,7 +236,7 @@ fn simulated_devices(shards: &[Shard]) -> Vec<(Arc<SimDevice>, PathBuf)> {
 fn write_crash_images(devices: &[(Arc<SimDevice>, PathBuf)]) -> anyhow::Result<()> {
     for (index, (device, path)) in devices.iter().enumerate() {
         let image = device.take_crash_image().unwrap_or_else(|| device.crash(0x5eed ^ index as u64));
-        crate::options::write_image(path, &image)?;
+        super::pools::write_image(path, &image)?;
     }
     let paths: Vec<String> = devices.iter().map(|(_, path)| path.display().to_string()).collect();
     println!("power failed (simulated): the crash images are in {}", paths.join(", "));
@@ -251,7 +251,7 @@ fn write_crash_images(devices: &[(Arc<SimDevice>, PathBuf)]) -> anyhow::Result<(
 /// part of a command that spans every shard. The event loops own and
 /// close them.
 fn shard_links(count: u16) -> anyhow::Result<Vec<Vec<(std::os::fd::RawFd, usize)>>> {
-    use packetstore::apps::kv::{link_pair, LISTENER_LINK_IN, LISTENER_LINK_OUT};
+    use crate::apps::kv::{link_pair, LISTENER_LINK_IN, LISTENER_LINK_OUT};
     use std::os::fd::IntoRawFd;
     let mut links = vec![Vec::new(); usize::from(count)];
     for from in 0..usize::from(count) {
@@ -267,43 +267,43 @@ fn shard_links(count: u16) -> anyhow::Result<Vec<Vec<(std::os::fd::RawFd, usize)
 /// Every shard's listeners: the main HTTP and Redis ports (shared through
 /// SO_REUSEPORT, at their first shard's port when given as 0), a node's
 /// peer port for its shard's group (`groups`), then its cluster port.
-fn bind_all(args: &Args, prepared: &Prepared, groups: &[Option<ReplicaConfig>]) -> anyhow::Result<Vec<Vec<OwnedFd>>> {
-    let timeout = args.bind_args.timeout()?;
-    let nonblocking = prepared.policy.is_some();
-    let base = args.cluster_ports.context("--shards above 1 needs --cluster-ports (the first shard's port)")?;
-    let (mut http, mut resp) = (args.http, args.resp);
+fn bind_all(plan: &Plan, groups: &[Option<ReplicaConfig>]) -> anyhow::Result<Vec<Vec<OwnedFd>>> {
+    let config = &plan.config;
+    let (timeout, nonblocking) = (config.bind_timeout, config.io.is_some());
+    let base = plan.cluster_ports.context("--shards above 1 needs --cluster-ports (the first shard's port)")?;
+    let (mut http, mut resp) = (config.http, config.resp);
     let mut all = Vec::new();
-    for index in 0..args.shards {
+    for index in 0..plan.shards {
         // The first shard's binds refuse a port another process listens
         // on; the others join the first's (SO_REUSEPORT).
         let (h, r) = if index == 0 {
-            let h = crate::listen::bind(http, "HTTP", true, nonblocking, timeout)?;
-            (h, crate::listen::bind(resp, "Redis protocol", true, nonblocking, timeout)?)
+            let h = super::listen::bind(http, "HTTP", true, nonblocking, timeout)?;
+            (h, super::listen::bind(resp, "Redis protocol", true, nonblocking, timeout)?)
         } else {
-            let join = |addr| packetstore::io::net::listen(addr, true, nonblocking);
+            let join = |addr| crate::io::net::listen(addr, true, nonblocking);
             (join(http).context("HTTP, another shard")?, join(resp).context("Redis protocol, another shard")?)
         };
-        (http, resp) = (packetstore::io::net::local_addr(&h)?, packetstore::io::net::local_addr(&r)?);
+        (http, resp) = (crate::io::net::local_addr(&h)?, crate::io::net::local_addr(&r)?);
         let port = if base == 0 { 0 } else { base.checked_add(index).context("--cluster-ports: past port 65535")? };
-        let cluster = SocketAddr::new(args.resp.ip(), port);
+        let cluster = SocketAddr::new(config.resp.ip(), port);
         let mut listeners = vec![h, r];
         if let Some(group) = &groups[usize::from(index)] {
             let peer = group.members[&group.node_id];
-            listeners.push(crate::listen::bind(peer, "peer", false, nonblocking, timeout)?);
-            crate::listen::warn_peer_exposure(peer, !group.secret.is_empty());
+            listeners.push(super::listen::bind(peer, "peer", false, nonblocking, timeout)?);
+            super::listen::warn_peer_exposure(peer, !group.secret.is_empty());
         }
-        listeners.push(crate::listen::bind(cluster, "Redis Cluster", false, nonblocking, timeout)?);
+        listeners.push(super::listen::bind(cluster, "Redis Cluster", false, nonblocking, timeout)?);
         all.push(listeners);
     }
-    crate::listen::warn_serve_exposure(args.http, args.resp, args.requirepass.is_some(), args.protected_mode == "yes");
+    super::listen::warn_serve_exposure(config.http, config.resp, config.requirepass.is_some(), config.protected_mode);
     Ok(all)
 }
 
 /// Opens every shard's pool, or creates them all (a new data set), and
-/// checks that they form one data set of `args.shards` shards.
-fn open_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<(PathBuf, Pool, bool)>> {
-    let count = args.shards;
-    let paths: Vec<PathBuf> = (0..count).map(|i| shard_path(&args.pool, i)).collect();
+/// checks that they form one data set of `plan.shards` shards.
+fn open_all(plan: &Plan) -> anyhow::Result<Vec<(PathBuf, Pool, bool)>> {
+    let (count, config) = (plan.shards, &plan.config);
+    let paths: Vec<PathBuf> = (0..count).map(|i| shard_path(&config.pool, i)).collect();
     let found: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
     if !found.is_empty() && found.len() != paths.len() {
         if let Some(shard) = header_of(found[0]).map(|header| header.shard) {
@@ -318,39 +318,39 @@ fn open_all(args: &Args, prepared: &Prepared) -> anyhow::Result<Vec<(PathBuf, Po
             missing.join(", ")
         );
     }
-    let set_id = packetstore::pool::file::random_id();
+    let set_id = crate::pool::file::random_id();
     let mut pools = Vec::new();
     for (index, path) in paths.into_iter().enumerate() {
         // One shard is the whole data set: its pool is a plain one.
         let id = (count > 1).then_some(ShardId { index: index as u16, count, set_id });
-        check_new_pool(&path, &prepared.pool_size, &args.log_size, &prepared.needed)?;
+        check_new_pool(&path, &plan.pool_size, &config.log_size, &plan.needed)?;
         let (pool, created) = open_or_create_pool(
             &path,
             PoolKind::KeyValue,
-            &prepared.pool_size,
-            &args.log_size,
+            &plan.pool_size,
+            &config.log_size,
             1,
-            &prepared.options,
-            (args.persist_args.create_dirs, id),
+            &config.storage.options,
+            (config.storage.create_dirs, id),
         )?;
         if !created && index == 0 {
             // Once for the data set: every shard's pool has one size.
-            crate::options::warn_pool_size_ignored(&path, args.pool_size.as_deref(), &pool);
+            super::pools::warn_pool_size_ignored(&path, config.pool_size.as_ref(), &pool);
         }
         check_shard(&path, pool.header().shard, Some((index as u16, count)))?;
         check_set(&path, &pool, pools.first().map(|(_, p, _): &(PathBuf, Pool, bool)| p))?;
-        check_buffers(&path, &pool.geometry(), &prepared.needed)?;
+        check_buffers(&path, &pool.geometry(), &plan.needed)?;
         pools.push((path, pool, created));
     }
     Ok(pools)
 }
 
 /// The header of the pool file at `path`, if it reads as one.
-fn header_of(path: &Path) -> Option<packetstore::pool::layout::Header> {
-    let mut bytes = vec![0u8; packetstore::pool::layout::HDR_SIZE];
+fn header_of(path: &Path) -> Option<crate::pool::layout::Header> {
+    let mut bytes = vec![0u8; crate::pool::layout::HDR_SIZE];
     let file = std::fs::File::open(path).ok()?;
     std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0).ok()?;
-    packetstore::pool::layout::Header::decode(&bytes).ok()
+    crate::pool::layout::Header::decode(&bytes).ok()
 }
 
 /// Whether a pool whose header says `found` is shard `index` of the data
@@ -397,7 +397,7 @@ fn check_set(path: &Path, pool: &Pool, first: Option<&Pool>) -> anyhow::Result<(
 }
 
 /// Marks a shard's horizon failed when dropped, unless it was published.
-pub(crate) struct Unblock<'a>(pub(crate) &'a Horizons, pub(crate) u16);
+pub struct Unblock<'a>(pub &'a Horizons, pub u16);
 
 impl Drop for Unblock<'_> {
     fn drop(&mut self) {
@@ -416,8 +416,7 @@ impl Drop for Leave<'_> {
 
 /// What one shard's thread needs besides its pool.
 struct OneShard<'a> {
-    args: &'a Args,
-    prepared: &'a Prepared,
+    plan: &'a Plan,
     view: ClusterView,
     /// The main ports' addresses (HTTP, Redis protocol).
     main: (SocketAddr, SocketAddr),
@@ -432,7 +431,7 @@ struct OneShard<'a> {
     horizons: &'a Horizons,
     exchange: &'a Arc<Exchange>,
     /// The process's limit on client connections, shared by every shard.
-    clients: Arc<packetstore::io::engine::SharedLimit>,
+    clients: Arc<crate::io::engine::SharedLimit>,
     /// Its group, on a node of a replicated group; and the node's flag
     /// that a shard must rebuild (the process restarts in place).
     group: Option<ReplicaConfig>,
@@ -448,7 +447,7 @@ impl OneShard<'_> {
         recovered: &AtomicUsize,
         failed: &AtomicBool,
         ready: &AtomicUsize,
-    ) -> anyhow::Result<Option<crate::kv_setup::Stopped>> {
+    ) -> anyhow::Result<Option<Stopped>> {
         let index = shard.index;
         // However recovery ends (an error, a panic), no shard waits for
         // this one's horizon forever (a no-op once it published).
@@ -463,7 +462,7 @@ impl OneShard<'_> {
         // No shard serves before every shard has recovered (or one failed).
         failed.fetch_or(recovery.is_err(), Ordering::SeqCst);
         recovered.fetch_add(1, Ordering::SeqCst);
-        let shards = usize::from(self.args.shards);
+        let shards = usize::from(self.plan.shards);
         while recovered.load(Ordering::SeqCst) < shards && !failed.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
@@ -476,7 +475,7 @@ impl OneShard<'_> {
         // every horizon.
         self.exchange.start_after(self.horizons.max()?);
         server.join_exchange(self.exchange.clone());
-        let args = self.args;
+        let plan = self.plan;
         let config = EngineConfig {
             listen: self.main.0,
             wake_fd: Some(self.wake_fd),
@@ -484,26 +483,26 @@ impl OneShard<'_> {
             // Its clients (at most the process's, `clients`: the kernel may
             // give any shard them all), its links, and private links (its
             // clients' own to other shards, and theirs to it).
-            connections_max: args.loop_args.connections_max
+            connections_max: plan.config.loops.connections_max
                 + self.links.len()
-                + 2 * packetstore::apps::kv::PRIVATE_LINKS_MAX,
+                + 2 * crate::apps::kv::PRIVATE_LINKS_MAX,
             clients: Some(self.clients.clone()),
             logs_stop: index == 0,
             adopt: self.links.clone(),
-            ..args.loop_args.engine_config(self.prepared.persist == packetstore::io::app::Persist::ZeroCopy)?
+            ..plan.engine.clone()
         };
-        let config = match &self.prepared.features {
+        let config = match &plan.features {
             // One line per fallback for the process: shard 0's.
             Some(features) if index == 0 => config.adapt_to(features),
             Some(features) => config.adapt_quietly(features),
             None => config,
         };
-        let shards = usize::from(args.shards);
+        let shards = usize::from(plan.shards);
         let main = self.main;
         let on_ready = || {
             if ready.fetch_add(1, Ordering::SeqCst) + 1 == shards {
-                let whole = EngineConfig { connections_max: args.loop_args.connections_max, ..config.clone() };
-                crate::kv_setup::print_limits(&whole, args);
+                let whole = EngineConfig { connections_max: plan.config.loops.connections_max, ..config.clone() };
+                super::setup::print_limits(&whole, plan);
                 let ports: Vec<String> = self.view.ports.iter().map(u16::to_string).collect();
                 println!(
                     "listening: http {}, redis {} ({shards} shards; cluster ports {})",
@@ -519,14 +518,14 @@ impl OneShard<'_> {
             pool,
             &mut buffers,
             &mut server,
-            self.prepared.policy,
+            plan.config.io,
             config.clone(),
             shard.listeners,
             (self.stop, on_ready),
         );
         // One shard stopping (SHUTDOWN, a failed commit) stops them all:
         // a data set is served whole or not at all.
-        crate::shutdown::request_stop();
+        super::shutdown::request_stop();
         // No command across shards waits for this one any more.
         self.exchange.leave(index);
         if shard.device.as_ref().is_some_and(|device| device.is_dead()) {
@@ -538,44 +537,37 @@ impl OneShard<'_> {
             return Ok(None);
         }
         let drained = outcome.with_context(|| format!("shard {index}"))?;
-        let stopped = crate::kv_setup::stopped(drained, &mut server, pool, &mut buffers);
+        let stopped = super::setup::stopped(drained, &mut server, pool, &mut buffers);
         stopped.map(Some).with_context(|| format!("shard {index}"))
     }
 
     /// Recovers the shard's store, publishes for one-sided readers (when
     /// asked) and makes its server.
-    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer, Option<crate::readers::RemoveTable>)> {
-        let (args, prepared) = (self.args, self.prepared);
+    fn recover(&self, shard: &Shard) -> anyhow::Result<(Buffers, KvServer, Option<super::readers::RemoveTable>)> {
+        let plan = self.plan;
         let pool = &shard.pool;
         let geometry = pool.geometry();
         let mut buffers = Buffers::new(geometry.buffer_count);
-        buffers.set_sequential(pool.domain().domain == packetstore::Domain::Page);
+        buffers.set_sequential(pool.domain().domain == crate::Domain::Page);
         // A replicated shard's store replays nothing: its group decides
         // what is committed (no command across shards runs in one).
         let replicated = self.group.is_some();
         let horizons = (!replicated).then_some((self.horizons, shard.index));
-        let (mut store, report) = crate::kv_setup::open_store(
-            args,
-            pool,
-            &mut buffers,
-            prepared.value_size_max,
-            prepared.buffers_reserve,
-            replicated,
-            horizons,
-        )
-        .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
+        let (mut store, report) = super::setup::open_store(plan, pool, &mut buffers, replicated, horizons)
+            .with_context(|| format!("shard {} ({})", shard.index, shard.path.display()))?;
         if replicated {
-            packetstore::store::db::TxnOracle::publish(self.horizons, shard.index, 0);
+            crate::store::db::TxnOracle::publish(self.horizons, shard.index, 0);
         }
         let replica = match self.group.clone() {
             Some(group) => {
                 let group = ReplicaConfig { client_addr: Some(self.main.1), ..group };
-                Some(crate::group::join_group(group, &mut store, pool, &mut buffers)?)
+                Some(super::group::join_group(group, &mut store, pool, &mut buffers)?)
             }
             None => None,
         };
         let shared = shard.device.is_some() || replicated;
-        let table = crate::readers::set_up_readers((args, &shard.path), pool, &mut store, &mut buffers, shared)?;
+        let table =
+            super::readers::set_up_readers((&plan.config, &shard.path), pool, &mut store, &mut buffers, shared)?;
         println!(
             "shard {}: pool {} ({:.1} MiB{}), CPU {}, slots {:?}; recovery: {report}",
             shard.index,
@@ -583,11 +575,11 @@ impl OneShard<'_> {
             pool.len() as f64 / 1048576.0,
             if shard.created { ", created" } else { "" },
             self.cpu,
-            packetstore::apps::kv::cluster::slot_range(shard.index, args.shards),
+            crate::apps::kv::cluster::slot_range(shard.index, plan.shards),
         );
-        crate::kv_setup::record_recovery(pool, &report);
+        super::setup::record_recovery(pool, &report);
         let addrs = (Some(self.main.1), Some(self.main.0));
-        let mut config = crate::kv_setup::kv_config(args, prepared, pool.domain(), shard.device.clone(), addrs)?;
+        let mut config = super::setup::kv_config(plan, pool.domain(), shard.device.clone(), addrs);
         config.settings.cluster = Some(self.view.clone());
         let mut server = KvServer::new(config, store, report.to_string());
         if let Some(replica) = replica {
@@ -598,24 +590,26 @@ impl OneShard<'_> {
     }
 }
 
-/// Sets `args.shards` from `--shards` and the data set at `--pool`: a
-/// number as given; unset, the data set's count when its pool exists, else
-/// 1; `auto`, the data set's count, else the cores this process may use
+/// The shard count from `--shards` and the data set at `--pool`, and
+/// shard 0's cluster port: a number as given; unset (`auto`), the data
+/// set's count when its pool exists, else the cores this process may use
 /// (at most `SHARDS_MAX`; one for a node of a replicated group or on the
-/// epoll engine). More than one shard without `--cluster-ports`
-/// gets any free ports. A count that is not the data set's is refused
-/// when the pools are opened, naming the count to use.
-pub fn resolve_shards(args: &mut Args) -> anyhow::Result<()> {
+/// epoll engine). More than one shard without `--cluster-ports` gets any
+/// free ports. A count that is not the data set's is refused when the
+/// pools are opened, naming the count to use.
+pub(super) fn shard_count(config: &ServeConfig) -> anyhow::Result<(u16, Option<u16>)> {
     // Shard 0's file names the data set's count (another shard's file is
     // refused by `check_shard`, naming what it is).
-    let found = header_of(&args.pool).and_then(|header| header.shard).filter(|id| id.index == 0).map(|id| id.count);
-    let existing = args.pool.exists().then(|| found.unwrap_or(1));
+    let found = header_of(&config.pool).and_then(|header| header.shard).filter(|id| id.index == 0).map(|id| id.count);
+    let existing = config.pool.exists().then(|| found.unwrap_or(1));
     // What runs one shard only (so far) makes one when asked for a shard
     // per core.
-    let single = args.group_args.node_id.is_some() || args.io == "epoll";
-    args.shards = match args.shards_wanted.as_deref() {
+    let single = config.group.node_id.is_some() || config.io.is_some();
+    let count = match config.shards {
+        Some(count @ 1..=SHARDS_MAX) => count,
+        Some(number) => bail!("--shards {number}: use auto or 1 to {SHARDS_MAX}"),
         // A shard per core by default; an existing data set keeps its count.
-        None | Some("auto") => match existing {
+        None => match existing {
             Some(count) => count,
             None if single => 1,
             None => {
@@ -623,15 +617,12 @@ pub fn resolve_shards(args: &mut Args) -> anyhow::Result<()> {
                 cores.clamp(1, usize::from(SHARDS_MAX)) as u16
             }
         },
-        Some(number) => match number.parse::<u16>() {
-            Ok(count @ 1..=SHARDS_MAX) => count,
-            _ => bail!("--shards {number}: use auto or 1 to {SHARDS_MAX}"),
-        },
     };
-    if args.shards > 1 && args.cluster_ports.is_none() {
-        args.cluster_ports = Some(0);
-    }
-    Ok(())
+    let cluster_ports = match config.cluster_ports {
+        None if count > 1 => Some(0),
+        ports => ports,
+    };
+    Ok((count, cluster_ports))
 }
 
 #[cfg(test)]

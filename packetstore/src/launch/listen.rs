@@ -1,5 +1,4 @@
-//! The servers' listening addresses: `--http`, `--resp` and `--listen`
-//! parsed (host names resolved), bound through one routine that waits a
+//! The servers' listeners, bound through one routine that waits a
 //! bounded time (`--bind-timeout`) for an address in use, and the error
 //! that names the address and what holds it; a warning for an address
 //! reachable from the network without authentication.
@@ -8,54 +7,9 @@
 //! they create, zero-fill or even open a pool, so a server that cannot
 //! listen leaves no file behind and replays nothing.
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::time::Duration;
-
-use anyhow::Context;
-
-/// The longest `--bind-timeout` accepted.
-pub const BIND_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
-
-/// How the servers bind, shared by `serve` and `wal`.
-#[derive(clap::Args, Clone, Debug)]
-pub struct BindArgs {
-    /// How long to keep trying a listening address that is in use before
-    /// giving up (at most 1h; 0: do not wait). A server killed a moment ago
-    /// may hold its port briefly after it has been reaped (its io_uring
-    /// closes the socket afterwards), so a supervisor's immediate restart
-    /// waits here instead of failing. The error then names the holder.
-    #[arg(long, default_value = "10s")]
-    pub bind_timeout: String,
-}
-
-impl BindArgs {
-    pub fn timeout(&self) -> anyhow::Result<Duration> {
-        let timeout = crate::options::parse_duration(&self.bind_timeout).context("--bind-timeout")?;
-        anyhow::ensure!(timeout <= BIND_TIMEOUT_MAX, "--bind-timeout must be at most 1h");
-        Ok(timeout)
-    }
-}
-
-/// A listening address: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT`. A host
-/// name resolves to its first IPv4 address, else its first address (one
-/// listener per flag, as clients connect to `localhost` over IPv4 first).
-pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    if text.rsplit_once(':').is_none_or(|(_, port)| port.parse::<u16>().is_err()) {
-        return Err(format!("'{text}' is not HOST:PORT (127.0.0.1:8080, localhost:8080, [::1]:8080)"));
-    }
-    let resolved: Vec<SocketAddr> =
-        text.to_socket_addrs().map_err(|error| format!("cannot resolve '{text}': {error}"))?.collect();
-    resolved
-        .iter()
-        .find(|addr| addr.is_ipv4())
-        .or(resolved.first())
-        .copied()
-        .ok_or_else(|| format!("'{text}' resolves to no address"))
-}
 
 /// Binds a listener on `addr` (`what` names it in messages), waiting up to
 /// `timeout` while the address is in use, with one log line when it starts
@@ -76,7 +30,7 @@ pub fn bind(
     };
     // Another program on the address (a Redis on 6379) will not let go:
     // said at once. A packetstore holding it may be one stopping.
-    match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, Duration::ZERO, || {}) {
+    match crate::io::net::listen_retrying(addr, reuse_port, nonblocking, Duration::ZERO, || {}) {
         Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => {
             if let Some(others) = other_programs_on(addr) {
                 anyhow::bail!(
@@ -91,7 +45,7 @@ pub fn bind(
             return result.map_err(|e| anyhow::Error::new(e).context(format!("cannot listen on {addr} ({what})")))
         }
     }
-    match packetstore::io::net::listen_retrying(addr, reuse_port, nonblocking, timeout, || {}) {
+    match crate::io::net::listen_retrying(addr, reuse_port, nonblocking, timeout, || {}) {
         Ok(fd) => Ok(fd),
         Err(error) if error.raw_os_error() == Some(libc::EADDRINUSE) => Err(anyhow::anyhow!(
             "cannot listen on {addr} ({what}): the address is still in use after {:.1} s (--bind-timeout); {}",
@@ -105,7 +59,7 @@ pub fn bind(
 /// The processes listening on `addr`, in words, when they are all some
 /// program other than packetstore (None: none found, or a packetstore).
 fn other_programs_on(addr: SocketAddr) -> Option<String> {
-    let holders = packetstore::io::net::holders(&packetstore::io::net::listeners_on(addr));
+    let holders = crate::io::net::holders(&crate::io::net::listeners_on(addr));
     let foreign = !holders.is_empty() && holders.iter().all(|h| program_name(&h.command) != "packetstore");
     foreign.then(|| holders.iter().map(|h| format!("pid {} ({})", h.pid, h.command)).collect::<Vec<_>>().join(", "))
 }
@@ -117,11 +71,11 @@ fn program_name(command: &str) -> &str {
 
 /// Who listens on `addr`, in words.
 fn holder_text(addr: SocketAddr) -> String {
-    let inodes = packetstore::io::net::listeners_on(addr);
+    let inodes = crate::io::net::listeners_on(addr);
     if inodes.is_empty() {
         return "no listening socket on it was found in /proc/net/tcp (another network namespace?)".into();
     }
-    let holders = packetstore::io::net::holders(&inodes);
+    let holders = crate::io::net::holders(&inodes);
     if holders.is_empty() {
         return "its listening socket belongs to no process (one still being closed by the kernel after its \
                 process died, or one in another PID namespace)"
@@ -197,16 +151,6 @@ pub fn warn_wal_exposure(listen: SocketAddr) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn addresses_and_host_names() {
-        assert_eq!(parse_address("127.0.0.1:8080").unwrap(), "127.0.0.1:8080".parse::<SocketAddr>().unwrap());
-        assert_eq!(parse_address("[::1]:6380").unwrap(), "[::1]:6380".parse::<SocketAddr>().unwrap());
-        assert_eq!(parse_address("localhost:8080").unwrap(), "127.0.0.1:8080".parse::<SocketAddr>().unwrap());
-        assert!(parse_address("localhost").unwrap_err().contains("HOST:PORT"));
-        assert!(parse_address("localhost:99999").unwrap_err().contains("HOST:PORT"));
-        assert!(parse_address("no-such-host.invalid:80").unwrap_err().contains("cannot resolve"));
-    }
 
     #[test]
     fn loopback_is_not_reachable_from_the_network() {

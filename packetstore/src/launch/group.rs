@@ -1,73 +1,12 @@
-//! `packetstore serve --node-id N --peers ...`: the options that make the
-//! server a node of a replicated group, the group's configuration (per
-//! shard too), joining it, and the restart in place of a node that must
-//! rebuild.
+//! A key-value server that is a node of a replicated group (`--node-id N
+//! --peers ...`): each shard's group, joining it, the peers' list read,
+//! and the restart in place of a node that must rebuild.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
 
+use crate::replica::ReplicaConfig;
 use anyhow::{bail, Context};
-use packetstore::replica::ReplicaConfig;
-
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct GroupArgs {
-    /// Run as node N (1, 2, ...) of a replicated group (Raft): a write is
-    /// acknowledged once durable on a majority of the group's pools.
-    #[arg(long)]
-    pub node_id: Option<u64>,
-    /// Every member of the group, this node included, with its peer
-    /// address: "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003". This
-    /// node listens for its peers on its own entry's address.
-    #[arg(long)]
-    pub peers: Option<String>,
-    /// The group's id: a pool that belongs to another group (or to another
-    /// node id) is refused.
-    #[arg(long, default_value_t = 1)]
-    pub group_id: u64,
-    /// A secret every peer link must present (none by default: peers
-    /// listen on 127.0.0.1 unless told otherwise).
-    #[arg(long)]
-    pub peer_secret: Option<String>,
-    /// raft's tick ("100ms"): heartbeats every 2 ticks, elections after 10
-    /// to 20 ticks without a leader.
-    #[arg(long, default_value = "100ms")]
-    pub raft_tick: String,
-    /// Join an existing group instead of starting one: the node waits
-    /// until the leader adds it (`GROUP ADD N HOST:PORT` on any member),
-    /// then catches up from a snapshot. --peers names the members and
-    /// this node.
-    #[arg(long)]
-    pub join: bool,
-}
-
-impl GroupArgs {
-    /// The group's configuration, if this server is a node of one.
-    pub fn config(&self) -> anyhow::Result<Option<ReplicaConfig>> {
-        let Some(node_id) = self.node_id else {
-            if self.peers.is_some() {
-                bail!("--peers needs --node-id");
-            }
-            return Ok(None);
-        };
-        let peers = self.peers.as_deref().context("--node-id needs --peers (every member, this node included)")?;
-        let members = parse_peers(peers)?;
-        if !members.contains_key(&node_id) {
-            bail!("--peers does not name node {node_id} (this node's own peer address)");
-        }
-        Ok(Some(ReplicaConfig {
-            node_id,
-            group_id: self.group_id,
-            members,
-            secret: self.peer_secret.clone().unwrap_or_default().into_bytes(),
-            tick: crate::options::parse_duration(&self.raft_tick)?.max(Duration::from_millis(10)),
-            election_ticks: 10,
-            heartbeat_ticks: 2,
-            join: self.join,
-            client_addr: None,
-        }))
-    }
-}
 
 /// The largest group id a sharded group may have: shard i's own group is
 /// `group_id | i << SHARD_GROUP_SHIFT`.
@@ -122,7 +61,7 @@ pub fn parse_peers(text: &str) -> anyhow::Result<BTreeMap<u64, SocketAddr>> {
         if id == 0 {
             bail!("--peers: node ids start at 1");
         }
-        let addr = crate::listen::parse_address(addr.trim()).map_err(|e| anyhow::anyhow!("--peers: {e}"))?;
+        let addr = crate::launch::units::parse_address(addr.trim()).map_err(|e| anyhow::anyhow!("--peers: {e}"))?;
         if members.insert(id, addr).is_some() {
             bail!("--peers names node {id} twice");
         }
@@ -143,7 +82,7 @@ pub fn parse_peers(text: &str) -> anyhow::Result<BTreeMap<u64, SocketAddr>> {
 /// old image see their connections close (their writes in flight were
 /// never acknowledged). Opening the pool again replays only what is
 /// durable, and the group sends the rest.
-pub(crate) fn restart_in_place() -> anyhow::Result<()> {
+pub(super) fn restart_in_place() -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
     tracing::warn!("restarting in place to rebuild from the durable checkpoint and the committed log");
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -153,14 +92,13 @@ pub(crate) fn restart_in_place() -> anyhow::Result<()> {
 
 /// The node of its replicated group this server is: its Raft log rebuilt
 /// from the store's, its committed entries applied.
-pub(crate) fn join_group(
+pub(super) fn join_group(
     group: ReplicaConfig,
-    store: &mut packetstore::store::db::Store,
-    pool: &packetstore::Pool,
-    buffers: &mut packetstore::Buffers,
-) -> anyhow::Result<packetstore::replica::Replica> {
-    let replica =
-        packetstore::replica::Replica::open(group, store, pool, buffers).context("joining the replicated group")?;
+    store: &mut crate::store::db::Store,
+    pool: &crate::Pool,
+    buffers: &mut crate::Buffers,
+) -> anyhow::Result<crate::replica::Replica> {
+    let replica = crate::replica::Replica::open(group, store, pool, buffers).context("joining the replicated group")?;
     println!(
         "group {}: node {} of {:?}, term {}, commit {}, log up to {}, tree at entry {}",
         replica.config.group_id,
@@ -177,6 +115,7 @@ pub(crate) fn join_group(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn peers_parse_and_refuse_mistakes() {

@@ -9,46 +9,47 @@
 //! is served, so every write acknowledged from then on is seen by readers.
 
 use anyhow::{bail, Context};
-use packetstore::store::db::Store;
-use packetstore::{Buffers, Pool};
 
-use crate::kv_setup::{set_pool_mode, Args};
+use crate::launch::config::ServeConfig;
+use crate::launch::setup::set_pool_mode;
+use crate::store::db::Store;
+use crate::{Buffers, Pool};
 
 /// The pool's mode, and with `--one-sided-reads` the readers' table
 /// (removed when the returned guard drops, as the server stops). Tables
 /// left by servers that are gone are removed first.
-pub(crate) fn set_up_readers(
-    (args, path): (&Args, &std::path::Path),
+pub(super) fn set_up_readers(
+    (config, path): (&ServeConfig, &std::path::Path),
     pool: &Pool,
     store: &mut Store,
     buffers: &mut Buffers,
     shared: bool,
 ) -> anyhow::Result<Option<RemoveTable>> {
-    set_pool_mode(path, args.pool_group_read)?;
-    match packetstore::reader::stale::remove_stale_tables() {
+    set_pool_mode(path, config.pool_group_read)?;
+    match crate::reader::stale::remove_stale_tables() {
         Ok(removed) if !removed.is_empty() => {
             tracing::info!("removed {} one-sided readers' tables left by servers that are gone", removed.len())
         }
         Ok(_) => {}
         Err(error) => tracing::warn!("looking for one-sided readers' tables left in /dev/shm: {error}"),
     }
-    if !args.one_sided_reads {
+    if !config.one_sided_reads {
         return Ok(None);
     }
     if shared {
         bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
     }
-    publish_for_readers(path, pool, store, buffers, args.pool_group_read).map(Some)
+    publish_for_readers(path, pool, store, buffers, config.pool_group_read).map(Some)
 }
 
 /// Removes the server's one-sided readers' table when dropped: as it stops
 /// (32 MiB of tmpfs each; readers that have it mapped keep their mapping
 /// and see the pool untrust it).
-pub(crate) struct RemoveTable(std::path::PathBuf);
+pub(super) struct RemoveTable(std::path::PathBuf);
 
 impl Drop for RemoveTable {
     fn drop(&mut self) {
-        if let Err(error) = packetstore::reader::stale::remove_table(&self.0) {
+        if let Err(error) = crate::reader::stale::remove_table(&self.0) {
             tracing::warn!("removing the one-sided readers' table {}: {error}", self.0.display());
         }
     }
@@ -64,7 +65,7 @@ fn publish_for_readers(
     buffers: &mut Buffers,
     group_read: bool,
 ) -> anyhow::Result<RemoveTable> {
-    use packetstore::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
+    use crate::reader::recent::{table_path, Recent, BUCKETS_DEFAULT};
     let table_path = table_path(path)?;
     let instance = random_nonzero_u64().context("reading /dev/urandom")?;
     let mode = if group_read { 0o640 } else { 0o600 };
