@@ -35,6 +35,9 @@ use crate::{PersistOptions, SimMode};
 /// The longest `--bind-timeout` accepted.
 pub const BIND_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
 
+/// The most shards a data set may have.
+pub const SHARDS_MAX: u16 = crate::store::db::TXN_SHARDS_MAX as u16;
+
 /// A recovery's progress, for a caller that shows it (a terminal's bar):
 /// made once per store opened, then told (records done, records in all).
 pub type ReplayProgress = fn() -> Box<dyn FnMut(u64, u64)>;
@@ -192,7 +195,7 @@ impl Plan {
     /// buffers a pool needs, the limits.
     pub fn new(config: ServeConfig) -> anyhow::Result<Plan> {
         check(&config)?;
-        let (shards, cluster_ports) = crate::launch::shards::shard_count(&config)?;
+        let (shards, cluster_ports) = shard_count(&config)?;
         let persist = config.persist;
         let features = if config.io.is_none() { Some(probe_uring()?) } else { None };
         let ring_entries = config.loops.ring_entries;
@@ -222,6 +225,44 @@ fn check(config: &ServeConfig) -> anyhow::Result<()> {
         bail!("a replicated group runs on the io_uring engine only (--io uring)");
     }
     Ok(())
+}
+
+/// The shard count from `--shards` and the data set at `--pool`, and
+/// shard 0's cluster port: a number as given; unset (`auto`), the data
+/// set's count when its pool exists, else the cores this process may use
+/// (at most `SHARDS_MAX`; one for a node of a replicated group or on the
+/// epoll engine). More than one shard without `--cluster-ports` gets any
+/// free ports. A count that is not the data set's is refused when the
+/// pools are opened, naming the count to use.
+fn shard_count(config: &ServeConfig) -> anyhow::Result<(u16, Option<u16>)> {
+    // Shard 0's file names the data set's count (another shard's file is
+    // refused by `check_shard`, naming what it is).
+    let found = crate::launch::pools::header_of(&config.pool)
+        .and_then(|header| header.shard)
+        .filter(|id| id.index == 0)
+        .map(|id| id.count);
+    let existing = config.pool.exists().then(|| found.unwrap_or(1));
+    // What runs one shard only (so far) makes one when asked for a shard
+    // per core.
+    let single = config.group.node_id.is_some() || config.io.is_some();
+    let count = match config.shards {
+        Some(count @ 1..=SHARDS_MAX) => count,
+        Some(number) => bail!("--shards {number}: use auto or 1 to {SHARDS_MAX}"),
+        // A shard per core by default; an existing data set keeps its count.
+        None => match existing {
+            Some(count) => count,
+            None if single => 1,
+            None => {
+                let cores = crate::io::cores::allowed_cpus().context("reading this process's CPU affinity")?.len();
+                cores.clamp(1, usize::from(SHARDS_MAX)) as u16
+            }
+        },
+    };
+    let cluster_ports = match config.cluster_ports {
+        None if count > 1 => Some(0),
+        ports => ports,
+    };
+    Ok((count, cluster_ports))
 }
 
 /// Each new pool's size: `--pool-size` (each shard's), or else the

@@ -291,6 +291,14 @@ pub fn write_image(pool: &Path, image: &[u8]) -> anyhow::Result<()> {
 pub const TMPFS_SMALL_PAGES: &str = "note: this tmpfs maps the pool with 4 KiB pages; a tmpfs mounted with \
     huge=within_size maps it with 2 MiB pages and serves about 1.5x faster (docs/operations.md)";
 
+/// The header of the pool file at `path`, if it reads as one.
+pub fn header_of(path: &Path) -> Option<crate::pool::layout::Header> {
+    let mut bytes = vec![0u8; crate::pool::layout::HDR_SIZE];
+    let file = std::fs::File::open(path).ok()?;
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0).ok()?;
+    crate::pool::layout::Header::decode(&bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::BuffersNeeded;

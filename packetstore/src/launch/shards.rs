@@ -41,7 +41,7 @@ use crate::apps::kv::cluster::ClusterView;
 use crate::apps::kv::KvServer;
 use crate::io::cores::{allowed_cpus, pin_current_thread, run_loop};
 use crate::io::engine::EngineConfig;
-use crate::launch::config::{Plan, ServeConfig};
+use crate::launch::config::Plan;
 use crate::launch::pools::{check_buffers, check_new_pool, open_or_create_pool, power_switch};
 use crate::launch::setup::Stopped;
 use crate::pool::layout::ShardId;
@@ -61,9 +61,6 @@ impl Drop for StopAllOnDrop<'_> {
         super::shutdown::request_stop();
     }
 }
-
-/// The most shards a data set may have.
-pub const SHARDS_MAX: u16 = 256;
 
 /// Shard `index`'s pool file: `--pool` itself for shard 0, then
 /// `kv.1.pool`, `kv.2.pool`, ... beside it (one-sided readers find them
@@ -306,7 +303,7 @@ fn open_all(plan: &Plan) -> anyhow::Result<Vec<(PathBuf, Pool, bool)>> {
     let paths: Vec<PathBuf> = (0..count).map(|i| shard_path(&config.pool, i)).collect();
     let found: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
     if !found.is_empty() && found.len() != paths.len() {
-        if let Some(shard) = header_of(found[0]).map(|header| header.shard) {
+        if let Some(shard) = super::pools::header_of(found[0]).map(|header| header.shard) {
             // What the first file found says of its data set.
             check_shard(found[0], shard, paths.iter().position(|p| p == found[0]).map(|i| (i as u16, count)))?;
         }
@@ -343,14 +340,6 @@ fn open_all(plan: &Plan) -> anyhow::Result<Vec<(PathBuf, Pool, bool)>> {
         pools.push((path, pool, created));
     }
     Ok(pools)
-}
-
-/// The header of the pool file at `path`, if it reads as one.
-fn header_of(path: &Path) -> Option<crate::pool::layout::Header> {
-    let mut bytes = vec![0u8; crate::pool::layout::HDR_SIZE];
-    let file = std::fs::File::open(path).ok()?;
-    std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0).ok()?;
-    crate::pool::layout::Header::decode(&bytes).ok()
 }
 
 /// Whether a pool whose header says `found` is shard `index` of the data
@@ -588,41 +577,6 @@ impl OneShard<'_> {
         server.set_recovery_duration(report.duration);
         Ok((buffers, server, table))
     }
-}
-
-/// The shard count from `--shards` and the data set at `--pool`, and
-/// shard 0's cluster port: a number as given; unset (`auto`), the data
-/// set's count when its pool exists, else the cores this process may use
-/// (at most `SHARDS_MAX`; one for a node of a replicated group or on the
-/// epoll engine). More than one shard without `--cluster-ports` gets any
-/// free ports. A count that is not the data set's is refused when the
-/// pools are opened, naming the count to use.
-pub(super) fn shard_count(config: &ServeConfig) -> anyhow::Result<(u16, Option<u16>)> {
-    // Shard 0's file names the data set's count (another shard's file is
-    // refused by `check_shard`, naming what it is).
-    let found = header_of(&config.pool).and_then(|header| header.shard).filter(|id| id.index == 0).map(|id| id.count);
-    let existing = config.pool.exists().then(|| found.unwrap_or(1));
-    // What runs one shard only (so far) makes one when asked for a shard
-    // per core.
-    let single = config.group.node_id.is_some() || config.io.is_some();
-    let count = match config.shards {
-        Some(count @ 1..=SHARDS_MAX) => count,
-        Some(number) => bail!("--shards {number}: use auto or 1 to {SHARDS_MAX}"),
-        // A shard per core by default; an existing data set keeps its count.
-        None => match existing {
-            Some(count) => count,
-            None if single => 1,
-            None => {
-                let cores = allowed_cpus().context("reading this process's CPU affinity")?.len();
-                cores.clamp(1, usize::from(SHARDS_MAX)) as u16
-            }
-        },
-    };
-    let cluster_ports = match config.cluster_ports {
-        None if count > 1 => Some(0),
-        ports => ports,
-    };
-    Ok((count, cluster_ports))
 }
 
 #[cfg(test)]

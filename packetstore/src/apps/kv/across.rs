@@ -86,22 +86,6 @@ pub(super) fn park_into(session: &mut Session, shards: &[u16]) -> Option<String>
     refused
 }
 
-/// Has parked `shard` watch `keys` (`state::watch_id`s) for a connection
-/// of another shard: its `flag` is set when one is written there (WATCH),
-/// and with `wake`, that shard is woken too (a blocked pop).
-pub(super) fn watch_on(
-    exchange: &Exchange,
-    shard: u16,
-    keys: Vec<Vec<u8>>,
-    (flag, wake): (std::sync::Weak<AtomicBool>, Option<u16>),
-) {
-    exchange.post(shard, Request::Watch { keys, flag, wake });
-    match exchange.wait_response(shard) {
-        Response::Reply { .. } => {}
-        _ => unreachable!("a shard answers Watch with Reply"),
-    }
-}
-
 /// A shard's refusal to be parked while its running script takes the
 /// transaction lock (`parked.rs` `grow_session`): the coordinator releases
 /// everything and begins again.
@@ -708,7 +692,7 @@ impl KvServer {
         let shards: BTreeSet<u16> = remote.keys().copied().collect();
         let session = self.across_begin(ctx.pool, ctx.buffers, &exchange, &shards, ctx.conn)?;
         for (shard, keys) in remote {
-            watch_on(&exchange, shard, keys, (std::sync::Arc::downgrade(dirty), None));
+            exchange.watch_on(shard, keys, (std::sync::Arc::downgrade(dirty), None));
         }
         self.across_end(ctx.pool, ctx.buffers, session)?;
         Ok(Some(here))

@@ -495,6 +495,23 @@ impl Exchange {
             slots = mailbox.changed.wait(slots).expect("mailbox lock");
         }
     }
+
+    /// Has parked `shard` watch `keys` (`state::watch_id`s) for a
+    /// connection of another shard: its `flag` is set when one is written
+    /// there (WATCH), and with `wake`, that shard is woken too (a blocked
+    /// pop).
+    pub(super) fn watch_on(
+        &self,
+        shard: u16,
+        keys: Vec<Vec<u8>>,
+        (flag, wake): (std::sync::Weak<AtomicBool>, Option<u16>),
+    ) {
+        self.post(shard, Request::Watch { keys, flag, wake });
+        match self.wait_response(shard) {
+            Response::Reply { .. } => {}
+            _ => unreachable!("a shard answers Watch with Reply"),
+        }
+    }
 }
 
 /// Polls a mailbox this many times before sleeping on it: a shard parked

@@ -449,7 +449,7 @@ impl KvServer {
         let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for (shard, keys) in elsewhere {
             let wake = (std::sync::Arc::downgrade(&flag), Some(session.me));
-            crate::apps::kv::across::watch_on(&session.exchange, shard, keys, wake);
+            session.exchange.watch_on(shard, keys, wake);
         }
         ctx.conn.block_request = Some(BlockRequest { keys: here, deadline, kind: shape.kind, elsewhere: Some(flag) });
     }
