@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Generates packetstore/src/apps/kv/cmd/config_table.rs: Redis 7.0.15's
+"""Generates packetstore/src/redis_spec/config_table.rs: Redis 7.0.15's
 configuration parameters (name, alias, type, bounds or values, default,
 whether CONFIG SET may change them), from its src/config.c.
 
 Usage: (git -C REDIS show 7.0.15:src/server.h; git -C REDIS show 7.0.15:src/config.c) \
-       | python3 scripts/gen-config-table.py > packetstore/src/apps/kv/cmd/config_table.rs
+       | python3 scripts/gen-config-table.py > packetstore/src/redis_spec/config_table.rs
 """
 import re
 import sys
@@ -121,7 +121,7 @@ for kind, args in calls(table):
         rows.append((name, alias, immutable, unit, str(default if default is not None else 0), (lower, upper)))
 
 ROW_TYPES = """/// A parameter's type, as Redis checks its values.
-pub(in crate::apps::kv) enum Kind {
+pub enum Kind {
     Bool,
     Text,
     Enum(&'static [&'static str]),
@@ -133,13 +133,13 @@ pub(in crate::apps::kv) enum Kind {
 }
 
 /// One of Redis's parameters.
-pub(in crate::apps::kv) struct Param {
-    pub(in crate::apps::kv) name: &'static str,
+pub struct Param {
+    pub name: &'static str,
     /// Its other name (Redis 6's), or empty.
-    pub(in crate::apps::kv) alias: &'static str,
-    pub(in crate::apps::kv) immutable: bool,
-    pub(in crate::apps::kv) kind: Kind,
-    pub(in crate::apps::kv) default: &'static str,
+    pub alias: &'static str,
+    pub immutable: bool,
+    pub kind: Kind,
+    pub default: &'static str,
 }
 """
 
@@ -149,7 +149,7 @@ print()
 print(ROW_TYPES, end="")
 print()
 print("#[rustfmt::skip]")
-print("pub(in crate::apps::kv) const PARAMS: &[Param] = &[")
+print("pub const PARAMS: &[Param] = &[")
 for name, alias, immutable, kind, default, extra in sorted(rows):
     if kind in ("Bool", "Text"):
         k = "Kind::%s" % kind

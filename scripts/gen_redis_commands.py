@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates packetstore/src/apps/kv/cmd/redis_commands.rs, Redis 7.0.15's
+"""Generates packetstore/src/redis_spec/redis_commands.rs, Redis 7.0.15's
 command table, from Redis's own command JSON files (src/commands/*.json,
 BSD-licensed), the way Redis's utils/generate-command-code.py builds
 src/commands.c, plus what server.c derives at startup (populateCommandTable):
@@ -24,7 +24,7 @@ import os
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.join(HERE, "..", "packetstore", "src", "apps", "kv", "cmd", "redis_commands.rs")
+DEFAULT_OUT = os.path.join(HERE, "..", "packetstore", "src", "redis_spec", "redis_commands.rs")
 
 # server.c's replyFlagNames order; the hidden flags (may_replicate, sentinel,
 # only_sentinel, protected, touches_arbitrary_keys) are left out as Redis does.
@@ -281,7 +281,7 @@ def main():
     with open(args.out, "w") as out:
         out.write(HEADER)
         out.write("/// Every command and subcommand of Redis 7.0.15, by (container, name).\n")
-        out.write("pub(in crate::apps::kv) static REDIS_COMMANDS: &[RedisCommand] = &[\n")
+        out.write("pub static REDIS_COMMANDS: &[RedisCommand] = &[\n")
         out.write("".join(code for _, code in rows))
         out.write("];\n")
     print("wrote %d commands to %s" % (len(rows), os.path.normpath(args.out)))

@@ -22,6 +22,12 @@
 //! - [`io`]: the event loops (io_uring, epoll), sockets, and the `App`
 //!   trait through which they serve an application. Stands on `pool` only.
 //! - [`proto`]: wire formats, HTTP/1.1 heads and the Redis protocol.
+//! - [`redis_spec`]: what Redis defines (its command table, its
+//!   configuration parameters, HyperLogLog and geohash encodings), as data
+//!   and pure functions.
+//! - [`script`]: the Lua 5.1 runtime Redis scripts run in (its protected
+//!   environment and libraries, replies to and from Lua, pausing a script
+//!   that runs long); the key-value server gives it `redis.call`.
 //! - [`apps`]: the WAL server and the key-value server, each an `App`.
 //! - [`launch`]: assembly: a server's pools, listeners, shards, groups
 //!   and readers, from one validated configuration (the CLI only parses).
@@ -47,6 +53,10 @@ pub mod store;
 pub mod io;
 
 pub mod proto;
+
+pub mod redis_spec;
+
+pub mod script;
 
 pub mod replica;
 

@@ -36,8 +36,8 @@
 use std::collections::BTreeSet;
 
 use crate::apps::kv::cluster::{key_slot, owner};
-use crate::apps::kv::cmd::command_table::{DELETE, INSERT, OW, RM, RW, UPDATE};
 use crate::apps::kv::span::{self, integer, is_nil};
+use crate::redis_spec::command_table::{DELETE, INSERT, OW, RM, RW, UPDATE};
 
 /// Runs a Redis command on one shard's keys: its reply's bytes.
 pub(super) trait Calls {
@@ -506,7 +506,7 @@ mod tests {
         assert_eq!(plan("eval", &command, &[(1, RO_FLAG), (2, RO_FLAG)], 2), None);
     }
 
-    const RO_FLAG: u16 = crate::apps::kv::cmd::command_table::RO;
+    const RO_FLAG: u16 = crate::redis_spec::command_table::RO;
 
     #[test]
     fn a_pop_of_several_shards_keys_pops_the_first_that_has_one() {

@@ -37,16 +37,7 @@ pub(super) fn parse_end(arg: Option<Vec<u8>>) -> Result<bool, &'static str> {
     }
 }
 
-pub(super) fn parse_i64(bytes: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    if text.is_empty() || text.len() > 20 || text.starts_with('+') || (text.starts_with('0') && text.len() > 1) {
-        return None;
-    }
-    if text.starts_with("-0") {
-        return None;
-    }
-    text.parse().ok()
-}
+pub(super) use crate::redis_spec::numbers::parse_i64;
 
 pub(super) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 

@@ -10,11 +10,13 @@
 
 use super::command_reply::{write_docs, write_info};
 use super::command_runs::{running_subcommands, runs};
-use super::command_table::{lookup, lookup_call, lookup_fullname, top_level, GetKeys, RedisCommand, KEY_FLAG_NAMES};
-use super::getkeys::{has_keys, keys_with_specs};
 use crate::apps::kv::ops::SYNTAX;
 use crate::apps::kv::state::{cmd, CommandEntry, Commands, Ctx, KvServer};
 use crate::proto::resp::glob_match;
+use crate::redis_spec::command_table::{
+    lookup, lookup_call, lookup_fullname, top_level, GetKeys, RedisCommand, KEY_FLAG_NAMES,
+};
+use crate::redis_spec::getkeys::{has_keys, keys_with_specs};
 use crate::store::db::StoreError;
 
 /// Redis's COMMAND HELP, its first line and HELP's added as addReplyHelp adds them.
@@ -266,7 +268,7 @@ fn running_call(entry: &CommandEntry, args: &[Vec<u8>]) -> Option<&'static Redis
 /// A call's keys with their key-spec flags (Redis's
 /// getKeysFromCommandWithSpecs): none for packetstore's own commands.
 pub(in crate::apps::kv) fn keys_and_flags(entry: &CommandEntry, args: &[Vec<u8>]) -> Vec<(usize, u16)> {
-    running_call(entry, args).map_or_else(Vec::new, |cmd| super::getkeys::keys_with_specs(cmd, args))
+    running_call(entry, args).map_or_else(Vec::new, |cmd| crate::redis_spec::getkeys::keys_with_specs(cmd, args))
 }
 
 /// The positions of a call's key arguments (`args[0]` is the command's
@@ -280,7 +282,7 @@ pub(in crate::apps::kv) fn key_positions(entry: &CommandEntry, args: &[Vec<u8>])
             _ => entry.key_positions(args.len()).collect(),
         };
     }
-    running_call(entry, args).map_or_else(Vec::new, |cmd| super::getkeys::key_positions(cmd, args))
+    running_call(entry, args).map_or_else(Vec::new, |cmd| crate::redis_spec::getkeys::key_positions(cmd, args))
 }
 
 /// Whether its key positions need its arguments (`key_positions`), not

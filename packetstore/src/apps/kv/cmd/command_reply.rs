@@ -6,8 +6,8 @@
 //! (`command_runs::runs`), so a reply never describes a command it does not.
 
 use super::command_runs::running_subcommands;
-use super::command_table::{Arg, Begin, Find, KeySpec, RedisCommand, ARG_FLAG_NAMES, KEY_FLAG_NAMES};
 use crate::apps::kv::state::Ctx;
+use crate::redis_spec::command_table::{Arg, Begin, Find, KeySpec, RedisCommand, ARG_FLAG_NAMES, KEY_FLAG_NAMES};
 
 /// A set of simple strings.
 fn simple_set(ctx: &mut Ctx<'_>, items: &[&str]) {

@@ -6,7 +6,7 @@
 //! Invariant: every container listed is one the dispatcher runs, and every
 //! subcommand listed is Redis's (the test below).
 
-use super::command_table::RedisCommand;
+use crate::redis_spec::command_table::RedisCommand;
 
 /// The containers whose handlers run only some of Redis 7.0.15's
 /// subcommands, and those they run. Every other container the dispatcher
@@ -34,9 +34,9 @@ pub(super) fn running_subcommands(cmd: &RedisCommand) -> Vec<&'static RedisComma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::kv::cmd::command_table::lookup;
     use crate::apps::kv::dispatch::COMMANDS as ALL;
     use crate::apps::kv::state::CommandEntry;
+    use crate::redis_spec::command_table::lookup;
 
     /// Every partly run container is one the dispatcher runs, and every
     /// subcommand named there is Redis's.

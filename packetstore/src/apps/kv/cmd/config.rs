@@ -17,11 +17,11 @@
 
 use std::collections::HashMap;
 
-use crate::apps::kv::cmd::config_table::{Kind, Param, PARAMS};
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::kept::latency;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
+use crate::redis_spec::config_table::{Kind, Param, PARAMS};
 use crate::store::db::StoreError;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,

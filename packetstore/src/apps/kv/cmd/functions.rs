@@ -18,12 +18,12 @@
 
 use std::ops::Bound;
 
-use crate::apps::kv::cmd::lua::Registered;
 use crate::apps::kv::cmd::scripting::help;
 use crate::apps::kv::kept::functions::{library_name, Library};
 use crate::apps::kv::kept::scripting::{Run, SCRIPT_BYTES_MAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
 use crate::proto::resp::glob_match;
+use crate::script::Registered;
 use crate::store::db::{value_bytes, Op, StoreError};
 
 /// The tree key prefix of a library's code.

@@ -1,6 +1,6 @@
 //! Geospatial commands: GEOADD, GEOPOS, GEODIST, GEOHASH, GEORADIUS,
 //! GEORADIUSBYMEMBER (and their _RO forms), GEOSEARCH, GEOSEARCHSTORE
-//! (Redis 7's `geo.c`; the geohash arithmetic is `apps/kv/geohash.rs`).
+//! (Redis 7's `geo.c`; the geohash arithmetic is `redis_spec/geohash.rs`).
 //!
 //! A position is a sorted-set member whose score is its 52-bit geohash,
 //! exactly as Redis stores it, so ZRANGE, DUMP and RESTORE see the same
@@ -14,9 +14,9 @@
 use crate::apps::kv::cmd::notify;
 use crate::apps::kv::cmd::zranges::member_and_score;
 use crate::apps::kv::cmd::zsets::parse_score;
-use crate::apps::kv::geohash::{self, Shape};
 use crate::apps::kv::ops::{key_ok, parse_i64, NOT_INTEGER, SYNTAX};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::redis_spec::geohash::{self, Shape};
 use crate::store::db::StoreError;
 use crate::store::keyspace::{score_key, Meta, SPACE_SCORE};
 use std::ops::Bound;

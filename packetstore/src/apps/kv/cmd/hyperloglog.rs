@@ -1,5 +1,5 @@
 //! HyperLogLog commands: PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST
-//! (Redis 7's `hyperloglog.c`; the encoding is `apps/kv/hll.rs`).
+//! (Redis 7's `hyperloglog.c`; the encoding is `redis_spec/hll.rs`).
 //!
 //! Invariant: a HyperLogLog is a string value, rewritten whole and made
 //! durable by the command that changes it (one store group, durable
@@ -10,9 +10,9 @@
 //! registers do not decode, with INVALIDOBJ, and nothing is written.
 
 use crate::apps::kv::cmd::notify;
-use crate::apps::kv::hll::{self, Hll, REGISTERS};
 use crate::apps::kv::ops::{key_ok, WRONGTYPE};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer};
+use crate::redis_spec::hll::{self, Hll, REGISTERS};
 use crate::store::db::{value_bytes, StoreError};
 use crate::store::keyspace::string_key;
 

@@ -2,7 +2,7 @@
 //! 7.0's `eval.c` and `script.c`), and the run of a script that FCALL
 //! shares (`run_script`): its commands go through the server's own
 //! dispatcher (`KvServer::execute`), their replies are turned into Lua
-//! values and the script's value into its reply (`lua::convert`).
+//! values and the script's value into its reply (`script::convert`).
 //!
 //! The interpreter, the script cache and the paused script (`Scripting`,
 //! `Script`, `Run`) are in `kept/scripting.rs`.
@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use mlua::{Lua, MultiValue, Value};
 
-use crate::apps::kv::cmd::lua::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
-use crate::apps::kv::cmd::lua::pause::{self, HookPlan};
-use crate::apps::kv::cmd::lua::{error_table, LuaVm, Step, SCRIPT_TIME_MAX};
+use crate::script::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
+use crate::script::pause::{self, HookPlan};
+use crate::script::{error_table, LuaVm, Step, SCRIPT_TIME_MAX};
 use crate::apps::kv::kept::scripting::{Run, Script};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer, LISTENER_HTTP};
 use crate::io::outq::OutQueue;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use mlua::MultiValue;
 
-use crate::apps::kv::cmd::lua::{valid_name, LuaVm, Registered};
+use crate::script::{valid_name, LuaVm, Registered};
 
 /// The longest library name.
 const LIBRARY_NAME_MAX: usize = 256;

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use mlua::{Function, Thread};
 
-use crate::apps::kv::cmd::lua::{LuaVm, SCRIPT_FLAGS};
 use crate::apps::kv::kept::functions::Functions;
 use crate::io::app::ConnToken;
+use crate::script::{LuaVm, SCRIPT_FLAGS};
 
 /// Scripts the cache keeps.
 const SCRIPT_CACHE_MAX: usize = 10_000;

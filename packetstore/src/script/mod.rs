@@ -10,10 +10,10 @@
 //! (a scoped function, invalid once the run ends); a run never lasts past
 //! `SCRIPT_TIME_MAX` without writes.
 
-pub(in crate::apps::kv) mod convert;
+pub mod convert;
 mod libs;
 mod msgpack;
-pub(in crate::apps::kv) mod pause;
+pub mod pause;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -26,7 +26,7 @@ const HOOK_INSTRUCTIONS: u32 = 100_000;
 /// A script that has written nothing yet is stopped after this long: the
 /// event loop serves nothing else meanwhile, so SCRIPT KILL cannot reach
 /// it (once it wrote, it runs to its end, as in Redis).
-pub(in crate::apps::kv) const SCRIPT_TIME_MAX: Duration = Duration::from_secs(5);
+pub const SCRIPT_TIME_MAX: Duration = Duration::from_secs(5);
 
 /// How long FUNCTION LOAD's code may run (Redis's load timeout).
 const LOAD_TIME_MAX: Duration = Duration::from_millis(500);
@@ -36,27 +36,27 @@ const LUA_MEMORY_MAX: usize = 1 << 30;
 const LRAND48_MAX: u64 = i32::MAX as u64;
 
 /// A function a library registered while FUNCTION LOAD ran its code.
-pub(in crate::apps::kv) struct Registered {
-    pub(in crate::apps::kv) name: String,
-    pub(in crate::apps::kv) callback: Function,
-    pub(in crate::apps::kv) description: Option<String>,
-    pub(in crate::apps::kv) flags: Vec<String>,
+pub struct Registered {
+    pub name: String,
+    pub callback: Function,
+    pub description: Option<String>,
+    pub flags: Vec<String>,
 }
 
 /// What a run shares with the natives (set per run).
 #[derive(Default)]
-pub(in crate::apps::kv) struct RunFlags {
+pub struct RunFlags {
     /// The RESP version redis.setresp chose (2 or 3).
-    pub(in crate::apps::kv) resp3: Cell<bool>,
+    pub resp3: Cell<bool>,
     /// The script wrote (it can no longer be stopped).
-    pub(in crate::apps::kv) wrote: Cell<bool>,
-    pub(in crate::apps::kv) started: Cell<Option<Instant>>,
+    pub wrote: Cell<bool>,
+    pub started: Cell<Option<Instant>>,
     /// Functions registered by the library being loaded (None: no load).
-    pub(in crate::apps::kv) registering: RefCell<Option<Vec<Registered>>>,
+    pub registering: RefCell<Option<Vec<Registered>>>,
 }
 
 /// How a step of a script's coroutine ended.
-pub(in crate::apps::kv) enum Step {
+pub enum Step {
     /// It returned (Ok) or failed (Err: the error table).
     Done(Result<Value, Value>),
     /// The hook paused it: resume it with another step.
@@ -66,15 +66,15 @@ pub(in crate::apps::kv) enum Step {
 /// One Lua interpreter with Redis's sandbox (its handles are shared:
 /// a clone is the same interpreter).
 #[derive(Clone)]
-pub(in crate::apps::kv) struct LuaVm {
-    pub(in crate::apps::kv) lua: Lua,
+pub struct LuaVm {
+    pub lua: Lua,
     /// The real globals (KEYS and ARGV are set here).
-    pub(in crate::apps::kv) globals: Table,
+    pub globals: Table,
     /// The protected environment scripts run in.
-    pub(in crate::apps::kv) env: Table,
+    pub env: Table,
     /// The Rust functions the prelude uses.
-    pub(in crate::apps::kv) natives: Table,
-    pub(in crate::apps::kv) flags: Rc<RunFlags>,
+    pub natives: Table,
+    pub flags: Rc<RunFlags>,
     /// Runs since the collector's last step (`collect_some`).
     runs: Rc<Cell<u32>>,
 }
@@ -86,7 +86,7 @@ const GC_CYCLE_PERIOD: u32 = 50;
 impl LuaVm {
     /// A run ended: every `GC_CYCLE_PERIOD` runs, a step of the collector
     /// (Redis's `luaCallFunction`).
-    pub(in crate::apps::kv) fn collect_some(&self) {
+    pub fn collect_some(&self) {
         let runs = self.runs.get() + 1;
         if runs < GC_CYCLE_PERIOD {
             self.runs.set(runs);
@@ -96,7 +96,7 @@ impl LuaVm {
         let _ = self.lua.gc_step_kbytes(GC_CYCLE_PERIOD as std::ffi::c_int);
     }
 
-    pub(in crate::apps::kv) fn new() -> mlua::Result<LuaVm> {
+    pub fn new() -> mlua::Result<LuaVm> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::default())?;
         lua.set_memory_limit(LUA_MEMORY_MAX)?;
@@ -112,7 +112,7 @@ impl LuaVm {
     }
 
     /// Compiles `code` as chunk `name` in the protected environment.
-    pub(in crate::apps::kv) fn compile(&self, code: &[u8], name: &str) -> Result<Function, String> {
+    pub fn compile(&self, code: &[u8], name: &str) -> Result<Function, String> {
         self.lua
             .load(code)
             .set_name(name)
@@ -124,7 +124,7 @@ impl LuaVm {
     /// Calls `f(args)` under the error handler, with the time limit: Ok
     /// the value returned, Err the error value (a table with `err`, and
     /// `source`/`line` where known).
-    pub(in crate::apps::kv) fn run(&self, f: &Function, args: mlua::MultiValue) -> Result<Value, Value> {
+    pub fn run(&self, f: &Function, args: mlua::MultiValue) -> Result<Value, Value> {
         let runner: Function = self.natives.raw_get("run").map_err(|e| self.error_value(&e))?;
         let handler: Function = self.natives.raw_get("handler").map_err(|e| self.error_value(&e))?;
         self.flags.started.set(Some(Instant::now()));
@@ -146,7 +146,7 @@ impl LuaVm {
 
     /// A script's coroutine, ready to run `f` (its first `step` passes
     /// the arguments), with the pausing hook installed.
-    pub(in crate::apps::kv) fn start(&self, f: &Function) -> Result<Thread, Value> {
+    pub fn start(&self, f: &Function) -> Result<Thread, Value> {
         let start: Function = self.natives.raw_get("start").map_err(|e| self.error_value(&e))?;
         let thread: Thread = start.call(f.clone()).map_err(|e| self.error_value(&e))?;
         pause::layout_checked(&thread);
@@ -156,7 +156,7 @@ impl LuaVm {
 
     /// Runs the script's coroutine until it ends or the hook pauses it
     /// (`pause::plan` says when).
-    pub(in crate::apps::kv) fn step(&self, thread: &Thread, args: mlua::MultiValue) -> Step {
+    pub fn step(&self, thread: &Thread, args: mlua::MultiValue) -> Step {
         let step = match self.natives.raw_get::<Function>("step") {
             Ok(step) => step,
             Err(e) => return Step::Done(Err(self.error_value(&e))),
@@ -181,7 +181,7 @@ impl LuaVm {
 
     /// The error of a script killed while paused (it is not resumed):
     /// Redis's text, where the script stood.
-    pub(in crate::apps::kv) fn killed(&self, thread: &Thread) -> Value {
+    pub fn killed(&self, thread: &Thread) -> Value {
         let text = Value::String(match self.lua.create_string(pause::KILLED) {
             Ok(s) => s,
             Err(e) => return self.error_value(&e),
@@ -215,7 +215,7 @@ impl LuaVm {
     }
 
     /// A Rust-side error as a Lua error value (a table with `err`).
-    pub(in crate::apps::kv) fn lua_error(&self, error: &mlua::Error) -> Value {
+    pub fn lua_error(&self, error: &mlua::Error) -> Value {
         self.error_value(error)
     }
 
@@ -230,7 +230,7 @@ impl LuaVm {
 }
 
 /// An mlua error's message without its wrapping (callback tracebacks).
-pub(in crate::apps::kv) fn plain_message(error: &mlua::Error) -> String {
+pub fn plain_message(error: &mlua::Error) -> String {
     match error {
         mlua::Error::CallbackError { cause, .. } => plain_message(cause),
         mlua::Error::RuntimeError(text) | mlua::Error::SyntaxError { message: text, .. } => text.clone(),
@@ -350,7 +350,7 @@ fn call(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<Value> {
 
 /// Redis's `luaPushErrorBuff`: "-CODE msg" or "msg" (code ERR) as an
 /// error table `{err = "CODE msg"}`.
-pub(in crate::apps::kv) fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
+pub fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
     let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&b| b == b' ') {
             Some(at) => (&rest[..at], &rest[at + 1..]),
@@ -542,8 +542,7 @@ fn named_registration(named: &Table) -> Result<Registered, String> {
 }
 
 /// Function flags Redis 7.0 knows.
-pub(in crate::apps::kv) const SCRIPT_FLAGS: &[&str] =
-    &["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+pub const SCRIPT_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
 
 fn read_flags(table: &Table) -> Result<Vec<String>, String> {
     let mut flags = Vec::new();
@@ -559,6 +558,6 @@ fn read_flags(table: &Table) -> Result<Vec<String>, String> {
 }
 
 /// Redis's rule for library and function names.
-pub(in crate::apps::kv) fn valid_name(name: &str) -> bool {
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }

@@ -2,7 +2,7 @@
 //! Redis 7.0.15's configuration parameters, as CONFIG GET and SET know them.
 
 /// A parameter's type, as Redis checks its values.
-pub(in crate::apps::kv) enum Kind {
+pub enum Kind {
     Bool,
     Text,
     Enum(&'static [&'static str]),
@@ -14,17 +14,17 @@ pub(in crate::apps::kv) enum Kind {
 }
 
 /// One of Redis's parameters.
-pub(in crate::apps::kv) struct Param {
-    pub(in crate::apps::kv) name: &'static str,
+pub struct Param {
+    pub name: &'static str,
     /// Its other name (Redis 6's), or empty.
-    pub(in crate::apps::kv) alias: &'static str,
-    pub(in crate::apps::kv) immutable: bool,
-    pub(in crate::apps::kv) kind: Kind,
-    pub(in crate::apps::kv) default: &'static str,
+    pub alias: &'static str,
+    pub immutable: bool,
+    pub kind: Kind,
+    pub default: &'static str,
 }
 
 #[rustfmt::skip]
-pub(in crate::apps::kv) const PARAMS: &[Param] = &[
+pub const PARAMS: &[Param] = &[
     Param { name: "acl-pubsub-default", alias: "", immutable: false, kind: Kind::Enum(&["allchannels", "resetchannels"]), default: "resetchannels" },
     Param { name: "aclfile", alias: "", immutable: true, kind: Kind::Text, default: "" },
     Param { name: "acllog-max-len", alias: "", immutable: false, kind: Kind::Integer(0, 9223372036854775807), default: "128" },

@@ -6,18 +6,18 @@
 //! Invariant: positions index the call's arguments, the command's name at
 //! 0, and are always below their count; flags are CMD_KEY_* bits.
 
-use super::command_table::{
+use crate::redis_spec::command_table::{
     Begin, Find, GetKeys, KeySpec, RedisCommand, ACCESS, DELETE, NOT_KEY, OW, RO, RW, UPDATE, VARIABLE_FLAGS,
 };
-use crate::apps::kv::ops::parse_i64;
+use crate::redis_spec::numbers::parse_i64;
 
 /// A key's position among the call's arguments, and its flags.
-pub(in crate::apps::kv) type KeyRef = (usize, u16);
+pub type KeyRef = (usize, u16);
 
 /// Redis's getKeysFromCommandWithSpecs (COMMAND GETKEYS, GETKEYSANDFLAGS):
 /// the key specifications when they are reliable, else the getkeys
 /// procedure (none: the call is invalid, or names no key).
-pub(in crate::apps::kv) fn keys_with_specs(cmd: &RedisCommand, args: &[Vec<u8>]) -> Vec<KeyRef> {
+pub fn keys_with_specs(cmd: &RedisCommand, args: &[Vec<u8>]) -> Vec<KeyRef> {
     let has_keyspec = cmd.key_specs.iter().any(|spec| spec.flags & NOT_KEY == 0);
     let has_varflags = cmd.key_specs.iter().any(|spec| spec.flags & VARIABLE_FLAGS != 0);
     if has_keyspec && !has_varflags {
@@ -30,7 +30,7 @@ pub(in crate::apps::kv) fn keys_with_specs(cmd: &RedisCommand, args: &[Vec<u8>])
 
 /// Redis's getKeysFromCommand (what cluster routing and client tracking
 /// use): the getkeys procedure, else the legacy range.
-pub(in crate::apps::kv) fn key_positions(cmd: &RedisCommand, args: &[Vec<u8>]) -> Vec<usize> {
+pub fn key_positions(cmd: &RedisCommand, args: &[Vec<u8>]) -> Vec<usize> {
     match cmd.getkeys {
         Some(getkeys) => by_procedure(getkeys, args).into_iter().map(|(at, _)| at).collect(),
         None => legacy_range(cmd, args.len()),
@@ -38,7 +38,7 @@ pub(in crate::apps::kv) fn key_positions(cmd: &RedisCommand, args: &[Vec<u8>]) -
 }
 
 /// Redis's doesCommandHaveKeys.
-pub(in crate::apps::kv) fn has_keys(cmd: &RedisCommand) -> bool {
+pub fn has_keys(cmd: &RedisCommand) -> bool {
     cmd.getkeys.is_some() || cmd.key_specs.iter().any(|spec| spec.flags & NOT_KEY == 0)
 }
 
@@ -68,7 +68,7 @@ fn keys_by_specs(cmd: &RedisCommand, args: &[Vec<u8>]) -> Option<Vec<KeyRef>> {
             return None;
         }
         keys.extend((first..=last).step_by(step.max(1) as usize).map(|at| (at as usize, spec.flags)));
-        if spec.flags & super::command_table::INCOMPLETE != 0 {
+        if spec.flags & crate::redis_spec::command_table::INCOMPLETE != 0 {
             return None;
         }
     }
@@ -272,7 +272,7 @@ fn bitfield(args: &[Vec<u8>]) -> Vec<KeyRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::kv::cmd::command_table::lookup_call;
+    use crate::redis_spec::command_table::lookup_call;
 
     fn call(words: &str) -> Vec<Vec<u8>> {
         words.split(' ').map(|w| w.as_bytes().to_vec()).collect()
@@ -309,7 +309,7 @@ mod tests {
         let cmd = lookup_call(&args).unwrap();
         assert_eq!(
             keys_with_specs(cmd, &args),
-            [(1, RW | ACCESS | DELETE), (2, RW | super::super::command_table::INSERT)]
+            [(1, RW | ACCESS | DELETE), (2, RW | crate::redis_spec::command_table::INSERT)]
         );
     }
 

@@ -12,10 +12,10 @@ use mlua::{Lua, Table, Value};
 use crate::proto::resp::{push_int, Encoder};
 
 /// Nesting a reply may have in either direction.
-pub(in crate::apps::kv) const REPLY_DEPTH_MAX: usize = 1000;
+pub const REPLY_DEPTH_MAX: usize = 1000;
 
 /// C's `%.<precision>g`.
-pub(in crate::apps::kv) fn format_g(x: f64, precision: usize) -> String {
+pub fn format_g(x: f64, precision: usize) -> String {
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan".into() } else { "nan".into() };
     }
@@ -48,7 +48,7 @@ fn strip_zeros(text: &str) -> &str {
 }
 
 /// A reply's bytes as the Lua value redis.call returns.
-pub(in crate::apps::kv) fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<Value> {
+pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<Value> {
     let mut pos = 0;
     parse(lua, bytes, &mut pos, 0)
 }
@@ -166,13 +166,13 @@ fn aggregate(lua: &Lua, bytes: &[u8], pos: &mut usize, kind: u8, len: i64, depth
 /// How a script's value becomes its client's reply: the script's RESP
 /// version (redis.setresp) and the client's.
 #[derive(Clone, Copy)]
-pub(in crate::apps::kv) struct ReplyMode {
-    pub(in crate::apps::kv) script_resp3: bool,
-    pub(in crate::apps::kv) client: Encoder,
+pub struct ReplyMode {
+    pub script_resp3: bool,
+    pub client: Encoder,
 }
 
 /// A script's return value as a reply (`luaReplyToRedisReply`).
-pub(in crate::apps::kv) fn lua_to_reply(out: &mut Vec<u8>, value: &Value, mode: ReplyMode, depth: usize) {
+pub fn lua_to_reply(out: &mut Vec<u8>, value: &Value, mode: ReplyMode, depth: usize) {
     let enc = mode.client;
     match value {
         Value::String(s) => enc.bulk(out, &s.as_bytes()),

@@ -9,18 +9,18 @@
 
 use super::redis_commands::REDIS_COMMANDS;
 
-pub(in crate::apps::kv) use super::command_shape::*;
+pub use super::command_shape::*;
 
 /// Command names are at most this long (Redis's longest is 21 bytes).
 const NAME_MAX: usize = 32;
 
 impl RedisCommand {
-    pub(in crate::apps::kv) fn has_flag(&self, flag: &str) -> bool {
+    pub fn has_flag(&self, flag: &str) -> bool {
         self.flags.contains(&flag)
     }
 
     /// `name`, or `container|name` for a subcommand.
-    pub(in crate::apps::kv) fn fullname(&self) -> String {
+    pub fn fullname(&self) -> String {
         match self.container {
             "" => self.name.to_string(),
             container => format!("{container}|{}", self.name),
@@ -28,7 +28,7 @@ impl RedisCommand {
     }
 
     /// Its subcommands in Redis's table, by name.
-    pub(in crate::apps::kv) fn subcommands(&self) -> &'static [RedisCommand] {
+    pub fn subcommands(&self) -> &'static [RedisCommand] {
         if !self.container.is_empty() {
             return &[];
         }
@@ -39,13 +39,13 @@ impl RedisCommand {
 }
 
 /// Redis's top-level commands (no subcommands).
-pub(in crate::apps::kv) fn top_level() -> impl Iterator<Item = &'static RedisCommand> {
+pub fn top_level() -> impl Iterator<Item = &'static RedisCommand> {
     REDIS_COMMANDS.iter().filter(|cmd| cmd.container.is_empty())
 }
 
 /// The command `(container, name)` ("" container: a top-level one), names
 /// in any case.
-pub(in crate::apps::kv) fn lookup(container: &[u8], name: &[u8]) -> Option<&'static RedisCommand> {
+pub fn lookup(container: &[u8], name: &[u8]) -> Option<&'static RedisCommand> {
     if container.len() > NAME_MAX || name.len() > NAME_MAX {
         return None;
     }
@@ -61,7 +61,7 @@ pub(in crate::apps::kv) fn lookup(container: &[u8], name: &[u8]) -> Option<&'sta
 }
 
 /// Redis's lookupCommandBySds: `name` or `container|name`.
-pub(in crate::apps::kv) fn lookup_fullname(fullname: &[u8]) -> Option<&'static RedisCommand> {
+pub fn lookup_fullname(fullname: &[u8]) -> Option<&'static RedisCommand> {
     let mut parts = fullname.split(|&b| b == b'|');
     let first = parts.next()?;
     match (parts.next(), parts.next()) {
@@ -73,7 +73,7 @@ pub(in crate::apps::kv) fn lookup_fullname(fullname: &[u8]) -> Option<&'static R
 
 /// Redis's lookupCommand: the command a call runs, the subcommand named by
 /// its second argument when it is a container's (`args[0]` is the name).
-pub(in crate::apps::kv) fn lookup_call(args: &[Vec<u8>]) -> Option<&'static RedisCommand> {
+pub fn lookup_call(args: &[Vec<u8>]) -> Option<&'static RedisCommand> {
     let top = lookup(b"", args.first()?)?;
     match args.get(1) {
         Some(sub) if !top.subcommands().is_empty() => lookup(top.name.as_bytes(), sub),

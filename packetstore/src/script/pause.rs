@@ -33,31 +33,31 @@ use mlua::{ffi, Thread};
 use super::RunFlags;
 
 /// Lua instructions between two runs of the hook.
-pub(in crate::apps::kv) const HOOK_INSTRUCTIONS: c_int = 100_000;
+pub const HOOK_INSTRUCTIONS: c_int = 100_000;
 
 /// The error a killed script dies of (Redis's words).
-pub(in crate::apps::kv) const KILLED: &str = "Script killed by user with SCRIPT KILL...";
+pub const KILLED: &str = "Script killed by user with SCRIPT KILL...";
 
 /// The error of a script stopped by the guard of scripts that cannot pause.
-pub(in crate::apps::kv) const OVERRAN: &str =
+pub const OVERRAN: &str =
     "Script killed: it ran over the script time limit without writing, where it could not pause (inside MULTI)";
 
 /// What the hook does for the step now running (set before each step).
 #[derive(Default)]
-pub(in crate::apps::kv) struct HookPlan {
+pub struct HookPlan {
     /// Yield at the first hook past this instant (None: never).
-    pub(in crate::apps::kv) slice_end: Option<Instant>,
+    pub slice_end: Option<Instant>,
     /// Raise `OVERRAN` past this instant unless the script wrote.
-    pub(in crate::apps::kv) guard: Option<(Instant, Rc<RunFlags>)>,
+    pub guard: Option<(Instant, Rc<RunFlags>)>,
     /// Other shards are parked for the script: past the guard's instant it
     /// is stopped even if it wrote (`OVERRAN_PARKED`; what it wrote stays,
     /// whole), rather than hold every shard.
-    pub(in crate::apps::kv) hard: bool,
+    pub hard: bool,
 }
 
 /// The error of a script stopped, with other shards parked for it, at the
 /// guard's instant.
-pub(in crate::apps::kv) const OVERRAN_PARKED: &str =
+pub const OVERRAN_PARKED: &str =
     "Script killed: it ran over the script time limit with other shards parked for it (its writes so far are kept)";
 
 thread_local! {
@@ -67,7 +67,7 @@ thread_local! {
 }
 
 /// Sets what the hook does until the next call.
-pub(in crate::apps::kv) fn plan(plan: HookPlan) {
+pub fn plan(plan: HookPlan) {
     PLAN.with(|p| *p.borrow_mut() = plan);
 }
 
@@ -169,14 +169,14 @@ fn yieldable(state: *mut ffi::lua_State) -> bool {
 }
 
 /// Installs the hook on a script's coroutine.
-pub(in crate::apps::kv) fn install(thread: &Thread) {
+pub fn install(thread: &Thread) {
     // SAFETY: `thread.state()` is a live coroutine of this interpreter.
     unsafe { ffi::lua_sethook(thread.state(), Some(count_hook), ffi::LUA_MASKCOUNT, HOOK_INSTRUCTIONS) };
 }
 
 /// Checks, on a fresh coroutine with the hook installed, that the state
 /// reads as Lua 5.1.5's layout; remembers the answer for this thread.
-pub(in crate::apps::kv) fn layout_checked(thread: &Thread) -> bool {
+pub fn layout_checked(thread: &Thread) -> bool {
     if let Some(ok) = LAYOUT_OK.with(Cell::get) {
         return ok;
     }
@@ -200,7 +200,7 @@ pub(in crate::apps::kv) fn layout_checked(thread: &Thread) -> bool {
 
 /// The innermost position in a script's own code on `thread`'s stack
 /// (a dead coroutine keeps its stack): its chunk name and line.
-pub(in crate::apps::kv) fn position(thread: &Thread) -> Option<(String, i64)> {
+pub fn position(thread: &Thread) -> Option<(String, i64)> {
     let state = thread.state();
     for level in 0..32 {
         // SAFETY: lua_Debug is plain data filled by lua_getstack and
@@ -230,7 +230,7 @@ pub(in crate::apps::kv) fn position(thread: &Thread) -> Option<(String, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::kv::cmd::lua::{LuaVm, Step};
+    use crate::script::{LuaVm, Step};
     use std::time::Duration;
 
     fn paused_then_killed(code: &str) {

@@ -7,32 +7,32 @@
 //! Invariant: nothing here knows the table's data.
 
 /// Key specification flags (server.h's CMD_KEY_*), in COMMAND's order.
-pub(in crate::apps::kv) const RO: u16 = 1 << 0;
-pub(in crate::apps::kv) const RW: u16 = 1 << 1;
-pub(in crate::apps::kv) const OW: u16 = 1 << 2;
-pub(in crate::apps::kv) const RM: u16 = 1 << 3;
-pub(in crate::apps::kv) const ACCESS: u16 = 1 << 4;
-pub(in crate::apps::kv) const UPDATE: u16 = 1 << 5;
-pub(in crate::apps::kv) const INSERT: u16 = 1 << 6;
-pub(in crate::apps::kv) const DELETE: u16 = 1 << 7;
-pub(in crate::apps::kv) const NOT_KEY: u16 = 1 << 8;
-pub(in crate::apps::kv) const INCOMPLETE: u16 = 1 << 9;
-pub(in crate::apps::kv) const VARIABLE_FLAGS: u16 = 1 << 10;
+pub const RO: u16 = 1 << 0;
+pub const RW: u16 = 1 << 1;
+pub const OW: u16 = 1 << 2;
+pub const RM: u16 = 1 << 3;
+pub const ACCESS: u16 = 1 << 4;
+pub const UPDATE: u16 = 1 << 5;
+pub const INSERT: u16 = 1 << 6;
+pub const DELETE: u16 = 1 << 7;
+pub const NOT_KEY: u16 = 1 << 8;
+pub const INCOMPLETE: u16 = 1 << 9;
+pub const VARIABLE_FLAGS: u16 = 1 << 10;
 
 /// The key flags' names, bit by bit (addReplyFlagsForKeyArgs).
-pub(in crate::apps::kv) const KEY_FLAG_NAMES: [&str; 11] =
+pub const KEY_FLAG_NAMES: [&str; 11] =
     ["RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key", "incomplete", "variable_flags"];
 
 /// Argument flags (CMD_ARG_*), in COMMAND DOCS's order.
-pub(in crate::apps::kv) const OPTIONAL: u8 = 1 << 0;
-pub(in crate::apps::kv) const MULTIPLE: u8 = 1 << 1;
-pub(in crate::apps::kv) const MULTIPLE_TOKEN: u8 = 1 << 2;
+pub const OPTIONAL: u8 = 1 << 0;
+pub const MULTIPLE: u8 = 1 << 1;
+pub const MULTIPLE_TOKEN: u8 = 1 << 2;
 
-pub(in crate::apps::kv) const ARG_FLAG_NAMES: [&str; 3] = ["optional", "multiple", "multiple_token"];
+pub const ARG_FLAG_NAMES: [&str; 3] = ["optional", "multiple", "multiple_token"];
 
 /// Where a key specification starts looking (KSPEC_BS_*).
 #[derive(Clone, Copy, Debug)]
-pub(in crate::apps::kv) enum Begin {
+pub enum Begin {
     /// At this argument.
     Index(i64),
     /// After this keyword, searched from this argument (negative: from the
@@ -43,7 +43,7 @@ pub(in crate::apps::kv) enum Begin {
 
 /// How a key specification finds its keys from where it starts (KSPEC_FK_*).
 #[derive(Clone, Copy, Debug)]
-pub(in crate::apps::kv) enum Find {
+pub enum Find {
     /// Last key (relative; negative: from the end), step, limit (the share
     /// of what is left, when last is -1).
     Range(i64, i64, i64),
@@ -53,18 +53,18 @@ pub(in crate::apps::kv) enum Find {
 }
 
 #[derive(Debug)]
-pub(in crate::apps::kv) struct KeySpec {
+pub struct KeySpec {
     /// "" when none.
-    pub(in crate::apps::kv) notes: &'static str,
-    pub(in crate::apps::kv) flags: u16,
-    pub(in crate::apps::kv) begin: Begin,
-    pub(in crate::apps::kv) find: Find,
+    pub notes: &'static str,
+    pub flags: u16,
+    pub begin: Begin,
+    pub find: Find,
 }
 
 /// The getkeys procedures of Redis's db.c, for the commands whose key
 /// specifications do not say everything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::apps::kv) enum GetKeys {
+pub enum GetKeys {
     Sintercard,
     ZunionInterDiffStore,
     ZunionInterDiff,
@@ -84,24 +84,24 @@ pub(in crate::apps::kv) enum GetKeys {
 
 /// One argument of a command's documentation (redisCommandArg).
 #[derive(Debug)]
-pub(in crate::apps::kv) struct Arg {
-    pub(in crate::apps::kv) name: &'static str,
+pub struct Arg {
+    pub name: &'static str,
     /// string, integer, double, key, pattern, unix-time, pure-token, oneof, block.
-    pub(in crate::apps::kv) kind: &'static str,
+    pub kind: &'static str,
     /// -1 when not a key.
-    pub(in crate::apps::kv) key_spec_index: i64,
+    pub key_spec_index: i64,
     /// The strings are "" when absent.
-    pub(in crate::apps::kv) token: &'static str,
-    pub(in crate::apps::kv) summary: &'static str,
-    pub(in crate::apps::kv) since: &'static str,
-    pub(in crate::apps::kv) deprecated_since: &'static str,
-    pub(in crate::apps::kv) flags: u8,
+    pub token: &'static str,
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub deprecated_since: &'static str,
+    pub flags: u8,
     /// A oneof's or a block's arguments.
-    pub(in crate::apps::kv) args: &'static [Arg],
+    pub args: &'static [Arg],
 }
 
 /// An argument's defaults, for the generated table's `..ARG`.
-pub(in crate::apps::kv) const ARG: Arg = Arg {
+pub const ARG: Arg = Arg {
     name: "",
     kind: "",
     key_spec_index: -1,
@@ -115,37 +115,37 @@ pub(in crate::apps::kv) const ARG: Arg = Arg {
 
 /// One command or subcommand, as Redis 7.0.15 describes it.
 #[derive(Debug)]
-pub(in crate::apps::kv) struct RedisCommand {
+pub struct RedisCommand {
     /// Lower case; a subcommand's own name (its full name is
     /// `container|name`).
-    pub(in crate::apps::kv) name: &'static str,
+    pub name: &'static str,
     /// "" for a top-level command.
-    pub(in crate::apps::kv) container: &'static str,
-    pub(in crate::apps::kv) arity: i64,
+    pub container: &'static str,
+    pub arity: i64,
     /// COMMAND INFO's flags, in its order, `movablekeys` included.
-    pub(in crate::apps::kv) flags: &'static [&'static str],
+    pub flags: &'static [&'static str],
     /// The legacy first key, last key, step.
-    pub(in crate::apps::kv) range: (i64, i64, i64),
+    pub range: (i64, i64, i64),
     /// Every ACL category, the implicit ones included, in Redis's order.
-    pub(in crate::apps::kv) acl: &'static [&'static str],
-    pub(in crate::apps::kv) tips: &'static [&'static str],
-    pub(in crate::apps::kv) key_specs: &'static [KeySpec],
-    pub(in crate::apps::kv) getkeys: Option<GetKeys>,
+    pub acl: &'static [&'static str],
+    pub tips: &'static [&'static str],
+    pub key_specs: &'static [KeySpec],
+    pub getkeys: Option<GetKeys>,
     /// COMMAND DOCS's group (sorted-set, not sorted_set).
-    pub(in crate::apps::kv) group: &'static str,
+    pub group: &'static str,
     /// The strings are "" when absent.
-    pub(in crate::apps::kv) summary: &'static str,
-    pub(in crate::apps::kv) since: &'static str,
-    pub(in crate::apps::kv) complexity: &'static str,
-    pub(in crate::apps::kv) doc_flags: &'static [&'static str],
-    pub(in crate::apps::kv) deprecated_since: &'static str,
-    pub(in crate::apps::kv) replaced_by: &'static str,
-    pub(in crate::apps::kv) history: &'static [(&'static str, &'static str)],
-    pub(in crate::apps::kv) args: &'static [Arg],
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub complexity: &'static str,
+    pub doc_flags: &'static [&'static str],
+    pub deprecated_since: &'static str,
+    pub replaced_by: &'static str,
+    pub history: &'static [(&'static str, &'static str)],
+    pub args: &'static [Arg],
 }
 
 /// A command's defaults, for the generated table's `..CMD`.
-pub(in crate::apps::kv) const CMD: RedisCommand = RedisCommand {
+pub const CMD: RedisCommand = RedisCommand {
     name: "",
     container: "",
     arity: 0,
