@@ -17,46 +17,37 @@
 //!
 //! The files, lowest first (each imports only those before it):
 //! `kept/` (what the command families and links keep between commands,
-//! the types of the state's fields; of this folder's files it imports only
-//! the Lua interpreter, `cmd/lua/`, which imports none of them),
-//! `state.rs` (the server's state, configuration and counters; a
-//! command's table entry and what a handler works with), `ops.rs` (what handlers share), `guard.rs` (a request's panic caught),
-//! `protected.rs` (Redis's protected mode), `cluster.rs` (hash slots and a
-//! shard's Redis Cluster view), `report.rs` (INFO, /metrics), `cmd/`
-//! (one file per command family, each with its table), `integrity.rs`
-//! (value checksums: corrupt-value replies, the scrubber's ticks, their
-//! INFO and metrics), `dispatch.rs` (the
-//! table of families; arity, auth, unknown commands), `rest.rs` (HTTP),
-//! and `server.rs` (the `App` impl the event loop calls). Beside them,
-//! for a sharded server: `exchange.rs` (the shards' mailboxes, eventfds
-//! and transaction lock, below `state.rs`), `across_plans.rs` (how a
-//! command across shards splits into commands on one shard each) and
-//! `across.rs` (running it with its shards parked, durable as one).
+//! the types of the state's fields; of the library's layers above `store`
+//! it imports only the Lua runtime, `script/`), `state.rs` (the server's
+//! state, configuration and counters; a command's table entry and what a
+//! handler works with), `ops.rs` (what handlers share), `guard.rs` (a
+//! request's panic caught), `protected.rs` (Redis's protected mode),
+//! `report.rs` (INFO, /metrics), `cmd/` (one file per command family,
+//! each with its table; Redis's own definitions, such as the command
+//! table, are `redis_spec/`), `integrity.rs` (value checksums:
+//! corrupt-value replies, the scrubber's ticks, their INFO and metrics),
+//! `dispatch.rs` (the table of families; arity, auth, unknown commands),
+//! `rest.rs` (HTTP), and `server.rs` (the `App` impl the event loop
+//! calls). Beside them, `route/`: where a command runs and the way there
+//! (relayed to its shard or to the group's leader, split over shards, or
+//! run across them durable as one; the Redis Cluster view).
 
-pub mod across;
-mod across_plans;
-pub mod cluster;
 mod cmd;
 mod dispatch;
-mod exchange;
-mod forward;
 mod guard;
-mod http_relay;
 mod integrity;
 mod kept;
 mod ops;
-mod parked;
-mod placement;
 mod protected;
 mod replication;
 mod report;
 mod rest;
+mod route;
 mod server;
-mod session;
-mod shard_link;
-mod span;
-mod span_info;
 mod state;
+
+pub use route::{across, cluster};
+use route::{across_plans, exchange, forward, http_relay, parked, placement, session, shard_link, span, span_info};
 
 pub use integrity::SCRUB_RATE_DEFAULT_BYTES;
 pub use replication::LISTENER_PEER;

@@ -46,7 +46,7 @@ const RELAY_DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 impl KvServer {
     /// Decides where a client's commands run, before its first one: here
     /// (a leader; or READONLY), or on the leader through a relay.
-    pub(super) fn route(&mut self, conn: &mut KvConn, stream: &Stream) -> Route {
+    pub(in crate::apps::kv) fn route(&mut self, conn: &mut KvConn, stream: &Stream) -> Route {
         if conn.route != Route::Undecided {
             return conn.route;
         }
@@ -121,7 +121,7 @@ impl KvServer {
 
     /// A relayed client's input: taken (zero copy) for the link.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn relay_client(
+    pub(in crate::apps::kv) fn relay_client(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -146,7 +146,7 @@ impl KvServer {
     /// A relay link: the client's bytes go to the leader; the leader's
     /// replies (this link's input) go back to the client.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn relay_link(
+    pub(in crate::apps::kv) fn relay_link(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -180,7 +180,7 @@ impl KvServer {
     }
 
     /// A relay's link connected.
-    pub(super) fn relay_linked(&mut self, id: usize, token: ConnToken) -> bool {
+    pub(in crate::apps::kv) fn relay_linked(&mut self, id: usize, token: ConnToken) -> bool {
         let Some(relay) = self.relays.relays.get_mut(&id) else { return false };
         relay.link = Some(token);
         self.relays.wake.push(token);
@@ -189,7 +189,7 @@ impl KvServer {
 
     /// Either side of a relay closed (or its dial failed): the other side
     /// closes once what it has is sent.
-    pub(super) fn relay_closed(&mut self, buffers: &mut Buffers, id: usize, client_side: bool) {
+    pub(in crate::apps::kv) fn relay_closed(&mut self, buffers: &mut Buffers, id: usize, client_side: bool) {
         let Some(relay) = self.relays.relays.get_mut(&id) else { return };
         if relay.closed {
             // The second side: the relay ends.
@@ -223,7 +223,7 @@ impl KvServer {
     /// A relay's dial failed: its client closes (and its abandon ends the
     /// relay, giving back what it holds), or, if it left already, the
     /// relay ends.
-    pub(super) fn relay_failed(&mut self, id: usize) {
+    pub(in crate::apps::kv) fn relay_failed(&mut self, id: usize) {
         let Some(relay) = self.relays.relays.get_mut(&id) else { return };
         if relay.orphaned {
             self.relays.relays.remove(&id);
@@ -234,16 +234,16 @@ impl KvServer {
     }
 
     /// Clients waiting for a leader to relay to: served again.
-    pub(super) fn relay_retry_waiting(&mut self) {
+    pub(in crate::apps::kv) fn relay_retry_waiting(&mut self) {
         let waiting = std::mem::take(&mut self.relays.waiting);
         self.relays.wake.extend(waiting);
     }
 
-    pub(super) fn relay_dials(&mut self, dials: &mut Vec<Dial>) {
+    pub(in crate::apps::kv) fn relay_dials(&mut self, dials: &mut Vec<Dial>) {
         dials.append(&mut self.relays.dials);
     }
 
-    pub(super) fn relay_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
+    pub(in crate::apps::kv) fn relay_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
         wake.append(&mut self.relays.wake);
     }
 }

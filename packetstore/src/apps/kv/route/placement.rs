@@ -9,7 +9,7 @@
 //! reply, a relay, or a refusal); `Parked` runs it here after parking.
 
 /// Where a command runs (`KvServer::placement`).
-pub(super) enum Placement {
+pub(in crate::apps::kv) enum Placement {
     Here,
     Refused(String),
     Relay(u16),

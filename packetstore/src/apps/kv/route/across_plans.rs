@@ -40,7 +40,7 @@ use crate::apps::kv::span::{self, integer, is_nil};
 use crate::redis_spec::command_table::{DELETE, INSERT, OW, RM, RW, UPDATE};
 
 /// Runs a Redis command on one shard's keys: its reply's bytes.
-pub(super) trait Calls {
+pub(in crate::apps::kv) trait Calls {
     fn call(&mut self, shard: u16, args: Vec<Vec<u8>>) -> Vec<u8>;
 
     /// Several calls whose order does not matter (they may run at once);
@@ -51,7 +51,7 @@ pub(super) trait Calls {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Recipe {
+pub(in crate::apps::kv) enum Recipe {
     ByKey(span::Plan),
     Mset,
     Msetnx,
@@ -73,7 +73,7 @@ pub(super) enum Recipe {
 /// Where EXEC runs a command queued on the main port of a sharded server
 /// (`across.rs`): on one shard (its keys', or this one for a keyless
 /// command), or across several with its recipe and its keys.
-pub(super) enum Route {
+pub(in crate::apps::kv) enum Route {
     One(u16),
     Across(Across, Vec<(usize, u16)>),
     /// A keyless command of every shard (FLUSHALL, CONFIG SET, ...): its
@@ -83,9 +83,9 @@ pub(super) enum Route {
 
 /// A command across shards: its recipe and the shards it parks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Across {
-    pub(super) recipe: Recipe,
-    pub(super) shards: BTreeSet<u16>,
+pub(in crate::apps::kv) struct Across {
+    pub(in crate::apps::kv) recipe: Recipe,
+    pub(in crate::apps::kv) shards: BTreeSet<u16>,
 }
 
 /// Key flags that say a key is written.
@@ -99,7 +99,7 @@ const WRONGTYPE: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong 
 /// How `name` (lower case) with `args` runs across `shards` shards, given
 /// its keys (argument index, key flags): None if it does not (its keys are
 /// on one shard, or it is not run across shards).
-pub(super) fn plan(name: &str, args: &[Vec<u8>], keys: &[(usize, u16)], shards: u16) -> Option<Across> {
+pub(in crate::apps::kv) fn plan(name: &str, args: &[Vec<u8>], keys: &[(usize, u16)], shards: u16) -> Option<Across> {
     let owner_of = |i: usize| owner(key_slot(&args[i]), shards);
     let involved: BTreeSet<u16> = keys.iter().map(|&(i, _)| owner_of(i)).collect();
     if involved.len() < 2 || NEVER.contains(&name) {
@@ -131,7 +131,7 @@ pub(super) fn plan(name: &str, args: &[Vec<u8>], keys: &[(usize, u16)], shards: 
 }
 
 /// Runs `recipe` for `args` on a server of `shards` shards; the reply.
-pub(super) fn run(
+pub(in crate::apps::kv) fn run(
     recipe: &Recipe,
     args: &[Vec<u8>],
     keys: &[(usize, u16)],
@@ -380,7 +380,7 @@ fn temp(args: &[Vec<u8>], keys: &[(usize, u16)], home: u16, shards: u16, calls: 
 }
 
 /// A bulk string reply's bytes.
-pub(super) fn bulk(reply: &[u8]) -> Option<Vec<u8>> {
+pub(in crate::apps::kv) fn bulk(reply: &[u8]) -> Option<Vec<u8>> {
     let rest = reply.strip_prefix(b"$")?;
     let at = rest.windows(2).position(|w| w == b"\r\n")?;
     let len: usize = std::str::from_utf8(&rest[..at]).ok()?.parse().ok()?;

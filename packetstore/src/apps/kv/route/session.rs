@@ -16,27 +16,31 @@ use std::collections::BTreeSet;
 use crate::apps::kv::exchange::Exchange;
 
 /// A coordinator's command in progress: the shards parked for it.
-pub(super) struct Session {
-    pub(super) exchange: std::sync::Arc<Exchange>,
-    pub(super) me: u16,
-    pub(super) parked: Vec<u16>,
+pub(in crate::apps::kv) struct Session {
+    pub(in crate::apps::kv) exchange: std::sync::Arc<Exchange>,
+    pub(in crate::apps::kv) me: u16,
+    pub(in crate::apps::kv) parked: Vec<u16>,
     /// Shards whose part wrote (this one included).
-    pub(super) wrote: BTreeSet<u16>,
+    pub(in crate::apps::kv) wrote: BTreeSet<u16>,
     /// Parked shards that answered with writes of theirs not yet durable.
-    pub(super) pending: BTreeSet<u16>,
-    pub(super) db: u8,
-    pub(super) resp3: bool,
+    pub(in crate::apps::kv) pending: BTreeSet<u16>,
+    pub(in crate::apps::kv) db: u8,
+    pub(in crate::apps::kv) resp3: bool,
     /// The client whose command it is (its parts run for that id: a
     /// tracking client's keys are tracked, NOLOOP knows its writes).
-    pub(super) client: u64,
+    pub(in crate::apps::kv) client: u64,
     /// Ended whole (`across_end`): dropping it is then no bug.
-    pub(super) done: bool,
+    pub(in crate::apps::kv) done: bool,
 }
 
 impl Session {
     /// A session of coordinator `me` with nothing parked yet, for a client
     /// (its database, protocol and id).
-    pub(super) fn new(exchange: std::sync::Arc<Exchange>, me: u16, (db, resp3, client): (u8, bool, u64)) -> Session {
+    pub(in crate::apps::kv) fn new(
+        exchange: std::sync::Arc<Exchange>,
+        me: u16,
+        (db, resp3, client): (u8, bool, u64),
+    ) -> Session {
         Session {
             exchange,
             me,
@@ -51,12 +55,12 @@ impl Session {
     }
 
     /// Whether `shard` is parked for this session.
-    pub(super) fn has_parked(&self, shard: u16) -> bool {
+    pub(in crate::apps::kv) fn has_parked(&self, shard: u16) -> bool {
         self.parked.contains(&shard)
     }
 
     /// The coordinator's own part wrote (a script's local calls).
-    pub(super) fn wrote_here(&mut self) {
+    pub(in crate::apps::kv) fn wrote_here(&mut self) {
         self.wrote.insert(self.me);
     }
 }
@@ -77,7 +81,7 @@ impl Drop for Session {
 /// unable to make its part durable): stops the process at once, before any
 /// shard serves again, so that recovery decides the transaction with
 /// nothing after it in any writer's log (`store/db/txn.rs`).
-pub(super) fn stop_half_way(why: &str) -> ! {
+pub(in crate::apps::kv) fn stop_half_way(why: &str) -> ! {
     tracing::error!("{why}: stopping the process; recovery keeps the transaction whole or drops it");
     if let Some(hook) = BEFORE_STOPPING_HALF_WAY.get() {
         hook();

@@ -278,15 +278,15 @@ pub struct ShardLinks {
     idle: Vec<Vec<usize>>,
     free_private: Vec<usize>,
     /// Sockets for this loop to adopt (`App::take_adoptions`).
-    pub(super) adopt: Vec<(std::os::fd::RawFd, usize)>,
+    pub(in crate::apps::kv) adopt: Vec<(std::os::fd::RawFd, usize)>,
     /// Sockets' other ends for other shards to adopt (`hand_links`).
-    pub(super) handed: Vec<(u16, std::os::fd::OwnedFd)>,
+    pub(in crate::apps::kv) handed: Vec<(u16, std::os::fd::OwnedFd)>,
     /// When idle private links were last made up (`keep_idle_links`).
     refilled_at: Option<std::time::Instant>,
     delivered: HashMap<ConnToken, Delivered>,
     gathers: HashMap<u64, Gather>,
     next_gather: u64,
-    pub(super) wake: Vec<ConnToken>,
+    pub(in crate::apps::kv) wake: Vec<ConnToken>,
 }
 
 impl ShardLinks {
@@ -297,7 +297,7 @@ impl ShardLinks {
 
     /// Keeps `PRIVATE_IDLE_MIN` idle private links to every shard but
     /// `me` (new ones: their other ends in `handed`).
-    pub(super) fn keep_idle_links(&mut self, me: u16) {
+    pub(in crate::apps::kv) fn keep_idle_links(&mut self, me: u16) {
         // At most every `PRIVATE_REFILL_EVERY` (a shard that refuses its
         // ends, full or stopping, is not asked again at every turn).
         let now = std::time::Instant::now();
@@ -314,7 +314,7 @@ impl ShardLinks {
     }
 
     /// A link's connection is up (the loop adopted its socket).
-    pub(super) fn linked(&mut self, listener: usize, token: ConnToken) -> bool {
+    pub(in crate::apps::kv) fn linked(&mut self, listener: usize, token: ConnToken) -> bool {
         if let Some(private) = listener.checked_sub(LISTENER_LINK_PRIVATE).and_then(|n| self.private.get_mut(&n)) {
             // What its client queued before it was up goes out now (or it
             // closes, its client gone).
@@ -335,7 +335,7 @@ impl ShardLinks {
     /// names the client and when the command arrived (`arrived_ns`). Err:
     /// the reply, when this shard has `PRIVATE_LINKS_MAX` already. New
     /// links' other ends wait in `handed`.
-    pub(super) fn send_private<B: AsRef<[u8]>>(
+    pub(in crate::apps::kv) fn send_private<B: AsRef<[u8]>>(
         &mut self,
         shard: u16,
         client: Client,
@@ -397,7 +397,7 @@ impl ShardLinks {
 
     /// Whether a client may send another command to `shard` now (its link
     /// is not backed up).
-    pub(super) fn has_room(&self, shard: u16) -> bool {
+    pub(in crate::apps::kv) fn has_room(&self, shard: u16) -> bool {
         let link = &self.out[usize::from(shard)];
         (link.outbox.len() as u64).saturating_add(link.unsent) < LINK_OUTBOX_MAX_BYTES
     }
@@ -406,7 +406,7 @@ impl ShardLinks {
     /// `client`, in its database and protocol; `silent`: its reply is
     /// dropped when it comes; `scripted`: a script or function, which may
     /// SELECT on the link. Its reply (or an error) will be delivered once.
-    pub(super) fn send<B: AsRef<[u8]>>(
+    pub(in crate::apps::kv) fn send<B: AsRef<[u8]>>(
         &mut self,
         shard: u16,
         client: Client,
@@ -419,7 +419,7 @@ impl ShardLinks {
 
     /// Queues `args` (name first) on the link to `shard` for nobody: its
     /// reply is dropped (a keyspace notification's PUBLISH).
-    pub(super) fn send_own<B: AsRef<[u8]>>(&mut self, shard: u16, args: &[B]) {
+    pub(in crate::apps::kv) fn send_own<B: AsRef<[u8]>>(&mut self, shard: u16, args: &[B]) {
         let link = &mut self.out[usize::from(shard)];
         if link.lost {
             return;
@@ -437,7 +437,7 @@ impl ShardLinks {
     /// part on `home` (the client's shard; else the first) is counted as
     /// the client's call, so its figures (SLOWLOG, LATENCY) are where the
     /// client asks for them.
-    pub(super) fn send_span<B: AsRef<[u8]>>(
+    pub(in crate::apps::kv) fn send_span<B: AsRef<[u8]>>(
         &mut self,
         (client, home): (Client, u16),
         parts: &[(u16, Vec<B>)],
@@ -485,7 +485,7 @@ impl ShardLinks {
 
     /// The replies other shards sent the client (`token`, `id`), if any:
     /// moved to its output. Returns how many.
-    pub(super) fn deliver(&mut self, token: ConnToken, id: u64, out: &mut OutQueue) -> u32 {
+    pub(in crate::apps::kv) fn deliver(&mut self, token: ConnToken, id: u64, out: &mut OutQueue) -> u32 {
         let Some((bytes, replies)) = self.take_delivered(token, id) else { return 0 };
         out.push(&bytes);
         replies
@@ -493,7 +493,7 @@ impl ShardLinks {
 
     /// The replies other shards sent the client (`token`, `id`), whole,
     /// and how many they are; None if there are none.
-    pub(super) fn take_delivered(&mut self, token: ConnToken, id: u64) -> Option<(Vec<u8>, u32)> {
+    pub(in crate::apps::kv) fn take_delivered(&mut self, token: ConnToken, id: u64) -> Option<(Vec<u8>, u32)> {
         let delivered = self.delivered.remove(&token)?;
         // None: for a connection that closed since.
         (delivered.id == id).then_some((delivered.bytes, delivered.replies))
@@ -502,7 +502,7 @@ impl ShardLinks {
     /// A link's connection closed: its clients' commands in flight are
     /// answered with an error (they may or may not have run there), and so
     /// is every later one. A private link is gone for good.
-    pub(super) fn lost(&mut self, listener: usize, alive: impl Fn(u16) -> bool) {
+    pub(in crate::apps::kv) fn lost(&mut self, listener: usize, alive: impl Fn(u16) -> bool) {
         if let Some(n) = listener.checked_sub(LISTENER_LINK_PRIVATE) {
             let Some(private) = self.private.remove(&n) else { return };
             self.free_private.push(n);
@@ -560,7 +560,7 @@ impl ShardLinks {
     /// A client closed (`awaiting`: replies it still waited for): nothing
     /// more is delivered to it (the replies on their way are dropped as
     /// they come).
-    pub(super) fn forget(&mut self, (token, id): (ConnToken, u64), awaiting: u32) {
+    pub(in crate::apps::kv) fn forget(&mut self, (token, id): (ConnToken, u64), awaiting: u32) {
         if self.delivered.get(&token).is_some_and(|d| d.id == id) {
             self.delivered.remove(&token);
         }
@@ -688,7 +688,7 @@ impl ShardLinks {
     /// sent goes out, and every whole reply read goes to the client it
     /// answers. A reply that is no RESP, or answers no command sent (a bug
     /// on the other side), closes the link.
-    pub(super) fn serve_link(
+    pub(in crate::apps::kv) fn serve_link(
         &mut self,
         listener: usize,
         buffers: &mut Buffers,

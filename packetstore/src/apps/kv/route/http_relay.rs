@@ -82,7 +82,7 @@ impl KvServer {
     /// GET /metrics on a sharded server's main port: every shard's
     /// exposition, merged into one as one server's (`span::Merge::Metrics`);
     /// `conn` waits for it as for a relayed request.
-    pub(super) fn relay_metrics(&mut self, conn: &mut KvConn, shards: u16, keep_alive: bool) {
+    pub(in crate::apps::kv) fn relay_metrics(&mut self, conn: &mut KvConn, shards: u16, keep_alive: bool) {
         assert_eq!(conn.awaiting, 0, "one HTTP request relayed at a time");
         let client = Client { token: conn.token, id: conn.id, db: 0, resp3: false, tag: None };
         let args: [&[u8]; 4] = [HTTP_ON_SHARD, HTTP_METRICS, keep_alive_arg(keep_alive), b"-"];
@@ -95,7 +95,13 @@ impl KvServer {
     }
 
     /// A GET, HEAD or DELETE (`head`) of `shard`'s `key`, relayed there.
-    pub(super) fn relay_request(&mut self, conn: &mut KvConn, shard: u16, head: &http::RequestHead, key: &[u8]) {
+    pub(in crate::apps::kv) fn relay_request(
+        &mut self,
+        conn: &mut KvConn,
+        shard: u16,
+        head: &http::RequestHead,
+        key: &[u8],
+    ) {
         let method = match head.method {
             http::Method::Get => HTTP_GET,
             http::Method::Head => HTTP_HEAD,
@@ -107,7 +113,7 @@ impl KvServer {
 
     /// A PUT of another shard's key whose body is all in: read out of
     /// this shard's pool (its buffers given back) and relayed.
-    pub(super) fn relay_put(
+    pub(in crate::apps::kv) fn relay_put(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -126,7 +132,7 @@ impl KvServer {
 
     /// The response to the connection's relayed request, once in: queued
     /// on `out`. Returns how many came (0 or 1).
-    pub(super) fn deliver_http(&mut self, conn: &mut KvConn, out: &mut OutQueue) -> u32 {
+    pub(in crate::apps::kv) fn deliver_http(&mut self, conn: &mut KvConn, out: &mut OutQueue) -> u32 {
         let Some((bytes, replies)) = self.links.take_delivered(conn.token, conn.id) else { return 0 };
         assert!(replies <= conn.awaiting, "more replies than HTTP requests relayed");
         conn.awaiting -= replies;
@@ -152,7 +158,7 @@ impl KvServer {
     /// `http_for_shard` in a guard, as a local request runs: a bug that
     /// panics answers 500 (and gives back what the request held); the
     /// shard serves on.
-    pub(super) fn http_for_shard_guarded(&mut self, ctx: &mut Ctx<'_>) {
+    pub(in crate::apps::kv) fn http_for_shard_guarded(&mut self, ctx: &mut Ctx<'_>) {
         let keep_alive = ctx.argc() > 2 && ctx.arg(2).as_ref() == b"1";
         let guard = self.guard_begin(ctx.buffers, ctx.out);
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.http_for_shard(ctx)));

@@ -265,7 +265,7 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
     }
 }
 
-pub(super) fn is_nil(reply: &[u8]) -> bool {
+pub(in crate::apps::kv) fn is_nil(reply: &[u8]) -> bool {
     reply == b"$-1\r\n" || reply == b"_\r\n" || reply == b"*-1\r\n"
 }
 
@@ -510,7 +510,7 @@ fn bulk_texts(replies: &[Vec<u8>]) -> Result<(Vec<&str>, bool), Vec<u8>> {
 }
 
 /// `:n\r\n` as n.
-pub(super) fn integer(reply: &[u8]) -> Option<i64> {
+pub(in crate::apps::kv) fn integer(reply: &[u8]) -> Option<i64> {
     let line = reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?;
     std::str::from_utf8(line).ok()?.parse().ok()
 }

@@ -38,7 +38,7 @@ use std::sync::atomic::AtomicBool;
 
 pub use crate::apps::kv::exchange::Exchange;
 use crate::apps::kv::exchange::{Request, Response};
-pub(super) use crate::apps::kv::session::{stop_half_way, Session};
+pub(in crate::apps::kv) use crate::apps::kv::session::{stop_half_way, Session};
 use crate::apps::kv::state::{KvConn, KvServer};
 use crate::io::app::{App, ConnToken};
 use crate::io::outq::OutQueue;
@@ -50,7 +50,7 @@ use crate::store::db::TxnMarker;
 /// A command across shards on a node of a replicated group: not built yet
 /// (each shard's part would commit in its own group; one unit across
 /// groups needs a decision record the groups agree on).
-pub(super) const ACROSS_REPLICATED: &str =
+pub(in crate::apps::kv) const ACROSS_REPLICATED: &str =
     "CROSSSLOT Keys in request don't hash to the same slot (a replicated group's \
      shards do not yet run one command across shards: give its keys one {hash tag})";
 
@@ -68,7 +68,7 @@ impl Drop for AbortOnUnwind {
 /// Parks `shards` (none of them parked yet, the coordinator not among
 /// them) into `session`, all asked at once; the refusal of one that
 /// would not (the others are parked).
-pub(super) fn park_into(session: &mut Session, shards: &[u16]) -> Option<String> {
+pub(in crate::apps::kv) fn park_into(session: &mut Session, shards: &[u16]) -> Option<String> {
     let exchange = session.exchange.clone();
     for &shard in shards {
         exchange.post(shard, Request::Park);
@@ -89,13 +89,13 @@ pub(super) fn park_into(session: &mut Session, shards: &[u16]) -> Option<String>
 /// A shard's refusal to be parked while its running script takes the
 /// transaction lock (`parked.rs` `grow_session`): the coordinator releases
 /// everything and begins again.
-pub(super) const RETRY: &str = "TRYAGAIN a script on another shard is parking shards: try again";
+pub(in crate::apps::kv) const RETRY: &str = "TRYAGAIN a script on another shard is parking shards: try again";
 
 /// A stand-in connection's token: nothing is ever sent to it.
 const STAND_IN: ConnToken = ConnToken { slot: u32::MAX, generation: 0 };
 
 /// Whether `conn` is a parked shard's stand-in for a coordinator's client.
-pub(super) fn is_stand_in(conn: &KvConn) -> bool {
+pub(in crate::apps::kv) fn is_stand_in(conn: &KvConn) -> bool {
     conn.token == STAND_IN
 }
 
@@ -108,7 +108,7 @@ impl KvServer {
     /// Hands each other shard the far ends of the private links made for
     /// it (`ShardLinks::handed`); a shard that has stopped gets nothing:
     /// the link closes, and what was sent on it is answered with an error.
-    pub(super) fn hand_links(&mut self) {
+    pub(in crate::apps::kv) fn hand_links(&mut self) {
         let handed = std::mem::take(&mut self.links.handed);
         let Some(exchange) = self.across.as_ref() else { return };
         for (shard, far) in handed {
@@ -119,7 +119,7 @@ impl KvServer {
     }
 
     /// `tick`: idle private links to every other shard, ready.
-    pub(super) fn keep_links(&mut self) {
+    pub(in crate::apps::kv) fn keep_links(&mut self) {
         if self.across.is_some() {
             self.links.keep_idle_links(self.shard_index());
             self.hand_links();
@@ -128,7 +128,7 @@ impl KvServer {
 
     /// `App::nudged`: the links other shards handed this one are adopted
     /// at the end of this turn.
-    pub(super) fn adopt_handed(&mut self) {
+    pub(in crate::apps::kv) fn adopt_handed(&mut self) {
         use std::os::fd::IntoRawFd;
         let Some(exchange) = self.across.as_ref() else { return };
         for fd in exchange.take_handed(self.shard_index()) {
@@ -138,14 +138,14 @@ impl KvServer {
 
     /// The process's clients and blocked clients (every shard's, when
     /// sharded: a client blocked on another shard's key counts there).
-    pub(super) fn client_totals(&self) -> (usize, usize) {
+    pub(in crate::apps::kv) fn client_totals(&self) -> (usize, usize) {
         let figures = self.shard_figures();
         use crate::apps::kv::exchange::Figure::{Blocked, Clients};
         (figures[Clients as usize], figures[Blocked as usize])
     }
 
     /// This shard's `Figure`s, or every shard's added (published first).
-    pub(super) fn shard_figures(&self) -> [usize; crate::apps::kv::exchange::FIGURES] {
+    pub(in crate::apps::kv) fn shard_figures(&self) -> [usize; crate::apps::kv::exchange::FIGURES] {
         let (tracking_clients, keys, items) = self.tracking_figures();
         let own = [self.clients.len(), self.blocking.count(), tracking_clients, keys, items];
         let Some(exchange) = self.across.as_ref() else { return own };
@@ -155,7 +155,7 @@ impl KvServer {
 
     /// Tells the other shards this shard's clients and whether a script
     /// keeps it busy (`tick`).
-    pub(super) fn publish_shard_state(&self) {
+    pub(in crate::apps::kv) fn publish_shard_state(&self) {
         let Some(exchange) = self.across.as_ref() else { return };
         self.client_totals();
         let busy = self.scripting.paused.as_ref().map(|script| match script.is_eval() {
@@ -170,7 +170,7 @@ impl KvServer {
     /// A keyspace notification published here goes to the other shards
     /// whose clients subscribe to anything (a PUBLISH on the link, its
     /// reply dropped): a subscriber hears of every shard's keys.
-    pub(super) fn publish_elsewhere(&mut self, channel: &[u8], message: &[u8]) {
+    pub(in crate::apps::kv) fn publish_elsewhere(&mut self, channel: &[u8], message: &[u8]) {
         let Some(exchange) = self.across.as_ref() else { return };
         for shard in exchange.listening_elsewhere(self.shard_index()) {
             self.links.send_own(shard, &[b"PUBLISH".as_slice(), channel, message]);
@@ -180,7 +180,7 @@ impl KvServer {
     /// The shard busy with a script, if not this one, when `conn` is a
     /// client of the main port (a cluster port's node is busy alone, as
     /// a Redis Cluster node).
-    pub(super) fn busy_elsewhere(&self, conn: &KvConn) -> Option<(u16, crate::apps::kv::exchange::Busy)> {
+    pub(in crate::apps::kv) fn busy_elsewhere(&self, conn: &KvConn) -> Option<(u16, crate::apps::kv::exchange::Busy)> {
         let view = self.config.settings.cluster.as_ref()?;
         if !view.relays(conn.listener) {
             return None;
@@ -189,12 +189,12 @@ impl KvServer {
     }
 
     /// This shard's index, on a sharded server.
-    pub(super) fn shard_index(&self) -> u16 {
+    pub(in crate::apps::kv) fn shard_index(&self) -> u16 {
         self.config.settings.cluster.as_ref().map_or(0, |view| view.shard)
     }
 
     /// `App::nudged`: a coordinator's `Park` for this shard, if one waits.
-    pub(super) fn serve_parks(&mut self, pool: &Pool, buffers: &mut Buffers) {
+    pub(in crate::apps::kv) fn serve_parks(&mut self, pool: &Pool, buffers: &mut Buffers) {
         let Some(exchange) = self.across.clone() else { return };
         let me = self.shard_index();
         while exchange.take_park(me) {
@@ -302,7 +302,7 @@ impl KvServer {
 
     /// Parks `shards` (this one included or not) for a command of
     /// `conn`: Err(the reply) if one cannot take part now.
-    pub(super) fn across_begin(
+    pub(in crate::apps::kv) fn across_begin(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -353,7 +353,7 @@ impl KvServer {
     }
 
     /// Runs `args` on `shard`'s keys within `session`: its reply.
-    pub(super) fn across_call(
+    pub(in crate::apps::kv) fn across_call(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -398,7 +398,7 @@ impl KvServer {
     /// `across_call` of several commands at once: each other shard's
     /// first one runs there while this shard runs its own; the replies in
     /// order.
-    pub(super) fn across_call_all(
+    pub(in crate::apps::kv) fn across_call_all(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -432,7 +432,7 @@ impl KvServer {
 
     /// Ends `session`: every part closed and durable (one transaction id
     /// if any shard wrote), then every shard released, then the lock.
-    pub(super) fn across_end(
+    pub(in crate::apps::kv) fn across_end(
         &mut self,
         pool: &Pool,
         buffers: &mut Buffers,
@@ -498,7 +498,7 @@ impl crate::apps::kv::across_plans::Calls for SessionCalls<'_, '_> {
 
 impl KvServer {
     /// Runs a command across shards (`Placement::Across`) and answers it.
-    pub(super) fn run_across(
+    pub(in crate::apps::kv) fn run_across(
         &mut self,
         ctx: &mut crate::apps::kv::state::Ctx<'_>,
         across: &crate::apps::kv::across_plans::Across,
@@ -548,7 +548,7 @@ impl KvServer {
 impl KvServer {
     /// Runs a command's recipe across the shards `session` parked: its
     /// reply.
-    pub(super) fn run_recipe(
+    pub(in crate::apps::kv) fn run_recipe(
         &mut self,
         ctx: &mut crate::apps::kv::state::Ctx<'_>,
         session: &mut Session,
@@ -564,13 +564,13 @@ impl KvServer {
 
 /// A transaction (MULTI) whose commands run across shards: each queued
 /// command's arguments and where it runs.
-pub(super) type Routed = Vec<(Vec<Vec<u8>>, crate::apps::kv::across_plans::Route)>;
+pub(in crate::apps::kv) type Routed = Vec<(Vec<Vec<u8>>, crate::apps::kv::across_plans::Route)>;
 
 impl KvServer {
     /// The `queued` commands of a transaction with where each runs, if any runs on
     /// another shard than this one (a sharded server's main port): EXEC
     /// then runs them all with their shards parked (`exec_across`).
-    pub(super) fn exec_routes(&self, pool: &Pool, conn: &KvConn, queued: &[Args]) -> Option<Routed> {
+    pub(in crate::apps::kv) fn exec_routes(&self, pool: &Pool, conn: &KvConn, queued: &[Args]) -> Option<Routed> {
         use crate::apps::kv::across_plans::Route;
         let view = self.config.settings.cluster.as_ref()?;
         if self.across.is_none() || !view.relays(conn.listener) {
@@ -589,7 +589,7 @@ impl KvServer {
     }
 
     /// The shards `routed` needs parked.
-    pub(super) fn routed_shards(&self, routed: &Routed) -> BTreeSet<u16> {
+    pub(in crate::apps::kv) fn routed_shards(&self, routed: &Routed) -> BTreeSet<u16> {
         use crate::apps::kv::across_plans::Route;
         let mut shards = BTreeSet::from([self.shard_index()]);
         for (_, route) in routed {
@@ -607,7 +607,7 @@ impl KvServer {
     /// EXEC of `routed` in `session` (its shards parked): every command's
     /// reply, in order, as one transaction across shards. SELECT changes
     /// the database of the commands after it, and the connection's.
-    pub(super) fn exec_across(
+    pub(in crate::apps::kv) fn exec_across(
         &mut self,
         ctx: &mut crate::apps::kv::state::Ctx<'_>,
         mut session: Session,
@@ -667,7 +667,7 @@ impl KvServer {
     /// does). Ok(None): every key is this shard's, or the server is not
     /// sharded; Ok(Some(i)): the argument indexes of the keys left to
     /// watch here.
-    pub(super) fn watch_across(
+    pub(in crate::apps::kv) fn watch_across(
         &mut self,
         ctx: &mut crate::apps::kv::state::Ctx<'_>,
         dirty: &std::sync::Arc<AtomicBool>,

@@ -19,7 +19,7 @@ use std::sync::{Condvar, Mutex};
 use crate::store::db::TxnMarker;
 
 /// What a coordinator asks a parked shard.
-pub(super) enum Request {
+pub(in crate::apps::kv) enum Request {
     Park,
     /// A command (name first) on this shard's keys, in database `db`,
     /// answered in RESP3 if `resp3`.
@@ -48,7 +48,7 @@ pub(super) enum Request {
 }
 
 /// What a parked shard answers.
-pub(super) enum Response {
+pub(in crate::apps::kv) enum Response {
     Parked(Result<(), String>),
     /// The command's reply; whether this shard's part has written, and
     /// whether the shard has writes not yet durable (its reads may have
@@ -139,7 +139,7 @@ const SHARED_SCRIPTS_BYTES_MAX: usize = 64 << 20;
 
 /// A figure each shard publishes every turn (`Exchange::publish`).
 #[derive(Clone, Copy)]
-pub(super) enum Figure {
+pub(in crate::apps::kv) enum Figure {
     Clients = 0,
     Blocked = 1,
     /// Tracking clients whose connection is the shard's.
@@ -150,11 +150,11 @@ pub(super) enum Figure {
 }
 
 /// How many `Figure`s there are.
-pub(super) const FIGURES: usize = 5;
+pub(in crate::apps::kv) const FIGURES: usize = 5;
 
 /// What keeps a shard busy: a script past busy-reply-threshold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Busy {
+pub(in crate::apps::kv) enum Busy {
     Eval = 1,
     Function = 2,
 }
@@ -207,27 +207,27 @@ impl Exchange {
     /// Shard 0's replica: the leader of its group, as of this turn.
     /// Arms the test switch `DEBUG PANIC-AT` for every shard (`point`: a
     /// `PanicPoint` + 1).
-    pub(super) fn arm_panic(&self, point: u8) {
+    pub(in crate::apps::kv) fn arm_panic(&self, point: u8) {
         self.panic_at.store(point, Ordering::Relaxed);
     }
 
     /// Whether `point` was armed; disarms it (one shard panics, once).
-    pub(super) fn take_panic(&self, point: u8) -> bool {
+    pub(in crate::apps::kv) fn take_panic(&self, point: u8) -> bool {
         self.panic_at.load(Ordering::Relaxed) == point
             && self.panic_at.compare_exchange(point, 0, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
-    pub(super) fn set_group_leader(&self, node: u64) {
+    pub(in crate::apps::kv) fn set_group_leader(&self, node: u64) {
         self.group_leader.store(node, Ordering::Relaxed);
     }
 
     /// The node that leads shard 0's group (0: none known).
-    pub(super) fn group_leader(&self) -> u64 {
+    pub(in crate::apps::kv) fn group_leader(&self) -> u64 {
         self.group_leader.load(Ordering::Relaxed)
     }
 
     /// A script a shard compiled, for the others' EVALSHA.
-    pub(super) fn share_script(&self, sha: &str, body: &[u8]) {
+    pub(in crate::apps::kv) fn share_script(&self, sha: &str, body: &[u8]) {
         let mut scripts = self.scripts.lock().expect("scripts lock");
         if scripts.bodies.contains_key(sha) {
             return;
@@ -240,33 +240,33 @@ impl Exchange {
     }
 
     /// The body of the script `sha`, if a shard compiled it.
-    pub(super) fn shared_script(&self, sha: &str) -> Option<Vec<u8>> {
+    pub(in crate::apps::kv) fn shared_script(&self, sha: &str) -> Option<Vec<u8>> {
         self.scripts.lock().expect("scripts lock").bodies.get(sha).cloned()
     }
 
     /// SCRIPT FLUSH: no shard's script is shared any more.
-    pub(super) fn forget_scripts(&self) {
+    pub(in crate::apps::kv) fn forget_scripts(&self) {
         *self.scripts.lock().expect("scripts lock") = SharedScripts::default();
     }
 
     /// Whether shard `shard`'s clients subscribe to anything.
-    pub(super) fn set_listening(&self, shard: u16, listening: bool) {
+    pub(in crate::apps::kv) fn set_listening(&self, shard: u16, listening: bool) {
         self.listening[usize::from(shard)].store(listening, Ordering::Relaxed);
     }
 
     /// The shards other than `shard` whose clients subscribe to anything.
-    pub(super) fn listening_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> + '_ {
+    pub(in crate::apps::kv) fn listening_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> + '_ {
         let others = self.listening.iter().enumerate().filter(move |(other, _)| *other != usize::from(shard));
         others.filter(|(_, listening)| listening.load(Ordering::Relaxed)).map(|(other, _)| other as u16)
     }
 
     /// Shard `shard` is busy with a script, or no longer (None).
-    pub(super) fn set_busy(&self, shard: u16, busy: Option<Busy>) {
+    pub(in crate::apps::kv) fn set_busy(&self, shard: u16, busy: Option<Busy>) {
         self.busy[usize::from(shard)].store(busy.map_or(0, |b| b as u8), Ordering::Relaxed);
     }
 
     /// A shard other than `shard` that is busy with a script, and with what.
-    pub(super) fn busy_elsewhere(&self, shard: u16) -> Option<(u16, Busy)> {
+    pub(in crate::apps::kv) fn busy_elsewhere(&self, shard: u16) -> Option<(u16, Busy)> {
         self.busy.iter().enumerate().find_map(|(other, busy)| {
             let busy = match busy.load(Ordering::Relaxed) {
                 1 => Busy::Eval,
@@ -279,7 +279,7 @@ impl Exchange {
 
     /// Hands shard `shard` a link to adopt and nudges it; Err(fd) if its
     /// event loop has ended.
-    pub(super) fn hand_over(&self, shard: u16, fd: OwnedFd) -> Result<(), OwnedFd> {
+    pub(in crate::apps::kv) fn hand_over(&self, shard: u16, fd: OwnedFd) -> Result<(), OwnedFd> {
         let mut handed = self.handed[usize::from(shard)].lock().expect("handed lock");
         // Checked under the lock `leave` takes too: nothing is handed to a
         // shard after it took its last.
@@ -293,24 +293,24 @@ impl Exchange {
     }
 
     /// Whether `shard`'s event loop has ended (`leave`).
-    pub(super) fn is_gone(&self, shard: u16) -> bool {
+    pub(in crate::apps::kv) fn is_gone(&self, shard: u16) -> bool {
         self.gone[usize::from(shard)].load(Ordering::SeqCst)
     }
 
     /// The links handed to `shard` since it last asked.
-    pub(super) fn take_handed(&self, shard: u16) -> Vec<OwnedFd> {
+    pub(in crate::apps::kv) fn take_handed(&self, shard: u16) -> Vec<OwnedFd> {
         std::mem::take(&mut *self.handed[usize::from(shard)].lock().expect("handed lock"))
     }
 
     /// Shard `shard`'s figures, now (`Figure` order).
-    pub(super) fn publish(&self, shard: u16, figures: [usize; FIGURES]) {
+    pub(in crate::apps::kv) fn publish(&self, shard: u16, figures: [usize; FIGURES]) {
         for (slot, value) in self.figures[usize::from(shard)].iter().zip(figures) {
             slot.store(value, Ordering::Relaxed);
         }
     }
 
     /// Every shard's figures added, as last published.
-    pub(super) fn totals(&self) -> [usize; FIGURES] {
+    pub(in crate::apps::kv) fn totals(&self) -> [usize; FIGURES] {
         let mut totals = [0; FIGURES];
         for shard in &self.figures {
             for (total, slot) in totals.iter_mut().zip(shard) {
@@ -321,22 +321,22 @@ impl Exchange {
     }
 
     /// One figure of shard `shard`, as last published.
-    pub(super) fn figure(&self, shard: u16, figure: Figure) -> usize {
+    pub(in crate::apps::kv) fn figure(&self, shard: u16, figure: Figure) -> usize {
         self.figures[usize::from(shard)][figure as usize].load(Ordering::Relaxed)
     }
 
     /// The shards' count.
-    pub(super) fn shards(&self) -> u16 {
+    pub(in crate::apps::kv) fn shards(&self) -> u16 {
         self.figures.len() as u16
     }
 
     /// The next SLOWLOG entry's id, of every shard's.
-    pub(super) fn next_slowlog_id(&self) -> u64 {
+    pub(in crate::apps::kv) fn next_slowlog_id(&self) -> u64 {
         self.next_slowlog_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Whether shard `shard` has a MONITOR client.
-    pub(super) fn set_monitoring(&self, shard: u16, monitoring: bool) {
+    pub(in crate::apps::kv) fn set_monitoring(&self, shard: u16, monitoring: bool) {
         let (word, bit) = monitor_bit(shard);
         match monitoring {
             true => self.monitoring[word].fetch_or(bit, Ordering::Relaxed),
@@ -359,39 +359,39 @@ impl Exchange {
 
     /// Whether a shard other than `shard` has a MONITOR client (a few
     /// loads: asked for every command).
-    pub(super) fn monitored_elsewhere(&self, shard: u16) -> bool {
+    pub(in crate::apps::kv) fn monitored_elsewhere(&self, shard: u16) -> bool {
         self.monitor_words_but(shard).iter().any(|&mask| mask != 0)
     }
 
     /// The shards other than `shard` with a MONITOR client.
-    pub(super) fn monitoring_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> {
+    pub(in crate::apps::kv) fn monitoring_elsewhere(&self, shard: u16) -> impl Iterator<Item = u16> {
         let words = self.monitor_words_but(shard);
         (0..(MONITOR_WORDS * 64) as u16).filter(move |&i| words[usize::from(i / 64)] & (1 << (i % 64)) != 0)
     }
 
     /// A client connected to some shard (`left` when it goes).
-    pub(super) fn joined(&self, id: u64) {
+    pub(in crate::apps::kv) fn joined(&self, id: u64) {
         self.clients.lock().expect("clients lock").insert(id, String::new());
     }
 
     /// Client `id`'s address, once its connection was accepted.
-    pub(super) fn set_addr(&self, id: u64, addr: String) {
+    pub(in crate::apps::kv) fn set_addr(&self, id: u64, addr: String) {
         if let Some(known) = self.clients.lock().expect("clients lock").get_mut(&id) {
             *known = addr;
         }
     }
 
     /// Client `id`'s address (empty if unknown).
-    pub(super) fn addr_of(&self, id: u64) -> String {
+    pub(in crate::apps::kv) fn addr_of(&self, id: u64) -> String {
         self.clients.lock().expect("clients lock").get(&id).cloned().unwrap_or_default()
     }
 
-    pub(super) fn left(&self, id: u64) {
+    pub(in crate::apps::kv) fn left(&self, id: u64) {
         self.clients.lock().expect("clients lock").remove(&id);
     }
 
     /// Whether client `id` is connected to any shard.
-    pub(super) fn is_connected(&self, id: u64) -> bool {
+    pub(in crate::apps::kv) fn is_connected(&self, id: u64) -> bool {
         self.clients.lock().expect("clients lock").contains_key(&id)
     }
 
@@ -406,7 +406,7 @@ impl Exchange {
     }
 
     /// The next transaction's id.
-    pub(super) fn take_txid(&self) -> u64 {
+    pub(in crate::apps::kv) fn take_txid(&self) -> u64 {
         self.next_txid.fetch_add(1, Ordering::SeqCst)
     }
 
@@ -427,16 +427,16 @@ impl Exchange {
         mailbox.changed.notify_all();
     }
 
-    pub(super) fn try_lock(&self) -> bool {
+    pub(in crate::apps::kv) fn try_lock(&self) -> bool {
         self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
     }
 
-    pub(super) fn unlock(&self) {
+    pub(in crate::apps::kv) fn unlock(&self) {
         let was = self.held.swap(false, Ordering::Release);
         assert!(was, "the transaction lock was held");
     }
 
-    pub(super) fn post(&self, shard: u16, request: Request) {
+    pub(in crate::apps::kv) fn post(&self, shard: u16, request: Request) {
         let mailbox = &self.boxes[usize::from(shard)];
         let mut slots = mailbox.slots.lock().expect("mailbox lock");
         assert!(slots.response.is_none(), "a response is taken before the next request");
@@ -444,7 +444,7 @@ impl Exchange {
         mailbox.changed.notify_all();
     }
 
-    pub(super) fn nudge(&self, shard: u16) {
+    pub(in crate::apps::kv) fn nudge(&self, shard: u16) {
         let one = 1u64.to_ne_bytes();
         // SAFETY: an 8-byte write from our buffer to our eventfd.
         let written = unsafe { libc::write(self.nudge_fd(shard), one.as_ptr().cast(), one.len()) };
@@ -453,7 +453,7 @@ impl Exchange {
     }
 
     /// A `Park` waiting first for `shard`, taken.
-    pub(super) fn take_park(&self, shard: u16) -> bool {
+    pub(in crate::apps::kv) fn take_park(&self, shard: u16) -> bool {
         let mut slots = self.boxes[usize::from(shard)].slots.lock().expect("mailbox lock");
         match slots.requests.front() {
             Some(Request::Park) => {
@@ -464,7 +464,7 @@ impl Exchange {
         }
     }
 
-    pub(super) fn wait_request(&self, shard: u16) -> Request {
+    pub(in crate::apps::kv) fn wait_request(&self, shard: u16) -> Request {
         let mailbox = &self.boxes[usize::from(shard)];
         let mut slots = spin_until(mailbox, |slots| !slots.requests.is_empty());
         loop {
@@ -475,14 +475,14 @@ impl Exchange {
         }
     }
 
-    pub(super) fn respond(&self, shard: u16, response: Response) {
+    pub(in crate::apps::kv) fn respond(&self, shard: u16, response: Response) {
         let mailbox = &self.boxes[usize::from(shard)];
         let mut slots = mailbox.slots.lock().expect("mailbox lock");
         slots.response = Some(response);
         mailbox.changed.notify_all();
     }
 
-    pub(super) fn wait_response(&self, shard: u16) -> Response {
+    pub(in crate::apps::kv) fn wait_response(&self, shard: u16) -> Response {
         let mailbox = &self.boxes[usize::from(shard)];
         let mut slots = spin_until(mailbox, |slots| slots.response.is_some());
         loop {
@@ -500,7 +500,7 @@ impl Exchange {
     /// connection of another shard: its `flag` is set when one is written
     /// there (WATCH), and with `wake`, that shard is woken too (a blocked
     /// pop).
-    pub(super) fn watch_on(
+    pub(in crate::apps::kv) fn watch_on(
         &self,
         shard: u16,
         keys: Vec<Vec<u8>>,

@@ -45,13 +45,15 @@ use crate::store::db::StoreError;
 
 /// What a script's calls answer once it is to run again across every
 /// shard (it never sees it: its reply is dropped).
-pub(super) const RESTARTING: &str = "ERR this script touched another shard's key: it runs again across every shard";
+pub(in crate::apps::kv) const RESTARTING: &str =
+    "ERR this script touched another shard's key: it runs again across every shard";
 
 /// Redis Cluster's reply to a script's call for a key of another node.
-pub(super) const NON_LOCAL_KEY: &str = "ERR Script attempted to access a non local key in a cluster node script";
+pub(in crate::apps::kv) const NON_LOCAL_KEY: &str =
+    "ERR Script attempted to access a non local key in a cluster node script";
 
 /// Whether a command runs a script or a function.
-pub(super) fn runs_script(entry: &CommandEntry) -> bool {
+pub(in crate::apps::kv) fn runs_script(entry: &CommandEntry) -> bool {
     matches!(entry.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }
 
@@ -59,7 +61,12 @@ impl KvServer {
     /// Where a running script's call for keys of other shards (`owners`)
     /// runs: in its session, if the shards are parked; else the script
     /// restarts across every shard (if it may), or the call is refused.
-    pub(super) fn script_placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry, owners: BTreeSet<u16>) -> Placement {
+    pub(in crate::apps::kv) fn script_placement(
+        &self,
+        ctx: &Ctx<'_>,
+        entry: &CommandEntry,
+        owners: BTreeSet<u16>,
+    ) -> Placement {
         if self.scripting.restart_across {
             return Placement::Refused(RESTARTING.into());
         }
@@ -98,7 +105,11 @@ impl KvServer {
     /// A script or function whose declared keys `shards` own: they are
     /// parked before it runs here (`end_parked` ends the session
     /// after it). Err: why not (nothing ran).
-    pub(super) fn begin_parked(&mut self, ctx: &mut Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
+    pub(in crate::apps::kv) fn begin_parked(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        shards: &BTreeSet<u16>,
+    ) -> Result<(), String> {
         assert!(self.session.is_none(), "one script session at a time");
         if self.store.in_group() {
             return Err("ERR this command cannot park other shards inside a transaction".into());
@@ -122,7 +133,7 @@ impl KvServer {
     /// Serializable as two-phase locking: this shard is the script's from
     /// its start, each other shard from the moment it is parked, and none
     /// is released before the end.
-    pub(super) fn grow_session(&mut self, ctx: &Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
+    pub(in crate::apps::kv) fn grow_session(&mut self, ctx: &Ctx<'_>, shards: &BTreeSet<u16>) -> Result<(), String> {
         use crate::apps::kv::exchange::Response;
         let exchange = self.across.clone().expect("grows only with an exchange");
         let me = self.shard_index();
@@ -148,7 +159,7 @@ impl KvServer {
     /// The script of the session has ended: every part made durable, then
     /// every shard released. Should that fail (its reads could not be made
     /// durable), its reply, from `reply_from` on, becomes the error.
-    pub(super) fn end_parked(&mut self, ctx: &mut Ctx<'_>, reply_from: usize) {
+    pub(in crate::apps::kv) fn end_parked(&mut self, ctx: &mut Ctx<'_>, reply_from: usize) {
         let Some(mut session) = self.session.take() else { return };
         if self.store.group_records() > 0 {
             session.wrote_here();
@@ -161,7 +172,7 @@ impl KvServer {
     }
 
     /// A script's call for keys of one parked shard, run there.
-    pub(super) fn call_in_session(&mut self, ctx: &mut Ctx<'_>, shard: u16) {
+    pub(in crate::apps::kv) fn call_in_session(&mut self, ctx: &mut Ctx<'_>, shard: u16) {
         let args: Vec<Vec<u8>> = (0..ctx.argc()).map(|i| ctx.arg(i).into_owned()).collect();
         self.answer_in_session(ctx, |server, ctx, session| {
             server.across_call(ctx.pool, ctx.buffers, session, shard, args)
@@ -170,7 +181,7 @@ impl KvServer {
 
     /// A script's call whose keys several parked shards own, as a command
     /// across shards within the script's session.
-    pub(super) fn call_across_in_session(
+    pub(in crate::apps::kv) fn call_across_in_session(
         &mut self,
         ctx: &mut Ctx<'_>,
         across: &crate::apps::kv::across_plans::Across,
@@ -200,7 +211,7 @@ impl KvServer {
 
     /// The script ended after it met another shard's key with nothing
     /// written: it runs again, from the start, with every shard parked.
-    pub(super) fn rerun_script_across(
+    pub(in crate::apps::kv) fn rerun_script_across(
         &mut self,
         ctx: &mut Ctx<'_>,
         run: crate::apps::kv::kept::scripting::Run,
@@ -223,7 +234,7 @@ const STORE_CHUNK_ELEMENTS: usize = 1024;
 
 impl KvServer {
     /// The shard that owns `key`, if not this one (a sharded server).
-    pub(super) fn elsewhere(&self, key: &[u8]) -> Option<u16> {
+    pub(in crate::apps::kv) fn elsewhere(&self, key: &[u8]) -> Option<u16> {
         let view = self.config.settings.cluster.as_ref()?;
         let slot = crate::apps::kv::cluster::key_slot(key);
         (!view.owns(slot)).then(|| owner(slot, view.shards))
@@ -232,7 +243,7 @@ impl KvServer {
     /// A SORT's BY or GET lookup of another shard's key (its `field`, of a
     /// hash): read there if that shard is parked for it; None: no value
     /// (absent, another type, or the shard not parked).
-    pub(super) fn parked_lookup(
+    pub(in crate::apps::kv) fn parked_lookup(
         &mut self,
         ctx: &mut Ctx<'_>,
         shard: u16,
@@ -249,7 +260,13 @@ impl KvServer {
 
     /// SORT ... STORE into another shard's key `dst`: it becomes the list
     /// `list` there (deleted if empty). The reply: its length, or an error.
-    pub(super) fn parked_store(&mut self, ctx: &mut Ctx<'_>, shard: u16, dst: &[u8], list: Vec<Vec<u8>>) -> Vec<u8> {
+    pub(in crate::apps::kv) fn parked_store(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        shard: u16,
+        dst: &[u8],
+        list: Vec<Vec<u8>>,
+    ) -> Vec<u8> {
         let length = list.len();
         let Some(_) = self.parked_call(ctx, shard, vec![b"DEL".to_vec(), dst.to_vec()]) else {
             return format!("-ERR shard {shard} is not parked for this command\r\n").into_bytes();
@@ -283,7 +300,7 @@ impl KvServer {
     /// on its source's shard, with every shard parked if its patterns read
     /// keys, or the destination's if it stores elsewhere. None: as any
     /// command.
-    pub(super) fn sort_placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<Placement> {
+    pub(in crate::apps::kv) fn sort_placement(&self, ctx: &Ctx<'_>, entry: &CommandEntry) -> Option<Placement> {
         let view = self.config.settings.cluster.as_ref()?;
         let own_client = view.relays(ctx.conn.listener) || ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN;
         // Not queued in MULTI nor run by EXEC (inside its group, where no
@@ -313,7 +330,7 @@ impl KvServer {
 
 /// The shards a script's declared keys (`slots`) belong to, when more than
 /// one (`None`: it runs where one shard's keys run).
-pub(super) fn script_shards(slots: &[u16], shards: u16) -> Option<BTreeSet<u16>> {
+pub(in crate::apps::kv) fn script_shards(slots: &[u16], shards: u16) -> Option<BTreeSet<u16>> {
     let owners: BTreeSet<u16> = slots.iter().map(|&slot| owner(slot, shards)).collect();
     (owners.len() > 1).then_some(owners)
 }
