@@ -10,8 +10,8 @@
 //! Cluster, `redis-cli -c`, `redis-benchmark --cluster`) send each command
 //! straight to its core. The main ports are shared by every shard
 //! (SO_REUSEPORT); on the Redis port a command for another shard's keys is
-//! relayed to it over the links made here (`apps/kv/shard_link.rs`), and
-//! so is an HTTP request (`apps/kv/http_relay.rs`).
+//! relayed to it over the links made here (`apps/kv/route/shard_link.rs`), and
+//! so is an HTTP request (`apps/kv/route/http_relay.rs`).
 //!
 //! On the crash simulator (`--simulate-power-failures`, a test switch)
 //! each shard's pool runs on a device of its own; when one's power fails,
@@ -416,7 +416,7 @@ struct OneShard<'a> {
     /// listener index each is served as (`shard_link.rs`).
     links: Vec<(std::os::fd::RawFd, usize)>,
     /// Every shard's horizon at recovery, and the exchange for commands
-    /// across shards (`apps/kv/across.rs`).
+    /// across shards (`apps/kv/route/across.rs`).
     horizons: &'a Horizons,
     exchange: &'a Arc<Exchange>,
     /// The process's limit on client connections, shared by every shard.

@@ -2,7 +2,7 @@
 //! (`serve --shards N --cluster-ports P`), and where each command runs
 //! (`placement`).
 //!
-//! Every shard is a master of its slot range (`apps/kv/cluster.rs`),
+//! Every shard is a master of its slot range (`apps/kv/route/cluster.rs`),
 //! reached on its own cluster port. On a cluster port, as on a Redis
 //! Cluster node, a command whose keys hash to another shard's slot is
 //! answered `-MOVED slot host:port`, one whose keys hash to several slots
