@@ -1,8 +1,10 @@
 //! `--config FILE`: a TOML file whose keys are the subcommand's long flags,
 //! without the dashes (`pool-size = "1GiB"`, `requirepass = "s3cret"`,
-//! `busy-poll = true`). The file's values are placed before the command
-//! line's arguments and every flag keeps its last value, so a flag given on
-//! the command line wins over the file.
+//! `busy-poll = true`), or for `serve` a Redis user's `redis.conf`
+//! (`packetstore::launch::redis_conf` turns its directives into `serve`'s
+//! options). The file's values are placed before the command line's
+//! arguments and every flag keeps its last value, so a flag given on the
+//! command line wins over the file.
 
 use std::ffi::OsString;
 
@@ -29,6 +31,13 @@ pub fn expand(args: Vec<OsString>, flags: &[String]) -> anyhow::Result<Vec<OsStr
     let Some(path) = path else { return Ok(args) };
     let shown = path.to_string_lossy().into_owned();
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read the config file {shown}"))?;
+    if packetstore::launch::redis_conf::looks_like_redis_conf(&text) {
+        if !flags.iter().any(|flag| flag == "redis-param") {
+            bail!("{shown} reads as a redis.conf: only `packetstore serve` takes one");
+        }
+        let from_file = packetstore::launch::redis_conf::translate(std::path::Path::new(&path))?;
+        return Ok(splice(args, from_file));
+    }
     let table: toml::Table = text
         .parse()
         .with_context(|| format!("{shown} is not valid TOML (keys are flag names: pool-size = \"1GiB\")"))?;
@@ -50,10 +59,16 @@ pub fn expand(args: Vec<OsString>, flags: &[String]) -> anyhow::Result<Vec<OsStr
             _ => bail!("{shown}: '{key}' must be a string, a number or a boolean"),
         }
     }
+    Ok(splice(args, from_file))
+}
+
+/// The command line with `from_file` placed after the subcommand, before
+/// the command line's own flags (which therefore win).
+fn splice(args: Vec<OsString>, from_file: Vec<String>) -> Vec<OsString> {
     let mut expanded: Vec<OsString> = args[..2].to_vec();
     expanded.extend(from_file.into_iter().map(OsString::from));
     expanded.extend(args[2..].iter().cloned());
-    Ok(expanded)
+    expanded
 }
 
 #[cfg(test)]

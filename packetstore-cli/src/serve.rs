@@ -57,8 +57,15 @@ fn config(args: Args) -> anyhow::Result<ServeConfig> {
         pool_group_read: args.pool_group_read,
         shards: args.shards.and_then(|count| count.0),
         cluster_ports: args.cluster_ports,
+        redis_params: args.redis_params,
         replay_progress: Some(replay_bar),
     })
+}
+
+/// `--redis-param NAME=VALUE`.
+fn parse_redis_param(text: &str) -> anyhow::Result<(String, String)> {
+    let (name, value) = text.split_once('=').ok_or_else(|| anyhow::anyhow!("'{text}' is not NAME=VALUE"))?;
+    Ok((name.trim().to_ascii_lowercase(), value.to_string()))
 }
 
 /// `--shards`: a number, or `auto` (None).
@@ -69,7 +76,8 @@ fn parse_shards(text: &str) -> anyhow::Result<ShardCount> {
     if text == "auto" {
         return Ok(ShardCount(None));
     }
-    let count = text.parse::<u16>().map_err(|_| anyhow::anyhow!("use auto or 1 to 256"))?;
+    let max = packetstore::launch::config::SHARDS_MAX;
+    let count = text.parse::<u16>().map_err(|_| anyhow::anyhow!("--shards {text}: use auto or 1 to {max}"))?;
     Ok(ShardCount(Some(count)))
 }
 
@@ -209,6 +217,12 @@ pub struct Args {
     /// SLOTS and the listening line name them).
     #[arg(long)]
     pub cluster_ports: Option<u16>,
+    /// A Redis configuration parameter set at start, as CONFIG SET
+    /// would set it (repeatable; a later one wins): `--redis-param
+    /// notify-keyspace-events=KEA`. A redis.conf given as --config becomes
+    /// these (and --resp, --requirepass, ...: docs/operations.md).
+    #[arg(long = "redis-param", value_name = "NAME=VALUE", value_parser = parse_redis_param)]
+    pub redis_params: Vec<(String, String)>,
     #[command(flatten)]
     pub bind_args: BindArgs,
     #[command(flatten)]

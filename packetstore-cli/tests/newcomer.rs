@@ -378,3 +378,70 @@ fn readers_tables_go_with_their_servers() {
     assert!(running_table.exists(), "a running server's table is kept");
     drop(running);
 }
+
+// ---- d: a redis.conf as the configuration ----
+
+/// A Redis user's redis.conf given as `--config`: the directives that
+/// apply set what they set in Redis (CONFIG GET reads them back, and they
+/// act), those that cannot apply are ignored with a warning, a flag on the
+/// command line wins over the file, and a directive packetstore does not
+/// know, or a bad value, stops the start naming its line.
+#[test]
+fn a_redis_conf_configures_the_server() {
+    let pool = TempPool::new("redis-conf");
+    let conf = pool.0.with_extension("conf");
+    let text = "# a Redis 7 file\nport 6390\nrequirepass \"s3cret pw\"\nmaxclients 123\n\
+                notify-keyspace-events KEA\nslowlog-max-len 7\nhash-max-listpack-entries 64\n\
+                appendonly no\nappendfsync everysec\ndaemonize yes\nsave \"\"\n";
+    std::fs::write(&conf, text).unwrap();
+    let log = pool.0.with_extension("log");
+    let server = Server::start_logging(&pool.0, &["--config", conf.to_str().unwrap()], &log);
+    // The command line's --resp 127.0.0.1:0 (Server::start's) wins over
+    // the file's port 6390.
+    assert_ne!(server.resp.port(), 6390);
+    let client = redis::Client::open(format!("redis://:s3cret%20pw@{}/", server.resp)).unwrap();
+    let mut client = client.get_connection().unwrap();
+    assert_eq!(config_get(&mut client, "maxclients"), "123");
+    assert_eq!(config_get(&mut client, "notify-keyspace-events"), "AKE");
+    assert_eq!(config_get(&mut client, "slowlog-max-len"), "7");
+    assert_eq!(config_get(&mut client, "hash-max-listpack-entries"), "64");
+    assert_eq!(config_get(&mut client, "appendonly"), "yes", "every write is durable whatever the file says");
+    assert_eq!(config_get(&mut client, "appendfsync"), "always");
+    // The slow log keeps the file's 7 entries at most.
+    redis::cmd("CONFIG").arg("SET").arg("slowlog-log-slower-than").arg("0").query::<()>(&mut client).unwrap();
+    for _ in 0..20 {
+        redis::cmd("PING").query::<String>(&mut client).unwrap();
+    }
+    assert_eq!(redis::cmd("SLOWLOG").arg("LEN").query::<i64>(&mut client).unwrap(), 7);
+    // Keyspace notifications are on (KEA): a subscriber hears a SET.
+    let listener = redis::Client::open(format!("redis://:s3cret%20pw@{}/", server.resp)).unwrap();
+    let mut listener = listener.get_connection().unwrap();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.subscribe("__keyevent@0__:set").unwrap();
+    redis::cmd("SET").arg("k").arg("v").query::<()>(&mut client).unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(pubsub.get_message().unwrap().get_payload::<String>().unwrap(), "k");
+    drop(pubsub);
+    drop(server);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for ignored in ["appendonly no", "appendfsync everysec", "daemonize"] {
+        assert!(logged.contains(ignored), "a warning names {ignored}: {logged}");
+    }
+    // What packetstore cannot honour, or does not know, stops the start.
+    let fresh = pool.0.with_extension("refused");
+    for (line, why) in [
+        ("frobnicate yes", "line 2: 'frobnicate' is not a Redis 7.0 configuration parameter"),
+        ("maxmemory lots", "line 2: maxmemory lots: argument must be a memory value"),
+        ("unixsocket /tmp/r.sock", "line 2: unixsocket: packetstore listens on TCP only"),
+    ] {
+        std::fs::write(&conf, format!("port 6391\n{line}\n")).unwrap();
+        let out = Command::new(binary())
+            .args(["serve", "--pool", fresh.to_str().unwrap(), "--config", conf.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(why), "{line}: {stderr}");
+        assert!(!fresh.exists(), "nothing was created for a refused start");
+    }
+    let _ = std::fs::remove_file(&conf);
+}

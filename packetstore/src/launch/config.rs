@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Context};
 
-use crate::apps::kv::{KvConfig, KvSettings};
+use crate::apps::kv::{check_at_start, AtStart, KvConfig, KvSettings};
 use crate::io::app::Persist;
 use crate::io::engine::EngineConfig;
 use crate::io::epoll::CommitPolicy;
@@ -76,6 +76,9 @@ pub struct ServeConfig {
     pub loops: LoopSettings,
     pub storage: StorageSettings,
     pub group: GroupSettings,
+    /// Redis parameters to set at start, in order (a later one wins):
+    /// `--redis-param NAME=VALUE`, and a redis.conf's directives.
+    pub redis_params: Vec<(String, String)>,
     pub replay_progress: Option<ReplayProgress>,
 }
 
@@ -208,7 +211,8 @@ impl Plan {
         let engine = config.loops.engine_config(persist == Persist::ZeroCopy)?;
         let group = config.group.config()?;
         let pool_size = new_pool_size(&config, shards, &needed);
-        let kv = kv_config(&config, shards, buffers_reserve);
+        let mut kv = kv_config(&config, shards, buffers_reserve);
+        kv.settings.redis_params = redis_params(&config.redis_params)?;
         Ok(Plan { config, shards, cluster_ports, features, needed, pool_size, buffers_reserve, engine, group, kv })
     }
 }
@@ -265,6 +269,23 @@ fn shard_count(config: &ServeConfig) -> anyhow::Result<(u16, Option<u16>)> {
     Ok((count, cluster_ports))
 }
 
+/// The Redis parameters to set at start, each checked as CONFIG SET checks
+/// it (a bad one stops the start, naming it); one that is ignored is said
+/// once, in the log.
+fn redis_params(given: &[(String, String)]) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let mut params: Vec<(&'static str, String)> = Vec::new();
+    for (name, value) in given {
+        match check_at_start(name, value).map_err(|why| anyhow::anyhow!("--redis-param {name}: {why}"))? {
+            AtStart::Set(name, value) => {
+                params.retain(|(set, _)| *set != name);
+                params.push((name, value));
+            }
+            AtStart::Ignored(why) => tracing::warn!("Redis parameter ignored: {why}"),
+        }
+    }
+    Ok(params)
+}
+
 /// Each new pool's size: `--pool-size` (each shard's), or else the
 /// default 1 GiB shared by the shards, each at least what its ring needs
 /// (129 MiB with the default ring and log: up to 7 shards the total stays
@@ -304,6 +325,7 @@ fn kv_config(config: &ServeConfig, shards: u16, buffers_reserve: u32) -> KvConfi
             protected_mode: config.protected_mode,
             test_switches: test_switches_enabled(),
             cluster: None,
+            redis_params: Vec::new(),
         },
     }
 }

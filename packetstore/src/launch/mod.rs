@@ -19,6 +19,7 @@ pub mod group;
 pub mod listen;
 pub mod pools;
 mod readers;
+pub mod redis_conf;
 pub mod setup;
 pub mod shards;
 pub mod shutdown;

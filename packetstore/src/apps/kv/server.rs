@@ -31,7 +31,7 @@ impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
         let links = config.settings.cluster.as_ref().map_or_else(Default::default, |view| ShardLinks::new(view.shards));
         let next_client_id = config.settings.cluster.as_ref().map_or(1, |view| u64::from(view.shard) + 1);
-        KvServer {
+        let mut server = KvServer {
             config_params: crate::apps::kv::cmd::config::initial_values(&config),
             config,
             store,
@@ -85,7 +85,9 @@ impl KvServer {
             relays: Default::default(),
             links,
             panic_at: None,
-        }
+        };
+        server.set_params_at_start();
+        server
     }
 
     /// Makes this server a node of a replicated group (its store was

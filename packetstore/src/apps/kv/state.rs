@@ -92,6 +92,10 @@ pub struct KvSettings {
     /// A shard of a sharded server: its Redis Cluster view and cluster
     /// port (`cluster.rs`). None: one server, no cluster ports.
     pub cluster: Option<crate::apps::kv::cluster::ClusterView>,
+    /// Redis parameters set at start (`--redis-param`, a redis.conf's
+    /// directives), each checked by `cmd::config::check_at_start`: set
+    /// as CONFIG SET would set them, before the first client.
+    pub redis_params: Vec<(&'static str, String)>,
 }
 
 impl Default for KvSettings {
@@ -104,6 +108,7 @@ impl Default for KvSettings {
             protected_mode: true,
             test_switches: false,
             cluster: None,
+            redis_params: Vec::new(),
         }
     }
 }

@@ -122,6 +122,65 @@ pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvCon
     values
 }
 
+/// What a parameter given at start becomes (`check_at_start`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum AtStart {
+    /// Set, as CONFIG SET would set it (the value as CONFIG GET reads it).
+    Set(&'static str, String),
+    /// Left alone, for this reason: what packetstore always is (every
+    /// write durable before its reply), or a parameter that changes
+    /// nothing here and cannot be set at run time either.
+    Ignored(String),
+}
+
+/// Checks a Redis parameter given at start (`--redis-param NAME=VALUE`, a
+/// redis.conf's directive) as CONFIG SET checks it: an unknown name or a
+/// bad value is refused (Redis refuses to start on them too); `appendonly`
+/// and `appendfsync` are packetstore's truth whatever they say, and an
+/// immutable parameter is ignored, both with the reason; the parameters
+/// that are packetstore's own options name the option.
+pub fn check_at_start(name: &str, value: &str) -> Result<AtStart, String> {
+    let param = find(name).ok_or_else(|| format!("'{name}' is not a Redis 7.0 configuration parameter"))?;
+    if let Some((_, flag)) = STARTUP_ONLY.iter().find(|(startup, _)| *startup == param.name) {
+        return Err(format!("{} is packetstore's {flag}: give that instead", param.name));
+    }
+    if param.immutable {
+        return Ok(AtStart::Ignored(format!("{}: no effect in packetstore", param.name)));
+    }
+    let value = param.check(value).map_err(|why| format!("{} {value}: {why}", param.name))?;
+    match param.name {
+        "appendonly" | "appendfsync" => {
+            Ok(AtStart::Ignored(format!("{} {value}: every write is durable before its reply", param.name)))
+        }
+        "requirepass" => Err("requirepass is packetstore's --requirepass: give that instead".into()),
+        "protected-mode" => Err("protected-mode is packetstore's --protected-mode: give that instead".into()),
+        "enable-debug-command" => Err("give --enable-debug-command instead".into()),
+        _ => normalized(param, value)
+            .map(|value| AtStart::Set(param.name, value))
+            .map_err(|why| format!("{}: {why}", param.name)),
+    }
+}
+
+/// A checked value as packetstore keeps it, or why it is refused: the
+/// limits packetstore adds to Redis's, and values kept as Redis prints
+/// them back.
+fn normalized(param: &Param, value: String) -> Result<String, String> {
+    match param.name {
+        "proto-max-bulk-len" if value.parse::<u64>().is_ok_and(|n| n < 1024 * 1024) => {
+            Err("argument must be at least 1mb".into())
+        }
+        // Kept as Redis prints the numbers back (`50.0` reads `50`).
+        "latency-tracking-info-percentiles" => latency::parse_percentiles(&value)
+            .map(|ps| ps.iter().map(|&p| latency::percentile_text(p)).collect::<Vec<_>>().join(" ")),
+        // Kept as Redis prints the classes back (`KA` reads `AK`).
+        "notify-keyspace-events" => match notify::parse_flags(&value) {
+            Some(flags) => Ok(notify::flags_text(flags)),
+            None => Err(notify::BAD_CLASS.into()),
+        },
+        _ => Ok(value),
+    }
+}
+
 /// Parameters that are packetstore's command line (its listeners, its
 /// connection limit, its pool's place): CONFIG SET refuses them with the
 /// flag to restart with, rather than keep a value that changes nothing.
@@ -261,19 +320,20 @@ impl KvServer {
             "appendfsync" if durable && value != "always" => {
                 Err("packetstore makes every write durable before its reply: appendfsync is always 'always'".into())
             }
-            "proto-max-bulk-len" if value.parse::<u64>().is_ok_and(|n| n < 1024 * 1024) => {
-                Err("argument must be at least 1mb".into())
-            }
-            // Kept as Redis prints the numbers back (`50.0` reads `50`).
-            "latency-tracking-info-percentiles" => latency::parse_percentiles(&value)
-                .map(|ps| ps.iter().map(|&p| latency::percentile_text(p)).collect::<Vec<_>>().join(" ")),
-            // Kept as Redis prints the classes back (`KA` reads `AK`).
-            "notify-keyspace-events" => match notify::parse_flags(&value) {
-                Some(flags) => Ok(notify::flags_text(flags)),
-                None => Err(notify::BAD_CLASS.into()),
-            },
-            _ => Ok(value),
+            _ => normalized(param, value),
         }
+    }
+
+    /// Sets the parameters given at start (`KvSettings::redis_params`,
+    /// checked by `check_at_start`), as CONFIG SET sets them.
+    pub(in crate::apps::kv) fn set_params_at_start(&mut self) {
+        let params = std::mem::take(&mut self.config.settings.redis_params);
+        for (name, value) in &params {
+            let param = find(name).expect("a parameter checked at start");
+            self.config_apply(param, value);
+            self.config_params.insert(param.name, value.clone());
+        }
+        self.config.settings.redis_params = params;
     }
 
     /// Makes a checked value take effect where packetstore implements it.
