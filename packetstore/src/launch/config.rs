@@ -199,6 +199,9 @@ impl Plan {
     pub fn new(config: ServeConfig) -> anyhow::Result<Plan> {
         check(&config)?;
         let (shards, cluster_ports) = shard_count(&config)?;
+        if shards > 1 && config.io.is_some() {
+            bail!("--shards {shards} runs on the io_uring engine only (--io uring)");
+        }
         let persist = config.persist;
         let features = if config.io.is_none() { Some(probe_uring()?) } else { None };
         let ring_entries = config.loops.ring_entries;
@@ -227,6 +230,15 @@ fn check(config: &ServeConfig) -> anyhow::Result<()> {
     }
     if config.group.node_id.is_some() && config.io.is_some() {
         bail!("a replicated group runs on the io_uring engine only (--io uring)");
+    }
+    if config.storage.simulate.is_some() && !test_switches_enabled() {
+        bail!(
+            "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
+             it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"
+        );
+    }
+    if config.one_sided_reads && (config.group.node_id.is_some() || config.storage.simulate.is_some()) {
+        bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
     }
     Ok(())
 }
@@ -281,6 +293,7 @@ fn redis_params(given: &[(String, String)]) -> anyhow::Result<Vec<(&'static str,
                 params.push((name, value));
             }
             AtStart::Ignored(why) => tracing::warn!("Redis parameter ignored: {why}"),
+            AtStart::Unchanged => {}
         }
     }
     Ok(params)

@@ -21,6 +21,7 @@
 //! Invariant: every directive of the file is either turned into an option
 //! or named in an error or a warning; none is dropped silently.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 
@@ -86,87 +87,28 @@ fn read(path: &Path, depth: usize, out: &mut Vec<Directive>) -> anyhow::Result<(
     Ok(())
 }
 
-/// Splits a line into arguments as Redis's `sdssplitargs` does: words
-/// separated by blanks; "double quotes" with \n \r \t \b \a \\ \" and \xHH
-/// escapes; 'single quotes' with \' only; a closing quote must end the
-/// word.
+/// Splits a line into arguments as Redis's `sdssplitargs` does (the
+/// inline protocol's own splitter: quotes anywhere in a word, escapes,
+/// `\\xHH` bytes); an argument must be UTF-8.
 pub fn split_args(line: &str) -> Result<Vec<String>, String> {
-    let mut args = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let Some(&first) = chars.peek() else { break };
-        let mut word = String::new();
-        match first {
-            '"' => {
-                chars.next();
-                double_quoted(&mut chars, &mut word)?;
-            }
-            '\'' => {
-                chars.next();
-                single_quoted(&mut chars, &mut word)?;
-            }
-            _ => {
-                while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
-                    word.push(c);
-                }
-            }
-        }
-        if matches!(first, '"' | '\'') && chars.peek().is_some_and(|c| !c.is_whitespace()) {
-            return Err("a closing quote must be followed by a space".into());
-        }
-        args.push(word);
-    }
-    if args.is_empty() {
+    let words = crate::proto::resp::split_inline(line.as_bytes()).ok_or("unbalanced quotes")?;
+    if words.is_empty() {
         return Err("an empty line".into());
     }
-    Ok(args)
+    words.into_iter().map(|word| String::from_utf8(word).map_err(|_| "an argument that is not UTF-8".into())).collect()
 }
 
-fn double_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, word: &mut String) -> Result<(), String> {
-    loop {
-        match chars.next() {
-            None => return Err("unbalanced quotes".into()),
-            Some('"') => return Ok(()),
-            Some('\\') => {
-                let escaped = chars.next().ok_or("unbalanced quotes")?;
-                word.push(match escaped {
-                    'n' => '\n',
-                    'r' => '\r',
-                    't' => '\t',
-                    'b' => '\u{8}',
-                    'a' => '\u{7}',
-                    'x' => {
-                        let hex: String = [chars.next(), chars.next()].into_iter().flatten().collect();
-                        let byte = u8::from_str_radix(&hex, 16).map_err(|_| format!("\\x{hex} is no hex byte"))?;
-                        char::from(byte)
-                    }
-                    other => other,
-                });
-            }
-            Some(c) => word.push(c),
-        }
-    }
-}
-
-fn single_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, word: &mut String) -> Result<(), String> {
-    loop {
-        match chars.next() {
-            None => return Err("unbalanced quotes".into()),
-            Some('\'') => return Ok(()),
-            Some('\\') if chars.peek() == Some(&'\'') => word.push(chars.next().unwrap_or('\'')),
-            Some(c) => word.push(c),
-        }
-    }
-}
-
-/// The options the directives make (a later directive wins over an
-/// earlier one of the same name, as in Redis).
+/// The options the directives make. A later directive wins over an
+/// earlier one of the same name, as in Redis, except `save` lines, which
+/// add up (`save ""` clears them), and `client-output-buffer-limit`
+/// lines, one a class. Values go as `--flag=VALUE`, so that a value
+/// beginning with '-' stays a value.
 fn translate_directives(directives: &[Directive]) -> anyhow::Result<Vec<String>> {
-    let mut flags = Vec::new();
+    let mut last: BTreeMap<&str, String> = BTreeMap::new();
     let (mut port, mut ip) = (None, None);
+    let mut save: Option<Vec<String>> = None;
+    let mut output_limits: Option<BTreeMap<String, String>> = None;
+    let mut params = Vec::new();
     for directive in directives {
         let Directive { name, args, place } = directive;
         let one = || match args.as_slice() {
@@ -176,25 +118,73 @@ fn translate_directives(directives: &[Directive]) -> anyhow::Result<Vec<String>>
         match name.as_str() {
             "port" => port = Some(parse_port(&one()?).with_context(|| place.clone())?),
             "bind" => ip = Some(first_bind(args).with_context(|| place.clone())?),
-            "requirepass" => flags.extend(["--requirepass".to_string(), one()?]),
-            "protected-mode" => flags.extend(["--protected-mode".to_string(), yes_no(&one()?, place)?]),
-            "maxclients" => flags.extend(["--connections-max".to_string(), one()?]),
-            "dir" => flags.extend(["--pool".to_string(), format!("{}/kv.pool", one()?.trim_end_matches('/'))]),
-            "enable-debug-command" => {
-                if !one()?.eq_ignore_ascii_case("no") {
-                    flags.push("--enable-debug-command".to_string());
+            "requirepass" | "dir" => _ = last.insert(name, one()?),
+            "protected-mode" => _ = last.insert(name, choice(&one()?, &["yes", "no"], place)?),
+            "enable-debug-command" => _ = last.insert(name, choice(&one()?, &["yes", "no", "local"], place)?),
+            "maxclients" => match one()?.parse::<u32>() {
+                Ok(count) if count >= 1 => _ = last.insert(name, count.to_string()),
+                _ => bail!("{place}: maxclients must be a number of at least 1"),
+            },
+            "save" if args.iter().all(String::is_empty) => save = Some(Vec::new()),
+            "save" => save.get_or_insert_with(Vec::new).extend(args.iter().cloned()),
+            "client-output-buffer-limit" => {
+                let [class, limits @ ..] = args.as_slice() else { bail!("{place}: {name} needs a class") };
+                if limits.len() != 3 {
+                    bail!("{place}: {name} takes a class and three limits");
                 }
+                let class = match class.to_ascii_lowercase().as_str() {
+                    "replica" | "slave" => "slave".to_string(),
+                    known @ ("normal" | "pubsub") => known.to_string(),
+                    other => bail!("{place}: {name}: unknown class '{other}' (normal, replica, pubsub)"),
+                };
+                output_limits.get_or_insert_with(default_output_limits).insert(class, limits.join(" "));
             }
-            "tls-port" | "port-tls" if one()? == "0" => {}
-            _ => flags.extend(["--redis-param".to_string(), redis_param(directive)?]),
+            "tls-port" if one()? == "0" => {}
+            tls if tls.starts_with("tls-") && tls != "tls-port" => {
+                tracing::warn!("{place}: {name} ignored: packetstore has no TLS listener")
+            }
+            _ => params.push(redis_param(directive)?),
         }
     }
+    if let Some(save) = save {
+        params.push(format!("save={}", save.join(" ")));
+    }
+    if let Some(limits) = output_limits {
+        // In Redis's order of the classes.
+        let text: Vec<String> =
+            ["normal", "slave", "pubsub"].iter().map(|class| format!("{class} {}", limits[*class])).collect();
+        params.push(format!("client-output-buffer-limit={}", text.join(" ")));
+    }
+    let mut flags = Vec::new();
+    for (name, value) in last {
+        match (name, value.as_str()) {
+            // An empty password is none, as in Redis.
+            ("requirepass", "") | ("enable-debug-command", "no") => {}
+            ("requirepass", _) => flags.push(format!("--requirepass={value}")),
+            ("protected-mode", _) => flags.push(format!("--protected-mode={value}")),
+            ("maxclients", _) => flags.push(format!("--connections-max={value}")),
+            ("dir", _) => flags.push(format!("--pool={}/kv.pool", value.trim_end_matches('/'))),
+            ("enable-debug-command", "local") => tracing::warn!(
+                "redis.conf: enable-debug-command local: DEBUG stays off (packetstore has no local-only DEBUG; \
+                 --enable-debug-command allows it for every client)"
+            ),
+            ("enable-debug-command", _) => flags.push("--enable-debug-command".to_string()),
+            _ => unreachable!("a directive kept for its last value: {name}"),
+        }
+    }
+    flags.extend(params.into_iter().map(|param| format!("--redis-param={param}")));
     if port.is_some() || ip.is_some() {
         let ip = ip.unwrap_or(IpAddr::from([127, 0, 0, 1]));
-        flags.extend(["--resp".to_string(), SocketAddr::new(ip, port.unwrap_or(RESP_PORT_DEFAULT)).to_string()]);
-        flags.extend(["--http".to_string(), SocketAddr::new(ip, HTTP_PORT_DEFAULT).to_string()]);
+        flags.push(format!("--resp={}", SocketAddr::new(ip, port.unwrap_or(RESP_PORT_DEFAULT))));
+        flags.push(format!("--http={}", SocketAddr::new(ip, HTTP_PORT_DEFAULT)));
     }
     Ok(flags)
+}
+
+/// Redis's default client output buffer limits, one a class.
+fn default_output_limits() -> BTreeMap<String, String> {
+    let words: Vec<&str> = crate::apps::kv::CLIENT_OUTPUT_BUFFER_LIMIT_DEFAULT.split_whitespace().collect();
+    words.chunks(4).map(|class| (class[0].to_string(), class[1..].join(" "))).collect()
 }
 
 /// Any other directive: `NAME=VALUE` for `--redis-param`, or the reason
@@ -203,8 +193,7 @@ fn redis_param(directive: &Directive) -> anyhow::Result<String> {
     let Directive { name, args, place } = directive;
     let refusal = match name.as_str() {
         "unixsocket" | "unixsocketperm" => Some("packetstore listens on TCP only: remove it and connect by port"),
-        "tls-port" | "tls-cert-file" | "tls-key-file" | "tls-ca-cert-file" | "tls-auth-clients" | "tls-replication"
-        | "tls-cluster" => Some("TLS is not built yet: remove it, or put a TLS proxy in front"),
+        "tls-port" => Some("TLS is not built yet: remove it, or put a TLS proxy in front"),
         "rename-command" => Some("renamed commands are not built: remove it"),
         "user" | "aclfile" => Some("ACL users are not built yet (--requirepass is the one password)"),
         "loadmodule" => Some("modules are not supported"),
@@ -250,11 +239,13 @@ fn first_bind(args: &[String]) -> anyhow::Result<IpAddr> {
     }
 }
 
-fn yes_no(value: &str, place: &str) -> anyhow::Result<String> {
-    match value.to_ascii_lowercase().as_str() {
-        answer @ ("yes" | "no") => Ok(answer.to_string()),
-        _ => bail!("{place}: argument must be 'yes' or 'no'"),
+/// `value` in lower case if it is one of `choices`.
+fn choice(value: &str, choices: &[&str], place: &str) -> anyhow::Result<String> {
+    let lower = value.to_ascii_lowercase();
+    if !choices.contains(&lower.as_str()) {
+        bail!("{place}: argument must be one of {}", choices.join(", "));
     }
+    Ok(lower)
 }
 
 #[cfg(test)]
@@ -276,38 +267,36 @@ mod tests {
         assert_eq!(split_args("save 3600 1  300 100").unwrap(), ["save", "3600", "1", "300", "100"]);
         assert_eq!(split_args(r#"requirepass "a b\"c\x41""#).unwrap(), ["requirepass", "a b\"cA"]);
         assert_eq!(split_args(r"requirepass 'it\'s'").unwrap(), ["requirepass", "it's"]);
-        assert_eq!(split_args(r#"x "a"b"#).unwrap_err(), "a closing quote must be followed by a space");
+        // A quote inside a word opens quoting, as in sdssplitargs.
+        assert_eq!(split_args(r#"requirepass abc"d e""#).unwrap(), ["requirepass", "abcd e"]);
+        assert_eq!(split_args(r#"requirepass "\xzz""#).unwrap(), ["requirepass", "xzz"]);
+        assert_eq!(split_args(r#"requirepass "\xff""#).unwrap_err(), "an argument that is not UTF-8");
+        assert_eq!(split_args(r#"x "a"b"#).unwrap_err(), "unbalanced quotes");
         assert_eq!(split_args(r#"x "open"#).unwrap_err(), "unbalanced quotes");
     }
 
     #[test]
     fn directives_become_serve_options() {
-        let conf = "port 6390\nbind 127.0.0.1 -::1\nrequirepass s3cret\nmaxclients 500\ndir /var/lib/redis/\n\
-                    protected-mode no\nnotify-keyspace-events KEA\nsave \"\"\nsave 900 1\nappendonly no\n";
+        let conf = "port 6390\nbind 127.0.0.1 -::1\nrequirepass old\nrequirepass -s3cret\nmaxclients 500\n\
+                    dir /var/lib/redis/\nprotected-mode no\nenable-debug-command yes\nenable-debug-command no\n\
+                    notify-keyspace-events KEA\nsave 3600 1\nsave \"\"\nsave 900 1\nsave 60 100\n\
+                    client-output-buffer-limit replica 1mb 2mb 30\nappendonly no\n";
         let flags = translate_directives(&directives(conf)).unwrap();
         let expected = [
-            "--requirepass",
-            "s3cret",
-            "--connections-max",
-            "500",
-            "--pool",
-            "/var/lib/redis/kv.pool",
-            "--protected-mode",
-            "no",
-            "--redis-param",
-            "notify-keyspace-events=KEA",
-            "--redis-param",
-            "save=",
-            "--redis-param",
-            "save=900 1",
-            "--redis-param",
-            "appendonly=no",
-            "--resp",
-            "127.0.0.1:6390",
-            "--http",
-            "127.0.0.1:8080",
+            "--pool=/var/lib/redis/kv.pool",
+            "--connections-max=500",
+            "--protected-mode=no",
+            "--requirepass=-s3cret",
+            "--redis-param=notify-keyspace-events=KEA",
+            "--redis-param=appendonly=no",
+            "--redis-param=save=900 1 60 100",
+            "--redis-param=client-output-buffer-limit=normal 0 0 0 slave 1mb 2mb 30 pubsub 33554432 8388608 60",
+            "--resp=127.0.0.1:6390",
+            "--http=127.0.0.1:8080",
         ];
         assert_eq!(flags, expected);
+        // An empty password is none, as in Redis.
+        assert!(translate_directives(&directives("requirepass x\nrequirepass \"\"")).unwrap().is_empty());
     }
 
     #[test]
@@ -321,12 +310,16 @@ mod tests {
             ("bind localhost", "not an IP address"),
             ("maxmemory", "needs a value"),
             ("maxmemory lots", "argument must be a memory value"),
+            ("maxclients many", "maxclients must be a number"),
+            ("enable-debug-command maybe", "one of yes, no, local"),
             ("frobnicate 1", "'frobnicate' is not a Redis 7.0 configuration parameter"),
         ] {
             let error = translate_directives(&directives(conf)).unwrap_err();
             assert!(format!("{error:#}").contains(why), "{conf}: {error:#}");
         }
-        assert!(translate_directives(&directives("tls-port 0")).unwrap().is_empty());
+        for harmless in ["tls-port 0", "tls-cluster no", "enable-debug-command local"] {
+            assert!(translate_directives(&directives(harmless)).unwrap().is_empty(), "{harmless}");
+        }
     }
 
     #[test]
@@ -346,7 +339,7 @@ mod tests {
         std::fs::write(&inner, "maxclients 7\n").unwrap();
         std::fs::write(&main, format!("maxclients 5\ninclude {}\n", inner.display())).unwrap();
         let flags = translate(&main).unwrap();
-        assert_eq!(flags, ["--connections-max", "5", "--connections-max", "7"]);
+        assert_eq!(flags, ["--connections-max=7"]);
         std::fs::write(&inner, format!("include {}\n", main.display())).unwrap();
         assert!(format!("{:#}", translate(&main).unwrap_err()).contains("nest deeper"));
         let _ = std::fs::remove_dir_all(&dir);

@@ -15,4 +15,5 @@ pub mod geohash;
 pub mod getkeys;
 pub mod hll;
 pub mod numbers;
+#[rustfmt::skip]
 mod redis_commands;

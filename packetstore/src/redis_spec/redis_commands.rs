@@ -38,14 +38,11 @@
 //! POSSIBILITY OF SUCH DAMAGE.
 
 #[allow(unused_imports)]
-use super::command_shape::{
-    Arg, Begin, Begin::Index, Begin::Keyword, Find, Find::Keynum, Find::Range, GetKeys, KeySpec, RedisCommand, ARG, CMD,
-};
+use super::command_shape::{Arg, Begin, Begin::Index, Begin::Keyword, Find, Find::Keynum, Find::Range, GetKeys, KeySpec,
+    RedisCommand, ARG, CMD};
 #[allow(unused_imports)]
-use super::command_shape::{
-    ACCESS, DELETE, INCOMPLETE, INSERT, MULTIPLE, MULTIPLE_TOKEN, NOT_KEY, OPTIONAL, OW, RM, RO, RW, UPDATE,
-    VARIABLE_FLAGS,
-};
+use super::command_shape::{ACCESS, DELETE, INCOMPLETE, INSERT, MULTIPLE, MULTIPLE_TOKEN, NOT_KEY, OPTIONAL, OW, RM,
+    RO, RW, UPDATE, VARIABLE_FLAGS};
 
 /// Every command and subcommand of Redis 7.0.15, by (container, name).
 pub static REDIS_COMMANDS: &[RedisCommand] = &[

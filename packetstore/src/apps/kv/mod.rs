@@ -49,7 +49,7 @@ mod state;
 pub use route::{across, cluster};
 use route::{across_plans, exchange, forward, http_relay, parked, placement, session, shard_link, span, span_info};
 
-pub use cmd::config::{check_at_start, AtStart};
+pub use cmd::config::{check_at_start, AtStart, CLIENT_OUTPUT_BUFFER_LIMIT_DEFAULT};
 pub use integrity::SCRUB_RATE_DEFAULT_BYTES;
 pub use replication::LISTENER_PEER;
 pub use rest::percent_decode;

@@ -96,6 +96,10 @@ fn find(name: &str) -> Option<&'static Param> {
         .find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))
 }
 
+/// Redis's default client output buffer limits, as CONFIG GET reads them.
+pub const CLIENT_OUTPUT_BUFFER_LIMIT_DEFAULT: &str =
+    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
 /// Every parameter's value: Redis's defaults, then packetstore's truth.
 pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvConfig) -> HashMap<&'static str, String> {
     let mut values: HashMap<&'static str, String> = PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
@@ -105,10 +109,7 @@ pub(in crate::apps::kv) fn initial_values(server: &crate::apps::kv::state::KvCon
     values.insert("databases", "16".into());
     values.insert("proto-max-bulk-len", server.value_size_max.to_string());
     values.insert("save", String::new());
-    values.insert(
-        "client-output-buffer-limit",
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
-    );
+    values.insert("client-output-buffer-limit", CLIENT_OUTPUT_BUFFER_LIMIT_DEFAULT.into());
     // What the server was started with, where Redis has an equivalent.
     let settings = &server.settings;
     if let Some(resp) = settings.resp {
@@ -131,6 +132,8 @@ pub enum AtStart {
     /// write durable before its reply), or a parameter that changes
     /// nothing here and cannot be set at run time either.
     Ignored(String),
+    /// What packetstore already is (`appendonly yes`): nothing to do.
+    Unchanged,
 }
 
 /// Checks a Redis parameter given at start (`--redis-param NAME=VALUE`, a
@@ -144,17 +147,21 @@ pub fn check_at_start(name: &str, value: &str) -> Result<AtStart, String> {
     if let Some((_, flag)) = STARTUP_ONLY.iter().find(|(startup, _)| *startup == param.name) {
         return Err(format!("{} is packetstore's {flag}: give that instead", param.name));
     }
+    match param.name {
+        "requirepass" => return Err("requirepass is packetstore's --requirepass: give that instead".into()),
+        "protected-mode" => return Err("protected-mode is packetstore's --protected-mode: give that instead".into()),
+        "enable-debug-command" => return Err("give --enable-debug-command instead".into()),
+        _ => {}
+    }
     if param.immutable {
         return Ok(AtStart::Ignored(format!("{}: no effect in packetstore", param.name)));
     }
     let value = param.check(value).map_err(|why| format!("{} {value}: {why}", param.name))?;
     match param.name {
+        "appendonly" | "appendfsync" if ["yes", "always"].contains(&value.as_str()) => Ok(AtStart::Unchanged),
         "appendonly" | "appendfsync" => {
             Ok(AtStart::Ignored(format!("{} {value}: every write is durable before its reply", param.name)))
         }
-        "requirepass" => Err("requirepass is packetstore's --requirepass: give that instead".into()),
-        "protected-mode" => Err("protected-mode is packetstore's --protected-mode: give that instead".into()),
-        "enable-debug-command" => Err("give --enable-debug-command instead".into()),
         _ => normalized(param, value)
             .map(|value| AtStart::Set(param.name, value))
             .map_err(|why| format!("{}: {why}", param.name)),

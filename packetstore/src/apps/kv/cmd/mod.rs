@@ -27,7 +27,6 @@ pub(super) mod multi;
 pub(super) mod notify;
 pub(super) mod object;
 pub(super) mod pubsub;
-#[rustfmt::skip]
 pub(super) mod scripting;
 pub(super) mod server;
 pub(super) mod sets;

@@ -20,15 +20,15 @@ use std::time::{Duration, Instant};
 
 use mlua::{Lua, MultiValue, Value};
 
-use crate::script::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
-use crate::script::pause::{self, HookPlan};
-use crate::script::{error_table, LuaVm, Step, SCRIPT_TIME_MAX};
 use crate::apps::kv::kept::scripting::{Run, Script};
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvConn, KvServer, LISTENER_HTTP};
 use crate::io::outq::OutQueue;
 use crate::pool::buffers::Buffers;
 use crate::pool::file::Pool;
 use crate::proto::resp::{Args, Encoder};
+use crate::script::convert::{format_g, lua_to_reply, reply_to_lua, ReplyMode};
+use crate::script::pause::{self, HookPlan};
+use crate::script::{error_table, LuaVm, Step, SCRIPT_TIME_MAX};
 use crate::store::db::StoreError;
 
 /// How long a paused script runs per event-loop turn once it has run past
