@@ -58,7 +58,9 @@ def run_server(binary, workload, requests, measured):
     data = tempfile.mkdtemp(prefix="instructions-", dir="/dev/shm")
     out = os.path.join(data, "callgrind.out")
     toggles = [f"--toggle-collect={t}" for t in TOGGLES]
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + toggles + [
+    # One core: a server of one shard (shards default to the cores this
+    # process may use; a build older than shards ignores the mask).
+    cmd = ["taskset", "-c", "1", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + toggles + [
         binary, "serve", "--pool", os.path.join(data, "kv.pool"), "--pool-size", "1GiB",
         "--resp", f"127.0.0.1:{PORT}", "--http", f"127.0.0.1:{PORT + 1}",
         # Checkpoints by the log's records only, as at full speed (where

@@ -200,6 +200,14 @@ impl Parser {
                     if stream.is_empty() {
                         return Parsed::Incomplete;
                     }
+                    // The usual command: whole in the front segment, every
+                    // argument small. Parsed in one pass and consumed at
+                    // once; anything else takes the general path below.
+                    let small_max = SMALL_ARG_MAX.min(usize::try_from(config.value_size_max).unwrap_or(usize::MAX));
+                    if let Some(taken) = parse_small_command(stream.front(), small_max, args) {
+                        stream.consume(taken, |segment| release(segment, buffers));
+                        return Parsed::Command;
+                    }
                     let head = take_line(stream, release, buffers, |line| match line.first() {
                         Some(b'*') => Head::Count(parse_int(&line[1..])),
                         _ => Head::Inline(split_inline(line)),
@@ -388,6 +396,52 @@ impl Parser {
         args.clear(buffers);
         self.state = State::Start;
     }
+}
+
+/// Parses one whole command from `bytes` when it is the usual one: `*N`
+/// then N bulk arguments of at most `small_max` bytes each, all in
+/// `bytes`, every length canonical as `parse_int` reads it. Returns the
+/// bytes it took, with the arguments in `args`; None (and `args` as it
+/// was): not such a command, or not all there: the general path decides.
+fn parse_small_command(bytes: &[u8], small_max: usize, args: &mut Args) -> Option<usize> {
+    let (count, mut at) = small_number(bytes, 0, b'*')?;
+    if count == 0 || count > ARGS_MAX {
+        return None;
+    }
+    let (small_before, list_before) = (args.small.len(), args.list.len());
+    for _ in 0..count {
+        let parsed = small_number(bytes, at, b'$')
+            .filter(|&(len, _)| len <= small_max)
+            .and_then(|(len, from)| Some((from, bytes.get(from..from + len + 2)?)))
+            .filter(|(_, bulk)| bulk.ends_with(b"\r\n"));
+        let Some((from, bulk)) = parsed else {
+            args.small.truncate(small_before);
+            args.list.truncate(list_before);
+            return None;
+        };
+        let start = args.small.len();
+        args.small.extend_from_slice(&bulk[..bulk.len() - 2]);
+        args.list.push(Arg::Small(start..args.small.len()));
+        at = from + bulk.len();
+    }
+    Some(at)
+}
+
+/// `mark` then a canonical non-negative decimal (no sign, no leading
+/// zero, at most 9 digits) then CRLF, at `bytes[at..]`: the number and
+/// where what follows begins.
+fn small_number(bytes: &[u8], at: usize, mark: u8) -> Option<(usize, usize)> {
+    const DIGITS_MAX: usize = 9;
+    if *bytes.get(at)? != mark {
+        return None;
+    }
+    let digits = &bytes[at + 1..];
+    let end = digits.iter().take(DIGITS_MAX + 1).position(|&b| !b.is_ascii_digit())?;
+    if end == 0 || (end > 1 && digits[0] == b'0') || digits.get(end..end + 2)? != b"\r\n" {
+        return None;
+    }
+    let value = digits[..end].iter().fold(0usize, |value, &b| value * 10 + usize::from(b - b'0'));
+    Some((value, at + 1 + end + 2))
 }
 
 /// What a command's first line says.
