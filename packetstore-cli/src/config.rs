@@ -35,7 +35,11 @@ pub fn expand(args: Vec<OsString>, flags: &[String]) -> anyhow::Result<Vec<OsStr
         if !flags.iter().any(|flag| flag == "redis-param") {
             bail!("{shown} reads as a redis.conf: only `packetstore serve` takes one");
         }
-        let from_file = packetstore::launch::redis_conf::translate(std::path::Path::new(&path))?;
+        let mut from_file = packetstore::launch::redis_conf::translate(std::path::Path::new(&path))?;
+        // The file CONFIG REWRITE rewrites (absolute: the server may not
+        // stay in this directory).
+        let absolute = std::fs::canonicalize(&path).with_context(|| format!("cannot resolve {shown}"))?;
+        from_file.push(format!("--redis-conf={}", absolute.display()));
         return Ok(splice(args, from_file));
     }
     let table: toml::Table = text

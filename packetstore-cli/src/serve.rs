@@ -58,6 +58,7 @@ fn config(args: Args) -> anyhow::Result<ServeConfig> {
         shards: args.shards.and_then(|count| count.0),
         cluster_ports: args.cluster_ports,
         redis_params: args.redis_params,
+        redis_conf: args.redis_conf,
         replay_progress: Some(replay_bar),
     })
 }
@@ -223,6 +224,10 @@ pub struct Args {
     /// these (and --resp, --requirepass, ...: docs/operations.md).
     #[arg(long = "redis-param", value_name = "NAME=VALUE", value_parser = parse_redis_param)]
     pub redis_params: Vec<(String, String)>,
+    /// Set by --config when it reads a redis.conf: the file CONFIG
+    /// REWRITE rewrites.
+    #[arg(long = "redis-conf", hide = true)]
+    pub redis_conf: Option<PathBuf>,
     #[command(flatten)]
     pub bind_args: BindArgs,
     #[command(flatten)]

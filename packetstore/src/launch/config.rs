@@ -79,6 +79,8 @@ pub struct ServeConfig {
     /// Redis parameters to set at start, in order (a later one wins):
     /// `--redis-param NAME=VALUE`, and a redis.conf's directives.
     pub redis_params: Vec<(String, String)>,
+    /// The redis.conf the options came from, which CONFIG REWRITE rewrites.
+    pub redis_conf: Option<PathBuf>,
     pub replay_progress: Option<ReplayProgress>,
 }
 
@@ -216,6 +218,7 @@ impl Plan {
         let pool_size = new_pool_size(&config, shards, &needed);
         let mut kv = kv_config(&config, shards, buffers_reserve);
         kv.settings.redis_params = redis_params(&config.redis_params)?;
+        kv.settings.config_file = config.redis_conf.clone();
         Ok(Plan { config, shards, cluster_ports, features, needed, pool_size, buffers_reserve, engine, group, kv })
     }
 }
@@ -339,6 +342,7 @@ fn kv_config(config: &ServeConfig, shards: u16, buffers_reserve: u32) -> KvConfi
             test_switches: test_switches_enabled(),
             cluster: None,
             redis_params: Vec::new(),
+            config_file: None,
         },
     }
 }

@@ -96,6 +96,9 @@ pub struct KvSettings {
     /// directives), each checked by `cmd::config::check_at_start`: set
     /// as CONFIG SET would set them, before the first client.
     pub redis_params: Vec<(&'static str, String)>,
+    /// The redis.conf the server was started with (`serve --config`), which
+    /// CONFIG REWRITE rewrites. None: no such file (REWRITE is refused).
+    pub config_file: Option<std::path::PathBuf>,
 }
 
 impl Default for KvSettings {
@@ -109,6 +112,7 @@ impl Default for KvSettings {
             test_switches: false,
             cluster: None,
             redis_params: Vec::new(),
+            config_file: None,
         }
     }
 }

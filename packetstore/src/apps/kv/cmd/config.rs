@@ -220,9 +220,7 @@ impl KvServer {
                 self.lazyfreed_at_reset = self.store.stats().lazyfreed;
                 ctx.ok()
             }
-            Some(b"REWRITE") if ctx.argc() == 2 => {
-                ctx.error("ERR The server is running without a config file: packetstore's options are its command line")
-            }
+            Some(b"REWRITE") if ctx.argc() == 2 => self.config_rewrite(ctx),
             Some(b"HELP") if ctx.argc() == 2 => {
                 let lines = [
                     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -264,6 +262,30 @@ impl KvServer {
         for (name, value) in found {
             ctx.bulk(name.as_bytes());
             ctx.bulk(value.as_bytes());
+        }
+    }
+
+    /// CONFIG REWRITE: the redis.conf the server started with takes the
+    /// current values (`config_rewrite.rs`); refused without one.
+    fn config_rewrite(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(path) = self.config.settings.config_file.clone() else {
+            ctx.error("ERR The server is running without a config file");
+            return;
+        };
+        let baseline = initial_values(&self.config);
+        let skip = |param: &Param| {
+            param.immutable
+                || HIDDEN.contains(&param.name)
+                || STARTUP_ONLY.iter().any(|(name, _)| *name == param.name)
+                || param.name == "enable-debug-command"
+        };
+        let base = |name: &'static str| baseline.get(name).cloned().unwrap_or_default();
+        match super::config_rewrite::rewrite(&path, |name| self.config_value(name), base, skip) {
+            Ok(()) => ctx.ok(),
+            Err(error) => {
+                tracing::warn!("CONFIG REWRITE of {}: {error}", path.display());
+                ctx.error(&format!("ERR Rewriting config file: {error}"));
+            }
         }
     }
 

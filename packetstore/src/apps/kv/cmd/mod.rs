@@ -9,6 +9,7 @@ pub(super) mod command;
 mod command_reply;
 mod command_runs;
 pub(super) mod config;
+mod config_rewrite;
 pub(super) mod databases;
 pub(super) mod dump;
 pub(super) mod durability;
