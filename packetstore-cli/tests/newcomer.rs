@@ -475,3 +475,22 @@ fn a_redis_conf_configures_the_server() {
     }
     let _ = std::fs::remove_file(&conf);
 }
+
+/// The redis.conf files Redis users have: Redis 7.0.15's test suite's own
+/// (`tests/redis-suite/tests/assets/default.conf`) and the stock one of
+/// Debian's redis-server package (installed by scripts/test.sh): each
+/// starts the server as it is, its settings read back.
+#[test]
+fn stock_redis_conf_files_start_the_server() {
+    let suite_conf = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/redis-suite/tests/assets/default.conf");
+    let debian_conf = "/etc/redis/redis.conf";
+    assert!(Path::new(debian_conf).exists(), "{debian_conf}: scripts/test.sh installs redis-server");
+    for (conf, keyspace_events) in [(suite_conf, "AKE"), (debian_conf, "")] {
+        let pool = TempPool::new("stock-conf");
+        let server = Server::start(&pool.0, &["--config", conf]);
+        let mut client = server.client();
+        assert_eq!(config_get(&mut client, "notify-keyspace-events"), keyspace_events, "{conf}");
+        redis::cmd("SET").arg("k").arg("v").query::<()>(&mut client).unwrap();
+        assert_eq!(redis::cmd("GET").arg("k").query::<String>(&mut client).unwrap(), "v", "{conf}");
+    }
+}

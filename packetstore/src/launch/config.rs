@@ -289,6 +289,7 @@ fn shard_count(config: &ServeConfig) -> anyhow::Result<(u16, Option<u16>)> {
 /// once, in the log.
 fn redis_params(given: &[(String, String)]) -> anyhow::Result<Vec<(&'static str, String)>> {
     let mut params: Vec<(&'static str, String)> = Vec::new();
+    let mut no_effect: Vec<&'static str> = Vec::new();
     for (name, value) in given {
         match check_at_start(name, value).map_err(|why| anyhow::anyhow!("--redis-param {name}: {why}"))? {
             AtStart::Set(name, value) => {
@@ -297,7 +298,12 @@ fn redis_params(given: &[(String, String)]) -> anyhow::Result<Vec<(&'static str,
             }
             AtStart::Ignored(why) => tracing::warn!("Redis parameter ignored: {why}"),
             AtStart::Unchanged => {}
+            AtStart::NoEffect(name) if !no_effect.contains(&name) => no_effect.push(name),
+            AtStart::NoEffect(_) => {}
         }
+    }
+    if !no_effect.is_empty() {
+        tracing::warn!("Redis parameters ignored, no effect in packetstore: {}", no_effect.join(", "));
     }
     Ok(params)
 }

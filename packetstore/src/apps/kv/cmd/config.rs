@@ -134,6 +134,9 @@ pub enum AtStart {
     Ignored(String),
     /// What packetstore already is (`appendonly yes`): nothing to do.
     Unchanged,
+    /// A parameter Redis cannot change at run time and that changes
+    /// nothing here (`daemonize`, `pidfile`, ...): left alone.
+    NoEffect(&'static str),
 }
 
 /// Checks a Redis parameter given at start (`--redis-param NAME=VALUE`, a
@@ -154,7 +157,7 @@ pub fn check_at_start(name: &str, value: &str) -> Result<AtStart, String> {
         _ => {}
     }
     if param.immutable {
-        return Ok(AtStart::Ignored(format!("{}: no effect in packetstore", param.name)));
+        return Ok(AtStart::NoEffect(param.name));
     }
     let value = param.check(value).map_err(|why| format!("{} {value}: {why}", param.name))?;
     match param.name {
