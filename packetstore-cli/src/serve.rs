@@ -109,8 +109,9 @@ fn replay_bar() -> Box<dyn FnMut(u64, u64)> {
 #[derive(clap::Args)]
 pub struct Args {
     /// A TOML file of options: the keys are these flags without dashes
-    /// (pool-size = "4GiB", requirepass = "...", busy-poll = true). Flags
-    /// given on the command line win.
+    /// (pool-size = "4GiB", requirepass = "...", busy-poll = true); or a
+    /// Redis user's redis.conf (port, bind, requirepass, any Redis 7.0
+    /// parameter: docs/operations.md). Flags given on the command line win.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The pool file (created on first run).
