@@ -14,7 +14,7 @@ declare -A FLOOR=(
   [unit/bitops]=44 [unit/multi]=30 [unit/type/zset]=300 [unit/scan]=16 [unit/type/list]=216 [unit/sort]=50
   [unit/type/stream]=61 [unit/type/set]=93 [unit/pubsub]=27 [unit/protocol]=17 [unit/info-command]=3
   [unit/scripting]=170 [unit/hyperloglog]=19 [unit/geo]=55 [unit/slowlog]=9
-  [unit/tracking]=48 [unit/latency-monitor]=11 [unit/functions]=84 [unit/introspection]=22
+  [unit/tracking]=48 [unit/latency-monitor]=11 [unit/functions]=84 [unit/introspection]=24
   [unit/introspection-2]=39
 )
 if ! command -v tclsh >/dev/null 2>&1; then

@@ -182,6 +182,10 @@ fn config_get_reports_the_servers_own_settings() {
     let error = redis::cmd("CONFIG").arg("SET").arg("port").arg("7000").query::<()>(&mut client).unwrap_err();
     assert!(error.to_string().contains("--resp"), "{error}");
     assert_eq!(config_get(&mut client, "port"), server.resp.port().to_string());
+    // Its value now, set again, is accepted (Redis's own CONFIG sanity
+    // test sets every parameter to what CONFIG GET read).
+    let port = server.resp.port().to_string();
+    redis::cmd("CONFIG").arg("SET").arg("port").arg(&port).arg("bind").arg("127.0.0.1").query::<()>(&mut client).unwrap();
 }
 
 // ---- c: protected mode ----

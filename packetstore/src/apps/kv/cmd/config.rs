@@ -73,6 +73,9 @@ impl Param {
                 // A percentage is kept negative, as Redis keeps it.
                 let percent = value.strip_suffix('%').filter(|_| low < 0).and_then(|n| n.parse::<i64>().ok());
                 if let Some(percent) = percent {
+                    if percent > 100 {
+                        return Err("percentage argument must be less or equal to 100".into());
+                    }
                     return Self::within(-percent, low, high).map(|_| format!("{percent}%"));
                 }
                 let n = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
@@ -343,6 +346,11 @@ impl KvServer {
     fn check_applies(&self, param: &Param, value: String) -> Result<String, String> {
         let durable = self.config.domain_name != "none";
         if let Some((_, flag)) = STARTUP_ONLY.iter().find(|(name, _)| *name == param.name) {
+            // Its value now, set again, changes nothing: accepted, as Redis
+            // accepts it.
+            if value == self.config_value(param.name) {
+                return Ok(value);
+            }
             return Err(format!("packetstore sets {} at start only: restart it with {flag}", param.name));
         }
         match param.name {
@@ -413,6 +421,9 @@ mod tests {
         assert!(find("daemonize").unwrap().immutable);
         assert_eq!(find("maxmemory").unwrap().check("bla"), Err("argument must be a memory value".into()));
         assert_eq!(find("appendfsync").unwrap().check("ALWAYS"), Ok("always".into()));
+        let clients = find("maxmemory-clients").unwrap();
+        assert_eq!(clients.check("10%"), Ok("10%".into()));
+        assert_eq!(clients.check("101%"), Err("percentage argument must be less or equal to 100".into()));
         assert!(PARAMS.len() > 170, "{} parameters", PARAMS.len());
     }
 }
