@@ -185,7 +185,14 @@ fn config_get_reports_the_servers_own_settings() {
     // Its value now, set again, is accepted (Redis's own CONFIG sanity
     // test sets every parameter to what CONFIG GET read).
     let port = server.resp.port().to_string();
-    redis::cmd("CONFIG").arg("SET").arg("port").arg(&port).arg("bind").arg("127.0.0.1").query::<()>(&mut client).unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("port")
+        .arg(&port)
+        .arg("bind")
+        .arg("127.0.0.1")
+        .query::<()>(&mut client)
+        .unwrap();
 }
 
 // ---- c: protected mode ----
