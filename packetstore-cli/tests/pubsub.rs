@@ -50,6 +50,27 @@ fn messages_reach_subscribers_on(shards: &str) {
     // Introspection.
     assert_eq!(publisher.call(&[b"PUBSUB", b"NUMSUB", b"news", b"none"]).unwrap(), "*4 [$4, :1, $4, :0]");
     assert_eq!(publisher.call(&[b"PUBSUB", b"NUMPAT"]).unwrap(), ":1");
+    // The same pattern by a client of the other shard (ids name their
+    // shard: shard i's are i+1, i+1+shards, ...) is still one pattern, as
+    // Redis counts unique patterns. (Counted twice before: each shard's.)
+    let id_of = |raw: &mut Raw| raw.call(&[b"CLIENT", b"ID"]).unwrap().trim_start_matches(':').parse::<u64>().unwrap();
+    let mut carol = Raw::connect(&server);
+    if shards == "2" {
+        let mut tries = 0;
+        let mut dave = Raw::connect(&server);
+        while id_of(&mut carol) % 2 == id_of(&mut dave) % 2 {
+            tries += 1;
+            assert!(tries < 100, "every connection landed on one shard");
+            carol = Raw::connect(&server);
+        }
+        assert_eq!(dave.call(&[b"PSUBSCRIBE", b"n*"]).unwrap(), "*3 [$10, $2, :1]");
+        assert_eq!(carol.call(&[b"PSUBSCRIBE", b"n*"]).unwrap(), "*3 [$10, $2, :1]");
+        assert_eq!(publisher.call(&[b"PUBSUB", b"NUMPAT"]).unwrap(), ":1", "one pattern, on both shards");
+        // Gone before the PUBLISHes below count receivers.
+        for raw in [&mut dave, &mut carol] {
+            assert_eq!(raw.call(&[b"PUNSUBSCRIBE"]).unwrap(), "*3 [$12, $2, :0]");
+        }
+    }
     assert_eq!(publisher.call(&[b"PUBSUB", b"CHANNELS", b"s*"]).unwrap(), "*1 [$5]");
     // Unsubscribing from everything, then nothing is left to unsubscribe.
     alice.send(&[b"UNSUBSCRIBE"]).unwrap();

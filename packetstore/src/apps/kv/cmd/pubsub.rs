@@ -251,6 +251,16 @@ impl KvServer {
                 let count = self.pubsub.patterns.len();
                 ctx.int(count as i64);
             }
+            // A spanning NUMPAT's part (`span::NUMPAT_PART`): this shard's
+            // patterns, which the coordinator counts once each.
+            (sub, 2)
+                if sub == crate::apps::kv::span::NUMPAT_PART
+                    && ctx.conn.listener == crate::apps::kv::LISTENER_LINK_IN =>
+            {
+                let patterns: Vec<Vec<u8>> = self.pubsub.patterns.keys().cloned().collect();
+                ctx.array(patterns.len());
+                patterns.iter().for_each(|pattern| ctx.bulk(pattern));
+            }
             (b"HELP", 2) => {
                 let lines = [
                     "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -43,6 +43,9 @@ pub enum Merge {
     /// order (PUBSUB CHANNELS: a channel may have subscribers on several
     /// shards).
     Union,
+    /// Arrays merged as `Union`, answered as the number of their distinct
+    /// elements (PUBSUB NUMPAT from every shard's patterns).
+    UnionCount,
     /// Arrays of name, count pairs, in the same order on every shard:
     /// counts added (PUBSUB NUMSUB).
     PairsSum,
@@ -90,6 +93,10 @@ pub struct Plan {
     pub merge: Merge,
 }
 
+/// PUBSUB's subcommand that a part of a spanning NUMPAT runs on a shard:
+/// its patterns, as an array. Taken only from a link between shards.
+pub(in crate::apps::kv) const NUMPAT_PART: &[u8] = b"PATTERNS-OF-SHARD";
+
 /// Keyless commands answered by every shard.
 /// A subcommand is named `command|subcommand`, in lower case.
 const EVERY_SHARD: [(&str, Merge); 28] = [
@@ -97,7 +104,9 @@ const EVERY_SHARD: [(&str, Merge); 28] = [
     ("info", Merge::Info),
     ("client|list", Merge::Text),
     ("client|kill", Merge::Sum),
-    ("pubsub|numpat", Merge::Sum),
+    // Every shard's patterns (`NUMPAT_PART`), counted once each: a
+    // pattern subscribed by clients of two shards is one pattern.
+    ("pubsub|numpat", Merge::UnionCount),
     ("latency|histogram", Merge::Histograms),
     // A subscriber's connection lives on one shard.
     ("pubsub|channels", Merge::Union),
@@ -174,7 +183,14 @@ pub fn plan_every_shard(name: &str, argc: usize, shards: u16) -> Option<Plan> {
     let parts = (0..shards).map(|shard| Part { shard, args: (0..argc).map(Arg::Index).collect() }).collect();
     // CLIENT KILL addr (the old form) answers OK or an error, not a count.
     let merge = if name == "client|kill" && argc == 3 { Merge::AnyOk } else { merge.clone() };
-    Some(Plan { parts, merge })
+    let mut plan = Plan { parts, merge };
+    if name == "pubsub|numpat" {
+        // Each shard names its patterns; the merge counts them once.
+        for part in &mut plan.parts {
+            part.args = vec![Arg::Index(0), Arg::Value(NUMPAT_PART.to_vec())];
+        }
+    }
+    Some(plan)
 }
 
 /// The parts of a call of `name` (lower case) with `argc` arguments, one
@@ -247,6 +263,10 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
         }
         Merge::Same => replies.first().cloned().unwrap_or_else(|| unexpected(b"no part")),
         Merge::Union => union(replies),
+        Merge::UnionCount => match array(&union(replies)) {
+            Some((count, _)) => format!(":{count}\r\n").into_bytes(),
+            None => unexpected(b"no union"),
+        },
         Merge::PairsSum => pairs_sum(replies),
         Merge::Info => texts(replies, crate::apps::kv::span_info::merge_info),
         Merge::Metrics { keep_alive } => metrics_response(replies, *keep_alive),
@@ -568,6 +588,7 @@ mod tests {
     fn channels_merge_once_and_subscriber_counts_add_up() {
         let channels = [b"*2\r\n$1\r\na\r\n$1\r\nb\r\n".to_vec(), b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec()];
         assert_eq!(merge(&Merge::Union, &channels), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec());
+        assert_eq!(merge(&Merge::UnionCount, &channels), b":3\r\n".to_vec(), "b counted once");
         let counts = [
             b"*4\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n:0\r\n".to_vec(),
             b"*4\r\n$1\r\na\r\n:2\r\n$1\r\nb\r\n:3\r\n".to_vec(),
