@@ -33,6 +33,7 @@ impl KvServer {
         let next_client_id = config.settings.cluster.as_ref().map_or(1, |view| u64::from(view.shard) + 1);
         let mut server = KvServer {
             config_params: crate::apps::kv::cmd::config::initial_values(&config),
+            config_baseline: crate::apps::kv::cmd::config::initial_values(&config),
             config,
             store,
             next_client_id,

@@ -281,6 +281,9 @@ pub struct KvServer {
     pub(super) active_expire: bool,
     /// Redis's configuration parameters as CONFIG GET shows them.
     pub(super) config_params: std::collections::HashMap<&'static str, String>,
+    /// The parameters' values at start, before any given at start or set
+    /// since: what CONFIG REWRITE leaves out of the file.
+    pub(super) config_baseline: std::collections::HashMap<&'static str, String>,
     /// Channels, patterns, their subscribers and mailboxes.
     pub(super) pubsub: crate::apps::kv::kept::pubsub::PubSub,
     /// EVAL's interpreter and script cache, and the function libraries.

@@ -182,6 +182,7 @@ fn normalized(param: &Param, value: String) -> Result<String, String> {
         "proto-max-bulk-len" if value.parse::<u64>().is_ok_and(|n| n < 1024 * 1024) => {
             Err("argument must be at least 1mb".into())
         }
+        "tls-port" if value != "0" => Err("TLS is not built yet: tls-port stays 0".into()),
         // Kept as Redis prints the numbers back (`50.0` reads `50`).
         "latency-tracking-info-percentiles" => latency::parse_percentiles(&value)
             .map(|ps| ps.iter().map(|&p| latency::percentile_text(p)).collect::<Vec<_>>().join(" ")),
@@ -278,14 +279,15 @@ impl KvServer {
             ctx.error("ERR The server is running without a config file");
             return;
         };
-        let baseline = initial_values(&self.config);
         let skip = |param: &Param| {
             param.immutable
                 || HIDDEN.contains(&param.name)
                 || STARTUP_ONLY.iter().any(|(name, _)| *name == param.name)
                 || param.name == "enable-debug-command"
+                // A redis.conf's TLS lines stay as the user wrote them.
+                || param.name.starts_with("tls-")
         };
-        let base = |name: &'static str| baseline.get(name).cloned().unwrap_or_default();
+        let base = |name: &'static str| self.config_baseline.get(name).cloned().unwrap_or_default();
         match super::config_rewrite::rewrite(&path, |name| self.config_value(name), base, skip) {
             Ok(()) => ctx.ok(),
             Err(error) => {

@@ -81,10 +81,14 @@ fn lines_by_param(lines: &[Option<String>]) -> HashMap<&'static str, Vec<usize>>
 fn render(name: &str, value: &str) -> Vec<String> {
     if name == "client-output-buffer-limit" {
         let words: Vec<&str> = value.split_whitespace().collect();
+        let words: Vec<String> = words.into_iter().map(quoted).collect();
         return words.chunks(4).map(|class| format!("{name} {}", class.join(" "))).collect();
     }
+    // A list's words, each one argument (quoted when it must be, so no
+    // value can add a line or unbalance the file's quotes).
     if LISTS.contains(&name) && !value.is_empty() {
-        return vec![format!("{name} {value}")];
+        let words: Vec<String> = value.split_whitespace().map(quoted).collect();
+        return vec![format!("{name} {}", words.join(" "))];
     }
     vec![format!("{name} {}", quoted(value))]
 }
@@ -112,13 +116,23 @@ fn quoted(value: &str) -> String {
     out
 }
 
-/// Replaces the file at `path` with `text`, whole or not at all.
+/// One rewrite at a time in the process (its shards share the file).
+static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Replaces the file at `path` with `text`, whole or not at all. The new
+/// text goes to a file made beside it for this rewrite alone (never one
+/// that exists, such as a planted link; 0600 while it is written, the
+/// old file's mode after), then renamed over it.
 fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let _one = REWRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let next = path.with_file_name(format!(".{name}.rewrite.{}", std::process::id()));
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let next = path.with_file_name(format!(".{name}.rewrite.{}.{n}", std::process::id()));
     let permissions = std::fs::metadata(path)?.permissions();
     let written = (|| {
-        let mut file = std::fs::File::create(&next)?;
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&next)?;
         file.write_all(text.as_bytes())?;
         file.set_permissions(permissions)?;
         file.sync_all()?;
@@ -142,6 +156,9 @@ mod tests {
         assert_eq!(quoted(""), "\"\"");
         assert_eq!(quoted("a b\"c\\"), "\"a b\\\"c\\\\\"");
         assert_eq!(render("save", "900 1 300 10"), ["save 900 1 300 10"]);
+        // A value with a line break or a quote stays one line of one
+        // directive.
+        assert_eq!(render("save", "900 1\nport \"1"), ["save 900 1 port \"\\\"1\""]);
         assert_eq!(render("save", ""), ["save \"\""]);
         assert_eq!(
             render("client-output-buffer-limit", "normal 0 0 0 slave 1 2 3"),

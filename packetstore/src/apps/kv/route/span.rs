@@ -184,7 +184,7 @@ pub fn plan_every_shard(name: &str, argc: usize, shards: u16) -> Option<Plan> {
     // CLIENT KILL addr (the old form) answers OK or an error, not a count.
     let merge = if name == "client|kill" && argc == 3 { Merge::AnyOk } else { merge.clone() };
     let mut plan = Plan { parts, merge };
-    if name == "pubsub|numpat" {
+    if name == "pubsub|numpat" && argc == 2 {
         // Each shard names its patterns; the merge counts them once.
         for part in &mut plan.parts {
             part.args = vec![Arg::Index(0), Arg::Value(NUMPAT_PART.to_vec())];
