@@ -489,6 +489,7 @@ fn a_redis_conf_configures_the_server() {
         assert!(!fresh.exists(), "nothing was created for a refused start");
     }
     let _ = std::fs::remove_file(&conf);
+    let _ = std::fs::remove_file(&log);
 }
 
 /// The redis.conf files Redis users have: Redis 7.0.15's test suite's own
