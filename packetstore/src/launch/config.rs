@@ -27,7 +27,9 @@ use crate::io::app::Persist;
 use crate::io::engine::EngineConfig;
 use crate::io::epoll::CommitPolicy;
 use crate::io::probe::Features;
-use crate::launch::pools::{check_io, probe_uring, test_switches_enabled, BuffersNeeded, POOL_SIZE_DEFAULT_MIB};
+use crate::launch::pools::{
+    check_io, probe_uring, simulator_allowed, test_switches_enabled, BuffersNeeded, POOL_SIZE_DEFAULT_MIB,
+};
 use crate::launch::units::Size;
 use crate::replica::ReplicaConfig;
 use crate::{PersistOptions, SimMode};
@@ -201,7 +203,8 @@ impl Plan {
     pub fn new(config: ServeConfig) -> anyhow::Result<Plan> {
         check(&config)?;
         let (shards, cluster_ports) = shard_count(&config)?;
-        if shards > 1 && config.io.is_some() {
+        // Shards (or one with a cluster port) run on io_uring only.
+        if (shards > 1 || cluster_ports.is_some()) && config.io.is_some() {
             bail!("--shards {shards} runs on the io_uring engine only (--io uring)");
         }
         let persist = config.persist;
@@ -234,11 +237,8 @@ fn check(config: &ServeConfig) -> anyhow::Result<()> {
     if config.group.node_id.is_some() && config.io.is_some() {
         bail!("a replicated group runs on the io_uring engine only (--io uring)");
     }
-    if config.storage.simulate.is_some() && !test_switches_enabled() {
-        bail!(
-            "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
-             it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"
-        );
+    if config.storage.simulate.is_some() {
+        simulator_allowed()?;
     }
     if config.one_sided_reads && (config.group.node_id.is_some() || config.storage.simulate.is_some()) {
         bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");

@@ -260,14 +260,21 @@ pub fn test_switches_enabled() -> bool {
 /// pool file's bytes: refused unless the environment enables test switches.
 pub fn power_switch(mode: Option<SimMode>, pool: &Path) -> anyhow::Result<Option<Arc<SimDevice>>> {
     let Some(mode) = mode else { return Ok(None) };
+    simulator_allowed()?;
+    let image = std::fs::read(pool).with_context(|| format!("cannot read {}", pool.display()))?;
+    Ok(Some(Arc::new(SimDevice::from_image(image, mode))))
+}
+
+/// The crash simulator is a test switch: refused unless the environment
+/// enables test switches.
+pub fn simulator_allowed() -> anyhow::Result<()> {
     if !test_switches_enabled() {
         bail!(
             "--simulate-power-failures is a test switch (the pool runs in memory: nothing is durable); \
              it is refused unless PACKETSTORE_ENABLE_TEST_SWITCHES=1"
         );
     }
-    let image = std::fs::read(pool).with_context(|| format!("cannot read {}", pool.display()))?;
-    Ok(Some(Arc::new(SimDevice::from_image(image, mode))))
+    Ok(())
 }
 
 /// The simulated power failed: writes what survived into the pool file,

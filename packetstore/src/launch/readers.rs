@@ -8,7 +8,7 @@
 //! Invariant: the table exists and is named in the pool before any client
 //! is served, so every write acknowledged from then on is seen by readers.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 
 use crate::launch::config::ServeConfig;
 use crate::launch::setup::set_pool_mode;
@@ -36,9 +36,7 @@ pub(super) fn set_up_readers(
     if !config.one_sided_reads {
         return Ok(None);
     }
-    if shared {
-        bail!("--one-sided-reads is for a single node on a real pool (not a group member, not the crash simulator)");
-    }
+    assert!(!shared, "Plan::new refuses --one-sided-reads on a group node or the crash simulator");
     publish_for_readers(path, pool, store, buffers, config.pool_group_read).map(Some)
 }
 

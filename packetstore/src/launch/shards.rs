@@ -84,9 +84,7 @@ struct Shard {
 /// Serves `plan.shards` shards until stopped.
 pub(super) fn run(plan: &Plan) -> anyhow::Result<()> {
     let (count, config) = (plan.shards, &plan.config);
-    if config.io.is_some() {
-        bail!("--shards {count} runs on the io_uring engine only (--io uring)");
-    }
+    assert!(config.io.is_none(), "Plan::new refuses shards on the epoll engine");
     // A node of a replicated group: each shard is a group of its own.
     let group = plan.group.clone();
     let groups = (0..count)

@@ -93,7 +93,7 @@ impl Param {
 }
 
 /// The parameter named `name` (or aliased so), in any case.
-fn find(name: &str) -> Option<&'static Param> {
+pub(super) fn find(name: &str) -> Option<&'static Param> {
     PARAMS
         .iter()
         .find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))

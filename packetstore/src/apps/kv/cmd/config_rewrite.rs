@@ -68,8 +68,8 @@ fn lines_by_param(lines: &[Option<String>]) -> HashMap<&'static str, Vec<usize>>
             continue;
         }
         let Some(words) = crate::proto::resp::split_inline(line.as_bytes()) else { continue };
-        let Some(first) = words.first().map(|w| String::from_utf8_lossy(w).to_ascii_lowercase()) else { continue };
-        if let Some(param) = PARAMS.iter().find(|p| p.name == first || (!p.alias.is_empty() && p.alias == first)) {
+        let Some(first) = words.first().map(|w| String::from_utf8_lossy(w).into_owned()) else { continue };
+        if let Some(param) = super::config::find(&first) {
             named.entry(param.name).or_default().push(i);
         }
     }

@@ -263,9 +263,9 @@ pub fn merge(merge: &Merge, replies: &[Vec<u8>]) -> Vec<u8> {
         }
         Merge::Same => replies.first().cloned().unwrap_or_else(|| unexpected(b"no part")),
         Merge::Union => union(replies),
-        Merge::UnionCount => match array(&union(replies)) {
-            Some((count, _)) => format!(":{count}\r\n").into_bytes(),
-            None => unexpected(b"no union"),
+        Merge::UnionCount => match distinct(replies) {
+            Ok(kept) => format!(":{}\r\n", kept.len()).into_bytes(),
+            Err(reply) => unexpected(reply),
         },
         Merge::PairsSum => pairs_sum(replies),
         Merge::Info => texts(replies, crate::apps::kv::span_info::merge_info),
@@ -342,15 +342,25 @@ fn reorder(order: &[(usize, usize)], replies: &[Vec<u8>]) -> Vec<u8> {
 
 /// Every part's array elements, each once, in first-seen order.
 fn union(replies: &[Vec<u8>]) -> Vec<u8> {
-    let mut seen = std::collections::HashSet::new();
-    let mut kept: Vec<&[u8]> = Vec::new();
-    for reply in replies {
-        let Some(elements) = array(reply).and_then(|(_, body)| split_elements(body)) else { return unexpected(reply) };
-        kept.extend(elements.into_iter().filter(|element| seen.insert(*element)));
-    }
+    let kept = match distinct(replies) {
+        Ok(kept) => kept,
+        Err(reply) => return unexpected(reply),
+    };
     let mut out = format!("*{}\r\n", kept.len()).into_bytes();
     kept.iter().for_each(|element| out.extend_from_slice(element));
     out
+}
+
+/// The arrays' elements without repeats, in first-seen order; Err: the
+/// reply that is no array.
+fn distinct(replies: &[Vec<u8>]) -> Result<Vec<&[u8]>, &[u8]> {
+    let mut seen = std::collections::HashSet::new();
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for reply in replies {
+        let Some(elements) = array(reply).and_then(|(_, body)| split_elements(body)) else { return Err(reply) };
+        kept.extend(elements.into_iter().filter(|element| seen.insert(*element)));
+    }
+    Ok(kept)
 }
 
 /// The first part's name, count pairs with every part's counts added.
