@@ -379,6 +379,54 @@ fn blocking_pops_wait_for_a_write_or_a_timeout() {
     assert_eq!(shown(&mut c, &["BZMPOP", "1", "2", "none", "m", "MAX", "COUNT", "5"]), "[m [[y 2] [x 1]]]");
 }
 
+/// A client parked on a key is served by the push that fills it before
+/// the pushing connection's next command runs, as Redis serves it: LPUSH
+/// and LPOP pipelined in one write leave the LPOP nothing (the event loop
+/// served its connection's commands through before the woken client, so
+/// the LPOP took the element and the parked client went on waiting).
+/// One shard and two, keys of each (pushed on the client's shard or
+/// relayed to the other).
+#[test]
+fn a_woken_client_is_served_before_the_pushers_next_command() {
+    for shards in ["1", "2"] {
+        let pool = TempPool::new("coll-woken-first");
+        let server = Server::start(&pool.0, &["--shards", shards]);
+        let mut c = server.client();
+        for i in 0..8 {
+            let key = format!("woken{i}");
+            let waiter = {
+                let mut w = server.client();
+                let key = key.clone();
+                std::thread::spawn(move || shown(&mut w, &["BLPOP", &key, "10"]))
+            };
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let info: String = q(&mut c, &["INFO", "clients"]);
+                let parked = info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap().trim() == "1";
+                if parked {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "the waiter never parked");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // One write: both commands arrive in the same receive.
+            let mut pusher = std::net::TcpStream::connect(server.resp).unwrap();
+            pusher.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let pipeline = format!("LPUSH {key} a\r\nLPOP {key}\r\n");
+            std::io::Write::write_all(&mut pusher, pipeline.as_bytes()).unwrap();
+            let expected = b":1\r\n$-1\r\n";
+            let mut replies = vec![0u8; expected.len()];
+            std::io::Read::read_exact(&mut pusher, &mut replies).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&replies),
+                String::from_utf8_lossy(expected),
+                "{shards} shard(s), {key}: the LPOP took what the parked client waited for"
+            );
+            assert_eq!(waiter.join().unwrap(), format!("[{key} a]"), "{shards} shard(s): the parked client is served");
+        }
+    }
+}
+
 /// Sets: membership, counts, random picks, pops, moves, the algebra and
 /// its STORE forms, SSCAN; an emptied set is deleted; across a kill -9.
 #[test]

@@ -1255,16 +1255,23 @@ impl<'a, A: App> Engine<'a, A> {
     /// The connections the application wants served although nothing
     /// arrived: they are served next turn (a turn with connections to
     /// serve does not wait for completions).
+    /// They go first, in the order woken: a connection the application
+    /// woke (a client parked on a key just written) is served before
+    /// those already waiting to be served again.
     fn wake_connections(&mut self) {
         let mut wake = std::mem::take(&mut self.wake);
         self.app.take_wakeups(&mut wake);
+        let mut woken = Vec::new();
         for token in wake.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
             if conn.generation != token.generation || (conn.closing && !conn.half_closed()) || conn.dirty {
                 continue;
             }
             conn.dirty = true;
-            self.dirty.push(token.slot);
+            woken.push(token.slot);
+        }
+        if !woken.is_empty() {
+            self.dirty.splice(0..0, woken);
         }
         self.wake = wake;
     }

@@ -166,14 +166,9 @@ impl KvServer {
                 return progress;
             }
             conn.held = false;
-            progress.close |= self.execute(pool, buffers, conn, out);
+            progress.close |= self.run_next(pool, buffers, conn, out);
             progress.requests += 1;
-            if conn.block_request.is_some() {
-                self.park(conn);
-                return progress;
-            }
-            conn.args.clear(buffers);
-            if self.runs_paused_script(conn) {
+            if self.stops_after(buffers, conn, &mut progress) {
                 return progress;
             }
         }
@@ -204,23 +199,41 @@ impl KvServer {
                         conn.held = true;
                         break;
                     }
-                    let close = self.execute(pool, buffers, conn, out);
+                    progress.close |= self.run_next(pool, buffers, conn, out);
                     progress.requests += 1;
-                    progress.close |= close;
-                    if conn.block_request.is_some() {
-                        self.park(conn);
-                        break;
-                    }
-                    conn.args.clear(buffers);
-                    // A paused script answers later: the requests after it
-                    // wait for its reply.
-                    if self.runs_paused_script(conn) {
+                    if self.stops_after(buffers, conn, &mut progress) {
                         break;
                     }
                 }
             }
         }
         progress
+    }
+
+    /// Runs a connection's parsed command (`execute`), noting whether it
+    /// woke parked clients (`stops_after`).
+    fn run_next(&mut self, pool: &Pool, buffers: &mut Buffers, conn: &mut KvConn, out: &mut OutQueue) -> bool {
+        self.blocking.woken = false;
+        self.execute(pool, buffers, conn, out)
+    }
+
+    /// After a connection's command: parks it if it asked to block, else
+    /// frees its arguments. True if the connection's next command waits:
+    /// it parked; a paused script answers later; or parked clients it
+    /// woke (a push to a key they wait on) are served first, as one Redis
+    /// serves them before it runs another command (the event loop serves
+    /// them first, `Engine::wake_connections`, then this connection).
+    fn stops_after(&mut self, buffers: &mut Buffers, conn: &mut KvConn, progress: &mut Progress) -> bool {
+        if conn.block_request.is_some() {
+            self.park(conn);
+            return true;
+        }
+        conn.args.clear(buffers);
+        if std::mem::take(&mut self.blocking.woken) {
+            progress.more = true;
+            return true;
+        }
+        self.runs_paused_script(conn)
     }
 
     /// A private link's line before each command (`shard_link::LINK_CLIENT`

@@ -210,6 +210,7 @@ impl KvServer {
             return;
         }
         let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(logical, key)).collect();
+        self.blocking.woken |= !tokens.is_empty();
         self.wake_parked(tokens);
     }
 

@@ -67,6 +67,9 @@ pub(in crate::apps::kv) struct Blocking {
     /// Parked connections that also wait on other shards' keys: the flag
     /// those shards set.
     elsewhere: std::collections::HashMap<u64, (ConnToken, Arc<AtomicBool>)>,
+    /// The command running woke parked connections (`dispatch.rs` then
+    /// lets the event loop serve them before the connection's next).
+    pub(in crate::apps::kv) woken: bool,
     /// Parked connections woken while a script was busy on another shard:
     /// woken again once none is (a closed one is skipped by its token).
     pub(in crate::apps::kv) after_busy: Vec<ConnToken>,
