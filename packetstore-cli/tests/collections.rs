@@ -383,46 +383,53 @@ fn blocking_pops_wait_for_a_write_or_a_timeout() {
 /// the pushing connection's next command runs, as Redis serves it: LPUSH
 /// and LPOP pipelined in one write leave the LPOP nothing (the event loop
 /// served its connection's commands through before the woken client, so
-/// the LPOP took the element and the parked client went on waiting).
-/// One shard and two, keys of each (pushed on the client's shard or
-/// relayed to the other).
+/// the LPOP took the element and the parked client went on waiting). Two
+/// keys with a client parked on each, pushed in one pipeline: each served
+/// before the next command. One shard and two (the pusher on the keys'
+/// shard or relayed to it: eight rounds, new connections each).
 #[test]
 fn a_woken_client_is_served_before_the_pushers_next_command() {
     for shards in ["1", "2"] {
         let pool = TempPool::new("coll-woken-first");
         let server = Server::start(&pool.0, &["--shards", shards]);
         let mut c = server.client();
-        for i in 0..8 {
-            let key = format!("woken{i}");
-            let waiter = {
-                let mut w = server.client();
-                let key = key.clone();
-                std::thread::spawn(move || shown(&mut w, &["BLPOP", &key, "10"]))
-            };
+        for round in 0..8 {
+            let keys = [format!("{{w{round}}}1"), format!("{{w{round}}}2")];
+            let waiters: Vec<_> = keys
+                .iter()
+                .map(|key| {
+                    let mut w = server.client();
+                    let key = key.clone();
+                    std::thread::spawn(move || shown(&mut w, &["BLPOP", &key, "10"]))
+                })
+                .collect();
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             loop {
                 let info: String = q(&mut c, &["INFO", "clients"]);
-                let parked = info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap().trim() == "1";
+                let parked = info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap().trim() == "2";
                 if parked {
                     break;
                 }
-                assert!(std::time::Instant::now() < deadline, "the waiter never parked");
+                assert!(std::time::Instant::now() < deadline, "the waiters never parked");
                 std::thread::sleep(Duration::from_millis(10));
             }
-            // One write: both commands arrive in the same receive.
+            // One write: the commands arrive in the same receive.
             let mut pusher = std::net::TcpStream::connect(server.resp).unwrap();
             pusher.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let pipeline = format!("LPUSH {key} a\r\nLPOP {key}\r\n");
+            let [k1, k2] = &keys;
+            let pipeline = format!("LPUSH {k1} a\r\nLPUSH {k2} b\r\nLPOP {k2}\r\nLPOP {k1}\r\n");
             std::io::Write::write_all(&mut pusher, pipeline.as_bytes()).unwrap();
-            let expected = b":1\r\n$-1\r\n";
+            let expected = b":1\r\n:1\r\n$-1\r\n$-1\r\n";
             let mut replies = vec![0u8; expected.len()];
             std::io::Read::read_exact(&mut pusher, &mut replies).unwrap();
             assert_eq!(
                 String::from_utf8_lossy(&replies),
                 String::from_utf8_lossy(expected),
-                "{shards} shard(s), {key}: the LPOP took what the parked client waited for"
+                "{shards} shard(s), round {round}: an LPOP took what a parked client waited for"
             );
-            assert_eq!(waiter.join().unwrap(), format!("[{key} a]"), "{shards} shard(s): the parked client is served");
+            for (waiter, (key, value)) in waiters.into_iter().zip(keys.iter().zip(["a", "b"])) {
+                assert_eq!(waiter.join().unwrap(), format!("[{key} {value}]"), "{shards} shard(s): served");
+            }
         }
     }
 }

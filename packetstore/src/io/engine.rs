@@ -431,6 +431,8 @@ pub struct Engine<'a, A: App> {
     dirty: Vec<u32>,
     /// Connections the application asked to serve (`App::take_wakeups`).
     wake: Vec<ConnToken>,
+    /// `wake_connections`' scratch: the slots it puts first.
+    woken: Vec<u32>,
     /// Connections that may have something to send or to close.
     pending: Vec<u32>,
     rearm: Vec<u32>,
@@ -547,6 +549,7 @@ impl<'a, A: App> Engine<'a, A> {
             generation: 0,
             dirty: Vec::new(),
             wake: Vec::new(),
+            woken: Vec::new(),
             pending: Vec::new(),
             rearm: Vec::new(),
             out_of_buffers: Vec::new(),
@@ -1261,7 +1264,7 @@ impl<'a, A: App> Engine<'a, A> {
     fn wake_connections(&mut self) {
         let mut wake = std::mem::take(&mut self.wake);
         self.app.take_wakeups(&mut wake);
-        let mut woken = Vec::new();
+        let mut woken = std::mem::take(&mut self.woken);
         for token in wake.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
             if conn.generation != token.generation || (conn.closing && !conn.half_closed()) || conn.dirty {
@@ -1271,8 +1274,9 @@ impl<'a, A: App> Engine<'a, A> {
             woken.push(token.slot);
         }
         if !woken.is_empty() {
-            self.dirty.splice(0..0, woken);
+            self.dirty.splice(0..0, woken.drain(..));
         }
+        self.woken = woken;
         self.wake = wake;
     }
 
@@ -1283,6 +1287,9 @@ impl<'a, A: App> Engine<'a, A> {
 
     /// Step 3: the application parses and logs; replies are only queued.
     fn serve_dirty(&mut self) {
+        // Connections the application woke since its last wakeups were
+        // taken (a client parked on a key a command wrote) go first.
+        self.wake_connections();
         let connections = (self.conns.len() - self.free_slots.len()) as u64;
         self.app.set_io_counters(IoCounters {
             connections,

@@ -135,8 +135,16 @@ impl KvServer {
             self.scripting.deferred_wakes.push(conn.token);
             return progress;
         }
-        if conn.blocked.is_some() && !self.retry_blocked(pool, buffers, conn, out) {
-            return progress;
+        if conn.blocked.is_some() {
+            self.blocking.woken = false;
+            if !self.retry_blocked(pool, buffers, conn, out) {
+                return progress;
+            }
+            // Served (a BLMOVE's push may wake others): as `stops_after`.
+            if std::mem::take(&mut self.blocking.woken) {
+                progress.more = true;
+                return progress;
+            }
         }
         // Replies from other shards go out first, in order; a command
         // parsed while they were outstanding runs once they are all in.
@@ -669,7 +677,7 @@ impl KvServer {
                 if self.modified && !self.blocking.is_empty() {
                     for i in entry.key_positions(ctx.argc()) {
                         let key = ctx.arg(i).into_owned();
-                        self.wake_blocked(ctx.conn.db, &key);
+                        self.wake_blocked(ctx, &key);
                     }
                 }
             }

@@ -204,13 +204,21 @@ impl KvServer {
     }
 
     /// A write touched `key` of logical database `logical`: the
-    /// connections parked on it are woken, in arrival order.
-    pub(in crate::apps::kv) fn wake_blocked(&mut self, logical: u8, key: &[u8]) {
+    /// connections parked on it are woken, in arrival order. If the key
+    /// now holds what a pop takes, the command's connection waits for them
+    /// to be served (`Blocking::woken`).
+    pub(in crate::apps::kv) fn wake_blocked(&mut self, ctx: &Ctx<'_>, key: &[u8]) {
         if self.blocking.is_empty() {
             return;
         }
-        let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(logical, key)).collect();
-        self.blocking.woken |= !tokens.is_empty();
+        let tokens: Vec<ConnToken> = self.blocking.waiting_on(&watch_id(ctx.conn.db, key)).collect();
+        if tokens.is_empty() {
+            return;
+        }
+        // (A SET over a key a pop waits on wakes it for nothing: the
+        // writer does not wait for that.)
+        let kind = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).ok().flatten();
+        self.blocking.woken |= matches!(kind, Some(KeyType::List | KeyType::ZSet | KeyType::Stream));
         self.wake_parked(tokens);
     }
 

@@ -222,7 +222,7 @@ impl KvServer {
             self.touch_key(&id, exists);
         }
         self.tracking_invalidate(key, Some(ctx.conn.id));
-        self.wake_blocked(ctx.conn.db, key);
+        self.wake_blocked(ctx, key);
     }
 
     /// Registers watchers of `keys` for another shard's connection (WATCH;
