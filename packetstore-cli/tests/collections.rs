@@ -434,6 +434,59 @@ fn a_woken_client_is_served_before_the_pushers_next_command() {
     }
 }
 
+/// The same across connections: a push and another client's pop that the
+/// event loop takes in one pass (both arrived while it slept in a DEBUG
+/// SLEEP) leave the pop nothing: the parked client is served between
+/// them, as Redis serves it before running the next command. Before, the
+/// pass served every connection it had through first (10 of 10 pops took
+/// the element on one shard).
+#[test]
+fn a_woken_client_is_served_before_another_connections_next_command() {
+    use std::io::{Read, Write};
+    for shards in ["1", "2"] {
+        let pool = TempPool::new("coll-woken-pass");
+        let server = Server::start(&pool.0, &["--shards", shards, "--enable-debug-command"]);
+        let mut c = server.client();
+        let connect = || {
+            let stream = std::net::TcpStream::connect(server.resp).unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            stream
+        };
+        let reply = |stream: &mut std::net::TcpStream, expected: &[u8]| {
+            let mut got = vec![0u8; expected.len()];
+            stream.read_exact(&mut got).unwrap();
+            String::from_utf8_lossy(&got).into_owned()
+        };
+        for round in 0..4 {
+            let key = format!("{{p}}{round}");
+            let waiter = {
+                let mut w = server.client();
+                let key = key.clone();
+                std::thread::spawn(move || shown(&mut w, &["BLPOP", &key, "10"]))
+            };
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let info: String = q(&mut c, &["INFO", "clients"]);
+                if info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).unwrap().trim() == "1" {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "the waiter never parked");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let (mut sleeper, mut pusher, mut popper) = (connect(), connect(), connect());
+            sleeper.write_all(b"DEBUG SLEEP 0.3\r\n").unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            pusher.write_all(format!("LPUSH {key} a\r\n").as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(10));
+            popper.write_all(format!("LPOP {key}\r\n").as_bytes()).unwrap();
+            assert_eq!(reply(&mut pusher, b":1\r\n"), ":1\r\n");
+            assert_eq!(reply(&mut popper, b"$-1\r\n"), "$-1\r\n", "{shards} shard(s), round {round}: the pop took it");
+            assert_eq!(reply(&mut sleeper, b"+OK\r\n"), "+OK\r\n");
+            assert_eq!(waiter.join().unwrap(), format!("[{key} a]"), "{shards} shard(s): the parked client is served");
+        }
+    }
+}
+
 /// Sets: membership, counts, random picks, pops, moves, the algebra and
 /// its STORE forms, SSCAN; an emptied set is deleted; across a kill -9.
 #[test]

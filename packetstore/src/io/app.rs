@@ -207,6 +207,15 @@ pub trait App {
     /// each one still connected, within its next turn.
     fn take_wakeups(&mut self, _wake: &mut Vec<ConnToken>) {}
 
+    /// Whether connections woken since the wakeups were last taken must be
+    /// served before any other connection's next request (a client
+    /// parked on a key a command just filled: Redis serves it before it
+    /// runs another command). The loop then takes them at once and serves
+    /// them next in its pass.
+    fn wakes_now(&self) -> bool {
+        false
+    }
+
     /// How soon the application wants a turn even if no I/O arrives
     /// (None: only on I/O).
     fn tick_interval(&self) -> Option<Duration> {

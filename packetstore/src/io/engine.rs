@@ -1285,6 +1285,31 @@ impl<'a, A: App> Engine<'a, A> {
         self.free_slots.last().copied().unwrap_or(self.conns.len() as u32)
     }
 
+    /// The connections the application woke go into this pass's list at
+    /// `at` (next), in the order woken; one listed later moves up.
+    fn wake_next(&mut self, dirty: &mut Vec<u32>, at: usize) {
+        let mut wake = std::mem::take(&mut self.wake);
+        self.app.take_wakeups(&mut wake);
+        let mut woken = std::mem::take(&mut self.woken);
+        for token in wake.drain(..) {
+            let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
+            if conn.generation != token.generation || (conn.closing && !conn.half_closed()) {
+                continue;
+            }
+            if conn.dirty {
+                // Listed later in this pass: it moves up (else it waits in
+                // the next pass's list already, which goes first anyway).
+                let Some(later) = dirty[at..].iter().position(|&s| s == token.slot) else { continue };
+                dirty.remove(at + later);
+            }
+            conn.dirty = true;
+            woken.push(token.slot);
+        }
+        dirty.splice(at..at, woken.drain(..));
+        self.woken = woken;
+        self.wake = wake;
+    }
+
     /// Step 3: the application parses and logs; replies are only queued.
     fn serve_dirty(&mut self) {
         // Connections the application woke since its last wakeups were
@@ -1302,9 +1327,19 @@ impl<'a, A: App> Engine<'a, A> {
             receive_limited: self.stats.receive_limited,
             turn_received_max: self.stats.turn_received_max,
         });
-        let dirty = std::mem::take(&mut self.dirty);
+        let mut dirty = std::mem::take(&mut self.dirty);
         let mut more = Vec::new();
-        for &slot in &dirty {
+        let mut at = 0;
+        while at < dirty.len() {
+            let slot = dirty[at];
+            at += 1;
+            if at > 1 && self.app.wakes_now() {
+                // The last one woke connections that go before any other
+                // (`App::wakes_now`): next in this pass.
+                at -= 1;
+                self.wake_next(&mut dirty, at);
+                continue;
+            }
             let conn = self.conns[slot as usize].as_mut().expect("live");
             conn.dirty = false;
             if conn.app_closed {

@@ -471,10 +471,15 @@ impl App for KvServer {
     }
 
     fn take_wakeups(&mut self, wake: &mut Vec<ConnToken>) {
+        self.blocking.wake_now = false;
         wake.append(&mut self.pubsub.wake);
         wake.append(&mut self.clients.wake);
         wake.append(&mut self.links.wake);
         self.replica_wakeups(wake);
+    }
+
+    fn wakes_now(&self) -> bool {
+        self.blocking.wake_now
     }
 
     fn tick_interval(&self) -> Option<Duration> {

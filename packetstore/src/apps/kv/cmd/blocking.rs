@@ -218,7 +218,9 @@ impl KvServer {
         // (A SET over a key a pop waits on wakes it for nothing: the
         // writer does not wait for that.)
         let kind = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).ok().flatten();
-        self.blocking.woken |= matches!(kind, Some(KeyType::List | KeyType::ZSet | KeyType::Stream));
+        let takes = matches!(kind, Some(KeyType::List | KeyType::ZSet | KeyType::Stream));
+        self.blocking.woken |= takes;
+        self.blocking.wake_now |= takes;
         self.wake_parked(tokens);
     }
 

@@ -70,6 +70,9 @@ pub(in crate::apps::kv) struct Blocking {
     /// The command running woke parked connections (`dispatch.rs` then
     /// lets the event loop serve them before the connection's next).
     pub(in crate::apps::kv) woken: bool,
+    /// Parked connections were woken to take what a write left, and the
+    /// event loop has not taken them yet (`App::wakes_now`).
+    pub(in crate::apps::kv) wake_now: bool,
     /// Parked connections woken while a script was busy on another shard:
     /// woken again once none is (a closed one is skipped by its token).
     pub(in crate::apps::kv) after_busy: Vec<ConnToken>,
