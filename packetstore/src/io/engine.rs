@@ -1286,20 +1286,31 @@ impl<'a, A: App> Engine<'a, A> {
     }
 
     /// The connections the application woke go into this pass's list at
-    /// `at` (next), in the order woken; one listed later moves up.
+    /// `at` (next), in the order woken; one listed later moves up. The one
+    /// that just ran (at `at - 1`) is not served again in this pass: its
+    /// wakeup waits for the next (`wake_connections`).
     fn wake_next(&mut self, dirty: &mut Vec<u32>, at: usize) {
         let mut wake = std::mem::take(&mut self.wake);
         self.app.take_wakeups(&mut wake);
         let mut woken = std::mem::take(&mut self.woken);
+        let just_ran = at.checked_sub(1).map(|i| dirty[i]);
+        let mut later_turn = Vec::new();
         for token in wake.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
             if conn.generation != token.generation || (conn.closing && !conn.half_closed()) {
                 continue;
             }
+            if Some(token.slot) == just_ran {
+                later_turn.push(token);
+                continue;
+            }
             if conn.dirty {
-                // Listed later in this pass: it moves up (else it waits in
-                // the next pass's list already, which goes first anyway).
-                let Some(later) = dirty[at..].iter().position(|&s| s == token.slot) else { continue };
+                // Listed later in this pass (every listed slot is marked
+                // dirty until served), or woken twice in this batch.
+                let Some(later) = dirty[at..].iter().position(|&s| s == token.slot) else {
+                    debug_assert!(woken.contains(&token.slot), "a dirty connection in no list");
+                    continue;
+                };
                 dirty.remove(at + later);
             }
             conn.dirty = true;
@@ -1307,6 +1318,7 @@ impl<'a, A: App> Engine<'a, A> {
         }
         dirty.splice(at..at, woken.drain(..));
         self.woken = woken;
+        wake.append(&mut later_turn);
         self.wake = wake;
     }
 

@@ -220,7 +220,10 @@ impl KvServer {
         let kind = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).ok().flatten();
         let takes = matches!(kind, Some(KeyType::List | KeyType::ZSet | KeyType::Stream));
         self.blocking.woken |= takes;
-        self.blocking.wake_now |= takes;
+        // Not during a script: its parked clients are served after it
+        // (`deferred_wakes`), as in Redis; a paused script must not be
+        // served again and again within one pass of the event loop.
+        self.blocking.wake_now |= takes && !self.scripting.running && self.scripting.paused.is_none();
         self.wake_parked(tokens);
     }
 
