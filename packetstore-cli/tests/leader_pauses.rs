@@ -66,18 +66,16 @@ fn start_group(name: &str, pools: &[TempPool]) -> Vec<Node> {
         let resp: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let http = format!("127.0.0.1:{}", free_port());
         let log = std::env::temp_dir().join(format!("packetstore-{name}-{}-{}.log", std::process::id(), i + 1));
-        // One file, appended to by both streams: a node that rebuilds in
-        // place writes its start-up lines to stdout again, which would
-        // otherwise overwrite its log's error lines.
-        let file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&log).unwrap();
-        drop(file);
-        let append = || std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        // One open file for both streams (one offset): a node that
+        // rebuilds in place writes its start-up lines to stdout again,
+        // which two opens of the file would write over its error lines.
+        let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_packetstore"))
             .args(["serve", "--pool", pool.0.to_str().unwrap(), "--pool-size", "256MiB", "--ring-entries", "1024"])
             .args(["--http", &http, "--resp", &resp.to_string(), "--node-id", &(i + 1).to_string()])
             .args(["--peers", &peers, "--raft-tick", "50ms"])
-            .stdout(Stdio::from(append()))
-            .stderr(Stdio::from(append()))
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .stderr(Stdio::from(file))
             .spawn()
             .unwrap();
         nodes.push(Node { child, resp, log });

@@ -1262,22 +1262,9 @@ impl<'a, A: App> Engine<'a, A> {
     /// woke (a client parked on a key just written) is served before
     /// those already waiting to be served again.
     fn wake_connections(&mut self) {
-        let mut wake = std::mem::take(&mut self.wake);
-        self.app.take_wakeups(&mut wake);
-        let mut woken = std::mem::take(&mut self.woken);
-        for token in wake.drain(..) {
-            let Some(Some(conn)) = self.conns.get_mut(token.slot as usize) else { continue };
-            if conn.generation != token.generation || (conn.closing && !conn.half_closed()) || conn.dirty {
-                continue;
-            }
-            conn.dirty = true;
-            woken.push(token.slot);
-        }
-        if !woken.is_empty() {
-            self.dirty.splice(0..0, woken.drain(..));
-        }
-        self.woken = woken;
-        self.wake = wake;
+        let mut dirty = std::mem::take(&mut self.dirty);
+        self.wake_next(&mut dirty, 0, false);
+        self.dirty = dirty;
     }
 
     /// The slot the next connection will take.
@@ -1285,11 +1272,13 @@ impl<'a, A: App> Engine<'a, A> {
         self.free_slots.last().copied().unwrap_or(self.conns.len() as u32)
     }
 
-    /// The connections the application woke go into this pass's list at
-    /// `at` (next), in the order woken; one listed later moves up. The one
-    /// that just ran (at `at - 1`) is not served again in this pass: its
-    /// wakeup waits for the next (`wake_connections`).
-    fn wake_next(&mut self, dirty: &mut Vec<u32>, at: usize) {
+    /// The connections the application woke go into the list `dirty` at
+    /// `at` (next), in the order woken; one listed later stays where it is,
+    /// or, if `move_up` (inside a pass: `App::wakes_now`), moves up (a
+    /// search of the list: only then). Inside a pass, the one that just
+    /// ran (at `at - 1`) is not served again: its wakeup waits for the
+    /// next (`wake_connections`).
+    fn wake_next(&mut self, dirty: &mut Vec<u32>, at: usize, move_up: bool) {
         let mut wake = std::mem::take(&mut self.wake);
         self.app.take_wakeups(&mut wake);
         let mut woken = std::mem::take(&mut self.woken);
@@ -1305,6 +1294,9 @@ impl<'a, A: App> Engine<'a, A> {
                 continue;
             }
             if conn.dirty {
+                if !move_up {
+                    continue;
+                }
                 // Listed later in this pass (every listed slot is marked
                 // dirty until served), or woken twice in this batch.
                 let Some(later) = dirty[at..].iter().position(|&s| s == token.slot) else {
@@ -1316,7 +1308,9 @@ impl<'a, A: App> Engine<'a, A> {
             conn.dirty = true;
             woken.push(token.slot);
         }
-        dirty.splice(at..at, woken.drain(..));
+        if !woken.is_empty() {
+            dirty.splice(at..at, woken.drain(..));
+        }
         self.woken = woken;
         wake.append(&mut later_turn);
         self.wake = wake;
@@ -1349,7 +1343,7 @@ impl<'a, A: App> Engine<'a, A> {
                 // The last one woke connections that go before any other
                 // (`App::wakes_now`): next in this pass.
                 at -= 1;
-                self.wake_next(&mut dirty, at);
+                self.wake_next(&mut dirty, at, true);
                 continue;
             }
             let conn = self.conns[slot as usize].as_mut().expect("live");

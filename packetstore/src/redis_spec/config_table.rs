@@ -23,6 +23,13 @@ pub struct Param {
     pub default: &'static str,
 }
 
+/// The parameter named `name` (or aliased so), in any case.
+pub fn find(name: &str) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))
+}
+
 #[rustfmt::skip]
 pub const PARAMS: &[Param] = &[
     Param { name: "acl-pubsub-default", alias: "", immutable: false, kind: Kind::Enum(&["allchannels", "resetchannels"]), default: "resetchannels" },

@@ -141,8 +141,7 @@ impl KvServer {
                 return progress;
             }
             // Served (a BLMOVE's push may wake others): as `stops_after`.
-            if std::mem::take(&mut self.blocking.woken) {
-                progress.more = true;
+            if self.yields_to_woken(&mut progress) {
                 return progress;
             }
         }
@@ -237,11 +236,16 @@ impl KvServer {
             return true;
         }
         conn.args.clear(buffers);
-        if std::mem::take(&mut self.blocking.woken) {
-            progress.more = true;
-            return true;
-        }
-        self.runs_paused_script(conn)
+        self.yields_to_woken(progress) || self.runs_paused_script(conn)
+    }
+
+    /// Whether the command just run woke parked clients that can take
+    /// something (`Blocking::woken`): then the connection is served again
+    /// after them (`Progress::more`).
+    fn yields_to_woken(&mut self, progress: &mut Progress) -> bool {
+        let woke = std::mem::take(&mut self.blocking.woken);
+        progress.more |= woke;
+        woke
     }
 
     /// A private link's line before each command (`shard_link::LINK_CLIENT`

@@ -31,9 +31,10 @@ impl KvServer {
     pub fn new(config: KvConfig, store: Store, recovery: String) -> KvServer {
         let links = config.settings.cluster.as_ref().map_or_else(Default::default, |view| ShardLinks::new(view.shards));
         let next_client_id = config.settings.cluster.as_ref().map_or(1, |view| u64::from(view.shard) + 1);
+        let config_baseline = crate::apps::kv::cmd::config::initial_values(&config);
         let mut server = KvServer {
-            config_params: crate::apps::kv::cmd::config::initial_values(&config),
-            config_baseline: crate::apps::kv::cmd::config::initial_values(&config),
+            config_params: config_baseline.clone(),
+            config_baseline,
             config,
             store,
             next_client_id,

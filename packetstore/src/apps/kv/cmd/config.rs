@@ -21,7 +21,7 @@ use crate::apps::kv::cmd::notify;
 use crate::apps::kv::kept::latency;
 use crate::apps::kv::state::{cmd, CommandEntry, Ctx, KvServer, KvStats};
 use crate::proto::resp::glob_match;
-use crate::redis_spec::config_table::{Kind, Param, PARAMS};
+use crate::redis_spec::config_table::{find, Kind, Param, PARAMS};
 use crate::store::db::StoreError;
 
 /// This family's commands, as COMMAND describes them (Redis 7's arities,
@@ -90,13 +90,6 @@ impl Param {
         }
         Ok(n.to_string())
     }
-}
-
-/// The parameter named `name` (or aliased so), in any case.
-pub(super) fn find(name: &str) -> Option<&'static Param> {
-    PARAMS
-        .iter()
-        .find(|p| p.name.eq_ignore_ascii_case(name) || (!p.alias.is_empty() && p.alias.eq_ignore_ascii_case(name)))
 }
 
 /// Redis's default client output buffer limits, as CONFIG GET reads them.

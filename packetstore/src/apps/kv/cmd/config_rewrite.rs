@@ -69,7 +69,7 @@ fn lines_by_param(lines: &[Option<String>]) -> HashMap<&'static str, Vec<usize>>
         }
         let Some(words) = crate::proto::resp::split_inline(line.as_bytes()) else { continue };
         let Some(first) = words.first().map(|w| String::from_utf8_lossy(w).into_owned()) else { continue };
-        if let Some(param) = super::config::find(&first) {
+        if let Some(param) = crate::redis_spec::config_table::find(&first) {
             named.entry(param.name).or_default().push(i);
         }
     }
