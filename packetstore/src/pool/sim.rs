@@ -404,6 +404,19 @@ impl SimDevice {
         image
     }
 
+    /// What a process that restarts itself finds in the pool (a node that
+    /// rebuilds re-executes itself): everything stored so far. The
+    /// simulator's memory is written back to the pool file as this, or the
+    /// new process would find the pool as the simulator started it.
+    pub fn process_restart_image(&self) -> Vec<u8> {
+        let mut state = self.state.lock().expect("sim lock");
+        self.absorb_lent(&mut state);
+        let current = self.current().to_vec();
+        self.assert_every_store_declared(&state, &current);
+        state.dead = true;
+        current
+    }
+
     /// Kills the process, not the machine: returns the device the restarted
     /// process finds. Its memory is everything stored so far (the page
     /// cache, or persistent memory's caches, survive), but only what was

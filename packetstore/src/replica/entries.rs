@@ -45,6 +45,11 @@ pub struct LogStorage {
     /// The last entry compacted away (into the tree's checkpoint).
     pub snapshot_index: u64,
     pub snapshot_term: u64,
+    /// The last entry the durable checkpoint's tree reflects, and its term
+    /// (at or past `snapshot_index`: entries kept for followers stay in the
+    /// log beyond it). A snapshot's base: the tree a stream sends.
+    pub checkpoint_index: u64,
+    pub checkpoint_term: u64,
     pub hard_state: HardState,
     pub conf_state: ConfState,
 }
@@ -160,13 +165,25 @@ impl Storage for LogStorage {
         Ok(LogStorage::last_index(self))
     }
 
-    fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // The snapshot is streamed by the transport (`snapshot.rs`): raft-rs
-        // only gets its metadata.
+    /// The snapshot is streamed by the transport (`apps/kv/replication.rs`,
+    /// from the durable checkpoint's tree, pinned when the stream begins):
+    /// raft-rs only gets its metadata. A follower that asked for one
+    /// (`request_index`: its log's last entry; its tree was left part
+    /// loaded) waits until a checkpoint here reflects that entry: a base
+    /// before its commit index would be refused.
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        let (index, term) = if self.checkpoint_index > self.snapshot_index {
+            (self.checkpoint_index, self.checkpoint_term)
+        } else {
+            (self.snapshot_index, self.snapshot_term)
+        };
+        if index < request_index {
+            return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
+        }
         let mut snapshot = Snapshot::default();
         let meta = snapshot.mut_metadata();
-        meta.index = self.snapshot_index;
-        meta.term = self.snapshot_term;
+        meta.index = index;
+        meta.term = term;
         meta.set_conf_state(self.conf_state.clone());
         Ok(snapshot)
     }
@@ -223,9 +240,17 @@ pub struct Meta {
     pub applied_term: u64,
     /// Every member's peer address (a node added at run time included).
     pub addresses: std::collections::BTreeMap<u64, std::net::SocketAddr>,
+    /// A snapshot was loading (its index and term) when this was written:
+    /// in `#raft`, the durable tree is part old, part snapshot, and
+    /// reflects no entry (a node that opens it serves nothing until a
+    /// snapshot is loaded whole). Only `#raft`'s counts; state records
+    /// carry it too, unread.
+    pub loading: Option<(u64, u64)>,
 }
 
-const META_VERSION: u8 = 1;
+/// Version 2 added `loading` (version 1, read as never loading, has none).
+const META_VERSION: u8 = 2;
+const META_VERSION_NO_LOADING: u8 = 1;
 
 impl Meta {
     pub fn encode(&self) -> Vec<u8> {
@@ -251,11 +276,17 @@ impl Meta {
             out.push(text.len() as u8);
             out.extend_from_slice(text.as_bytes());
         }
+        // (0, 0): not loading (a snapshot's index is never 0).
+        let (index, term) = self.loading.unwrap_or((0, 0));
+        assert!(self.loading.is_none() || index > 0, "a loading snapshot has an index");
+        out.extend_from_slice(&index.to_le_bytes());
+        out.extend_from_slice(&term.to_le_bytes());
         out
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Meta> {
-        if bytes.first() != Some(&META_VERSION) || bytes.len() < 1 + 7 * 8 {
+        let version = *bytes.first()?;
+        if (version != META_VERSION && version != META_VERSION_NO_LOADING) || bytes.len() < 1 + 7 * 8 {
             return None;
         }
         let word = |i: usize| u64::from_le_bytes(bytes[1 + 8 * i..9 + 8 * i].try_into().expect("8 bytes"));
@@ -276,8 +307,19 @@ impl Meta {
             let addr = std::str::from_utf8(take(len)?).ok()?.parse().ok()?;
             addresses.insert(id, addr);
         }
+        let loading = if version == META_VERSION {
+            let index = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            let term = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            (index != 0).then_some((index, term))
+        } else {
+            None
+        };
+        if !rest.is_empty() {
+            return None;
+        }
         Some(Meta {
             addresses,
+            loading,
             group_id: word(0),
             node_id: word(1),
             hard_state,
@@ -327,7 +369,17 @@ mod tests {
         meta.hard_state.commit = 5;
         meta.conf_state.voters = vec![1, 2, 3];
         meta.addresses.insert(4, "127.0.0.1:7004".parse().unwrap());
-        assert_eq!(Meta::decode(&meta.encode()), Some(meta));
+        assert_eq!(Meta::decode(&meta.encode()), Some(meta.clone()));
+        // Version 1 (before `loading`): the same bytes without its 16.
+        let mut old = meta.encode();
+        old.truncate(old.len() - 16);
+        old[0] = 1;
+        assert_eq!(Meta::decode(&old), Some(meta.clone()));
+        meta.loading = Some((40, 3));
+        let bytes = meta.encode();
+        assert_eq!(Meta::decode(&bytes), Some(meta));
+        assert_eq!(Meta::decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(Meta::decode(b"\x02"), None);
+        assert_eq!(Meta::decode(b"\x03"), None);
     }
 }

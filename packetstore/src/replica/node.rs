@@ -85,12 +85,6 @@ pub enum ReplicaError {
     /// no later snapshot may begin over it. Only a rebuild goes on.
     #[error("raft-rs refused snapshot {index} after its chunks were merged: rebuilding from the durable checkpoint and the committed log")]
     SnapshotRefused { index: u64 },
-    /// A follower's pool filled while it loaded a snapshot: the values of
-    /// the partly merged stream (and of earlier tries) stay referenced until
-    /// a checkpoint that no loading tree may take. A rebuild drops them and
-    /// the next stream costs only the values this node lacks.
-    #[error("the pool filled while snapshot {index} was loading ({free} of {count} buffers free): rebuilding from the durable checkpoint and the committed log drops the partly merged stream")]
-    SnapshotNoRoom { index: u64, free: u32, count: u32 },
     #[error("corrupt replicated log: {0}")]
     Corrupt(String),
 }
@@ -165,17 +159,17 @@ pub struct Replica {
     /// meanwhile, should the target be unable to take it).
     transfer_to: Option<u64>,
     transfer_begun: Option<Instant>,
-    /// The pool filled while a snapshot was loading (`SnapshotNoRoom`): the
-    /// next commit stops the loop for a rebuild.
-    snapshot_no_room: Option<(u64, u32, u32)>,
     /// The peers' Redis-protocol addresses, as their HELLOs gave them.
     client_addrs: BTreeMap<u64, SocketAddr>,
     sent_snapshots: BTreeMap<u64, u64>,
     /// This node was removed from the group.
     removed: bool,
-    /// A follower loading a snapshot: its base index, and the upper key of
-    /// the last chunk merged (None: none yet, or the last one was).
+    /// A follower loading a snapshot (its tree reflects no entry until the
+    /// snapshot is installed; checkpoints meanwhile say so in `#raft`).
     loading: Option<Loading>,
+    /// This node opened a tree left part loaded (INFO replication's
+    /// `raft_opened_part_loaded`).
+    pub opened_part_loaded: bool,
 }
 
 /// A snapshot on its way to a follower (`wire.rs`'s B, P and E frames,
@@ -201,8 +195,15 @@ pub const STREAM_STALL_MAX: Duration = Duration::from_secs(10);
 /// timeouts (raft-rs gives a transfer one).
 const TRANSFER_RETRY_TIMEOUTS: usize = 5;
 
+/// A follower whose snapshot stream sent nothing for this long (or that
+/// opened a tree left part loaded) asks the leader for a snapshot: a
+/// leader that still has the entries it lacks would send those instead,
+/// which a part-loaded tree cannot apply.
+const SNAPSHOT_ASK_AFTER: Duration = Duration::from_secs(2);
+
 #[derive(Clone, Debug)]
 struct Loading {
+    /// The snapshot's base: its index and term.
     index: u64,
     term: u64,
     /// The upper key of the last chunk merged (None: none yet).
@@ -211,6 +212,8 @@ struct Loading {
     complete: bool,
     /// Its MsgSnapshot went to raft-rs (the install follows).
     stepped: bool,
+    /// When its stream last sent a frame (None: opened part loaded).
+    heard_at: Option<Instant>,
 }
 
 impl Replica {
@@ -242,7 +245,13 @@ impl Replica {
         storage.snapshot_term = meta.applied_term;
         let latest = rebuild(store, pool, &mut storage, meta.applied_index)?;
         if let Some(latest) = latest {
-            meta = Meta { applied_index: meta.applied_index, applied_term: meta.applied_term, ..latest };
+            // Where the tree stands is the checkpoint's to say.
+            meta = Meta {
+                applied_index: meta.applied_index,
+                applied_term: meta.applied_term,
+                loading: meta.loading,
+                ..latest
+            };
         }
         if meta.group_id != config.group_id || meta.node_id != config.node_id {
             return Err(ReplicaError::OtherGroup {
@@ -261,6 +270,15 @@ impl Replica {
         }
         let mut replica = Replica::start(config, storage, meta.applied_index, meta.applied_term)?;
         replica.meta_written = meta.clone();
+        if let Some((index, term)) = meta.loading {
+            // The durable tree is part old, part snapshot: nothing is
+            // applied to it, and no read is served, until a snapshot is
+            // loaded whole (one is asked for: `ask_for_snapshot`).
+            tracing::warn!(index, "this node's tree was left part loaded (snapshot {index}): it waits for a snapshot");
+            replica.loading =
+                Some(Loading { index, term, lower: None, complete: false, stepped: false, heard_at: None });
+            replica.opened_part_loaded = true;
+        }
         // Entries committed before the restart: the tree gets them now.
         let commit = meta.hard_state.commit.min(replica.raw.store().last_index());
         for index in meta.applied_index + 1..=commit {
@@ -333,10 +351,10 @@ impl Replica {
             snapshot_refused: None,
             transfer_to: None,
             transfer_begun: None,
-            snapshot_no_room: None,
             client_addrs: BTreeMap::new(),
             removed: false,
             loading: None,
+            opened_part_loaded: false,
         })
     }
 
@@ -465,6 +483,7 @@ impl Replica {
             && log.term(log.committed).unwrap_or(0) == self.raw.raft.term
             && self.tree_index >= log.committed
             && !self.is_transferring()
+            && self.loading.is_none()
     }
 
     fn meta(&self) -> Meta {
@@ -476,6 +495,7 @@ impl Replica {
             applied_index: self.tree_index,
             applied_term: self.tree_term,
             addresses: self.config.members.clone(),
+            loading: self.loading.as_ref().map(|l| (l.index, l.term)),
         }
     }
 
@@ -545,7 +565,10 @@ impl Replica {
             tracing::trace!(to = message.to, kind = ?message.msg_type, entries = message.entries.len(), "queue");
             if message.msg_type == raft::eraftpb::MessageType::MsgSnapshot {
                 let to = message.to;
-                if matches!(self.links.get(&to), Some(Link::Up { .. })) && !self.streams.contains_key(&to) {
+                // (A part-loaded tree has nothing to send: a leader that
+                // loads hands its leadership over.)
+                let up = matches!(self.links.get(&to), Some(Link::Up { .. }));
+                if up && !self.streams.contains_key(&to) && self.loading.is_none() {
                     tracing::info!(
                         follower = to,
                         index = message.get_snapshot().get_metadata().index,
@@ -667,16 +690,7 @@ impl Replica {
 
     /// Whether the end of the turn has work for the replica.
     pub fn needs_commit(&self, store: &Store) -> bool {
-        self.raw.has_ready() || store.has_open_records() || self.reads_pending || self.snapshot_no_room.is_some()
-    }
-
-    /// A peer frame's value found no room in the pool. Loading a snapshot,
-    /// the node rebuilds at the next commit (true); otherwise the leader
-    /// sends the frame again once a checkpoint has freed room (false).
-    pub fn note_no_room(&mut self, free: u32, count: u32) -> bool {
-        let Some(loading) = &self.loading else { return false };
-        self.snapshot_no_room = Some((loading.index, free, count));
-        true
+        self.raw.has_ready() || store.has_open_records() || self.reads_pending
     }
 
     /// Before the loop's commit begins: the turn's records become an entry
@@ -687,10 +701,9 @@ impl Replica {
         if let Some(index) = self.snapshot_refused {
             return Err(ReplicaError::SnapshotRefused { index });
         }
-        if let Some((index, free, count)) = self.snapshot_no_room {
-            return Err(ReplicaError::SnapshotNoRoom { index, free, count });
-        }
         self.seal(store, pool, buffers)?;
+        self.ask_for_snapshot();
+        self.hand_over_while_loading();
         if self.reads_pending && self.is_leader() {
             if self.raw.raft.commit_to_current_term() {
                 let seq = self.begun + 1;
@@ -1076,7 +1089,9 @@ impl Replica {
             store.set_raft_meta(meta.encode());
             self.meta_written = meta;
         }
-        store.set_checkpoint_allowed(self.loading.is_none() && self.tree_index <= self.commit_index());
+        // Loading too: a checkpoint then says so in `#raft` (the pool
+        // could otherwise never hold both the old values and the new).
+        store.set_checkpoint_allowed(self.tree_index <= self.commit_index());
     }
 
     /// A checkpoint became durable: the entries it reflects leave the Raft
@@ -1084,6 +1099,12 @@ impl Replica {
     fn note_checkpoints(&mut self, store: &Store) {
         let Some((bytes, mark)) = store.durable_raft_meta() else { return };
         let Some(meta) = Meta::decode(bytes) else { return };
+        if meta.loading.is_none() && meta.applied_index > self.raw.store().checkpoint_index {
+            // The tree a snapshot stream would send (`LogStorage::snapshot`).
+            let storage = self.raw.mut_store();
+            storage.checkpoint_index = meta.applied_index;
+            storage.checkpoint_term = meta.applied_term;
+        }
         let storage = self.raw.store();
         let mut to = storage.snapshot_index;
         while let Some(entry) = storage.get(to + 1) {
@@ -1100,9 +1121,50 @@ impl Replica {
 
 impl Replica {
     /// Whether a snapshot is being loaded (the tree is not whole: no
-    /// reads, no applies, no checkpoints).
+    /// reads, no applies, no writes).
     pub fn is_loading(&self) -> bool {
         self.loading.is_some()
+    }
+
+    /// A follower loading a snapshot whose stream went quiet, or that
+    /// opened its tree part loaded, asks the group's leader for one
+    /// (raft-rs's request: the leader sends a snapshot instead of the
+    /// entries it may still have, and this node takes no entry until one
+    /// is installed). Asked only when raft-rs would take the request, so
+    /// it is neither refused nor logged each turn; raft-rs repeats it on
+    /// every heartbeat until a snapshot is installed.
+    fn ask_for_snapshot(&mut self) {
+        let Some(loading) = &self.loading else { return };
+        if loading.stepped || loading.heard_at.is_some_and(|at| at.elapsed() < SNAPSHOT_ASK_AFTER) {
+            return;
+        }
+        let raft = &self.raw.raft;
+        let last = raft.raft_log.last_index();
+        let can_ask = raft.state == StateRole::Follower
+            && raft.leader_id != raft::INVALID_ID
+            && raft.pending_request_snapshot == raft::INVALID_INDEX
+            && raft.raft_log.unstable_snapshot().is_none()
+            && raft.raft_log.term(last).ok() == Some(raft.term);
+        if !can_ask {
+            return;
+        }
+        match self.raw.request_snapshot() {
+            Ok(()) => tracing::info!(leader = self.leader_id(), last, "asked the leader for a snapshot"),
+            Err(error) => tracing::debug!("asking for a snapshot: {error}"),
+        }
+    }
+
+    /// A node whose tree is part loaded that became the leader (its log
+    /// was whole) can neither serve nor send a snapshot: it hands its
+    /// leadership to the follower that has the most of the log.
+    fn hand_over_while_loading(&mut self) {
+        if self.loading.is_none() || !self.is_leader() {
+            return;
+        }
+        let best = self.progress().into_iter().filter(|(id, _)| self.voters().contains(id)).max_by_key(|&(_, m)| m);
+        if let Some((to, _)) = best {
+            self.transfer_leadership(to);
+        }
     }
 
     /// A follower: a snapshot of the leader begins (any partial one before
@@ -1113,9 +1175,32 @@ impl Replica {
             // refused (the link closes; the leader tries again later).
             return Err(ReplicaError::Corrupt("a snapshot began while another waits to be installed".into()));
         }
+        let raft = &self.raw.raft;
+        let stale = meta.index < raft.raft_log.committed
+            || (raft.pending_request_snapshot == raft::INVALID_INDEX
+                && raft.raft_log.match_term(meta.index, meta.term));
+        if stale {
+            // raft-rs would not restore it (its log has it, or commits
+            // past it), and merging it first would leave the tree holding
+            // a snapshot no log matches: refused before any chunk (the
+            // link closes; raft-rs hears the stream failed). A leader
+            // sends one so when a request for a snapshot reached it after
+            // the one it answered was installed.
+            return Err(ReplicaError::Corrupt(format!(
+                "a snapshot at entry {} began, which this node's log has or commits past ({})",
+                meta.index, raft.raft_log.committed
+            )));
+        }
         tracing::info!(index = meta.index, term = meta.term, "loading a snapshot from the leader");
-        self.loading =
-            Some(Loading { index: meta.index, term: meta.term, lower: None, complete: false, stepped: false });
+        let heard_at = Some(Instant::now());
+        self.loading = Some(Loading {
+            index: meta.index,
+            term: meta.term,
+            lower: None,
+            complete: false,
+            stepped: false,
+            heard_at,
+        });
         Ok(())
     }
 
@@ -1143,9 +1228,14 @@ impl Replica {
         upper: Option<Vec<u8>>,
         pairs: &[(Vec<u8>, Landed)],
     ) -> Result<(), ReplicaError> {
-        let Some(loading) = self.loading.as_mut() else {
+        if self.loading.as_ref().is_none_or(|l| l.heard_at.is_none()) {
             return Err(ReplicaError::Corrupt("a snapshot chunk before its beginning".into()));
-        };
+        }
+        // Before the tree changes: `#raft` says from now on that it is part
+        // loaded (a checkpoint may take it before the stream ends).
+        self.update_store(store);
+        let loading = self.loading.as_mut().expect("checked");
+        loading.heard_at = Some(Instant::now());
         if loading.complete {
             return Err(ReplicaError::Corrupt("a snapshot chunk after its last".into()));
         }

@@ -301,7 +301,14 @@ impl KvServer {
         match frame {
             Frame::Nothing => Ok(()),
             Frame::Message(received) => replica.receive(buffers, received).map_err(|e| e.to_string()),
-            Frame::SnapshotBegin(meta) => replica.snapshot_begin(&meta).map_err(|e| e.to_string()),
+            Frame::SnapshotBegin(meta) => {
+                if let (Some((seed, fences)), Some(device)) =
+                    (self.powerfail_at_loading.take(), self.config.power_switch.as_ref())
+                {
+                    device.crash_at_fence(device.fences() + fences, seed);
+                }
+                replica.snapshot_begin(&meta).map_err(|e| e.to_string())
+            }
             Frame::SnapshotChunk { upper, pairs } => {
                 replica.snapshot_chunk(&mut self.store, pool, buffers, upper, pairs).map_err(|e| e.to_string())
             }
@@ -310,16 +317,18 @@ impl KvServer {
 
     /// The parser kept none of a frame's value (no room in the pool): the
     /// frame was whole on the wire but is lost here, so the link closes and
-    /// the leader sends it again. A checkpoint becomes due to free room; a
-    /// snapshot that was loading makes the node rebuild (`note_no_room`).
+    /// the leader sends it again. A checkpoint becomes due to free room: a
+    /// snapshot that was loading is streamed again from its first key, and
+    /// what this node merged already (kept by that checkpoint) costs the
+    /// pool nothing the second time.
     fn peer_frame_unstored(&mut self, buffers: &Buffers, why: &str) -> String {
         self.peer_frames_unstored += 1;
         self.store.note_buffers(buffers);
         let (free, count) = (buffers.free_count(), buffers.count());
-        let replica = self.replica.as_mut().expect("replicated");
-        let rebuild = if replica.note_no_room(free, count) { "; the loading snapshot is dropped" } else { "" };
+        let replica = self.replica.as_ref().expect("replicated");
+        let again = if replica.is_loading() { "; the snapshot loading is sent again" } else { "" };
         format!(
-            "this node's pool is full: a value from the peer was not kept ({why}; {free} of {count} buffers free, {} kept for client writes){rebuild}",
+            "this node's pool is full: a value from the peer was not kept ({why}; {free} of {count} buffers free, {} kept for client writes){again}",
             self.config.buffers_reserve
         )
     }
@@ -443,8 +452,8 @@ impl KvServer {
     pub(super) fn replica_before_commit(&mut self, pool: &Pool, buffers: &mut Buffers) -> std::io::Result<()> {
         let Some(replica) = self.replica.as_mut() else { return Ok(()) };
         replica.before_commit(&mut self.store, pool, buffers).map_err(|e| {
-            use crate::replica::ReplicaError::{Deposed, Diverged, SnapshotNoRoom, SnapshotRefused};
-            if matches!(e, Diverged { .. } | Deposed | SnapshotRefused { .. } | SnapshotNoRoom { .. }) {
+            use crate::replica::ReplicaError::{Deposed, Diverged, SnapshotRefused};
+            if matches!(e, Diverged { .. } | Deposed | SnapshotRefused { .. }) {
                 self.rebuild_requested = true;
             }
             tracing::error!("replication stopped this node: {e}");

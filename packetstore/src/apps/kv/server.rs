@@ -32,6 +32,7 @@ impl KvServer {
         let links = config.settings.cluster.as_ref().map_or_else(Default::default, |view| ShardLinks::new(view.shards));
         let next_client_id = config.settings.cluster.as_ref().map_or(1, |view| u64::from(view.shard) + 1);
         let config_baseline = crate::apps::kv::cmd::config::initial_values(&config);
+        let powerfail_at_loading = config.settings.test_switches.then(powerfail_at_loading).flatten();
         let mut server = KvServer {
             config_params: config_baseline.clone(),
             config_baseline,
@@ -62,6 +63,7 @@ impl KvServer {
             link_reads_here: false,
             shutdown_requested: false,
             rebuild_requested: false,
+            powerfail_at_loading,
             peer_frames_refused: 0,
             peer_frames_unstored: 0,
             peer_links_closed: 0,
@@ -548,4 +550,14 @@ impl KvServer {
         }
         self.store.note_expired(removed);
     }
+}
+
+/// `PACKETSTORE_POWERFAIL_AT_LOADING=<seed>:<fences>` (test switches on,
+/// crash simulator): the power fails at the `fences`-th fence from when a
+/// snapshot first begins loading here (a restarted follower's, which no
+/// DEBUG command could arm in time).
+fn powerfail_at_loading() -> Option<(u64, u64)> {
+    let text = std::env::var("PACKETSTORE_POWERFAIL_AT_LOADING").ok()?;
+    let (seed, fences) = text.split_once(':')?;
+    Some((seed.parse().ok()?, fences.parse().ok().filter(|&n| n > 0)?))
 }

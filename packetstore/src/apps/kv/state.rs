@@ -271,6 +271,10 @@ pub struct KvServer {
     /// The group dropped entries this node's tree reflects: the loop
     /// stopped, and the node must start again from its durable state.
     pub(super) rebuild_requested: bool,
+    /// The crash simulator's power fails at the `fences`-th fence once a
+    /// snapshot begins loading: (seed, fences) (`server.rs`
+    /// `powerfail_at_loading`, tests only).
+    pub(super) powerfail_at_loading: Option<(u64, u64)>,
     /// Peer links: frames refused (they broke the protocol or failed a
     /// check) and links closed, since the start.
     pub(super) peer_frames_refused: u64,
