@@ -103,6 +103,16 @@ impl LogStorage {
         gone
     }
 
+    /// A snapshot's base: the last entry the durable checkpoint's tree
+    /// reflects (a stream sends that tree), and its term.
+    pub fn snapshot_base(&self) -> (u64, u64) {
+        if self.checkpoint_index > self.snapshot_index {
+            (self.checkpoint_index, self.checkpoint_term)
+        } else {
+            (self.snapshot_index, self.snapshot_term)
+        }
+    }
+
     /// raft-rs's view of entry `index`.
     pub fn entry(&self, index: u64) -> Option<Entry> {
         let meta = self.get(index)?;
@@ -167,16 +177,11 @@ impl Storage for LogStorage {
 
     /// The snapshot is streamed by the transport (`apps/kv/replication.rs`,
     /// from the durable checkpoint's tree, pinned when the stream begins):
-    /// raft-rs only gets its metadata. A follower that asked for one
-    /// (`request_index`: its log's last entry; its tree was left part
-    /// loaded) waits until a checkpoint here reflects that entry: a base
-    /// before its commit index would be refused.
+    /// raft-rs only gets its metadata. (This server never asks raft-rs for
+    /// a snapshot, `request_index` being that of one asked: the base waits
+    /// for a checkpoint that reaches it, should it ever.)
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        let (index, term) = if self.checkpoint_index > self.snapshot_index {
-            (self.checkpoint_index, self.checkpoint_term)
-        } else {
-            (self.snapshot_index, self.snapshot_term)
-        };
+        let (index, term) = self.snapshot_base();
         if index < request_index {
             return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
         }

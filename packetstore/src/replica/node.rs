@@ -170,6 +170,17 @@ pub struct Replica {
     /// This node opened a tree left part loaded (INFO replication's
     /// `raft_opened_part_loaded`).
     pub opened_part_loaded: bool,
+    /// A follower whose tree is part loaded: the repair to ask the leader
+    /// for (its id, this tree's last whole entry), sent on the link to it,
+    /// and when it was last asked for.
+    repair_ask: Option<(u64, u64)>,
+    repair_asked_at: Option<Instant>,
+    /// The leader: repairs asked for, by follower (the entry the stream's
+    /// base must reach), begun once a checkpoint here reaches it.
+    repairs: BTreeMap<u64, u64>,
+    /// Part-loaded trees repaired here since the start (INFO's
+    /// `raft_repairs`).
+    pub repairs_done: u64,
 }
 
 /// A snapshot on its way to a follower (`wire.rs`'s B, P and E frames,
@@ -185,6 +196,9 @@ pub struct SnapshotStream {
     /// When a chunk last went out (or the stream began): a follower that
     /// takes none for `STREAM_STALL_MAX` has its stream cancelled.
     pub progress_at: Instant,
+    /// It repairs a follower's part-loaded tree: no MsgSnapshot ends it,
+    /// and raft-rs does not hear of it.
+    pub repair: bool,
 }
 
 /// A snapshot stream that sends nothing for this long (a stopped or
@@ -196,10 +210,11 @@ pub const STREAM_STALL_MAX: Duration = Duration::from_secs(10);
 const TRANSFER_RETRY_TIMEOUTS: usize = 5;
 
 /// A follower whose snapshot stream sent nothing for this long (or that
-/// opened a tree left part loaded) asks the leader for a snapshot: a
-/// leader that still has the entries it lacks would send those instead,
-/// which a part-loaded tree cannot apply.
-const SNAPSHOT_ASK_AFTER: Duration = Duration::from_secs(2);
+/// opened a tree left part loaded) asks the leader for a repair stream,
+/// and asks again this long after: a leader that still has the entries it
+/// lacks sends those instead of a snapshot, which a part-loaded tree
+/// cannot apply.
+const REPAIR_ASK_AFTER: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Debug)]
 struct Loading {
@@ -214,6 +229,10 @@ struct Loading {
     stepped: bool,
     /// When its stream last sent a frame (None: opened part loaded).
     heard_at: Option<Instant>,
+    /// A repair stream (asked for by this node): once its last chunk is
+    /// merged, the tree stands at `index` and this node applies the
+    /// entries after it from its own log.
+    repair: bool,
 }
 
 impl Replica {
@@ -273,11 +292,9 @@ impl Replica {
         if let Some((index, term)) = meta.loading {
             // The durable tree is part old, part snapshot: nothing is
             // applied to it, and no read is served, until a snapshot is
-            // loaded whole (one is asked for: `ask_for_snapshot`).
+            // loaded whole (a repair is asked for: `ask_for_repair`).
             tracing::warn!(index, "this node's tree was left part loaded (snapshot {index}): it waits for a snapshot");
-            replica.loading =
-                Some(Loading { index, term, lower: None, complete: false, stepped: false, heard_at: None });
-            replica.opened_part_loaded = true;
+            replica.open_part_loaded(index, term);
         }
         // Entries committed before the restart: the tree gets them now.
         let commit = meta.hard_state.commit.min(replica.raw.store().last_index());
@@ -293,6 +310,23 @@ impl Replica {
         }
         replica.update_store(store);
         Ok(replica)
+    }
+
+    /// The tree is part loaded (snapshot `index`, `term`): nothing is
+    /// applied to it and no read served until a repair or a snapshot.
+    fn open_part_loaded(&mut self, index: u64, term: u64) {
+        let loading =
+            Loading { index, term, lower: None, complete: false, stepped: false, heard_at: None, repair: false };
+        self.loading = Some(loading);
+        self.opened_part_loaded = true;
+    }
+
+    /// A test switch (`PACKETSTORE_TEST_OPEN_PART_LOADED`): this node treats
+    /// its tree as part loaded, as if a crash had left it so.
+    pub fn treat_tree_as_part_loaded(&mut self) {
+        tracing::warn!("test switch: this node treats its tree as part loaded");
+        let (index, term) = (self.tree_index, self.tree_term);
+        self.open_part_loaded(index.max(1), term);
     }
 
     fn start(
@@ -355,6 +389,10 @@ impl Replica {
             removed: false,
             loading: None,
             opened_part_loaded: false,
+            repair_ask: None,
+            repair_asked_at: None,
+            repairs: BTreeMap::new(),
+            repairs_done: 0,
         })
     }
 
@@ -526,7 +564,7 @@ impl Replica {
     pub fn link_down(&mut self, peer: u64) {
         self.links.insert(peer, Link::Down { retry_at: Instant::now() + Duration::from_millis(200) });
         self.outbox.remove(&peer);
-        if self.streams.remove(&peer).is_some() {
+        if self.streams.remove(&peer).is_some_and(|s| !s.repair) {
             self.raw.report_snapshot(peer, raft::SnapshotStatus::Failure);
         }
         self.sent_snapshots.remove(&peer);
@@ -539,7 +577,9 @@ impl Replica {
     pub fn links_to_wake(&self) -> Vec<(u32, u32)> {
         let streaming = self.streams.keys();
         let queued = self.outbox.iter().filter(|(_, queue)| !queue.is_empty()).map(|(id, _)| id);
-        let mut ids: Vec<u64> = queued.chain(streaming).copied().collect();
+        let asked = self.repair_ask.as_ref().map(|(peer, _)| peer);
+        let mut ids: Vec<u64> = queued.chain(streaming).chain(asked).copied().collect();
+        ids.sort_unstable();
         ids.dedup();
         ids.iter()
             .filter_map(|id| match self.links.get(id) {
@@ -583,6 +623,7 @@ impl Replica {
                             begun: false,
                             chunks_done: false,
                             progress_at: Instant::now(),
+                            repair: false,
                         },
                     );
                 } else {
@@ -690,7 +731,8 @@ impl Replica {
 
     /// Whether the end of the turn has work for the replica.
     pub fn needs_commit(&self, store: &Store) -> bool {
-        self.raw.has_ready() || store.has_open_records() || self.reads_pending
+        let repaired = self.loading.as_ref().is_some_and(|l| l.repair && l.complete);
+        self.raw.has_ready() || store.has_open_records() || self.reads_pending || repaired
     }
 
     /// Before the loop's commit begins: the turn's records become an entry
@@ -702,7 +744,9 @@ impl Replica {
             return Err(ReplicaError::SnapshotRefused { index });
         }
         self.seal(store, pool, buffers)?;
-        self.ask_for_snapshot();
+        self.finish_repair(store, pool, buffers)?;
+        self.ask_for_repair();
+        self.start_repairs();
         self.hand_over_while_loading();
         if self.reads_pending && self.is_leader() {
             if self.raw.raft.commit_to_current_term() {
@@ -979,12 +1023,14 @@ impl Replica {
         buffers: &mut Buffers,
         entry: &Entry,
     ) -> Result<bool, ReplicaError> {
-        if entry.entry_type == EntryType::EntryConfChange && self.loading.is_none() {
-            // Applied when committed, even if a leader's tree is past it;
-            // again after a restart, as a no-op.
+        if entry.entry_type == EntryType::EntryConfChange && !self.loading.as_ref().is_some_and(|l| l.stepped) {
+            // Applied when committed, even if a leader's tree is past it
+            // or a follower's is loading (not once a loaded snapshot went
+            // to raft-rs: its membership replaces the log's); again after a
+            // restart or a repair, as a no-op.
             let change = ConfChange::parse_from_bytes(&entry.data).map_err(|e| ReplicaError::Corrupt(e.to_string()))?;
             let changed = self.apply_membership(&change)?;
-            if entry.index > self.tree_index {
+            if entry.index > self.tree_index && self.loading.is_none() {
                 self.tree_index = entry.index;
                 self.tree_term = entry.term;
             }
@@ -1127,31 +1173,118 @@ impl Replica {
     }
 
     /// A follower loading a snapshot whose stream went quiet, or that
-    /// opened its tree part loaded, asks the group's leader for one
-    /// (raft-rs's request: the leader sends a snapshot instead of the
-    /// entries it may still have, and this node takes no entry until one
-    /// is installed). Asked only when raft-rs would take the request, so
-    /// it is neither refused nor logged each turn; raft-rs repeats it on
-    /// every heartbeat until a snapshot is installed.
-    fn ask_for_snapshot(&mut self) {
+    /// opened its tree part loaded, asks the group's leader for a repair
+    /// stream (a Q frame on its link to the leader, again every
+    /// `REPAIR_ASK_AFTER` until one begins). Not raft-rs's request for a
+    /// snapshot: while that is pending, raft-rs takes no entry, and with a
+    /// third node down the leader could then commit nothing, so never
+    /// checkpoint past the asker's last entry, as such a snapshot needs.
+    /// This node's log goes on meanwhile; the repair stream is the
+    /// leader's last checkpoint, and this node applies its own entries
+    /// after it.
+    fn ask_for_repair(&mut self) {
         let Some(loading) = &self.loading else { return };
-        if loading.stepped || loading.heard_at.is_some_and(|at| at.elapsed() < SNAPSHOT_ASK_AFTER) {
+        let quiet = loading.heard_at.is_none_or(|at| at.elapsed() >= REPAIR_ASK_AFTER);
+        let recent = self.repair_asked_at.is_some_and(|at| at.elapsed() < REPAIR_ASK_AFTER);
+        let leader = self.leader_id();
+        let linked = matches!(self.links.get(&leader), Some(Link::Up { .. }));
+        if loading.stepped || !quiet || recent || !linked || leader == self.config.node_id {
             return;
         }
-        let raft = &self.raw.raft;
-        let last = raft.raft_log.last_index();
-        let can_ask = raft.state == StateRole::Follower
-            && raft.leader_id != raft::INVALID_ID
-            && raft.pending_request_snapshot == raft::INVALID_INDEX
-            && raft.raft_log.unstable_snapshot().is_none()
-            && raft.raft_log.term(last).ok() == Some(raft.term);
-        if !can_ask {
+        tracing::info!(leader, tree = self.tree_index, "asking the leader to repair this node's part-loaded tree");
+        self.repair_ask = Some((leader, self.tree_index));
+        self.repair_asked_at = Some(Instant::now());
+    }
+
+    /// The repair to ask `peer` for, once (`wire::repair_ask`).
+    pub fn take_repair_ask(&mut self, peer: u64) -> Option<u64> {
+        let (to, index) = self.repair_ask?;
+        if to != peer {
+            return None;
+        }
+        self.repair_ask = None;
+        Some(index)
+    }
+
+    /// The leader: follower `peer` asks for a repair stream based at or
+    /// past entry `index`.
+    pub fn repair_asked(&mut self, peer: u64, index: u64) {
+        if self.is_leader() && self.loading.is_none() {
+            self.repairs.insert(peer, index);
+        }
+    }
+
+    /// The leader begins the repair streams asked for whose base, its
+    /// last durable checkpoint, reaches the entry asked for (a later
+    /// checkpoint does, since the asker goes on taking entries). One
+    /// stream per follower: a snapshot stream under way serves instead.
+    fn start_repairs(&mut self) {
+        if !self.is_leader() || self.loading.is_some() {
+            self.repairs.clear();
             return;
         }
-        match self.raw.request_snapshot() {
-            Ok(()) => tracing::info!(leader = self.leader_id(), last, "asked the leader for a snapshot"),
-            Err(error) => tracing::debug!("asking for a snapshot: {error}"),
+        let (index, term) = self.raw.store().snapshot_base();
+        let ready: Vec<u64> =
+            self.repairs.iter().filter(|&(_, &asked)| index >= asked && index > 0).map(|(&p, _)| p).collect();
+        let first = self.first_index();
+        for peer in ready {
+            self.repairs.remove(&peer);
+            // A follower behind the log's first entry gets raft-rs's own
+            // snapshot, which serves as well (it asks again if not).
+            let behind = self.raw.raft.prs().get(peer).is_none_or(|pr| pr.matched + 1 < first);
+            if behind || self.streams.contains_key(&peer) || !matches!(self.links.get(&peer), Some(Link::Up { .. })) {
+                continue;
+            }
+            tracing::info!(follower = peer, index, "streaming a repair of a part-loaded tree");
+            let mut message = Message { to: peer, ..Default::default() };
+            message.set_msg_type(raft::eraftpb::MessageType::MsgSnapshot);
+            let meta = message.mut_snapshot().mut_metadata();
+            meta.index = index;
+            meta.term = term;
+            meta.set_conf_state(self.raw.store().conf_state.clone());
+            self.snapshots_started += 1;
+            let stream = SnapshotStream {
+                message,
+                cursor: None,
+                begun: false,
+                chunks_done: false,
+                progress_at: Instant::now(),
+                repair: true,
+            };
+            self.streams.insert(peer, stream);
         }
+    }
+
+    /// A follower whose repair stream's last chunk is merged: its tree is
+    /// the leader's at the stream's base, and the entries after it that
+    /// this node has committed are applied from its own log (blind writes:
+    /// those the base already reflects change nothing). Reads are served
+    /// again; the next checkpoint makes the tree durable whole.
+    fn finish_repair(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
+        if !self.loading.as_ref().is_some_and(|l| l.repair && l.complete) {
+            return Ok(());
+        }
+        let loading = self.loading.take().expect("checked");
+        assert!(loading.index >= self.tree_index, "a repair's base before the tree's last whole entry");
+        store.snapshot_loaded(pool)?;
+        self.tree_index = loading.index;
+        self.tree_term = loading.term;
+        let log = &self.raw.raft.raft_log;
+        let upto = log.committed.min(log.persisted);
+        for index in loading.index + 1..=upto {
+            let Some(entry) = self.raw.store().entry(index) else { break };
+            self.apply_entry(store, pool, buffers, &entry)?;
+        }
+        self.report_applied();
+        self.update_store(store);
+        self.repairs_done += 1;
+        tracing::info!(
+            index = loading.index,
+            tree = self.tree_index,
+            keys = store.keys(pool)?,
+            "part-loaded tree repaired"
+        );
+        Ok(())
     }
 
     /// A node whose tree is part loaded that became the leader (its log
@@ -1161,7 +1294,9 @@ impl Replica {
         if self.loading.is_none() || !self.is_leader() {
             return;
         }
-        let best = self.progress().into_iter().filter(|(id, _)| self.voters().contains(id)).max_by_key(|&(_, m)| m);
+        let voters = self.voters();
+        let live = self.progress().into_iter().filter(|&(id, _)| voters.contains(&id) && self.follower_active(id));
+        let best = live.max_by_key(|&(_, matched)| matched);
         if let Some((to, _)) = best {
             self.transfer_leadership(to);
         }
@@ -1169,17 +1304,25 @@ impl Replica {
 
     /// A follower: a snapshot of the leader begins (any partial one before
     /// is superseded: its chunks are merged again from the first key).
-    pub fn snapshot_begin(&mut self, meta: &raft::eraftpb::SnapshotMetadata) -> Result<(), ReplicaError> {
+    pub fn snapshot_begin(&mut self, meta: &raft::eraftpb::SnapshotMetadata, repair: bool) -> Result<(), ReplicaError> {
         if self.loading.as_ref().is_some_and(|l| l.stepped) {
             // One is loaded and waits to be installed: the new one is
             // refused (the link closes; the leader tries again later).
             return Err(ReplicaError::Corrupt("a snapshot began while another waits to be installed".into()));
         }
+        if repair && (self.loading.is_none() || meta.index < self.tree_index) {
+            // Asked for while the tree was part loaded, it came after a
+            // repair or a snapshot: this tree needs none now.
+            return Err(ReplicaError::Corrupt(format!(
+                "a repair stream at entry {} that this node needs not",
+                meta.index
+            )));
+        }
         let raft = &self.raw.raft;
         let stale = meta.index < raft.raft_log.committed
             || (raft.pending_request_snapshot == raft::INVALID_INDEX
                 && raft.raft_log.match_term(meta.index, meta.term));
-        if stale {
+        if stale && !repair {
             // raft-rs would not restore it (its log has it, or commits
             // past it), and merging it first would leave the tree holding
             // a snapshot no log matches: refused before any chunk (the
@@ -1191,16 +1334,10 @@ impl Replica {
                 meta.index, raft.raft_log.committed
             )));
         }
-        tracing::info!(index = meta.index, term = meta.term, "loading a snapshot from the leader");
+        tracing::info!(index = meta.index, term = meta.term, repair, "loading a snapshot from the leader");
         let heard_at = Some(Instant::now());
-        self.loading = Some(Loading {
-            index: meta.index,
-            term: meta.term,
-            lower: None,
-            complete: false,
-            stepped: false,
-            heard_at,
-        });
+        let (index, term) = (meta.index, meta.term);
+        self.loading = Some(Loading { index, term, lower: None, complete: false, stepped: false, heard_at, repair });
         Ok(())
     }
 
@@ -1269,7 +1406,7 @@ impl Replica {
     /// Whether the MsgSnapshot for `index` may be stepped: its chunks are
     /// all merged.
     pub fn snapshot_ready(&self, index: u64) -> bool {
-        self.loading.as_ref().is_some_and(|l| l.complete && l.index == index)
+        self.loading.as_ref().is_some_and(|l| l.complete && l.index == index && !l.repair)
     }
 
     /// raft-rs applies a snapshot whose chunks are in the tree: the log is
@@ -1337,14 +1474,19 @@ impl Replica {
                 all,
                 "a snapshot stream is cancelled: it stalled, or held back too much of the pool"
             );
-            self.streams.remove(&peer);
-            self.raw.report_snapshot(peer, raft::SnapshotStatus::Failure);
+            if self.streams.remove(&peer).is_some_and(|s| !s.repair) {
+                self.raw.report_snapshot(peer, raft::SnapshotStatus::Failure);
+            }
         }
     }
 
-    /// The leader: the stream to `peer` sent its MsgSnapshot.
+    /// The leader: the stream to `peer` sent its last chunk; its
+    /// MsgSnapshot to send (none for a repair stream).
     pub fn stream_finished(&mut self, peer: u64) -> Option<Message> {
         let stream = self.streams.remove(&peer)?;
+        if stream.repair {
+            return None;
+        }
         self.raw.report_snapshot(peer, raft::SnapshotStatus::Finish);
         self.sent_snapshots.insert(peer, stream.message.get_snapshot().get_metadata().index);
         Some(stream.message)

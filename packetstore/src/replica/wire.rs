@@ -14,14 +14,18 @@
 //! read, completed by the entries after the snapshot's base):
 //!
 //! ```text
-//! B       *2 $1 B      $n raft-rs SnapshotMetadata (protobuf)
+//! B       *2 $1 B      $n raft-rs SnapshotMetadata (protobuf)    [$6 REPAIR]
 //! P       *3 $1 P      $k tree key    $len value
 //! E       *3 $1 E      $1 "1" if last, else "0"    $k the chunk's upper key (inclusive)
+//! Q       *2 $1 Q      $8 entry index LE (follower to leader)
 //! ```
 //!
 //! The P frames before an E frame are every tree entry in the key range
 //! that ends at its upper key and begins after the previous E's. The
-//! raft-rs MsgSnapshot (an M frame) follows the last E frame.
+//! raft-rs MsgSnapshot (an M frame) follows the last E frame, unless the
+//! B frame said REPAIR: a follower whose tree was left part loaded asked
+//! for it with a Q frame (the last entry its tree reflected whole), and it
+//! completes its tree from its own log (raft-rs is not involved).
 //!
 //! A link carries one sender's messages one way. Its first frame is HELLO.
 //! In an M frame, a normal entry that has records carries, as its data,
@@ -80,7 +84,12 @@ pub struct Landed {
 pub enum Frame {
     Nothing,
     Message(Received),
-    SnapshotBegin(raft::eraftpb::SnapshotMetadata),
+    /// A snapshot stream begins: its base, and whether it repairs a tree
+    /// left part loaded (no MsgSnapshot follows: `replica/node.rs`).
+    SnapshotBegin(raft::eraftpb::SnapshotMetadata, bool),
+    /// A follower whose tree is part loaded asks for a repair stream: a
+    /// checkpointed tree at or past this entry (its tree's last whole one).
+    RepairAsked(u64),
     /// A chunk of a snapshot: the tree's entries in the key range after
     /// the previous chunk's `upper` and up to this one's (None: the end).
     SnapshotChunk {
@@ -303,12 +312,21 @@ impl Inbound {
             Some(b"M") if self.pending.is_none() => {
                 self.pending = Some(decode_message(pool, args)?);
             }
-            Some(b"B") if self.pending.is_none() && args.len() == 2 => {
+            Some(b"B") if self.pending.is_none() && (args.len() == 2 || args.len() == 3) => {
                 release_records(buffers, self.pairs.drain(..).map(|(_, landed)| landed));
+                let repair = match args.len() {
+                    2 => false,
+                    _ if args.bytes(pool, 2).as_ref() == b"REPAIR" => true,
+                    _ => return Err("a snapshot's B frame with an unknown flag".into()),
+                };
                 let bytes = args.bytes(pool, 1);
                 let meta = raft::eraftpb::SnapshotMetadata::parse_from_bytes(&bytes)
                     .map_err(|e| format!("a snapshot's metadata: {e}"))?;
-                return Ok(Frame::SnapshotBegin(meta));
+                return Ok(Frame::SnapshotBegin(meta, repair));
+            }
+            Some(b"Q") if self.pending.is_none() && args.len() == 2 && args.arg_len(1) == 8 => {
+                let index = u64::from_le_bytes(args.bytes(pool, 1).as_ref().try_into().expect("8 bytes"));
+                return Ok(Frame::RepairAsked(index));
             }
             Some(b"P") if self.pending.is_none() && args.len() == 4 && args.arg_len(3) == 4 => {
                 if args.arg_len(1) > 1024 {
@@ -478,12 +496,26 @@ fn mismatch_text(pool: &Pool, landed: &Landed, found: u32, in_place: bool) -> St
     )
 }
 
-/// Writes a snapshot's B frame.
-pub fn snapshot_begin(out: &mut OutQueue, meta: &raft::eraftpb::SnapshotMetadata) {
+/// Writes a snapshot's B frame (`repair`: a stream that repairs a tree
+/// left part loaded, flagged REPAIR; no MsgSnapshot follows it).
+pub fn snapshot_begin(out: &mut OutQueue, meta: &raft::eraftpb::SnapshotMetadata, repair: bool) {
     let bytes = meta.write_to_bytes().expect("encoding snapshot metadata");
     let inline = out.bytes();
-    write_bytes!(inline, "*2\r\n$1\r\nB\r\n${}\r\n", bytes.len());
+    let count = if repair { 3 } else { 2 };
+    write_bytes!(inline, "*{count}\r\n$1\r\nB\r\n${}\r\n", bytes.len());
     inline.extend_from_slice(&bytes);
+    inline.extend_from_slice(b"\r\n");
+    if repair {
+        inline.extend_from_slice(b"$6\r\nREPAIR\r\n");
+    }
+}
+
+/// Writes a Q frame: this follower's tree is part loaded, and it asks the
+/// leader for a repair stream based at or past entry `index`.
+pub fn repair_ask(out: &mut OutQueue, index: u64) {
+    let inline = out.bytes();
+    inline.extend_from_slice(b"*2\r\n$1\r\nQ\r\n$8\r\n");
+    inline.extend_from_slice(&index.to_le_bytes());
     inline.extend_from_slice(b"\r\n");
 }
 

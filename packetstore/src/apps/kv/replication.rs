@@ -135,6 +135,9 @@ impl KvServer {
             let config = &replica.config;
             wire::hello(out.bytes(), config.group_id, config.node_id, &config.secret, config.client_addr);
         }
+        if let Some(index) = replica.take_repair_ask(peer) {
+            wire::repair_ask(out, index);
+        }
         let messages = replica.take_outgoing(peer);
         let count = messages.len();
         tracing::trace!(peer, count, "sending");
@@ -178,7 +181,7 @@ impl KvServer {
             // replays the entries after the index over it (blind writes of
             // whole tree entries: replaying them again changes nothing).
             self.store.pin_snapshot(buffers, peer)?;
-            wire::snapshot_begin(out, stream.message.get_snapshot().get_metadata());
+            wire::snapshot_begin(out, stream.message.get_snapshot().get_metadata(), stream.repair);
         }
         if !stream.chunks_done {
             let (pairs, end) = self.store.snapshot_chunk(pool, peer, stream.cursor.as_deref(), SNAPSHOT_CHUNK_BYTES)?;
@@ -197,9 +200,10 @@ impl KvServer {
             }
         }
         if replica.stream_may_finish(peer) {
-            let message = replica.stream_finished(peer).expect("a stream");
             tracing::info!(follower = peer, "snapshot sent");
-            wire::encode(pool, buffers, &self.store, message, |_| None, out)?;
+            if let Some(message) = replica.stream_finished(peer) {
+                wire::encode(pool, buffers, &self.store, message, |_| None, out)?;
+            }
         }
         Ok(())
     }
@@ -301,13 +305,17 @@ impl KvServer {
         match frame {
             Frame::Nothing => Ok(()),
             Frame::Message(received) => replica.receive(buffers, received).map_err(|e| e.to_string()),
-            Frame::SnapshotBegin(meta) => {
+            Frame::RepairAsked(index) => {
+                replica.repair_asked(inbound.peer.expect("after HELLO"), index);
+                Ok(())
+            }
+            Frame::SnapshotBegin(meta, repair) => {
                 if let (Some((seed, fences)), Some(device)) =
                     (self.powerfail_at_loading.take(), self.config.power_switch.as_ref())
                 {
                     device.crash_at_fence(device.fences() + fences, seed);
                 }
-                replica.snapshot_begin(&meta).map_err(|e| e.to_string())
+                replica.snapshot_begin(&meta, repair).map_err(|e| e.to_string())
             }
             Frame::SnapshotChunk { upper, pairs } => {
                 replica.snapshot_chunk(&mut self.store, pool, buffers, upper, pairs).map_err(|e| e.to_string())

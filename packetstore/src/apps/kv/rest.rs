@@ -307,9 +307,26 @@ impl KvServer {
         (shard != view.shard).then_some(shard)
     }
 
+    /// Why this node's tree may not be read here (an HTTP request served
+    /// on a follower): a snapshot or repair loading (the tree is part old,
+    /// part new), or writes the group has not committed yet. Redis-protocol
+    /// commands get LOADING and TRYAGAIN for the same (`dispatch.rs`).
+    fn tree_unreadable(&self) -> Option<&'static str> {
+        let replica = self.replica.as_ref()?;
+        if replica.is_loading() {
+            return Some("LOADING this node is loading a snapshot from the group's leader\n");
+        }
+        (!replica.is_leader() && replica.tree_index() > replica.commit_index())
+            .then_some("TRYAGAIN this node holds writes the group has not committed: try again\n")
+    }
+
     /// `GET` (`body`) or `HEAD /kv/<key>`: the value (from the pool
     /// buffers holding it when large), 404, or 500. True if it failed.
     pub(super) fn http_get(&mut self, ctx: &mut Ctx<'_>, key: &[u8], body: bool, reply: HttpReply) -> bool {
+        if let Some(why) = self.tree_unreadable() {
+            reply.respond(ctx.out.bytes(), 503, &[], why.as_bytes());
+            return true;
+        }
         self.stats.reads += 1;
         match self.store.get(ctx.pool, ctx.db, key, ctx.now) {
             Ok(Some(value)) => match self.reply_http_value(ctx, &value, body, reply) {
@@ -332,6 +349,10 @@ impl KvServer {
 
     /// `DELETE /kv/<key>`: 204 once durable, 404, or 500. True if it failed.
     pub(super) fn http_delete(&mut self, ctx: &mut Ctx<'_>, key: &[u8], reply: HttpReply) -> bool {
+        if let Some(why) = self.tree_unreadable() {
+            reply.respond(ctx.out.bytes(), 503, &[], why.as_bytes());
+            return true;
+        }
         let mut ops = Vec::new();
         let live = self.store.key_type(ctx.pool, ctx.db, key, ctx.now).map(|t| t.is_some());
         let result = live.and_then(|live| {

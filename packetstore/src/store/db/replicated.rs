@@ -355,10 +355,24 @@ impl Store {
                 }
             }
         }
+        // (A pool too full for a node of the tree fails the chunk part
+        // way, with the tree whole: `mutating` ends either way.)
         self.mutating = true;
+        let merged = self.merge_pairs(pool, buffers, &stale, pairs);
+        self.mutating = false;
+        merged
+    }
+
+    fn merge_pairs(
+        &mut self,
+        pool: &Pool,
+        buffers: &mut Buffers,
+        stale: &[Vec<u8>],
+        pairs: &[(Vec<u8>, Value)],
+    ) -> Result<(), StoreError> {
         for key in stale {
-            if self.tree_delete(pool, buffers, &key)?.is_some() {
-                self.note_delete(&key);
+            if self.tree_delete(pool, buffers, key)?.is_some() {
+                self.note_delete(key);
             }
         }
         for (key, value) in pairs {
@@ -378,7 +392,6 @@ impl Store {
             let previous = self.tree_insert(pool, buffers, key, value)?;
             self.note_put(key, value, previous.is_none());
         }
-        self.mutating = false;
         Ok(())
     }
 

@@ -180,7 +180,7 @@ impl KvServer {
         }
         let _ = write!(
             text,
-            "master_repl_offset:{}\r\nraft_group_id:{}\r\nraft_node_id:{}\r\nraft_role:{}\r\nraft_term:{}\r\nraft_leader_id:{}\r\nraft_voters:{:?}\r\nraft_commit_index:{}\r\nraft_last_index:{}\r\nraft_applied_index:{}\r\nraft_first_index:{}\r\nraft_snapshots_streaming:{}\r\nraft_opened_part_loaded:{}\r\n",
+            "master_repl_offset:{}\r\nraft_group_id:{}\r\nraft_node_id:{}\r\nraft_role:{}\r\nraft_term:{}\r\nraft_leader_id:{}\r\nraft_voters:{:?}\r\nraft_commit_index:{}\r\nraft_last_index:{}\r\nraft_applied_index:{}\r\nraft_first_index:{}\r\nraft_snapshots_streaming:{}\r\nraft_opened_part_loaded:{}\r\nraft_repairs:{}\r\n",
             replica.last_index(),
             replica.config.group_id,
             replica.config.node_id,
@@ -193,7 +193,8 @@ impl KvServer {
             replica.tree_index(),
             replica.first_index(),
             replica.streams.len(),
-            u8::from(replica.opened_part_loaded)
+            u8::from(replica.opened_part_loaded),
+            replica.repairs_done
         );
         true
     }
