@@ -108,6 +108,15 @@ fn version_help_and_clear_errors() {
     let output = packetstore().args(["demo", "--domain", "floppy"]).output().unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown domain 'floppy'"));
+
+    // A group node with syncs in flight could not make a loaded snapshot
+    // durable before acknowledging: refused before any pool is made.
+    let pool = dir.0.join("node.pool");
+    let args = ["serve", "--pool", pool.to_str().unwrap(), "--node-id", "1", "--peers", "1=127.0.0.1:1"];
+    let output = packetstore().args(args).args(["--syncs-in-flight", "2"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("keeps one sync in flight"));
+    assert!(!pool.exists(), "a refused start made a pool");
 }
 
 #[test]
