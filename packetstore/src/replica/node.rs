@@ -233,6 +233,9 @@ struct Loading {
     /// merged, the tree stands at `index` and this node applies the
     /// entries after it from its own log.
     repair: bool,
+    /// The peer whose link began the stream: frames of another (an old
+    /// leader's, flushed late) are refused, not merged into it.
+    from: Option<u64>,
 }
 
 impl Replica {
@@ -315,8 +318,16 @@ impl Replica {
     /// The tree is part loaded (snapshot `index`, `term`): nothing is
     /// applied to it and no read served until a repair or a snapshot.
     fn open_part_loaded(&mut self, index: u64, term: u64) {
-        let loading =
-            Loading { index, term, lower: None, complete: false, stepped: false, heard_at: None, repair: false };
+        let loading = Loading {
+            index,
+            term,
+            lower: None,
+            complete: false,
+            stepped: false,
+            heard_at: None,
+            repair: false,
+            from: None,
+        };
         self.loading = Some(loading);
         self.opened_part_loaded = true;
     }
@@ -667,7 +678,7 @@ impl Replica {
     pub fn receive(&mut self, buffers: &mut Buffers, received: Received) -> Result<(), ReplicaError> {
         let Received { mut message, records } = received;
         if message.msg_type == raft::eraftpb::MessageType::MsgSnapshot
-            && !self.snapshot_ready(message.get_snapshot().get_metadata().index)
+            && !self.snapshot_ready(message.get_snapshot().get_metadata().index, message.from)
         {
             tracing::warn!(from = message.from, "a snapshot message without its chunks: dropped");
             release_records(buffers, records.into_iter().flat_map(|(_, r)| r));
@@ -731,8 +742,7 @@ impl Replica {
 
     /// Whether the end of the turn has work for the replica.
     pub fn needs_commit(&self, store: &Store) -> bool {
-        let repaired = self.loading.as_ref().is_some_and(|l| l.repair && l.complete);
-        self.raw.has_ready() || store.has_open_records() || self.reads_pending || repaired
+        self.raw.has_ready() || store.has_open_records() || self.reads_pending || self.repair_complete()
     }
 
     /// Before the loop's commit begins: the turn's records become an entry
@@ -1199,11 +1209,17 @@ impl Replica {
     /// The repair to ask `peer` for, once (`wire::repair_ask`).
     pub fn take_repair_ask(&mut self, peer: u64) -> Option<u64> {
         let (to, index) = self.repair_ask?;
-        if to != peer {
+        if to != peer || self.loading.is_none() {
             return None;
         }
         self.repair_ask = None;
         Some(index)
+    }
+
+    /// The base of a stream that begins now: the durable checkpoint's last
+    /// entry and its term (the tree version a stream pins).
+    pub fn snapshot_base(&self) -> (u64, u64) {
+        self.raw.store().snapshot_base()
     }
 
     /// The leader: follower `peer` asks for a repair stream based at or
@@ -1242,7 +1258,6 @@ impl Replica {
             meta.index = index;
             meta.term = term;
             meta.set_conf_state(self.raw.store().conf_state.clone());
-            self.snapshots_started += 1;
             let stream = SnapshotStream {
                 message,
                 cursor: None,
@@ -1260,23 +1275,40 @@ impl Replica {
     /// this node has committed are applied from its own log (blind writes:
     /// those the base already reflects change nothing). Reads are served
     /// again; the next checkpoint makes the tree durable whole.
+    /// A repair stream's last chunk is merged and this node has committed
+    /// (and made durable) its base entry: the tree is never ahead of the
+    /// commit index after a repair, nor built over entries it may drop.
+    fn repair_complete(&self) -> bool {
+        let log = &self.raw.raft.raft_log;
+        let upto = log.committed.min(log.persisted);
+        self.loading.as_ref().is_some_and(|l| l.repair && l.complete && upto >= l.index)
+    }
+
     fn finish_repair(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
-        if !self.loading.as_ref().is_some_and(|l| l.repair && l.complete) {
+        if !self.repair_complete() {
             return Ok(());
         }
         let loading = self.loading.take().expect("checked");
         assert!(loading.index >= self.tree_index, "a repair's base before the tree's last whole entry");
+        self.repair_ask = None;
         store.snapshot_loaded(pool)?;
         self.tree_index = loading.index;
         self.tree_term = loading.term;
         let log = &self.raw.raft.raft_log;
         let upto = log.committed.min(log.persisted);
         for index in loading.index + 1..=upto {
-            let Some(entry) = self.raw.store().entry(index) else { break };
+            let entry = self.raw.store().entry(index);
+            let entry =
+                entry.ok_or_else(|| ReplicaError::Corrupt(format!("committed entry {index} is not in the log")))?;
             self.apply_entry(store, pool, buffers, &entry)?;
         }
         self.report_applied();
         self.update_store(store);
+        // Durable whole at once, as a loaded snapshot is: until then the
+        // durable tree is part loaded, and a stream (this node leading)
+        // would send it.
+        store.checkpoint_all(pool, buffers)?;
+        self.note_checkpoints(store);
         self.repairs_done += 1;
         tracing::info!(
             index = loading.index,
@@ -1304,7 +1336,12 @@ impl Replica {
 
     /// A follower: a snapshot of the leader begins (any partial one before
     /// is superseded: its chunks are merged again from the first key).
-    pub fn snapshot_begin(&mut self, meta: &raft::eraftpb::SnapshotMetadata, repair: bool) -> Result<(), ReplicaError> {
+    pub fn snapshot_begin(
+        &mut self,
+        meta: &raft::eraftpb::SnapshotMetadata,
+        repair: bool,
+        from: u64,
+    ) -> Result<(), ReplicaError> {
         if self.loading.as_ref().is_some_and(|l| l.stepped) {
             // One is loaded and waits to be installed: the new one is
             // refused (the link closes; the leader tries again later).
@@ -1337,7 +1374,9 @@ impl Replica {
         tracing::info!(index = meta.index, term = meta.term, repair, "loading a snapshot from the leader");
         let heard_at = Some(Instant::now());
         let (index, term) = (meta.index, meta.term);
-        self.loading = Some(Loading { index, term, lower: None, complete: false, stepped: false, heard_at, repair });
+        let from = Some(from);
+        self.loading =
+            Some(Loading { index, term, lower: None, complete: false, stepped: false, heard_at, repair, from });
         Ok(())
     }
 
@@ -1349,10 +1388,14 @@ impl Replica {
         store: &mut Store,
         pool: &Pool,
         buffers: &mut Buffers,
-        upper: Option<Vec<u8>>,
+        (upper, from): (Option<Vec<u8>>, u64),
         pairs: Vec<(Vec<u8>, Landed)>,
     ) -> Result<(), ReplicaError> {
-        let result = self.merge_chunk(store, pool, buffers, upper, &pairs);
+        let result = if self.loading.as_ref().is_some_and(|l| l.from != Some(from)) {
+            Err(ReplicaError::Corrupt(format!("a snapshot chunk from node {from}, whose stream this is not")))
+        } else {
+            self.merge_chunk(store, pool, buffers, upper, &pairs)
+        };
         release_records(buffers, pairs.into_iter().map(|(_, landed)| landed));
         result
     }
@@ -1405,8 +1448,8 @@ impl Replica {
 
     /// Whether the MsgSnapshot for `index` may be stepped: its chunks are
     /// all merged.
-    pub fn snapshot_ready(&self, index: u64) -> bool {
-        self.loading.as_ref().is_some_and(|l| l.complete && l.index == index && !l.repair)
+    pub fn snapshot_ready(&self, index: u64, from: u64) -> bool {
+        self.loading.as_ref().is_some_and(|l| l.complete && l.index == index && !l.repair && l.from == Some(from))
     }
 
     /// raft-rs applies a snapshot whose chunks are in the tree: the log is

@@ -168,12 +168,20 @@ impl KvServer {
         out: &mut OutQueue,
     ) -> Result<(), crate::store::db::StoreError> {
         let replica = self.replica.as_mut().expect("replicated");
+        let base = replica.snapshot_base();
         let Some(stream) = replica.streams.get_mut(&peer) else { return Ok(()) };
         if out.unsent_len() >= SNAPSHOT_QUEUE_BYTES_MAX {
             return Ok(());
         }
         if !stream.begun {
             stream.begun = true;
+            if stream.repair {
+                // Labelled with the version pinned below (a checkpoint may
+                // have become durable since the repair was queued): the
+                // follower applies its own entries after exactly that.
+                let meta = stream.message.mut_snapshot().mut_metadata();
+                (meta.index, meta.term) = base;
+            }
             // The stream reads the last committed version of the tree,
             // pinned until it ends: it reflects at least the snapshot's
             // index (raft-rs's log was compacted only up to a durable
@@ -315,10 +323,11 @@ impl KvServer {
                 {
                     device.crash_at_fence(device.fences() + fences, seed);
                 }
-                replica.snapshot_begin(&meta, repair).map_err(|e| e.to_string())
+                replica.snapshot_begin(&meta, repair, inbound.peer.expect("after HELLO")).map_err(|e| e.to_string())
             }
             Frame::SnapshotChunk { upper, pairs } => {
-                replica.snapshot_chunk(&mut self.store, pool, buffers, upper, pairs).map_err(|e| e.to_string())
+                let from = inbound.peer.expect("after HELLO");
+                replica.snapshot_chunk(&mut self.store, pool, buffers, (upper, from), pairs).map_err(|e| e.to_string())
             }
         }
     }
