@@ -16,7 +16,10 @@
 //! the loop's commits may release their replies.
 //!
 //! Invariants: the tree reflects exactly the entries up to `tree_index`
-//! (a leader's beyond the commit index are its own, run speculatively); a
+//! (a leader's beyond the commit index are its own, run speculatively),
+//! unless a snapshot or repair is loading (`loading`: the tree is part
+//! old, part stream, nothing is applied to it or read from it, and a
+//! checkpoint's `#raft` says so); a
 //! durable checkpoint never reflects an entry that is not committed; a
 //! reply leaves only once the entry of every write before it is committed
 //! in the term it was proposed in, and, for a turn that served reads, once
