@@ -1366,7 +1366,11 @@ impl Store {
     }
 
     fn checkpoint_due_ignoring_group(&self) -> bool {
-        if self.records.is_empty() && !self.tree.has_changes() {
+        // (A replicated store's `#raft` to write counts as a change: a
+        // repaired tree whose chunks were all checkpointed while loading
+        // still has to say it is whole.)
+        let meta_changed = self.repl.as_ref().is_some_and(|r| r.meta != r.meta_written);
+        if self.records.is_empty() && !self.tree.has_changes() && !meta_changed {
             return false;
         }
         let usage = self.log.usage();
