@@ -82,8 +82,15 @@ pub fn parse_peers(text: &str) -> anyhow::Result<BTreeMap<u64, SocketAddr>> {
 /// old image see their connections close (their writes in flight were
 /// never acknowledged). Opening the pool again replays only what is
 /// durable, and the group sends the rest.
-pub(super) fn restart_in_place() -> anyhow::Result<()> {
+pub(super) fn restart_in_place<'a>(
+    simulated: impl IntoIterator<Item = (&'a crate::SimDevice, &'a std::path::Path)>,
+) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
+    // On the crash simulator the new process finds what this one stored
+    // (a process restart), not the pool as the simulator started it.
+    for (device, pool) in simulated {
+        super::pools::write_image(pool, &device.process_restart_image())?;
+    }
     tracing::warn!("restarting in place to rebuild from the durable checkpoint and the committed log");
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let error = std::process::Command::new("/proc/self/exe").args(args).exec();

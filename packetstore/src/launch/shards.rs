@@ -182,12 +182,8 @@ pub(super) fn run(plan: &Plan) -> anyhow::Result<()> {
     }
     if rebuild.load(Ordering::SeqCst) {
         // A shard's group dropped entries its tree reflects: the whole node
-        // starts again from its durable state, as one shard alone does (on
-        // the crash simulator, from what it stored: a process restart).
-        for (device, path) in &devices {
-            super::pools::write_image(path, &device.process_restart_image())?;
-        }
-        return super::group::restart_in_place();
+        // starts again from its durable state, as one shard alone does.
+        return super::group::restart_in_place(devices.iter().map(|(device, path)| (&**device, path.as_path())));
     }
     match errors.into_iter().next() {
         Some(error) => Err(error),

@@ -121,15 +121,7 @@ fn stopped_abnormally(
     if let Some(device) = power.filter(|device| device.is_dead()) {
         return Some(write_crash_image(device, pool));
     }
-    if !server.rebuild_requested() {
-        return None;
-    }
-    if let Some(device) = power {
-        if let Err(error) = super::pools::write_image(pool, &device.process_restart_image()) {
-            return Some(Err(error));
-        }
-    }
-    Some(super::group::restart_in_place())
+    server.rebuild_requested().then(|| super::group::restart_in_place(power.map(|device| (device, pool))))
 }
 
 /// The HTTP and Redis protocol listeners (and a group node's peer port),

@@ -410,9 +410,15 @@ impl SimDevice {
     /// new process would find the pool as the simulator started it.
     pub fn process_restart_image(&self) -> Vec<u8> {
         let mut state = self.state.lock().expect("sim lock");
-        self.absorb_lent(&mut state);
+        self.end_process(&mut state)
+    }
+
+    /// The process ends: everything stored so far (every store declared),
+    /// and the device is dead to it.
+    fn end_process(&self, state: &mut State) -> Vec<u8> {
+        self.absorb_lent(state);
         let current = self.current().to_vec();
-        self.assert_every_store_declared(&state, &current);
+        self.assert_every_store_declared(state, &current);
         state.dead = true;
         current
     }
@@ -423,10 +429,7 @@ impl SimDevice {
     /// committed is durable: a later power failure can still lose the rest.
     pub fn after_process_crash(&self) -> SimDevice {
         let mut state = self.state.lock().expect("sim lock");
-        self.absorb_lent(&mut state);
-        let current = self.current().to_vec();
-        self.assert_every_store_declared(&state, &current);
-        state.dead = true;
+        let current = self.end_process(&mut state);
         let device = SimDevice::from_image(current, self.mode);
         {
             let mut next = device.state.lock().expect("sim lock");

@@ -241,6 +241,13 @@ struct Loading {
     from: Option<u64>,
 }
 
+impl Loading {
+    /// A load of the snapshot at (index, term) that merged nothing yet.
+    fn new((index, term): (u64, u64), heard_at: Option<Instant>, repair: bool, from: Option<u64>) -> Loading {
+        Loading { index, term, lower: None, complete: false, stepped: false, heard_at, repair, from }
+    }
+}
+
 impl Replica {
     /// Opens the node over `store` (opened `replicated`): rebuilds the Raft
     /// log from the store's live records and applies the entries its hard
@@ -321,17 +328,7 @@ impl Replica {
     /// The tree is part loaded (snapshot `index`, `term`): nothing is
     /// applied to it and no read served until a repair or a snapshot.
     fn open_part_loaded(&mut self, index: u64, term: u64) {
-        let loading = Loading {
-            index,
-            term,
-            lower: None,
-            complete: false,
-            stepped: false,
-            heard_at: None,
-            repair: false,
-            from: None,
-        };
-        self.loading = Some(loading);
+        self.loading = Some(Loading::new((index, term), None, false, None));
         self.opened_part_loaded = true;
     }
 
@@ -946,11 +943,17 @@ impl Replica {
     /// Tells raft-rs how far entries are applied: the tree's index, within
     /// what raft-rs counts as committed and persisted here.
     fn report_applied(&mut self) {
-        let log = &self.raw.raft.raft_log;
-        let applied = self.tree_index.min(log.committed).min(log.persisted);
-        if applied > log.applied {
+        let applied = self.tree_index.min(self.committed_here());
+        if applied > self.raw.raft.raft_log.applied {
             self.raw.advance_apply_to(applied);
         }
+    }
+
+    /// The last entry both committed and durable in this node's log: the
+    /// most its tree may apply.
+    fn committed_here(&self) -> u64 {
+        let log = &self.raw.raft.raft_log;
+        log.committed.min(log.persisted)
     }
 
     /// Logs an entry raft-rs hands over (a follower's received one, or
@@ -1273,20 +1276,19 @@ impl Replica {
         }
     }
 
-    /// A follower whose repair stream's last chunk is merged: its tree is
-    /// the leader's at the stream's base, and the entries after it that
-    /// this node has committed are applied from its own log (blind writes:
-    /// those the base already reflects change nothing). Reads are served
-    /// again; the next checkpoint makes the tree durable whole.
     /// A repair stream's last chunk is merged and this node has committed
     /// (and made durable) its base entry: the tree is never ahead of the
     /// commit index after a repair, nor built over entries it may drop.
     fn repair_complete(&self) -> bool {
-        let log = &self.raw.raft.raft_log;
-        let upto = log.committed.min(log.persisted);
+        let upto = self.committed_here();
         self.loading.as_ref().is_some_and(|l| l.repair && l.complete && upto >= l.index)
     }
 
+    /// A follower whose repair is complete: its tree is the leader's at
+    /// the stream's base, and the entries after it that this node has
+    /// committed are applied from its own log (blind writes: those the base
+    /// already reflects change nothing). Reads are served again, and a full
+    /// checkpoint makes the tree durable whole at once.
     fn finish_repair(&mut self, store: &mut Store, pool: &Pool, buffers: &mut Buffers) -> Result<(), ReplicaError> {
         if !self.repair_complete() {
             return Ok(());
@@ -1297,9 +1299,7 @@ impl Replica {
         store.snapshot_loaded(pool)?;
         self.tree_index = loading.index;
         self.tree_term = loading.term;
-        let log = &self.raw.raft.raft_log;
-        let upto = log.committed.min(log.persisted);
-        for index in loading.index + 1..=upto {
+        for index in loading.index + 1..=self.committed_here() {
             let entry = self.raw.store().entry(index);
             let entry =
                 entry.ok_or_else(|| ReplicaError::Corrupt(format!("committed entry {index} is not in the log")))?;
@@ -1375,11 +1375,7 @@ impl Replica {
             )));
         }
         tracing::info!(index = meta.index, term = meta.term, repair, "loading a snapshot from the leader");
-        let heard_at = Some(Instant::now());
-        let (index, term) = (meta.index, meta.term);
-        let from = Some(from);
-        self.loading =
-            Some(Loading { index, term, lower: None, complete: false, stepped: false, heard_at, repair, from });
+        self.loading = Some(Loading::new((meta.index, meta.term), Some(Instant::now()), repair, Some(from)));
         Ok(())
     }
 
